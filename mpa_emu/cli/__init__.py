@@ -1,0 +1,58 @@
+"""The ``mpa-emu`` command line. Each subcommand lives in its own module under
+:mod:`mpa_emu.cli` and exposes ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Exit codes shared by every subcommand: 0 success, 1 a check failed (divergence, unmet
+expectation), 2 bad input or usage (one-line error, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+# Subcommand name -> module. Listed explicitly so --help order is stable.
+SUBCOMMANDS: dict[str, str] = {}
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(SUBCOMMANDS[name])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="mpa-emu",
+        description="Packet-level emulator of the Linux irdma iWARP connection manager.",
+        epilog="Exit codes: 0 ok, 1 check failed, 2 bad input.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        mod = _load(name)
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+    return parser
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mpa-emu`` and ``python -m mpa_emu``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    mod = _load(args.command)
+    try:
+        code: int = mod.run(args)
+    except CliError as exc:
+        print(f"mpa-emu {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code

@@ -1,0 +1,81 @@
+"""Configuration of one emulated irdma host, including every kernel quirk as a switch.
+
+Defaults follow the kernel (mainline cm.c, GEN_2/E810). Each quirk names the kernel
+function where the behaviour lives; setting it to ``False`` models the fixed or
+RFC-conforming behaviour instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Quirks:
+    """Kernel behaviours that differ from the RFC or are bugs. ``True`` = kernel."""
+
+    v2_pdata_plus4: bool = True
+    """irdma_parse_mpa: for rev 2 the upcall private data length includes the 4-byte
+    RFC 6581 block and 4 bytes past the frame are reported (spec 4.5 step 9)."""
+
+    pdata_len_u8: bool = True
+    """irdma_send_cm_event: ``event.private_data_len`` is a u8, so lengths wrap mod 256."""
+
+    reject_pdata_u8: bool = True
+    """irdma_reject/irdma_cm_reject: ``pdata_len`` is a u8 (real limit 255, checked 520)."""
+
+    mpa_v1_fallback: bool = True
+    """irdma_handle_rst_pkt: a RST in SYN_SENT/MPAREQ_SENT at rev 2 retries once at rev 1."""
+
+    teardown_null_qp_oops: bool = True
+    """irdma_cm_teardown_connections: a selected node without a QP is dereferenced. The
+    emulator records "the kernel would oops here" and skips the node; ``False`` models a
+    NULL check (the node is reset with a RST and freed instead)."""
+
+    if_notify_lower_dev: bool = True
+    """irdma_if_notify callers pass the lower (real) netdev, so the VLAN compared during
+    teardown is 0xFFFF and nodes on VLAN sub-interfaces are not matched."""
+
+    backoff_int_shift: bool = True
+    """irdma_cm_timer_tick: the gap ``HZ << n`` is a C int shift (count mod 32, negative
+    or zero results) as compiled on x86-64; ``False`` caps every gap cleanly at 12 s."""
+
+    zero_len_option_loop: bool = True
+    """irdma_process_options: an option of length 0 loops forever in the kernel. The
+    emulator records it and treats the segment as lost (the CM thread is stuck);
+    ``False`` rejects the options like a malformed MSS."""
+
+
+@dataclass(frozen=True, slots=True)
+class CmConfig:
+    """Per-host CM settings. Times are in kernel jiffies of ``hz`` unless named ``_ns``."""
+
+    gen: int = 2
+    """Hardware generation: 2 = E810 (icrdma, AH framing), 1 = X722 (i40iw, UDA framing)."""
+    hz: int = 1000
+    retrans: int = 32
+    """IRDMA_DEFAULT_RETRANS: 32 since v6.3 (commit 8385a875c9ee), 8 before."""
+    mpa_rev: int = 2
+    """IRDMA_CM_DEFAULT_MPA_VER."""
+    max_ird: int = 127
+    """max_hw_ird (GEN_2 Linux 127; GEN_1 63; FreeBSD 32)."""
+    max_ord: int = 255
+    """max_hw_ord (GEN_2 Linux 255; GEN_1 127; FreeBSD 64)."""
+    mtu: int = 1500
+    rcv_wscale: int = 2
+    """IRDMA_CM_DEFAULT_RCV_WND_SCALE."""
+    iw_ooo: bool = False
+    """Out-of-order mode: sets M in MPA frames (mainline never sets it)."""
+    dcb_vlan_mode: bool = False
+    host_stack_rst: bool = False
+    """A SYN matching no listener reaches the Linux host stack; ``True`` makes that stack
+    answer with a RST (outside cm.c), ``False`` keeps it silent."""
+    ah_latency_ns: int = 0
+    """Latency of the asynchronous AH create and qhash add before the passive SYN-ACK."""
+    rts_ae_timeout_ns: int = 12_000_000_000
+    """irdma_accept waits up to 12 s for the RTS AE (the peer's RTR)."""
+    quirks: Quirks = field(default_factory=Quirks)
+
+    def jiffies(self, seconds: float) -> int:
+        """Convert seconds to jiffies of this host's HZ."""
+        return round(seconds * self.hz)

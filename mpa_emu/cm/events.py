@@ -1,0 +1,64 @@
+"""What the core hands to its driver: upcalls to the application (iw_cm events) and
+frames to transmit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from mpa_emu.segment import Segment
+
+# Linux errno values used in upcall status codes.
+ECONNRESET = 104
+ECONNREFUSED = 111
+ETIMEDOUT = 110
+EINVAL = 22
+
+
+class IwEvent(IntEnum):
+    """``enum iw_cm_event_type`` (include/rdma/iw_cm.h), delivered by irdma_send_cm_event."""
+
+    CONNECT_REQUEST = 1
+    CONNECT_REPLY = 2
+    ESTABLISHED = 3
+    DISCONNECT = 4
+    CLOSE = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Upcall:
+    """One iw_cm event as the application (rdma_cm) would see it.
+
+    ``conn`` identifies the node (the handle used for accept/reject/close);
+    ``private_data`` holds the bytes reported upward and ``private_data_len`` the length
+    as the kernel reports it (after the u8 wrap and the v2 +4 quirk, when enabled).
+    """
+
+    event: IwEvent
+    conn: int
+    status: int
+    time_ns: int
+    local_ip: bytes
+    local_port: int
+    remote_ip: bytes
+    remote_port: int
+    private_data: bytes = b""
+    private_data_len: int = 0
+    ird: int = 0
+    ord: int = 0
+    listener: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Transmit:
+    """A frame the host puts on the wire (or loops back internally).
+
+    ``comment`` names the kernel function and the state transition behind the frame,
+    e.g. ``"irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1"``; it becomes the pcapng
+    frame comment. ``loopback`` frames never reach the wire (spec 7.5).
+    """
+
+    segment: Segment
+    comment: str
+    loopback: bool = False
+    conn: int | None = None

@@ -1,0 +1,70 @@
+"""The core's value for one TCP segment on the wire, with its L2 and L3 envelope.
+
+The state machine never touches scapy objects: it consumes and produces ``Segment``
+values, and :mod:`mpa_emu.codec` turns them into wire bytes and back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# TCP flag bits (RFC 9293 section 3.1).
+FIN = 0x01
+SYN = 0x02
+RST = 0x04
+PSH = 0x08
+ACK = 0x10
+URG = 0x20
+ECE = 0x40
+CWR = 0x80
+
+def flags_text(flags: int) -> str:
+    """Render TCP flags the way scapy does (``"SA"``, ``"FA"``, ``"RA"``)."""
+    order = ((FIN, "F"), (SYN, "S"), (RST, "R"), (PSH, "P"), (ACK, "A"),
+             (URG, "U"), (ECE, "E"), (CWR, "C"))
+    return "".join(ch for bit, ch in order if flags & bit)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One Ethernet frame carrying IPv4 or IPv6 and a TCP segment.
+
+    Addresses are packed bytes: ``src_ip``/``dst_ip`` are 4 bytes (IPv4) or 16 bytes
+    (IPv6), MACs are 6 bytes. ``vlan`` is the 802.1Q VLAN id or ``None`` when untagged;
+    ``pcp`` the 802.1Q priority. ``options`` are the raw TCP option bytes (padded to a
+    multiple of 4 by the codec), ``payload`` the TCP payload.
+    """
+
+    src_mac: bytes
+    dst_mac: bytes
+    src_ip: bytes
+    dst_ip: bytes
+    sport: int
+    dport: int
+    seq: int
+    ack: int
+    flags: int
+    window: int = 65535
+    options: bytes = b""
+    payload: bytes = b""
+    vlan: int | None = None
+    pcp: int = 0
+    ttl: int = 64
+    tos: int = 0
+    ip_id: int = 0
+    df: bool = True
+    urg_ptr: int = 0
+
+    @property
+    def ipv4(self) -> bool:
+        """True when the segment is carried in IPv4."""
+        return len(self.src_ip) == 4
+
+    @property
+    def flag_text(self) -> str:
+        """TCP flags as letters, for traces and summaries."""
+        return flags_text(self.flags)
+
+    def four_tuple(self) -> tuple[bytes, int, bytes, int]:
+        """(src_ip, sport, dst_ip, dport)."""
+        return (self.src_ip, self.sport, self.dst_ip, self.dport)

@@ -1,0 +1,57 @@
+"""Structured trace: one JSON object per line, each naming the kernel function behind it.
+
+Kinds used across the emulator: ``segment_sent``, ``segment_received``,
+``segment_dropped`` (with ``reason``), ``state_changed``, ``timer_fired``,
+``event_queued``, ``upcall``, ``kernel_leak``, ``kernel_bug``, ``fault``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One trace entry. ``fields`` holds kind-specific values (JSON-serialisable)."""
+
+    time_ns: int
+    host: str
+    kind: str
+    fn: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """Serialise as one compact JSON line (keys sorted, so output is reproducible)."""
+        obj: dict[str, Any] = {"t_ns": self.time_ns, "host": self.host, "kind": self.kind,
+                               "fn": self.fn}
+        obj.update(self.fields)
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_default)
+
+
+def _default(value: object) -> object:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+class Trace:
+    """A sink for trace records: kept in memory and optionally streamed to a JSONL file."""
+
+    def __init__(self, stream: IO[str] | None = None, keep: bool = True) -> None:
+        self._stream = stream
+        self._keep = keep
+        self.records: list[TraceRecord] = []
+
+    def emit(self, record: TraceRecord) -> None:
+        """Record one entry."""
+        if self._keep:
+            self.records.append(record)
+        if self._stream is not None:
+            self._stream.write(record.to_json() + "\n")
+
+    def of_kind(self, kind: str) -> Iterator[TraceRecord]:
+        """Records of one kind, in order."""
+        return (r for r in self.records if r.kind == kind)
