@@ -76,6 +76,19 @@ class CmConfig:
     """irdma_accept waits up to 12 s for the RTS AE (the peer's RTR)."""
     quirks: Quirks = field(default_factory=Quirks)
 
+    # Peer-profile knobs: irdma's values by default; other profiles (siw-like, plain
+    # MPA v1) are built from these in mpa_emu.profiles.
+    profile: str = "irdma"
+    """Name shown in traces and summaries."""
+    p2p: bool = True
+    """irdma_build_mpa_v2 always advertises P2P and irdma_negotiate_mpa_v2_ird_ord
+    requires it (-EOPNOTSUPP otherwise). siw's default is ``False``."""
+    rtr_preference: str = "read"
+    """Responder RTR choice when both are offered: irdma_negotiate_mpa_v2_ird_ord picks
+    ``"read"``; siw picks ``"write"``."""
+    accept_markers: bool = True
+    """irdma honours M in a received request; siw rejects a request with M set."""
+
     def jiffies(self, seconds: float) -> int:
         """Convert seconds to jiffies of this host's HZ."""
         return round(seconds * self.hz)
