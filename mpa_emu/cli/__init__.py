@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from types import ModuleType
 
 # Subcommand name -> module. Listed explicitly so --help order is stable.
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "peer": "mpa_emu.cli.peer",
+}
 
 
 def _load(name: str) -> ModuleType:

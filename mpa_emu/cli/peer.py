@@ -1,0 +1,114 @@
+"""``mpa-emu peer``: an MPA peer over ordinary kernel sockets (the kernel does TCP)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+
+from mpa_emu import mpa, peer
+from mpa_emu.cli import CliError
+
+HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``mpa-emu peer``."""
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--listen", type=int, metavar="PORT",
+                      help="accept one connection on PORT and answer its MPA request")
+    mode.add_argument("--connect", metavar="IP:PORT",
+                      help="connect and send an MPA request ([v6addr]:PORT for IPv6)")
+    parser.add_argument("--bind", default="", metavar="IP",
+                        help="listen on this address only (default: all, IPv4 and IPv6)")
+    parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=2,
+                        help="MPA revision to offer (default 2, RFC 6581)")
+    parser.add_argument("--ird", type=int, default=16, help="IRD advertised (v2, default 16)")
+    parser.add_argument("--ord", type=int, default=16, help="ORD advertised (v2, default 16)")
+    data = parser.add_mutually_exclusive_group()
+    data.add_argument("--private-data", default="", metavar="TEXT",
+                      help="private data as text (UTF-8)")
+    data.add_argument("--private-data-hex", default="", metavar="HEX",
+                      help="private data as hex bytes")
+    parser.add_argument("--reject", action="store_true",
+                        help="responder: reject the request (R flag) and close")
+    parser.add_argument("--rtr", choices=("both", "read", "write", "none"), default="both",
+                        help="initiator: RTR types offered; responder: preferred type")
+    parser.add_argument("--no-p2p", action="store_true",
+                        help="clear the RFC 6581 peer-to-peer bit (irdma resets such peers)")
+    parser.add_argument("--no-crc", action="store_true", help="clear the C flag")
+    parser.add_argument("--send", metavar="TEXT",
+                        help="send one RDMA Send FPDU with TEXT after the RTR exchange")
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="S",
+                        help="seconds to wait for each expected frame (default 5)")
+    parser.add_argument("--hold", type=float, default=0.0, metavar="S",
+                        help="keep the connection open S seconds, printing FPDUs received")
+
+
+def parse_endpoint(text: str) -> tuple[str, int]:
+    """``IP:PORT`` or ``[IPv6]:PORT`` into (ip, port); :class:`CliError` when malformed."""
+    host, sep, port_text = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ipaddress.ip_address(host)
+        port = int(port_text)
+    except ValueError:
+        raise CliError(f"expected IP:PORT or [IPv6]:PORT, got {text!r}") from None
+    if not sep or not 0 < port < 65536:
+        raise CliError(f"port must be 1..65535 in {text!r}")
+    return host, port
+
+
+def _options(args: argparse.Namespace) -> peer.PeerOptions:
+    if args.private_data_hex:
+        try:
+            private = bytes.fromhex(args.private_data_hex)
+        except ValueError:
+            raise CliError(f"--private-data-hex is not hex: {args.private_data_hex!r}") from None
+    else:
+        private = args.private_data.encode()
+    limit = mpa.MAX_PRIV_DATA_LEN - (mpa.RTR_MSG_SIZE if args.mpa_rev == 2 else 0)
+    if len(private) > limit:
+        raise CliError(f"private data is {len(private)} bytes; MPA rev {args.mpa_rev} "
+                       f"allows {limit}")
+    for name in ("ird", "ord"):
+        value = getattr(args, name)
+        if not 0 <= value <= mpa.IRD_ORD_MASK:
+            raise CliError(f"--{name} must be 0..{mpa.IRD_ORD_MASK}, got {value}")
+    if args.timeout <= 0 or args.hold < 0:
+        raise CliError("--timeout must be positive and --hold not negative")
+    return peer.PeerOptions(
+        rev=args.mpa_rev, ird=args.ird, ord=args.ord, private_data=private,
+        reject=args.reject, p2p=not args.no_p2p, rtr=args.rtr, crc=not args.no_crc,
+        send=args.send.encode() if args.send is not None else None,
+        timeout=args.timeout, hold=args.hold)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one exchange and print what was received. Exit 0 when the MPA exchange
+    completed (accepted or rejected), 1 when it failed."""
+    options = _options(args)
+    try:
+        if args.connect:
+            host, port = parse_endpoint(args.connect)
+            sock = peer.open_connection(host, port, options.timeout)
+            local = peer.endpoint_text(sock.getsockname())
+            print(f"connected {local} -> {args.connect}", flush=True)
+            with sock:
+                report = peer.run_initiator(sock, options, log=_print)
+        else:
+            with peer.open_listener(args.listen, args.bind) as listener:
+                print(f"listening on port {args.listen}", flush=True)
+                sock = peer.accept_one(listener, options.timeout)
+            with sock:
+                print(f"accepted {peer.endpoint_text(sock.getpeername())}", flush=True)
+                report = peer.run_responder(sock, options, log=_print)
+    except peer.PeerError as exc:
+        print(f"error: {exc}", flush=True)
+        return 1
+    if report.error is None and report.close == "open":
+        _print("closing (FIN)")
+    return 0 if report.error is None else 1
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)

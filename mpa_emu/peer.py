@@ -1,0 +1,444 @@
+"""An MPA peer over ordinary kernel sockets: the Linux kernel does TCP, this module only
+frames MPA (RFC 5044 section 7, RFC 6581) with :mod:`mpa_emu.mpa`.
+
+It is the tool to poke an emulated or a real iWARP node: as initiator it sends an MPA
+request and reads the reply; as responder it reads the request and accepts or rejects.
+After an accepted exchange it sends or expects the RTR and optional Send FPDUs.
+
+Everything the other side sends is reported, never raised as a traceback: a failed
+exchange ends with :class:`PeerReport.error` set (or :class:`PeerError` from the
+convenience functions that also open the socket).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mpa_emu import mpa
+from mpa_emu.live import rdmap
+
+Log = Callable[[str], None]
+
+
+class PeerError(Exception):
+    """The exchange could not proceed: timeout, reset, refused, malformed frame."""
+
+
+class PeerClosed(PeerError):
+    """The other side closed the stream; ``how`` is "fin" or "reset"."""
+
+    def __init__(self, how: str, waiting_for: str) -> None:
+        super().__init__(f"connection {'reset' if how == 'reset' else 'closed (FIN)'} "
+                         f"while waiting for {waiting_for}")
+        self.how = how
+
+
+@dataclass(frozen=True, slots=True)
+class PeerOptions:
+    """What this peer offers and how it answers."""
+
+    rev: int = 2
+    ird: int = 16
+    ord: int = 16
+    private_data: bytes = b""
+    reject: bool = False
+    p2p: bool = True
+    rtr: str = "both"
+    """Initiator: RTR types offered ("read", "write", "both", "none"). Responder: the
+    preferred one when both are offered ("both" prefers read, as irdma does)."""
+    crc: bool = True
+    send: bytes | None = None
+    """Payload of one Send FPDU sent after the RTR exchange."""
+    answer_read_rtr: bool = True
+    """Responder: answer a zero-length Read Request RTR with a zero-length Read Response."""
+    timeout: float = 5.0
+    """Seconds to wait for each expected frame."""
+    hold: float = 0.0
+    """Seconds to keep reading FPDUs after the exchange before closing."""
+
+
+@dataclass
+class PeerReport:
+    """What happened on one connection, in order."""
+
+    role: str
+    local: str = ""
+    remote: str = ""
+    sent: mpa.MpaFrame | None = None
+    received: mpa.MpaFrame | None = None
+    rtr_sent: str | None = None
+    rtr_received: str | None = None
+    messages: list[rdmap.DdpMessage] = field(default_factory=list)
+    close: str = "open"
+    """How the other side ended the stream: "fin", "reset" or "open" (still open)."""
+    error: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        """An MPA exchange completed without the R flag."""
+        frame = self.received if self.role == "initiator" else self.sent
+        return self.error is None and frame is not None and not frame.reject
+
+    @property
+    def rejected(self) -> bool:
+        """The reply carried the R flag."""
+        frame = self.received if self.role == "initiator" else self.sent
+        return frame is not None and frame.reject
+
+
+# ---- frames -------------------------------------------------------------------------
+
+def _offer(rtr: str) -> tuple[bool, bool]:
+    """(write0, read0) offered for an ``--rtr`` choice."""
+    table = {"both": (True, True), "read": (False, True), "write": (True, False),
+             "none": (False, False)}
+    if rtr not in table:
+        raise ValueError(f"RTR choice must be one of {', '.join(table)}, got {rtr!r}")
+    return table[rtr]
+
+
+def build_request(options: PeerOptions) -> mpa.MpaFrame:
+    """The MPA request this peer sends as initiator."""
+    flags = mpa.FLAG_CRC if options.crc else 0
+    block = None
+    if options.rev == 2:
+        flags |= mpa.FLAG_ENHANCED
+        write0, read0 = _offer(options.rtr)
+        block = mpa.RtrBlock(ird=options.ird, ord=options.ord, peer_to_peer=options.p2p,
+                             write0=write0, read0=read0)
+    return mpa.MpaFrame(request=True, rev=options.rev, flags=flags, rtr=block,
+                        private_data=options.private_data)
+
+
+def choose_rtr(offered: mpa.RtrBlock, preference: str) -> str | None:
+    """The single RTR type the responder picks from what the request offers
+    (RFC 6581 section 5: exactly one of B/C/D in the reply)."""
+    if preference == "write" and offered.write0:
+        return "write"
+    if offered.read0:
+        return "read"
+    if offered.write0:
+        return "write"
+    return None
+
+
+def rtr_to_send(reply: mpa.MpaFrame) -> str | None:
+    """The RTR an initiator sends after an accepting v2 reply: the one type the reply
+    chose (RFC 6581 section 5). A v1 reply or a reply choosing nothing gets none."""
+    if reply.rev != 2 or reply.rtr is None:
+        return None
+    if reply.rtr.read0:
+        return "read"
+    if reply.rtr.write0:
+        return "write"
+    return None
+
+
+def build_reply(request: mpa.MpaFrame, options: PeerOptions) -> mpa.MpaFrame:
+    """The reply to ``request``: accept, or reject when ``options.reject``. The revision
+    is the lower of the request's and ours (RFC 6581 section 5)."""
+    rev = min(request.rev, options.rev) if request.rev in (1, 2) else options.rev
+    flags = (mpa.FLAG_CRC if options.crc else 0) | (mpa.FLAG_REJECT if options.reject else 0)
+    block = None
+    if rev == 2:
+        flags |= mpa.FLAG_ENHANCED
+        chosen = choose_rtr(request.rtr, options.rtr) if request.rtr is not None else "read"
+        block = mpa.RtrBlock(ird=options.ird, ord=options.ord, peer_to_peer=options.p2p,
+                             write0=chosen == "write", read0=chosen == "read")
+    return mpa.MpaFrame(request=False, rev=rev, flags=flags, rtr=block,
+                        private_data=options.private_data)
+
+
+def _printable(data: bytes) -> str:
+    return "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in data)
+
+
+def _flag_names(flags: int) -> str:
+    names = [(mpa.FLAG_MARKERS, "M"), (mpa.FLAG_CRC, "C"), (mpa.FLAG_REJECT, "R"),
+             (mpa.FLAG_ENHANCED, "S")]
+    text = " ".join(name for bit, name in names if flags & bit)
+    return text or "none"
+
+
+def describe_frame(direction: str, frame: mpa.MpaFrame) -> list[str]:
+    """Human lines for one MPA frame: fields, RFC 6581 block, private data hex/text."""
+    kind = "request" if frame.request else ("reject" if frame.reject else "reply")
+    lines = [f"{direction} MPA {kind}: rev {frame.rev}, flags 0x{frame.flags:02x} "
+             f"({_flag_names(frame.flags)}), PD_Length {frame.wire_pd_length}"]
+    if frame.rtr is not None:
+        block = frame.rtr
+        bits = [name for on, name in ((block.peer_to_peer, "P2P"),
+                                      (block.zero_len_send, "send0"),
+                                      (block.write0, "write0"), (block.read0, "read0")) if on]
+        lines.append(f"  RFC 6581: IRD {block.ird}, ORD {block.ord}, "
+                     f"{' '.join(bits) or 'no bits'}")
+    data = frame.private_data
+    lines.append(f"  private data ({len(data)} bytes): {data.hex() or '-'}"
+                 + (f" \"{_printable(data)}\"" if data else ""))
+    return lines
+
+
+# ---- the stream ---------------------------------------------------------------------
+
+class MpaStream:
+    """MPA framing on a connected stream socket, with a timeout on every read."""
+
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
+        self.sock = sock
+        self.timeout = timeout
+
+    def read_exact(self, count: int, waiting_for: str) -> bytes:
+        """Read exactly ``count`` bytes or raise :class:`PeerError`/:class:`PeerClosed`."""
+        deadline = time.monotonic() + self.timeout
+        chunks: list[bytes] = []
+        got = 0
+        while got < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PeerError(f"timed out after {self.timeout:g} s waiting for {waiting_for}")
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(count - got)
+            except TimeoutError:
+                continue
+            except ConnectionResetError:
+                raise PeerClosed("reset", waiting_for) from None
+            if not chunk:
+                raise PeerClosed("fin", waiting_for)
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def read_frame(self, expect_request: bool) -> mpa.MpaFrame:
+        """Read one MPA request (``expect_request``) or reply, header then private data."""
+        what = "the MPA request" if expect_request else "the MPA reply"
+        head_bytes = self.read_exact(mpa.FRAME_SIZE, what)
+        head = mpa.parse_header(head_bytes)
+        wanted = mpa.KEY_REQ if expect_request else mpa.KEY_REP
+        if head.key != wanted:
+            raise PeerError(f"expected {what}, got key {head.key!r} "
+                            f"(header {head_bytes.hex()})")
+        if head.pd_length > mpa.MAX_PRIV_DATA_LEN:
+            # RFC 5044 section 7.1: PD_Length above 512 must close the connection.
+            raise PeerError(f"{what} has PD_Length {head.pd_length} > "
+                            f"{mpa.MAX_PRIV_DATA_LEN}")
+        body = self.read_exact(head.pd_length, f"{head.pd_length} bytes of private data")
+        return mpa.decode_frame(head_bytes + body)
+
+    def send_frame(self, frame: mpa.MpaFrame) -> None:
+        """Send one MPA frame in a single write."""
+        self.sock.sendall(frame.to_bytes())
+
+    def send_ulpdu(self, ulpdu: bytes) -> None:
+        """Frame a DDP segment as an FPDU (CRC32c little-endian) and send it."""
+        self.sock.sendall(mpa.frame_fpdu(ulpdu))
+
+    def read_fpdu(self) -> mpa.Fpdu:
+        """Read one FPDU (no markers)."""
+        head = self.read_exact(2, "an FPDU")
+        ulen = int.from_bytes(head, "big")
+        rest = self.read_exact(ulen + mpa.fpdu_pad_len(ulen) + 4, f"an FPDU of {ulen} bytes")
+        return mpa.unframe_fpdu(head + rest)
+
+    def wait_close(self, seconds: float) -> str:
+        """Read and discard until the other side closes: "fin", "reset", or "open" when
+        ``seconds`` pass first."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "open"
+            self.sock.settimeout(left)
+            try:
+                if not self.sock.recv(4096):
+                    return "fin"
+            except TimeoutError:
+                return "open"
+            except ConnectionResetError:
+                return "reset"
+
+
+# ---- the exchanges ------------------------------------------------------------------
+
+class _Run:
+    def __init__(self, role: str, sock: socket.socket, options: PeerOptions,
+                 log: Log | None) -> None:
+        self.options = options
+        self.stream = MpaStream(sock, options.timeout)
+        self.report = PeerReport(role=role, local=endpoint_text(sock.getsockname()),
+                                 remote=endpoint_text(sock.getpeername()))
+        self._log = log
+        self.msn = 1
+
+    def say(self, line: str) -> None:
+        self.report.lines.append(line)
+        if self._log is not None:
+            self._log(line)
+
+    def frame(self, direction: str, frame: mpa.MpaFrame) -> None:
+        for line in describe_frame(direction, frame):
+            self.say(line)
+
+    def fpdu(self) -> rdmap.DdpMessage:
+        unit = self.stream.read_fpdu()
+        message = rdmap.parse(unit.ulpdu)
+        self.report.messages.append(message)
+        crc = "good CRC" if unit.crc_ok else f"BAD CRC 0x{unit.crc:08x}"
+        self.say(f"received FPDU: {message.describe()}, {crc}")
+        if message.opcode == rdmap.OP_SEND and message.payload:
+            self.say(f"  payload: {message.payload.hex()} \"{_printable(message.payload)}\"")
+        return message
+
+    def send_message(self) -> None:
+        if self.options.send is not None:
+            self.stream.send_ulpdu(rdmap.send(self.options.send, self.msn))
+            self.say(f"sent FPDU: Send msn={self.msn} len={len(self.options.send)}")
+            self.msn += 1
+
+    def hold(self) -> None:
+        deadline = time.monotonic() + self.options.hold
+        while time.monotonic() < deadline:
+            self.stream.timeout = max(0.01, deadline - time.monotonic())
+            try:
+                self.fpdu()
+            except PeerClosed as closed:
+                self.finish(closed.how)
+                return
+            except PeerError:
+                return
+
+    def finish(self, how: str) -> None:
+        self.report.close = how
+        self.say({"fin": "received FIN", "reset": "connection reset (ECONNRESET)",
+                  "open": "connection still open"}[how])
+
+    def fail(self, exc: Exception) -> PeerReport:
+        if isinstance(exc, PeerClosed):
+            self.report.close = exc.how
+        self.report.error = str(exc)
+        self.say(f"error: {exc}")
+        return self.report
+
+
+def endpoint_text(name: tuple[object, ...] | str) -> str:
+    """``ip:port`` (``[ip]:port`` for IPv6) from a socket address."""
+    if isinstance(name, tuple) and len(name) >= 2:
+        host = str(name[0])
+        host = host.removeprefix("::ffff:") if "." in host else host
+        return f"[{host}]:{name[1]}" if ":" in host else f"{host}:{name[1]}"
+    return str(name)
+
+
+def run_initiator(sock: socket.socket, options: PeerOptions, log: Log | None = None
+                  ) -> PeerReport:
+    """Send the MPA request on a connected socket, read the reply, then RTR and Send."""
+    run = _Run("initiator", sock, options, log)
+    try:
+        request = build_request(options)
+        run.stream.send_frame(request)
+        run.report.sent = request
+        run.frame("sent", request)
+        reply = run.stream.read_frame(expect_request=False)
+        run.report.received = reply
+        run.frame("received", reply)
+        if reply.reject:
+            run.finish(run.stream.wait_close(options.timeout))
+            return run.report
+        kind = rtr_to_send(reply)
+        if kind is not None:
+            run.stream.send_ulpdu(rdmap.read0_rtr() if kind == "read" else rdmap.write0_rtr())
+            run.report.rtr_sent = kind
+            run.say(f"sent FPDU: RTR {kind} (zero-length "
+                    f"{'RDMA Read Request' if kind == 'read' else 'RDMA Write'})")
+        run.send_message()
+        run.hold()
+    except (PeerError, OSError, mpa.MpaFormatError, rdmap.RdmapFormatError) as exc:
+        return run.fail(exc)
+    return run.report
+
+
+def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = None
+                  ) -> PeerReport:
+    """Read the MPA request on an accepted socket, answer it, then expect the RTR."""
+    run = _Run("responder", sock, options, log)
+    try:
+        request = run.stream.read_frame(expect_request=True)
+        run.report.received = request
+        run.frame("received", request)
+        reply = build_reply(request, options)
+        run.stream.send_frame(reply)
+        run.report.sent = reply
+        run.frame("sent", reply)
+        if reply.reject:
+            # Like siw: the reject is followed by our FIN, then we wait for theirs.
+            sock.shutdown(socket.SHUT_WR)
+            run.say("sent FIN")
+            run.finish(run.stream.wait_close(options.timeout))
+            return run.report
+        if reply.rev == 2 and reply.rtr is not None and (reply.rtr.read0 or reply.rtr.write0):
+            message = run.fpdu()
+            run.report.rtr_received = message.rtr_kind
+            if message.rtr_kind == "read" and options.answer_read_rtr:
+                run.stream.send_ulpdu(_read_response())
+                run.say("sent FPDU: RDMA Read Response (zero-length)")
+        run.send_message()
+        run.hold()
+    except (PeerError, OSError, mpa.MpaFormatError, rdmap.RdmapFormatError) as exc:
+        return run.fail(exc)
+    return run.report
+
+
+def _read_response() -> bytes:
+    # Tagged, last, opcode 2, sink STag and TO of the zero-length Read Request.
+    return bytes((rdmap.DDP_TAGGED | rdmap.DDP_LAST | rdmap.DDP_VERSION,
+                  rdmap.RDMAP_VERSION | rdmap.OP_READ_RESPONSE)) + \
+        rdmap.RTR_SINK_STAG.to_bytes(4, "big") + bytes(8)
+
+
+# ---- sockets ------------------------------------------------------------------------
+
+def open_connection(host: str, port: int, timeout: float) -> socket.socket:
+    """A connected TCP socket, or :class:`PeerError` with the reason."""
+    try:
+        return socket.create_connection((host, port), timeout=timeout)
+    except ConnectionRefusedError:
+        raise PeerError(f"connection to {host}:{port} refused (RST)") from None
+    except TimeoutError:
+        raise PeerError(f"connection to {host}:{port} timed out after {timeout:g} s") from None
+    except OSError as exc:
+        raise PeerError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
+
+
+def open_listener(port: int, bind: str = "") -> socket.socket:
+    """A listening socket on ``port``: dual-stack on ``::`` unless ``bind`` names an
+    address."""
+    try:
+        if bind:
+            family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((bind, port))
+        elif socket.has_dualstack_ipv6():
+            sock = socket.create_server(("::", port), family=socket.AF_INET6,
+                                        dualstack_ipv6=True, reuse_port=False)
+        else:
+            sock = socket.create_server(("", port))
+        sock.listen(8)
+    except OSError as exc:
+        raise PeerError(f"cannot listen on port {port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def accept_one(listener: socket.socket, timeout: float) -> socket.socket:
+    """Wait up to ``timeout`` seconds for one connection."""
+    listener.settimeout(timeout)
+    try:
+        conn, _addr = listener.accept()
+    except TimeoutError:
+        raise PeerError(f"no connection within {timeout:g} s") from None
+    conn.settimeout(timeout)
+    return conn
