@@ -54,6 +54,7 @@ class Segment:
     ip_id: int = 0
     df: bool = True
     urg_ptr: int = 0
+    flow_label: int = 0  # IPv6 flow label (20 bits); Linux peers set it by default
 
     @property
     def ipv4(self) -> bool:
