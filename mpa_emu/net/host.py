@@ -1,0 +1,263 @@
+"""An emulated host: one NIC (MAC, addresses with their VLANs, MTU), a neighbour table
+and the irdma connection manager (:class:`~mpa_emu.cm.core.CmCore`) running on it.
+
+Verbs (listen, connect, accept, reject, close, disconnect) act at the network's current
+virtual time; schedule them for later with :meth:`Network.at <mpa_emu.net.network.Network.at>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mpa_emu.addr import ip_bytes, ip_text, mac_text
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.net.policy import Accept, Manual, Policy, Reject
+from mpa_emu.segment import Segment
+
+if TYPE_CHECKING:
+    from mpa_emu.net.network import Network
+
+Address = str | bytes
+
+
+def as_ip(value: Address) -> bytes:
+    """Packed address from text or packed bytes (4 or 16); ValueError otherwise."""
+    if isinstance(value, bytes):
+        if len(value) not in (4, 16):
+            raise ValueError(f"a packed address has 4 or 16 bytes, got {len(value)}")
+        return value
+    return ip_bytes(value)
+
+
+class CoreApi(Protocol):
+    """What a host needs from its CM core: the sans-IO contract of
+    :class:`mpa_emu.cm.core.CmCore` (test doubles implement the same methods)."""
+
+    def add_address(self, ip: bytes, *, vlan: int | None = None, now_ns: int = 0) -> None: ...
+    def remove_address(self, ip: bytes, *, now_ns: int) -> None: ...
+    def link_down(self, *, now_ns: int) -> None: ...
+    def set_neighbour(self, ip: bytes, mac: bytes | None) -> None: ...
+    def receive(self, frame: Segment, now_ns: int) -> None: ...
+    def handle_timer(self, now_ns: int) -> None: ...
+    def get_timer(self) -> int | None: ...
+    def frames_to_send(self) -> list[Transmit]: ...
+    def next_event(self) -> Upcall | None: ...
+    def create_listen(self, ip: bytes | None, port: int, *, backlog: int = 16,
+                      ipv6: bool = False, vlan: int | None = None, now_ns: int = 0) -> int: ...
+    def destroy_listen(self, listener: int, *, now_ns: int) -> None: ...
+    def connect(self, local_ip: bytes, remote_ip: bytes, remote_port: int, *,
+                local_port: int | None = None, private_data: bytes = b"", ird: int = 16,
+                ord: int = 16, now_ns: int) -> int: ...
+    def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None: ...
+    def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None: ...
+    def close(self, conn: int, *, now_ns: int) -> None: ...
+    def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None: ...
+    def node(self, conn: int) -> Any: ...
+    def conns(self) -> list[int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VerbFailure:
+    """A verb run by a policy or a scheduled call that the core refused."""
+
+    time_ns: int
+    verb: str
+    errno: int
+    message: str
+
+
+class Host:
+    """One emulated irdma host on the network. Create it with ``Network.add_host``."""
+
+    def __init__(self, net: Network, name: str, mac: bytes, config: CmConfig, core: CoreApi,
+                 *, auto_neighbours: bool = True) -> None:
+        self.net = net
+        self.name = name
+        self.mac = mac
+        self.config = config
+        self.core = core
+        self.auto_neighbours = auto_neighbours
+        self.addresses: dict[bytes, int | None] = {}
+        """Packed address -> VLAN id (``None`` = untagged)."""
+        self.upcalls: list[Upcall] = []
+        """Every upcall delivered to this host's application, in order (``Upcall.time_ns``)."""
+        self.failures: list[VerbFailure] = []
+        self._manual_neighbours: set[bytes] = set()
+        self._policies: dict[int, Policy] = {}
+        self._callbacks: list[tuple[IwEvent | None, Callable[[Host, Upcall], None]]] = []
+
+    def __repr__(self) -> str:
+        addrs = ", ".join(ip_text(a) for a in self.addresses)
+        return f"Host({self.name!r}, {mac_text(self.mac)}, [{addrs}])"
+
+    # ---- the NIC and the local stack ---------------------------------------------
+
+    @property
+    def mtu(self) -> int:
+        """The interface MTU (``CmConfig.mtu``)."""
+        return self.config.mtu
+
+    @property
+    def vlans(self) -> frozenset[int | None]:
+        """VLANs this host has an address on (``None`` = untagged); it receives only these."""
+        return frozenset(self.addresses.values())
+
+    def add_address(self, ip: Address, *, vlan: int | None = None) -> None:
+        """Bring up an address (optionally on a VLAN sub-interface)."""
+        if vlan is not None and not 0 <= vlan < 4095:
+            raise ValueError(f"VLAN id must be 0..4094, got {vlan}")
+        packed = as_ip(ip)
+        self.core.add_address(packed, vlan=vlan, now_ns=self.net.now_ns)
+        self.addresses[packed] = vlan
+        self.net.refresh_neighbours()
+
+    def remove_address(self, ip: Address) -> None:
+        """Take an address down (the kernel's irdma_if_notify with ifup false)."""
+        packed = as_ip(ip)
+        if packed not in self.addresses:
+            raise ValueError(f"{self.name} has no address {ip_text(packed)}")
+        self.core.remove_address(packed, now_ns=self.net.now_ns)
+        del self.addresses[packed]
+        self.net.pump()
+
+    def link_down(self) -> None:
+        """The interface loses its link."""
+        self.core.link_down(now_ns=self.net.now_ns)
+        self.net.pump()
+
+    def set_neighbour(self, ip: Address, mac: bytes | None) -> None:
+        """Set a neighbour entry by hand (``None`` = unresolved); automatic filling
+        leaves this address alone afterwards."""
+        packed = as_ip(ip)
+        self._manual_neighbours.add(packed)
+        self.core.set_neighbour(packed, mac)
+
+    def learn_neighbour(self, ip: bytes, mac: bytes) -> None:
+        """Automatic neighbour entry (skipped for addresses set by hand)."""
+        if self.auto_neighbours and ip not in self._manual_neighbours:
+            self.core.set_neighbour(ip, mac)
+
+    def address(self, ipv6: bool = False) -> bytes:
+        """This host's first address of one family."""
+        for packed in self.addresses:
+            if (len(packed) == 16) == ipv6:
+                return packed
+        family = "IPv6" if ipv6 else "IPv4"
+        raise ValueError(f"{self.name} has no {family} address")
+
+    # ---- verbs -----------------------------------------------------------------
+
+    def listen(self, port: int, ip: Address | None = None, *, policy: Policy | None = None,
+               backlog: int = 16, ipv6: bool = False, vlan: int | None = None) -> int:
+        """Create a listener (``ip`` None = wildcard) answering requests with ``policy``
+        (default :class:`Accept`); returns the listener id."""
+        packed = None if ip is None else as_ip(ip)
+        if packed is not None:
+            ipv6 = len(packed) == 16
+        listener = self.core.create_listen(packed, port, backlog=backlog, ipv6=ipv6, vlan=vlan,
+                                           now_ns=self.net.now_ns)
+        self._policies[listener] = policy if policy is not None else Accept()
+        self.net.pump()
+        return listener
+
+    def unlisten(self, listener: int) -> None:
+        """Destroy a listener (irdma_destroy_listen)."""
+        self.core.destroy_listen(listener, now_ns=self.net.now_ns)
+        self.net.pump()
+
+    def connect(self, remote: Address | Host, port: int, *, local_ip: Address | None = None,
+                local_port: int | None = None, private_data: bytes = b"", ird: int = 16,
+                ord: int = 16) -> int:
+        """Start an active connection (irdma_connect); returns the connection id."""
+        if isinstance(remote, Host):
+            rem = remote.address(ipv6=local_ip is not None and len(as_ip(local_ip)) == 16)
+        else:
+            rem = as_ip(remote)
+        loc = as_ip(local_ip) if local_ip is not None else self.address(ipv6=len(rem) == 16)
+        conn = self.core.connect(loc, rem, port, local_port=local_port,
+                                 private_data=private_data, ird=ird, ord=ord,
+                                 now_ns=self.net.now_ns)
+        self.net.pump()
+        return conn
+
+    def accept(self, conn: int, private_data: bytes = b"") -> None:
+        """Accept a pending request (irdma_accept)."""
+        self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
+        self.net.pump()
+
+    def reject(self, conn: int, private_data: bytes = b"") -> None:
+        """Reject a pending request with ``private_data`` (irdma_reject)."""
+        self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
+        self.net.pump()
+
+    def close(self, conn: int) -> None:
+        """irdma_cm_close on a connection."""
+        self.core.close(conn, now_ns=self.net.now_ns)
+        self.net.pump()
+
+    def disconnect(self, conn: int, *, graceful: bool = True) -> None:
+        """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
+        self.core.disconnect(conn, graceful=graceful, now_ns=self.net.now_ns)
+        self.net.pump()
+
+    def node(self, conn: int) -> Any:
+        """Read-only view of a connection's cm_node (None once freed)."""
+        return self.core.node(conn)
+
+    def conns(self) -> list[int]:
+        """Connection ids the core still holds."""
+        return self.core.conns()
+
+    # ---- upcalls ---------------------------------------------------------------
+
+    def on(self, callback: Callable[[Host, Upcall], None], event: IwEvent | None = None) -> None:
+        """Call ``callback(host, upcall)`` for every upcall (or only those of ``event``)."""
+        self._callbacks.append((event, callback))
+
+    def events(self, event: IwEvent | None = None) -> list[Upcall]:
+        """Recorded upcalls, optionally of one kind."""
+        return [u for u in self.upcalls if event is None or u.event == event]
+
+    def deliver(self, upcall: Upcall, keep: bool = True) -> None:
+        """Hand one upcall to the application: record it, apply the listener policy to a
+        CONNECT_REQUEST, then run the callbacks."""
+        if keep:
+            self.upcalls.append(upcall)
+        if upcall.event == IwEvent.CONNECT_REQUEST:
+            policy = self._policies.get(upcall.listener, Accept()) \
+                if upcall.listener is not None else Accept()
+            self._apply(policy, upcall)
+        for event, callback in self._callbacks:
+            if event is None or event == upcall.event:
+                callback(self, upcall)
+
+    def _apply(self, policy: Policy, upcall: Upcall) -> None:
+        if isinstance(policy, Manual):
+            return
+        if isinstance(policy, Accept):
+            self._verb_later(policy.delay_ns, "accept", self.accept, upcall.conn,
+                             policy.private_data)
+        elif isinstance(policy, Reject):
+            self._verb_later(policy.delay_ns, "reject", self.reject, upcall.conn,
+                             policy.private_data)
+        else:
+            policy(self, upcall)
+
+    def _verb_later(self, delay_ns: int, verb: str, fn: Callable[..., Any], *args: Any) -> None:
+        self.net.after(delay_ns, self.guarded, verb, fn, *args)
+
+    def guarded(self, verb: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a verb on behalf of a policy; a refusal (CmError) is recorded, not raised,
+        as an application would see an error return."""
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            errno = int(getattr(exc, "errno", 0) or 0)
+            failure = VerbFailure(self.net.now_ns, verb, errno, str(exc))
+            self.failures.append(failure)
+            self.net.note(self.name, "verb_failed", "iw_cm", verb=verb, errno=errno,
+                          error=str(exc))
+            return None

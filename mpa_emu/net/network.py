@@ -1,0 +1,484 @@
+"""The simulation: hosts on one virtual wire, a virtual clock and a deterministic scheduler.
+
+One seed drives everything: each host's CM core gets a seed derived from it (its ISNs)
+and the wire its own ``random.Random`` (the faults). The loop delivers due frames, runs
+due scheduled calls, fires due core timers, and after every step drains each core's
+outbox and upcall queue; when nothing is due the clock jumps to the next deadline.
+
+Data flows one way: core -> ``Transmit`` -> :func:`mpa_emu.codec.encode` -> wire bytes
+(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames stay in
+their host (spec 7.5) and are captured, when asked, on a separate ``<host>/lo`` interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import heapq
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import IO, Any, Protocol
+
+from mpa_emu import codec
+from mpa_emu.addr import mac_bytes, mac_text
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.events import Transmit
+from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
+from mpa_emu.net.host import Address, CoreApi, Host
+from mpa_emu.net.wire import Wire
+from mpa_emu.segment import Segment
+from mpa_emu.trace import Trace, TraceRecord
+
+LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (spec 7.5)"
+
+_DELIVER = 0
+_LOOPBACK = 1
+_CALL = 2
+
+
+def derive_seed(seed: int, label: str) -> int:
+    """A 64-bit seed for one component, derived from the network seed and a label.
+
+    Uses BLAKE2b rather than ``hash()`` so it does not depend on PYTHONHASHSEED.
+    """
+    digest = hashlib.blake2b(f"{seed}:{label}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+class CoreFactory(Protocol):
+    """Builds the CM core of a host (the real :class:`~mpa_emu.cm.core.CmCore` by default)."""
+
+    def __call__(self, name: str, mac: bytes, config: CmConfig, *, seed: int,
+                 trace: Trace | None) -> CoreApi: ...
+
+
+def _default_core(name: str, mac: bytes, config: CmConfig, *, seed: int,
+                  trace: Trace | None) -> CoreApi:
+    core: CoreApi = importlib.import_module("mpa_emu.cm.core").CmCore(
+        name, mac, config, seed=seed, trace=trace)
+    return core
+
+
+@dataclass(slots=True)
+class CapturedFrame:
+    """One frame as the capture saw it.
+
+    ``interface`` is the sending host's name (or ``<host>/lo`` for loopback), ``time_ns``
+    the virtual time it was put on the wire, ``data`` the exact bytes sent, ``segment``
+    the decoded value (``None`` for injected bytes that do not decode). ``notes`` collects
+    what happened to it (wire faults, the receiving NIC's drop); :attr:`comment` joins
+    them to the sender's comment for the pcapng file.
+    """
+
+    index: int
+    time_ns: int
+    interface: str
+    sender: str
+    receivers: tuple[str, ...]
+    data: bytes
+    origin: str
+    segment: Segment | None
+    loopback: bool = False
+    notes: list[str] = field(default_factory=list)
+    delivered: int = 0
+
+    @property
+    def comment(self) -> str:
+        """The pcapng comment: kernel function and transition, then the frame's fate."""
+        return "; ".join([self.origin, *self.notes]) if self.notes else self.origin
+
+    @property
+    def kind(self) -> str:
+        """``"SYN"``, ``"MPA request"``... (``"undecodable"`` for broken injected bytes)."""
+        return frame_kind(self.segment) if self.segment is not None else "undecodable"
+
+    def packet(self) -> Any:
+        """The frame as a scapy packet (``Ether(data)``, with mpa_emu's layers bound)."""
+        return to_scapy_packet(self.data)
+
+
+def to_scapy_packet(data: bytes) -> Any:
+    """Dissect frame bytes with scapy, binding mpa_emu's MPA layers when available."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module("mpa_emu.frames")  # installs the MPA/DDP bindings
+    from scapy.layers.l2 import Ether
+
+    return Ether(data)
+
+
+@dataclass(slots=True)
+class ScheduledCall:
+    """A user action scheduled at a virtual time; ``result``/``error`` once it ran."""
+
+    time_ns: int
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    done: bool = False
+    result: Any = None
+    error: ValueError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Why :meth:`Network.run` returned: ``"idle"`` (nothing left to do), ``"until"``
+    (the time limit) or ``"max_events"`` (the event bound was hit: something may loop)."""
+
+    reason: str
+    events: int
+    now_ns: int
+
+    @property
+    def bounded(self) -> bool:
+        """True when the event bound stopped the run."""
+        return self.reason == "max_events"
+
+
+class Network:
+    """Emulated hosts on one virtual Ethernet wire, driven in virtual time.
+
+    ``latency_ns`` is the one-way wire latency, ``faults`` the random faults.
+    ``capture`` keeps every frame (see :attr:`frames`, :meth:`write_pcapng`);
+    ``capture_loopback`` adds loopback frames on ``<host>/lo``. ``tracing`` keeps a
+    :class:`~mpa_emu.trace.Trace` of the cores and the wire (streamed as JSON Lines to
+    ``trace_stream`` when given). ``keep_upcalls`` records upcalls in ``Host.upcalls``.
+    """
+
+    def __init__(self, seed: int = 0, *, latency_ns: int = 10_000,
+                 faults: FaultConfig | None = None, capture: bool = True,
+                 capture_loopback: bool = True, tracing: bool = True,
+                 trace_stream: IO[str] | None = None, keep_upcalls: bool = True,
+                 core_factory: CoreFactory | None = None) -> None:
+        self.seed = seed
+        self.now_ns = 0
+        self.wire = Wire(latency_ns=latency_ns, faults=faults, seed=derive_seed(seed, "wire"))
+        self.capture = capture
+        self.capture_loopback = capture_loopback
+        self.keep_upcalls = keep_upcalls
+        self.trace: Trace | None = Trace(trace_stream) if tracing or trace_stream else None
+        self.frames: list[CapturedFrame] = []
+        self.hosts: dict[str, Host] = {}
+        self._host_list: list[Host] = []
+        self._by_mac: dict[bytes, Host] = {}
+        self._core_factory: CoreFactory = core_factory or _default_core
+        self._queue: list[tuple[int, int, int, Any, Any]] = []
+        self._seq = 0
+        self._pumping = False
+        self._frame_count = 0
+
+    # ---- building the network ----------------------------------------------------
+
+    def add_host(self, name: str, ip: Address | list[Address] | None = None, *,
+                 mac: str | bytes | None = None, vlan: int | None = None,
+                 config: CmConfig | None = None, mtu: int | None = None,
+                 auto_neighbours: bool = True) -> Host:
+        """Add a host with its addresses (all on ``vlan``; add more with
+        ``Host.add_address``). ``mtu`` overrides ``config.mtu``. Neighbour entries for
+        hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False."""
+        if not name or "/" in name or name in self.hosts:
+            raise ValueError(f"host name {name!r} is empty, contains '/' or is taken")
+        raw_mac = self._pick_mac(mac)
+        cfg = config if config is not None else CmConfig()
+        if mtu is not None:
+            cfg = replace(cfg, mtu=mtu)
+        core = self._core_factory(name, raw_mac, cfg, seed=derive_seed(self.seed, f"core:{name}"),
+                                  trace=self.trace)
+        host = Host(self, name, raw_mac, cfg, core, auto_neighbours=auto_neighbours)
+        self.hosts[name] = host
+        self._host_list.append(host)
+        self._by_mac[raw_mac] = host
+        addresses = [] if ip is None else ip if isinstance(ip, list) else [ip]
+        for address in addresses:
+            host.add_address(address, vlan=vlan)
+        self.refresh_neighbours()
+        return host
+
+    def _pick_mac(self, mac: str | bytes | None) -> bytes:
+        if mac is None:
+            raw = bytes([0x02, 0, 0, 0, 0, len(self._host_list) + 1])
+        elif isinstance(mac, str):
+            raw = mac_bytes(mac)
+        else:
+            raw = mac
+        if len(raw) != 6 or raw[0] & 1:
+            raise ValueError(f"host MAC must be 6 bytes and unicast, got {raw.hex(':')}")
+        if raw in self._by_mac:
+            raise ValueError(f"MAC {mac_text(raw)} already belongs to {self._by_mac[raw].name}")
+        return raw
+
+    def host(self, name: str | Host) -> Host:
+        """A host by name (a Host is returned as is)."""
+        if isinstance(name, Host):
+            return name
+        try:
+            return self.hosts[name]
+        except KeyError:
+            raise ValueError(f"no host named {name!r}") from None
+
+    def refresh_neighbours(self) -> None:
+        """Fill each host's neighbour table with the addresses of the hosts it shares a
+        VLAN with (hosts on one wire resolve each other, spec 7.6)."""
+        for host in self._host_list:
+            vlans = host.vlans
+            for other in self._host_list:
+                if other is host:
+                    continue
+                for ip, vlan in other.addresses.items():
+                    if vlan in vlans:
+                        host.learn_neighbour(ip, other.mac)
+
+    def drop(self, rule: DropRule | str, nth: int = 1, *, count: int = 1,
+             sender: str | None = None) -> DropRule:
+        """Drop a named frame: ``net.drop("SYN-ACK")`` drops the first SYN-ACK,
+        ``net.drop("MPA request", 2)`` the second MPA request; or pass a DropRule."""
+        if isinstance(rule, str):
+            rule = drop_nth(rule, nth, count=count, sender=sender)
+        return self.wire.add_rule(rule)
+
+    # ---- scheduling --------------------------------------------------------------
+
+    def at(self, time_ns: int, fn: Callable[..., Any], *args: Any,
+           **kwargs: Any) -> ScheduledCall:
+        """Run ``fn(*args, **kwargs)`` at virtual time ``time_ns`` (not in the past)."""
+        if time_ns < self.now_ns:
+            raise ValueError(f"cannot schedule at {time_ns} ns: the clock is at {self.now_ns} ns")
+        call = ScheduledCall(time_ns, fn, args, kwargs)
+        self._push(time_ns, _CALL, call, None)
+        return call
+
+    def after(self, delay_ns: int, fn: Callable[..., Any], *args: Any,
+              **kwargs: Any) -> ScheduledCall:
+        """Run ``fn`` ``delay_ns`` after the current virtual time."""
+        if delay_ns < 0:
+            raise ValueError(f"delay must be >= 0, got {delay_ns}")
+        return self.at(self.now_ns + delay_ns, fn, *args, **kwargs)
+
+    def inject(self, frame: Any, *, via: str | Host, to: str | Host | None = None,
+               at_ns: int | None = None, comment: str = "") -> ScheduledCall:
+        """Put a frame on the wire from ``via``'s interface at ``at_ns`` (default now).
+
+        ``frame`` is a scapy packet (``Ether()/IP()/TCP()/...``, mpa_emu's layers
+        included) or raw bytes. It is delivered by destination MAC, or to ``to`` whatever
+        its MAC. Bytes that do not decode still travel; the receiving NIC drops them.
+        """
+        data = bytes(frame)
+        sender = self.host(via)
+        target = self.host(to) if to is not None else None
+        when = self.now_ns if at_ns is None else at_ns
+        return self.at(when, self._inject_now, sender, target, data, comment)
+
+    def _push(self, time_ns: int, kind: int, a: Any, b: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (time_ns, self._seq, kind, a, b))
+
+    # ---- the loop ----------------------------------------------------------------
+
+    def run(self, until_ns: int | None = None, *, max_events: int = 1_000_000) -> RunResult:
+        """Run until nothing is left to do, until virtual time ``until_ns``, or until
+        ``max_events`` events (deliveries, calls, timer firings) have run.
+
+        Hitting the bound is reported in the result and the trace, never silent.
+        """
+        events = 0
+        self.pump()
+        queue = self._queue
+        hosts = self._host_list
+        reason = "idle"
+        while True:
+            when = queue[0][0] if queue else None
+            timer_host: Host | None = None
+            for host in hosts:
+                deadline = host.core.get_timer()
+                if deadline is not None and (when is None or deadline < when):
+                    when, timer_host = deadline, host
+            if when is None:
+                break
+            if until_ns is not None and when > until_ns:
+                reason = "until"
+                break
+            if events >= max_events:
+                reason = "max_events"
+                self.note("network", "run_bound", "network.run", max_events=max_events,
+                          next_ns=when)
+                break
+            events += 1
+            if when > self.now_ns:
+                self.now_ns = when
+            if timer_host is not None:
+                timer_host.core.handle_timer(self.now_ns)
+            else:
+                _, _, kind, a, b = heapq.heappop(queue)
+                if kind == _DELIVER:
+                    self._deliver(a, b)
+                elif kind == _LOOPBACK:
+                    a.core.receive(b, self.now_ns)
+                else:
+                    self._call(a)
+            self.pump()
+        if until_ns is not None and reason != "max_events" and until_ns > self.now_ns:
+            self.now_ns = until_ns
+        return RunResult(reason, events, self.now_ns)
+
+    def run_for(self, duration_ns: int, *, max_events: int = 1_000_000) -> RunResult:
+        """Run for ``duration_ns`` of virtual time from now."""
+        return self.run(self.now_ns + duration_ns, max_events=max_events)
+
+    def pump(self) -> None:
+        """Drain every core's outbox and upcall queue at the current time, repeatedly,
+        until all are empty (an upcall policy may produce more frames)."""
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            progress = True
+            keep = self.keep_upcalls
+            while progress:
+                progress = False
+                for host in self._host_list:
+                    core = host.core
+                    outbox = core.frames_to_send()
+                    if outbox:
+                        progress = True
+                        for tx in outbox:
+                            self._transmit(host, tx)
+                    upcall = core.next_event()
+                    while upcall is not None:
+                        progress = True
+                        host.deliver(upcall, keep)
+                        upcall = core.next_event()
+        finally:
+            self._pumping = False
+
+    def _call(self, call: ScheduledCall) -> None:
+        try:
+            call.result = call.fn(*call.args, **call.kwargs)
+        except ValueError as exc:  # CmError: the verb refused; recorded as the kernel returns it
+            call.error = exc
+            self.note("network", "verb_failed", getattr(call.fn, "__name__", "call"),
+                      errno=int(getattr(exc, "errno", 0) or 0), error=str(exc))
+        finally:
+            call.done = True
+
+    # ---- frames on the wire ------------------------------------------------------
+
+    def _capture(self, interface: str, sender: str, receivers: tuple[str, ...], data: bytes,
+                 origin: str, seg: Segment | None, loopback: bool) -> CapturedFrame | None:
+        self._frame_count += 1
+        if not self.capture:
+            return None
+        frame = CapturedFrame(len(self.frames), self.now_ns, interface, sender, receivers,
+                              data, origin, seg, loopback)
+        self.frames.append(frame)
+        return frame
+
+    def _transmit(self, host: Host, tx: Transmit) -> None:
+        seg = tx.segment
+        if tx.loopback:
+            if self.capture and self.capture_loopback:
+                frame = self._capture(f"{host.name}/lo", host.name, (host.name,),
+                                      codec.encode(seg), tx.comment, seg, True)
+                if frame is not None:
+                    frame.notes.append(LOOPBACK_NOTE)
+            self._push(self.now_ns, _LOOPBACK, host, seg)
+            return
+        self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
+
+    def _inject_now(self, sender: Host, target: Host | None, data: bytes, comment: str) -> None:
+        try:
+            seg: Segment | None = codec.decode(data)
+        except codec.DecodeError:
+            seg = None
+        origin = f"injected: {comment}" if comment else "injected"
+        self._put_on_wire(sender, target, data, seg, origin)
+
+    def _put_on_wire(self, sender: Host, target: Host | None, data: bytes,
+                     seg: Segment | None, origin: str) -> None:
+        if target is not None:
+            receivers: list[Host] = [target]
+        else:
+            dst = data[:6]
+            if dst[:1] and dst[0] & 1:  # broadcast or multicast: every other host
+                receivers = [h for h in self._host_list if h is not sender]
+            else:
+                owner = self._by_mac.get(dst)
+                receivers = [owner] if owner is not None else []
+        names = tuple(h.name for h in receivers)
+        frame = self._capture(sender.name, sender.name, names, data, origin, seg, False)
+        index = frame.index if frame is not None else -1
+        outcome = self.wire.carry(data, seg, sender.name)
+        if frame is not None and outcome.notes:
+            frame.notes.extend(outcome.notes)
+        if outcome.notes:
+            self.note(sender.name, "fault", "wire", frame=index, what=outcome.note,
+                      segment=frame_kind(seg) if seg is not None else "undecodable")
+        if outcome.lost is not None:
+            self.note(sender.name, "segment_dropped", "wire", frame=index, reason=outcome.lost)
+            return
+        if not receivers:
+            reason = f"no host owns destination MAC {data[:6].hex(':')}"
+            if frame is not None:
+                frame.notes.append(f"not delivered: {reason}")
+            self.note(sender.name, "segment_dropped", "wire", frame=index, reason=reason)
+            return
+        for flight in outcome.flights:
+            for receiver in receivers:
+                self._push(self.now_ns + flight.delay_ns, _DELIVER, receiver,
+                           (flight.data, frame, target is not None))
+
+    def _deliver(self, host: Host, item: tuple[bytes, CapturedFrame | None, bool]) -> None:
+        data, frame, forced = item
+        try:
+            seg = codec.decode(data)
+        except codec.DecodeError as exc:
+            self._nic_drop(host, frame, f"bad frame ({exc})")
+            return
+        if not forced and seg.dst_mac != host.mac and not seg.dst_mac[0] & 1:
+            self._nic_drop(host, frame, f"destination MAC {mac_text(seg.dst_mac)} is not ours")
+            return
+        if seg.vlan not in host.vlans:
+            where = "untagged" if seg.vlan is None else f"VLAN {seg.vlan}"
+            self._nic_drop(host, frame, f"{where} is not configured on {host.name}")
+            return
+        ip_len = (20 if seg.ipv4 else 40) + 20 + (len(seg.options) + 3) // 4 * 4 + len(seg.payload)
+        if ip_len > host.mtu:
+            self._nic_drop(host, frame, f"IP packet of {ip_len} bytes exceeds MTU {host.mtu}")
+            return
+        if frame is not None:
+            frame.delivered += 1
+        host.core.receive(seg, self.now_ns)
+
+    def _nic_drop(self, host: Host, frame: CapturedFrame | None, reason: str) -> None:
+        if frame is not None:
+            frame.notes.append(f"dropped by {host.name}'s NIC: {reason}")
+        self.note(host.name, "segment_dropped", "nic",
+                  frame=frame.index if frame is not None else -1, reason=reason)
+
+    # ---- observability -----------------------------------------------------------
+
+    def note(self, host: str, kind: str, fn: str, **fields: Any) -> None:
+        """Add a network-level record (wire faults, NIC drops, run bounds) to the trace."""
+        if self.trace is not None:
+            self.trace.emit(TraceRecord(self.now_ns, host, kind, fn, fields))
+
+    def packet(self, index: int) -> Any:
+        """Captured frame ``index`` as a scapy packet."""
+        try:
+            return self.frames[index].packet()
+        except IndexError:
+            raise ValueError(f"no captured frame {index} (have {len(self.frames)})") from None
+
+    def packets(self) -> Iterator[Any]:
+        """Every captured frame as a scapy packet, in capture order."""
+        return (f.packet() for f in self.frames)
+
+    @property
+    def frames_sent(self) -> int:
+        """Frames put on the wire or looped back so far (counted even without capture)."""
+        return self._frame_count
+
+    def interfaces(self) -> list[str]:
+        """Capture interface names: one per host, then ``<host>/lo`` for loopback."""
+        names = [h.name for h in self._host_list]
+        names += sorted({f.interface for f in self.frames if f.loopback})
+        return names
