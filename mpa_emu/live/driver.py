@@ -1,0 +1,448 @@
+"""The live driver: the sans-IO CM core on a TAP device, with the real clock.
+
+This is the same :class:`~mpa_emu.cm.core.CmCore` the virtual wire drives; only the edges
+differ. Frames read from the TAP go through the neighbour responder (ARP/ND) or the codec
+into ``core.receive``; whatever the core emits is encoded and written to the TAP; its
+timers fire when ``time.monotonic_ns()`` reaches them. ``now_ns`` is the monotonic clock
+minus the instant the driver started, so the core sees time starting at 0 as it does on
+the virtual wire.
+
+Every frame crossing the TAP (both directions, ARP and ND included) goes to the capture
+with a comment: the core's (``irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1``) for what
+the emulated host sends, the fate of the frame for what it receives.
+
+Single-threaded by design: call :meth:`LiveHost.poll`, :meth:`LiveHost.run_until` or
+:meth:`LiveHost.run_for` from one thread; verbs run at once in that thread. A kernel peer
+in the same process belongs in another thread (its sockets block).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mpa_emu import codec
+from mpa_emu.addr import ip_text, mac_text
+from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.live.neighbour import NeighbourResponder
+from mpa_emu.segment import Segment
+from mpa_emu.trace import Trace, TraceRecord
+
+RX = "rx"
+TX = "tx"
+SOLICIT_INTERVAL_S = 0.5
+MAX_FRAMES_PER_POLL = 256
+
+
+class LiveError(Exception):
+    """A live-mode operation failed (neighbour unresolved, TAP gone); one-line message."""
+
+
+class Clock(Protocol):
+    """Nanoseconds from an arbitrary origin (``time.monotonic_ns`` by default)."""
+
+    def __call__(self) -> int: ...
+
+
+class FrameSink(Protocol):
+    """Where captured frames go: a pcapng writer or a list in tests."""
+
+    def add(self, time_ns: int, data: bytes, comment: str) -> None:
+        """One frame; ``time_ns`` is wall-clock nanoseconds since the Unix epoch."""
+
+    def close(self) -> None:
+        """Flush and close."""
+
+
+class CoreApi(Protocol):
+    """The part of :class:`~mpa_emu.cm.core.CmCore` the live driver uses."""
+
+    def add_address(self, ip: bytes, *, vlan: int | None = None, now_ns: int = 0) -> None: ...
+    def remove_address(self, ip: bytes, *, now_ns: int) -> None: ...
+    def set_neighbour(self, ip: bytes, mac: bytes | None) -> None: ...
+    def receive(self, frame: Segment, now_ns: int) -> None: ...
+    def handle_timer(self, now_ns: int) -> None: ...
+    def get_timer(self) -> int | None: ...
+    def frames_to_send(self) -> list[Transmit]: ...
+    def next_event(self) -> Upcall | None: ...
+    def create_listen(self, ip: bytes | None, port: int, *, backlog: int = 16,
+                      ipv6: bool = False, vlan: int | None = None, now_ns: int = 0) -> int: ...
+    def connect(self, local_ip: bytes, remote_ip: bytes, remote_port: int, *,
+                local_port: int | None = None, private_data: bytes = b"", ird: int = 16,
+                ord: int = 16, now_ns: int) -> int: ...
+    def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None: ...
+    def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None: ...
+    def close(self, conn: int, *, now_ns: int) -> None: ...
+    def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None: ...
+    def node(self, conn: int) -> Any: ...
+    def conns(self) -> list[int]: ...
+
+
+class TapLike(Protocol):
+    """What the driver needs of :class:`~mpa_emu.live.tap.Tap`."""
+
+    name: str
+
+    def fileno(self) -> int: ...
+    def read(self) -> bytes | None: ...
+    def write(self, frame: bytes) -> None: ...
+
+
+FaultHook = Callable[[str, Segment], bool]
+"""``hook(direction, segment) -> True`` drops the frame: ``"rx"`` before the core sees
+it (the frame crossed the TAP and is captured with a note), ``"tx"`` before it is written
+(it never crosses the TAP and appears only in the trace)."""
+
+
+@dataclass
+class DropMatching:
+    """A fault hook that drops the ``nth`` (1-based) frame in ``direction`` for which
+    ``match(segment)`` is true, ``count`` times in a row. ``dropped`` lists what it took."""
+
+    direction: str
+    match: Callable[[Segment], bool]
+    nth: int = 1
+    count: int = 1
+    seen: int = 0
+    dropped: list[Segment] = field(default_factory=list)
+
+    def __call__(self, direction: str, seg: Segment) -> bool:
+        if direction != self.direction or not self.match(seg):
+            return False
+        self.seen += 1
+        if self.nth <= self.seen < self.nth + self.count:
+            self.dropped.append(seg)
+            return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Listener policy: accept every request with ``private_data``."""
+
+    private_data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Listener policy: reject every request with ``private_data``."""
+
+    private_data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Manual:
+    """Listener policy: leave requests pending for :meth:`LiveHost.accept`/``reject``."""
+
+
+Policy = Accept | Reject | Manual
+
+
+@dataclass(frozen=True, slots=True)
+class VerbFailure:
+    """A verb run by a policy that the core refused (as the kernel returns an errno)."""
+
+    time_ns: int
+    verb: str
+    errno: int
+    message: str
+
+
+class LiveHost:
+    """One emulated irdma host attached to a TAP device."""
+
+    def __init__(self, tap: TapLike, core: CoreApi, mac: bytes, *,
+                 trace: Trace | None = None, capture: FrameSink | None = None,
+                 fault: FaultHook | None = None, clock: Clock = time.monotonic_ns,
+                 wall_clock: Clock = time.time_ns) -> None:
+        self.tap = tap
+        self.core = core
+        self.mac = mac
+        self.trace = trace
+        self.capture = capture
+        self.fault = fault
+        self._clock = clock
+        self._origin = clock()
+        self._wall_origin = wall_clock()
+        self.neighbours = NeighbourResponder(mac)
+        self.addresses: list[bytes] = []
+        self.known: dict[bytes, bytes] = {}
+        """Neighbour table learned from ARP/ND: packed IP -> MAC."""
+        self.upcalls: list[Upcall] = []
+        self.failures: list[VerbFailure] = []
+        self.frames_in = 0
+        self.frames_out = 0
+        self._policies: dict[int, Policy] = {}
+        self._callbacks: list[Callable[[LiveHost, Upcall], None]] = []
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # ---- clock and observability -------------------------------------------------
+
+    @property
+    def now_ns(self) -> int:
+        """Core time: real monotonic nanoseconds since the driver started."""
+        return self._clock() - self._origin
+
+    def _note(self, kind: str, fn: str, **fields: Any) -> None:
+        if self.trace is not None:
+            self.trace.emit(TraceRecord(self.now_ns, "live", kind, fn, fields))
+
+    def _capture(self, data: bytes, comment: str) -> None:
+        if self.capture is not None:
+            self.capture.add(self._wall_origin + self.now_ns, data, comment)
+
+    # ---- the local stack -----------------------------------------------------------
+
+    def add_address(self, ip: bytes) -> None:
+        """Bring up an address: the core owns it and ARP/ND answers for it."""
+        self.core.add_address(ip, now_ns=self.now_ns)
+        self.neighbours.add_address(ip)
+        self.addresses.append(ip)
+        self._flush()
+
+    def remove_address(self, ip: bytes) -> None:
+        """Take an address down: irdma_if_notify(ifup=false) tears its connections down."""
+        if ip not in self.addresses:
+            raise LiveError(f"no address {ip_text(ip)} on the emulated host")
+        self.addresses.remove(ip)
+        self.neighbours.remove_address(ip)
+        self.core.remove_address(ip, now_ns=self.now_ns)
+        self._flush()
+
+    def resolve(self, ip: bytes, timeout_s: float = 3.0) -> bytes:
+        """The MAC of neighbour ``ip``: ask with ARP or NS until it answers (the kernel's
+        neighbour lookup before irdma_make_cm_node, spec 7.6)."""
+        if ip in self.known:
+            return self.known[ip]
+        source = self._source_for(ip)
+        deadline = time.monotonic() + timeout_s
+        while ip not in self.known:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LiveError(f"neighbour {ip_text(ip)} did not answer "
+                                f"{'ARP' if len(ip) == 4 else 'neighbour solicitation'} "
+                                f"within {timeout_s:g} s")
+            self._send_raw(self.neighbours.solicit(ip, source), "neighbour solicitation")
+            self.run_until(lambda: ip in self.known, min(SOLICIT_INTERVAL_S, left))
+        return self.known[ip]
+
+    def _source_for(self, ip: bytes) -> bytes:
+        for own in self.addresses:
+            if len(own) == len(ip):
+                return own
+        raise LiveError(f"the emulated host has no {'IPv4' if len(ip) == 4 else 'IPv6'} "
+                        f"address to reach {ip_text(ip)} from")
+
+    # ---- verbs ---------------------------------------------------------------------
+
+    def listen(self, port: int, ip: bytes | None = None, *, policy: Policy = Accept(),
+               ipv6: bool = False, backlog: int = 16) -> int:
+        """Create a listener (irdma_create_listen); ``ip`` None = wildcard."""
+        if ip is not None:
+            ipv6 = len(ip) == 16
+        listener = self.core.create_listen(ip, port, backlog=backlog, ipv6=ipv6,
+                                           now_ns=self.now_ns)
+        self._policies[listener] = policy
+        self._flush()
+        return listener
+
+    def connect(self, remote_ip: bytes, port: int, *, local_ip: bytes | None = None,
+                private_data: bytes = b"", ird: int = 16, ord: int = 16,
+                resolve_timeout_s: float = 3.0) -> int:
+        """Resolve the neighbour, then irdma_connect; returns the connection id."""
+        local = local_ip if local_ip is not None else self._source_for(remote_ip)
+        self.resolve(remote_ip, resolve_timeout_s)
+        conn = self.core.connect(local, remote_ip, port, private_data=private_data,
+                                 ird=ird, ord=ord, now_ns=self.now_ns)
+        self._flush()
+        return conn
+
+    def accept(self, conn: int, private_data: bytes = b"") -> None:
+        """irdma_accept."""
+        self.core.accept(conn, private_data=private_data, now_ns=self.now_ns)
+        self._flush()
+
+    def reject(self, conn: int, private_data: bytes = b"") -> None:
+        """irdma_reject."""
+        self.core.reject(conn, private_data=private_data, now_ns=self.now_ns)
+        self._flush()
+
+    def close(self, conn: int) -> None:
+        """irdma_cm_close."""
+        self.core.close(conn, now_ns=self.now_ns)
+        self._flush()
+
+    def disconnect(self, conn: int, *, graceful: bool = True) -> None:
+        """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
+        self.core.disconnect(conn, graceful=graceful, now_ns=self.now_ns)
+        self._flush()
+
+    def on_upcall(self, callback: Callable[[LiveHost, Upcall], None]) -> None:
+        """Call ``callback(host, upcall)`` for every upcall, after the listener policy."""
+        self._callbacks.append(callback)
+
+    def events(self, event: IwEvent | None = None) -> list[Upcall]:
+        """Upcalls received so far, optionally of one kind."""
+        return [u for u in self.upcalls if event is None or u.event == event]
+
+    # ---- the loop ------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Interrupt a :meth:`poll` waiting in another thread or in a signal handler."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_w, b"\0")
+
+    def poll(self, max_wait_s: float) -> None:
+        """Wait for a frame, a timer or :meth:`wake` (at most ``max_wait_s``), then handle
+        everything that is ready."""
+        wait = max(0.0, max_wait_s)
+        deadline = self.core.get_timer()
+        if deadline is not None:
+            wait = min(wait, max(0.0, (deadline - self.now_ns) / 1e9))
+        readable, _, _ = select.select([self.tap.fileno(), self._wake_r], [], [], wait)
+        if self._wake_r in readable:
+            while True:
+                try:
+                    if not os.read(self._wake_r, 64):
+                        break
+                except BlockingIOError:
+                    break
+        for _ in range(MAX_FRAMES_PER_POLL):
+            data = self.tap.read()
+            if data is None:
+                break
+            self._receive(data)
+        self._fire_timers()
+        self._flush()
+
+    def run_until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        """Poll until ``condition()`` holds or ``timeout_s`` passes; returns the condition."""
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return condition()
+            self.poll(min(left, 0.05))
+        return True
+
+    def run_for(self, seconds: float, stop: Callable[[], bool] | None = None) -> None:
+        """Run for ``seconds`` of real time (or until ``stop()`` is true)."""
+        self.run_until(stop if stop is not None else (lambda: False), seconds)
+
+    def shutdown(self, grace_s: float = 1.0) -> None:
+        """Close every connection (graceful disconnect when offloaded, irdma_cm_close
+        otherwise), let the exchanges finish for up to ``grace_s``, flush the capture."""
+        for conn in list(self.core.conns()):
+            node = self.core.node(conn)
+            state = getattr(getattr(node, "state", None), "name", "")
+            try:
+                if state == "OFFLOADED":
+                    self.core.disconnect(conn, graceful=True, now_ns=self.now_ns)
+                else:
+                    self.core.close(conn, now_ns=self.now_ns)
+            except ValueError as exc:
+                self._note("verb_failed", "shutdown", conn=conn, error=str(exc))
+        self._flush()
+        self.run_until(lambda: not self.core.conns(), grace_s)
+        if self.capture is not None:
+            self.capture.close()
+            self.capture = None
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    # ---- frames ----------------------------------------------------------------------
+
+    def _receive(self, data: bytes) -> None:
+        self.frames_in += 1
+        answer = self.neighbours.handle(data)
+        if answer is not None:
+            self._capture(data, "received: neighbour discovery")
+            for ip, mac in answer.learned:
+                if self.known.get(ip) != mac:
+                    self.known[ip] = mac
+                    self.core.set_neighbour(ip, mac)
+                    self._note("neighbour", "irdma_make_cm_node", ip=ip_text(ip),
+                               mac=mac_text(mac))
+            for reply in answer.replies:
+                self._send_raw(reply, "neighbour advertisement")
+            return
+        try:
+            seg = codec.decode(data)
+        except codec.DecodeError as exc:
+            # Not a TCP frame for the CM (ICMPv6, MLD, a bad checksum): the NIC passes
+            # it to the host stack or drops it; the emulated CM never sees it.
+            self._capture(data, f"received: not for the CM ({exc.reason})")
+            return
+        if seg.dst_ip not in self.addresses or (seg.dst_mac != self.mac
+                                                and not seg.dst_mac[0] & 1):
+            self._capture(data, "received: not addressed to the emulated host")
+            self._note("segment_dropped", "irdma_receive_ilq",
+                       reason="not addressed to the emulated host")
+            return
+        if self.fault is not None and self.fault(RX, seg):
+            self._capture(data, "received: dropped by the fault hook")
+            self._note("fault", "live", direction=RX, what="dropped", flags=seg.flag_text,
+                       seq=seg.seq, ack=seg.ack, length=len(seg.payload))
+            return
+        self._capture(data, "received")
+        self.core.receive(seg, self.now_ns)
+
+    def _fire_timers(self) -> None:
+        deadline = self.core.get_timer()
+        if deadline is not None and deadline <= self.now_ns:
+            self.core.handle_timer(self.now_ns)
+
+    def _flush(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for tx in self.core.frames_to_send():
+                progress = True
+                self._transmit(tx)
+            upcall = self.core.next_event()
+            while upcall is not None:
+                progress = True
+                self._deliver(upcall)
+                upcall = self.core.next_event()
+
+    def _transmit(self, tx: Transmit) -> None:
+        seg = tx.segment
+        if tx.loopback:
+            # spec 7.5: looped inside the NIC, never on the wire.
+            self.core.receive(seg, self.now_ns)
+            return
+        if self.fault is not None and self.fault(TX, seg):
+            self._note("fault", "live", direction=TX, what="dropped", comment=tx.comment,
+                       flags=seg.flag_text, seq=seg.seq, ack=seg.ack, length=len(seg.payload))
+            return
+        self._send_raw(codec.encode(seg), tx.comment)
+
+    def _send_raw(self, data: bytes, comment: str) -> None:
+        self.frames_out += 1
+        self._capture(data, comment)
+        self.tap.write(data)
+
+    def _deliver(self, upcall: Upcall) -> None:
+        self.upcalls.append(upcall)
+        if upcall.event == IwEvent.CONNECT_REQUEST:
+            policy = self._policies.get(upcall.listener, Accept()) \
+                if upcall.listener is not None else Accept()
+            if isinstance(policy, Accept):
+                self._guarded("accept", self.core.accept, upcall.conn, policy.private_data)
+            elif isinstance(policy, Reject):
+                self._guarded("reject", self.core.reject, upcall.conn, policy.private_data)
+        for callback in self._callbacks:
+            callback(self, upcall)
+
+    def _guarded(self, verb: str, fn: Callable[..., None], conn: int, data: bytes) -> None:
+        try:
+            fn(conn, private_data=data, now_ns=self.now_ns)
+        except ValueError as exc:  # CmError: the kernel would return -errno to the ULP
+            errno = int(getattr(exc, "errno", 0) or 0)
+            self.failures.append(VerbFailure(self.now_ns, verb, errno, str(exc)))
+            self._note("verb_failed", "iw_cm", verb=verb, errno=errno, error=str(exc))
