@@ -1,0 +1,42 @@
+"""``mpa-emu inspect CAPTURE``: one block per TCP connection of any pcap/pcapng."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from mpa_emu.cli import CliError
+from mpa_emu.inspect import InspectError, format_report, inspect_capture, report_json
+
+HELP = "tell the story of every TCP/MPA connection in a capture (pcap or pcapng)"
+
+EPILOG = """\
+For each connection: the handshake (who, ISNs, MSS/WS/SACK/TS), the MPA request and
+reply (rev, flags, IRD/ORD, RTR offered and chosen, private data in hex and text, reject
+reason), the RTR and FPDUs (CRC checked), how it ended, and every problem found, including
+what irdma would refuse (split MPA frames, PD_Length > 512, wrong key, unknown rev).
+
+exit codes: 0 no errors found, 1 errors found in the capture, 2 unreadable file or usage
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``mpa-emu inspect``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("capture", help="pcap or pcapng file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--comments", action="store_true",
+                        help="also list pcapng frame comments (mpa-emu captures carry the "
+                             "kernel function and state change behind each frame)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Inspect the capture; exit 1 when any error was found in it."""
+    try:
+        report = inspect_capture(args.capture)
+    except InspectError as exc:
+        raise CliError(str(exc)) from None
+    out = report_json(report) if args.json else format_report(report, comments=args.comments)
+    sys.stdout.write(out)
+    return 1 if report.errors else 0
