@@ -16,6 +16,7 @@ from types import ModuleType
 # Subcommand name -> module. Listed explicitly so --help order is stable.
 SUBCOMMANDS: dict[str, str] = {
     "peer": "mpa_emu.cli.peer",
+    "inspect": "mpa_emu.cli.inspect",
 }
 
 
