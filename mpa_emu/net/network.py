@@ -375,7 +375,9 @@ class Network:
     def _transmit(self, host: Host, tx: Transmit) -> None:
         seg = tx.segment
         if tx.loopback:
-            if self.capture and self.capture_loopback:
+            if not (self.capture and self.capture_loopback):
+                self._frame_count += 1
+            else:
                 frame = self._capture(f"{host.name}/lo", host.name, (host.name,),
                                       codec.encode(seg), tx.comment, seg, True)
                 if frame is not None:
