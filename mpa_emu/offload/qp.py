@@ -1,0 +1,469 @@
+"""The NIC after OFFLOADED: the hardware TCP engine and iWARP QP of one connection.
+
+Once the CM hands a connection to the hardware (``irdma_cm_init_tsa_conn`` +
+``irdma_init_tcp_ctx``, spec 5.6) the CM never touches its segments again (spec 2.1
+step 5). This module is what the NIC then does, kept deliberately modest:
+
+* **Continuity.** The QP starts from exactly the numbers in :class:`QpInit`:
+  ``snd_nxt = snd_una = loc_seq_num`` and ``rcv_nxt`` of the CM node, the peer's window
+  and scales, the MSS, the VLAN/PCP/TOS/TTL of the node.
+* **Stream mode first.** A passive QP sends the MPA reply as raw stream data (the LSMM,
+  ``irdma_sc_send_lsmm``, spec 4.7) and then waits for the first FPDU before it sends
+  anything else (``WAITFORRCVPDU``): that FPDU, the peer's RTR, raises :attr:`Ae.RTS`.
+  An active QP sends the RTR (``irdma_sc_send_rtt``) as one CRC-protected FPDU in its own
+  segment and raises :attr:`Ae.RTS` when it has sent it.
+* **Receive model.** Segments are taken strictly in order (``drop_ooo_seg``, as
+  mainline sets it because ``iw_ooo`` is off): a segment whose sequence number is not
+  ``rcv_nxt`` is dropped and answered with a duplicate ACK. Every in-order segment that
+  carries data or a FIN is answered by one pure ACK (no delayed ACK). FPDUs are
+  reassembled from the byte stream; markers are not parsed.
+* **Send model.** One FPDU per segment; FPDUs are sized so that they fit the MSS. The
+  peer's advertised window (scaled by ``snd_wscale``) limits what is in flight.
+* **Retransmission.** The oldest unacknowledged segment is resent when its timer
+  expires: first after :data:`RTO_INITIAL_NS`, doubling each time, at most
+  :data:`REXMIT_THRESH` (8, ``IRDMA_DEFAULT_REXMIT_THRESH``) times. After that the QP
+  gives up: TCP CLOSED, iWARP ERROR, :attr:`Ae.LLP_TOO_MANY_RETRIES`.
+* **Close.** ``modify_qp("sqd")`` sends a FIN once the send queue has drained;
+  ``modify_qp("err")`` sends a RST when asked to reset a live connection. A peer FIN
+  raises :attr:`Ae.LLP_FIN_RECEIVED`; the end of the FIN exchange (our FIN acknowledged
+  and the peer's received) raises :attr:`Ae.LLP_CLOSE_COMPLETE`; an acceptable peer RST
+  raises :attr:`Ae.LLP_CONNECTION_RESET`.
+
+Everything is driven by ``now_ns`` arguments; there is no clock and no randomness.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass
+
+from mpa_emu import mpa
+from mpa_emu.cm.events import Transmit
+from mpa_emu.live import rdmap
+from mpa_emu.offload.iwqp import IwQp
+from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+
+REXMIT_THRESH = 8
+"""IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""
+RTO_INITIAL_NS = 200_000_000
+"""First retransmission timeout of the model (the Linux TCP_RTO_MIN of 200 ms)."""
+RCV_WND_FIELD = 0xFFFF
+"""irdma_init_tcp_ctx: rcv_wnd = 0xFFFF << rcv_wscale, so the window field is 0xFFFF."""
+FPDU_OVERHEAD = 2 + 4
+"""ULPDU_LENGTH field and CRC (RFC 5044 section 4.1); pad comes on top."""
+
+_SEQ_MOD = 1 << 32
+
+
+def _seq_lt(a: int, b: int) -> bool:
+    """RFC 9293 section 3.4 sequence comparison ``a < b`` modulo 2**32."""
+    return ((a - b) % _SEQ_MOD) > (_SEQ_MOD >> 1)
+
+
+def _seq_le(a: int, b: int) -> bool:
+    return a == b or _seq_lt(a, b)
+
+
+def _send_ulpdu(chunk: bytes, *, msn: int, mo: int, last: bool) -> bytes:
+    """One DDP segment of an untagged Send: MO and the L bit per RFC 5041 section 5.2."""
+    raw = bytearray(rdmap.send(chunk, msn))
+    if not last:
+        raw[0] &= ~rdmap.DDP_LAST & 0xFF
+    struct.pack_into("!I", raw, 14, mo)  # MO follows the 4-byte Inv STag, QN and MSN
+    return bytes(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class QpInit:
+    """What ``irdma_init_tcp_ctx`` (spec 5.6) and ``irdma_cm_init_tsa_conn`` put into the
+    QP context: the hardware continues from exactly these numbers."""
+
+    conn: int
+    active: bool
+    gen: int
+    local_mac: bytes
+    remote_mac: bytes
+    local_ip: bytes
+    remote_ip: bytes
+    local_port: int
+    remote_port: int
+    vlan: int | None
+    pcp: int
+    tos: int
+    ttl: int
+    snd_nxt: int
+    rcv_nxt: int
+    snd_wnd: int
+    snd_wscale: int
+    rcv_wscale: int
+    mss: int
+    rtr_op: str
+    ird: int
+    ord: int
+    mpa_rev: int
+    crc: bool
+    snd_markers: bool
+    rcv_markers: bool
+
+
+@dataclass(slots=True)
+class _Unacked:
+    """One transmitted segment still waiting for its acknowledgement."""
+
+    seq: int
+    flags: int
+    payload: bytes
+    comment: str
+
+    @property
+    def seq_len(self) -> int:
+        return len(self.payload) + (1 if self.flags & (FIN | SYN) else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedMessage:
+    """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
+
+    ulpdu: bytes
+    crc_ok: bool
+    time_ns: int
+
+
+class QpError(ValueError):
+    """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
+
+
+class OffloadedQp:
+    """The NIC's TCP engine and iWARP QP for one offloaded connection (sans-IO)."""
+
+    def __init__(self, init: QpInit) -> None:
+        if init.rtr_op not in ("read", "write"):
+            raise QpError(f"rtr_op must be 'read' or 'write', got {init.rtr_op!r}")
+        self.init = init
+        self.tcp_state = TcpState.ESTABLISHED
+        self.iwarp_state = IwarpState.RTS
+        self.snd_una = init.snd_nxt
+        self.snd_nxt = init.snd_nxt
+        self.rcv_nxt = init.rcv_nxt
+        self.snd_wnd = init.snd_wnd
+        self.ae_tcp_state = self.tcp_state
+        """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
+        self.ae_iwarp_state = self.iwarp_state
+        self.iwqp = IwQp()
+        """The driver's copies of this QP's states (``struct irdma_qp``)."""
+        self.received: list[ReceivedMessage] = []
+        self.retransmissions = 0
+        self._hold_tx = False
+        self._first_pdu_seen = False
+        self._fin_requested = False
+        self._fin_sent = False
+        self._peer_fin = False
+        self._pending: deque[tuple[bytes, str]] = deque()
+        self._unacked: deque[_Unacked] = deque()
+        self._rto_ns = RTO_INITIAL_NS
+        self._retries = 0
+        self._rexmit_at: int | None = None
+        self._rx_buffer = bytearray()
+        self._outbox: list[Transmit] = []
+        self._aes: deque[tuple[Ae, TcpState, IwarpState]] = deque()
+        self._send_msn = 0
+        self._rtr_sent = False
+        self._lsmm_sent = False
+
+    # ---- the contract ----------------------------------------------------------------
+
+    def send_lsmm(self, mpa_reply: bytes, now_ns: int) -> None:
+        """Passive accept: send the MPA reply as stream data (``irdma_sc_send_lsmm``).
+
+        It goes out at once in its own segment with ``seq = loc_seq_num`` and
+        ``ack = rcv_nxt`` of the CM node (spec 4.7), ahead of anything else.
+        """
+        if self.init.active or self._lsmm_sent:
+            raise QpError("the LSMM is sent once, by a passive QP")
+        self._lsmm_sent = True
+        self._transmit_data(mpa_reply, "irdma_sc_send_lsmm: MPA reply as stream data",
+                            now_ns)
+        # WAITFORRCVPDU: nothing more leaves a passive QP before the peer's first FPDU.
+        self._hold_tx = not self._first_pdu_seen
+
+    def send_rtr(self, now_ns: int) -> None:
+        """Active side: send the RTR (``irdma_sc_send_rtt``) as one FPDU with CRC.
+
+        A zero-length RDMA READ (sink STag 0xabcd, source STag 0x1234, TO 0) or a
+        zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (spec 4.4).
+        """
+        if not self.init.active or self._rtr_sent:
+            raise QpError("the RTR is sent once, by an active QP")
+        self._rtr_sent = True
+        if self.init.rtr_op == "read":
+            ulpdu = rdmap.read0_rtr()
+            comment = "irdma_sc_send_rtt: RTR, zero-length RDMA READ request"
+        else:
+            ulpdu = rdmap.write0_rtr()
+            comment = "irdma_sc_send_rtt: RTR, zero-length RDMA WRITE"
+        self._transmit_data(self._fpdu(ulpdu), comment, now_ns)
+        self._raise(Ae.RTS)
+
+    def post_send(self, data: bytes, now_ns: int) -> None:
+        """Post an RDMA Send of ``data``; it is split into DDP segments that fit the MSS.
+
+        Raises :class:`QpError` when the QP no longer accepts work requests.
+        """
+        if self.iwarp_state != IwarpState.RTS or self._fin_requested:
+            raise QpError(f"post_send needs an RTS QP, the QP is {self.iwarp_state.name}")
+        self._send_msn += 1
+        room = max(1, self.init.mss - FPDU_OVERHEAD - 3 - rdmap.UNTAGGED_HEADER)
+        chunks = [data[i:i + room] for i in range(0, len(data), room)] or [b""]
+        offset = 0
+        for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            ulpdu = _send_ulpdu(chunk, msn=self._send_msn, mo=offset, last=last)
+            offset += len(chunk)
+            self._pending.append((self._fpdu(ulpdu), f"RDMA Send MSN {self._send_msn}"))
+        self._pump(now_ns)
+
+    def receive(self, frame: Segment, now_ns: int) -> None:
+        """Take one segment of this connection off the wire. Never raises."""
+        if self._closed():
+            return
+        if frame.flags & RST:
+            self._receive_rst(frame)
+            return
+        if frame.flags & SYN:
+            return  # a SYN on an established flow is ignored by the model
+        if frame.flags & ACK:
+            self._receive_ack(frame, now_ns)
+        if self._closed():
+            return
+        if not frame.payload and not frame.flags & FIN:
+            return
+        if frame.seq != self.rcv_nxt:
+            # drop_ooo_seg: out of order or duplicate; a duplicate ACK tells the peer.
+            self._send_ack("hw qp: duplicate ACK (segment out of order, dropped)")
+            return
+        if frame.payload and self.tcp_state in (TcpState.ESTABLISHED, TcpState.FIN_WAIT_1,
+                                                TcpState.FIN_WAIT_2):
+            self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
+            self._rx_buffer += frame.payload
+            self._take_fpdus(now_ns)
+        elif frame.payload:
+            self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
+        if frame.flags & FIN:
+            self._receive_fin()
+        self._send_ack("hw qp: ACK")
+        self._pump(now_ns)
+
+    def modify_qp(self, target: str, now_ns: int, *, reset_tcp_conn: bool | None = None
+                  ) -> None:
+        """Move the hardware QP: ``"sqd"`` (CLOSING, graceful: FIN after the queued
+        sends) or ``"err"`` (ERROR, abortive).
+
+        For ``"err"`` the RST goes out when ``reset_tcp_conn`` is true; the driver
+        decides that in ``irdma_modify_qp`` (TCP alive, not TIME_WAIT, link up). When it
+        is ``None`` the QP decides from its own TCP state alone.
+        """
+        if target == "sqd":
+            if self.iwarp_state != IwarpState.RTS:
+                return
+            self.iwarp_state = IwarpState.CLOSING
+            self._fin_requested = True
+            self._pump(now_ns)
+        elif target == "err":
+            if reset_tcp_conn is None:
+                reset_tcp_conn = self.tcp_alive
+            self.iwarp_state = IwarpState.ERROR
+            if reset_tcp_conn and self.tcp_alive:
+                self._send_rst("irdma_modify_qp: QP to ERROR, reset_tcp_conn (RST)")
+            self._stop()
+        else:
+            raise QpError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+
+    def handle_timer(self, now_ns: int) -> None:
+        """Fire the retransmission timer if it is due at or before ``now_ns``."""
+        if self._rexmit_at is None or now_ns < self._rexmit_at or not self._unacked:
+            return
+        if self._retries >= REXMIT_THRESH:
+            self.tcp_state = TcpState.CLOSED
+            self.iwarp_state = IwarpState.ERROR
+            self._stop()
+            self._raise(Ae.LLP_TOO_MANY_RETRIES)
+            return
+        self._retries += 1
+        self.retransmissions += 1
+        oldest = self._unacked[0]
+        self._emit(oldest.seq, oldest.flags, oldest.payload,
+                   f"hw qp: retransmission {self._retries} of {oldest.comment}")
+        self._rto_ns *= 2
+        self._rexmit_at = now_ns + self._rto_ns
+
+    def get_timer(self) -> int | None:
+        """Absolute ns of the next retransmission, ``None`` when nothing is in flight."""
+        return self._rexmit_at if self._unacked else None
+
+    def frames_to_send(self) -> list[Transmit]:
+        """Drain the frames the NIC put on the wire."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def next_ae(self) -> Ae | None:
+        """Pop the next asynchronous event; :attr:`ae_tcp_state` and
+        :attr:`ae_iwarp_state` then hold the states reported with it."""
+        if not self._aes:
+            return None
+        ae, tcp, iwarp = self._aes.popleft()
+        self.ae_tcp_state, self.ae_iwarp_state = tcp, iwarp
+        return ae
+
+    # ---- inspection --------------------------------------------------------------------
+
+    @property
+    def tcp_alive(self) -> bool:
+        """``hw_tcp_state > CLOSED && != TIME_WAIT`` (the test in ``irdma_modify_qp``)."""
+        return self.tcp_state > TcpState.CLOSED and self.tcp_state != TcpState.TIME_WAIT
+
+    @property
+    def bytes_in_flight(self) -> int:
+        """Sequence space sent but not yet acknowledged."""
+        return (self.snd_nxt - self.snd_una) % _SEQ_MOD
+
+    # ---- internals ---------------------------------------------------------------------
+
+    def _closed(self) -> bool:
+        return self.tcp_state in (TcpState.CLOSED, TcpState.NON_EXISTENT)
+
+    def _fpdu(self, ulpdu: bytes) -> bytes:
+        # Without negotiated CRC the field is still present; siw and irdma send 0.
+        return mpa.frame_fpdu(ulpdu, crc=None if self.init.crc else 0)
+
+    def _raise(self, ae: Ae) -> None:
+        self._aes.append((ae, self.tcp_state, self.iwarp_state))
+
+    def _stop(self) -> None:
+        self._pending.clear()
+        self._unacked.clear()
+        self._rexmit_at = None
+
+    def _transmit_data(self, payload: bytes, comment: str, now_ns: int) -> None:
+        self._pending.appendleft((payload, comment))
+        self._pump(now_ns)
+
+    def _can_send_data(self) -> bool:
+        return (self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
+                and not self._hold_tx)
+
+    def _pump(self, now_ns: int) -> None:
+        while self._pending and self._can_send_data():
+            payload, comment = self._pending[0]
+            if self._unacked and self.bytes_in_flight + len(payload) > self.snd_wnd:
+                return  # the peer's window is full; an ACK will reopen it
+            self._pending.popleft()
+            self._send_segment(ACK, payload, comment, now_ns)
+        if (self._fin_requested and not self._fin_sent and not self._pending
+                and self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)):
+            self._fin_sent = True
+            self.tcp_state = (TcpState.FIN_WAIT_1 if self.tcp_state == TcpState.ESTABLISHED
+                              else TcpState.LAST_ACK)
+            self._send_segment(FIN | ACK, b"", "hw qp: FIN (QP CLOSING)", now_ns)
+
+    def _send_segment(self, flags: int, payload: bytes, comment: str, now_ns: int) -> None:
+        entry = _Unacked(self.snd_nxt, flags, payload, comment)
+        self._emit(entry.seq, flags, payload, comment)
+        self.snd_nxt = (self.snd_nxt + entry.seq_len) % _SEQ_MOD
+        if not self._unacked:
+            self._rto_ns = RTO_INITIAL_NS
+            self._retries = 0
+            self._rexmit_at = now_ns + self._rto_ns
+        self._unacked.append(entry)
+
+    def _send_ack(self, comment: str) -> None:
+        self._emit(self.snd_nxt, ACK, b"", comment)
+
+    def _send_rst(self, comment: str) -> None:
+        self._emit(self.snd_nxt, RST | ACK, b"", comment)
+        self.tcp_state = TcpState.CLOSED
+
+    def _emit(self, seq: int, flags: int, payload: bytes, comment: str) -> None:
+        init = self.init
+        seg = Segment(
+            src_mac=init.local_mac, dst_mac=init.remote_mac,
+            src_ip=init.local_ip, dst_ip=init.remote_ip,
+            sport=init.local_port, dport=init.remote_port,
+            seq=seq, ack=self.rcv_nxt, flags=flags, window=RCV_WND_FIELD,
+            payload=payload, vlan=init.vlan, pcp=init.pcp if init.vlan is not None else 0,
+            ttl=init.ttl, tos=init.tos,
+        )
+        self._outbox.append(Transmit(seg, comment, conn=init.conn))
+
+    def _receive_rst(self, frame: Segment) -> None:
+        # RFC 9293 section 3.10.7.1: a RST is acceptable when its sequence number is in
+        # the receive window.
+        if not (_seq_le(self.rcv_nxt, frame.seq)
+                and _seq_lt(frame.seq, (self.rcv_nxt + (RCV_WND_FIELD << self.init.rcv_wscale))
+                            % _SEQ_MOD)):
+            return
+        was_time_wait = self.tcp_state == TcpState.TIME_WAIT
+        self.tcp_state = TcpState.CLOSED
+        self._stop()
+        if not was_time_wait:
+            self._raise(Ae.LLP_CONNECTION_RESET)
+
+    def _receive_ack(self, frame: Segment, now_ns: int) -> None:
+        ack = frame.ack
+        if _seq_lt(self.snd_una, ack) and _seq_le(ack, self.snd_nxt):
+            self.snd_una = ack
+            while self._unacked and _seq_le(
+                    (self._unacked[0].seq + self._unacked[0].seq_len) % _SEQ_MOD, ack):
+                self._unacked.popleft()
+            self._rto_ns = RTO_INITIAL_NS
+            self._retries = 0
+            self._rexmit_at = now_ns + self._rto_ns if self._unacked else None
+            if self._fin_sent and ack == self.snd_nxt:
+                self._our_fin_acked()
+        self.snd_wnd = frame.window << self.init.snd_wscale
+
+    def _our_fin_acked(self) -> None:
+        if self.tcp_state == TcpState.FIN_WAIT_1:
+            self.tcp_state = TcpState.FIN_WAIT_2
+        elif self.tcp_state == TcpState.CLOSING:
+            self.tcp_state = TcpState.TIME_WAIT
+            self._raise(Ae.LLP_CLOSE_COMPLETE)
+        elif self.tcp_state == TcpState.LAST_ACK:
+            self.tcp_state = TcpState.CLOSED
+            self._raise(Ae.LLP_CLOSE_COMPLETE)
+
+    def _receive_fin(self) -> None:
+        if self._peer_fin:
+            return  # a retransmitted FIN: only re-ACKed
+        self._peer_fin = True
+        self.rcv_nxt = (self.rcv_nxt + 1) % _SEQ_MOD
+        if self.tcp_state == TcpState.ESTABLISHED:
+            self.tcp_state = TcpState.CLOSE_WAIT
+            self._raise(Ae.LLP_FIN_RECEIVED)
+        elif self.tcp_state == TcpState.FIN_WAIT_1:
+            self.tcp_state = TcpState.CLOSING
+            self._raise(Ae.LLP_FIN_RECEIVED)
+        elif self.tcp_state == TcpState.FIN_WAIT_2:
+            self.tcp_state = TcpState.TIME_WAIT
+            self._raise(Ae.LLP_FIN_RECEIVED)
+            self._raise(Ae.LLP_CLOSE_COMPLETE)
+
+    def _take_fpdus(self, now_ns: int) -> None:
+        while len(self._rx_buffer) >= 2:
+            (ulen,) = struct.unpack_from("!H", self._rx_buffer)
+            total = 2 + ulen + mpa.fpdu_pad_len(ulen) + 4
+            if len(self._rx_buffer) < total:
+                return
+            fpdu = mpa.unframe_fpdu(bytes(self._rx_buffer[:total]))
+            del self._rx_buffer[:total]
+            crc_ok = fpdu.crc_ok or not self.init.crc
+            self.received.append(ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
+            if not crc_ok:
+                self._raise(Ae.LLP_RECEIVED_MPA_CRC_ERROR)
+                continue
+            if not self._first_pdu_seen:
+                self._first_pdu_seen = True
+                self._hold_tx = False
+                if not self.init.active:
+                    self._raise(Ae.RTS)

@@ -1,0 +1,75 @@
+"""Hardware TCP and iWARP QP states as the NIC reports them in AEQEs (irdma defs.h).
+
+The driver copies both into ``iwqp->hw_tcp_state`` / ``iwqp->hw_iwarp_state`` from every
+asynchronous event (``irdma_process_aeq``), and ``irdma_cm_disconn_true`` decides on
+them, so the numeric values are kept.
+"""
+
+from __future__ import annotations
+
+import enum
+from enum import IntEnum
+
+
+class TcpState(IntEnum):
+    """``IRDMA_TCP_STATE_*``: the NIC's TCP state for one offloaded connection."""
+
+    NON_EXISTENT = 0
+    CLOSED = 1
+    LISTEN = 2
+    SYN_SENT = 3
+    SYN_RECEIVED = 4
+    ESTABLISHED = 5
+    CLOSE_WAIT = 6
+    FIN_WAIT_1 = 7
+    CLOSING = 8
+    LAST_ACK = 9
+    FIN_WAIT_2 = 10
+    TIME_WAIT = 11
+
+
+class IwarpState(IntEnum):
+    """``IRDMA_QP_STATE_*``: the NIC's iWARP QP state (CLOSING doubles as SQD)."""
+
+    INVALID = 0
+    IDLE = 1
+    RTS = 2
+    CLOSING = 3
+    RTR = 4
+    TERMINATE = 5
+    ERROR = 6
+
+
+class IbQpState(IntEnum):
+    """``enum ib_qp_state`` (include/rdma/ib_verbs.h): the verbs-level state the driver
+    keeps in ``iwqp->ibqp_state``; the order matters (``ibqp_state > IB_QPS_RTS``)."""
+
+    RESET = 0
+    INIT = 1
+    RTR = 2
+    RTS = 3
+    SQD = 4
+    SQE = 5
+    ERR = 6
+
+
+class Ae(enum.Enum):
+    """Asynchronous events the QP raises; the value is the kernel's ``IRDMA_AE_*`` name."""
+
+    RTS = "IRDMA_AE_LLP_CONNECTION_ESTABLISHED"
+    """The first FPDU (the peer's RTR) arrived on a passive QP, or the active QP sent its
+    RTR; ``irdma_accept`` and ``irdma_cm_event_connected`` wait for it."""
+    LLP_FIN_RECEIVED = "IRDMA_AE_LLP_FIN_RECEIVED"
+    LLP_CLOSE_COMPLETE = "IRDMA_AE_LLP_CLOSE_COMPLETE"
+    LLP_CONNECTION_RESET = "IRDMA_AE_LLP_CONNECTION_RESET"
+    RESET_SENT = "IRDMA_AE_RESET_SENT"
+    BAD_CLOSE = "IRDMA_AE_BAD_CLOSE"
+    LLP_TOO_MANY_RETRIES = "IRDMA_AE_LLP_TOO_MANY_RETRIES"
+    """The NIC gave up retransmitting (REXMIT_THRESH reached)."""
+    LLP_RECEIVED_MPA_CRC_ERROR = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
+    """An FPDU arrived with a bad CRC32c while CRC was negotiated."""
+
+    @property
+    def kernel_name(self) -> str:
+        """The ``IRDMA_AE_*`` constant this event stands for."""
+        return str(self.value)
