@@ -1,0 +1,385 @@
+"""DDP (RFC 5041) and RDMAP (RFC 5040) headers as small typed values, built and parsed
+with :mod:`struct`, plus builders for the DDP segments an irdma NIC sends after offload.
+
+This module is on the NIC model's hot path, so it does not touch scapy. The scapy view of
+the same bytes lives in :mod:`mpa_emu.frames.ddp`; tests check that both agree byte for
+byte and that tshark's ``iwarp_ddp.*``/``iwarp_rdma.*`` fields read them back.
+
+Layout (bit 0 is the most significant bit of byte 0):
+
+* byte 0, DDP control (RFC 5041 section 4.2): T 0x80, L 0x40, reserved 0x3C, DV 0x03.
+* byte 1, RsvdULP[0:7], which RDMAP uses as its control field (RFC 5040 section 4.2):
+  RV 0xC0, reserved 0x30, opcode 0x0F.
+* tagged (T=1, RFC 5041 section 4.3): STag (4), TO (8); 14 bytes in all.
+* untagged (T=0, RFC 5041 section 4.4): RsvdULP[8:39] (4; the Invalidate STag for
+  Send with Invalidate, RFC 5040 section 4.3), QN (4), MSN (4), MO (4); 18 bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+from mpa_emu.mpa import frame_fpdu
+
+DDP_FLAG_TAGGED = 0x80  # T
+DDP_FLAG_LAST = 0x40  # L
+DDP_RESERVED_MASK = 0x3C
+DDP_VERSION_MASK = 0x03
+RDMAP_VERSION_MASK = 0xC0
+RDMAP_RESERVED_MASK = 0x30
+RDMAP_OPCODE_MASK = 0x0F
+
+DDP_VERSION = 1  # RFC 5041 section 4.2: DV is 01b
+RDMAP_VERSION = 1  # RFC 5040 section 4.2: RV is 01b; irdma_cm_init_tsa_conn sets both to 1
+
+TAGGED_HEADER_LEN = 14
+UNTAGGED_HEADER_LEN = 18
+READ_REQUEST_LEN = 28  # RFC 5040 section 4.4
+TERMINATE_CONTROL_LEN = 4  # RFC 5040 section 4.8
+TERMINATE_SEGMENT_LENGTH_LEN = 2
+
+# RFC 5040 section 5.1: the untagged queues RDMAP uses.
+QN_SEND = 0
+QN_READ_REQUEST = 1
+QN_TERMINATE = 2
+
+# irdma_sc_send_rtt: the zero-length RDMA READ used as RTR (spec irdma-cm section 4.4).
+RTR_READ_SINK_STAG = 0xABCD
+RTR_READ_SOURCE_STAG = 0x1234
+
+# RFC 5040 section 4.8, Terminate control header-control bits (third byte).
+TERM_HDRCT_M = 0x80  # DDP Segment Length valid
+TERM_HDRCT_D = 0x40  # Terminated DDP header included
+TERM_HDRCT_R = 0x20  # Terminated RDMAP header included
+
+
+class Opcode(IntEnum):
+    """RDMAP opcodes (RFC 5040 section 4.2, table 1); names as tshark shows them."""
+
+    WRITE = 0
+    READ_REQUEST = 1
+    READ_RESPONSE = 2
+    SEND = 3
+    SEND_INVALIDATE = 4
+    SEND_SE = 5
+    SEND_SE_INVALIDATE = 6
+    TERMINATE = 7
+
+
+class TermLayer(IntEnum):
+    """The Layer nibble of a Terminate (RFC 5040 section 4.8)."""
+
+    RDMAP = 0
+    DDP = 1
+    LLP = 2
+
+
+class DdpFormatError(ValueError):
+    """Bytes too short or inconsistent to be the DDP/RDMAP header asked for."""
+
+
+def _control(tagged: bool, last: bool, opcode: int, ddp_version: int, rdmap_version: int,
+             ddp_reserved: int, rdmap_reserved: int) -> bytes:
+    ddp = (DDP_FLAG_TAGGED if tagged else 0) | (DDP_FLAG_LAST if last else 0)
+    ddp |= (ddp_reserved << 2) & DDP_RESERVED_MASK
+    ddp |= ddp_version & DDP_VERSION_MASK
+    rdmap = ((rdmap_version << 6) & RDMAP_VERSION_MASK) | ((rdmap_reserved << 4) & 0x30)
+    rdmap |= opcode & RDMAP_OPCODE_MASK
+    return bytes((ddp, rdmap))
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedHeader:
+    """A tagged DDP header with its RDMAP control byte (14 bytes): Write, Read Response."""
+
+    opcode: int
+    stag: int
+    to: int
+    last: bool = True
+    ddp_version: int = DDP_VERSION
+    rdmap_version: int = RDMAP_VERSION
+    ddp_reserved: int = 0
+    rdmap_reserved: int = 0
+
+    def to_bytes(self) -> bytes:
+        """Serialise: control bytes, STag (u32 BE), TO (u64 BE)."""
+        ctl = _control(True, self.last, self.opcode, self.ddp_version, self.rdmap_version,
+                       self.ddp_reserved, self.rdmap_reserved)
+        return ctl + struct.pack("!IQ", self.stag & 0xFFFFFFFF, self.to & 0xFFFFFFFFFFFFFFFF)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> TaggedHeader:
+        """Parse the first 14 bytes of ``raw``; the T bit must be set."""
+        if len(raw) < TAGGED_HEADER_LEN:
+            raise DdpFormatError(f"tagged DDP header needs {TAGGED_HEADER_LEN} bytes, "
+                                 f"got {len(raw)}")
+        ddp, rdmap = raw[0], raw[1]
+        if not ddp & DDP_FLAG_TAGGED:
+            raise DdpFormatError("T bit clear: this is an untagged DDP header")
+        stag, to = struct.unpack_from("!IQ", raw, 2)
+        return cls(opcode=rdmap & RDMAP_OPCODE_MASK, stag=stag, to=to,
+                   last=bool(ddp & DDP_FLAG_LAST), ddp_version=ddp & DDP_VERSION_MASK,
+                   rdmap_version=rdmap >> 6, ddp_reserved=(ddp & DDP_RESERVED_MASK) >> 2,
+                   rdmap_reserved=(rdmap & RDMAP_RESERVED_MASK) >> 4)
+
+
+@dataclass(frozen=True, slots=True)
+class UntaggedHeader:
+    """An untagged DDP header with its RDMAP control byte (18 bytes): Send variants,
+    Read Request, Terminate. ``rsvd_ulp`` is RsvdULP[8:39]: the Invalidate STag for the
+    Send-with-Invalidate opcodes, zero otherwise (RFC 5040 section 4.3)."""
+
+    opcode: int
+    qn: int
+    msn: int
+    mo: int = 0
+    last: bool = True
+    rsvd_ulp: int = 0
+    ddp_version: int = DDP_VERSION
+    rdmap_version: int = RDMAP_VERSION
+    ddp_reserved: int = 0
+    rdmap_reserved: int = 0
+
+    def to_bytes(self) -> bytes:
+        """Serialise: control bytes, RsvdULP, QN, MSN, MO (each u32 BE)."""
+        ctl = _control(False, self.last, self.opcode, self.ddp_version, self.rdmap_version,
+                       self.ddp_reserved, self.rdmap_reserved)
+        return ctl + struct.pack("!IIII", self.rsvd_ulp & 0xFFFFFFFF, self.qn & 0xFFFFFFFF,
+                                 self.msn & 0xFFFFFFFF, self.mo & 0xFFFFFFFF)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> UntaggedHeader:
+        """Parse the first 18 bytes of ``raw``; the T bit must be clear."""
+        if len(raw) < UNTAGGED_HEADER_LEN:
+            raise DdpFormatError(f"untagged DDP header needs {UNTAGGED_HEADER_LEN} bytes, "
+                                 f"got {len(raw)}")
+        ddp, rdmap = raw[0], raw[1]
+        if ddp & DDP_FLAG_TAGGED:
+            raise DdpFormatError("T bit set: this is a tagged DDP header")
+        rsvd_ulp, qn, msn, mo = struct.unpack_from("!IIII", raw, 2)
+        return cls(opcode=rdmap & RDMAP_OPCODE_MASK, qn=qn, msn=msn, mo=mo,
+                   last=bool(ddp & DDP_FLAG_LAST), rsvd_ulp=rsvd_ulp,
+                   ddp_version=ddp & DDP_VERSION_MASK, rdmap_version=rdmap >> 6,
+                   ddp_reserved=(ddp & DDP_RESERVED_MASK) >> 2,
+                   rdmap_reserved=(rdmap & RDMAP_RESERVED_MASK) >> 4)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRequest:
+    """The RDMA Read Request header after the untagged DDP header (RFC 5040 section 4.4)."""
+
+    sink_stag: int
+    sink_to: int
+    size: int
+    src_stag: int
+    src_to: int
+
+    def to_bytes(self) -> bytes:
+        """Sink STag, sink TO, RDMA read message size, source STag, source TO."""
+        return struct.pack("!IQIIQ", self.sink_stag & 0xFFFFFFFF,
+                           self.sink_to & 0xFFFFFFFFFFFFFFFF, self.size & 0xFFFFFFFF,
+                           self.src_stag & 0xFFFFFFFF, self.src_to & 0xFFFFFFFFFFFFFFFF)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> ReadRequest:
+        """Parse the first 28 bytes of ``raw``."""
+        if len(raw) < READ_REQUEST_LEN:
+            raise DdpFormatError(f"RDMA Read Request header needs {READ_REQUEST_LEN} bytes, "
+                                 f"got {len(raw)}")
+        sink_stag, sink_to, size, src_stag, src_to = struct.unpack_from("!IQIIQ", raw)
+        return cls(sink_stag=sink_stag, sink_to=sink_to, size=size, src_stag=src_stag,
+                   src_to=src_to)
+
+
+@dataclass(frozen=True, slots=True)
+class TerminateHeader:
+    """The Terminate message body (RFC 5040 section 4.8).
+
+    The control word is Layer (4 bits), EType (4), Error Code (8), the header-control bits
+    M, D, R and 13 reserved bits. When D is set, the DDP Segment Length (the MPA
+    ULPDU_LENGTH of the offending segment, 2 bytes) and the terminated DDP header follow;
+    when R is set, the terminated RDMAP header (28 bytes, the size Wireshark reads).
+    ``m`` says the DDP Segment Length is valid; Wireshark reads that field only with D.
+    """
+
+    layer: int
+    etype: int
+    error_code: int
+    m: bool = False
+    ddp_segment_length: int = 0
+    ddp_header: bytes | None = None
+    rdmap_header: bytes | None = None
+    reserved: int = 0
+
+    @property
+    def hdrct(self) -> int:
+        """The three header-control bits, in their byte position (M 0x80, D 0x40, R 0x20)."""
+        bits = TERM_HDRCT_M if self.m else 0
+        bits |= TERM_HDRCT_D if self.ddp_header is not None else 0
+        bits |= TERM_HDRCT_R if self.rdmap_header is not None else 0
+        return bits
+
+    def to_bytes(self) -> bytes:
+        """Serialise the control word and the included headers."""
+        word = ((self.layer & 0xF) << 28) | ((self.etype & 0xF) << 24)
+        word |= (self.error_code & 0xFF) << 16
+        word |= self.hdrct << 8 | (self.reserved & 0x1FFF)
+        out = struct.pack("!I", word)
+        if self.ddp_header is not None:
+            out += struct.pack("!H", self.ddp_segment_length & 0xFFFF)
+            out += self.ddp_header
+        if self.rdmap_header is not None:
+            out += self.rdmap_header
+        return out
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> TerminateHeader:
+        """Parse a Terminate body; the terminated DDP header is 14 bytes when its own T bit
+        is set, else 18."""
+        if len(raw) < TERMINATE_CONTROL_LEN:
+            raise DdpFormatError(f"Terminate needs {TERMINATE_CONTROL_LEN} bytes, "
+                                 f"got {len(raw)}")
+        (word,) = struct.unpack_from("!I", raw)
+        hdrct = (word >> 8) & 0xE0
+        pos = TERMINATE_CONTROL_LEN
+        seg_len = 0
+        ddp_header: bytes | None = None
+        rdmap_header: bytes | None = None
+        if hdrct & TERM_HDRCT_D:
+            if len(raw) < pos + TERMINATE_SEGMENT_LENGTH_LEN + 1:
+                raise DdpFormatError("Terminate D bit set but no terminated DDP header")
+            (seg_len,) = struct.unpack_from("!H", raw, pos)
+            pos += TERMINATE_SEGMENT_LENGTH_LEN
+            size = TAGGED_HEADER_LEN if raw[pos] & DDP_FLAG_TAGGED else UNTAGGED_HEADER_LEN
+            if len(raw) < pos + size:
+                raise DdpFormatError(f"terminated DDP header needs {size} bytes, "
+                                     f"got {len(raw) - pos}")
+            ddp_header = bytes(raw[pos:pos + size])
+            pos += size
+        if hdrct & TERM_HDRCT_R:
+            if len(raw) < pos + READ_REQUEST_LEN:
+                raise DdpFormatError(f"terminated RDMAP header needs {READ_REQUEST_LEN} "
+                                     f"bytes, got {len(raw) - pos}")
+            rdmap_header = bytes(raw[pos:pos + READ_REQUEST_LEN])
+        return cls(layer=word >> 28, etype=(word >> 24) & 0xF, error_code=(word >> 16) & 0xFF,
+                   m=bool(hdrct & TERM_HDRCT_M), ddp_segment_length=seg_len,
+                   ddp_header=ddp_header, rdmap_header=rdmap_header, reserved=word & 0x1FFF)
+
+
+@dataclass(frozen=True, slots=True)
+class DdpSegment:
+    """One parsed DDP segment: its header, the RDMAP body for Read Request and Terminate,
+    and the ULP payload that follows."""
+
+    header: TaggedHeader | UntaggedHeader
+    read_request: ReadRequest | None = None
+    terminate: TerminateHeader | None = None
+    payload: bytes = b""
+
+    @property
+    def opcode(self) -> int:
+        """The RDMAP opcode."""
+        return self.header.opcode
+
+    @property
+    def tagged(self) -> bool:
+        """True for the tagged buffer model."""
+        return isinstance(self.header, TaggedHeader)
+
+
+def parse_segment(ulpdu: bytes) -> DdpSegment:
+    """Parse a DDP segment (an FPDU's ULPDU). Raise :class:`DdpFormatError` on short data."""
+    if not ulpdu:
+        raise DdpFormatError("empty ULPDU: no DDP header")
+    if ulpdu[0] & DDP_FLAG_TAGGED:
+        tagged = TaggedHeader.from_bytes(ulpdu)
+        return DdpSegment(header=tagged, payload=bytes(ulpdu[TAGGED_HEADER_LEN:]))
+    untagged = UntaggedHeader.from_bytes(ulpdu)
+    body = bytes(ulpdu[UNTAGGED_HEADER_LEN:])
+    if untagged.opcode == Opcode.READ_REQUEST:
+        rr = ReadRequest.from_bytes(body)
+        return DdpSegment(header=untagged, read_request=rr, payload=body[READ_REQUEST_LEN:])
+    if untagged.opcode == Opcode.TERMINATE:
+        term = TerminateHeader.from_bytes(body)
+        return DdpSegment(header=untagged, terminate=term,
+                          payload=body[len(term.to_bytes()):])
+    return DdpSegment(header=untagged, payload=body)
+
+
+# ---- what irdma's NIC sends ------------------------------------------------------------
+
+def read_rtr(msn: int = 1) -> bytes:
+    """The zero-length RDMA Read Request the initiator sends as RTR (``irdma_sc_send_rtt``
+    with read0): untagged QN 1, MSN ``msn`` (the first message on a queue has MSN 1,
+    RFC 5041 section 5.1), sink STag 0xabcd, source STag 0x1234, TOs 0, size 0."""
+    head = UntaggedHeader(opcode=Opcode.READ_REQUEST, qn=QN_READ_REQUEST, msn=msn)
+    body = ReadRequest(sink_stag=RTR_READ_SINK_STAG, sink_to=0, size=0,
+                       src_stag=RTR_READ_SOURCE_STAG, src_to=0)
+    return head.to_bytes() + body.to_bytes()
+
+
+def write_rtr() -> bytes:
+    """The zero-length RDMA Write the initiator sends as RTR (``irdma_sc_send_rtt`` without
+    read0): tagged, STag 0, TO 0, no payload."""
+    return TaggedHeader(opcode=Opcode.WRITE, stag=0, to=0).to_bytes()
+
+
+def send(payload: bytes, msn: int, mo: int = 0, *, last: bool = True,
+         solicited: bool = False, invalidate_stag: int | None = None) -> bytes:
+    """An RDMA Send segment (untagged, QN 0). ``solicited`` picks the SE opcodes,
+    ``invalidate_stag`` the with-Invalidate ones (RFC 5040 section 4.3)."""
+    if invalidate_stag is None:
+        opcode = Opcode.SEND_SE if solicited else Opcode.SEND
+    else:
+        opcode = Opcode.SEND_SE_INVALIDATE if solicited else Opcode.SEND_INVALIDATE
+    head = UntaggedHeader(opcode=opcode, qn=QN_SEND, msn=msn, mo=mo, last=last,
+                          rsvd_ulp=invalidate_stag or 0)
+    return head.to_bytes() + payload
+
+
+def rdma_write(payload: bytes, stag: int, to: int, *, last: bool = True) -> bytes:
+    """An RDMA Write segment (tagged)."""
+    return TaggedHeader(opcode=Opcode.WRITE, stag=stag, to=to, last=last).to_bytes() + payload
+
+
+def read_response(payload: bytes, stag: int, to: int, *, last: bool = True) -> bytes:
+    """An RDMA Read Response segment (tagged, STag/TO of the requester's sink buffer)."""
+    return (TaggedHeader(opcode=Opcode.READ_RESPONSE, stag=stag, to=to, last=last).to_bytes()
+            + payload)
+
+
+def terminate(layer: int, etype: int, error_code: int, *, msn: int = 1,
+              terminated: bytes | None = None) -> bytes:
+    """A Terminate segment (untagged, QN 2, RFC 5040 section 4.8).
+
+    ``terminated`` is the offending FPDU's ULPDU_LENGTH field plus ULPDU, or ``None``:
+    when given, its length field and DDP header are copied in (M and D set), and for an
+    untagged segment carrying a Read Request, its RDMAP header too (R set).
+    """
+    head = UntaggedHeader(opcode=Opcode.TERMINATE, qn=QN_TERMINATE, msn=msn)
+    if terminated is None:
+        body = TerminateHeader(layer=layer, etype=etype, error_code=error_code)
+    else:
+        if len(terminated) < 3:
+            raise DdpFormatError("terminated segment needs its length field and a header")
+        (seg_len,) = struct.unpack_from("!H", terminated)
+        ulpdu = terminated[2:]
+        size = TAGGED_HEADER_LEN if ulpdu[0] & DDP_FLAG_TAGGED else UNTAGGED_HEADER_LEN
+        if len(ulpdu) < size:
+            raise DdpFormatError(f"terminated DDP header needs {size} bytes, got {len(ulpdu)}")
+        rdmap_header: bytes | None = None
+        if (size == UNTAGGED_HEADER_LEN and ulpdu[1] & RDMAP_OPCODE_MASK == Opcode.READ_REQUEST
+                and len(ulpdu) >= size + READ_REQUEST_LEN):
+            rdmap_header = bytes(ulpdu[size:size + READ_REQUEST_LEN])
+        body = TerminateHeader(layer=layer, etype=etype, error_code=error_code,
+                               m=True, ddp_segment_length=seg_len,
+                               ddp_header=bytes(ulpdu[:size]),
+                               rdmap_header=rdmap_header)
+    return head.to_bytes() + body.to_bytes()
+
+
+def fpdu(ulpdu: bytes) -> bytes:
+    """Frame a DDP segment as an FPDU with its CRC32c (see :func:`mpa_emu.mpa.frame_fpdu`)."""
+    return frame_fpdu(ulpdu)

@@ -1,0 +1,170 @@
+"""How TCP payloads become MPA layers.
+
+MPA has no port: Wireshark finds it with a heuristic (the 16-byte key at the start of a
+segment) and per-conversation state (FPDUs only after an accepting reply). Scapy has no
+per-conversation state in plain dissection, so there are three ways in:
+
+* ``Ether(raw)``: the :class:`MPA` layer is bound to TCP ahead of the port bindings
+  (like tshark's ``tcp.try_heuristic_first:TRUE``). A payload starting with a key
+  dissects as :class:`MPARequest`/:class:`MPAReply`; any other payload gets exactly the
+  class TCP would have given it without this module (usually Raw).
+* ``MPAFPDU(payload)``: the caller knows the bytes are FPDUs.
+* Stream reassembly: :meth:`MPA.tcp_reassemble` is scapy's ``TCPSession`` hook
+  (``sniff(offline=..., session=TCPSession)``). It keeps Wireshark-like state per TCP
+  conversation, so frames split over segments are joined and FPDUs that follow an
+  accepting reply dissect as :class:`MPAFPDU`. :func:`dissect_stream` runs it over a list.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from scapy.config import conf
+from scapy.layers.inet import TCP
+from scapy.packet import Packet
+from scapy.sessions import TCPSession, streamcls
+
+from mpa_emu.frames.connect import MPAReply, MPARequest
+from mpa_emu.frames.fpdu import MPAFPDU, ULPDU_LENGTH_SIZE, fpdu_wire_length
+from mpa_emu.mpa import FLAG_REJECT, FRAME_SIZE, KEY_REP, KEY_REQ, KEY_SIZE, MAX_PRIV_DATA_LEN
+
+STATE_KEY = "mpa_emu.mpa"
+
+
+def connect_frame_class(payload: bytes) -> type[Packet] | None:
+    """The request or reply class when ``payload`` starts with its 16-byte key."""
+    head = bytes(payload[:KEY_SIZE])
+    if head == KEY_REQ:
+        return MPARequest
+    if head == KEY_REP:
+        return MPAReply
+    return None
+
+
+def _key_prefix(payload: bytes) -> bool:
+    return len(payload) < KEY_SIZE and (KEY_REQ.startswith(payload) or
+                                        KEY_REP.startswith(payload))
+
+
+def fallback_class(underlayer: Packet | None, payload: bytes) -> Any:
+    """The class ``underlayer`` would pick for ``payload`` if :class:`MPA` were not bound."""
+    if underlayer is None:
+        return conf.raw_layer
+    for layer_type in underlayer.aliastypes:
+        for fields, cls in layer_type.payload_guess:
+            if cls is MPA:
+                continue
+            try:
+                if all(underlayer.getfieldval(k) == v for k, v in fields.items()):
+                    return cls
+            except AttributeError:
+                continue
+    return underlayer.default_payload_class(payload)
+
+
+@dataclass
+class ConversationState:
+    """What a TCP conversation has shown so far (Wireshark's ``mpa_state``)."""
+
+    request_seen: bool = False
+    full_operation: bool = False  # after an MPA reply with R=0 every segment is FPDUs
+    crc: bool = False  # C in the request or the reply
+
+
+class MPA(Packet):
+    """Heuristic MPA entry point bound to TCP. ``MPA(payload)`` returns the request or
+    reply layer for a payload starting with a key, otherwise the layer TCP would choose."""
+
+    name = "MPA"
+    fields_desc: ClassVar[list[Any]] = []
+
+    @classmethod
+    def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> Any:
+        if _pkt is None:
+            return MPARequest
+        frame = connect_frame_class(_pkt)
+        if frame is not None:
+            return frame
+        return fallback_class(kargs.get("_underlayer"), _pkt)
+
+    @classmethod
+    def tcp_reassemble(cls, data: bytes, metadata: dict[str, Any],
+                       session: dict[str, Any]) -> Packet | None:
+        """Scapy ``TCPSession`` hook: return one whole MPA frame or FPDU from the start of
+        ``data`` (the rest as Padding, which the session feeds back), or ``None`` to wait
+        for more bytes. Streams that are not MPA go to the class TCP would have used."""
+        state = session.setdefault(STATE_KEY, ConversationState())
+        ended = bool(metadata.get("tcp_end"))
+        frame = connect_frame_class(data)
+        if frame is not None:
+            if len(data) < FRAME_SIZE:
+                return _wait_or_take(frame, data, FRAME_SIZE, metadata, ended)
+            flags, _rev, pd_length = struct.unpack_from("!BBH", data, KEY_SIZE)
+            # Above 512 the length cannot be trusted (RFC 5044 section 7.1): take what is here.
+            total = len(data) if pd_length > MAX_PRIV_DATA_LEN else FRAME_SIZE + pd_length
+            packet = _wait_or_take(frame, data, total, metadata, ended)
+            if packet is not None:
+                _update_state(state, frame, flags)
+            return packet
+        if not state.full_operation and _key_prefix(data) and not ended:
+            metadata["tcp_min_len"] = KEY_SIZE
+            return None
+        if state.full_operation:
+            if len(data) < ULPDU_LENGTH_SIZE:
+                return _wait_or_take(MPAFPDU, data, ULPDU_LENGTH_SIZE, metadata, ended)
+            (ulen,) = struct.unpack_from("!H", data)
+            return _wait_or_take(MPAFPDU, data, fpdu_wire_length(ulen), metadata, ended)
+        original = metadata.get("original")
+        tcp = original[TCP] if original is not None and TCP in original else None
+        delegate = streamcls(fallback_class(tcp, data))
+        result: Packet | None = delegate(data, metadata, session)
+        return result
+
+
+def _wait_or_take(cls: type[Packet], data: bytes, total: int, metadata: dict[str, Any],
+                  ended: bool) -> Packet | None:
+    if len(data) < total:
+        if not ended:
+            metadata["tcp_min_len"] = total
+            return None
+        return cls(data)  # the stream ended: dissect what there is (marked truncated)
+    packet = cls(data[:total])
+    if len(data) > total:
+        packet = packet / conf.padding_layer(data[total:])
+    return packet
+
+
+def _update_state(state: ConversationState, frame: type[Packet], flags: int) -> None:
+    state.crc = state.crc or bool(flags & 0x40)
+    if frame is MPARequest:
+        state.request_seen = True
+    elif not flags & FLAG_REJECT:
+        state.full_operation = True
+
+
+def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
+    """Dissect a capture in order with TCP reassembly and per-conversation MPA state.
+
+    Returns what scapy's ``TCPSession`` returns: one packet per complete MPA frame or
+    FPDU (coalesced FPDUs stacked as ``MPAFPDU/MPAFPDU``), segments without payload as
+    they are; payload still waiting for its end is not returned.
+    """
+    session = TCPSession()
+    out: list[Packet] = []
+    for pkt in packets:
+        fresh = pkt.__class__(bytes(pkt))
+        fresh.time = pkt.time
+        result = session.process(fresh)
+        if result is not None:
+            out.append(result)
+    return out
+
+
+def install_bindings() -> None:
+    """Bind :class:`MPA` as TCP's first payload guess (idempotent)."""
+    if any(cls is MPA for _, cls in TCP.payload_guess):
+        return
+    TCP.payload_guess = [({}, MPA), *TCP.payload_guess]
