@@ -30,6 +30,10 @@ from mpa_emu.net.wire import Wire
 from mpa_emu.segment import Segment
 from mpa_emu.trace import Trace, TraceRecord
 
+JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "kernel_leak",
+                                 "kernel_bug", "verb_failed", "run_bound"})
+"""Trace kinds the journal keeps next to frames and upcalls."""
+
 LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (spec 7.5)"
 
 _DELIVER = 0
@@ -107,6 +111,34 @@ def to_scapy_packet(data: bytes) -> Any:
     return Ether(data)
 
 
+class JournalTrace(Trace):
+    """The network's trace: records as usual, and hands each one to ``observer`` so the
+    network can interleave state changes with frames and upcalls in causal order."""
+
+    def __init__(self, stream: IO[str] | None,
+                 observer: Callable[[TraceRecord], None] | None = None) -> None:
+        super().__init__(stream)
+        self.observer = observer
+
+    def emit(self, record: TraceRecord) -> None:
+        """Record one entry and show it to the observer."""
+        super().emit(record)
+        if self.observer is not None:
+            self.observer(record)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One step of the run in causal order, for the ladder: a captured ``frame``
+    (:class:`CapturedFrame`), an ``upcall`` (:class:`~mpa_emu.cm.events.Upcall`) or a
+    ``trace`` record (state changes and drops, as :class:`~mpa_emu.trace.TraceRecord`)."""
+
+    kind: str
+    host: str
+    time_ns: int
+    item: Any
+
+
 @dataclass(slots=True)
 class ScheduledCall:
     """A user action scheduled at a virtual time; ``result``/``error`` once it ran."""
@@ -156,7 +188,12 @@ class Network:
         self.capture = capture
         self.capture_loopback = capture_loopback
         self.keep_upcalls = keep_upcalls
-        self.trace: Trace | None = Trace(trace_stream) if tracing or trace_stream else None
+        self.journal: list[JournalEntry] | None = [] if tracing else None
+        """Frames, upcalls and trace records in causal order (kept when ``tracing``)."""
+        self.trace: Trace | None = None
+        if tracing or trace_stream is not None:
+            self.trace = JournalTrace(trace_stream,
+                                      self._journal_record if tracing else None)
         self.frames: list[CapturedFrame] = []
         self.hosts: dict[str, Host] = {}
         self._host_list: list[Host] = []
@@ -166,6 +203,10 @@ class Network:
         self._seq = 0
         self._pumping = False
         self._frame_count = 0
+
+    def _journal_record(self, record: TraceRecord) -> None:
+        if self.journal is not None and record.kind in JOURNAL_TRACE_KINDS:
+            self.journal.append(JournalEntry("trace", record.host, record.time_ns, record))
 
     # ---- building the network ----------------------------------------------------
 
@@ -345,6 +386,9 @@ class Network:
                     upcall = core.next_event()
                     while upcall is not None:
                         progress = True
+                        if self.journal is not None:
+                            self.journal.append(
+                                JournalEntry("upcall", host.name, self.now_ns, upcall))
                         host.deliver(upcall, keep)
                         upcall = core.next_event()
         finally:
@@ -370,6 +414,8 @@ class Network:
         frame = CapturedFrame(len(self.frames), self.now_ns, interface, sender, receivers,
                               data, origin, seg, loopback)
         self.frames.append(frame)
+        if self.journal is not None:
+            self.journal.append(JournalEntry("frame", sender, self.now_ns, frame))
         return frame
 
     def _transmit(self, host: Host, tx: Transmit) -> None:

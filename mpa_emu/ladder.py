@@ -1,0 +1,307 @@
+"""A readable text ladder of a run: one column per host, an arrow per frame (flags, seq,
+ack, length, and an MPA or RDMAP summary), with state transitions, drops and upcalls
+interleaved in causal order::
+
+    0.000010  |<---- SYN-ACK seq=2 ack=1 len=0 ----------------------|
+              |      MPA Req v2 IRD 16 ORD 16 P2P RTR=RW pd="hello"   |
+
+Built from :attr:`Network.journal <mpa_emu.net.network.Network.journal>`; the demo prints
+it and the diagram command reuses :func:`render`.
+"""
+
+from __future__ import annotations
+
+import errno as errno_names
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mpa_emu import mpa
+from mpa_emu.addr import ip_text
+from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.segment import Segment
+from mpa_emu.trace import TraceRecord
+
+if TYPE_CHECKING:
+    from mpa_emu.net.network import CapturedFrame, Network
+
+GAP = 72
+"""Characters between two adjacent host lanes."""
+TIME_WIDTH = 11
+
+RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response",
+                 3: "Send", 4: "Send with Invalidate", 5: "Send with SE",
+                 6: "Send with SE and Invalidate", 7: "Terminate"}
+"""RDMAP opcodes (RFC 5040 section 4.3)."""
+
+
+def text_or_hex(data: bytes, limit: int = 40) -> str:
+    """Printable ASCII in quotes, anything else as hex; long values are cut with '...'."""
+    if data and all(32 <= b < 127 for b in data):
+        shown = data[:limit].decode("ascii")
+        return f'"{shown}"' + ("..." if len(data) > limit else "")
+    shown_hex = data[: limit // 2].hex()
+    return f"0x{shown_hex}" + ("..." if len(data) > limit // 2 else "")
+
+
+def mpa_summary(payload: bytes) -> str | None:
+    """``MPA Req v2 IRD 16 ORD 16 P2P RTR=RW pd="hello"`` for a request, reply or reject
+    (RFC 5044 section 7.1, RFC 6581 section 5); None when the payload is not one."""
+    if not mpa.looks_like_mpa(payload):
+        return None
+    head = mpa.parse_header(payload)
+    kind = "Req" if head.is_request else ("Rej" if head.flags & mpa.FLAG_REJECT else "Rep")
+    parts = [f"MPA {kind} v{head.rev}"]
+    try:
+        frame = mpa.decode_frame(payload)
+    except mpa.MpaFormatError:
+        parts.append(f"PD_Length {head.pd_length} (truncated)")
+        return " ".join(parts)
+    if frame.rtr is not None:
+        rtr = frame.rtr
+        ird = "none" if rtr.ird == mpa.IRD_ORD_MASK else str(rtr.ird)
+        ord_ = "none" if rtr.ord == mpa.IRD_ORD_MASK else str(rtr.ord)
+        parts.append(f"IRD {ird} ORD {ord_}")
+        if rtr.peer_to_peer:
+            parts.append("P2P")
+        ops = ("R" if rtr.read0 else "") + ("W" if rtr.write0 else "") + \
+            ("S" if rtr.zero_len_send else "")
+        parts.append(f"RTR={ops or '-'}")
+    flag_names = [name for bit, name in ((mpa.FLAG_MARKERS, "M"), (mpa.FLAG_CRC, "CRC"))
+                  if head.flags & bit]
+    if flag_names:
+        parts.append("+".join(flag_names))
+    if frame.private_data:
+        parts.append(f"pd={text_or_hex(frame.private_data)}")
+    return " ".join(parts)
+
+
+def fpdu_summary(payload: bytes) -> str | None:
+    """``FPDU RDMA Read Request`` for a payload that is one FPDU without markers
+    (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise."""
+    try:
+        fpdu = mpa.unframe_fpdu(payload)
+    except mpa.MpaFormatError:
+        return None
+    if fpdu.wire_length != len(payload) or len(fpdu.ulpdu) < 2:
+        return None
+    opcode = fpdu.ulpdu[1] & 0x0F
+    name = RDMAP_OPCODES.get(opcode, f"RDMAP opcode {opcode}")
+    crc = "" if fpdu.crc_ok else " bad CRC"
+    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{crc}"
+
+
+_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"),
+               (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"))
+
+
+def flags_label(flags: int) -> str:
+    """Wireshark's way: ``[SYN, ACK]``, ``[FIN, ACK]``, ``[RST, ACK]``."""
+    return "[" + ", ".join(name for bit, name in _FLAG_NAMES if flags & bit) + "]"
+
+
+def options_label(options: bytes) -> str:
+    """``mss=1460 ws=2`` for TCP options (RFC 9293 section 3.2, RFC 7323 section 2)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(options):
+        kind = options[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        length = options[i + 1] if i + 1 < len(options) else 0
+        value = options[i + 2: i + length] if length >= 2 else b""
+        if kind == 2 and len(value) == 2:
+            parts.append(f"mss={int.from_bytes(value, 'big')}")
+        elif kind == 3 and len(value) == 1:
+            parts.append(f"ws={value[0]}")
+        else:
+            parts.append(f"opt{kind}")
+        if length < 2:  # malformed: stop rather than loop
+            parts.append("(bad length)")
+            break
+        i += length
+    return " ".join(parts)
+
+
+def segment_label(seg: Segment) -> str:
+    """``[SYN] seq=.. ack=.. len=.. mss=1460 ws=2``."""
+    text = f"{flags_label(seg.flags)} seq={seg.seq} ack={seg.ack} len={len(seg.payload)}"
+    if seg.options:
+        text += " " + options_label(seg.options)
+    return text
+
+
+def upcall_label(upcall: Upcall) -> str:
+    """``<< CONNECT_REPLY -ECONNREFUSED pd="no"`` as the application sees it."""
+    name = IwEvent(upcall.event).name
+    status = "" if upcall.status == 0 else " " + errno_text(upcall.status)
+    text = f"<< {name}{status}"
+    if upcall.event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY, IwEvent.ESTABLISHED):
+        text += f" ird={upcall.ird} ord={upcall.ord}"
+    if upcall.private_data:
+        text += f" pd={text_or_hex(upcall.private_data)}"
+    return text
+
+
+def errno_text(status: int) -> str:
+    """``-111`` -> ``-ECONNREFUSED``."""
+    name = errno_names.errorcode.get(-status)
+    return f"-{name}" if name else str(status)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One ladder line: a frame between two lanes, or a note on one lane."""
+
+    time_ns: int
+    source: int
+    target: int | None
+    label: str
+    detail: str | None = None
+    lost: bool = False
+
+
+def state_change_text(record: TraceRecord) -> str:
+    """``[#3] SYN_SENT -> MPAREQ_SENT`` from a ``state_changed`` trace record."""
+    fields = record.fields
+    old = fields.get("old", fields.get("from"))
+    new = fields.get("new", fields.get("to", fields.get("state")))
+    conn = fields.get("conn")
+    prefix = f"[#{conn}] " if conn is not None else ""
+    return f"{prefix}{old} -> {new}" if old is not None else f"{prefix}-> {new}"
+
+
+def _frame_rows(frame: CapturedFrame, lanes: dict[str, int]) -> list[Row]:
+    source = lanes.get(frame.sender, 0)
+    seg = frame.segment
+    if seg is None:
+        return [Row(frame.time_ns, source, None, f"undecodable frame ({len(frame.data)} bytes)")]
+    label = segment_label(seg)
+    detail = mpa_summary(seg.payload) or (fpdu_summary(seg.payload) if seg.payload else None)
+    fate = [n for n in frame.notes if not n.startswith("loopback")]
+    lost = any(n.startswith(("wire: lost", "wire: dropped", "dropped by", "not delivered"))
+               for n in frame.notes)
+    if fate:
+        detail = "; ".join(([detail] if detail else []) + fate)
+    if frame.loopback:
+        return [Row(frame.time_ns, source, None, f"(lo) {label}", detail)]
+    targets: list[int | None] = [lanes[r] for r in frame.receivers if r in lanes] or [None]
+    return [Row(frame.time_ns, source, t, label, detail, lost) for t in targets[:1]]
+
+
+def rows(net: Network, *, hosts: Sequence[str] | None = None) -> list[Row]:
+    """The ladder rows of a run, from the network journal (needs ``tracing``)."""
+    if net.journal is None:
+        raise ValueError("the ladder needs a network built with tracing=True")
+    names = list(hosts) if hosts is not None else list(net.hosts)
+    lanes = {name: i for i, name in enumerate(names)}
+    out: list[Row] = []
+    for entry in net.journal:
+        lane = lanes.get(entry.host)
+        if entry.kind == "frame":
+            out.extend(_frame_rows(entry.item, lanes))
+        elif lane is None:
+            continue
+        elif entry.kind == "upcall":
+            out.append(Row(entry.time_ns, lane, None, upcall_label(entry.item)))
+        else:
+            record: TraceRecord = entry.item
+            if record.kind == "state_changed":
+                out.append(Row(entry.time_ns, lane, None, state_change_text(record)))
+            elif record.kind == "segment_dropped" and record.fn not in ("wire", "nic"):
+                out.append(Row(entry.time_ns, lane, None,
+                               f"drop: {record.fields.get('reason', '?')} ({record.fn})"))
+            elif record.kind in ("kernel_leak", "kernel_bug", "verb_failed"):
+                what = record.fields.get("what", record.fields.get("error", ""))
+                out.append(Row(entry.time_ns, lane, None, f"{record.kind}: {what}".rstrip(": ")))
+    return out
+
+
+def _lane_x(lane: int) -> int:
+    return TIME_WIDTH + 1 + lane * (GAP + 1)
+
+
+def _arrow(source: int, target: int, label: str, lost: bool) -> tuple[int, str]:
+    left, right = sorted((source, target))
+    span = (right - left) * (GAP + 1) - 1
+    body = f" {label} "
+    room = span - 6
+    if len(body) > room:
+        body = body[: room - 3] + "...  "[:3]
+    if source < target:
+        head = "x" if lost else ">"
+        text = "--" + body + "-" * (span - 3 - len(body)) + head
+    else:
+        head = "x" if lost else "<"
+        text = head + "-" * (span - 3 - len(body)) + body + "--"
+    return _lane_x(left) + 1, text
+
+
+def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
+    """Draw rows under a header of column titles (one per lane)."""
+    width = _lane_x(len(columns) - 1) + 1
+    lines: list[str] = []
+    header = [" "] * (width + GAP)
+    for i, title in enumerate(columns):
+        x = _lane_x(i)
+        for j, ch in enumerate(title):
+            if x + j < len(header):
+                header[x + j] = ch
+    lines.append("".join(header).rstrip())
+    last_time: int | None = None
+    for row in rows_:
+        line = [" "] * width
+        for i in range(len(columns)):
+            line[_lane_x(i)] = "|"
+        stamp = f"{row.time_ns / 1e9:.6f}" if row.time_ns != last_time else ""
+        last_time = row.time_ns
+        line[: len(stamp)] = list(stamp)
+        if row.target is not None and row.target != row.source:
+            x, text = _arrow(row.source, row.target, row.label, row.lost)
+            line[x: x + len(text)] = list(text)
+            lines.append("".join(line).rstrip())
+            if row.detail:
+                detail_line = [" "] * width
+                for i in range(len(columns)):
+                    detail_line[_lane_x(i)] = "|"
+                left = _lane_x(min(row.source, row.target)) + 4
+                detail_line[left:] = list(row.detail)
+                lines.append("".join(detail_line).rstrip())
+            continue
+        text = row.label + (f"  [{row.detail}]" if row.detail else "")
+        x = _lane_x(row.source) + 2
+        if x + len(text) > len(line):
+            line.extend(" " * (x + len(text) - len(line)))
+        line[x: x + len(text)] = list(text)
+        lines.append("".join(line).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def column_titles(net: Network, hosts: Sequence[str] | None = None) -> list[str]:
+    """``alice 192.0.2.1`` for each host."""
+    names = list(hosts) if hosts is not None else list(net.hosts)
+    titles = []
+    for name in names:
+        addrs = net.hosts[name].addresses
+        titles.append(" ".join([name, *(ip_text(a) for a in addrs)][:3]))
+    return titles
+
+
+def ladder(net: Network, *, hosts: Sequence[str] | None = None, since_ns: int = 0) -> str:
+    """The whole ladder of a run as text (rows at or after ``since_ns``)."""
+    selected = [r for r in rows(net, hosts=hosts) if r.time_ns >= since_ns]
+    return render(selected, column_titles(net, hosts))
+
+
+def describe_frame(frame: CapturedFrame) -> dict[str, Any]:
+    """A frame as plain values (for JSON summaries)."""
+    seg = frame.segment
+    return {
+        "index": frame.index, "t_ns": frame.time_ns, "interface": frame.interface,
+        "kind": frame.kind, "label": segment_label(seg) if seg is not None else None,
+        "mpa": mpa_summary(seg.payload) if seg is not None else None,
+        "comment": frame.comment,
+    }
