@@ -269,8 +269,8 @@ class _Run:
                  log: Log | None) -> None:
         self.options = options
         self.stream = MpaStream(sock, options.timeout)
-        self.report = PeerReport(role=role, local=endpoint_text(sock.getsockname()),
-                                 remote=endpoint_text(sock.getpeername()))
+        self.report = PeerReport(role=role, local=_name(sock.getsockname),
+                                 remote=_name(sock.getpeername))
         self._log = log
         self.msn = 1
 
@@ -319,9 +319,18 @@ class _Run:
     def fail(self, exc: Exception) -> PeerReport:
         if isinstance(exc, PeerClosed):
             self.report.close = exc.how
+        elif isinstance(exc, ConnectionResetError | BrokenPipeError):
+            self.report.close = "reset"
         self.report.error = str(exc)
         self.say(f"error: {exc}")
         return self.report
+
+
+def _name(getter: Callable[[], tuple[object, ...] | str]) -> str:
+    try:
+        return endpoint_text(getter())
+    except OSError:  # already reset by the other side
+        return "?"
 
 
 def endpoint_text(name: tuple[object, ...] | str) -> str:

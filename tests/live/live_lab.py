@@ -1,0 +1,88 @@
+"""The live-test lab: a private network namespace holding the kernel's side of a
+TAP device, whose file descriptor (the emulated host's side) stays in the test process.
+
+Only documentation addresses are used (192.0.2.0/24, 2001:db8::/32), inside namespaces
+the tests create and delete. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mpa_emu.addr import ip_bytes, mac_bytes
+from mpa_emu.live.netns import Namespace, entered
+from mpa_emu.live.tap import Tap, link_mac
+
+TAP_NAME = "mpatap0"
+KERNEL_V4, EMU_V4 = "192.0.2.1", "192.0.2.2"
+KERNEL_V6, EMU_V6 = "2001:db8::1", "2001:db8::2"
+EMU_MAC = mac_bytes("02:00:00:00:00:02")
+
+_names = itertools.count()
+
+
+@dataclass
+class Lab:
+    """One namespace with the kernel end of a TAP; ``tap`` is the emulated host's end."""
+
+    ns: Namespace
+    tap: Tap
+    kernel_mac: bytes
+
+    def in_kernel(self, fn: Callable[..., Any], *args: Any) -> KernelThread:
+        """Run ``fn(*args)`` in a thread inside the namespace (the kernel's side)."""
+        thread = KernelThread(self.ns.name, fn, args)
+        thread.start()
+        return thread
+
+
+class KernelThread(threading.Thread):
+    """A thread whose sockets belong to the lab namespace; :meth:`result` re-raises."""
+
+    def __init__(self, ns: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        super().__init__(daemon=True)
+        self._ns, self._fn, self._args = ns, fn, args
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with entered(self._ns):
+                self._value = self._fn(*self._args)
+        except BaseException as exc:  # handed to the test thread by result()
+            self._error = exc
+
+    def result(self, timeout: float = 10.0) -> Any:
+        self.join(timeout)
+        assert not self.is_alive(), f"kernel-side thread still running after {timeout} s"
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def make_lab() -> Iterator[Lab]:
+    """Create the namespace and TAP, yield the lab, remove both (generator for fixtures)."""
+    ns = Namespace(f"mpaemu{os.getpid()}n{next(_names)}")
+    try:
+        with entered(ns.name):
+            tap = Tap(TAP_NAME)
+            kernel_mac = link_mac(TAP_NAME)
+        try:
+            ns.ip("link", "set", TAP_NAME, "up")
+            ns.ip("addr", "add", f"{KERNEL_V4}/24", "dev", TAP_NAME)
+            ns.ip("addr", "add", f"{KERNEL_V6}/64", "dev", TAP_NAME, "nodad")
+            yield Lab(ns, tap, kernel_mac)
+        finally:
+            tap.close()
+    finally:
+        ns.close()
+
+
+def packed(text: str) -> bytes:
+    """Packed address from text."""
+    return ip_bytes(text)

@@ -1,0 +1,71 @@
+"""The emulated host's ARP/ND against the real kernel neighbour code."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from live_lab import EMU_MAC, EMU_V4, EMU_V6, KERNEL_V4, KERNEL_V6, Lab, packed
+
+from mpa_emu import codec
+from mpa_emu.live.neighbour import NeighbourResponder
+
+pytestmark = pytest.mark.live
+
+
+def _kernel_sends_udp(address: str) -> None:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        for _ in range(20):
+            sock.sendto(b"probe", (address, 9))
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize(("kernel_ip", "emu_ip"), [(KERNEL_V4, EMU_V4), (KERNEL_V6, EMU_V6)])
+def test_kernel_resolves_the_emulated_address_and_sends_to_its_mac(lab: Lab, kernel_ip: str,
+                                                                    emu_ip: str) -> None:
+    responder = NeighbourResponder(EMU_MAC)
+    responder.add_address(packed(emu_ip))
+    sender = lab.in_kernel(_kernel_sends_udp, emu_ip)
+    learned: dict[bytes, bytes] = {}
+    unicast_to_us = None
+    deadline = time.monotonic() + 3.0
+    while unicast_to_us is None and time.monotonic() < deadline:
+        frame = lab.tap.read()
+        if frame is None:
+            time.sleep(0.01)
+            continue
+        answer = responder.handle(frame)
+        if answer is not None:
+            learned.update(answer.learned)
+            for reply in answer.replies:
+                lab.tap.write(reply)
+        elif frame[:6] == EMU_MAC:
+            unicast_to_us = frame
+    sender.result()
+    assert unicast_to_us is not None, "the kernel never sent a unicast frame to our MAC"
+    assert learned.get(packed(kernel_ip)) == lab.kernel_mac
+    with pytest.raises(codec.DecodeError):  # UDP: not a frame for the CM
+        codec.decode(unicast_to_us)
+
+
+@pytest.mark.parametrize(("kernel_ip", "emu_ip"), [(KERNEL_V4, EMU_V4), (KERNEL_V6, EMU_V6)])
+def test_our_solicitation_is_answered_by_the_kernel(lab: Lab, kernel_ip: str,
+                                                    emu_ip: str) -> None:
+    responder = NeighbourResponder(EMU_MAC)
+    responder.add_address(packed(emu_ip))
+    lab.tap.write(responder.solicit(packed(kernel_ip), packed(emu_ip)))
+    deadline = time.monotonic() + 3.0
+    learned: dict[bytes, bytes] = {}
+    while packed(kernel_ip) not in learned and time.monotonic() < deadline:
+        frame = lab.tap.read()
+        if frame is None:
+            time.sleep(0.01)
+            continue
+        answer = responder.handle(frame)
+        if answer is not None:
+            learned.update(answer.learned)
+            for reply in answer.replies:
+                lab.tap.write(reply)
+    assert learned.get(packed(kernel_ip)) == lab.kernel_mac

@@ -1,0 +1,193 @@
+"""The MPA peer over kernel sockets (loopback TCP, no privileges needed)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from mpa_emu import mpa, peer
+from mpa_emu.cli import main
+from mpa_emu.live import rdmap
+
+
+@contextmanager
+def tcp_pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A connected loopback TCP pair (client, server side)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname(), timeout=5)
+        server, _ = listener.accept()
+    with client, server:
+        yield client, server
+
+
+def in_thread(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        box["value"] = fn(*args)
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join(10)
+        assert not thread.is_alive()
+        return box["value"]
+    return result
+
+
+def test_v2_request_bytes_match_the_reference_capture() -> None:
+    # spec wireshark-mpa section 7: flags C|S, rev 2, PD_Length 24, P2P IRD 16,
+    # write0|read0 ORD 16, then "hello from initiator".
+    frame = peer.build_request(peer.PeerOptions(private_data=b"hello from initiator"))
+    assert frame.to_bytes() == (b"MPA ID Req Frame" + bytes.fromhex("50020018")
+                                + bytes.fromhex("8010c010") + b"hello from initiator")
+
+
+def test_v1_request_has_only_the_crc_flag_and_no_block() -> None:
+    frame = peer.build_request(peer.PeerOptions(rev=1, private_data=b"x"))
+    assert frame.to_bytes() == b"MPA ID Req Frame" + bytes.fromhex("40010001") + b"x"
+
+
+def test_read_rtr_is_a_zero_length_read_request_with_irdma_stags() -> None:
+    ulpdu = rdmap.read0_rtr()
+    assert len(ulpdu) == 46  # spec wireshark-mpa section 7: "ULPDU length: 46 bytes"
+    assert ulpdu[:2] == b"\x41\x41"  # untagged, last, DV 1; RV 1, opcode 1
+    qn, msn, mo = struct.unpack_from("!III", ulpdu, 6)
+    sink, sink_to, size, source, source_to = struct.unpack_from("!IQIIQ", ulpdu, 18)
+    assert (qn, msn, mo, sink, sink_to, size, source, source_to) == (
+        1, 1, 0, 0xABCD, 0, 0, 0x1234, 0)
+    assert rdmap.parse(ulpdu).rtr_kind == "read"
+
+
+def test_write_rtr_is_a_zero_length_tagged_write() -> None:
+    ulpdu = rdmap.write0_rtr()
+    assert ulpdu == b"\xc1\x40" + bytes(12)
+    assert rdmap.parse(ulpdu).rtr_kind == "write"
+
+
+def test_accepted_v2_exchange_carries_ird_ord_rtr_and_a_send() -> None:
+    with tcp_pair() as (client, server):
+        def serve() -> peer.PeerReport:
+            with server:
+                return peer.run_responder(server, peer.PeerOptions(
+                    ird=4, ord=2, private_data=b"welcome", send=b"hello from the responder side"))
+        responder = in_thread(serve)
+        report = peer.run_initiator(client, peer.PeerOptions(
+            private_data=b"hi", timeout=3, hold=0.5))
+        other = responder()
+    assert report.error is None and other.error is None
+    assert report.accepted and other.accepted
+    assert report.received is not None and report.received.rtr is not None
+    assert (report.received.rtr.ird, report.received.rtr.ord) == (4, 2)
+    assert report.received.private_data == b"welcome"
+    assert report.rtr_sent == "read" and other.rtr_received == "read"
+    assert other.received is not None and other.received.private_data == b"hi"
+    kinds = [m.name for m in report.messages]
+    assert kinds == ["RDMA Read Response", "Send"]
+    assert report.messages[1].payload == b"hello from the responder side"
+    assert report.close == "fin"
+
+
+def test_responder_picks_write_when_preferred_and_offered() -> None:
+    with tcp_pair() as (client, server):
+        responder = in_thread(peer.run_responder, server, peer.PeerOptions(rtr="write"))
+        report = peer.run_initiator(client, peer.PeerOptions(timeout=3))
+        other = responder()
+    assert report.rtr_sent == "write" and other.rtr_received == "write"
+
+
+def test_v1_request_gets_a_v1_reply_and_no_rtr() -> None:
+    with tcp_pair() as (client, server):
+        responder = in_thread(peer.run_responder, server, peer.PeerOptions())
+        report = peer.run_initiator(client, peer.PeerOptions(rev=1, timeout=3))
+        responder()
+    assert report.received is not None and report.received.rev == 1
+    assert report.received.rtr is None and report.rtr_sent is None
+    assert report.received.flags == mpa.FLAG_CRC
+
+
+def test_reject_carries_private_data_and_is_followed_by_fin() -> None:
+    with tcp_pair() as (client, server):
+        responder = in_thread(peer.run_responder, server, peer.PeerOptions(
+            reject=True, private_data=b"it's not you"))
+        report = peer.run_initiator(client, peer.PeerOptions(timeout=3))
+        client.close()
+        other = responder()
+    assert report.rejected and not report.accepted
+    assert report.received is not None
+    assert report.received.flags == mpa.FLAG_CRC | mpa.FLAG_REJECT | mpa.FLAG_ENHANCED
+    assert report.received.private_data == b"it's not you"
+    assert report.close == "fin" and other.close == "fin"
+    assert any("reject" in line for line in report.lines)
+
+
+def test_wrong_key_is_reported_with_the_bytes() -> None:
+    with tcp_pair() as (client, server):
+        server.sendall(b"MPA ID Rex Frame" + bytes(4))
+        report = peer.run_initiator(client, peer.PeerOptions(timeout=2))
+    assert report.error is not None and "MPA ID Rex Frame" in report.error
+
+
+def test_private_data_length_over_512_is_refused() -> None:
+    with tcp_pair() as (client, server):
+        server.sendall(b"MPA ID Rep Frame" + bytes.fromhex("40010258") + bytes(600))
+        report = peer.run_initiator(client, peer.PeerOptions(timeout=2))
+    assert report.error is not None and "PD_Length 600" in report.error
+
+
+def test_silence_ends_in_a_timeout_report() -> None:
+    with tcp_pair() as (client, _server):
+        report = peer.run_initiator(client, peer.PeerOptions(timeout=0.3))
+    assert report.error is not None and "timed out" in report.error
+
+
+def test_reset_while_waiting_is_reported_as_econnreset() -> None:
+    with tcp_pair() as (client, server):
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        server.close()
+        report = peer.run_initiator(client, peer.PeerOptions(timeout=2))
+    assert report.close == "reset" and report.error is not None and "reset" in report.error
+
+
+def test_refused_connection_is_a_peer_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    with pytest.raises(peer.PeerError, match="refused"):
+        peer.open_connection("127.0.0.1", port, 2)
+
+
+def test_cli_rejects_a_malformed_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["peer", "--connect", "192.0.2.1"]) == 2
+    assert "IP:PORT" in capsys.readouterr().err
+
+
+def test_cli_rejects_private_data_over_the_v2_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["peer", "--connect", "192.0.2.1:1", "--private-data", "x" * 509]) == 2
+    assert "allows 508" in capsys.readouterr().err
+
+
+def test_cli_exchange_prints_fields_and_private_data(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> peer.PeerReport:
+            conn, _ = listener.accept()
+            with conn:
+                return peer.run_responder(conn, peer.PeerOptions(private_data=b"welcome"))
+        responder = in_thread(serve)
+        code = main(["peer", "--connect", f"127.0.0.1:{port}", "--ird", "3", "--ord", "5",
+                     "--private-data", "hello", "--timeout", "3"])
+        responder()
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "received MPA reply: rev 2, flags 0x50 (C S), PD_Length 11" in out
+    assert "IRD 16, ORD 16, P2P read0" in out
+    assert '77656c636f6d65 "welcome"' in out
+    assert "sent FPDU: RTR read" in out
