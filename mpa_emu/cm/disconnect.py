@@ -1,0 +1,268 @@
+"""Disconnect after offload: hw.c's AE handling, ``irdma_modify_qp`` (iWARP ERR/SQD),
+the QP close timer and the ``irdma_cm_disconn_true`` decision table (spec 6.3).
+
+The NIC (:class:`~mpa_emu.offload.qp.OffloadedQp`) raises asynchronous events; the core
+hands each to :func:`on_ae`. The driver's copies of the QP state live in
+``qp.iwqp`` (:class:`~mpa_emu.offload.iwqp.IwQp`). Upcalls, the node's close entry and
+``irdma_cm_close`` belong to the core and are reached through :class:`DisconnectHost`.
+
+Model choices (documented, deterministic):
+
+* ``irdma_cm_disconn`` queues ``irdma_disconnect_worker`` on a workqueue; here the worker
+  runs at once, at the same virtual time, after the state updates of its caller.
+* ``irdma_send_cm_event`` blocks DISCONNECT/CLOSE until the node is accelerated; the
+  core delivers upcalls in order, so the wait is not modelled.
+* TERMINATE (``term_flags``) is not modelled: an abnormal AE on an RTS QP, where the
+  kernel would call ``irdma_terminate_connection``, moves the QP to error and
+  disconnects, and the trace says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.offload.iwqp import IwQp
+from mpa_emu.offload.qp import OffloadedQp
+from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
+
+CLOSE_TIMER_NS = 100_000_000
+"""irdma_schedule_cm_timer(IRDMA_TIMER_TYPE_CLOSE): HZ/10."""
+
+
+class DisconnectHost(Protocol):
+    """What the disconnect path needs from the CM core (one emulated host)."""
+
+    def offloaded_qp(self, conn: int) -> OffloadedQp | None:
+        """The NIC QP of ``conn``, ``None`` before offload or after release."""
+
+    def has_node(self, conn: int) -> bool:
+        """``iwqp->cm_node != NULL``: the CM node still exists."""
+
+    def link_up(self) -> bool:
+        """``iwdev->iw_status``."""
+
+    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+        """``irdma_send_cm_event``: queue one upcall to the application."""
+
+    def cm_close(self, conn: int, now_ns: int) -> None:
+        """``irdma_cm_close`` on the node (for OFFLOADED: release it)."""
+
+    def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
+        """``irdma_schedule_cm_timer(..., IRDMA_TIMER_TYPE_CLOSE)`` with the QP as the
+        entry: :func:`handle_close_entry` runs when it fires. ``False`` when the node
+        already has a close entry (-EINVAL)."""
+
+    def collect_qp_frames(self, conn: int) -> None:
+        """Move the QP's transmitted frames into the host's outbox."""
+
+    def rts_ae_received(self, conn: int, now_ns: int) -> None:
+        """Wake ``irdma_accept`` / ``irdma_cm_event_connected`` waiting for the RTS AE."""
+
+    def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
+        """Emit one trace record."""
+
+
+# ---- hw.c: irdma_process_aeq ---------------------------------------------------------
+
+_ABNORMAL = (Ae.LLP_TOO_MANY_RETRIES, Ae.LLP_RECEIVED_MPA_CRC_ERROR)
+
+
+def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
+    """Handle one asynchronous event of the QP of ``conn`` as ``irdma_process_aeq`` does.
+
+    Call right after ``qp.next_ae()`` returned ``ae``: the AEQE's TCP and iWARP states are
+    read from ``qp.ae_tcp_state`` / ``qp.ae_iwarp_state``.
+    """
+    qp = core.offloaded_qp(conn)
+    if qp is None:
+        core.record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
+                    ae=ae.kernel_name, reason="qp_id is already freed")
+        return
+    iw = qp.iwqp
+    # irdma_process_aeq: every QP AE refreshes the driver's copies first.
+    iw.hw_tcp_state = qp.ae_tcp_state
+    iw.hw_iwarp_state = qp.ae_iwarp_state
+    iw.last_aeq = ae
+    core.record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
+                tcp_state=iw.hw_tcp_state.name, iwarp_state=iw.hw_iwarp_state.name)
+    if ae is Ae.RTS:
+        iw.rts_ae_rcvd = True
+        core.rts_ae_received(conn, now_ns)
+    elif ae is Ae.LLP_FIN_RECEIVED:
+        _fin_received(core, conn, qp, now_ns)
+    elif ae is Ae.LLP_CLOSE_COMPLETE:
+        cm_disconn(core, conn, now_ns)
+    elif ae in (Ae.BAD_CLOSE, Ae.RESET_SENT):
+        _next_iw_state_error(core, conn, qp, now_ns)
+        cm_disconn(core, conn, now_ns)
+    elif ae is Ae.LLP_CONNECTION_RESET:
+        if iw.close_timer_started:
+            return
+        cm_disconn(core, conn, now_ns)
+    elif ae in _ABNORMAL:
+        if iw.hw_iwarp_state in (IwarpState.RTS, IwarpState.TERMINATE):
+            core.record("model_note", "irdma_terminate_connection", now_ns, conn=conn,
+                        note="TERMINATE is not modelled: the QP goes to error instead")
+        _next_iw_state_error(core, conn, qp, now_ns)
+        cm_disconn(core, conn, now_ns)
+
+
+def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int) -> None:
+    iw = qp.iwqp
+    if iw.term_flags:
+        return
+    iw.close_timer_started += 1
+    if iw.close_timer_started != 1:
+        return
+    iw.hw_tcp_state = TcpState.CLOSE_WAIT
+    if iw.ibqp_state == IbQpState.RTS:
+        # irdma_next_iw_state(CLOSING): the NIC answers the peer's FIN with its own.
+        iw.iwarp_state = IwarpState.CLOSING
+        qp.modify_qp("sqd", now_ns)
+        core.collect_qp_frames(conn)
+        cm_disconn(core, conn, now_ns)
+    if core.has_node(conn):
+        core.schedule_close_entry(conn, now_ns)
+
+
+def _next_iw_state_error(core: DisconnectHost, conn: int, qp: OffloadedQp,
+                         now_ns: int) -> None:
+    # irdma_next_iw_state(ERROR, del_hash=1): no RST is requested here.
+    qp.iwqp.iwarp_state = IwarpState.ERROR
+    qp.modify_qp("err", now_ns, reset_tcp_conn=False)
+    core.collect_qp_frames(conn)
+
+
+# ---- verbs.c: irdma_modify_qp (iWARP, SQD and ERR) -----------------------------------
+
+def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None:
+    """``irdma_modify_qp`` to ``"sqd"`` (graceful: FIN) or ``"err"`` (abortive: RST when
+    the TCP connection is alive), with the close timer or the immediate disconnect that
+    follows. A QP already in error is left alone."""
+    qp = core.offloaded_qp(conn)
+    if qp is None:
+        return
+    iw = qp.iwqp
+    reset_tcp_conn = False
+    dont_wait = False
+    if target == "sqd":
+        if iw.hw_iwarp_state > IwarpState.RTS:
+            return
+        if iw.iwarp_state == IwarpState.CLOSING or iw.iwarp_state < IwarpState.RTS:
+            return
+        if iw.iwarp_state > IwarpState.CLOSING:
+            return  # -EINVAL in the kernel; nothing changes
+        next_state = IwarpState.CLOSING
+        iw.ibqp_state = IbQpState.SQD
+    elif target == "err":
+        if iw.iwarp_state == IwarpState.ERROR:
+            return
+        next_state = IwarpState.ERROR
+        # irdma_modify_qp: RST only for a live connection on a link that is up.
+        if (iw.hw_tcp_state > TcpState.CLOSED and core.link_up()
+                and iw.hw_tcp_state != TcpState.TIME_WAIT):
+            reset_tcp_conn = True
+        else:
+            dont_wait = True
+        iw.ibqp_state = IbQpState.ERR
+    else:
+        raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+    qp.modify_qp(target, now_ns, reset_tcp_conn=reset_tcp_conn if target == "err" else None)
+    core.collect_qp_frames(conn)
+    iw.iwarp_state = next_state
+    if iw.ibqp_state <= IbQpState.RTS:
+        return
+    if dont_wait:
+        if iw.cm_id and iw.hw_tcp_state != TcpState.NON_EXISTENT:
+            iw.hw_tcp_state = TcpState.CLOSED
+            iw.last_aeq = Ae.RESET_SENT
+            cm_disconn(core, conn, now_ns)
+        return
+    if not core.has_node(conn):
+        return
+    iw.close_timer_started += 1
+    if iw.cm_id and iw.close_timer_started == 1:
+        core.schedule_close_entry(conn, now_ns)
+
+
+# ---- cm.c: the close entry, irdma_cm_disconn, irdma_cm_disconn_true -----------------
+
+def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
+    """``irdma_handle_close_entry`` for a QP close entry that came due: a QP whose
+    ``cm_id`` is still set is declared closed (RESET_SENT) and disconnected."""
+    qp = core.offloaded_qp(conn)
+    if qp is None:
+        return
+    iw = qp.iwqp
+    core.record("timer_fired", "irdma_handle_close_entry", now_ns, conn=conn,
+                cm_id=iw.cm_id)
+    if not iw.cm_id:
+        return
+    iw.hw_tcp_state = TcpState.CLOSED
+    iw.hw_iwarp_state = IwarpState.ERROR
+    iw.last_aeq = Ae.RESET_SENT
+    iw.ibqp_state = IbQpState.ERR
+    cm_disconn(core, conn, now_ns)
+
+
+def cm_disconn(core: DisconnectHost, conn: int, now_ns: int) -> None:
+    """``irdma_cm_disconn``: run the disconnect worker for the QP of ``conn``."""
+    if core.offloaded_qp(conn) is None:
+        return
+    cm_disconn_true(core, conn, now_ns)
+
+
+def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int, bool]:
+    """The decision table of ``irdma_cm_disconn_true`` (iWARP) as a pure function of the
+    driver's QP copies: ``(issue_disconn, disconn_status, issue_close)``.
+
+    * TERMINATE involved: DISCONNECT and CLOSE (not reachable here, ``term_flags`` is 0).
+    * Peer FIN (``hw_tcp_state == CLOSE_WAIT``), or a reset while RTS: DISCONNECT,
+      status -ECONNRESET for the reset.
+    * TCP CLOSED or TIME_WAIT, a bad close, a reset, a device reset or no ``cm_id``:
+      CLOSE.
+    """
+    issue_disconn = False
+    status = 0
+    issue_close = False
+    last_ae = iw.last_aeq
+    if iw.term_flags:
+        issue_disconn = issue_close = True
+    elif iw.hw_tcp_state == TcpState.CLOSE_WAIT or (
+            iw.ibqp_state == IbQpState.RTS and last_ae is Ae.LLP_CONNECTION_RESET):
+        issue_disconn = True
+        if last_ae is Ae.LLP_CONNECTION_RESET:
+            status = -ECONNRESET
+    if (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
+            or last_ae in (Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
+            or device_reset or not iw.cm_id):
+        issue_close = True
+    return issue_disconn, status, issue_close
+
+
+def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
+    """``irdma_cm_disconn_true``: decide, then DISCONNECT and/or CLOSE upcalls; a CLOSE
+    is followed by ``irdma_qp_disconnect`` -> ``irdma_cm_close`` on the node."""
+    qp = core.offloaded_qp(conn)
+    if qp is None:
+        return
+    iw = qp.iwqp
+    had_cm_id = iw.cm_id
+    issue_disconn, status, issue_close = disconn_decision(iw)
+    if issue_close:
+        iw.cm_id = False
+        iw.flush_issued = True
+    core.record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
+                hw_tcp_state=iw.hw_tcp_state.name, ibqp_state=iw.ibqp_state.name,
+                last_ae=iw.last_aeq.kernel_name if iw.last_aeq else None,
+                issue_disconn=issue_disconn, status=status, issue_close=issue_close,
+                cm_id=had_cm_id)
+    if not had_cm_id or not core.has_node(conn):
+        return
+    if issue_disconn:
+        core.send_cm_event(conn, IwEvent.DISCONNECT, status, now_ns)
+    if issue_close:
+        core.send_cm_event(conn, IwEvent.CLOSE, 0, now_ns)
+        # irdma_qp_disconnect -> irdma_cm_close: for OFFLOADED this releases the node.
+        core.cm_close(conn, now_ns)

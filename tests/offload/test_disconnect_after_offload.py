@@ -1,0 +1,211 @@
+"""The disconnect decision table after offload (spec 6.3): hw.c AE handling,
+irdma_modify_qp (ERR/SQD), the 100 ms QP close timer and irdma_cm_disconn_true.
+
+A small host stands in for the CM core: it keeps one QP, its upcalls, one close entry
+and the frames on the wire, and runs the QP's AEs through ``disconnect.on_ae`` the way
+the core's contract says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_offloaded_qp import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_fpdu
+
+from mpa_emu.cm import disconnect
+from mpa_emu.cm.events import ECONNRESET, IwEvent, Transmit
+from mpa_emu.offload import Ae, IbQpState, OffloadedQp, TcpState
+from mpa_emu.segment import ACK, FIN, RST
+
+
+class Host:
+    """Just enough of a CM core for one offloaded connection."""
+
+    def __init__(self, qp: OffloadedQp) -> None:
+        self.qp: OffloadedQp | None = qp
+        self.conn = qp.init.conn
+        self.node_alive = True
+        self.up = True
+        self.upcalls: list[tuple[IwEvent, int, int]] = []
+        self.close_due: int | None = None
+        self.wire: list[Transmit] = []
+        self.records: list[tuple[str, dict[str, Any]]] = []
+        self.rts_woken: list[int] = []
+
+    # DisconnectHost
+    def offloaded_qp(self, conn: int) -> OffloadedQp | None:
+        return self.qp if conn == self.conn else None
+
+    def has_node(self, conn: int) -> bool:
+        return self.node_alive
+
+    def link_up(self) -> bool:
+        return self.up
+
+    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+        self.upcalls.append((event, status, now_ns))
+
+    def cm_close(self, conn: int, now_ns: int) -> None:
+        self.node_alive = False
+        self.close_due = None
+
+    def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
+        if self.close_due is not None:
+            return False
+        self.close_due = now_ns + disconnect.CLOSE_TIMER_NS
+        return True
+
+    def collect_qp_frames(self, conn: int) -> None:
+        if self.qp is not None:
+            self.wire.extend(self.qp.frames_to_send())
+
+    def rts_ae_received(self, conn: int, now_ns: int) -> None:
+        self.rts_woken.append(now_ns)
+
+    def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
+        self.records.append((kind, fields))
+
+    # driving
+    def deliver(self, seg_args: dict[str, Any], now_ns: int) -> None:
+        assert self.qp is not None
+        self.qp.receive(from_peer(self.qp, **seg_args), now_ns)
+        self.pump(now_ns)
+
+    def pump(self, now_ns: int) -> None:
+        assert self.qp is not None
+        self.collect_qp_frames(self.conn)
+        while (ae := self.qp.next_ae()) is not None:
+            disconnect.on_ae(self, self.conn, ae, now_ns)
+        self.collect_qp_frames(self.conn)
+
+    def run_timers(self, until_ns: int) -> None:
+        if self.close_due is not None and self.close_due <= until_ns:
+            due, self.close_due = self.close_due, None
+            disconnect.handle_close_entry(self, self.conn, due)
+
+
+def passive_host() -> Host:
+    qp = OffloadedQp(qp_init(active=False))
+    host = Host(qp)
+    qp.send_lsmm(REPLY, 0)
+    host.deliver({"seq": P_RCV, "ack": P_SEQ + len(REPLY), "payload": rtr_read_fpdu()}, 1)
+    host.wire.clear()
+    return host
+
+
+PEER_SEQ = P_RCV + len(rtr_read_fpdu())
+OUR_SEQ = P_SEQ + len(REPLY)
+
+
+def test_rts_ae_wakes_the_accept_waiter() -> None:
+    host = passive_host()
+    assert host.rts_woken == [1]
+    assert host.qp is not None and host.qp.iwqp.rts_ae_rcvd
+
+
+def test_peer_fin_gives_disconnect_then_close_on_close_complete() -> None:
+    host = passive_host()
+    host.deliver({"seq": PEER_SEQ, "ack": OUR_SEQ, "flags": FIN | ACK}, 10)
+    # the NIC ACKs the FIN and, the QP going to CLOSING, sends its own FIN
+    assert [t.segment.flags for t in host.wire] == [ACK, FIN | ACK]
+    assert host.upcalls == [(IwEvent.DISCONNECT, 0, 10)]
+    assert host.close_due == 10 + 100_000_000 and host.node_alive
+    host.deliver({"seq": PEER_SEQ + 1, "ack": OUR_SEQ + 1}, 20)
+    assert host.upcalls == [(IwEvent.DISCONNECT, 0, 10), (IwEvent.CLOSE, 0, 20)]
+    assert not host.node_alive
+
+
+def test_peer_fin_without_the_final_ack_closes_on_the_100ms_timer() -> None:
+    host = passive_host()
+    host.deliver({"seq": PEER_SEQ, "ack": OUR_SEQ, "flags": FIN | ACK}, 10)
+    host.run_timers(10 + 100_000_000)
+    assert host.upcalls == [(IwEvent.DISCONNECT, 0, 10),
+                            (IwEvent.CLOSE, 0, 10 + 100_000_000)]
+    assert not host.node_alive
+
+
+def test_peer_rst_gives_disconnect_econnreset_then_close() -> None:
+    host = passive_host()
+    host.deliver({"seq": PEER_SEQ, "ack": 0, "flags": RST}, 50)
+    assert host.upcalls == [(IwEvent.DISCONNECT, -ECONNRESET, 50), (IwEvent.CLOSE, 0, 50)]
+    assert not host.node_alive and host.wire == []
+
+
+def test_abortive_disconnect_sends_rst_and_closes_after_100ms() -> None:
+    host = passive_host()
+    disconnect.modify_qp(host, host.conn, "err", 100)
+    assert [t.segment.flags for t in host.wire] == [RST | ACK]
+    assert host.upcalls == [] and host.close_due == 100 + 100_000_000
+    host.run_timers(100 + 100_000_000)
+    assert host.upcalls == [(IwEvent.CLOSE, 0, 100 + 100_000_000)]
+    assert not host.node_alive
+
+
+def test_abortive_disconnect_with_link_down_sends_nothing_and_closes_at_once() -> None:
+    host = passive_host()
+    host.up = False
+    disconnect.modify_qp(host, host.conn, "err", 100)
+    assert host.wire == []
+    assert host.upcalls == [(IwEvent.CLOSE, 0, 100)] and host.close_due is None
+
+
+def test_graceful_disconnect_sends_fin_and_closes_when_the_exchange_completes() -> None:
+    host = passive_host()
+    disconnect.modify_qp(host, host.conn, "sqd", 100)
+    assert [t.segment.flags for t in host.wire] == [FIN | ACK]
+    assert host.close_due == 100 + 100_000_000
+    host.deliver({"seq": PEER_SEQ, "ack": OUR_SEQ + 1, "flags": FIN | ACK}, 200)
+    # our FIN acked and theirs received: TIME_WAIT, close complete; the local closer gets
+    # no DISCONNECT (close_timer_started was already 1 when the FIN AE came)
+    assert host.upcalls == [(IwEvent.CLOSE, 0, 200)]
+    assert host.qp is not None and host.qp.tcp_state == TcpState.TIME_WAIT
+
+
+def test_graceful_disconnect_with_a_silent_peer_closes_on_the_timer() -> None:
+    host = passive_host()
+    disconnect.modify_qp(host, host.conn, "sqd", 100)
+    host.run_timers(100 + 100_000_000)
+    assert host.upcalls == [(IwEvent.CLOSE, 0, 100 + 100_000_000)]
+
+
+def test_peer_rst_after_our_abortive_close_adds_nothing() -> None:
+    host = passive_host()
+    disconnect.modify_qp(host, host.conn, "err", 100)
+    host.deliver({"seq": PEER_SEQ, "ack": 0, "flags": RST}, 150)
+    assert host.upcalls == []
+
+
+def test_second_disconnect_is_a_no_op() -> None:
+    host = passive_host()
+    disconnect.modify_qp(host, host.conn, "err", 100)
+    disconnect.modify_qp(host, host.conn, "err", 110)
+    disconnect.modify_qp(host, host.conn, "sqd", 120)
+    assert [t.segment.flags for t in host.wire] == [RST | ACK]
+
+
+def test_decision_table_rows() -> None:
+    from mpa_emu.offload import IwQp
+
+    fin = IwQp(hw_tcp_state=TcpState.CLOSE_WAIT, last_aeq=Ae.LLP_FIN_RECEIVED)
+    assert disconnect.disconn_decision(fin) == (True, 0, False)
+    reset = IwQp(hw_tcp_state=TcpState.CLOSED, last_aeq=Ae.LLP_CONNECTION_RESET)
+    assert disconnect.disconn_decision(reset) == (True, -ECONNRESET, True)
+    reset_not_rts = IwQp(ibqp_state=IbQpState.SQD, hw_tcp_state=TcpState.CLOSED,
+                         last_aeq=Ae.LLP_CONNECTION_RESET)
+    assert disconnect.disconn_decision(reset_not_rts) == (False, 0, True)
+    complete = IwQp(hw_tcp_state=TcpState.TIME_WAIT, last_aeq=Ae.LLP_CLOSE_COMPLETE)
+    assert disconnect.disconn_decision(complete) == (False, 0, True)
+    bad = IwQp(hw_tcp_state=TcpState.ESTABLISHED, last_aeq=Ae.BAD_CLOSE)
+    assert disconnect.disconn_decision(bad) == (False, 0, True)
+    no_cm_id = IwQp(cm_id=False)
+    assert disconnect.disconn_decision(no_cm_id) == (False, 0, True)
+    alive = IwQp()
+    assert disconnect.disconn_decision(alive) == (False, 0, False)
+    assert disconnect.disconn_decision(alive, device_reset=True) == (False, 0, True)
+
+
+def test_ae_for_a_released_qp_is_recorded_and_dropped() -> None:
+    host = passive_host()
+    host.qp = None
+    disconnect.on_ae(host, host.conn, Ae.LLP_FIN_RECEIVED, 5)
+    assert host.upcalls == [] and host.records[-1][0] == "ae_dropped"
