@@ -16,12 +16,14 @@ import contextlib
 import hashlib
 import heapq
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Protocol
 
 from mpa_emu import codec
-from mpa_emu.addr import mac_bytes, mac_text
+from mpa_emu.addr import ip_text, mac_bytes, mac_text
+from mpa_emu.capture import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import Transmit
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
@@ -519,6 +521,33 @@ class Network:
     def packets(self) -> Iterator[Any]:
         """Every captured frame as a scapy packet, in capture order."""
         return (f.packet() for f in self.frames)
+
+    def write_pcapng(self, target: str | os.PathLike[str] | IO[bytes]) -> int:
+        """Write every captured frame to a pcapng file (a path or a binary stream).
+
+        One interface per host (then ``<host>/lo`` for loopback frames), timestamps from
+        the virtual clock in nanoseconds, each frame's comment naming the kernel function
+        and transition and what the wire or the receiving NIC did to it. Same seed and
+        scenario, same bytes. Returns the number of frames written.
+        """
+        if isinstance(target, str | os.PathLike):
+            with open(target, "wb") as stream:
+                return self.write_pcapng(stream)
+        writer = PcapngWriter(target, application="mpa_emu")
+        for name in self.interfaces():
+            host = self.hosts.get(name.split("/")[0])
+            description = None
+            if host is not None:
+                addrs = " ".join(ip_text(a) for a in host.addresses)
+                description = f"emulated irdma host {host.name} {mac_text(host.mac)} {addrs}"
+                if name.endswith("/lo"):
+                    description += " (NIC loopback, not on the wire)"
+            writer.add_interface(name, description=description)
+        for frame in self.frames:
+            writer.write(frame.time_ns, frame.data, interface=frame.interface,
+                         comment=frame.comment)
+        writer.flush()
+        return len(self.frames)
 
     @property
     def frames_sent(self) -> int:
