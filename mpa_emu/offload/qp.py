@@ -38,9 +38,8 @@ import struct
 from collections import deque
 from dataclasses import dataclass
 
-from mpa_emu import mpa
+from mpa_emu import ddp, mpa
 from mpa_emu.cm.events import Transmit
-from mpa_emu.live import rdmap
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
@@ -64,15 +63,6 @@ def _seq_lt(a: int, b: int) -> bool:
 
 def _seq_le(a: int, b: int) -> bool:
     return a == b or _seq_lt(a, b)
-
-
-def _send_ulpdu(chunk: bytes, *, msn: int, mo: int, last: bool) -> bytes:
-    """One DDP segment of an untagged Send: MO and the L bit per RFC 5041 section 5.2."""
-    raw = bytearray(rdmap.send(chunk, msn))
-    if not last:
-        raw[0] &= ~rdmap.DDP_LAST & 0xFF
-    struct.pack_into("!I", raw, 14, mo)  # MO follows the 4-byte Inv STag, QN and MSN
-    return bytes(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,10 +188,10 @@ class OffloadedQp:
             raise QpError("the RTR is sent once, by an active QP")
         self._rtr_sent = True
         if self.init.rtr_op == "read":
-            ulpdu = rdmap.read0_rtr()
+            ulpdu = ddp.read_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA READ request"
         else:
-            ulpdu = rdmap.write0_rtr()
+            ulpdu = ddp.write_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA WRITE"
         self._transmit_data(self._fpdu(ulpdu), comment, now_ns)
         self._raise(Ae.RTS)
@@ -214,12 +204,12 @@ class OffloadedQp:
         if self.iwarp_state != IwarpState.RTS or self._fin_requested:
             raise QpError(f"post_send needs an RTS QP, the QP is {self.iwarp_state.name}")
         self._send_msn += 1
-        room = max(1, self.init.mss - FPDU_OVERHEAD - 3 - rdmap.UNTAGGED_HEADER)
+        room = max(1, self.init.mss - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
         chunks = [data[i:i + room] for i in range(0, len(data), room)] or [b""]
         offset = 0
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
-            ulpdu = _send_ulpdu(chunk, msn=self._send_msn, mo=offset, last=last)
+            ulpdu = ddp.send(chunk, self._send_msn, offset, last=last)
             offset += len(chunk)
             self._pending.append((self._fpdu(ulpdu), f"RDMA Send MSN {self._send_msn}"))
         self._pump(now_ns)
