@@ -1,0 +1,355 @@
+"""tshark as an independent judge of the frames the emulator writes.
+
+One :class:`Tshark` object runs the tshark binary on a capture file with the MPA options
+of spec wireshark-mpa section 5 (``-o tcp.try_heuristic_first:TRUE --enable-heuristic
+iwarp_mpa_tcp``, optionally ``--disable-heuristic rpcrdma_iwarp``) and returns typed
+results:
+
+* :meth:`Tshark.fields`: per-frame field values (``-T json -e ...``), every occurrence;
+* :meth:`Tshark.expert`: the ``-q -z expert`` table (the only place tshark 4.0 shows the
+  MPA Rev/Res/Reject expert infos; their counts are doubled there, spec section 2);
+* :meth:`Tshark.tree_experts`: the expert infos visible in the tree (``_ws.expert``),
+  frame by frame, including ``_ws.malformed``;
+* :meth:`Tshark.crc_verdicts`: the FPDU CRC verdict text ("Good CRC32" / "Bad CRC32,
+  should be ..."), which tshark shows only as text;
+* :meth:`Tshark.problems`: everything of severity Error, malformed frames and bad CRCs,
+  for "tshark finds nothing wrong" assertions.
+
+tshark runs with a private, empty configuration directory and without name resolution,
+so a user's Wireshark profile cannot change a verdict. A missing tshark raises
+:class:`TsharkNotFound`: tests that use the judge fail rather than skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import weakref
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MPA_OPTIONS: tuple[str, ...] = (
+    "-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
+)
+NO_RPCRDMA_OPTIONS: tuple[str, ...] = ("--disable-heuristic", "rpcrdma_iwarp")
+TSHARK_ENV = "MPA_EMU_TSHARK"  # overrides the tshark found on PATH
+
+# Expert severities and groups as tshark prints them numerically (epan/proto.h values).
+SEVERITIES = {
+    0x00100000: "Comment",
+    0x00200000: "Chat",
+    0x00400000: "Note",
+    0x00600000: "Warning",
+    0x00800000: "Error",
+}
+SEVERITY_RANK = {"Comment": 0, "Chat": 1, "Note": 2, "Warning": 3, "Error": 4}
+GROUPS = {
+    0x01000000: "Checksum",
+    0x02000000: "Sequence",
+    0x03000000: "Response",
+    0x04000000: "Request",
+    0x05000000: "Undecoded",
+    0x06000000: "Reassemble",
+    0x07000000: "Malformed",
+    0x08000000: "Debug",
+    0x09000000: "Protocol",
+    0x0A000000: "Security",
+    0x0B000000: "Comment",
+    0x0C000000: "Decryption",
+    0x0D000000: "Assumption",
+    0x0E000000: "Deprecated",
+    0x0F000000: "Receive",
+    0x10000000: "Interface",
+    0x11000000: "Dissector bug",
+}
+# Section titles of "-z expert" and the severity each lists.
+_EXPERT_SECTIONS = {
+    "Errors": "Error",
+    "Warns": "Warning",
+    "Notes": "Note",
+    "Chats": "Chat",
+    "Comments": "Comment",
+}
+_SECTION_RE = re.compile(r"^(Errors|Warns|Notes|Chats|Comments) \((\d+)\)$")
+_CRC_RE = re.compile(
+    r"CRC check: 0x(?P<value>[0-9a-fA-F]+) \((?P<verdict>Good CRC32|Bad CRC32, should be "
+    r"0x(?P<expected>[0-9a-fA-F]+))\)")
+
+Capture = str | os.PathLike[str]
+
+
+class TsharkError(RuntimeError):
+    """tshark could not judge: it failed, timed out or printed something unreadable."""
+
+
+class TsharkNotFound(TsharkError):
+    """No tshark binary: install the ``tshark`` package or set MPA_EMU_TSHARK."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertInfo:
+    """One row of ``tshark -q -z expert``."""
+
+    severity: str  # "Error", "Warning", "Note", "Chat" or "Comment"
+    group: str  # "Malformed", "Request", "Response", "Sequence", ...
+    protocol: str  # as tshark prints it, e.g. "IWARP_MPA"
+    summary: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class TreeExpert:
+    """An expert info that sits in a frame's dissection tree."""
+
+    frame: int
+    severity: str
+    group: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CrcVerdict:
+    """tshark's reading of one FPDU CRC.
+
+    ``status`` is "good" or "bad" when CRC was negotiated (``iwarp_mpa.crc_check``) and
+    "unchecked" when it was not (``iwarp_mpa.crc``). ``expected`` is the value tshark
+    wanted on a bad CRC. Values are as tshark prints them (the 4 bytes read big-endian).
+    """
+
+    frame: int
+    value: int
+    status: str
+    expected: int | None
+    text: str
+
+    @property
+    def good(self) -> bool:
+        """True for "Good CRC32"."""
+        return self.status == "good"
+
+
+def find_tshark(path: str | None = None) -> str:
+    """The tshark binary: ``path``, else $MPA_EMU_TSHARK, else ``tshark`` on PATH."""
+    candidate = path or os.environ.get(TSHARK_ENV) or shutil.which("tshark")
+    if not candidate or not (Path(candidate).is_file() and os.access(candidate, os.X_OK)):
+        raise TsharkNotFound(
+            "tshark not found: install it (Debian: apt-get install tshark) or set "
+            f"{TSHARK_ENV} to its path")
+    return candidate
+
+
+class Tshark:
+    """A tshark judge. ``disable_rpcrdma`` stops the RPC-over-RDMA heuristic from
+    claiming short Send payloads (spec wireshark-mpa section 2)."""
+
+    def __init__(self, path: str | None = None, *, disable_rpcrdma: bool = False,
+                 extra_options: Sequence[str] = (), timeout: float = 120.0) -> None:
+        self.path = find_tshark(path)
+        self.options: tuple[str, ...] = (
+            *MPA_OPTIONS, *(NO_RPCRDMA_OPTIONS if disable_rpcrdma else ()), *extra_options)
+        self.timeout = timeout
+        self._config = tempfile.TemporaryDirectory(prefix="mpa-emu-tshark-")
+        weakref.finalize(self, self._config.cleanup)
+
+    # ---- running ---------------------------------------------------------------------
+
+    def run(self, capture: Capture, *args: str) -> str:
+        """Run ``tshark -n -r capture <MPA options> args`` and return its stdout.
+
+        Raises :class:`TsharkError` on a non-zero exit or a timeout, with tshark's
+        stderr in the message.
+        """
+        argv = [self.path, "-n", "-r", os.fspath(capture), *self.options, *args]
+        env = dict(os.environ)
+        env["WIRESHARK_CONFIG_DIR"] = self._config.name
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                                  timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise TsharkError(f"tshark timed out after {self.timeout} s on {capture}") \
+                from None
+        if done.returncode != 0:
+            err = " ".join(line for line in done.stderr.splitlines()
+                           if "Running as user" not in line)
+            raise TsharkError(f"tshark exited {done.returncode} on {capture}: {err.strip()}")
+        return done.stdout
+
+    def version(self) -> str:
+        """The first line of ``tshark --version``."""
+        done = subprocess.run([self.path, "--version"], capture_output=True, text=True,
+                              timeout=self.timeout, check=False)
+        return done.stdout.splitlines()[0] if done.stdout else ""
+
+    # ---- views -----------------------------------------------------------------------
+
+    def summary(self, capture: Capture, display_filter: str | None = None) -> list[str]:
+        """The one-line summaries, e.g. ``... MPA Request Frame``."""
+        args = ("-Y", display_filter) if display_filter else ()
+        return [line.strip() for line in self.run(capture, *args).splitlines() if line.strip()]
+
+    def decode(self, capture: Capture, display_filter: str | None = None,
+               protocols: Sequence[str] = ("iwarp_mpa", "iwarp_ddp_rdmap")) -> str:
+        """The detail view of ``protocols`` (``-O``), as text."""
+        args: list[str] = ["-O", ",".join(protocols)]
+        if display_filter:
+            args += ["-Y", display_filter]
+        return self.run(capture, *args)
+
+    def fields(self, capture: Capture, fields: Sequence[str],
+               display_filter: str | None = None) -> list[dict[str, list[str]]]:
+        """Per frame, every occurrence of each field as tshark shows it.
+
+        Each dict holds ``frame.number`` plus the fields present in that frame; a field
+        absent from a frame is absent from its dict. Frames outside ``display_filter``
+        are left out.
+        """
+        names = ["frame.number", *(f for f in fields if f != "frame.number")]
+        args: list[str] = ["-T", "json"]
+        for name in names:
+            args += ["-e", name]
+        if display_filter:
+            args += ["-Y", display_filter]
+        out = self.run(capture, *args)
+        if not out.strip():
+            return []
+        try:
+            docs = json.loads(out)
+        except json.JSONDecodeError as exc:
+            raise TsharkError(f"tshark printed unreadable JSON: {exc}") from None
+        rows: list[dict[str, list[str]]] = []
+        for doc in docs:
+            layers = doc.get("_source", {}).get("layers", {})
+            rows.append({k: [str(v) for v in vals] for k, vals in layers.items()})
+        return rows
+
+    def field_by_frame(self, capture: Capture, fields: Sequence[str],
+                       display_filter: str | None = None) -> dict[int, dict[str, list[str]]]:
+        """:meth:`fields`, keyed by frame number."""
+        return {int(row["frame.number"][0]): row
+                for row in self.fields(capture, fields, display_filter)}
+
+    def expert(self, capture: Capture, display_filter: str | None = None) -> list[ExpertInfo]:
+        """The ``-q -z expert`` table (``-z expert,<filter>`` with a filter; note that
+        PD_Length above 512 shows only with a filter, spec wireshark-mpa section 2)."""
+        stat = f"expert,{display_filter}" if display_filter else "expert"
+        return parse_expert_table(self.run(capture, "-q", "-z", stat))
+
+    def tree_experts(self, capture: Capture) -> list[TreeExpert]:
+        """Expert infos that sit in the tree, plus one Error/Malformed entry per frame
+        tshark marks ``_ws.malformed``."""
+        rows = self.fields(capture, ["_ws.expert.severity", "_ws.expert.group",
+                                     "_ws.expert.message", "_ws.malformed"])
+        found: list[TreeExpert] = []
+        for row in rows:
+            frame = int(row["frame.number"][0])
+            sev = row.get("_ws.expert.severity", [])
+            grp = row.get("_ws.expert.group", [])
+            msg = row.get("_ws.expert.message", [])
+            for i, message in enumerate(msg):
+                found.append(TreeExpert(frame=frame,
+                                        severity=_decode(sev, i, SEVERITIES),
+                                        group=_decode(grp, i, GROUPS), message=message))
+            if "_ws.malformed" in row and not any(
+                    e.frame == frame and e.group == "Malformed" for e in found):
+                found.append(TreeExpert(frame=frame, severity="Error", group="Malformed",
+                                        message="Malformed Packet"))
+        return found
+
+    def crc_verdicts(self, capture: Capture) -> list[CrcVerdict]:
+        """The CRC of every FPDU as tshark judged it, in frame order."""
+        pdml = self.run(capture, "-T", "pdml", "-Y", "iwarp_mpa.fpdu")
+        return parse_crc_verdicts(pdml)
+
+    def problems(self, capture: Capture) -> list[str]:
+        """Everything tshark finds wrong: Error-level expert infos (table and tree),
+        malformed frames and bad CRCs, one line each. Empty means a clean capture."""
+        out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
+               for e in self.expert(capture) if e.severity == "Error"]
+        out += [f"frame {e.frame}: {e.severity}/{e.group}: {e.message}"
+                for e in self.tree_experts(capture)
+                if e.severity == "Error" or e.group == "Malformed"]
+        out += [f"frame {v.frame}: {v.text}" for v in self.crc_verdicts(capture)
+                if v.status == "bad"]
+        return out
+
+
+def _decode(values: list[str], index: int, names: dict[int, str]) -> str:
+    if index >= len(values):
+        return ""
+    text = values[index]
+    try:
+        return names.get(int(text, 0), text)
+    except ValueError:
+        return text
+
+
+def parse_expert_table(text: str) -> list[ExpertInfo]:
+    """Parse the text of ``tshark -q -z expert`` into rows.
+
+    Columns are right-aligned under the header ``Frequency Group Protocol Summary``, so
+    the header's word ends give the column boundaries (group names may hold spaces).
+    """
+    rows: list[ExpertInfo] = []
+    severity: str | None = None
+    bounds: tuple[int, int, int, int] | None = None
+    for line in text.splitlines():
+        section = _SECTION_RE.match(line.strip())
+        if section:
+            severity = _EXPERT_SECTIONS[section.group(1)]
+            bounds = None
+            continue
+        if severity is None or not line.strip() or set(line.strip()) == {"="}:
+            continue
+        if bounds is None and "Frequency" in line and "Summary" in line:
+            bounds = (line.index("Frequency") + len("Frequency"),
+                      line.index("Group") + len("Group"),
+                      line.index("Protocol") + len("Protocol"),
+                      line.index("Summary"))
+            continue
+        if bounds is None:
+            continue
+        count_text = line[:bounds[0]].strip()
+        if not count_text.isdigit():
+            continue
+        rows.append(ExpertInfo(severity=severity, group=line[bounds[0]:bounds[1]].strip(),
+                               protocol=line[bounds[1]:bounds[2]].strip(),
+                               summary=line[bounds[3]:].strip(), count=int(count_text)))
+    return rows
+
+
+def parse_crc_verdicts(pdml: str) -> list[CrcVerdict]:
+    """Read the FPDU CRC fields out of tshark's PDML."""
+    if not pdml.strip():
+        return []
+    try:
+        root = ElementTree.fromstring(pdml)
+    except ElementTree.ParseError as exc:
+        raise TsharkError(f"tshark printed unreadable PDML: {exc}") from None
+    verdicts: list[CrcVerdict] = []
+    for packet in root.iter("packet"):
+        frame = 0
+        for field in packet.iter("field"):
+            name = field.get("name", "")
+            if name == "frame.number":
+                frame = int(field.get("show", "0"))
+            elif name == "iwarp_mpa.crc_check":
+                text = field.get("showname", "")
+                match = _CRC_RE.search(text)
+                if match is None:
+                    raise TsharkError(f"frame {frame}: unexpected CRC text {text!r}")
+                expected = match.group("expected")
+                verdicts.append(CrcVerdict(
+                    frame=frame, value=int(match.group("value"), 16),
+                    status="good" if expected is None else "bad",
+                    expected=None if expected is None else int(expected, 16), text=text))
+            elif name == "iwarp_mpa.crc":
+                verdicts.append(CrcVerdict(frame=frame, value=int(field.get("show", "0"), 0),
+                                           status="unchecked", expected=None,
+                                           text=field.get("showname", "")))
+    return verdicts
