@@ -12,7 +12,6 @@ become findings.
 from __future__ import annotations
 
 import json
-import logging
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mpa_emu.addr import ip_text
+from mpa_emu.capture import CaptureError, read_capture
 from mpa_emu.mpa import (
     FLAG_CRC,
     FLAG_ENHANCED,
@@ -71,75 +71,25 @@ class RawFrame:
     data: bytes
     wirelen: int
     comment: str = ""
-    note: str = ""
-    """A problem the reader met with this record (e.g. the file ends inside it)."""
 
 
 def read_frames(path: str | Path) -> Iterator[RawFrame]:
-    """Frames of a pcap or pcapng file. Raises :class:`InspectError` for unreadable files.
+    """Frames of a pcap or pcapng file, read by :func:`mpa_emu.capture.read_capture`.
 
-    This is the one place that touches the capture format; it uses scapy's raw readers.
+    Raises :class:`InspectError` for an unreadable file, or when the file turns out
+    damaged part-way (the frames before the damage have been yielded).
     """
-    from scapy.error import Scapy_Exception
-    from scapy.utils import RawPcapReader
-
-    try:
-        reader = RawPcapReader(str(path))
-    except FileNotFoundError:
-        raise InspectError(f"{path}: no such file") from None
-    except (Scapy_Exception, OSError, EOFError, struct.error) as exc:
-        raise InspectError(f"{path}: not a pcap or pcapng capture ({exc})") from None
-    default_link = int(getattr(reader, "linktype", LINK_ETHERNET) or LINK_ETHERNET)
     number = 0
-    frames = iter(reader)
-    quiet = _Silence()
-    logging.getLogger("scapy.runtime").addFilter(quiet)
     try:
-        while True:
-            try:
-                data, meta = next(frames)
-            except StopIteration:
-                return
-            except (Scapy_Exception, struct.error, ValueError, EOFError) as exc:
-                raise InspectError(
-                    f"{path}: capture damaged after frame {number} ({exc})") from None
+        for rec in read_capture(path):
             number += 1
-            note = "; ".join(quiet.messages)
-            quiet.messages.clear()
-            yield RawFrame(number=number, time=_meta_time(meta),
-                           linktype=int(getattr(meta, "linktype", default_link)),
-                           data=bytes(data), wirelen=int(meta.wirelen or len(data)),
-                           comment=_meta_comment(meta), note=note)
-    except OSError as exc:
-        raise InspectError(f"{path}: {exc}") from None
-    finally:
-        logging.getLogger("scapy.runtime").removeFilter(quiet)
-        reader.close()
-
-
-class _Silence(logging.Filter):
-    """Collects scapy's reader warnings (a truncated last record) as frame notes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        self.messages.append(record.getMessage())
-        return False
-
-
-def _meta_time(meta: Any) -> float:
-    if hasattr(meta, "sec"):
-        return float(meta.sec) + float(meta.usec) / 1e6
-    ticks = (int(meta.tshigh) << 32) | int(meta.tslow)
-    return ticks / float(meta.tsresol or 1_000_000)
-
-
-def _meta_comment(meta: Any) -> str:
-    comments = getattr(meta, "comments", None) or []
-    parts = [c.decode("utf-8", "replace") if isinstance(c, bytes) else str(c) for c in comments]
-    return "; ".join(parts)
+            yield RawFrame(number=number, time=(rec.time_ns or 0) / 1e9,
+                           linktype=rec.linktype, data=rec.frame,
+                           wirelen=max(rec.orig_len, len(rec.frame)),
+                           comment=(rec.comment or "").replace("\n", "; "))
+    except CaptureError as exc:
+        where = f"after frame {number}: " if number else ""
+        raise InspectError(f"{path}: {where}{exc}") from None
 
 
 # ---- decoding one frame ------------------------------------------------------------
@@ -477,8 +427,24 @@ def _key(f: TcpFrame) -> tuple[Any, ...]:
 
 
 def inspect_capture(path: str | Path) -> CaptureReport:
-    """Read a capture and analyse every TCP connection in it."""
-    return inspect_frames(read_frames(path), str(path))
+    """Read a capture and analyse every TCP connection in it. A file damaged part-way is
+    analysed up to the damage, which is reported as a problem."""
+    damage: list[str] = []
+
+    def frames() -> Iterator[RawFrame]:
+        count = 0
+        try:
+            for raw in read_frames(path):
+                count += 1
+                yield raw
+        except InspectError as exc:
+            if count == 0:
+                raise
+            damage.append(str(exc))
+
+    report = inspect_frames(frames(), str(path))
+    report.problems.extend(damage)
+    return report
 
 
 def inspect_frames(frames: Iterable[RawFrame], name: str = "") -> CaptureReport:
@@ -488,8 +454,6 @@ def inspect_frames(frames: Iterable[RawFrame], name: str = "") -> CaptureReport:
     conns: list[_Conn] = []
     for raw in frames:
         report.frames += 1
-        if raw.note:
-            report.problems.append(f"frame {raw.number}: {raw.note}")
         decoded = decode_frame(raw)
         if decoded is None:
             continue
