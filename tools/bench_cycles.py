@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Cycle benchmark: full connect, MPA v2 negotiation, accept and close cycles per second
+with both hosts emulated (capture on and off), against the codec's own cost for the same
+frames and against plain scapy building and dissecting them; then memory per established
+connection.
+
+    python tools/bench_cycles.py                  # defaults: 2000 cycles, 10k and 100k conns
+    python tools/bench_cycles.py --cycles 500 --conns 10000
+    python tools/bench_cycles.py --profile        # cProfile of the capture-off cycle run
+
+Targets (issue "The irdma CM state machine", Performance): a full cycle within 4x of the
+codec's cost for the same frames (about 5,000 cycles/s), at least 30x faster than plain
+scapy, and at most 1 KiB per established connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import pstats
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mpa_emu import codec
+from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.net import Accept, Host, Network
+from mpa_emu.segment import Segment
+
+CLIENT, SERVER, PORT = "192.0.2.1", "192.0.2.2", 31000
+US = 1_000
+MS = 1_000_000
+
+
+def cycle_network(cycles: int, *, capture: bool, spacing_ns: int = 2 * MS) -> Network:
+    """A network where alice runs ``cycles`` connect/accept/close cycles against bob,
+    each closed gracefully by alice as soon as it is connected."""
+    net = Network(1, capture=capture, tracing=False, keep_upcalls=False)
+    alice = net.add_host("alice", CLIENT)
+    bob = net.add_host("bob", SERVER)
+    bob.listen(PORT, SERVER, policy=Accept(b"welcome"))
+
+    def close_when_connected(host: Host, upcall: Upcall) -> None:
+        if upcall.status == 0:
+            host.disconnect(upcall.conn, graceful=True)
+
+    alice.on(close_when_connected, IwEvent.CONNECT_REPLY)
+    for i in range(cycles):
+        net.at(i * spacing_ns, alice.connect, SERVER, PORT, local_port=10000 + i % 50000,
+               private_data=b"hello", ird=16, ord=16)
+    return net
+
+
+def best_of(rounds: int, fn: Callable[[], float]) -> float:
+    """The smallest of ``rounds`` measurements (seconds)."""
+    return min(fn() for _ in range(rounds))
+
+
+def time_cycles(cycles: int, capture: bool) -> tuple[float, int]:
+    """Seconds per cycle and frames per cycle."""
+    net = cycle_network(cycles, capture=capture)
+    gc.collect()
+    start = time.perf_counter()
+    result = net.run(max_events=cycles * 100)
+    elapsed = time.perf_counter() - start
+    if result.bounded:
+        raise SystemExit("cycle run hit its event bound: something loops")
+    if capture:
+        buf = io.BytesIO()
+        t0 = time.perf_counter()
+        net.write_pcapng(buf)
+        elapsed += time.perf_counter() - t0
+    return elapsed / cycles, net.frames_sent // cycles
+
+
+def one_cycle_frames() -> list[Segment]:
+    """The segments of one full cycle, as the emulator put them on the wire."""
+    net = cycle_network(1, capture=True)
+    net.run()
+    return [f.segment for f in net.frames if f.segment is not None]
+
+
+def time_codec(segments: list[Segment], reps: int) -> float:
+    """Seconds to encode and decode every frame of one cycle with the codec."""
+    encode, decode = codec.encode, codec.decode
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            for seg in segments:
+                decode(encode(seg))
+        return (time.perf_counter() - t0) / reps
+
+    return best_of(5, once)
+
+
+def time_scapy(segments: list[Segment], reps: int) -> float:
+    """Seconds to build and dissect every frame of one cycle with plain scapy."""
+    from scapy.layers.l2 import Ether
+
+    layers = [codec.to_scapy(seg) for seg in segments]
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            for pkt in layers:
+                Ether(bytes(pkt.copy()))
+        return (time.perf_counter() - t0) / reps
+
+    return best_of(3, once)
+
+
+def memory_per_connection(count: int) -> tuple[float, float, str]:
+    """Bytes per established connection (tracemalloc), the seconds it took, and the
+    number still established at the end."""
+    net = Network(1, capture=False, tracing=False, keep_upcalls=False)
+    alice = net.add_host("alice", CLIENT)
+    bob = net.add_host("bob", SERVER)
+    ports = count // 50000 + 1
+    for p in range(ports):
+        bob.listen(PORT + p, SERVER, policy=Accept())
+    net.run()
+    gc.collect()
+    t0 = time.perf_counter()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for i in range(count):
+        net.at(net.now_ns + (i // 64) * 100 * US, alice.connect, SERVER, PORT + i // 50000,
+               local_port=10000 + i % 50000)
+    # Run until every handshake and the RTR exchange is over, then let due timers fire.
+    net.run(until_ns=net.now_ns + (count // 64 + 1) * 100 * US + 200 * MS,
+            max_events=count * 50)
+    gc.collect()
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    established = sum(1 for h in (alice, bob) for c in h.conns()
+                      if getattr(h.node(c), "state", None) is not None)
+    return used / count, time.perf_counter() - t0, f"{established} nodes held"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cycles", type=int, default=2000)
+    parser.add_argument("--conns", default="10000,100000",
+                        help="comma-separated connection counts for the memory test")
+    parser.add_argument("--profile", action="store_true",
+                        help="print the cProfile top 25 of a capture-off cycle run")
+    args = parser.parse_args()
+
+    segments = one_cycle_frames()
+    print(f"one cycle = {len(segments)} frames: "
+          + ", ".join(f"{s.flag_text}{'+' + str(len(s.payload)) if s.payload else ''}"
+                      for s in segments))
+    codec_s = time_codec(segments, 200)
+    scapy_s = time_scapy(segments, 20)
+    rows = []
+    for capture in (False, True):
+        per_cycle, frames = min(time_cycles(args.cycles, capture) for _ in range(3))
+        rows.append((capture, per_cycle, frames))
+    print(f"\n{'what':34} {'us/cycle':>10} {'cycles/s':>10} {'x codec':>8} {'scapy/x':>8}")
+    print(f"{'codec encode+decode, same frames':34} {codec_s * 1e6:10.1f} "
+          f"{1 / codec_s:10.0f} {1.0:8.2f} {scapy_s / codec_s:8.1f}")
+    print(f"{'plain scapy build+dissect':34} {scapy_s * 1e6:10.1f} {1 / scapy_s:10.0f} "
+          f"{scapy_s / codec_s:8.2f} {1.0:8.1f}")
+    for capture, per_cycle, _frames in rows:
+        label = f"full cycle, capture {'on' if capture else 'off'}"
+        print(f"{label:34} {per_cycle * 1e6:10.1f} {1 / per_cycle:10.0f} "
+              f"{per_cycle / codec_s:8.2f} {scapy_s / per_cycle:8.1f}")
+    off = rows[0][1]
+    print(f"\ntarget: cycle <= 4x codec: {'met' if off <= 4 * codec_s else 'MISSED'} "
+          f"({off / codec_s:.2f}x); >= 30x faster than scapy: "
+          f"{'met' if scapy_s / off >= 30 else 'MISSED'} ({scapy_s / off:.1f}x); "
+          f">= 5000 cycles/s: {'met' if 1 / off >= 5000 else 'MISSED'} ({1 / off:.0f})")
+
+    print(f"\n{'established connections':24} {'bytes/conn':>11} {'seconds':>8}  detail")
+    for text in args.conns.split(","):
+        count = int(text)
+        per_conn, seconds, detail = memory_per_connection(count)
+        verdict = "met" if per_conn <= 1024 else "MISSED"
+        print(f"{count:24d} {per_conn:11.0f} {seconds:8.1f}  {detail}; <= 1 KiB {verdict}")
+
+    if args.profile:
+        net = cycle_network(args.cycles, capture=False)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        net.run(max_events=args.cycles * 100)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
