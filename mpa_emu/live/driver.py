@@ -168,7 +168,8 @@ class LiveHost:
         self.fault = fault
         self._clock = clock
         self._origin = clock()
-        self._wall_origin = wall_clock()
+        self.wall_origin_ns = wall_clock()
+        """Wall-clock ns at core time 0: capture time = wall_origin_ns + now_ns."""
         self.neighbours = NeighbourResponder(mac)
         self.addresses: list[bytes] = []
         self.known: dict[bytes, bytes] = {}
@@ -194,7 +195,7 @@ class LiveHost:
 
     def _capture(self, data: bytes, comment: str) -> None:
         if self.capture is not None:
-            self.capture.add(self._wall_origin + self.now_ns, data, comment)
+            self.capture.add(self.wall_origin_ns + self.now_ns, data, comment)
 
     # ---- the local stack -----------------------------------------------------------
 

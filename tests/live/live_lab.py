@@ -14,9 +14,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from mpa_emu import codec
 from mpa_emu.addr import ip_bytes, mac_bytes
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.live.driver import FaultHook, LiveHost
 from mpa_emu.live.netns import Namespace, entered
+from mpa_emu.live.sinks import MemorySink, SeenFrame
 from mpa_emu.live.tap import Tap, link_mac
+from mpa_emu.segment import Segment
+from mpa_emu.trace import Trace, TraceRecord
 
 TAP_NAME = "mpatap0"
 KERNEL_V4, EMU_V4 = "192.0.2.1", "192.0.2.2"
@@ -86,3 +92,42 @@ def make_lab() -> Iterator[Lab]:
 def packed(text: str) -> bytes:
     """Packed address from text."""
     return ip_bytes(text)
+
+
+@dataclass
+class EmulatedHost:
+    """A LiveHost on the lab's TAP with its capture and trace kept in memory."""
+
+    host: LiveHost
+    capture: MemorySink
+    trace: Trace
+
+    def segments(self, direction: str) -> list[tuple[SeenFrame, Segment]]:
+        """Captured TCP frames sent ("tx") or received ("rx") by the emulated host."""
+        out = []
+        for frame in self.capture.frames:
+            try:
+                seg = codec.decode(frame.data)
+            except codec.DecodeError:
+                continue
+            if (seg.src_mac == EMU_MAC) == (direction == "tx"):
+                out.append((frame, seg))
+        return out
+
+    def dropped(self, reason_part: str) -> list[TraceRecord]:
+        """Trace records of dropped segments whose reason mentions ``reason_part``."""
+        return [r for r in self.trace.of_kind("segment_dropped")
+                if reason_part in str(r.fields.get("reason", ""))]
+
+
+def make_host(lab: Lab, *, fault: FaultHook | None = None, seed: int = 1,
+              v6: bool = False) -> EmulatedHost:
+    """An emulated irdma host (the real CM core) on the lab's TAP with one address."""
+    from mpa_emu.cm.core import CmCore
+
+    trace = Trace()
+    capture = MemorySink()
+    core = CmCore("emu", EMU_MAC, CmConfig(), seed=seed, trace=trace)
+    host = LiveHost(lab.tap, core, EMU_MAC, trace=trace, capture=capture, fault=fault)
+    host.add_address(packed(EMU_V6 if v6 else EMU_V4))
+    return EmulatedHost(host, capture, trace)

@@ -1,0 +1,176 @@
+"""``mpa-emu live``: an emulated irdma host on a TAP device, talking to the Linux stack."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import ipaddress
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TextIO
+
+from mpa_emu.addr import ip_bytes, ip_text, mac_bytes
+from mpa_emu.cli import CliError
+from mpa_emu.cli.peer import parse_endpoint
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.live import driver, netns, tap
+from mpa_emu.live.sinks import PcapngSink
+from mpa_emu.trace import Trace
+
+HELP = "run an emulated irdma host on a TAP device against the real Linux TCP stack"
+DEFAULT_MAC = "02:6d:70:61:00:02"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``mpa-emu live``."""
+    parser.add_argument("--tap", required=True, metavar="NAME",
+                        help="TAP interface to create or attach to (the Linux side)")
+    parser.add_argument("--address", action="append", required=True, metavar="IP",
+                        help="address of the emulated host (repeatable, IPv4 or IPv6)")
+    parser.add_argument("--mac", default=DEFAULT_MAC,
+                        help=f"MAC of the emulated host (default {DEFAULT_MAC})")
+    parser.add_argument("--host-address", action="append", default=[], metavar="IP/PREFIX",
+                        help="also put this address on the Linux side of the TAP and bring "
+                             "it up (repeatable; otherwise configure it yourself)")
+    parser.add_argument("--listen", action="append", type=int, default=[], metavar="PORT",
+                        help="listen on PORT on every address (repeatable)")
+    parser.add_argument("--connect", action="append", default=[], metavar="IP:PORT",
+                        help="connect to IP:PORT from the emulated host (repeatable)")
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument("--accept", action="store_true", help="accept requests (default)")
+    policy.add_argument("--reject", action="store_true", help="reject requests")
+    parser.add_argument("--private-data", default="", metavar="TEXT",
+                        help="private data of our MPA requests, replies and rejects")
+    parser.add_argument("--ird", type=int, default=16, help="IRD of connects (default 16)")
+    parser.add_argument("--ord", type=int, default=16, help="ORD of connects (default 16)")
+    parser.add_argument("-o", "--output", metavar="FILE.pcapng",
+                        help="capture every frame crossing the TAP, with comments")
+    parser.add_argument("--trace", metavar="FILE.jsonl", help="write the structured trace")
+    parser.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="stop after SECONDS (default: until Ctrl-C)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the CM core (ISNs)")
+    parser.add_argument("--grace", type=float, default=1.0, metavar="SECONDS",
+                        help="time given to closing connections at shutdown (default 1)")
+
+
+def _addresses(texts: list[str]) -> list[bytes]:
+    try:
+        return [ip_bytes(text) for text in texts]
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _check(args: argparse.Namespace) -> None:
+    for port in args.listen:
+        if not 0 < port < 65536:
+            raise CliError(f"--listen port must be 1..65535, got {port}")
+    for cidr in args.host_address:
+        try:
+            ipaddress.ip_interface(cidr)
+        except ValueError:
+            raise CliError(f"--host-address needs IP/PREFIX, got {cidr!r}") from None
+    if args.duration is not None and args.duration <= 0:
+        raise CliError("--duration must be positive")
+    if len(args.private_data.encode()) > 255:
+        # irdma_reject: pdata_len is a u8; irdma_connect copies into a 512-byte buffer.
+        raise CliError("--private-data is limited to 255 bytes")
+
+
+def describe(upcall: Upcall) -> str:
+    """One line per upcall, as the application sees it."""
+    status = "" if upcall.status == 0 else f" status {upcall.status}"
+    text = (f"t={upcall.time_ns / 1e9:.3f}s {IwEvent(upcall.event).name} conn {upcall.conn}"
+            f"{status} {ip_text(upcall.local_ip)}:{upcall.local_port} <-> "
+            f"{ip_text(upcall.remote_ip)}:{upcall.remote_port}")
+    if upcall.event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY, IwEvent.ESTABLISHED):
+        text += f" ird {upcall.ird} ord {upcall.ord}"
+    if upcall.private_data or upcall.private_data_len:
+        data = upcall.private_data
+        printable = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in data)
+        text += (f" private data len {upcall.private_data_len}: {data.hex()} \"{printable}\"")
+    return text
+
+
+def _make_core(mac: bytes, seed: int, trace: Trace) -> driver.CoreApi:
+    core_module = importlib.import_module("mpa_emu.cm.core")
+    made: driver.CoreApi = core_module.CmCore("live", mac, CmConfig(), seed=seed, trace=trace)
+    return made
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run until ``--duration`` passes or SIGINT/SIGTERM; then close every connection
+    and flush the capture."""
+    _check(args)
+    addresses = _addresses(args.address)
+    try:
+        mac = mac_bytes(args.mac)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    targets = [parse_endpoint(text) for text in args.connect]
+    private = args.private_data.encode()
+    try:
+        device = tap.Tap(args.tap)
+    except tap.TapError as exc:
+        raise CliError(str(exc)) from None
+    trace_file: TextIO | None = None
+    try:
+        tap.set_link_up(device.name)
+        for cidr in args.host_address:
+            netns.run_ip(["addr", "replace", cidr, "dev", device.name])
+        trace_file = open(args.trace, "w") if args.trace else None  # noqa: SIM115
+        trace = Trace(stream=trace_file, keep=False)
+        capture = PcapngSink(args.output, device.name, f"emulated irdma host {args.mac}") \
+            if args.output else None
+        host = driver.LiveHost(device, _make_core(mac, args.seed, trace), mac, trace=trace,
+                               capture=capture)
+        return _serve(host, args, addresses, targets, private)
+    except (tap.TapError, netns.NetnsError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        device.close()
+        if trace_file is not None:
+            trace_file.close()
+
+
+def _serve(host: driver.LiveHost, args: argparse.Namespace, addresses: list[bytes],
+           targets: list[tuple[str, int]], private: bytes) -> int:
+    stop = {"now": False}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop["now"] = True
+        host.wake()
+
+    previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, on_signal)
+    failed = False
+    try:
+        host.on_upcall(lambda _host, upcall: print(describe(upcall), flush=True))
+        for ip in addresses:
+            host.add_address(ip)
+        policy: driver.Policy = driver.Reject(private) if args.reject else driver.Accept(private)
+        for port in args.listen:
+            for family_v6 in sorted({len(ip) == 16 for ip in addresses}):
+                host.listen(port, None, policy=policy, ipv6=family_v6)
+            print(f"listening on port {port}", flush=True)
+        for ip_text_, port in targets:
+            try:
+                conn = host.connect(ip_bytes(ip_text_), port, private_data=private,
+                                    ird=args.ird, ord=args.ord)
+                print(f"connecting to {ip_text_}:{port} (conn {conn})", flush=True)
+            except (driver.LiveError, ValueError) as exc:
+                print(f"connect to {ip_text_}:{port} failed: {exc}", file=sys.stderr, flush=True)
+                failed = True
+        duration = args.duration if args.duration is not None else float("inf")
+        host.run_for(duration, stop=lambda: stop["now"])
+    finally:
+        print("shutting down: closing every connection", flush=True)
+        host.shutdown(args.grace)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    print(f"frames in {host.frames_in}, out {host.frames_out}, upcalls {len(host.upcalls)}",
+          flush=True)
+    return 1 if failed else 0
