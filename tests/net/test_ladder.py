@@ -1,0 +1,92 @@
+"""The text ladder: frame arrows with flags, seq, ack, length and MPA summaries, notes
+for lost frames, upcalls and state changes on the right lane."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpa_emu import ladder
+from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
+from mpa_emu.trace import TraceRecord
+
+KEY_REQ = b"MPA ID Req Frame".hex()
+KEY_REP = b"MPA ID Rep Frame".hex()
+# Spec wireshark-mpa section 7: the v2 request of the reference capture.
+V2_REQUEST = bytes.fromhex(KEY_REQ + "50020018" + "8010c010" + b"hello from initiator".hex())
+# Its reject: R|C|S, rev 2, PD_Length 16, RTR P2P IRD 16 / READ0 ORD 16, "it's not you".
+V2_REJECT = bytes.fromhex(KEY_REP + "70020010" + "80104010" + b"it's not you".hex())
+V1_REPLY = bytes.fromhex(KEY_REP + "00010000")
+
+
+def test_mpa_summary_of_a_v2_request_shows_ird_ord_p2p_rtr_and_private_data() -> None:
+    assert ladder.mpa_summary(V2_REQUEST) == \
+        'MPA Req v2 IRD 16 ORD 16 P2P RTR=RW CRC pd="hello from initiator"'
+
+
+def test_mpa_summary_of_a_reject_and_a_v1_reply() -> None:
+    assert ladder.mpa_summary(V2_REJECT) == \
+        'MPA Rej v2 IRD 16 ORD 16 P2P RTR=R CRC pd="it\'s not you"'
+    assert ladder.mpa_summary(V1_REPLY) == "MPA Rep v1"
+    assert ladder.mpa_summary(b"GET / HTTP/1.1\r\n\r\n....") is None
+
+
+def test_mpa_summary_reports_a_truncated_frame() -> None:
+    assert ladder.mpa_summary(V2_REQUEST[:30]) == "MPA Req v2 PD_Length 24 (truncated)"
+
+
+def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
+    from mpa_emu.mpa import frame_fpdu
+
+    # DDP tagged+last (0xc1), RDMAP v1 opcode 1 (Read Request): spec 9's RTR READ.
+    read_request = bytes.fromhex("c141") + bytes(26)
+    fpdu = frame_fpdu(read_request)
+    assert ladder.fpdu_summary(fpdu) == "FPDU RDMA Read Request ulpdu=28"
+    broken = fpdu[:-1] + bytes([fpdu[-1] ^ 1])
+    assert ladder.fpdu_summary(broken) == "FPDU RDMA Read Request ulpdu=28 bad CRC"
+
+
+def test_options_are_spelled_out() -> None:
+    assert ladder.options_label(bytes.fromhex("020405b403030200")) == "mss=1460 ws=2"
+    assert ladder.options_label(bytes.fromhex("0101080a0000000100000002")) == "opt8"
+    assert ladder.options_label(bytes.fromhex("1e00")) == "opt30 (bad length)"
+
+
+def test_upcall_and_state_labels() -> None:
+    up = Upcall(IwEvent.CONNECT_REPLY, 3, -ECONNREFUSED, 0, b"\xc0\x00\x02\x01", 1,
+                b"\xc0\x00\x02\x02", 2, private_data=b"busy", private_data_len=4)
+    assert ladder.upcall_label(up) == '<< CONNECT_REPLY -ECONNREFUSED ird=0 ord=0 pd="busy"'
+    record = TraceRecord(0, "bob", "state_changed", "irdma_send_mpa_reject",
+                         {"conn": 2, "old": "MPAREQ_RCVD", "new": "FIN_WAIT1"})
+    assert ladder.state_change_text(record) == "[#2] MPAREQ_RCVD -> FIN_WAIT1"
+
+
+def test_ladder_draws_arrows_both_ways_and_marks_the_lost_frame(fake_net: Any) -> None:
+    net = fake_net(1)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    net.drop("SYN-ACK")
+    bob.listen(31000)
+    alice.connect("192.0.2.2", 31000)
+    net.run()
+    lines = ladder.ladder(net).splitlines()
+    assert lines[0].startswith(" " * ladder.TIME_WIDTH + " alice 192.0.2.1")
+    assert "bob 192.0.2.2" in lines[0]
+    syn, lost, note = lines[1], lines[2], lines[3]
+    assert syn.startswith("0.000000    |-- [SYN] seq=") and syn.endswith("->|")
+    assert "mss=1460 ws=2" in syn
+    assert lost.startswith("0.000010    |x--") and "[SYN, ACK]" in lost and lost.endswith("--|")
+    assert "wire: dropped (the first SYN-ACK)" in note
+    assert lines[-1].startswith(" " * 12 + "| << CONNECT_REPLY")
+    resent = [line for line in lines if line.startswith("1.000000")]
+    assert resent and "[SYN]" in resent[0]
+
+
+def test_ladder_needs_the_journal(fake_net: Any) -> None:
+    net = fake_net(tracing=False)
+    net.add_host("alice", "192.0.2.1")
+    try:
+        ladder.ladder(net)
+    except ValueError as exc:
+        assert "tracing=True" in str(exc)
+    else:
+        raise AssertionError("ladder without a journal did not complain")
