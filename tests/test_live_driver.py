@@ -1,0 +1,271 @@
+"""The live driver's own duties (no root needed): a datagram socket pair stands in for
+the TAP and a scripted core records what the driver hands it. The CM itself is tested
+against the real kernel in tests/live."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import ARP, Ether
+
+from mpa_emu import codec
+from mpa_emu.addr import ip_bytes, mac_bytes
+from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.live.driver import RX, TX, Accept, DropMatching, LiveHost, Reject
+from mpa_emu.live.sinks import MemorySink
+from mpa_emu.segment import ACK, SYN, Segment
+from mpa_emu.trace import Trace
+
+OUR_MAC = mac_bytes("02:00:00:00:00:02")
+PEER_MAC = mac_bytes("5a:11:22:33:44:55")
+OUR_IP, PEER_IP = ip_bytes("192.0.2.2"), ip_bytes("192.0.2.1")
+
+
+class PairTap:
+    """One end of a SOCK_DGRAM pair: frame boundaries kept, like a TAP fd."""
+
+    name = "pair0"
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        sock.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def read(self) -> bytes | None:
+        try:
+            return self.sock.recv(65536)
+        except BlockingIOError:
+            return None
+
+    def write(self, frame: bytes) -> None:
+        self.sock.send(frame)
+
+
+@dataclass
+class StateName:
+    name: str
+
+
+@dataclass
+class NodeStub:
+    state: StateName
+
+
+@dataclass
+class ScriptedCore:
+    """Records every call; emits what the test queues."""
+
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    outbox: list[Transmit] = field(default_factory=list)
+    events: list[Upcall] = field(default_factory=list)
+    timer: int | None = None
+    states: dict[int, str] = field(default_factory=dict)
+
+    def add_address(self, ip: bytes, *, vlan: int | None = None, now_ns: int = 0) -> None:
+        self.calls.append(("add_address", ip))
+
+    def remove_address(self, ip: bytes, *, now_ns: int) -> None:
+        self.calls.append(("remove_address", ip))
+
+    def set_neighbour(self, ip: bytes, mac: bytes | None) -> None:
+        self.calls.append(("set_neighbour", (ip, mac)))
+
+    def receive(self, frame: Segment, now_ns: int) -> None:
+        self.calls.append(("receive", frame))
+
+    def handle_timer(self, now_ns: int) -> None:
+        self.calls.append(("handle_timer", now_ns))
+        self.timer = None
+
+    def get_timer(self) -> int | None:
+        return self.timer
+
+    def frames_to_send(self) -> list[Transmit]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    def next_event(self) -> Upcall | None:
+        return self.events.pop(0) if self.events else None
+
+    def create_listen(self, ip: bytes | None, port: int, *, backlog: int = 16,
+                      ipv6: bool = False, vlan: int | None = None, now_ns: int = 0) -> int:
+        self.calls.append(("create_listen", port))
+        return 7
+
+    def connect(self, local_ip: bytes, remote_ip: bytes, remote_port: int, *,
+                local_port: int | None = None, private_data: bytes = b"", ird: int = 16,
+                ord: int = 16, now_ns: int) -> int:
+        self.calls.append(("connect", (local_ip, remote_ip, remote_port)))
+        return 1
+
+    def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
+        self.calls.append(("accept", (conn, private_data)))
+
+    def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
+        self.calls.append(("reject", (conn, private_data)))
+
+    def close(self, conn: int, *, now_ns: int) -> None:
+        self.calls.append(("close", conn))
+        self.states.pop(conn, None)
+
+    def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
+        self.calls.append(("disconnect", (conn, graceful)))
+        self.states.pop(conn, None)
+
+    def node(self, conn: int) -> Any:
+        return NodeStub(StateName(self.states[conn])) if conn in self.states else None
+
+    def conns(self) -> list[int]:
+        return list(self.states)
+
+    def called(self, name: str) -> list[Any]:
+        return [arg for n, arg in self.calls if n == name]
+
+
+@dataclass
+class Rig:
+    host: LiveHost
+    core: ScriptedCore
+    wire: socket.socket
+    capture: MemorySink
+    trace: Trace
+
+    def frames_from_host(self) -> list[bytes]:
+        out = []
+        while True:
+            try:
+                out.append(self.wire.recv(65536))
+            except BlockingIOError:
+                return out
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    theirs.setblocking(False)
+    core, capture, trace = ScriptedCore(), MemorySink(), Trace()
+    host = LiveHost(PairTap(ours), core, OUR_MAC, trace=trace, capture=capture)
+    host.add_address(OUR_IP)
+    yield Rig(host, core, theirs, capture, trace)
+    ours.close()
+    theirs.close()
+
+
+def syn_to_us(dport: int = 4791) -> bytes:
+    return bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:02")
+                 / IP(src="192.0.2.1", dst="192.0.2.2") / TCP(sport=40000, dport=dport,
+                                                              flags="S", seq=1000))
+
+
+def our_segment(flags: int = SYN) -> Segment:
+    return Segment(src_mac=OUR_MAC, dst_mac=PEER_MAC, src_ip=OUR_IP, dst_ip=PEER_IP,
+                   sport=4791, dport=40000, seq=5, ack=0, flags=flags)
+
+
+def test_tcp_frame_reaches_the_core_decoded_and_is_captured(rig: Rig) -> None:
+    rig.wire.send(syn_to_us())
+    rig.host.poll(0.5)
+    (seg,) = rig.core.called("receive")
+    assert (seg.sport, seg.dport, seg.flags, seg.seq) == (40000, 4791, SYN, 1000)
+    assert [f.comment for f in rig.capture.frames] == ["received"]
+
+
+def test_arp_request_is_answered_and_the_neighbour_given_to_the_core(rig: Rig) -> None:
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="ff:ff:ff:ff:ff:ff")
+                        / ARP(op=1, hwsrc="5a:11:22:33:44:55", psrc="192.0.2.1",
+                              pdst="192.0.2.2")))
+    rig.host.poll(0.5)
+    assert rig.core.called("set_neighbour") == [(PEER_IP, PEER_MAC)]
+    (reply,) = rig.frames_from_host()
+    assert Ether(reply)[ARP].op == 2 and Ether(reply)[ARP].psrc == "192.0.2.2"
+    assert rig.core.called("receive") == []
+
+
+def test_frame_for_another_address_never_reaches_the_core(rig: Rig) -> None:
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:02")
+                        / IP(src="192.0.2.1", dst="192.0.2.77") / TCP(flags="S")))
+    rig.host.poll(0.5)
+    assert rig.core.called("receive") == []
+    assert rig.capture.frames[0].comment == "received: not addressed to the emulated host"
+
+
+def test_core_frames_are_encoded_written_and_captured_with_their_comment(rig: Rig) -> None:
+    rig.core.outbox.append(Transmit(our_segment(), "irdma_send_syn: SYN_SENT"))
+    rig.host.poll(0)
+    (frame,) = rig.frames_from_host()
+    assert codec.decode(frame) == codec.decode(codec.encode(our_segment()))
+    assert rig.capture.frames[-1].comment == "irdma_send_syn: SYN_SENT"
+    assert rig.capture.frames[-1].data == frame
+
+
+def test_fault_hook_drops_outgoing_frame_before_the_tap(rig: Rig) -> None:
+    rig.host.fault = DropMatching(TX, lambda seg: bool(seg.flags & SYN))
+    rig.core.outbox += [Transmit(our_segment(SYN), "first"), Transmit(our_segment(ACK), "ack")]
+    rig.host.poll(0)
+    frames = rig.frames_from_host()
+    assert [codec.decode(f).flags for f in frames] == [ACK]
+    assert [r.fields["comment"] for r in rig.trace.of_kind("fault")] == ["first"]
+
+
+def test_fault_hook_drops_incoming_frame_after_the_capture(rig: Rig) -> None:
+    hook = DropMatching(RX, lambda seg: True, nth=1)
+    rig.host.fault = hook
+    rig.wire.send(syn_to_us())
+    rig.wire.send(syn_to_us())
+    rig.host.poll(0.5)
+    assert len(rig.core.called("receive")) == 1 and len(hook.dropped) == 1
+    assert [f.comment for f in rig.capture.frames] == [
+        "received: dropped by the fault hook", "received"]
+
+
+def test_due_timer_fires_with_the_current_core_time(rig: Rig) -> None:
+    rig.core.timer = rig.host.now_ns + 20_000_000
+    assert rig.host.run_until(lambda: bool(rig.core.called("handle_timer")), 2)
+    (fired_at,) = rig.core.called("handle_timer")
+    assert fired_at >= 20_000_000
+
+
+@pytest.mark.parametrize(("policy", "verb"), [(Accept(b"yes"), "accept"),
+                                              (Reject(b"no"), "reject")])
+def test_connect_request_gets_the_listener_policy(rig: Rig, policy: Accept | Reject,
+                                                  verb: str) -> None:
+    listener = rig.host.listen(4791, policy=policy)
+    rig.core.events.append(Upcall(IwEvent.CONNECT_REQUEST, 3, 0, 0, OUR_IP, 4791, PEER_IP,
+                                  40000, listener=listener))
+    rig.host.poll(0)
+    assert rig.core.called(verb) == [(3, policy.private_data)]
+    assert [u.event for u in rig.host.upcalls] == [IwEvent.CONNECT_REQUEST]
+
+
+def test_connect_resolves_the_neighbour_first(rig: Rig) -> None:
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:02")
+                        / ARP(op=2, hwsrc="5a:11:22:33:44:55", psrc="192.0.2.1",
+                              hwdst="02:00:00:00:00:02", pdst="192.0.2.2")))
+    assert rig.host.connect(PEER_IP, 4000) == 1
+    assert rig.core.called("set_neighbour") == [(PEER_IP, PEER_MAC)]
+    assert rig.core.called("connect") == [(OUR_IP, PEER_IP, 4000)]
+    (solicit,) = rig.frames_from_host()
+    assert Ether(solicit)[ARP].pdst == "192.0.2.1"
+
+
+def test_unanswered_resolution_is_a_clear_error(rig: Rig) -> None:
+    from mpa_emu.live.driver import LiveError
+
+    with pytest.raises(LiveError, match="did not answer ARP"):
+        rig.host.connect(PEER_IP, 4000, resolve_timeout_s=0.2)
+    assert rig.core.called("connect") == []
+
+
+def test_shutdown_disconnects_offloaded_and_closes_the_rest(rig: Rig) -> None:
+    rig.core.states.update({1: "OFFLOADED", 2: "SYN_SENT"})
+    rig.host.shutdown(grace_s=0.2)
+    assert rig.core.called("disconnect") == [(1, True)]
+    assert rig.core.called("close") == [2]
+    assert rig.capture.closed
