@@ -15,6 +15,7 @@ from types import ModuleType
 
 # Subcommand name -> module. Listed explicitly so --help order is stable.
 SUBCOMMANDS: dict[str, str] = {
+    "demo": "mpa_emu.cli.demo",
     "peer": "mpa_emu.cli.peer",
     "inspect": "mpa_emu.cli.inspect",
 }
