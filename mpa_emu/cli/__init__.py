@@ -17,6 +17,7 @@ from types import ModuleType
 SUBCOMMANDS: dict[str, str] = {
     "demo": "mpa_emu.cli.demo",
     "peer": "mpa_emu.cli.peer",
+    "live": "mpa_emu.cli.live",
     "inspect": "mpa_emu.cli.inspect",
 }
 
