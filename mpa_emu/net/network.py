@@ -456,7 +456,13 @@ class Network:
         names = tuple(h.name for h in receivers)
         frame = self._capture(sender.name, sender.name, names, data, origin, seg, False)
         index = frame.index if frame is not None else -1
-        outcome = self.wire.carry(data, seg, sender.name)
+        wire = self.wire
+        if receivers and not wire.rules and not wire.faults.any:  # a perfect wire
+            when = self.now_ns + wire.latency_ns
+            for receiver in receivers:
+                self._push(when, _DELIVER, receiver, (data, frame, target is not None))
+            return
+        outcome = wire.carry(data, seg, sender.name)
         if frame is not None and outcome.notes:
             frame.notes.extend(outcome.notes)
         if outcome.notes:
