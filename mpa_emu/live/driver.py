@@ -181,6 +181,7 @@ class LiveHost:
         self._policies: dict[int, Policy] = {}
         self._callbacks: list[Callable[[LiveHost, Upcall], None]] = []
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._shut = False
 
     # ---- clock and observability -------------------------------------------------
 
@@ -318,6 +319,7 @@ class LiveHost:
             if data is None:
                 break
             self._receive(data)
+            self._flush()  # answer each frame before the next, as the wire pumps
         self._fire_timers()
         self._flush()
 
@@ -337,7 +339,11 @@ class LiveHost:
 
     def shutdown(self, grace_s: float = 1.0) -> None:
         """Close every connection (graceful disconnect when offloaded, irdma_cm_close
-        otherwise), let the exchanges finish for up to ``grace_s``, flush the capture."""
+        otherwise), let the exchanges finish for up to ``grace_s``, flush the capture.
+        Idempotent; the host is not polled again afterwards."""
+        if self._shut:
+            return
+        self._shut = True
         for conn in list(self.core.conns()):
             node = self.core.node(conn)
             state = getattr(getattr(node, "state", None), "name", "")
