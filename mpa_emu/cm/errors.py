@@ -1,0 +1,19 @@
+"""Local misuse of the CM verbs: raised at once, before anything changes."""
+
+from __future__ import annotations
+
+import errno as _errno
+
+
+class CmError(ValueError):
+    """A verb called in a way the driver refuses (wrong state, over a limit, unknown handle).
+
+    ``errno`` is the positive Linux errno the kernel would return (``-errno`` in C), e.g.
+    ``errno.EINVAL`` for ``irdma_reject`` with private data over the limit. Raising a
+    ``CmError`` guarantees that the core's state is unchanged.
+    """
+
+    def __init__(self, err: int, message: str) -> None:
+        super().__init__(f"{message} (-{_errno.errorcode.get(err, str(err))})")
+        self.errno = err
+        self.message = message

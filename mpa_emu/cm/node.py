@@ -1,0 +1,181 @@
+"""The per-connection ``irdma_cm_node`` and the listener, small and slotted.
+
+Fields keep the kernel's names (``tcp_cntxt`` members are flattened onto the node; the
+``tcp_cntxt`` property gives the kernel's grouping as a snapshot). Refcounts are kept
+only as far as they decide when a node is freed or leaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mpa_emu.cm.mpa_frames import Rdma0Op
+from mpa_emu.cm.states import CmState, ListenerState
+from mpa_emu.segment import Segment
+
+if TYPE_CHECKING:
+    from mpa_emu.cm.events import Transmit
+
+
+class SendEntry:
+    """``irdma_timer_entry`` of type SEND: one retransmittable frame."""
+
+    __slots__ = ("due", "live", "node", "retranscount", "transmit")
+
+    def __init__(self, node: CmNode, transmit: Transmit, due: int, retrans: int) -> None:
+        self.node = node
+        self.transmit = transmit
+        self.due = due
+        self.retranscount = retrans
+        self.live = True
+
+
+class CloseEntry:
+    """``irdma_timer_entry`` of type CLOSE (TIME_WAIT, ``sqbuf == NULL``)."""
+
+    __slots__ = ("due", "live", "node")
+
+    def __init__(self, node: CmNode, due: int) -> None:
+        self.node = node
+        self.due = due
+        self.live = True
+
+
+@dataclass(frozen=True, slots=True)
+class TcpContext:
+    """``struct irdma_tcp_context`` as a read-only snapshot."""
+
+    client: bool
+    loc_id: int
+    loc_seq_num: int
+    loc_ack_num: int
+    rem_ack_num: int
+    rcv_nxt: int
+    rcv_wnd: int
+    snd_wnd: int
+    max_snd_wnd: int
+    snd_wscale: int
+    rcv_wscale: int
+    mss: int
+
+
+class Listener:
+    """``irdma_cm_listener``: one ``create_listen`` (a parent; wildcard parents hold one
+    child per local address for the SYN qhash, ``irdma_add_mqh``)."""
+
+    __slots__ = ("backlog", "children", "ident", "ipv4", "listener_state", "loc_addr",
+                 "loc_port", "pend_accepts_cnt", "qhash_set", "refcnt", "reused_node",
+                 "tos", "vlan_id", "wildcard")
+
+    def __init__(self, ident: int, loc_addr: bytes, loc_port: int, ipv4: bool,
+                 vlan_id: int, backlog: int, wildcard: bool) -> None:
+        self.ident = ident
+        self.loc_addr = loc_addr
+        self.loc_port = loc_port
+        self.ipv4 = ipv4
+        self.vlan_id = vlan_id
+        self.backlog = backlog
+        self.wildcard = wildcard
+        self.listener_state = ListenerState.ACTIVE
+        self.pend_accepts_cnt = 0
+        self.refcnt = 1
+        self.reused_node = False
+        self.qhash_set = False
+        self.tos = 0
+        self.children: list[ChildListener] = []
+
+
+class ChildListener:
+    """A wildcard listener's per-address child: it only holds a SYN qhash rule."""
+
+    __slots__ = ("loc_addr", "qhash_set", "vlan_id")
+
+    def __init__(self, loc_addr: bytes, vlan_id: int) -> None:
+        self.loc_addr = loc_addr
+        self.vlan_id = vlan_id
+        self.qhash_set = True
+
+
+class CmNode:
+    """``irdma_cm_node``: one half connection in the node table."""
+
+    __slots__ = (
+        "accelerated", "accept_pend", "ack_rcvd", "ah_valid", "client", "close_entry",
+        "cm_id", "conn", "do_lpb", "ipv4", "ird_size", "listener", "loc_ack_num",
+        "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
+        "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
+        "pdata_size", "qhash_pending", "qhash_set", "qp", "qp_linked", "rcv_mark_en",
+        "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_addr",
+        "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
+        "snd_mark_en", "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
+    )
+
+    def __init__(self, conn: int, loc_addr: bytes, loc_port: int, rem_addr: bytes,
+                 rem_port: int, vlan_id: int) -> None:
+        self.conn = conn
+        self.state = CmState.UNKNOWN
+        self.refcnt = 1
+        self.ipv4 = len(loc_addr) == 4
+        self.loc_addr = loc_addr
+        self.loc_port = loc_port
+        self.rem_addr = rem_addr
+        self.rem_port = rem_port
+        self.vlan_id = vlan_id
+        self.user_pri = 0
+        self.tos = 0
+        self.rem_mac = b""
+        self.do_lpb = False
+        self.client = False
+        self.listener: Listener | None = None
+        self.cm_id = False
+        self.qp_linked = False
+        self.loc_seq_num = 0
+        self.loc_ack_num = 0
+        self.rem_ack_num = 0
+        self.rcv_nxt = 0
+        self.rcv_wnd = 0xFFFF
+        self.snd_wnd = 0
+        self.max_snd_wnd = 0
+        self.snd_wscale = 0
+        self.rcv_wscale = 2
+        self.mss = 1460
+        self.loc_id = 0x3B47
+        self.mpa_frame_rev = 2
+        self.mpav2_ird_ord = 0
+        self.ird_size = 0
+        self.ord_size = 0
+        self.send_rdma0_op = Rdma0Op.READ_ZERO
+        self.passive_state = 0
+        self.accept_pend = False
+        self.accelerated = False
+        self.ack_rcvd = False
+        self.snd_mark_en = False
+        self.rcv_mark_en = False
+        self.pdata = b""
+        self.pdata_size = 0
+        self.ah_valid = False
+        self.qhash_set = False
+        self.qhash_pending = False
+        self.send_entry: SendEntry | None = None
+        self.close_entry: CloseEntry | None = None
+        self.qp: Any = None
+        self.lsmm_size = 0
+        self.rts_deadline: int | None = None
+
+    @property
+    def key(self) -> tuple[bytes, int, bytes, int, int]:
+        """The node-table key of ``irdma_find_node``: addresses, ports and VLAN."""
+        return (self.loc_addr, self.loc_port, self.rem_addr, self.rem_port, self.vlan_id)
+
+    @property
+    def tcp_cntxt(self) -> TcpContext:
+        """The kernel's ``tcp_cntxt`` grouping, as a snapshot."""
+        return TcpContext(self.client, self.loc_id, self.loc_seq_num, self.loc_ack_num,
+                          self.rem_ack_num, self.rcv_nxt, self.rcv_wnd, self.snd_wnd,
+                          self.max_snd_wnd, self.snd_wscale, self.rcv_wscale, self.mss)
+
+
+def segment_key(seg: Segment, vlan_id: int) -> tuple[bytes, int, bytes, int, int]:
+    """The node-table key a received segment looks up (local = destination)."""
+    return (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)

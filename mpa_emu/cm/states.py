@@ -1,0 +1,94 @@
+"""The kernel's state and input vocabulary (cm.h), with the kernel's names and values."""
+
+from __future__ import annotations
+
+from enum import Enum, IntEnum
+
+
+class CmState(IntEnum):
+    """``enum irdma_cm_node_state`` without the ``IRDMA_CM_STATE_`` prefix.
+
+    The numeric order matters: ``irdma_dec_refcnt_listen`` compares ``state >=
+    FIN_WAIT1``.
+    """
+
+    UNKNOWN = 0
+    INITED = 1
+    LISTENING = 2
+    SYN_RCVD = 3
+    SYN_SENT = 4
+    ONE_SIDE_ESTABLISHED = 5
+    ESTABLISHED = 6
+    ACCEPTING = 7
+    MPAREQ_SENT = 8
+    MPAREQ_RCVD = 9
+    MPAREJ_RCVD = 10
+    OFFLOADED = 11
+    FIN_WAIT1 = 12
+    FIN_WAIT2 = 13
+    CLOSE_WAIT = 14
+    TIME_WAIT = 15
+    LAST_ACK = 16
+    CLOSING = 17
+    LISTENER_DESTROYED = 18
+    CLOSED = 19
+
+
+class CmEventType(IntEnum):
+    """``enum irdma_cm_event_type``: the internal events posted to the ordered
+    ``iwarp-event-wq`` by ``irdma_create_event``."""
+
+    UNKNOWN = 0
+    ESTABLISHED = 1
+    MPA_REQ = 2
+    MPA_CONNECT = 3
+    MPA_ACCEPT = 4
+    MPA_REJECT = 5
+    MPA_ESTABLISHED = 6
+    CONNECTED = 7
+    RESET = 8
+    ABORTED = 9
+
+
+class ListenerState(IntEnum):
+    """``enum irdma_cm_listener_state`` (a bit mask; EITHER is a search mask only)."""
+
+    PASSIVE = 1
+    ACTIVE = 2
+    EITHER = 3
+
+
+class Input(Enum):
+    """What a node reacts to: the packet classes of ``irdma_process_pkt`` and the local
+    actions of spec 2.3. ``ACK`` and ``ACK_DATA`` have passed ``irdma_check_seq``; ``MPA``
+    is ``irdma_handle_rcv_mpa``, reached from the ``ACK_DATA`` rows; ``FIN`` is
+    ``irdma_handle_fin_pkt``, reached after an accepted ACK or for a FIN-only segment
+    that passed ``irdma_check_seq``; ``NONE`` is a segment with no SYN, ACK, RST or FIN."""
+
+    SYN = "SYN"
+    SYNACK = "SYNACK"
+    ACK = "ACK"
+    ACK_DATA = "ACK_DATA"
+    MPA = "MPA"
+    FIN = "FIN"
+    RST = "RST"
+    NONE = "NONE"
+    CONNECT = "connect"
+    ACCEPT = "accept"
+    REJECT = "reject"
+    CLOSE = "close"
+    DESTROY_LISTEN = "destroy_listen"
+    RETRANS_EXPIRED = "retrans_expired"
+    CLOSE_TIMER = "close_timer"
+    QHASH_DONE = "qhash_done"
+
+
+# atomic passive_state values (cm.h)
+PASSIVE_STATE_INDICATED = 0
+DO_NOT_SEND_RESET_EVENT = 1
+SEND_RESET_EVENT = 2
+
+NO_VLAN = 0xFFFF
+"""The kernel's "no VLAN" sentinel for vlan_id (``rdma_vlan_dev_vlan_id`` of a plain
+netdev); VLAN_N_VID is 4096."""
+VLAN_N_VID = 4096

@@ -1,0 +1,105 @@
+"""TCP as the irdma CM does it: sequence checks, option parsing and the SYN options.
+
+Only what cm.c implements: no reassembly, no SACK, no timestamps, no PSH.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+SEQ_MOD = 1 << 32
+
+OPTION_NUM_EOL = 0
+OPTION_NUM_NONE = 1
+OPTION_NUM_MSS = 2
+OPTION_NUM_WINDOW_SCALE = 3
+
+MTU_TO_MSS_IPV4 = 40  # IRDMA_MTU_TO_MSS_IPV4
+MTU_TO_MSS_IPV6 = 60  # IRDMA_MTU_TO_MSS_IPV6
+MIN_MTU_IPV4 = 576  # IRDMA_MIN_MTU_IPV4
+MIN_MTU_IPV6 = 1280  # IRDMA_MIN_MTU_IPV6
+CM_DEFAULT_MSS = 536  # IRDMA_CM_DEFAULT_MSS
+CM_DEFAULT_RCV_WND_SCALED = 0x3FFFC  # IRDMA_CM_DEFAULT_RCV_WND_SCALED
+
+
+def between(seq: int, low: int, high: int) -> bool:
+    """The kernel's wrap-safe ``between(seq1, seq2, seq3)``: ``seq2 <= seq1 <= seq3``."""
+    return (high - low) % SEQ_MOD >= (seq - low) % SEQ_MOD
+
+
+def check_seq(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int, rcv_wnd: int) -> bool:
+    """``irdma_check_seq``: the peer acknowledged everything we sent, and its sequence
+    number lies in ``[rcv_nxt, rcv_nxt + rcv_wnd]``. The ACK field is compared even when
+    the ACK flag is clear."""
+    return ack == loc_seq_num and between(seq, rcv_nxt, (rcv_nxt + rcv_wnd) % SEQ_MOD)
+
+
+@dataclass(frozen=True, slots=True)
+class OptionResult:
+    """Outcome of ``irdma_process_options``.
+
+    ``error`` is None when the options were accepted, otherwise a reason text;
+    ``hang`` is True when the kernel would loop forever (an option other than EOL, NOP
+    and MSS with length 0). ``mss`` and ``snd_wscale`` are the node's values after the
+    parse (unchanged fields keep the value passed in).
+    """
+
+    mss: int
+    snd_wscale: int
+    error: str | None = None
+    hang: bool = False
+
+
+def process_options(options: bytes, *, syn: bool, ipv4: bool, mss: int,
+                    snd_wscale: int) -> OptionResult:
+    """``irdma_process_options`` over the raw option bytes of one segment.
+
+    EOL stops; NOP advances one byte; MSS must have length 4 and a value of at least
+    536 (IPv4) / 1220 (IPv6), and only lowers the MSS; window scale is taken with no
+    length check and no cap; anything else is skipped by its length. A SYN with options
+    but no MSS falls back to 536. Reading past the option bytes reads zeros (the kernel
+    reads the bytes that follow, our codec pads with EOL).
+    """
+    offset = 0
+    size = len(options)
+    got_mss = False
+
+    def byte(i: int) -> int:
+        return options[i] if i < size else 0
+
+    while offset < size:
+        kind = byte(offset)
+        if kind == OPTION_NUM_EOL:
+            break
+        if kind == OPTION_NUM_NONE:
+            offset += 1
+            continue
+        length = byte(offset + 1)
+        if kind == OPTION_NUM_MSS:
+            got_mss = True
+            if length != 4:
+                return OptionResult(mss, snd_wscale, f"MSS option length {length} != 4")
+            value = (byte(offset + 2) << 8) | byte(offset + 3)
+            floor_mtu, to_mss = ((MIN_MTU_IPV4, MTU_TO_MSS_IPV4) if ipv4
+                                 else (MIN_MTU_IPV6, MTU_TO_MSS_IPV6))
+            if value + to_mss < floor_mtu:
+                return OptionResult(mss, snd_wscale,
+                                    f"MSS {value} below {floor_mtu - to_mss}")
+            mss = min(mss, value)
+        elif kind == OPTION_NUM_WINDOW_SCALE:
+            snd_wscale = byte(offset + 2)
+        if length == 0:
+            # offset += 0: irdma_process_options spins on this option forever.
+            return OptionResult(mss, snd_wscale, f"option {kind} with length 0",
+                                hang=True)
+        offset += length
+    if not got_mss and syn:
+        mss = CM_DEFAULT_MSS
+    return OptionResult(mss, snd_wscale)
+
+
+def syn_options(mss: int, rcv_wscale: int) -> bytes:
+    """``irdma_send_syn``: MSS, window scale and EOL: ``02 04 MSS 03 03 shift 00``."""
+    return struct.pack("!BBHBBBB", OPTION_NUM_MSS, 4, mss & 0xFFFF,
+                       OPTION_NUM_WINDOW_SCALE, 3, rcv_wscale & 0xFF, OPTION_NUM_EOL)

@@ -1,0 +1,94 @@
+"""Read-only snapshots of the core's nodes and listeners for users and other modules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpa_emu.cm.node import CmNode, Listener
+from mpa_emu.cm.states import CmState, ListenerState
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """One ``irdma_cm_node`` as seen from outside, with the kernel's field names.
+
+    ``client`` is ``tcp_cntxt.client`` (the active side); ``vlan_id`` is 0xFFFF when
+    untagged; ``send_rdma0_op`` is ``"read"`` or ``"write"``; ``refcnt`` counts the
+    references the kernel would hold (base, retransmission entry, queued events, pending
+    qhash completion).
+    """
+
+    conn: int
+    state: CmState
+    client: bool
+    loc_addr: bytes
+    loc_port: int
+    rem_addr: bytes
+    rem_port: int
+    vlan_id: int
+    loc_seq_num: int
+    loc_ack_num: int
+    rem_ack_num: int
+    rcv_nxt: int
+    snd_wnd: int
+    snd_wscale: int
+    rcv_wscale: int
+    mss: int
+    mpa_frame_rev: int
+    ird_size: int
+    ord_size: int
+    send_rdma0_op: str
+    passive_state: int
+    accept_pend: bool
+    ack_rcvd: bool
+    accelerated: bool
+    do_lpb: bool
+    ah_valid: bool
+    refcnt: int
+    retransmitting: bool
+    close_timer: bool
+    listener: int | None
+    offloaded_qp: bool
+
+    @classmethod
+    def of(cls, n: CmNode) -> NodeView:
+        """Snapshot a node."""
+        return cls(
+            conn=n.conn, state=n.state, client=n.client, loc_addr=n.loc_addr,
+            loc_port=n.loc_port, rem_addr=n.rem_addr, rem_port=n.rem_port,
+            vlan_id=n.vlan_id, loc_seq_num=n.loc_seq_num, loc_ack_num=n.loc_ack_num,
+            rem_ack_num=n.rem_ack_num, rcv_nxt=n.rcv_nxt, snd_wnd=n.snd_wnd,
+            snd_wscale=n.snd_wscale, rcv_wscale=n.rcv_wscale, mss=n.mss,
+            mpa_frame_rev=n.mpa_frame_rev, ird_size=n.ird_size, ord_size=n.ord_size,
+            send_rdma0_op=n.send_rdma0_op.value, passive_state=n.passive_state,
+            accept_pend=n.accept_pend, ack_rcvd=n.ack_rcvd, accelerated=n.accelerated,
+            do_lpb=n.do_lpb, ah_valid=n.ah_valid, refcnt=n.refcnt,
+            retransmitting=n.send_entry is not None, close_timer=n.close_entry is not None,
+            listener=n.listener.ident if n.listener is not None else None,
+            offloaded_qp=n.qp is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerView:
+    """One listener (``irdma_cm_listener``) as seen from outside."""
+
+    ident: int
+    loc_addr: bytes
+    loc_port: int
+    ipv4: bool
+    vlan_id: int
+    wildcard: bool
+    backlog: int
+    pend_accepts_cnt: int
+    state: ListenerState
+    refcnt: int
+    children: tuple[tuple[bytes, int, bool], ...]
+    """(address, vlan_id, qhash_set) of each wildcard child."""
+
+    @classmethod
+    def of(cls, lst: Listener) -> ListenerView:
+        """Snapshot a listener."""
+        return cls(lst.ident, lst.loc_addr, lst.loc_port, lst.ipv4, lst.vlan_id,
+                   lst.wildcard, lst.backlog, lst.pend_accepts_cnt, lst.listener_state,
+                   lst.refcnt, tuple((c.loc_addr, c.vlan_id, c.qhash_set)
+                                     for c in lst.children))
