@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "peer": "mpa_emu.cli.peer",
     "live": "mpa_emu.cli.live",
     "inspect": "mpa_emu.cli.inspect",
+    "replay": "mpa_emu.cli.replay",
 }
 
 

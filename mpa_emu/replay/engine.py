@@ -1,0 +1,448 @@
+"""Drive one :class:`~mpa_emu.cm.core.CmCore` with the frames of a recording.
+
+The emulated host is an irdma node with default settings. Frames it did not send are
+injected at their recorded times on the virtual clock; the application around it is
+scripted from the recording itself:
+
+* passive flows: a listener on every port that receives a SYN; each MPA request is
+  accepted or rejected at the time the recorded host answered it, with the recorded
+  private data (``on_request="auto"``), or always accepted / rejected;
+* active flows: ``connect`` at the recorded first SYN, to the recorded peer, from the
+  recorded port, with the private data and IRD/ORD of the recorded MPA request;
+* after offload: a disconnect (graceful for a FIN, abortive for a RST) when the recorded
+  host's NIC sent its first FIN or RST.
+
+Sequence numbers: the core picks its own ISNs, so each connection gets an offset from
+the emulator's sequence space to the recording's, fixed by the first SYN or SYN-ACK the
+emulator sends and the recorded one (or by the first frames when the recorded host sent
+no SYN). Emitted ``seq`` values are compared through it and injected ``ack`` values are
+translated back through it, so the peer's frames acknowledge what the emulator sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.core import CmCore
+from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.mpa import MpaFormatError, decode_frame
+from mpa_emu.replay.recording import FlowKey, Frame, Recording, mpa_kind, offload_classes
+from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.trace import Trace, TraceRecord
+
+MASK32 = 0xFFFFFFFF
+_RESTART_WINDOW = 1 << 16
+"""A recorded SYN whose seq is within this distance after the previous one continues the
+same connection (a v2 to v1 retry SYN carries ISN+1+L); further away it starts a new one."""
+_TIMER_LOOP_GUARD = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How the scripted application behaves and how long to run."""
+
+    on_request: str = "auto"
+    backlog: int = 4096
+    horizon_ns: int = 400_000_000_000
+    """How long past the capture's last frame timers keep running (extra frames)."""
+    seed: int = 0
+    config: CmConfig = field(default_factory=CmConfig)
+    keep_trace: bool = False
+
+
+@dataclass(slots=True)
+class Emitted:
+    """A frame the emulator sent."""
+
+    index: int
+    time_ns: int
+    seg: Segment
+    comment: str
+    conn: int | None
+    flow: FlowKey
+    seq_delta: int
+    after_frame: int
+    """Capture frame number processed last before this frame was emitted (0: none)."""
+    state: str
+
+    @property
+    def mapped_seq(self) -> int:
+        """``seq`` in the recording's sequence space."""
+        return (self.seg.seq + self.seq_delta) & MASK32
+
+
+@dataclass(slots=True)
+class Injection:
+    """What happened to one injected frame."""
+
+    frame: Frame
+    seg: Segment
+    """The segment as injected (ack translated to the emulator's sequence space)."""
+    state_before: str
+    state_after: str
+    records: list[TraceRecord]
+    upcalls: list[Upcall]
+    skipped: str = ""
+
+
+@dataclass(slots=True)
+class AppAction:
+    """A verb the scripted application called."""
+
+    time_ns: int
+    frame: int
+    verb: str
+    flow: FlowKey
+    detail: str
+    error: str = ""
+
+
+@dataclass(slots=True)
+class FlowRun:
+    """Per-flow bookkeeping during a run."""
+
+    key: FlowKey
+    starts: list[int]
+    next_start: int = 0
+    delta: int | None = None
+    delta_conn: int | None = None
+    conn: int | None = None
+    first_outbound_seq: int | None = None
+    states: list[tuple[int, str]] = field(default_factory=list)
+    log: list[tuple[bool, Segment]] = field(default_factory=list)
+    """Frames of the flow in the order the emulator saw them: (sent by emulator, seg)."""
+
+    def next_isn(self) -> int | None:
+        if self.next_start < len(self.starts):
+            isn = self.starts[self.next_start]
+            self.next_start += 1
+            return isn
+        return None
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything the comparison and the report need."""
+
+    emitted: list[Emitted]
+    injections: list[Injection]
+    actions: list[AppAction]
+    upcalls: list[Upcall]
+    flows: dict[FlowKey, FlowRun]
+    last_frame: int
+    notes: list[str]
+
+
+def _recorded_starts(frames: list[Frame]) -> list[int]:
+    starts: list[int] = []
+    for f in frames:
+        if f.outbound and f.seg.flags & SYN:
+            if starts and (f.seg.seq - starts[-1]) & MASK32 < _RESTART_WINDOW:
+                continue
+            starts.append(f.seg.seq)
+    return starts
+
+
+class Engine:
+    """One replay run: build with a recording, call :meth:`run`."""
+
+    def __init__(self, rec: Recording, options: EngineOptions,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        self.rec = rec
+        self.opt = options
+        self.progress = progress
+        self.trace = Trace(keep=True)
+        self.core = CmCore("replay", rec.mac or b"\x02\x00\x00\x00\x00\x01", options.config,
+                           seed=options.seed, trace=self.trace)
+        self.now = 0
+        self.position = 0
+        self.emitted: list[Emitted] = []
+        self.injections: list[Injection] = []
+        self.actions: list[AppAction] = []
+        self.upcalls: list[Upcall] = []
+        self.notes: list[str] = []
+        self.flows: dict[FlowKey, FlowRun] = {
+            key: FlowRun(key, _recorded_starts(flow.frames))
+            for key, flow in rec.flows.items()}
+        self._by_ports: dict[tuple[int, bytes, int], FlowKey] = {
+            (k[1], k[2], k[3]): k for k in rec.flows}
+        self._conn_flow: dict[int, FlowKey] = {}
+        self._pending: list[tuple[str, FlowKey, bytes]] = []
+        self._replies: dict[FlowKey, Frame] = {}
+        self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
+
+    # ---- setup ---------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        rec, core = self.rec, self.core
+        core.add_address(rec.ip, vlan=rec.vlan, now_ns=0)
+        for ip, mac in sorted(rec.neighbours.items()):
+            core.set_neighbour(ip, mac)
+        ports: dict[tuple[int, int | None], None] = {}
+        for flow in rec.flows.values():
+            for f in flow.frames:
+                if not f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
+                    ports[(flow.key[1], flow.key[4])] = None
+                    break
+        for port, vlan in ports:
+            try:
+                core.create_listen(rec.ip, port, backlog=self.opt.backlog, ipv6=rec.ipv6,
+                                   vlan=vlan, now_ns=0)
+                self.actions.append(AppAction(0, 0, "listen", (rec.ip, port, b"", 0, vlan),
+                                              f"port {port} backlog {self.opt.backlog}"))
+            except CmError as exc:
+                self.notes.append(f"listen on port {port} refused: {exc}")
+
+    def _script(self) -> list[tuple[int, int, int, str, FlowKey]]:
+        """Timeline: (time, frame number, order, what, flow) for every recorded frame and
+        every scripted verb, in capture order."""
+        items: list[tuple[int, int, int, str, FlowKey]] = []
+        for f in self.rec.frames:
+            items.append((f.time_ns, f.number, 1, "frame", f.flow))
+        for key, flow in self.rec.flows.items():
+            first_syn = next((f for f in flow.frames if f.seg.flags & SYN
+                              and not f.seg.flags & ACK), None)
+            if first_syn is not None and first_syn.outbound:
+                items.append((first_syn.time_ns, first_syn.number, 0, "connect", key))
+            reply = next((f for f in flow.frames if f.outbound
+                          and mpa_kind(f.seg.payload) in ("reply", "reject")), None)
+            if reply is not None and not flow.active:
+                self._replies[key] = reply
+                items.append((reply.time_ns, reply.number, 0, "answer", key))
+            closing = self._first_nic_close(flow.frames)
+            if closing is not None:
+                items.append((closing.time_ns, closing.number, 0, "disconnect", key))
+        items.sort(key=lambda it: (it[0], it[1], it[2]))
+        return items
+
+    @staticmethod
+    def _first_nic_close(frames: list[Frame]) -> Frame | None:
+        classes = offload_classes([(f.outbound, f.seg) for f in frames])
+        for f, nic in zip((f for f in frames if f.outbound), classes, strict=True):
+            if nic and f.seg.flags & (FIN | RST):
+                return f
+        return None
+
+    # ---- run -------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        """Replay the whole recording, then run timers up to the horizon.
+
+        An exception escaping the core is an emulator bug (design: assertions); it ends
+        the run and is reported as a note, so the user still gets a verdict.
+        """
+        try:
+            self._setup()
+            self._play()
+        except CmError as exc:
+            self.notes.append(f"a verb was refused unexpectedly: {exc}")
+        except Exception as exc:
+            self.notes.append(f"emulator failure after frame {self.position}: "
+                              f"{type(exc).__name__}: {exc}")
+        if self.progress is not None:
+            self.progress(len(self.rec.frames), len(self.rec.frames))
+        last = max((f.number for f in self.rec.frames), default=0)
+        return RunResult(self.emitted, self.injections, self.actions, self.upcalls,
+                         self.flows, last, self.notes)
+
+    def _play(self) -> None:
+        frames_by_number = self._by_number
+        items = self._script()
+        total = len(self.rec.frames)
+        done = 0
+        for time_ns, number, _order, what, key in items:
+            self._advance(time_ns)
+            self.now = max(self.now, time_ns)
+            if what == "frame":
+                frame = frames_by_number[number]
+                if not frame.outbound:
+                    self._inject(frame)
+                self.position = number
+                done += 1
+                if self.progress is not None and done % 2048 == 0:
+                    self.progress(done, total)
+            elif what == "connect":
+                self._connect(key, number)
+            elif what == "answer":
+                self._answer(key, number, self._replies[key])
+            else:
+                self._disconnect(key, number)
+            self._drain()
+        self.position = max((f.number for f in self.rec.frames), default=0)
+        self._advance(self.rec.end_ns + self.opt.horizon_ns)
+
+    def _advance(self, until_ns: int) -> None:
+        """Fire every timer due at or before ``until_ns``."""
+        guard = 0
+        while True:
+            due = self.core.get_timer()
+            if due is None or due > until_ns:
+                return
+            self.now = max(self.now, due)
+            self.core.handle_timer(self.now)
+            self._drain()
+            guard += 1
+            if guard > _TIMER_LOOP_GUARD:
+                self.notes.append(f"timer loop stopped at {self.now} ns: the core kept a "
+                                  "deadline in the past")
+                return
+
+    def _state(self, conn: int | None) -> str:
+        if conn is None:
+            return ""
+        view = self.core.node(conn)
+        return view.state.name if view is not None else "freed"
+
+    def _drain(self) -> None:
+        core = self.core
+        for tx in core.frames_to_send():
+            if tx.loopback:
+                continue
+            seg = tx.segment
+            key: FlowKey = (seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+            run = self.flows.get(key)
+            if run is None:
+                run = self.flows[key] = FlowRun(key, [])
+            if seg.flags & SYN and (run.delta is None or tx.conn != run.delta_conn):
+                isn = run.next_isn()
+                if isn is not None:
+                    run.delta = (isn - seg.seq) & MASK32
+                    run.delta_conn = tx.conn
+            if run.delta is None:
+                first = next((f.seg.seq for f in self.rec.flows[key].frames if f.outbound),
+                             None) if key in self.rec.flows else None
+                run.delta = ((first - seg.seq) & MASK32) if first is not None else 0
+                run.delta_conn = tx.conn
+            conn = tx.conn if tx.conn is not None else run.conn
+            state = self._state(conn)
+            self.emitted.append(Emitted(len(self.emitted) + 1, self.now, seg, tx.comment,
+                                        conn, key, run.delta, self.position, state))
+            run.log.append((True, seg))
+            if state:
+                run.states.append((self.now, state))
+        while (ev := core.next_event()) is not None:
+            self.upcalls.append(ev)
+            self._on_upcall(ev)
+        while self._pending:
+            verb, key, pdata = self._pending.pop(0)
+            self._decide(key, verb, pdata, self.position)
+
+    def _flow_of(self, ev: Upcall) -> FlowKey | None:
+        return self._by_ports.get((ev.local_port, ev.remote_ip, ev.remote_port))
+
+    def _on_upcall(self, ev: Upcall) -> None:
+        key = self._conn_flow.get(ev.conn) or self._flow_of(ev)
+        if key is None:
+            return
+        self._conn_flow[ev.conn] = key
+        run = self.flows[key]
+        run.conn = ev.conn
+        if self.injections and self.injections[-1].frame.flow == key:
+            self.injections[-1].upcalls.append(ev)
+        if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
+                and key not in self._replies:
+            self._pending.append((self.opt.on_request, key, b""))
+
+    def _inject(self, frame: Frame) -> None:
+        run = self.flows[frame.flow]
+        seg = frame.seg
+        before = self._state(run.conn)
+        if frame.nic_dropped:
+            self.injections.append(Injection(frame, seg, before, before, [], [],
+                                             f"dropped by the NIC: {frame.nic_dropped}"))
+            return
+        if run.delta is not None and (seg.flags & ACK or seg.ack):
+            seg = dataclasses.replace(seg, ack=(seg.ack - run.delta) & MASK32)
+        mark = len(self.trace.records)
+        self.core.receive(seg, self.now)
+        run.log.append((False, seg))
+        records = self.trace.records[mark:] if self.opt.keep_trace else []
+        if run.conn is None and seg.flags & SYN and not seg.flags & ACK:
+            # A passive node is created by this SYN: find it by its 4-tuple.
+            for conn in self.core.conns():
+                view = self.core.node(conn)
+                if view is not None and (view.loc_port, view.rem_addr, view.rem_port) == (
+                        frame.flow[1], frame.flow[2], frame.flow[3]):
+                    run.conn = conn
+                    self._conn_flow[conn] = frame.flow
+        after = self._state(run.conn)
+        if after:
+            run.states.append((self.now, after))
+        self.injections.append(Injection(frame, seg, before, after, records, []))
+        if not self.opt.keep_trace:
+            self.trace.records.clear()
+
+    # ---- scripted application --------------------------------------------------------
+
+    def _connect(self, key: FlowKey, number: int) -> None:
+        flow = self.rec.flows[key]
+        request = next((f for f in flow.frames if f.outbound
+                        and mpa_kind(f.seg.payload) == "request"), None)
+        pdata, ird, ord_ = b"", 16, 16
+        detail = "no recorded MPA request: empty private data, IRD/ORD 16/16"
+        if request is not None:
+            try:
+                mpa = decode_frame(request.seg.payload)
+                pdata = mpa.private_data
+                if mpa.rtr is not None:
+                    ird, ord_ = mpa.rtr.ird, mpa.rtr.ord
+                detail = (f"private data {len(pdata)} bytes and IRD/ORD {ird}/{ord_} from "
+                          f"frame {request.number}")
+            except MpaFormatError as exc:
+                detail = f"recorded MPA request (frame {request.number}) unreadable: {exc}"
+        action = AppAction(self.now, number, "connect", key, detail)
+        self.actions.append(action)
+        try:
+            conn = self.core.connect(key[0], key[2], key[3], local_port=key[1],
+                                     private_data=pdata, ird=ird, ord=ord_, now_ns=self.now)
+        except CmError as exc:
+            action.error = str(exc)
+            return
+        run = self.flows[key]
+        run.conn = conn
+        self._conn_flow[conn] = key
+
+    def _answer(self, key: FlowKey, number: int, reply: Frame) -> None:
+        verb = self.opt.on_request
+        if verb == "auto":
+            verb = "reject" if mpa_kind(reply.seg.payload) == "reject" else "accept"
+        try:
+            pdata = decode_frame(reply.seg.payload).private_data
+        except MpaFormatError:
+            pdata = b""
+        self._decide(key, verb, pdata, number)
+
+    def _decide(self, key: FlowKey, verb: str, pdata: bytes, number: int) -> None:
+        run = self.flows[key]
+        action = AppAction(self.now, number, verb, key,
+                           f"private data {len(pdata)} bytes")
+        self.actions.append(action)
+        if run.conn is None:
+            action.error = "no connection request to answer"
+            return
+        try:
+            if verb == "accept":
+                self.core.accept(run.conn, private_data=pdata, now_ns=self.now)
+            else:
+                self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
+        except CmError as exc:
+            action.error = str(exc)
+
+    def _disconnect(self, key: FlowKey, number: int) -> None:
+        run = self.flows[key]
+        frame = self._by_number[number]
+        graceful = not frame.seg.flags & RST
+        action = AppAction(self.now, number, "disconnect", key,
+                           "graceful (FIN)" if graceful else "abortive (RST)")
+        self.actions.append(action)
+        if run.conn is None:
+            action.error = "no connection"
+            return
+        try:
+            self.core.disconnect(run.conn, graceful=graceful, now_ns=self.now)
+        except CmError as exc:
+            action.error = str(exc)

@@ -1,0 +1,313 @@
+"""A capture seen from the emulated host: its frames, split into flows and directions.
+
+Every TCP frame of the capture is either *sent by* the emulated address (an expectation
+the emulator must reproduce) or *received by* it (a frame to inject). Frames of other
+hosts and non-TCP frames are kept out of the replay and counted.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpa_emu import codec
+from mpa_emu.addr import ip_text
+from mpa_emu.capture import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
+from mpa_emu.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
+from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+
+# A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
+FlowKey = tuple[bytes, int, bytes, int, int | None]
+
+
+class RecordingError(ValueError):
+    """Bad input for replay: unreadable file, not Ethernet, no frames of the address."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One TCP frame of the capture."""
+
+    number: int
+    """1-based frame number in the capture file (as Wireshark numbers it)."""
+    time_ns: int
+    """Time relative to the capture's first frame."""
+    seg: Segment
+    outbound: bool
+    """True when the emulated address sent it."""
+    flow: FlowKey
+    nic_dropped: str = ""
+    """Why the receiving NIC would drop this frame before the CM sees it (bad checksum)."""
+
+
+@dataclass(slots=True)
+class Flow:
+    """Frames of one TCP conversation of the emulated host, in capture order."""
+
+    key: FlowKey
+    frames: list[Frame] = field(default_factory=list)
+
+    @property
+    def outbound(self) -> list[Frame]:
+        """Frames the emulated host sent."""
+        return [f for f in self.frames if f.outbound]
+
+    @property
+    def active(self) -> bool:
+        """True when the emulated host sent the first SYN (without ACK) of the flow."""
+        for f in self.frames:
+            if f.seg.flags & SYN and not f.seg.flags & ACK:
+                return f.outbound
+        return False
+
+
+@dataclass(slots=True)
+class Recording:
+    """The capture from the point of view of ``ip``."""
+
+    path: str
+    ip: bytes
+    frames: list[Frame]
+    flows: dict[FlowKey, Flow]
+    mac: bytes
+    vlan: int | None
+    neighbours: dict[bytes, bytes]
+    total_frames: int
+    ignored: dict[str, int]
+    end_ns: int
+    start_ns: int
+    """Absolute time of the first frame (ns since the epoch)."""
+
+    @property
+    def ipv6(self) -> bool:
+        return len(self.ip) == 16
+
+
+def _checksum_fixed(frame: bytes) -> bytes:
+    """The same frame with its IPv4 header and TCP checksums recomputed (a capture taken
+    at the sending host shows checksums the NIC fills in later)."""
+    buf = bytearray(frame)
+    off = 14
+    ethertype = struct.unpack_from("!H", buf, 12)[0]
+    if ethertype == 0x8100:
+        ethertype = struct.unpack_from("!H", buf, 16)[0]
+        off = 18
+    if ethertype == 0x0800:
+        ihl = (buf[off] & 0xF) * 4
+        total = struct.unpack_from("!H", buf, off + 2)[0]
+        struct.pack_into("!H", buf, off + 10, 0)
+        struct.pack_into("!H", buf, off + 10, codec.internet_checksum(bytes(buf[off:off + ihl])))
+        src, dst = bytes(buf[off + 12:off + 16]), bytes(buf[off + 16:off + 20])
+        tcp_off, tcp_len = off + ihl, total - ihl
+        pseudo = src + dst + struct.pack("!BBH", 0, 6, tcp_len)
+    else:
+        tcp_len = struct.unpack_from("!H", buf, off + 4)[0]
+        src, dst = bytes(buf[off + 8:off + 24]), bytes(buf[off + 24:off + 40])
+        tcp_off = off + 40
+        pseudo = src + dst + struct.pack("!IxxxB", tcp_len, 6)
+    struct.pack_into("!H", buf, tcp_off + 16, 0)
+    csum = codec.internet_checksum(pseudo + bytes(buf[tcp_off:tcp_off + tcp_len]))
+    struct.pack_into("!H", buf, tcp_off + 16, csum)
+    return bytes(buf)
+
+
+_CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
+
+
+def load(path: str | Path, ip: bytes) -> Recording:
+    """Read ``path`` and classify its TCP frames relative to the address ``ip``.
+
+    Raises :class:`RecordingError` for an unreadable file, a non-Ethernet capture, or a
+    capture with no TCP frame sent or received by ``ip``.
+    """
+    raws: list[CaptureRecord] = []
+    try:
+        raws.extend(read_capture(path))
+    except CaptureError as exc:
+        raise RecordingError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not raws:
+        raise RecordingError(f"{path}: the capture holds no frames")
+    bad_links = {r.linktype for r in raws if r.linktype != LINKTYPE_ETHERNET}
+    if bad_links:
+        raise RecordingError(f"{path}: not Ethernet (link type {min(bad_links)}); replay "
+                             "needs Ethernet frames, with or without 802.1Q")
+    t0 = next((r.time_ns for r in raws if r.time_ns is not None), 0)
+    last_ns = t0
+    frames: list[Frame] = []
+    flows: dict[FlowKey, Flow] = {}
+    ignored: dict[str, int] = {}
+    mac = b""
+    vlan: int | None = None
+    neighbours: dict[bytes, bytes] = {}
+    decode = codec.decode
+    for number, raw in enumerate(raws, start=1):
+        nic_dropped = ""
+        if raw.time_ns is not None:
+            last_ns = raw.time_ns
+        try:
+            seg = decode(raw.frame)
+        except codec.DecodeError as exc:
+            if exc.reason not in _CHECKSUM_FAILURES:
+                ignored[str(exc.reason)] = ignored.get(str(exc.reason), 0) + 1
+                continue
+            seg = decode(_checksum_fixed(raw.frame))
+            nic_dropped = str(exc)
+        if seg.src_ip == ip:
+            outbound = True
+            key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+            nic_dropped = ""  # checksum offload: the sender's NIC fills them in later
+            if not mac:
+                mac, vlan = seg.src_mac, seg.vlan
+            neighbours.setdefault(seg.dst_ip, seg.dst_mac)
+        elif seg.dst_ip == ip:
+            outbound = False
+            key = (ip, seg.dport, seg.src_ip, seg.sport, seg.vlan)
+            if not mac:
+                mac, vlan = seg.dst_mac, seg.vlan
+            neighbours[seg.src_ip] = seg.src_mac
+        else:
+            ignored["other hosts"] = ignored.get("other hosts", 0) + 1
+            continue
+        frame = Frame(number, last_ns - t0, seg, outbound, key, nic_dropped)
+        frames.append(frame)
+        flow = flows.get(key)
+        if flow is None:
+            flow = flows[key] = Flow(key)
+        flow.frames.append(frame)
+    if not frames:
+        raise RecordingError(f"{path}: no TCP frames sent or received by {ip_text(ip)}")
+    frames.sort(key=lambda f: (f.time_ns, f.number))
+    return Recording(str(path), ip, frames, flows, mac, vlan, neighbours, len(raws), ignored,
+                     last_ns - t0, t0)
+
+
+# ---- what a segment carries, in MPA terms ------------------------------------------
+
+def offload_classes(frames: Sequence[tuple[bool, Segment]]) -> list[bool]:
+    """For each frame sent by the emulated host (``outbound``), in order: True when only
+    the NIC's QP produces it.
+
+    The hand-off point is the accepting MPA reply (R=0). A passive host's frames after
+    its reply are the QP's. An active host's first pure ACK after the reply is the CM's
+    (``irdma_handle_rcv_mpa`` acks the reply in OFFLOADED, spec 2.2); the rest is the QP's.
+    """
+    out: list[bool] = []
+    reply_by: bool | None = None
+    cm_ack_pending = False
+    for outbound, seg in frames:
+        kind = mpa_kind(seg.payload) if seg.payload else ""
+        if not outbound:
+            if kind == "reply" and reply_by is None:
+                reply_by = False
+                cm_ack_pending = True
+            continue
+        if kind in ("request", "reply", "reject"):
+            out.append(False)
+            if kind == "reply" and reply_by is None:
+                reply_by = True
+            continue
+        if reply_by is None:
+            out.append(False)
+        elif reply_by is False and cm_ack_pending and seg.flags == ACK and not seg.payload:
+            cm_ack_pending = False
+            out.append(False)
+        else:
+            cm_ack_pending = False
+            out.append(True)
+    return out
+
+
+def mpa_kind(payload: bytes) -> str:
+    """"request", "reply", "reject", "data" or "" for an empty payload."""
+    if not payload:
+        return ""
+    key = payload[:16]
+    if len(payload) >= 20 and key in (KEY_REQ, KEY_REP):
+        if key == KEY_REQ:
+            return "request"
+        return "reject" if payload[16] & FLAG_REJECT else "reply"
+    return "data"
+
+
+def describe(seg: Segment) -> str:
+    """One line for a segment: addresses, flags, numbers, options and payload summary."""
+    src = ip_text(seg.src_ip)
+    dst = ip_text(seg.dst_ip)
+    if len(seg.src_ip) == 16:
+        src, dst = f"[{src}]", f"[{dst}]"
+    vlan = f" vlan {seg.vlan}" if seg.vlan is not None else ""
+    text = (f"{src}:{seg.sport} > {dst}:{seg.dport}{vlan} [{flag_names(seg.flags)}] "
+            f"seq={seg.seq} ack={seg.ack} win={seg.window}")
+    if seg.options:
+        text += f" opts={describe_options(seg.options)}"
+    if seg.payload:
+        text += f" len={len(seg.payload)} {describe_payload(seg.payload)}"
+    return text
+
+
+def flag_names(flags: int) -> str:
+    names = [n for bit, n in ((SYN, "SYN"), (FIN, "FIN"), (RST, "RST"), (0x08, "PSH"),
+                              (ACK, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"))
+             if flags & bit]
+    return "|".join(names) or "none"
+
+
+def describe_options(opts: bytes) -> str:
+    """TCP options in words: MSS=1460,WS=2,EOL."""
+    out: list[str] = []
+    i = 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            out.append("EOL")
+            break
+        if kind == 1:
+            out.append("NOP")
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            out.append(f"bad({opts[i:].hex()})")
+            break
+        length = opts[i + 1]
+        body = opts[i + 2:i + length]
+        if kind == 2 and len(body) == 2:
+            out.append(f"MSS={int.from_bytes(body, 'big')}")
+        elif kind == 3 and len(body) == 1:
+            out.append(f"WS={body[0]}")
+        elif kind == 4:
+            out.append("SACK_PERM")
+        elif kind == 8 and len(body) == 8:
+            out.append(f"TS={int.from_bytes(body[:4], 'big')}/{int.from_bytes(body[4:], 'big')}")
+        else:
+            out.append(f"opt{kind}({body.hex()})")
+        i += length
+    return ",".join(out)
+
+
+def describe_payload(payload: bytes) -> str:
+    """MPA frames in words; other payloads as their first bytes."""
+    kind = mpa_kind(payload)
+    if kind in ("request", "reply", "reject"):
+        try:
+            frame = decode_frame(payload)
+        except MpaFormatError as exc:
+            return f"MPA {kind} (malformed: {exc})"
+        flags = "".join(ch for bit, ch in ((0x80, "M"), (0x40, "C"), (0x20, "R"), (0x10, "S"))
+                        if frame.flags & bit) or "-"
+        text = f"MPA {kind} rev {frame.rev} flags {flags} PD_Length {frame.wire_pd_length}"
+        if frame.rtr is not None:
+            r = frame.rtr
+            rtr = "".join(n for on, n in ((r.peer_to_peer, "P2P "), (r.write0, "WRITE0 "),
+                                          (r.read0, "READ0 "), (r.zero_len_send, "SEND0 "))
+                          if on)
+            text += f" [IRD {r.ird} ORD {r.ord} {rtr.strip()}]"
+        if frame.private_data:
+            text += f" pdata={frame.private_data[:24].hex()}"
+            if len(frame.private_data) > 24:
+                text += "..."
+        return text
+    return f"data {payload[:16].hex()}{'...' if len(payload) > 16 else ''}"
