@@ -144,13 +144,6 @@ def internet_checksum(data: bytes | bytearray | memoryview, initial: int = 0) ->
     return -(ones_complement_sum(data) + initial) % 0xFFFF
 
 
-def _pseudo_sum(src_ip: bytes, dst_ip: bytes, tcp_length: int) -> int:
-    # RFC 9293 section 3.1 (IPv4) and RFC 8200 section 8.1 (IPv6): the addresses, the
-    # protocol and the TCP length, summed as 16-bit words. The lengths are even, so the
-    # residue of the concatenated addresses equals the sum of their words.
-    return int.from_bytes(src_ip + dst_ip, "big") + IPPROTO_TCP + tcp_length
-
-
 # ---- encode ----------------------------------------------------------------------
 
 def encode(seg: Segment, *, pad: bool = True) -> bytes:
@@ -167,76 +160,80 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
         raise EncodeError(f"TCP options are {olen} bytes (padded); at most 40 fit")
     if len(seg.src_mac) != 6 or len(seg.dst_mac) != 6:
         raise EncodeError("MAC addresses must be 6 bytes")
-    if seg.flags & ~_TCP_FLAGS_MASK:
-        raise EncodeError(f"TCP flags 0x{seg.flags:x} do not fit in 12 bits")
+    flags = seg.flags
+    if flags & ~_TCP_FLAGS_MASK:
+        raise EncodeError(f"TCP flags 0x{flags:x} do not fit in 12 bits")
     payload = seg.payload
     tcp_len = 20 + olen + len(payload)
-    offset_flags = (5 + (olen >> 2)) << 12 | seg.flags
+    offset_flags = (5 + (olen >> 2)) << 12 | flags
     src_ip = seg.src_ip
     dst_ip = seg.dst_ip
+    addresses = src_ip + dst_ip
+    # Checksums are computed from the field values rather than from packed bytes: every
+    # field starts on a 16-bit boundary and 2**16 is 1 modulo 0xFFFF, so a 32-bit field
+    # adds its value, and options and payload add the integers of their bytes (the
+    # payload starts on a 32-bit boundary; an odd length is padded with a zero byte).
+    addr_sum = int.from_bytes(addresses, "big")
+    sport, dport, seq, ack = seg.sport, seg.dport, seg.seq, seg.ack
+    window, urg_ptr, ttl, tos = seg.window, seg.urg_ptr, seg.ttl, seg.tos
+    data_sum = int.from_bytes(payload, "big")
+    if len(payload) & 1:
+        data_sum <<= 8
+    tcp_sum = (sport + dport + seq + ack + offset_flags + window + urg_ptr + addr_sum
+               + IPPROTO_TCP + tcp_len + int.from_bytes(options, "big") + data_sum)
     vlan = seg.vlan
-    l2 = 14 if vlan is None else 18
     try:
-        if len(src_ip) == 4 and len(dst_ip) == 4:
+        if len(addresses) == 8 and len(src_ip) == 4:
             ip_total = 20 + tcp_len
             if ip_total > 0xFFFF:
                 raise EncodeError(f"IPv4 total length {ip_total} exceeds 65535")
-            frame_len = l2 + ip_total
-            buf = bytearray(frame_len if frame_len >= ETH_ZLEN or not pad else ETH_ZLEN)
             frag = _IPV4_DF if seg.df else 0
+            ip_id = seg.ip_id
+            # RFC 791 section 3.1 header checksum over the 20 header bytes.
+            ip_csum = -(0x4500 + tos + ip_total + ip_id + frag + (ttl << 8) + IPPROTO_TCP
+                        + addr_sum) % 0xFFFF
+            tcp_csum = -tcp_sum % 0xFFFF
             if vlan is None:
-                _ETH_V4.pack_into(
-                    buf, 0, seg.dst_mac, seg.src_mac, ETH_P_IP,
-                    0x45, seg.tos, ip_total, seg.ip_id, frag, seg.ttl, IPPROTO_TCP, 0,
+                head = _ETH_V4.pack(
+                    seg.dst_mac, seg.src_mac, ETH_P_IP,
+                    0x45, tos, ip_total, ip_id, frag, ttl, IPPROTO_TCP, ip_csum,
                     src_ip, dst_ip,
-                    seg.sport, seg.dport, seg.seq, seg.ack, offset_flags, seg.window, 0,
-                    seg.urg_ptr)
+                    sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr)
             else:
-                _VLAN_V4.pack_into(
-                    buf, 0, seg.dst_mac, seg.src_mac, ETH_P_8021Q,
-                    _tci(seg.pcp, vlan), ETH_P_IP,
-                    0x45, seg.tos, ip_total, seg.ip_id, frag, seg.ttl, IPPROTO_TCP, 0,
+                head = _VLAN_V4.pack(
+                    seg.dst_mac, seg.src_mac, ETH_P_8021Q, _tci(seg.pcp, vlan), ETH_P_IP,
+                    0x45, tos, ip_total, ip_id, frag, ttl, IPPROTO_TCP, ip_csum,
                     src_ip, dst_ip,
-                    seg.sport, seg.dport, seg.seq, seg.ack, offset_flags, seg.window, 0,
-                    seg.urg_ptr)
-            _U16.pack_into(buf, l2 + 10, internet_checksum(buf[l2:l2 + 20]))
-            tcp_off = l2 + 20
-        elif len(src_ip) == 16 and len(dst_ip) == 16:
+                    sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr)
+        elif len(addresses) == 32 and len(src_ip) == 16:
             if tcp_len > 0xFFFF:
                 raise EncodeError(f"IPv6 payload length {tcp_len} exceeds 65535")
             if seg.flow_label & ~0xFFFFF:
                 raise EncodeError(f"IPv6 flow label {seg.flow_label} does not fit 20 bits")
-            frame_len = l2 + 40 + tcp_len
-            buf = bytearray(frame_len if frame_len >= ETH_ZLEN or not pad else ETH_ZLEN)
-            if seg.tos & ~0xFF:
-                raise EncodeError(f"traffic class {seg.tos} does not fit 8 bits")
-            vtf = 0x60000000 | seg.tos << 20 | seg.flow_label
+            if tos & ~0xFF:
+                raise EncodeError(f"traffic class {tos} does not fit 8 bits")
+            vtf = 0x60000000 | tos << 20 | seg.flow_label
+            tcp_csum = -tcp_sum % 0xFFFF
             if vlan is None:
-                _ETH_V6.pack_into(
-                    buf, 0, seg.dst_mac, seg.src_mac, ETH_P_IPV6,
-                    vtf, tcp_len, IPPROTO_TCP, seg.ttl, src_ip, dst_ip,
-                    seg.sport, seg.dport, seg.seq, seg.ack, offset_flags, seg.window, 0,
-                    seg.urg_ptr)
+                head = _ETH_V6.pack(
+                    seg.dst_mac, seg.src_mac, ETH_P_IPV6,
+                    vtf, tcp_len, IPPROTO_TCP, ttl, src_ip, dst_ip,
+                    sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr)
             else:
-                _VLAN_V6.pack_into(
-                    buf, 0, seg.dst_mac, seg.src_mac, ETH_P_8021Q,
-                    _tci(seg.pcp, vlan), ETH_P_IPV6,
-                    vtf, tcp_len, IPPROTO_TCP, seg.ttl, src_ip, dst_ip,
-                    seg.sport, seg.dport, seg.seq, seg.ack, offset_flags, seg.window, 0,
-                    seg.urg_ptr)
-            tcp_off = l2 + 40
+                head = _VLAN_V6.pack(
+                    seg.dst_mac, seg.src_mac, ETH_P_8021Q, _tci(seg.pcp, vlan), ETH_P_IPV6,
+                    vtf, tcp_len, IPPROTO_TCP, ttl, src_ip, dst_ip,
+                    sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr)
         else:
             raise EncodeError(
                 f"IP addresses must both be 4 or both be 16 bytes, got "
                 f"{len(src_ip)} and {len(dst_ip)}")
     except struct.error as exc:
         raise EncodeError(f"segment field out of range: {exc}") from None
-    hdr_end = tcp_off + 20 + olen
-    buf[tcp_off + 20:hdr_end] = options
-    buf[hdr_end:frame_len] = payload
-    csum = internet_checksum(buf[tcp_off:frame_len], _pseudo_sum(src_ip, dst_ip, tcp_len))
-    _U16.pack_into(buf, tcp_off + 16, csum)
-    return bytes(buf)
+    frame = head + options + payload
+    if pad and len(frame) < ETH_ZLEN:
+        frame += bytes(ETH_ZLEN - len(frame))
+    return frame
 
 
 def _tci(pcp: int, vlan: int) -> int:
@@ -301,30 +298,33 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
     if ethertype == ETH_P_IP:
         if n - off < 20:
             raise DecodeError(DecodeFailure.TRUNCATED,
-                        f"IPv4 header needs 20 bytes, {n - off} present")
+                              f"IPv4 header needs 20 bytes, {n - off} present")
         (ver_ihl, tos, total, ip_id, frag, ttl, proto, _csum, src_ip,
          dst_ip) = _IPV4_HEADER.unpack_from(frame, off)
         if ver_ihl >> 4 != 4:
             raise DecodeError(DecodeFailure.BAD_IP_HEADER,
-                        f"ethertype IPv4 but IP version {ver_ihl >> 4}")
+                              f"ethertype IPv4 but IP version {ver_ihl >> 4}")
         ihl = ver_ihl & 0xF
         if ihl < 5:
             raise DecodeError(DecodeFailure.BAD_IP_HEADER, f"IPv4 IHL {ihl} is below 5")
         if ihl > 5:
             raise DecodeError(DecodeFailure.UNSUPPORTED,
-                        f"IPv4 options ({(ihl - 5) * 4} bytes) are not supported")
+                              f"IPv4 options ({(ihl - 5) * 4} bytes) are not supported")
         if total < 20:
             raise DecodeError(DecodeFailure.BAD_IP_HEADER,
-                        f"IPv4 total length {total} is shorter than its header")
+                              f"IPv4 total length {total} is shorter than its header")
         if off + total > n:
             raise DecodeError(DecodeFailure.TRUNCATED,
-                        f"IPv4 total length {total} but only {n - off} bytes present")
-        if ones_complement_sum(frame[off:off + 20]):
+                              f"IPv4 total length {total} but only {n - off} bytes present")
+        addr_sum = int.from_bytes(frame[off + 12:off + 20], "big")
+        # RFC 1071: the header's words, checksum included, sum to -0 (0 modulo 0xFFFF).
+        if ((ver_ihl << 8) + tos + total + ip_id + frag + (ttl << 8) + proto + _csum
+                + addr_sum) % 0xFFFF:
             raise DecodeError(DecodeFailure.BAD_IP_CHECKSUM,
-                        f"bad IPv4 header checksum 0x{_csum:04x}")
+                              f"bad IPv4 header checksum 0x{_csum:04x}")
         if frag & (_IPV4_MF | _IPV4_FRAG_OFFSET):
             raise DecodeError(DecodeFailure.IP_FRAGMENT,
-                        f"IPv4 fragment (MF {int(bool(frag & _IPV4_MF))}, "
+                              f"IPv4 fragment (MF {int(bool(frag & _IPV4_MF))}, "
                         f"offset {(frag & _IPV4_FRAG_OFFSET) * 8})")
         if frag & _IPV4_RESERVED:
             raise DecodeError(DecodeFailure.UNSUPPORTED, "IPv4 reserved flag bit set")
@@ -337,21 +337,22 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
     elif ethertype == ETH_P_IPV6:
         if n - off < 40:
             raise DecodeError(DecodeFailure.TRUNCATED,
-                        f"IPv6 header needs 40 bytes, {n - off} present")
+                              f"IPv6 header needs 40 bytes, {n - off} present")
         vtf, tcp_len, next_header, ttl, src_ip, dst_ip = _IPV6_HEADER.unpack_from(frame, off)
         if vtf >> 28 != 6:
             raise DecodeError(DecodeFailure.BAD_IP_HEADER,
-                        f"ethertype IPv6 but IP version {vtf >> 28}")
+                              f"ethertype IPv6 but IP version {vtf >> 28}")
         if next_header != IPPROTO_TCP:
             ext = _IPV6_EXTENSIONS.get(next_header)
             if ext is not None:
                 raise DecodeError(DecodeFailure.UNSUPPORTED,
-                            f"IPv6 extension header {next_header} ({ext}) is not supported")
+                                  f"IPv6 extension header {next_header} ({ext}) is not supported")
             raise DecodeError(DecodeFailure.NOT_TCP, f"IPv6 next header {next_header} is not TCP")
         tcp_off = off + 40
         if tcp_off + tcp_len > n:
             raise DecodeError(DecodeFailure.TRUNCATED,
-                        f"IPv6 payload length {tcp_len} but only {n - tcp_off} bytes present")
+                              f"IPv6 payload length {tcp_len} but only {n - tcp_off} bytes present")
+        addr_sum = int.from_bytes(frame[off + 8:off + 40], "big")
         tos = (vtf >> 20) & 0xFF
         flow_label = vtf & 0xFFFFF
         ip_id = 0
@@ -360,7 +361,7 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
         raise DecodeError(DecodeFailure.NOT_IP, f"ethertype 0x{ethertype:04x} is not IPv4 or IPv6")
     if tcp_len < 20:
         raise DecodeError(DecodeFailure.TRUNCATED,
-                    f"TCP header needs 20 bytes, the IP payload has {tcp_len}")
+                          f"TCP header needs 20 bytes, the IP payload has {tcp_len}")
     (sport, dport, seq, ack, offset_flags, window, _tcsum,
      urg_ptr) = _TCP_HEADER.unpack_from(frame, tcp_off)
     hdr_len = (offset_flags >> 12) * 4
@@ -369,17 +370,22 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
                           f"TCP data offset {hdr_len >> 2} is below 5")
     if hdr_len > tcp_len:
         raise DecodeError(DecodeFailure.TRUNCATED,
-                    f"TCP data offset {hdr_len >> 2} ({hdr_len} bytes) exceeds the "
+                          f"TCP data offset {hdr_len >> 2} ({hdr_len} bytes) exceeds the "
                     f"{tcp_len}-byte segment")
-    tcp_end = tcp_off + tcp_len
-    if (ones_complement_sum(frame[tcp_off:tcp_end])
-            + _pseudo_sum(src_ip, dst_ip, tcp_len)) % 0xFFFF:
+    options = frame[tcp_off + 20:tcp_off + hdr_len]
+    payload = frame[tcp_off + hdr_len:tcp_off + tcp_len]
+    data_sum = int.from_bytes(payload, "big")
+    if len(payload) & 1:
+        data_sum <<= 8
+    # The TCP checksum over the pseudo-header (RFC 9293 section 3.1, RFC 8200 section
+    # 8.1) from field values, as in encode().
+    if (sport + dport + seq + ack + offset_flags + window + _tcsum + urg_ptr + addr_sum
+            + IPPROTO_TCP + tcp_len + int.from_bytes(options, "big") + data_sum) % 0xFFFF:
         raise DecodeError(DecodeFailure.BAD_TCP_CHECKSUM, f"bad TCP checksum 0x{_tcsum:04x}")
     return _make_segment(
         frame[6:12], frame[0:6], src_ip, dst_ip, sport, dport, seq, ack,
-        offset_flags & _TCP_FLAGS_MASK, window, frame[tcp_off + 20:tcp_off + hdr_len],
-        frame[tcp_off + hdr_len:tcp_end], vlan, pcp, ttl, tos, ip_id, df, urg_ptr,
-        flow_label)
+        offset_flags & _TCP_FLAGS_MASK, window, options, payload, vlan, pcp, ttl, tos,
+        ip_id, df, urg_ptr, flow_label)
 
 
 # ---- scapy -----------------------------------------------------------------------
