@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "live": "mpa_emu.cli.live",
     "inspect": "mpa_emu.cli.inspect",
     "replay": "mpa_emu.cli.replay",
+    "kernel-map": "mpa_emu.cli.kernel_map",
 }
 
 
