@@ -54,6 +54,7 @@ def siw(**overrides: Any) -> CmConfig:
 
     Not modelled: siw's own MPA timers (10 s request, 5 s reply timeouts) and its TCP
     stack; the emulated siw peer keeps irdma's retransmission schedule.
+    Source: reference section 10 (siw_cm.c defaults and responder choice).
     """
     base = CmConfig(profile="siw", p2p=False, rtr_preference="write", accept_markers=False,
                     quirks=Quirks(v2_pdata_plus4=False))
