@@ -4,7 +4,8 @@ A row names the action the node runs (a method ``_act_<action>`` of the core), t
 it normally ends in, the other states the action may reach (error paths), and the cm.c
 function it models. The kernel's explicit "ignore" cases are rows too. The core looks a
 row up for every input and asserts afterwards that the node ended in ``next_state`` or in
-one of ``may_reach`` (a node freed by the action counts as ``CLOSED``).
+one of ``may_reach`` (a node whose
+reference count reached zero counts as ``CLOSED``).
 
 ``reachable=False`` marks rows whose state the emulated driver never holds between two
 inputs (states the kernel never sets, and the transient ones: ``UNKNOWN`` lasts only
@@ -115,7 +116,7 @@ TABLE |= _rows(Input.ACK, "irdma_handle_ack_pkt", _ACK_COMMON | {
                             note="ack_rcvd = true: resends stop, the countdown goes on"),
 }, _Spec("cleanup", None, note="cleanup only; payload ignored and not ACKed"))
 TABLE |= _rows(Input.ACK_DATA, "irdma_handle_ack_pkt", _ACK_COMMON | {
-    (S.SYN_RCVD,): _Spec("syn_rcvd_ack", S.ESTABLISHED, (S.MPAREQ_RCVD, S.CLOSED),
+    (S.SYN_RCVD,): _Spec("syn_rcvd_ack", S.MPAREQ_RCVD, _FREED,
                          note="MPA request piggy-backed on the third ACK"),
     (S.ESTABLISHED,): _Spec("established_data", S.MPAREQ_RCVD, _FREED,
                             note="rcv_nxt = seq + len; irdma_handle_rcv_mpa"),
@@ -191,7 +192,7 @@ TABLE |= _rows(Input.CLOSE, "irdma_cm_close", {
     (S.CLOSE_WAIT,): _Spec("close_fin", S.LAST_ACK, note="unreachable: FIN"),
     (S.FIN_WAIT1, S.FIN_WAIT2, S.LAST_ACK, S.TIME_WAIT, S.CLOSING): _Spec(
         "close_einval", None, note="-EINVAL, nothing"),
-}, _Spec("close_free", S.CLOSED,
+}, _Spec("close_free", None, _FREED,
          note="free: MPAREJ_RCVD, UNKNOWN, INITED, CLOSED, LISTENER_DESTROYED, OFFLOADED"))
 
 TABLE |= _rows(Input.DESTROY_LISTEN, "irdma_dec_refcnt_listen", {
@@ -207,7 +208,7 @@ TABLE |= _rows(Input.RETRANS_EXPIRED, "irdma_retrans_expired", {
 }, _Spec("expire_abort", S.CLOSED, note="+ref RST!, ABORTED"))
 
 TABLE |= _rows(Input.CLOSE_TIMER, "irdma_handle_close_entry", {
-    (S.TIME_WAIT,): _Spec("close_entry_free", S.CLOSED, note="TIME_WAIT over: free"),
+    (S.TIME_WAIT,): _Spec("close_entry_free", None, _FREED, note="TIME_WAIT over: free"),
 }, _Spec("close_entry_free", None, _FREED,
          note="a close entry without QP frees the node whatever its state"))
 
