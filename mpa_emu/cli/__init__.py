@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "inspect": "mpa_emu.cli.inspect",
     "replay": "mpa_emu.cli.replay",
     "kernel-map": "mpa_emu.cli.kernel_map",
+    "run": "mpa_emu.cli.run",
 }
 
 

@@ -1,0 +1,110 @@
+"""``mpa-emu run SCENARIO``: run a scenario file and check its expectations."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from mpa_emu.cli import CliError
+from mpa_emu.scenario import ScenarioError, ScenarioRun, load_scenario, run_scenario
+from mpa_emu.scenario.summary import summary
+from mpa_emu.scenario.progress import ProgressBar
+
+HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
+
+EPILOG = """\
+The scenario format is described in docs/scenarios.md; examples are in scenarios/.
+
+exit codes: 0 every expectation holds, 1 an expectation failed (each failure names its
+scenario line and what happened instead), 2 bad scenario file (file, line and key named)
+or unwritable output
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``mpa-emu run``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("scenario", help="scenario file (.toml)")
+    parser.add_argument("-o", "--output", metavar="OUT.pcapng",
+                        help="write every frame to a pcapng file (one interface per host, "
+                             "frame comments naming the kernel function)")
+    parser.add_argument("--trace", metavar="OUT.jsonl",
+                        help="write the structured trace as JSON Lines")
+    parser.add_argument("--json", metavar="SUMMARY.json",
+                        help="write a JSON summary (expectations, upcalls, frames)")
+    parser.add_argument("--seed", type=int, help="override the scenario's seed")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print only failures and the verdict")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is shown only on a terminal anyway)")
+
+
+@contextlib.contextmanager
+def _open_text(path: str | None) -> Iterator[IO[str] | None]:
+    if path is None:
+        yield None
+        return
+    try:
+        stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with stream:
+        yield stream
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, run, report; write the requested outputs."""
+    try:
+        sc = load_scenario(args.scenario)
+    except ScenarioError as exc:
+        raise CliError(str(exc)) from None
+    if args.seed is not None:
+        from dataclasses import replace
+
+        sc = replace(sc, seed=args.seed)
+    bar = None
+    if not args.no_progress and sys.stderr.isatty():
+        bar = ProgressBar(sys.stderr, sc.name)
+    with _open_text(args.trace) as trace:
+        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None)
+    if bar is not None:
+        bar.finish()
+    if args.output:
+        try:
+            result.net.write_pcapng(args.output)
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    if args.json:
+        _write_json(args.json, summary(result))
+    _report(result, quiet=args.quiet)
+    return 0 if result.ok else 1
+
+
+def _write_json(path: str, data: dict[str, Any]) -> None:
+    try:
+        Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
+                              encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _report(result: ScenarioRun, *, quiet: bool) -> None:
+    sc = result.scenario
+    out = sys.stdout
+    if not quiet:
+        out.write(f"{sc.name}: seed {sc.seed}, {len(result.net.frames)} frames, "
+                  f"stopped {result.result.reason} at {result.result.now_ns / 1e9:.6f} s "
+                  f"(virtual) after {result.result.events} events\n")
+    for e in result.expectations:
+        if not quiet or not e.ok:
+            out.write(e.text(sc.path) + "\n")
+    failed = len(result.failures())
+    total = len(result.expectations)
+    verdict = "PASS" if result.ok else "FAIL"
+    out.write(f"{verdict}: {total - failed} of {total} expectations hold\n")

@@ -1,0 +1,214 @@
+"""Checking a scenario's expectations against a finished run. Each result names the
+scenario line and, when it fails, what happened instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mpa_emu import mpa
+from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.ladder import errno_text, upcall_label
+from mpa_emu.net.network import CapturedFrame
+from mpa_emu.segment import flags_text
+
+if TYPE_CHECKING:
+    from mpa_emu.scenario.model import FailureExpect, FrameExpect, StateExpect, UpcallExpect
+    from mpa_emu.scenario.runner import ScenarioRun
+
+MAX_LISTED = 6
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectResult:
+    """One expectation: where it is, what it asks, whether it holds, and what was seen."""
+
+    line: int | None
+    what: str
+    ok: bool
+    actual: str = ""
+
+    def text(self, path: str) -> str:
+        """``file:line: PASS upcall ...`` or ``... FAIL ...: instead ...``."""
+        where = f"{path}:{self.line}" if self.line is not None else path
+        verdict = "ok  " if self.ok else "FAIL"
+        tail = "" if self.ok or not self.actual else f"\n      instead: {self.actual}"
+        return f"{where}: {verdict} {self.what}{tail}"
+
+
+def check_all(run: ScenarioRun) -> list[ExpectResult]:
+    """Every expectation of the scenario, in file order."""
+    sc = run.scenario
+    results = [*(_upcall(run, e) for e in sc.upcalls), *(_state(run, e) for e in sc.states),
+               *(_frame(run, e) for e in sc.frames), *(_failure(run, e) for e in sc.failures)]
+    if run.result.bounded:
+        results.append(ExpectResult(None, "run finishes within max_events", False,
+                                    f"stopped after {run.result.events} events at "
+                                    f"{run.result.now_ns / 1e9:.6f} s"))
+    return sorted(results, key=lambda r: r.line or 0)
+
+
+def _count_ok(n: int, count: int | None, lo: int | None = None,
+              hi: int | None = None) -> bool:
+    if count is not None:
+        return n == count
+    if lo is not None or hi is not None:
+        return (lo is None or n >= lo) and (hi is None or n <= hi)
+    return n >= 1
+
+
+def _count_text(count: int | None, lo: int | None = None, hi: int | None = None) -> str:
+    if count is not None:
+        return f"exactly {count}"
+    if lo is not None and hi is not None:
+        return f"{lo} to {hi}"
+    if lo is not None:
+        return f"at least {lo}"
+    if hi is not None:
+        return f"at most {hi}"
+    return "at least 1"
+
+
+def _listed(items: list[str], none: str) -> str:
+    if not items:
+        return none
+    more = f" (+{len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""
+    return "; ".join(items[:MAX_LISTED]) + more
+
+
+def _upcall_text(u: Upcall) -> str:
+    text = upcall_label(u)
+    if u.private_data and repr(u.private_data)[2:-1] not in text:
+        text += f" pd={u.private_data!r}"
+    return f"{text} at {u.time_ns / 1e9:.6f}s"
+
+
+def _upcall(run: ScenarioRun, e: UpcallExpect) -> ExpectResult:
+    from mpa_emu.scenario.runner import conn_ids
+
+    host = run.net.host(e.host)
+    want = IwEvent[e.event]
+    parts = [f"{e.event} on {e.host}"]
+    if e.connection is not None:
+        parts.append(f"for {e.connection}")
+    if e.status is not None:
+        parts.append(f"status {errno_text(e.status) if e.status else 0}")
+    if e.private_data is not None:
+        parts.append(f"private data {e.private_data!r}")
+    if e.private_data_len is not None:
+        parts.append(f"private_data_len {e.private_data_len}")
+    if e.ird is not None:
+        parts.append(f"IRD {e.ird}")
+    if e.ord is not None:
+        parts.append(f"ORD {e.ord}")
+    conns = set(conn_ids(run, e.connection, e.host)) if e.connection is not None else None
+    candidates = [u for u in host.upcalls if u.event == want
+                  and (conns is None or u.conn in conns)]
+    matched = [u for u in candidates
+               if (e.status is None or u.status == e.status)
+               and (e.private_data is None or u.private_data == e.private_data)
+               and (e.private_data_len is None or u.private_data_len == e.private_data_len)
+               and (e.ird is None or u.ird == e.ird) and (e.ord is None or u.ord == e.ord)]
+    what = f"upcall {' '.join(parts)} ({_count_text(e.count)})"
+    ok = _count_ok(len(matched), e.count)
+    actual = ""
+    if not ok:
+        shown = candidates if candidates else host.upcalls
+        label = "" if candidates else f"no {e.event}; upcalls on {e.host}: "
+        actual = f"{len(matched)} matching; " + label + _listed(
+            [_upcall_text(u) for u in shown], f"no upcalls on {e.host}")
+    return ExpectResult(e.line, what, ok, actual)
+
+
+def _state(run: ScenarioRun, e: StateExpect) -> ExpectResult:
+    from mpa_emu.scenario.runner import conn_ids
+
+    host = run.net.host(e.host)
+    what = f"state of {e.connection} on {e.host} is {e.state}"
+    records = run.connections.get(e.connection, [])
+    if not records:
+        return ExpectResult(e.line, what, False, f"{e.connection} was never created "
+                            "(connect refused: see verb failures)")
+    ids = conn_ids(run, e.connection, e.host)
+    if not ids:
+        return ExpectResult(e.line, what, e.state == "freed",
+                            f"no node on {e.host} for {e.connection}")
+    seen = []
+    for conn in ids:
+        view = host.node(conn)
+        seen.append("freed" if view is None else _state_name(view))
+    ok = all(s == e.state for s in seen)
+    return ExpectResult(e.line, what, ok, ", ".join(f"#{c}: {s}" for c, s in zip(ids, seen,
+                                                                                strict=True)))
+
+
+def _state_name(view: object) -> str:
+    state = getattr(view, "state", None)
+    name = getattr(state, "name", None)
+    return str(name if name is not None else state)
+
+
+def _frame_pdata(frame: CapturedFrame) -> bytes | None:
+    seg = frame.segment
+    if seg is None or not mpa.looks_like_mpa(seg.payload):
+        return None
+    try:
+        return mpa.decode_frame(seg.payload).private_data
+    except mpa.MpaFormatError:
+        return None
+
+
+def _frame_matches(frame: CapturedFrame, e: FrameExpect) -> bool:
+    seg = frame.segment
+    if e.kind is not None and frame.kind != e.kind:
+        return False
+    if e.sender is not None and frame.sender != e.sender:
+        return False
+    if e.flags is not None and (seg is None or set(flags_text(seg.flags)) != set(e.flags)):
+        return False
+    if e.private_data is not None and _frame_pdata(frame) != e.private_data:
+        return False
+    if e.mpa_rev is not None:
+        if seg is None or not mpa.looks_like_mpa(seg.payload):
+            return False
+        if seg.payload[mpa.KEY_SIZE + 1] != e.mpa_rev:
+            return False
+    return True
+
+
+def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
+    parts = [e.kind or "frames"]
+    if e.sender:
+        parts.append(f"from {e.sender}")
+    if e.flags:
+        parts.append(f"flags {e.flags}")
+    if e.mpa_rev is not None:
+        parts.append(f"MPA rev {e.mpa_rev}")
+    if e.private_data is not None:
+        parts.append(f"private data {e.private_data!r}")
+    frames = [f for f in run.net.frames if not f.loopback]
+    matched = [f for f in frames if _frame_matches(f, e)]
+    what = f"frame {' '.join(parts)} ({_count_text(e.count, e.min, e.max)})"
+    ok = _count_ok(len(matched), e.count, e.min, e.max)
+    actual = ""
+    if not ok:
+        same_kind = [f for f in frames if e.kind is None or f.kind == e.kind]
+        actual = f"{len(matched)} matching; " + _listed(
+            [f"#{f.index} {f.kind} from {f.sender}"
+             + (f" flags {flags_text(f.segment.flags)}" if f.segment is not None else "")
+             + (f" pd={_frame_pdata(f)!r}" if _frame_pdata(f) is not None else "")
+             for f in same_kind], f"no {e.kind or ''} frames on the wire".replace("  ", " "))
+    return ExpectResult(e.line, what, ok, actual)
+
+
+def _failure(run: ScenarioRun, e: FailureExpect) -> ExpectResult:
+    host = run.net.host(e.host)
+    matched = [f for f in host.failures if (e.verb is None or f.verb == e.verb)
+               and (e.errno is None or f.errno == e.errno)]
+    what = (f"verb failure on {e.host}" + (f" {e.verb}" if e.verb else "")
+            + (f" errno {e.errno}" if e.errno is not None else "")
+            + f" ({_count_text(e.count)})")
+    ok = _count_ok(len(matched), e.count)
+    actual = "" if ok else _listed([f"{f.verb}: errno {f.errno} {f.message}"
+                                    for f in host.failures], f"no verb failures on {e.host}")
+    return ExpectResult(e.line, what, ok, actual)

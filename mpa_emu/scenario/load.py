@@ -1,0 +1,367 @@
+"""Reading a scenario file: TOML (``tomllib``) checked key by key into
+:class:`~mpa_emu.scenario.model.Scenario`. Every problem is a :class:`ScenarioError`
+naming the file, the line and the key; nothing else escapes."""
+
+from __future__ import annotations
+
+import errno as errno_names
+import tomllib
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from mpa_emu.addr import ip_bytes, mac_bytes
+from mpa_emu.cm.config import CmConfig, Quirks
+from mpa_emu.cm.events import IwEvent
+from mpa_emu.net.faults import FRAME_KINDS
+from mpa_emu.profiles import PROFILES
+from mpa_emu.scenario.fields import ScenarioError, Source, Table
+from mpa_emu.scenario.model import (
+    EVENT_ACTIONS,
+    ConnectSpec,
+    DropSpec,
+    EventSpec,
+    FailureExpect,
+    FrameExpect,
+    HostSpec,
+    ListenSpec,
+    Scenario,
+    StateExpect,
+    UpcallExpect,
+    WireSpec,
+)
+
+STATE_NAMES = ("UNKNOWN", "INITED", "LISTENING", "SYN_RCVD", "SYN_SENT",
+               "ONE_SIDE_ESTABLISHED", "ESTABLISHED", "ACCEPTING", "MPAREQ_SENT",
+               "MPAREQ_RCVD", "MPAREJ_RCVD", "OFFLOADED", "FIN_WAIT1", "FIN_WAIT2",
+               "CLOSE_WAIT", "TIME_WAIT", "LAST_ACK", "CLOSING", "LISTENER_DESTROYED",
+               "CLOSED")
+"""enum irdma_cm_node_state without the prefix, in kernel order (spec 1.1)."""
+
+MAX_EVENTS_DEFAULT = 2_000_000
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and check a scenario file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    return loads(text, str(p))
+
+
+def loads(text: str, name: str = "<scenario>") -> Scenario:
+    """Check a scenario given as TOML text; ``name`` is used in messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        raise ScenarioError(f"{name}: invalid TOML: {exc}", line=line) from None
+    source = Source(name, text)
+    return _Loader(source).scenario(Table(source, (), data))
+
+
+def _errno(table: Table, key: str) -> int | None:
+    """``0``, ``-111``, ``"ECONNREFUSED"`` or ``"-ECONNREFUSED"`` -> status int."""
+    value = table.raw(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        name = value.lstrip("-")
+        number = getattr(errno_names, name, None)
+        if isinstance(number, int):
+            return -number if key == "status" else number
+    raise table.error(key, f"expected 0, a negative errno or a name such as "
+                      f"\"ECONNREFUSED\", got {value!r}")
+
+
+class _Loader:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.host_names: set[str] = set()
+        self.host_addresses: dict[str, str] = {}  # address text -> host
+
+    def scenario(self, top: Table) -> Scenario:
+        name = top.text("name", default=Path(self.source.name).stem)
+        description = top.text("description", default="")
+        seed = top.integer("seed", default=0, lo=0)
+        duration = top.duration("duration")
+        max_events = top.integer("max_events", default=MAX_EVENTS_DEFAULT, lo=1)
+        tags = tuple(top.strings("tags"))
+        wire_table = top.table("wire")
+        wire = self.wire(wire_table) if wire_table is not None else WireSpec()
+        host_tables = top.tables("host")
+        if not host_tables:
+            raise top.error(None, "a scenario needs at least one [[host]]")
+        hosts = tuple(self.host(t) for t in host_tables)
+        listens = tuple(self.listen(t) for t in top.tables("listen"))
+        connects = tuple(self.connect(t) for t in top.tables("connect"))
+        conn_names = {c.name for c in connects if c.name is not None}
+        listener_names = {ls.name for ls in listens if ls.name is not None}
+        events = tuple(self.event(t, conn_names, listener_names) for t in top.tables("event"))
+        expect = top.table("expect")
+        upcalls: tuple[UpcallExpect, ...] = ()
+        states: tuple[StateExpect, ...] = ()
+        frames: tuple[FrameExpect, ...] = ()
+        failures: tuple[FailureExpect, ...] = ()
+        if expect is not None:
+            upcalls = tuple(self.expect_upcall(t, conn_names) for t in expect.tables("upcall"))
+            states = tuple(self.expect_state(t, conn_names) for t in expect.tables("state"))
+            frames = tuple(self.expect_frame(t) for t in expect.tables("frame"))
+            failures = tuple(self.expect_failure(t) for t in expect.tables("verb_failure"))
+            expect.done()
+        top.done()
+        for d in wire.drops:
+            if d.sender is not None:
+                self._check_host(top, "wire", d.sender)
+        return Scenario(name=name, description=description, path=self.source.name,
+                        seed=seed, duration_ns=duration, max_events=max_events, wire=wire,
+                        hosts=hosts, listens=listens, connects=connects, events=events,
+                        upcalls=upcalls, states=states, frames=frames, failures=failures,
+                        tags=tags)
+
+    # ---- sections --------------------------------------------------------------
+
+    def wire(self, t: Table) -> WireSpec:
+        drops = []
+        for d in t.tables("drop"):
+            frame = d.text("frame", required=True, choices=FRAME_KINDS)
+            drops.append(DropSpec(frame=frame, nth=d.integer("nth", default=1, lo=1),
+                                  count=d.integer("count", default=1, lo=1),
+                                  sender=d.text("from"), line=d.line()))
+            d.done()
+        spec = WireSpec(latency_ns=t.duration("latency", default=10_000),
+                        loss=t.prob("loss"), duplicate=t.prob("duplicate"),
+                        reorder=t.prob("reorder"), corrupt=t.prob("corrupt"),
+                        reorder_delay_ns=t.duration("reorder_delay", default=50_000),
+                        drops=tuple(drops))
+        t.done()
+        return spec
+
+    def host(self, t: Table) -> HostSpec:
+        name = t.text("name", required=True)
+        if not name or "/" in name:
+            raise t.error("name", f"a host name must be non-empty without '/', got {name!r}")
+        if name in self.host_names:
+            raise t.error("name", f"host {name!r} is defined twice")
+        self.host_names.add(name)
+        addresses = t.strings("address")
+        for a in addresses:
+            self._address(t, "address", a)
+            if a in self.host_addresses:
+                raise t.error("address", f"{a} already belongs to {self.host_addresses[a]}")
+            self.host_addresses[a] = name
+        vlan = t.integer("vlan", lo=0, hi=4094)
+        mac = t.text("mac")
+        if mac is not None:
+            try:
+                mac_bytes(mac)
+            except ValueError as exc:
+                raise t.error("mac", str(exc)) from None
+        profile_name = t.text("profile", default="irdma", choices=tuple(PROFILES))
+        config = PROFILES[profile_name]()
+        mtu = t.integer("mtu", lo=68, hi=65535)
+        cfg_table = t.table("config")
+        if cfg_table is not None:
+            config = self.config(cfg_table, config)
+        if mtu is not None:
+            config = replace(config, mtu=mtu)
+        neighbours = []
+        nb = t.table("neighbours")
+        if nb is not None:
+            for ip in list(nb.data):
+                value = nb.text(ip)
+                self._address(nb, ip, ip)
+                if value == "unresolved":
+                    neighbours.append((ip, None))
+                    continue
+                try:
+                    mac_bytes(value)
+                except ValueError as exc:
+                    raise nb.error(ip, f"{exc} (or \"unresolved\")") from None
+                neighbours.append((ip, value))
+            nb.done()
+        auto = t.flag("auto_neighbours", default=True)
+        spec = HostSpec(name=name, addresses=tuple(addresses), vlan=vlan, mac=mac,
+                        config=config, neighbours=tuple(neighbours), auto_neighbours=auto,
+                        line=t.line())
+        t.done()
+        return spec
+
+    def config(self, t: Table, base: CmConfig) -> CmConfig:
+        changes: dict[str, Any] = {}
+        for f in fields(CmConfig):
+            if f.name in ("quirks", "profile") or not t.has(f.name):
+                t.raw(f.name)
+                continue
+            changes[f.name] = self._typed(t, f.name, getattr(base, f.name))
+        if changes.get("rtr_preference") not in (None, "read", "write"):
+            raise t.error("rtr_preference", "expected \"read\" or \"write\"")
+        if changes.get("mpa_rev") not in (None, 1, 2):
+            raise t.error("mpa_rev", "expected 1 or 2")
+        if changes.get("gen") not in (None, 1, 2):
+            raise t.error("gen", "expected 1 (X722) or 2 (E810)")
+        quirks = base.quirks
+        q = t.table("quirks")
+        if q is not None:
+            qchanges = {f.name: self._typed(q, f.name, getattr(quirks, f.name))
+                        for f in fields(Quirks) if q.has(f.name)}
+            for f in fields(Quirks):
+                q.raw(f.name)
+            q.done()
+            quirks = replace(quirks, **qchanges)
+        t.done()
+        return replace(base, quirks=quirks, **changes)
+
+    @staticmethod
+    def _typed(t: Table, key: str, current: Any) -> Any:
+        if isinstance(current, bool):
+            return t.flag(key)
+        if isinstance(current, int):
+            return t.integer(key, lo=0)
+        return t.text(key)
+
+    def listen(self, t: Table) -> ListenSpec:
+        host = self._check_host(t, "host", t.text("host", required=True))
+        address = t.text("address")
+        if address in ("*", "any", "0.0.0.0", "::"):
+            ipv6_wild = address == "::"
+            address = None
+        else:
+            ipv6_wild = False
+            if address is not None:
+                self._address(t, "address", address)
+        policy = t.text("policy", default="accept", choices=("accept", "reject", "manual"))
+        spec = ListenSpec(host=host, address=address,
+                          port=t.integer("port", required=True, lo=1, hi=65535),
+                          backlog=t.integer("backlog", default=16, lo=0),
+                          ipv6=bool(t.flag("ipv6", default=False)) or ipv6_wild
+                          or (address is not None and ":" in address),
+                          vlan=t.integer("vlan", lo=0, hi=4094), policy=policy,
+                          private_data=t.data_bytes("private_data") or b"",
+                          delay_ns=t.duration("delay", default=0),
+                          at_ns=t.duration("at", default=0), name=t.text("name"),
+                          line=t.line())
+        t.done()
+        return spec
+
+    def connect(self, t: Table) -> ConnectSpec:
+        host = self._check_host(t, "from", t.text("from", required=True))
+        to = t.text("to", required=True)
+        if to not in self.host_names:
+            self._address(t, "to", to)
+        local = t.text("local_address")
+        if local is not None:
+            self._address(t, "local_address", local)
+        spec = ConnectSpec(host=host, to=to, port=t.integer("port", required=True, lo=0, hi=65535),
+                           local_address=local,
+                           local_port=t.integer("local_port", lo=1, hi=65535),
+                           private_data=t.data_bytes("private_data") or b"",
+                           ird=t.integer("ird", default=16, lo=0),
+                           ord=t.integer("ord", default=16, lo=0),
+                           at_ns=t.duration("at", default=0),
+                           count=t.integer("count", default=1, lo=1, hi=100_000),
+                           interval_ns=t.duration("interval", default=1_000_000),
+                           name=t.text("name"), line=t.line())
+        t.done()
+        return spec
+
+    def event(self, t: Table, conns: set[str], listeners: set[str]) -> EventSpec:
+        action = t.text("action", required=True, choices=EVENT_ACTIONS)
+        host = self._check_host(t, "host", t.text("host", required=True))
+        address = t.text("address")
+        if address is not None:
+            self._address(t, "address", address)
+        connection = t.text("connection")
+        if connection is not None and connection not in conns:
+            raise t.error("connection", f"no [[connect]] named {connection!r}")
+        listener = t.text("listener")
+        if listener is not None and listener not in listeners:
+            raise t.error("listener", f"no [[listen]] named {listener!r}")
+        needs = {"remove_address": "address", "add_address": "address",
+                 "set_neighbour": "address", "destroy_listener": "listener"}
+        if action in needs and t.raw(needs[action]) is None:
+            raise t.error(None, f"action {action!r} needs key {needs[action]!r}")
+        if action in ("disconnect", "close", "accept", "reject") and connection is None:
+            raise t.error(None, f"action {action!r} needs key 'connection'")
+        spec = EventSpec(at_ns=t.duration("at", required=True), action=action, host=host,
+                         address=address, vlan=t.integer("vlan", lo=0, hi=4094),
+                         connection=connection, listener=listener,
+                         graceful=bool(t.flag("graceful", default=True)),
+                         private_data=t.data_bytes("private_data") or b"",
+                         mac=t.text("mac"), line=t.line())
+        t.done()
+        return spec
+
+    # ---- expectations ------------------------------------------------------------
+
+    def expect_upcall(self, t: Table, conns: set[str]) -> UpcallExpect:
+        host = self._check_host(t, "host", t.text("host", required=True))
+        event = t.text("event", required=True, choices=tuple(e.name for e in IwEvent))
+        connection = t.text("connection")
+        if connection is not None and connection not in conns:
+            raise t.error("connection", f"no [[connect]] named {connection!r}")
+        spec = UpcallExpect(host=host, event=event, status=_errno(t, "status"),
+                            private_data=t.data_bytes("private_data"),
+                            private_data_len=t.integer("private_data_len", lo=0),
+                            ird=t.integer("ird", lo=0), ord=t.integer("ord", lo=0),
+                            connection=connection, count=t.integer("count", lo=0),
+                            line=t.line())
+        t.done()
+        return spec
+
+    def expect_state(self, t: Table, conns: set[str]) -> StateExpect:
+        host = self._check_host(t, "host", t.text("host", required=True))
+        connection = t.text("connection", required=True)
+        if connection not in conns:
+            raise t.error("connection", f"no [[connect]] named {connection!r}")
+        state = t.text("state", required=True, choices=(*STATE_NAMES, "freed"))
+        spec = StateExpect(host=host, connection=connection, state=state, line=t.line())
+        t.done()
+        return spec
+
+    def expect_frame(self, t: Table) -> FrameExpect:
+        sender = t.text("from")
+        if sender is not None:
+            self._check_host(t, "from", sender)
+        spec = FrameExpect(kind=t.text("kind", choices=FRAME_KINDS), sender=sender,
+                           flags=t.text("flags"), private_data=t.data_bytes("private_data"),
+                           mpa_rev=t.integer("mpa_rev", lo=0, hi=255),
+                           count=t.integer("count", lo=0), min=t.integer("min", lo=0),
+                           max=t.integer("max", lo=0), line=t.line())
+        if spec.flags is not None and set(spec.flags) - set("FSRPAUEC"):
+            raise t.error("flags", f"TCP flags are letters of FSRPAUEC, got {spec.flags!r}")
+        t.done()
+        return spec
+
+    def expect_failure(self, t: Table) -> FailureExpect:
+        host = self._check_host(t, "host", t.text("host", required=True))
+        spec = FailureExpect(host=host, verb=t.text("verb"), errno=_errno(t, "errno"),
+                             count=t.integer("count", lo=0), line=t.line())
+        t.done()
+        return spec
+
+    # ---- checks ------------------------------------------------------------------
+
+    def _check_host(self, t: Table, key: str, name: str) -> str:
+        if name not in self.host_names:
+            known = ", ".join(sorted(self.host_names)) or "none"
+            raise t.error(key, f"no [[host]] named {name!r} (hosts: {known})")
+        return name
+
+    @staticmethod
+    def _address(t: Table, key: str, text: str) -> None:
+        try:
+            ip_bytes(text)
+        except ValueError as exc:
+            raise t.error(key, str(exc)) from None
+
+
+__all__ = ["STATE_NAMES", "ScenarioError", "load_scenario", "loads"]

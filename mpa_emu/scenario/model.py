@@ -1,0 +1,184 @@
+"""A validated scenario as typed values. Every item keeps the line it came from, so the
+runner can name it in failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mpa_emu.cm.config import CmConfig
+
+
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    """``[[host]]``: one emulated irdma host (or a peer of another profile)."""
+
+    name: str
+    addresses: tuple[str, ...]
+    vlan: int | None
+    mac: str | None
+    config: CmConfig
+    neighbours: tuple[tuple[str, str | None], ...]
+    auto_neighbours: bool
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListenSpec:
+    """``[[listen]]``: a listener and how its application answers requests."""
+
+    host: str
+    address: str | None
+    port: int
+    backlog: int
+    ipv6: bool
+    vlan: int | None
+    policy: str
+    private_data: bytes
+    delay_ns: int
+    at_ns: int
+    name: str | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectSpec:
+    """``[[connect]]``: ``count`` active opens from ``host`` to ``to``:``port``."""
+
+    host: str
+    to: str
+    port: int
+    local_address: str | None
+    local_port: int | None
+    private_data: bytes
+    ird: int
+    ord: int
+    at_ns: int
+    count: int
+    interval_ns: int
+    name: str | None
+    line: int | None
+
+
+EVENT_ACTIONS = ("remove_address", "add_address", "link_down", "disconnect",
+                 "destroy_listener", "close", "accept", "reject", "set_neighbour")
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """``[[event]]``: something that happens at a virtual time."""
+
+    at_ns: int
+    action: str
+    host: str
+    address: str | None = None
+    vlan: int | None = None
+    connection: str | None = None
+    listener: str | None = None
+    graceful: bool = True
+    private_data: bytes = b""
+    mac: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropSpec:
+    """``[[wire.drop]]``: drop the ``nth`` frame of a kind (``count`` of them)."""
+
+    frame: str
+    nth: int
+    count: int
+    sender: str | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WireSpec:
+    """``[wire]``: latency and random faults."""
+
+    latency_ns: int = 10_000
+    loss: float = 0.0
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    corrupt: float = 0.0
+    reorder_delay_ns: int = 50_000
+    drops: tuple[DropSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UpcallExpect:
+    """``[[expect.upcall]]``: upcalls on a host matching every given field."""
+
+    host: str
+    event: str
+    status: int | None
+    private_data: bytes | None
+    private_data_len: int | None
+    ird: int | None
+    ord: int | None
+    connection: str | None
+    count: int | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StateExpect:
+    """``[[expect.state]]``: the final state of a named connection's node (on its own
+    host, or its peer node on another host); ``"freed"`` when the node is gone."""
+
+    host: str
+    connection: str
+    state: str
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FrameExpect:
+    """``[[expect.frame]]``: captured frames matching every given field."""
+
+    kind: str | None
+    sender: str | None
+    flags: str | None
+    private_data: bytes | None
+    mpa_rev: int | None
+    count: int | None
+    min: int | None
+    max: int | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FailureExpect:
+    """``[[expect.verb_failure]]``: a verb the core refused (errno)."""
+
+    host: str
+    verb: str | None
+    errno: int | None
+    count: int | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A whole scenario file."""
+
+    name: str
+    description: str
+    path: str
+    seed: int
+    duration_ns: int | None
+    max_events: int
+    wire: WireSpec
+    hosts: tuple[HostSpec, ...]
+    listens: tuple[ListenSpec, ...]
+    connects: tuple[ConnectSpec, ...]
+    events: tuple[EventSpec, ...]
+    upcalls: tuple[UpcallExpect, ...] = ()
+    states: tuple[StateExpect, ...] = ()
+    frames: tuple[FrameExpect, ...] = ()
+    failures: tuple[FailureExpect, ...] = ()
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def expectation_count(self) -> int:
+        """How many expectations the file states."""
+        return len(self.upcalls) + len(self.states) + len(self.frames) + len(self.failures)

@@ -1,0 +1,223 @@
+"""Running a scenario on the emulated network (:class:`mpa_emu.net.Network`) and checking
+its expectations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from mpa_emu.addr import mac_bytes
+from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
+from mpa_emu.net.host import Host
+from mpa_emu.net.policy import Policy
+from mpa_emu.scenario.expect import ExpectResult, check_all
+from mpa_emu.scenario.model import ConnectSpec, EventSpec, ListenSpec, Scenario
+
+PROGRESS_SLICES = 50
+IDLE_SLICE_NS = 5_000_000_000
+"""Virtual time per progress step when the scenario has no duration (runs until idle)."""
+
+Progress = Callable[[int, int | None, int], None]
+"""``progress(now_ns, duration_ns or None, frames)``, called between run slices."""
+
+
+@dataclass
+class ConnRecord:
+    """One active open made by a ``[[connect]]`` entry: its host, id, and the 4-tuple
+    noted when it was created (so its peer node can be found later)."""
+
+    host: str
+    conn: int
+    local_ip: bytes | None = None
+    local_port: int | None = None
+    remote_ip: bytes | None = None
+    remote_port: int | None = None
+
+
+@dataclass
+class ScenarioRun:
+    """A finished run: the network (frames, hosts, trace), why it stopped, and the
+    outcome of every expectation."""
+
+    scenario: Scenario
+    net: Network
+    result: RunResult
+    connections: dict[str, list[ConnRecord]] = field(default_factory=dict)
+    listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
+    expectations: list[ExpectResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every expectation holds and the run was not cut by the event bound."""
+        return all(e.ok for e in self.expectations) and not self.result.bounded
+
+    def failures(self) -> list[ExpectResult]:
+        """The expectations that did not hold."""
+        return [e for e in self.expectations if not e.ok]
+
+
+def build_network(sc: Scenario, *, trace_stream: IO[str] | None = None) -> Network:
+    """The network of a scenario: wire, faults, named drops and hosts (nothing
+    scheduled yet)."""
+    w = sc.wire
+    faults = FaultConfig(loss=w.loss, duplicate=w.duplicate, reorder=w.reorder,
+                         corrupt=w.corrupt, reorder_delay_ns=w.reorder_delay_ns)
+    net = Network(sc.seed, latency_ns=w.latency_ns, faults=faults, tracing=True,
+                  trace_stream=trace_stream)
+    for h in sc.hosts:
+        host = net.add_host(h.name, list(h.addresses), mac=h.mac, vlan=h.vlan,
+                            config=h.config, auto_neighbours=h.auto_neighbours)
+        for ip, mac in h.neighbours:
+            host.set_neighbour(ip, None if mac is None else mac_bytes(mac))
+    for d in w.drops:
+        net.drop(d.frame, d.nth, count=d.count, sender=d.sender)
+    return net
+
+
+class _Schedule:
+    """Puts the scenario's listeners, connects and events on the network's clock."""
+
+    def __init__(self, sc: Scenario, net: Network, run: ScenarioRun) -> None:
+        self.sc = sc
+        self.net = net
+        self.run = run
+
+    def all(self) -> None:
+        for ls in self.sc.listens:
+            self.net.at(ls.at_ns, self._listen, ls)
+        for c in self.sc.connects:
+            for i in range(c.count):
+                self.net.at(c.at_ns + i * c.interval_ns, self._connect, c)
+        for ev in self.sc.events:
+            self.net.at(ev.at_ns, self._event, ev)
+
+    def _listen(self, ls: ListenSpec) -> None:
+        host = self.net.host(ls.host)
+        policy: Policy
+        if ls.policy == "reject":
+            policy = Reject(ls.private_data, ls.delay_ns)
+        elif ls.policy == "manual":
+            policy = Manual()
+        else:
+            policy = Accept(ls.private_data, ls.delay_ns)
+        listener = host.guarded("create_listen", host.listen, ls.port, ls.address,
+                                policy=policy, backlog=ls.backlog, ipv6=ls.ipv6, vlan=ls.vlan)
+        if listener is not None and ls.name:
+            self.run.listeners[ls.name] = (ls.host, listener)
+
+    def _connect(self, c: ConnectSpec) -> None:
+        host = self.net.host(c.host)
+        remote: str | Host = self.net.host(c.to) if c.to in self.net.hosts else c.to
+        conn = host.guarded("connect", host.connect, remote, c.port,
+                            local_ip=c.local_address, local_port=c.local_port,
+                            private_data=c.private_data, ird=c.ird, ord=c.ord)
+        if conn is None:
+            return
+        record = ConnRecord(c.host, conn)
+        _note_tuple(record, host.node(conn))
+        self.run.connections.setdefault(c.name or f"line {c.line}", []).append(record)
+
+    def _event(self, ev: EventSpec) -> None:
+        host = self.net.host(ev.host)
+        act = ev.action
+        if act == "remove_address":
+            host.guarded(act, host.remove_address, ev.address)
+        elif act == "add_address":
+            host.guarded(act, host.add_address, ev.address, vlan=ev.vlan)
+        elif act == "link_down":
+            host.guarded(act, host.link_down)
+        elif act == "set_neighbour":
+            assert ev.address is not None
+            host.set_neighbour(ev.address, mac_bytes(ev.mac) if ev.mac else None)
+        elif act == "destroy_listener":
+            assert ev.listener is not None
+            found = self.run.listeners.get(ev.listener)
+            if found is not None:
+                owner = self.net.host(found[0])
+                owner.guarded(act, owner.unlisten, found[1])
+        else:
+            assert ev.connection is not None
+            for conn in conn_ids(self.run, ev.connection, ev.host):
+                if act == "disconnect":
+                    host.guarded(act, host.disconnect, conn, graceful=ev.graceful)
+                elif act == "close":
+                    host.guarded(act, host.close, conn)
+                elif act == "accept":
+                    host.guarded(act, host.accept, conn, ev.private_data)
+                else:
+                    host.guarded(act, host.reject, conn, ev.private_data)
+
+
+def _note_tuple(record: ConnRecord, view: Any) -> None:
+    if view is None:
+        return
+    record.local_ip = getattr(view, "loc_addr", None)
+    record.local_port = getattr(view, "loc_port", None)
+    record.remote_ip = getattr(view, "rem_addr", None)
+    record.remote_port = getattr(view, "rem_port", None)
+
+
+def conn_ids(run: ScenarioRun, name: str, host: str) -> list[int]:
+    """The ids of the named connections on ``host``: their own ids on the connecting
+    host, the peer nodes' ids (found by 4-tuple, then by CONNECT_REQUEST upcall) on
+    another host."""
+    out: list[int] = []
+    target = run.net.host(host)
+    for rec in run.connections.get(name, []):
+        if rec.host == host:
+            out.append(rec.conn)
+            continue
+        peer = peer_conn(target, rec)
+        if peer is not None:
+            out.append(peer)
+    return out
+
+
+def peer_conn(target: Host, rec: ConnRecord) -> int | None:
+    """The node on ``target`` at the other end of ``rec``."""
+    if rec.local_port is None:
+        return None
+    for conn in target.conns():
+        view = target.node(conn)
+        if view is None:
+            continue
+        if (getattr(view, "rem_port", None) == rec.local_port
+                and getattr(view, "loc_port", None) == rec.remote_port
+                and getattr(view, "rem_addr", None) == rec.local_ip):
+            return conn
+    for up in target.upcalls:
+        if (up.remote_port == rec.local_port and up.local_port == rec.remote_port
+                and up.remote_ip == rec.local_ip):
+            return up.conn
+    return None
+
+
+def run_scenario(sc: Scenario, *, trace_stream: IO[str] | None = None,
+                 progress: Progress | None = None) -> ScenarioRun:
+    """Build the network, schedule everything, run until idle (or the duration), and
+    check every expectation."""
+    net = build_network(sc, trace_stream=trace_stream)
+    run = ScenarioRun(sc, net, RunResult("idle", 0, 0))
+    _Schedule(sc, net, run).all()
+    run.result = _run(net, sc, progress)
+    run.expectations = check_all(run)
+    return run
+
+
+def _run(net: Network, sc: Scenario, progress: Progress | None) -> RunResult:
+    if progress is None:
+        return net.run(sc.duration_ns, max_events=sc.max_events)
+    step = (max(sc.duration_ns // PROGRESS_SLICES, 1) if sc.duration_ns
+            else IDLE_SLICE_NS)
+    events = 0
+    while True:
+        until = net.now_ns + step
+        if sc.duration_ns is not None:
+            until = min(until, sc.duration_ns)
+        result = net.run(until, max_events=sc.max_events - events)
+        events += result.events
+        progress(net.now_ns, sc.duration_ns, len(net.frames))
+        if result.reason != "until" or (sc.duration_ns is not None
+                                         and net.now_ns >= sc.duration_ns):
+            return RunResult(result.reason, events, net.now_ns)

@@ -1,0 +1,51 @@
+"""A finished scenario run as plain JSON-ready values (``mpa-emu run --json``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mpa_emu.addr import ip_text
+from mpa_emu.ladder import describe_frame, errno_text
+
+if TYPE_CHECKING:
+    from mpa_emu.scenario.runner import ScenarioRun
+
+
+def summary(run: ScenarioRun) -> dict[str, Any]:
+    """Scenario, run outcome, expectations, upcalls and verb failures per host, frames."""
+    sc = run.scenario
+    hosts: dict[str, Any] = {}
+    for name, host in run.net.hosts.items():
+        hosts[name] = {
+            "profile": host.config.profile,
+            "addresses": [ip_text(a) for a in host.addresses],
+            "upcalls": [{"t_ns": u.time_ns, "event": u.event.name, "conn": u.conn,
+                         "status": u.status,
+                         "status_text": errno_text(u.status) if u.status else "0",
+                         "private_data": u.private_data.hex(),
+                         "private_data_len": u.private_data_len, "ird": u.ird, "ord": u.ord,
+                         "local": f"{ip_text(u.local_ip)}:{u.local_port}",
+                         "remote": f"{ip_text(u.remote_ip)}:{u.remote_port}"}
+                        for u in host.upcalls],
+            "verb_failures": [{"t_ns": f.time_ns, "verb": f.verb, "errno": f.errno,
+                               "message": f.message} for f in host.failures],
+            "nodes": {str(c): _state(host.node(c)) for c in host.conns()},
+        }
+    return {
+        "scenario": sc.name, "file": sc.path, "seed": sc.seed, "ok": run.ok,
+        "run": {"reason": run.result.reason, "events": run.result.events,
+                "end_ns": run.result.now_ns},
+        "expectations": [{"line": e.line, "what": e.what, "ok": e.ok, "actual": e.actual}
+                         for e in run.expectations],
+        "connections": {name: [{"host": r.host, "conn": r.conn} for r in recs]
+                        for name, recs in run.connections.items()},
+        "hosts": hosts,
+        "frames": [describe_frame(f) for f in run.net.frames],
+    }
+
+
+def _state(view: object) -> str:
+    if view is None:
+        return "freed"
+    state = getattr(view, "state", None)
+    return str(getattr(state, "name", state))
