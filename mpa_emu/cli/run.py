@@ -12,8 +12,8 @@ from typing import IO, Any
 
 from mpa_emu.cli import CliError
 from mpa_emu.scenario import ScenarioError, ScenarioRun, load_scenario, run_scenario
-from mpa_emu.scenario.summary import summary
 from mpa_emu.scenario.progress import ProgressBar
+from mpa_emu.scenario.summary import summary
 
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
 
