@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from scapy.config import conf
 from scapy.layers.inet import TCP
 from scapy.packet import Packet
-from scapy.sessions import TCPSession, streamcls
+from scapy.sessions import streamcls
 
 from mpa_emu.frames.connect import MPAReply, MPARequest
 from mpa_emu.frames.fpdu import MPAFPDU, ULPDU_LENGTH_SIZE, fpdu_wire_length
@@ -96,6 +96,8 @@ class MPA(Packet):
         """Scapy ``TCPSession`` hook: return one whole MPA frame or FPDU from the start of
         ``data`` (the rest as Padding, which the session feeds back), or ``None`` to wait
         for more bytes. Streams that are not MPA go to the class TCP would have used."""
+        if not data:
+            return None
         state = session.setdefault(STATE_KEY, ConversationState())
         ended = bool(metadata.get("tcp_end"))
         frame = connect_frame_class(data)
@@ -145,21 +147,117 @@ def _update_state(state: ConversationState, frame: type[Packet], flags: int) -> 
         state.full_operation = True
 
 
+@dataclass
+class _Direction:
+    """Bytes of one direction of a TCP connection not yet made into frames."""
+
+    buffer: bytes = b""
+    start_seq: int = 0  # sequence number of buffer[0]
+    next_seq: int | None = None  # the next new byte expected
+
+
+def _seq_delta(a: int, b: int) -> int:
+    """a - b in 32-bit sequence space, as a signed value (RFC 9293 section 3.4)."""
+    d = (a - b) & 0xFFFFFFFF
+    return d - (1 << 32) if d >= 1 << 31 else d
+
+
+def _take_padding(packet: Packet) -> bytes:
+    pad = packet.getlayer(conf.padding_layer)
+    if pad is None:
+        return b""
+    rest = bytes(pad.load)
+    if pad.underlayer is not None:
+        pad.underlayer.remove_payload()
+    return rest
+
+
+def _stack(frames: list[Packet]) -> Packet:
+    head = frames[0]
+    for frame in frames[1:]:
+        head = head / frame
+    return head
+
+
 def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
     """Dissect a capture in order with TCP reassembly and per-conversation MPA state.
 
-    Returns what scapy's ``TCPSession`` returns: one packet per complete MPA frame or
-    FPDU (coalesced FPDUs stacked as ``MPAFPDU/MPAFPDU``), segments without payload as
-    they are; payload still waiting for its end is not returned.
+    It applies :meth:`MPA.tcp_reassemble` (the hook scapy's ``TCPSession`` uses) to each
+    direction's byte stream. The result follows the ``TCPSession`` convention:
+
+    * a segment that completes one or more frames comes out once, carrying those whole
+      frames (coalesced FPDUs stacked as ``MPAFPDU/MPAFPDU``), with its TCP sequence
+      number set to the first byte of the first frame (IP length and checksums are
+      recomputed when that differs from the segment as captured);
+    * a segment holding only part of a frame is not returned; its bytes come out with
+      the segment that completes the frame;
+    * segments without payload (SYN, ACK, FIN, RST) and frames that are not TCP come out
+      as they are; a frame still incomplete when its direction ends (FIN or RST) comes out
+      with that segment, marked truncated;
+    * retransmitted bytes are skipped; after a gap in sequence space the partial bytes
+      before it are dropped from reassembly and the stream restarts at the new segment.
     """
-    session = TCPSession()
+    directions: dict[tuple[bytes, int, bytes, int], _Direction] = {}
+    sessions: dict[tuple[bytes, int, bytes, int], dict[str, Any]] = {}
     out: list[Packet] = []
     for pkt in packets:
         fresh = pkt.__class__(bytes(pkt))
         fresh.time = pkt.time
-        result = session.process(fresh)
-        if result is not None:
-            out.append(result)
+        if TCP not in fresh or fresh[TCP].underlayer is None:
+            out.append(fresh)
+            continue
+        tcp = fresh[TCP]
+        net = tcp.underlayer
+        src, dst = net.src, net.dst
+        key = (str(src).encode(), int(tcp.sport), str(dst).encode(), int(tcp.dport))
+        conv = min(key, (key[2], key[3], key[0], key[1]))
+        flow = directions.setdefault(key, _Direction())
+        session = sessions.setdefault(conv, {})
+        payload = bytes(tcp.payload)
+        seq = int(tcp.seq)
+        if tcp.flags.S:
+            flow.buffer, flow.next_seq = b"", (seq + 1) & 0xFFFFFFFF
+            seq = (seq + 1) & 0xFFFFFFFF
+        if payload and flow.next_seq is not None:
+            behind = _seq_delta(flow.next_seq, seq)
+            if behind >= len(payload):
+                payload = b""  # all retransmitted
+            elif behind > 0:
+                payload, seq = payload[behind:], flow.next_seq
+            elif behind < 0:
+                flow.buffer = b""  # a gap: what came before can never complete
+        if payload:
+            if not flow.buffer:
+                flow.start_seq = seq
+            flow.buffer += payload
+            flow.next_seq = (seq + len(payload)) & 0xFFFFFFFF
+        ended = bool(tcp.flags.F or tcp.flags.R)
+        frames: list[Packet] = []
+        first_seq = flow.start_seq
+        while flow.buffer:
+            metadata: dict[str, Any] = {"original": fresh, "tcp_end": ended}
+            got = MPA.tcp_reassemble(flow.buffer, metadata, session)
+            if got is None:
+                break
+            rest = _take_padding(got)
+            flow.start_seq = (flow.start_seq + len(flow.buffer) - len(rest)) & 0xFFFFFFFF
+            flow.buffer = rest
+            frames.append(got)
+        if frames:
+            if int(tcp.seq) != first_seq or bytes(tcp.payload) != b"".join(map(bytes, frames)):
+                tcp.seq = first_seq
+                tcp.chksum = None
+                if hasattr(net, "chksum"):
+                    net.chksum = None
+                if hasattr(net, "len"):
+                    net.len = None
+                if hasattr(net, "plen"):
+                    net.plen = None
+            tcp.remove_payload()
+            tcp.add_payload(_stack(frames))
+            out.append(fresh)
+        elif not bytes(tcp.payload) or not payload:
+            out.append(fresh)
     return out
 
 
