@@ -195,6 +195,11 @@ def test_multiple_comments_are_joined_by_newlines() -> None:
     assert [r.comment for r in read_capture(data)] == ["one\ntwo"]
 
 
+def test_an_empty_second_comment_is_not_dropped() -> None:
+    data = shb("<") + idb("<", "x") + epb("<", 0, 1, FRAMES[0], ("one", ""))
+    assert [r.comment for r in read_capture(data)] == ["one\n"]
+
+
 def test_simple_packet_block_has_no_timestamp_and_respects_snaplen() -> None:
     spb_body = struct.pack("<I", len(FRAMES[1])) + FRAMES[1] + b"\x00" * (-len(FRAMES[1]) % 4)
     data = shb("<") + idb("<", "eth", snaplen=40) + block("<", 3, spb_body)
