@@ -135,6 +135,15 @@ class RunResult:
     flows: dict[FlowKey, FlowRun]
     last_frame: int
     notes: list[str]
+    failure: str = ""
+    """An exception that escaped the core (an emulator bug), or empty."""
+    failure_frame: int = 0
+    """Capture frame processed last before the failure."""
+
+    @property
+    def failed_during_capture(self) -> bool:
+        """True when the core failed before the capture's last frame was replayed."""
+        return bool(self.failure) and self.failure_frame < self.last_frame
 
 
 def _recorded_starts(frames: list[Frame]) -> list[int]:
@@ -165,6 +174,8 @@ class Engine:
         self.actions: list[AppAction] = []
         self.upcalls: list[Upcall] = []
         self.notes: list[str] = []
+        self.failure = ""
+        self.failure_frame = 0
         self.flows: dict[FlowKey, FlowRun] = {
             key: FlowRun(key, _recorded_starts(flow.frames))
             for key, flow in rec.flows.items()}
@@ -247,7 +258,7 @@ class Engine:
             self.progress(len(self.rec.frames), len(self.rec.frames))
         last = max((f.number for f in self.rec.frames), default=0)
         return RunResult(self.emitted, self.injections, self.actions, self.upcalls,
-                         self.flows, last, self.notes)
+                         self.flows, last, self.notes, self.failure, self.failure_frame)
 
     def _play(self) -> None:
         frames_by_number = self._by_number

@@ -75,7 +75,8 @@ class ReplayReport:
 
     @property
     def failed(self) -> bool:
-        return bool(self.comparison.errors)
+        """A failing divergence, or an emulator failure before the capture's end."""
+        return bool(self.comparison.errors) or self.run.failed_during_capture
 
     @property
     def exit_code(self) -> int:
@@ -97,6 +98,8 @@ class ReplayReport:
                 f"{len(cmp.warnings)} NIC warning(s), {len(cmp.extra)} extra frame(s) "
                 "after the capture")
         first = self.first
+        if first is None and self.run.failed_during_capture:
+            return f"EMULATOR FAILURE after frame {self.run.failure_frame}: {tail}"
         if first is None:
             return f"MATCH{mode}: {tail}"
         names = [f.name for f in first.fields]
