@@ -36,10 +36,18 @@ RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response
 
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
-    """Printable ASCII in quotes, anything else as hex; long values are cut with '...'."""
-    if data and all(32 <= b < 127 for b in data):
+    """Private data for people: printable ASCII in quotes, anything else as hex, and a
+    printable start followed by other bytes as both (``"busy"+00000000``, as the v2
+    upcall's 4 extra bytes look). Long values are cut with '...'."""
+    printable = 0
+    while printable < len(data) and 32 <= data[printable] < 127:
+        printable += 1
+    if printable == len(data) and data:
         shown = data[:limit].decode("ascii")
         return f'"{shown}"' + ("..." if len(data) > limit else "")
+    if printable >= 4:
+        return text_or_hex(data[:printable], limit) + "+" + \
+            text_or_hex(data[printable:], limit).removeprefix("0x")
     shown_hex = data[: limit // 2].hex()
     return f"0x{shown_hex}" + ("..." if len(data) > limit // 2 else "")
 

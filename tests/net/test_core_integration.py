@@ -1,0 +1,84 @@
+"""The network driving the real CM core: timing of retransmissions under a named drop,
+seeded ISNs, loopback, and scapy-built frames injected into a live exchange."""
+
+from __future__ import annotations
+
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+
+from mpa_emu.cm.events import IwEvent
+from mpa_emu.cm.states import CmState
+from mpa_emu.net import Accept, Network
+
+US = 1_000
+SECOND = 1_000_000_000
+
+
+def pair(seed: int = 0) -> tuple[Network, object, object]:
+    net = Network(seed)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    return net, alice, bob
+
+
+def test_dropping_the_first_syn_ack_brings_its_retransmission_one_second_later() -> None:
+    net, alice, bob = pair()
+    net.drop("SYN-ACK")
+    bob.listen(31000, "192.0.2.2", policy=Accept())
+    conn = alice.connect("192.0.2.2", 31000)
+    net.run(until_ns=3 * SECOND)
+    synacks = [f for f in net.frames if f.kind == "SYN-ACK"]
+    assert len(synacks) == 2
+    assert synacks[0].notes[0] == "wire: dropped (the first SYN-ACK)"
+    # IRDMA_RETRY_TIMEOUT is HZ jiffies after the jiffy the SYN-ACK left in (HZ 1000).
+    jiffy = SECOND // 1000
+    assert synacks[1].time_ns == (synacks[0].time_ns // jiffy + 1000) * jiffy == SECOND
+    assert synacks[1].data == synacks[0].data  # a retransmission re-sends the same buffer
+    replies = alice.events(IwEvent.CONNECT_REPLY)
+    assert [(u.conn, u.status) for u in replies] == [(conn, 0)]
+    assert replies[0].time_ns > synacks[1].time_ns
+
+
+def test_the_network_seed_sets_the_isns() -> None:
+    def isns(seed: int) -> list[int]:
+        net, alice, bob = pair(seed)
+        bob.listen(31000, "192.0.2.2")
+        alice.connect("192.0.2.2", 31000)
+        net.run(until_ns=SECOND)
+        return [f.segment.seq for f in net.frames if f.kind in ("SYN", "SYN-ACK")]
+
+    assert isns(1) == isns(1)
+    assert isns(1) != isns(2)
+
+
+def test_a_loopback_connection_never_reaches_the_wire() -> None:
+    net = Network(0)
+    alice = net.add_host("alice", "192.0.2.1")
+    net.add_host("bob", "192.0.2.2")
+    alice.listen(31000, "192.0.2.1", policy=Accept())
+    alice.connect("192.0.2.1", 31000)
+    net.run(until_ns=SECOND)
+    assert net.frames and all(f.interface == "alice/lo" and f.loopback for f in net.frames)
+    events = {u.event for u in alice.upcalls}
+    assert {IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY} <= events
+
+
+def test_an_injected_scapy_rst_makes_the_initiator_retry_with_mpa_v1() -> None:
+    net, alice, bob = pair()
+    conn = alice.connect("192.0.2.2", 31000)  # bob has no listener and stays silent
+    net.run(until_ns=100 * US)
+    syn = net.frames[0].segment
+    assert syn is not None and alice.node(conn).mpa_frame_rev == 2
+    rst = (Ether(src=bob.mac.hex(":"), dst=alice.mac.hex(":"))
+           / IP(src="192.0.2.2", dst="192.0.2.1", flags="DF", id=0)
+           / TCP(sport=31000, dport=syn.sport, flags="RA", seq=0, ack=syn.seq + 1, window=0))
+    net.inject(rst, via="bob", at_ns=200 * US, comment="RST from bob's host stack")
+    net.run(until_ns=300 * US)
+    retry = [f for f in net.frames if f.kind == "SYN"][1]
+    assert retry.time_ns == 200 * US + 10 * US  # irdma_handle_rst_pkt resends at once
+    assert retry.segment.sport == syn.sport and retry.segment.seq == syn.seq + 1
+    node = alice.node(conn)
+    assert node.mpa_frame_rev == 1 and node.state == CmState.SYN_SENT
+    assert net.frames[1].origin == "injected: RST from bob's host stack"
+    back = net.packet(1)
+    assert back[TCP].flags == "RA" and bytes(back) == bytes(rst)
