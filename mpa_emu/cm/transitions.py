@@ -7,9 +7,10 @@ row up for every input and asserts afterwards that the node ended in ``next_stat
 one of ``may_reach`` (a node whose
 reference count reached zero counts as ``CLOSED``).
 
-``reachable=False`` marks rows whose state the emulated driver never holds between two
-inputs (states the kernel never sets, and the transient ones: ``UNKNOWN`` lasts only
-inside ``irdma_connect``, ``LISTENING`` only inside the SYN's ``irdma_receive_ilq``).
+``reachable=False`` marks rows no input sequence can exercise: states the kernel never
+sets, the transient ones (``UNKNOWN`` lasts only inside ``irdma_connect``, ``LISTENING``
+only inside the SYN's ``irdma_receive_ilq``), and inputs a state cannot meet (see
+:func:`_reachable`). A test drives every reachable row and checks the others are marked.
 """
 
 from __future__ import annotations
@@ -69,8 +70,37 @@ def _rows(inp: Input, fn: str, specific: dict[Iterable[CmState], _Spec],
         spec = by_state.get(st, default)
         nxt = st if spec.next_state is None else spec.next_state
         out[(st, inp)] = Row(st, inp, spec.action, nxt, frozenset(spec.may_reach), fn,
-                             spec.note, reachable=st not in NEVER_SET | TRANSIENT)
+                             spec.note, reachable=_reachable(st, inp))
     return out
+
+
+_HELD = frozenset(_ALL) - NEVER_SET - TRANSIENT
+_ACTIVE_ONLY = frozenset({S.SYN_SENT, S.MPAREQ_SENT, S.MPAREJ_RCVD})
+_PACKETS = frozenset({Input.SYN, Input.SYNACK, Input.ACK, Input.ACK_DATA, Input.FIN,
+                      Input.RST, Input.NONE})
+_REACHABLE_BY_INPUT: dict[Input, frozenset[CmState]] = {
+    # irdma_handle_rcv_mpa is called only from the ACK rows of SYN_RCVD (after its move
+    # to ESTABLISHED), ESTABLISHED and MPAREQ_SENT.
+    Input.MPA: frozenset({S.ESTABLISHED, S.MPAREQ_SENT}),
+    Input.CONNECT: frozenset({S.UNKNOWN}),
+    # listener destruction only touches passive nodes
+    Input.DESTROY_LISTEN: _HELD - _ACTIVE_ONLY,
+    # states that hold a retransmission entry when it runs out
+    Input.RETRANS_EXPIRED: frozenset({S.SYN_SENT, S.SYN_RCVD, S.MPAREQ_SENT, S.FIN_WAIT1,
+                                      S.LAST_ACK}),
+    # a close entry without QP is only scheduled on FIN_WAIT2 -> TIME_WAIT
+    Input.CLOSE_TIMER: frozenset({S.TIME_WAIT}),
+    # the qhash completion finds the node where the SYN left it, or closed meanwhile
+    Input.QHASH_DONE: frozenset({S.SYN_RCVD, S.CLOSED, S.LISTENER_DESTROYED}),
+}
+
+
+def _reachable(st: CmState, inp: Input) -> bool:
+    if inp in _PACKETS:
+        return st in _HELD or (st == S.LISTENING and inp == Input.SYN)
+    if inp in _REACHABLE_BY_INPUT:
+        return st in _REACHABLE_BY_INPUT[inp]
+    return st in _HELD  # verbs: any node the application holds
 
 
 _IGNORE = _Spec("ignore", None, note="ignored by the kernel")
