@@ -224,12 +224,8 @@ def drive(lab: Lab, inp: Input) -> None:
                 core.listener(lab.listener).state.name == "PASSIVE":  # type: ignore[union-attr]
             core.create_listen(IP_P, PORT, now_ns=lab.now)  # reuse the dying listener
         core.destroy_listen(lab.listener, now_ns=lab.now)
-    elif inp is Input.RETRANS_EXPIRED:
-        lab.advance(2 * S_NS)
-    elif inp is Input.CLOSE_TIMER:
-        lab.advance(2 * S_NS)
-    elif inp is Input.QHASH_DONE:
-        lab.advance(2 * S_NS)
+    elif inp in (Input.RETRANS_EXPIRED, Input.CLOSE_TIMER, Input.QHASH_DONE):
+        lab.advance(2 * S_NS)  # past the first resend, the close timer, the AH latency
     else:  # pragma: no cover
         raise AssertionError(inp)
     core.frames_to_send()
