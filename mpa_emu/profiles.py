@@ -50,6 +50,8 @@ def siw(**overrides: Any) -> CmConfig:
     - ``quirks.v2_pdata_plus4 = False``: siw hands the ULP the private data without the
       4-byte RFC 6581 block (``pd_len - 4``); irdma reports it and 4 bytes more.
     - ``accept_markers = False``: siw rejects a request with M set.
+    - ``quirks.mpa_v1_fallback = False``: the v2 -> v1 retry on a RST is irdma's
+      (irdma_handle_rst_pkt); siw's connect path has no retry, a reset fails the connect.
     - MPA rev 2 (``mpa_version = 2``), like irdma.
 
     Not modelled: siw's own MPA timers (10 s request, 5 s reply timeouts) and its TCP
@@ -57,7 +59,7 @@ def siw(**overrides: Any) -> CmConfig:
     Source: reference section 10 (siw_cm.c defaults and responder choice).
     """
     base = CmConfig(profile="siw", p2p=False, rtr_preference="write", accept_markers=False,
-                    quirks=Quirks(v2_pdata_plus4=False))
+                    quirks=Quirks(v2_pdata_plus4=False, mpa_v1_fallback=False))
     return _build(base, overrides)
 
 

@@ -158,6 +158,21 @@ def _frame_pdata(frame: CapturedFrame) -> bytes | None:
         return None
 
 
+def _frame_rtr(frame: CapturedFrame) -> tuple[str, ...] | None:
+    """The RTR types in an MPA frame's RFC 6581 block, sorted (None without a block)."""
+    seg = frame.segment
+    if seg is None or not mpa.looks_like_mpa(seg.payload):
+        return None
+    try:
+        block = mpa.decode_frame(seg.payload).rtr
+    except mpa.MpaFormatError:
+        return None
+    if block is None:
+        return None
+    return tuple(sorted(n for ok, n in ((block.zero_len_send, "send"), (block.write0, "write"),
+                                        (block.read0, "read")) if ok))
+
+
 def _frame_matches(frame: CapturedFrame, e: FrameExpect) -> bool:
     seg = frame.segment
     if e.kind is not None and frame.kind != e.kind:
@@ -173,7 +188,7 @@ def _frame_matches(frame: CapturedFrame, e: FrameExpect) -> bool:
             return False
         if seg.payload[mpa.KEY_SIZE + 1] != e.mpa_rev:
             return False
-    return True
+    return e.rtr is None or _frame_rtr(frame) == e.rtr
 
 
 def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
@@ -186,6 +201,8 @@ def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
         parts.append(f"MPA rev {e.mpa_rev}")
     if e.private_data is not None:
         parts.append(f"private data {e.private_data!r}")
+    if e.rtr is not None:
+        parts.append(f"RTR {' '.join(e.rtr) or 'none'}")
     frames = [f for f in run.net.frames if not f.loopback]
     matched = [f for f in frames if _frame_matches(f, e)]
     what = f"frame {' '.join(parts)} ({_count_text(e.count, e.min, e.max)})"
@@ -197,6 +214,7 @@ def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
             [f"#{f.index} {f.kind} from {f.sender}"
              + (f" flags {flags_text(f.segment.flags)}" if f.segment is not None else "")
              + (f" pd={_frame_pdata(f)!r}" if _frame_pdata(f) is not None else "")
+             + (f" RTR {' '.join(r) or 'none'}" if (r := _frame_rtr(f)) is not None else "")
              for f in same_kind], f"no {e.kind or ''} frames on the wire".replace("  ", " "))
     return ExpectResult(e.line, what, ok, actual)
 

@@ -334,12 +334,25 @@ class _Loader:
         spec = FrameExpect(kind=t.text("kind", choices=FRAME_KINDS), sender=sender,
                            flags=t.text("flags"), private_data=t.data_bytes("private_data"),
                            mpa_rev=t.integer("mpa_rev", lo=0, hi=255),
+                           rtr=self._rtr(t),
                            count=t.integer("count", lo=0), min=t.integer("min", lo=0),
                            max=t.integer("max", lo=0), line=t.line())
         if spec.flags is not None and set(spec.flags) - set("FSRPAUEC"):
             raise t.error("flags", f"TCP flags are letters of FSRPAUEC, got {spec.flags!r}")
         t.done()
         return spec
+
+    @staticmethod
+    def _rtr(t: Table) -> tuple[str, ...] | None:
+        if not t.has("rtr"):
+            t.raw("rtr")
+            return None
+        names = t.strings("rtr")
+        words = [w for n in names for w in n.split()]
+        bad = [w for w in words if w not in ("send", "write", "read", "none")]
+        if bad:
+            raise t.error("rtr", f"RTR types are send, write, read or none; got {bad[0]!r}")
+        return tuple(sorted(w for w in words if w != "none"))
 
     def expect_failure(self, t: Table) -> FailureExpect:
         host = self._check_host(t, "host", t.text("host", required=True))

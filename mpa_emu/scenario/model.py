@@ -140,6 +140,7 @@ class FrameExpect:
     flags: str | None
     private_data: bytes | None
     mpa_rev: int | None
+    rtr: tuple[str, ...] | None
     count: int | None
     min: int | None
     max: int | None

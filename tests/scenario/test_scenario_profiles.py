@@ -17,6 +17,7 @@ def test_siw_differs_in_p2p_rtr_pdata_and_markers() -> None:
     assert (cfg.profile, cfg.p2p, cfg.rtr_preference, cfg.accept_markers) == (
         "siw", False, "write", False)
     assert cfg.quirks.v2_pdata_plus4 is False
+    assert cfg.quirks.mpa_v1_fallback is False
     assert cfg.mpa_rev == 2
     # Everything else stays irdma's.
     base = CmConfig()
