@@ -195,3 +195,18 @@ def test_address_removal_resets_the_kernel_socket(lab: Lab) -> None:
     assert report.accepted
     assert ending == "reset"  # the kernel socket sees ECONNRESET
     assert [seg for _f, seg in emu.segments("tx") if seg.flags & RST]
+
+
+def test_shutdown_closes_an_offloaded_connection_with_a_fin(lab: Lab) -> None:
+    emu = make_host(lab)
+    listener = _listen_in_kernel(lab, KERNEL_V4)
+    server = lab.in_kernel(_kernel_responder, listener, peer.PeerOptions(timeout=5), 6.0)
+    emu.host.connect(packed(KERNEL_V4), PORT)
+    assert emu.host.run_until(lambda: bool(emu.host.events(IwEvent.CONNECT_REPLY)), 5)
+    emu.host.run_for(0.2)
+    emu.host.shutdown(grace_s=2.0)
+    report, ending = server.result()
+    assert report.accepted
+    assert ending == "fin"  # graceful disconnect: the QP sends FIN, not RST
+    assert emu.capture.closed
+    assert not [seg for _f, seg in emu.segments("tx") if seg.flags & RST]
