@@ -73,6 +73,15 @@ class GuardedPacket(Packet):
             self.fields["problem"] = "; ".join(problems)
         return rest
 
+    def describe(self) -> str:
+        """One line for ``summary()`` of a layer that dissected completely."""
+        return str(self.name)
+
+    def mysummary(self) -> str:
+        if self.truncated:
+            return f"{self.name} ({self.problem})"
+        return self.describe()
+
     def guess_payload_class(self, payload: bytes) -> Any:
         if self.truncated:
             return conf.raw_layer

@@ -139,9 +139,7 @@ class _MPAConnectFrame(GuardedPacket):
             return MPAFPDU
         return conf.raw_layer
 
-    def mysummary(self) -> str:
-        if self.truncated:
-            return f"{self.name} ({self.problem})"
+    def describe(self) -> str:
         text = f"{self.name} rev {self.rev} [{self.flags}] PD_Length {self.pd_length}"
         return text + (f" ({self.problem})" if self.problem else "")
 

@@ -85,7 +85,7 @@ class DDPTagged(GuardedPacket):
     def diagnose(self) -> list[str]:
         return _control_problems(self, tagged=True)
 
-    def mysummary(self) -> str:
+    def describe(self) -> str:
         return f"DDP/RDMA {OPCODE_NAMES.get(self.opcode, self.opcode)} STag {self.stag:#x}"
 
 
@@ -119,7 +119,7 @@ class DDPUntagged(GuardedPacket):
             return RDMAPTerminate
         return conf.raw_layer
 
-    def mysummary(self) -> str:
+    def describe(self) -> str:
         return (f"DDP/RDMA {OPCODE_NAMES.get(self.opcode, self.opcode)} QN {self.qn} "
                 f"MSN {self.msn} MO {self.mo}")
 

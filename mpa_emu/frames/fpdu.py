@@ -96,9 +96,7 @@ class MPAFPDU(GuardedPacket):
             return conf.raw_layer
         return MPAFPDU
 
-    def mysummary(self) -> str:
-        if self.truncated:
-            return f"MPA FPDU ({self.problem})"
+    def describe(self) -> str:
         op = getattr(self.ulpdu, "opcode", None)
         what = OPCODE_NAMES.get(op, "?") if isinstance(op, int) else "?"
         crc = "good" if self.crc_ok else "bad"
