@@ -233,7 +233,8 @@ class _Input:
         parts = [self.buf[self.pos:]]
         self.base += self.pos
         while have < need:
-            chunk = self.stream.read(max(_CHUNK, need - have))
+            # Bounded requests: a corrupt length must not make read() allocate gigabytes.
+            chunk = self.stream.read(max(_CHUNK, min(need - have, 64 * _CHUNK)))
             if not chunk:
                 break
             parts.append(chunk)

@@ -209,3 +209,55 @@ def test_tshark_reads_comments_interface_names_and_ns_timestamps(tmp_path: Path)
         ["1700000000.123456790", "hostP/eth0", COMMENTS[1], "60", "0x0011"],
         ["1700000001.123457788", "hostA/eth0", COMMENTS[2], "60", "0x0011"],
     ]
+
+
+@pytest.mark.tshark
+def test_tshark_decodes_an_irdma_connection_written_through_codec_and_writer(
+        tmp_path: Path) -> None:
+    """Codec and writer together: tshark finds the MPA request and reply of a v2
+    connection, with each frame's comment and interface beside it."""
+    if shutil.which("tshark") is None:
+        pytest.fail("tshark is required (tools/test.sh installs it)")
+    from mpa_emu.codec import encode
+    from mpa_emu.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
+    from mpa_emu.segment import ACK, SYN, Segment
+
+    mac_a, mac_p = bytes.fromhex("020000000a01"), bytes.fromhex("020000000a02")
+    ip_a, ip_p = bytes([192, 168, 10, 1]), bytes([192, 168, 10, 2])
+    req = MpaFrame(request=True, rev=2, flags=FLAG_CRC | FLAG_ENHANCED,
+                   rtr=RtrBlock(ird=127, ord=255, write0=True, read0=True)).to_bytes()
+    rep = MpaFrame(request=False, rev=2, flags=FLAG_CRC | FLAG_ENHANCED,
+                   rtr=RtrBlock(ird=127, ord=127, read0=True)).to_bytes()
+    syn_opts = bytes.fromhex("020405b403030200")
+
+    def a(seq: int, ack: int, flags: int, opts: bytes = b"", data: bytes = b"") -> Segment:
+        return Segment(mac_a, mac_p, ip_a, ip_p, 40001, 31000, seq, ack, flags,
+                       options=opts, payload=data)
+
+    def p(seq: int, ack: int, flags: int, opts: bytes = b"", data: bytes = b"") -> Segment:
+        return Segment(mac_p, mac_a, ip_p, ip_a, 31000, 40001, seq, ack, flags,
+                       options=opts, payload=data)
+
+    flow = [
+        ("A", a(100, 0, SYN, syn_opts), "irdma_send_syn: UNKNOWN -> SYN_SENT"),
+        ("P", p(500, 101, SYN | ACK, syn_opts), "irdma_send_syn: LISTENING -> SYN_RCVD"),
+        ("A", a(101, 501, ACK), "irdma_send_ack: SYN_SENT -> SYN_SENT"),
+        ("A", a(101, 501, ACK, data=req), "irdma_send_mpa_request: SYN_SENT -> MPAREQ_SENT"),
+        ("P", p(501, 101 + len(req), ACK), "irdma_send_ack: ESTABLISHED -> MPAREQ_RCVD"),
+        ("P", p(501, 101 + len(req), ACK, data=rep), "LSMM: MPAREQ_RCVD -> OFFLOADED"),
+    ]
+    path = tmp_path / "connection.pcapng"
+    with open(path, "wb") as stream, PcapngWriter(stream) as writer:
+        for i, (host, seg, comment) in enumerate(flow):
+            writer.write(T0 + i * 1000, encode(seg), interface=f"host{host}/eth0",
+                         comment=comment)
+    proc = subprocess.run(
+        ["tshark", "-r", str(path), "-o", "tcp.try_heuristic_first:TRUE",
+         "--enable-heuristic", "iwarp_mpa_tcp", "-T", "fields", "-E", "separator=|",
+         "-e", "frame.number", "-e", "frame.interface_name", "-e", "frame.comment",
+         "-e", "_ws.col.Info"],
+        capture_output=True, text=True, check=True)
+    rows = [line.split("|") for line in proc.stdout.splitlines()]
+    assert [(r[1], r[2]) for r in rows] == [(f"host{h}/eth0", c) for h, _, c in flow]
+    assert "MPA Request Frame" in rows[3][3]
+    assert "MPA Reply Frame" in rows[5][3]

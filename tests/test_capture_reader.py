@@ -12,6 +12,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scapy.layers.l2 import Ether
 from scapy.utils import PcapNgWriter, PcapWriter
 
@@ -348,3 +350,45 @@ def test_option_overrunning_the_block() -> None:
 def test_unsupported_pcapng_major_version() -> None:
     bad = block("<", 0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 2, 0, -1))
     assert "unsupported pcapng version 2" in refusal(bad)
+
+
+# ---- fuzz: nothing but CaptureError ever escapes ---------------------------------------
+
+_PCAP_OK = _pcap(struct.pack("<IIII", 1, 0, 60, 60) + FRAMES[0])
+_PCAPNG_OK = GOOD + epb("<", 0, 2, FRAMES[1], ("a comment",))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([_PCAP_OK, _PCAPNG_OK]), st.lists(
+    st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4), st.integers(0, 300))
+def test_mutated_captures_read_or_raise_capture_error(
+        data: bytes, edits: list[tuple[int, int]], cut: int) -> None:
+    mutated = bytearray(data)
+    for where, value in edits:
+        mutated[where % len(data)] = value
+    try:
+        for record in read_capture(bytes(mutated[:len(data) - cut % len(data)])):
+            assert isinstance(record.frame, bytes)
+    except CaptureError as exc:
+        assert str(exc)
+
+
+MAGICS = [b"", bytes.fromhex("0a0d0d0a"), bytes.fromhex("d4c3b2a1"),
+          bytes.fromhex("a1b23c4d"), bytes.fromhex("0a0d0d0a1c0000004d3c2b1a")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(MAGICS), st.binary(max_size=200))
+def test_random_bytes_read_or_raise_capture_error(magic: bytes, data: bytes) -> None:
+    try:
+        for record in read_capture(magic + data):
+            assert isinstance(record.frame, bytes)
+    except CaptureError as exc:
+        assert str(exc)
+
+
+def test_huge_announced_block_length_in_a_file_is_a_clean_truncation(tmp_path: Path) -> None:
+    path = tmp_path / "huge.pcapng"
+    path.write_bytes(shb("<") + struct.pack("<II", 6, 0xFFFFFFF0) + bytes(100))
+    with pytest.raises(CaptureError, match="4294967280 bytes announced"):
+        list(read_capture(path))

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Dot1Q, Ether
@@ -222,3 +224,33 @@ GOOD = Segment(src_mac=b"\x02" * 6, dst_mac=b"\x04" * 6, src_ip=bytes(4), dst_ip
 def test_encode_refuses_segments_that_do_not_fit(change: dict[str, object], text: str) -> None:
     with pytest.raises(EncodeError, match=text):
         encode(replace(GOOD, **change))  # type: ignore[arg-type]
+
+
+# ---- fuzz: nothing but DecodeError ever escapes ----------------------------------------
+
+VALID = [bytes(ETH / V4 / SEG / Raw(b"MPA ID Req Frame" + bytes(8))),
+         bytes(ETH / Dot1Q(vlan=7) / V6 / SEG / Raw(b"x" * 9))]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=120))
+def test_random_bytes_decode_or_raise_decode_error(data: bytes) -> None:
+    try:
+        decode(data)
+    except DecodeError as exc:
+        assert isinstance(exc.reason, DecodeFailure) and str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(VALID), st.integers(0, 10_000), st.integers(0, 255),
+       st.integers(0, 200))
+def test_mutated_frames_decode_or_raise_decode_error(frame: bytes, where: int, value: int,
+                                                     cut: int) -> None:
+    mutated = bytearray(frame)
+    mutated[where % len(frame)] = value
+    try:
+        seg = decode(bytes(mutated[:len(frame) - cut % len(frame)]))
+    except DecodeError:
+        return
+    # Whatever decodes must re-encode to a frame that decodes to the same segment.
+    assert decode(encode(seg)) == seg
