@@ -1,0 +1,180 @@
+"""The report: JSON with every divergence, the merged pcapng, extra frames, NIC
+warnings, time tolerance, forced answers, semantic mode, determinism."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from scapy.layers.inet import TCP
+from scapy.utils import rdpcap, wrpcap
+
+from mpa_emu.capture import read_capture
+from mpa_emu.cli import main
+
+PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
+A, P = "192.168.10.1", "192.168.10.2"
+
+
+def replay(path: Path, *args: str, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
+    report = tmp_path / "report.json"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["replay", str(path), *args, "--json", str(report)])
+    return rc, out.getvalue(), json.loads(report.read_text())
+
+
+def first_frames(tmp_path: Path, name: str, count: int) -> Path:
+    pkts = rdpcap(str(PCAPS / name))[:count]
+    out = tmp_path / f"cut-{name}"
+    wrpcap(str(out), pkts)
+    return out
+
+
+def test_frames_after_the_capture_end_are_extra_not_failures(tmp_path: Path) -> None:
+    # The SYN and its first two resends; the capture stops at 3 s.
+    cap = first_frames(tmp_path, "retrans_syn_expiry.pcap", 3)
+    rc, text, report = replay(cap, "--emulate", A, tmp_path=tmp_path)
+    assert rc == 0, text
+    # The remaining 30 resends and the RST at expiry, all after the capture.
+    assert len(report["extra"]) == 31
+    assert report["extra"][-1]["flags"] == "RST|ACK"
+    assert abs(report["extra"][-1]["time"] - 316.003) < 0.002
+    assert "31 extra frame(s)" in text.splitlines()[0]
+
+
+def test_capture_silence_proves_a_frame_should_not_be_sent(tmp_path: Path) -> None:
+    # Drop P's ACK of the MPA request (frame 5) from the capture: the emulator still
+    # sends it while the capture runs, so that is a divergence.
+    pkts = list(rdpcap(str(PCAPS / "v2_accept.pcap")))
+    del pkts[4]
+    cap = tmp_path / "no-ack.pcap"
+    wrpcap(str(cap), pkts)
+    rc, _, report = replay(cap, "--emulate", P, tmp_path=tmp_path)
+    assert rc == 1
+    d = next(d for d in report["divergences"] if d["severity"] == "error")
+    assert (d["kind"], d["frame"], d["actual"]["flags"]) == ("unexpected", 4, "ACK")
+    assert d["actual"]["comment"].startswith("irdma_send_ack")
+
+
+def test_nic_frames_after_offload_are_warnings_unless_strict(tmp_path: Path) -> None:
+    pkts = rdpcap(str(PCAPS / "v2_accept.pcap"))
+    pkts[8][TCP].window = 1000  # the NIC's ACK of the RTR
+    del pkts[8][TCP].chksum
+    cap = tmp_path / "nic.pcap"
+    wrpcap(str(cap), pkts)
+    rc, text, report = replay(cap, "--emulate", P, tmp_path=tmp_path)
+    assert rc == 0, text
+    warnings = [d for d in report["divergences"] if d["severity"] == "warning"]
+    assert [(w["frame"], [f["name"] for f in w["fields"]]) for w in warnings] == [(9, ["window"])]
+    assert "1 NIC warning(s)" in text
+    rc, _, report = replay(cap, "--emulate", P, "--strict-offload", tmp_path=tmp_path)
+    assert rc == 1
+    assert report["first_divergence_frame"] == 9
+
+
+def test_the_mpa_reply_is_always_compared_even_after_offload(tmp_path: Path) -> None:
+    pkts = rdpcap(str(PCAPS / "v2_accept.pcap"))
+    pkts[5][TCP].window = 1000  # the LSMM reply, built by the CM at accept
+    del pkts[5][TCP].chksum
+    cap = tmp_path / "reply.pcap"
+    wrpcap(str(cap), pkts)
+    rc, _, report = replay(cap, "--emulate", P, tmp_path=tmp_path)
+    assert rc == 1
+    assert report["first_divergence_frame"] == 6
+
+
+def test_time_outside_the_tolerance_is_a_divergence(tmp_path: Path) -> None:
+    pkts = rdpcap(str(PCAPS / "v2_accept.pcap"))
+    for p in pkts[1:]:
+        p.time += 0.05  # the SYN-ACK and everything after it, 50 ms late
+    cap = tmp_path / "late.pcap"
+    wrpcap(str(cap), pkts)
+    rc, _, report = replay(cap, "--emulate", P, tmp_path=tmp_path)
+    assert rc == 1
+    d = report["divergences"][0]
+    assert (d["frame"], [f["name"] for f in d["fields"]]) == (2, ["time"])
+    rc, _, _ = replay(cap, "--emulate", P, "--time-tolerance", "0.06", tmp_path=tmp_path)
+    assert rc == 0
+
+
+def test_forced_reject_diverges_from_a_recorded_accept(tmp_path: Path) -> None:
+    rc, text, report = replay(PCAPS / "v2_accept.pcap", "--emulate", P, "--on-request",
+                              "reject", tmp_path=tmp_path)
+    assert rc == 1
+    d = report["divergences"][0]
+    assert d["frame"] == 6
+    assert d["actual"]["flags"] == "FIN|ACK"
+    assert "irdma_send_mpa_reject" in text
+
+
+def test_forced_accept_matches_a_recorded_accept(tmp_path: Path) -> None:
+    rc, text, _ = replay(PCAPS / "v2_accept.pcap", "--emulate", P, "--on-request", "accept",
+                         tmp_path=tmp_path)
+    assert rc == 0, text
+
+
+def test_json_lists_every_divergence_with_both_frames(tmp_path: Path) -> None:
+    rc, _, report = replay(PCAPS / "reject_v1.pcap", "--emulate", A, tmp_path=tmp_path)
+    assert rc == 1
+    errors = [d for d in report["divergences"] if d["severity"] == "error"]
+    assert len(errors) >= 2
+    first = errors[0]
+    assert first["expected"]["frame"] == 4
+    assert "MPA request rev 1" in first["expected"]["summary"]
+    assert "MPA request rev 2" in first["actual"]["summary"]
+    assert first["actual"]["comment"].startswith("irdma_send_mpa_request")
+    assert first["actual"]["state"] == "MPAREQ_SENT"
+    assert report["actions"][0]["verb"] == "connect"
+
+
+def test_merged_pcapng_holds_both_directions_with_comments(tmp_path: Path) -> None:
+    out = tmp_path / "merged.pcapng"
+    rc, _, _ = replay(PCAPS / "v2_reject.pcap", "--emulate", P, "-o", str(out),
+                      tmp_path=tmp_path)
+    assert rc == 0
+    records = list(read_capture(out))
+    assert len(records) == 9
+    comments = [r.comment or "" for r in records]
+    assert comments[0].startswith("injected frame 1")
+    assert "irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1 | matches frame 6" in comments
+    assert any("dropped by" in c and "check_seq" in c for c in comments)
+
+
+def test_same_input_gives_byte_identical_outputs(tmp_path: Path) -> None:
+    outs = []
+    for i in range(2):
+        pcap = tmp_path / f"o{i}.pcapng"
+        report = tmp_path / f"r{i}.json"
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["replay", str(PCAPS / "backlog_drop.pcap"), "--emulate", P, "--backlog",
+                  "2", "-o", str(pcap), "--json", str(report)])
+        outs.append((pcap.read_bytes(), report.read_bytes()))
+    assert outs[0] == outs[1]
+
+
+def test_semantic_mode_reports_what_happened_to_each_injected_frame(tmp_path: Path) -> None:
+    rc, text, report = replay(PCAPS / "check_seq_drops.pcap", "--emulate", P, "--semantic",
+                              tmp_path=tmp_path)
+    assert rc == 0
+    outcomes = {i["frame"]: i["outcome"] for i in report["injections"]}
+    assert outcomes[1].startswith("accepted; state none -> SYN_RCVD")
+    assert "dropped by" in outcomes[3] and "check_seq" in outcomes[3]
+    assert "outside" in outcomes[5]
+    assert "upcall CONNECT_REQUEST" in outcomes[7]
+    assert "FIN ignored" in outcomes[10]
+    assert "injected frames:" in text
+
+
+def test_semantic_mode_still_fails_when_the_meaning_differs(tmp_path: Path) -> None:
+    # The recorded responder accepted; forcing a reject changes what the frames mean.
+    rc, _, report = replay(PCAPS / "v2_accept.pcap", "--emulate", P, "--semantic",
+                           "--on-request", "reject", tmp_path=tmp_path)
+    assert rc == 1
+    d = report["divergences"][0]
+    assert d["fields"][0]["name"] == "kind"
+    assert d["fields"][0]["expected"] == "ACK + reply"
+    assert d["fields"][0]["actual"] == "FIN|ACK + reject"
