@@ -77,10 +77,7 @@ def _listed(items: list[str], none: str) -> str:
 
 
 def _upcall_text(u: Upcall) -> str:
-    text = upcall_label(u)
-    if u.private_data and repr(u.private_data)[2:-1] not in text:
-        text += f" pd={u.private_data!r}"
-    return f"{text} at {u.time_ns / 1e9:.6f}s"
+    return f"{upcall_label(u)} (private_data_len {u.private_data_len}) at {u.time_ns / 1e9:.6f}s"
 
 
 def _upcall(run: ScenarioRun, e: UpcallExpect) -> ExpectResult:

@@ -5,6 +5,7 @@ naming the file, the line and the key; nothing else escapes."""
 from __future__ import annotations
 
 import errno as errno_names
+import re
 import tomllib
 from dataclasses import fields, replace
 from pathlib import Path
@@ -60,8 +61,10 @@ def loads(text: str, name: str = "<scenario>") -> Scenario:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        raise ScenarioError(f"{name}: invalid TOML: {exc}", line=line) from None
+        found = re.search(r"at line (\d+)", str(exc))
+        line = int(found.group(1)) if found else None
+        where = f"{name}:{line}" if line is not None else name
+        raise ScenarioError(f"{where}: invalid TOML: {exc}", line=line) from None
     source = Source(name, text)
     return _Loader(source).scenario(Table(source, (), data))
 
