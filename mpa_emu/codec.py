@@ -24,7 +24,9 @@ re-encodes to the same bytes. IPv6 has no identification or DF bit: ``ip_id`` an
 Ethernet padding: frames shorter than 60 bytes (the 64-byte minimum without the FCS)
 are zero-padded to 60, as a NIC pads them on the wire and as a capture at the
 receiver or on a tap shows them. A capture taken at the sending host shows the frame
-before the NIC pads it; ``encode(seg, pad=False)`` writes that form. :func:`decode`
+before the NIC pads it; ``encode(seg, pad=False)`` writes that form. A tagged frame
+is padded to 60 bytes with its tag, as a software-tagged frame leaves the host (a NIC
+that inserts the tag after padding sends 64). :func:`decode`
 takes the segment's extent from the IPv4 total length or IPv6 payload length and
 ignores whatever trails it (padding, or an FCS left in by the capture).
 
@@ -90,7 +92,6 @@ _VLAN_TAG = struct.Struct("!HH")
 _IPV4_HEADER = struct.Struct("!" + _V4)
 _IPV6_HEADER = struct.Struct("!" + _V6)
 _TCP_HEADER = struct.Struct("!" + _TCP)
-_U16 = struct.Struct("!H")
 
 
 class DecodeFailure(StrEnum):
@@ -138,10 +139,16 @@ def ones_complement_sum(data: bytes | bytearray | memoryview) -> int:
 
 
 def internet_checksum(data: bytes | bytearray | memoryview, initial: int = 0) -> int:
-    """The Internet checksum (RFC 1071) of ``data``, plus ``initial`` (an extra sum, such
-    as a pseudo-header's, taken modulo 0xFFFF). A result of one's-complement -0 is
-    written as 0, as TCP and the IPv4 header do."""
-    return -(ones_complement_sum(data) + initial) % 0xFFFF
+    """The Internet checksum (RFC 1071) of ``data``, with ``initial`` (a non-negative
+    extra sum of 16-bit words, such as a pseudo-header's) added in."""
+    total = int.from_bytes(data, "big")
+    if len(data) & 1:
+        total <<= 8
+    total += initial
+    if total == 0:
+        return 0xFFFF  # an all-zero sum is +0, whose complement is 0xFFFF
+    # A positive multiple of 0xFFFF folds to -0 (0xFFFF), whose complement is 0.
+    return -total % 0xFFFF
 
 
 # ---- encode ----------------------------------------------------------------------

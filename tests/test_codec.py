@@ -220,6 +220,13 @@ def test_decode_ignores_bytes_after_the_ip_datagram() -> None:
     assert decode(v6 + b"\x00" * 6) == irdma_segment("v6", "rst_ack")
 
 
+def test_decode_accepts_any_bytes_like_frame() -> None:
+    frame = golden(("v6", "ack_mpa"))
+    expected = irdma_segment("v6", "ack_mpa")
+    assert decode(bytearray(frame)) == expected
+    assert decode(memoryview(frame)) == expected
+
+
 def test_vlan_tag_carries_priority_and_id() -> None:
     frame = golden(("vlan", "syn"))
     assert frame[12:16] == bytes.fromhex("8100a064")  # PCP 5 << 13 | VID 100
