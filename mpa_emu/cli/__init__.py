@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "replay": "mpa_emu.cli.replay",
     "kernel-map": "mpa_emu.cli.kernel_map",
     "run": "mpa_emu.cli.run",
+    "diagram": "mpa_emu.cli.diagram",
 }
 
 

@@ -1,0 +1,58 @@
+"""``mpa-emu diagram CAPTURE|SCENARIO``: a ladder diagram, text or SVG."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mpa_emu.cli import CliError
+from mpa_emu.diagram import DiagramError, Ladder, from_capture, from_run
+
+HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with -o)"
+
+EPILOG = """\
+A .toml argument is run as a scenario (frames, state changes, upcalls and drops);
+anything else is read as a pcap/pcapng capture (frames, with mpa_emu's frame comments).
+With -o FILE.svg the diagram is written as SVG; otherwise printed as text.
+
+exit codes: 0 drawn, 2 unreadable input, bad scenario or unwritable output
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``mpa-emu diagram``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("source", help="capture (.pcap/.pcapng) or scenario (.toml)")
+    parser.add_argument("-o", "--output", metavar="FILE.svg",
+                        help="write SVG to this file (a .txt name gets the text)")
+
+
+def build(source: str) -> Ladder:
+    """The ladder of a capture or scenario file (CliError when unusable)."""
+    if source.endswith(".toml"):
+        from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
+
+        try:
+            return from_run(run_scenario(load_scenario(source)).net)
+        except ScenarioError as exc:
+            raise CliError(str(exc)) from None
+    try:
+        return from_capture(source)
+    except DiagramError as exc:
+        raise CliError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Draw."""
+    ladder = build(args.source)
+    if args.output is None:
+        sys.stdout.write(ladder.text())
+        return 0
+    content = ladder.text() if args.output.endswith(".txt") else ladder.svg()
+    try:
+        Path(args.output).write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    return 0

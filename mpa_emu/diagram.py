@@ -1,0 +1,157 @@
+"""Ladder diagrams of a scenario run or of a capture: text for the terminal (the network's
+own :mod:`mpa_emu.ladder` renderer) and SVG for a file.
+
+For a scenario the rows come from the run's journal: frames with their MPA summary,
+state changes, upcalls and drops. For a capture (ours or not) the lanes are the IP
+addresses in order of appearance, and each frame's pcapng comment (mpa_emu captures name
+the kernel function and state change there) is shown under its arrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from mpa_emu import codec
+from mpa_emu.addr import ip_text
+from mpa_emu.capture import CaptureError, read_capture
+from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, segment_label
+
+
+class DiagramError(ValueError):
+    """The input cannot be drawn (unreadable capture)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ladder:
+    """Lanes (column titles) and rows, ready to render as text or SVG."""
+
+    columns: list[str]
+    rows: list[Row]
+
+    def text(self) -> str:
+        """The ladder as text (one column per lane)."""
+        return render(self.rows, self.columns)
+
+    def svg(self) -> str:
+        """The ladder as a standalone SVG document."""
+        return to_svg(self.rows, self.columns)
+
+
+def from_run(net: object) -> Ladder:
+    """The ladder of a finished network run (a :class:`mpa_emu.net.Network`)."""
+    from mpa_emu import ladder
+    from mpa_emu.net import Network
+
+    assert isinstance(net, Network)
+    return Ladder(ladder.column_titles(net), ladder.rows(net))
+
+
+def from_capture(path: str | Path) -> Ladder:
+    """The ladder of a pcap/pcapng file: one lane per IP address."""
+    lanes: dict[str, int] = {}
+    rows: list[Row] = []
+    try:
+        records = list(read_capture(path))
+    except CaptureError as exc:
+        raise DiagramError(f"{path}: {exc}") from None
+    base = next((r.time_ns for r in records if r.time_ns is not None), 0)
+    for number, rec in enumerate(records, start=1):
+        t = (rec.time_ns - base) if rec.time_ns is not None else 0
+        try:
+            seg = codec.decode(rec.frame)
+        except codec.DecodeError as exc:
+            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({exc})"))
+            continue
+        src = lanes.setdefault(ip_text(seg.src_ip), len(lanes))
+        dst = lanes.setdefault(ip_text(seg.dst_ip), len(lanes))
+        detail_parts = [p for p in (mpa_summary(seg.payload),
+                                    fpdu_summary(seg.payload) if seg.payload else None,
+                                    rec.comment.replace("\n", "; ") if rec.comment else None)
+                        if p]
+        label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
+        rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None))
+    return Ladder(list(lanes) or ["(no IP frames)"], rows)
+
+
+# ---- SVG ---------------------------------------------------------------------------
+
+LANE_GAP = 420
+LEFT = 110
+TOP = 60
+ROW_H = 22
+DETAIL_H = 16
+FONT = "font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 11px;"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
+    """A ladder as SVG: a lane per column, an arrow per frame (red dashed when lost),
+    notes (states, upcalls, drops) beside their lane, times on the left."""
+    rows = list(rows)
+    lane_x = [LEFT + 60 + i * LANE_GAP for i in range(len(columns))]
+    width = (lane_x[-1] if lane_x else LEFT) + LANE_GAP
+    body: list[str] = []
+    y = TOP
+    last_time: int | None = None
+    for row in rows:
+        y += ROW_H
+        if row.time_ns != last_time:
+            body.append(f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
+            last_time = row.time_ns
+        x1 = lane_x[row.source] if row.source < len(lane_x) else LEFT
+        if row.target is not None and row.target != row.source and row.target < len(lane_x):
+            x2 = lane_x[row.target]
+            cls = "lost" if row.lost else "arrow"
+            end = x2 - 4 if x2 > x1 else x2 + 4
+            body.append(f'<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}" class="{cls}" '
+                        f'marker-end="url(#{"x" if row.lost else "head"})"/>')
+            mid = (x1 + x2) / 2
+            limit = abs(x2 - x1) // 7
+            body.append(f'<text x="{mid}" y="{y - 4}" class="label">'
+                        f'{escape(_cut(row.label, limit))}</text>')
+            if row.detail:
+                y += DETAIL_H
+                body.append(f'<text x="{mid}" y="{y - 4}" class="detail">'
+                            f'{escape(_cut(row.detail, limit + 20))}</text>')
+            continue
+        text = row.label + (f"  [{row.detail}]" if row.detail else "")
+        cls = "upcall" if row.label.startswith("<<") else "note"
+        body.append(f'<circle cx="{x1}" cy="{y}" r="3" class="dot"/>')
+        body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(_cut(text, 90))}'
+                    "</text>")
+    height = y + 40
+    lanes = []
+    for x, title in zip(lane_x, columns, strict=True):
+        lanes.append(f'<text x="{x}" y="{TOP - 20}" class="title">{escape(title)}</text>')
+        lanes.append(f'<line x1="{x}" y1="{TOP - 10}" x2="{x}" y2="{height - 20}" '
+                     'class="lane"/>')
+    style = (
+        f"text {{ {FONT} }}"
+        " .title { font-size: 13px; font-weight: bold; text-anchor: middle; }"
+        " .t { fill: #666; } .label { text-anchor: middle; }"
+        " .detail { text-anchor: middle; fill: #225; font-size: 10px; }"
+        " .note { fill: #555; } .upcall { fill: #063; font-weight: bold; }"
+        " .lane { stroke: #999; stroke-width: 1; } .dot { fill: #333; }"
+        " .arrow { stroke: #000; stroke-width: 1.2; }"
+        " .lost { stroke: #c00; stroke-width: 1.2; stroke-dasharray: 5 3; }"
+    )
+    return "\n".join([
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">',
+        f"<style>{style}</style>",
+        "<defs>",
+        '<marker id="head" markerWidth="8" markerHeight="8" refX="7" refY="4" '
+        'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#000"/></marker>',
+        '<marker id="x" markerWidth="10" markerHeight="10" refX="5" refY="5" '
+        'orient="auto"><path d="M0,0 L10,10 M10,0 L0,10" stroke="#c00" stroke-width="2"/>'
+        "</marker>",
+        "</defs>",
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        *lanes, *body, "</svg>", ""])

@@ -1,0 +1,76 @@
+"""mpa-emu diagram: the ladder of a scenario run or a capture, as text and SVG."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from test_inspect_builders import Conversation, write_pcap
+
+from mpa_emu.cli import main
+from mpa_emu.diagram import from_capture, from_run
+from mpa_emu.scenario import load_scenario, run_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+REJECT = ROOT / "scenarios" / "reject_with_private_data.toml"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def reject_ladder_text() -> str:
+    return from_run(run_scenario(load_scenario(REJECT)).net).text()
+
+
+def test_reject_scenario_text_shows_the_reject_frame_with_its_private_data() -> None:
+    text = reject_ladder_text()
+    lines = text.splitlines()
+    arrow = next(i for i, line in enumerate(lines) if "[FIN, ACK]" in line and "len=36" in line)
+    assert "<-" in lines[arrow]  # from bob (right lane) to alice
+    assert 'MPA Rej v2' in lines[arrow + 1] and "pd=\"it's not you\"" in lines[arrow + 1]
+    assert "MPAREQ_RCVD -> FIN_WAIT1" in text
+    assert "<< CONNECT_REPLY -ECONNREFUSED" in text
+
+
+def test_reject_scenario_svg_is_well_formed_and_has_the_reject(tmp_path: Path) -> None:
+    out = tmp_path / "reject.svg"
+    assert main(["diagram", str(REJECT), "-o", str(out)]) == 0
+    root = ET.parse(out).getroot()
+    assert root.tag == f"{SVG}svg"
+    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    reject = [t for t in texts if t.startswith("MPA Rej v2")]
+    assert reject and "it's not you" in reject[0]
+    arrows = [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "arrow"]
+    assert len(arrows) == 9  # every frame of the run
+    assert any(t.startswith("<< CONNECT_REPLY -ECONNREFUSED") for t in texts)
+
+
+def test_capture_ladder_uses_addresses_as_lanes_and_shows_comments(tmp_path: Path) -> None:
+    pcap = tmp_path / "r.pcapng"
+    assert main(["run", "-q", str(REJECT), "-o", str(pcap)]) == 0
+    ladder = from_capture(pcap)
+    assert ladder.columns == ["192.0.2.1", "192.0.2.2"]
+    text = ladder.text()
+    assert "irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1" in text
+    assert "pd=\"it's not you\"" in text
+
+
+def test_foreign_capture_and_lost_lanes(tmp_path: Path) -> None:
+    conv = Conversation(client="fd00::1", server="fd00::2", vlan=7).handshake()
+    ladder = from_capture(write_pcap(tmp_path / "c.pcap", conv))
+    assert ladder.columns == ["fd00::1", "fd00::2"]
+    assert len(ladder.rows) == 3
+    run = run_scenario(load_scenario(ROOT / "scenarios" / "lost_synack.toml"))
+    lost = [r for r in from_run(run.net).rows if r.lost]
+    assert len(lost) == 1 and "[SYN, ACK]" in lost[0].label
+    assert 'class="lost"' in from_run(run.net).svg()
+
+
+def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junk = tmp_path / "junk.pcap"
+    junk.write_bytes(b"not a capture")
+    assert main(["diagram", str(junk)]) == 2
+    bad = tmp_path / "bad.toml"
+    bad.write_text("seed = 'x'\n")
+    assert main(["diagram", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "mpa-emu diagram: error:" in err and "bad.toml:1: seed" in err
