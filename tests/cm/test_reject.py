@@ -1,0 +1,159 @@
+"""irdma_cm_reject and its variants (spec 2.3, 4.6, errata 10), both sides."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+from cm_harness import IP_A, IP_P, PORT, S_NS, Pair, answer, make_pair
+
+from mpa_emu import mpa
+from mpa_emu.cm.config import CmConfig, Quirks
+from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.events import ECONNRESET, EINVAL, IwEvent
+from mpa_emu.cm.states import CmState
+from mpa_emu.segment import ACK, FIN, RST
+
+
+def requested(pair: Pair) -> tuple[int, int]:
+    lid = pair.p.create_listen(IP_P, PORT)
+    conn = pair.a.connect(IP_A, IP_P, PORT, now_ns=0)
+    pair.pump()
+    [req] = pair.events("P")
+    assert req.event is IwEvent.CONNECT_REQUEST
+    assert pair.p.listener(lid) is not None
+    return conn, req.conn
+
+
+def test_reject_after_peer_reset_frees_silently(pair: Pair) -> None:
+    _conn, pconn = requested(pair)
+    view = pair.p.node(pconn)
+    assert view is not None
+    pair.drop = lambda s: True
+    mpareq = pair.frames("A")[-1].seg
+    pair.p.receive(answer(pair.frames("P")[-1].seg, flags=RST | ACK, seq=mpareq.seq,
+                          ack=view.loc_seq_num), 0)
+    assert pair.p.node(pconn).passive_state == 1  # type: ignore[union-attr]
+    pair.p.reject(pconn, private_data=b"late", now_ns=0)
+    assert pair.p.frames_to_send() == []
+    assert pair.p.node(pconn) is None
+
+
+def test_accept_after_peer_reset_reports_econnreset(pair: Pair) -> None:
+    _conn, pconn = requested(pair)
+    view = pair.p.node(pconn)
+    assert view is not None
+    pair.p.receive(answer(pair.frames("P")[-1].seg, flags=RST, seq=1, ack=0), 0)
+    pair.p.accept(pconn, now_ns=0)
+    assert pair.p.frames_to_send() == []
+    up = pair.p.next_event()
+    assert up is not None and (up.event, up.status) == (IwEvent.ESTABLISHED, -ECONNRESET)
+    assert pair.p.node(pconn) is None
+
+
+def test_reject_after_listener_destroyed_frees_without_a_packet(pair: Pair) -> None:
+    _conn, pconn = requested(pair)
+    pair.drop = lambda s: True
+    pair.p.destroy_listen(1, now_ns=0)
+    [rst] = pair.p.frames_to_send()
+    assert rst.segment.flags == RST | ACK
+    assert "irdma_dec_refcnt_listen MPAREQ_RCVD -> LISTENER_DESTROYED" in rst.comment
+    assert pair.p.node(pconn).state is CmState.LISTENER_DESTROYED  # type: ignore[union-attr]
+    assert pair.p.listener(1) is not None  # held by the node
+    pair.p.reject(pconn, now_ns=0)
+    assert pair.p.frames_to_send() == [] and pair.p.node(pconn) is None
+    assert pair.p.listener(1) is None  # the last child released it
+
+
+def test_accept_after_listener_destroyed_reports_einval(pair: Pair) -> None:
+    _conn, pconn = requested(pair)
+    pair.drop = lambda s: True
+    pair.p.destroy_listen(1, now_ns=0)
+    pair.p.frames_to_send()
+    pair.p.accept(pconn, now_ns=0)
+    up = pair.p.next_event()
+    assert up is not None and (up.event, up.status) == (IwEvent.ESTABLISHED, -EINVAL)
+
+
+def test_reject_on_an_active_node_does_nothing(pair: Pair) -> None:
+    conn, _ = requested(pair)
+    before = pair.a.node(conn)
+    pair.a.reject(conn, private_data=b"x", now_ns=0)
+    assert pair.a.frames_to_send() == [] and pair.a.node(conn) == before
+
+
+@pytest.mark.parametrize(("quirks", "length", "refused"), [
+    (Quirks(), 255, False),
+    (Quirks(), 256, True),  # pdata_len is a u8
+    (Quirks(reject_pdata_u8=False), 520, False),
+    (Quirks(reject_pdata_u8=False), 521, True),  # 521 + 24 > 544
+])
+def test_reject_private_data_limit(quirks: Quirks, length: int, refused: bool) -> None:
+    pair = make_pair(cfg_p=CmConfig(quirks=quirks))
+    _, pconn = requested(pair)
+    before = pair.p.node(pconn)
+    if refused:
+        with pytest.raises(CmError) as info:
+            pair.p.reject(pconn, private_data=bytes(length), now_ns=0)
+        assert info.value.errno == errno.EINVAL
+        assert pair.p.frames_to_send() == [] and pair.p.node(pconn) == before
+    else:
+        pair.p.reject(pconn, private_data=bytes(length), now_ns=0)
+        [rej] = pair.p.frames_to_send()
+        assert len(rej.segment.payload) == 24 + length
+
+
+def test_unacknowledged_reject_is_resent_identically_then_reset() -> None:
+    pair = make_pair(cfg_p=CmConfig(retrans=8))
+    _, pconn = requested(pair)
+    pair.drop = lambda s: s.src == "A" or s.src == "P"
+    pair.p.reject(pconn, private_data=b"bye", now_ns=0)
+    pair.pump()
+    pair.at(100 * S_NS)
+    sent = [s for s in pair.frames("P") if s.seg.payload[:16] == mpa.KEY_REP]
+    assert [s.time_ns // S_NS for s in sent] == [0, 1, 3, 7, 15, 27, 39, 51, 63]
+    assert len({s.seg for s in sent}) == 1
+    last = pair.frames("P")[-1]
+    assert last.seg.flags == RST | ACK and last.time_ns == 75 * S_NS
+    assert "irdma_retrans_expired FIN_WAIT1 -> CLOSED" in last.tx.comment
+    assert pair.p.node(pconn) is None
+
+
+def test_peer_that_never_sends_its_fin_leaves_fin_wait2_forever(pair: Pair) -> None:
+    _, pconn = requested(pair)
+    pair.drop = lambda s: s.src == "A" and bool(s.seg.flags & FIN)
+    pair.p.reject(pconn, now_ns=0)
+    pair.pump()
+    a_ack = [s for s in pair.frames("A") if s.seg.flags == ACK][-1].seg
+    # an ACK of the FIN that the harness lets through by hand
+    rej = pair.frames("P")[-1].seg
+    pair.p.receive(answer(rej, flags=ACK, seq=a_ack.seq,
+                          ack=rej.seq + len(rej.payload) + 1), 0)
+    assert pair.p.node(pconn).state is CmState.FIN_WAIT2  # type: ignore[union-attr]
+    pair.drop = lambda s: s.src == "A"  # nothing more from A: not its FIN, not its RST
+    pair.run_out()
+    report = pair.p.leak_report()
+    assert [(c, s) for c, s, _ in report] == [(pconn, CmState.FIN_WAIT2)]
+    assert "errata 10" in (report[0][2] or "")
+    assert pair.p.get_timer() is None
+
+
+def test_reject_of_a_v1_request_answers_in_v1() -> None:
+    pair = make_pair(cfg_a=CmConfig(mpa_rev=1))
+    _, pconn = requested(pair)
+    pair.p.reject(pconn, private_data=b"v1", now_ns=0)
+    [rej] = pair.p.frames_to_send()
+    assert rej.segment.payload == mpa.KEY_REP + b"\x60\x01\x00\x02v1"
+    assert rej.segment.flags == ACK | FIN
+
+
+def test_misuse_of_reject_and_accept_changes_nothing(pair: Pair) -> None:
+    conn, pconn = requested(pair)
+    pair.p.reject(pconn, now_ns=0)
+    pair.pump()
+    with pytest.raises(CmError):
+        pair.p.reject(pconn, now_ns=0)  # TIME_WAIT: nothing pending
+    with pytest.raises(CmError):
+        pair.p.accept(pconn, now_ns=0)
+    with pytest.raises(CmError):
+        pair.a.accept(conn + 99, now_ns=0)
