@@ -355,8 +355,10 @@ class CmCore:
         vlan_id = self._addresses[local_ip]
         if vlan_id >= VLAN_N_VID and self.config.dcb_vlan_mode:
             vlan_id = 0
+        next_port = self._next_port
         if local_port is None:
-            local_port = self._free_port(local_ip, remote_ip, remote_port, vlan_id)
+            local_port, next_port = self._free_port(local_ip, remote_ip, remote_port,
+                                                    vlan_id)
         key = (local_ip, local_port, remote_ip, remote_port, vlan_id)
         if key in self._nodes:
             raise CmError(EADDRINUSE, "a node with this 4-tuple exists")
@@ -365,6 +367,7 @@ class CmCore:
         if rem_mac is None:
             raise CmError(ENOMEM, "neighbour not resolved (irdma_make_cm_node)")
         self._enter(now_ns)
+        self._next_port = next_port
         node = self._make_cm_node(key, rem_mac, lpb, tos)
         node.client = True
         node.rcv_wscale = 2  # IRDMA_CM_DEFAULT_RCV_WND_SCALE
@@ -739,13 +742,15 @@ class CmCore:
         return node
 
     def _free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
-                   vlan_id: int) -> int:
+                   vlan_id: int) -> tuple[int, int]:
+        """An ephemeral port (49152..65535, in turn) and the counter after it."""
+        port = self._next_port
         for _ in range(0x4000):
-            port = self._next_port
-            self._next_port = 49152 + (port - 49152 + 1) % 0x4000
+            nxt = 49152 + (port - 49152 + 1) % 0x4000
             if (local_ip, port, remote_ip, remote_port, vlan_id) not in self._nodes \
                     and not any(lst.loc_port == port for lst in self.listeners):
-                return port
+                return port, nxt
+            port = nxt
         raise CmError(EADDRINUSE, "no free local port")
 
     def _make_cm_node(self, key: tuple[bytes, int, bytes, int, int], rem_mac: bytes,
