@@ -1,0 +1,121 @@
+"""Life after offload between two emulated irdma hosts: RTR and ESTABLISHED, graceful
+and abortive disconnects, and what each side's application is told (spec 2.5, 6.3)."""
+
+from __future__ import annotations
+
+from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.states import CmState
+from mpa_emu.net import Accept, Host, Network, drop_nth
+from mpa_emu.offload import TcpState
+from mpa_emu.segment import FIN, RST
+
+MS = 1_000_000
+PORT = 31020
+
+
+def calls(host: Host, since_ns: int = 0) -> list[tuple[str, int]]:
+    return [(IwEvent(u.event).name, u.status) for u in host.upcalls if u.time_ns >= since_ns]
+
+
+def pair(seed: int = 1) -> tuple[Network, Host, Host, int]:
+    net = Network(seed)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    bob.listen(PORT, policy=Accept(b"welcome"))
+    conn = alice.connect("192.0.2.2", PORT, private_data=b"hello")
+    net.run(until_ns=50 * MS)
+    return net, alice, bob, conn
+
+
+def flags_from(net: Network, sender: str, since_ns: int) -> list[int]:
+    return [f.segment.flags for f in net.frames
+            if f.sender == sender and f.time_ns >= since_ns and f.segment is not None]
+
+
+def test_rtr_then_established_on_both_sides() -> None:
+    net, alice, bob, conn = pair()
+    assert calls(alice) == [("CONNECT_REPLY", 0)]
+    assert calls(bob) == [("CONNECT_REQUEST", 0), ("ESTABLISHED", 0)]
+    reply = next(f for f in net.frames if f.kind == "MPA reply")
+    rtr = next(f for f in net.frames if f.kind == "data" and f.sender == "alice")
+    established = next(u for u in bob.upcalls if u.event == IwEvent.ESTABLISHED)
+    # the passive ESTABLISHED follows the RTR's arrival (one wire latency later)
+    assert established.time_ns > rtr.time_ns > reply.time_ns
+    assert "irdma_sc_send_lsmm" in reply.comment and "irdma_sc_send_rtt" in rtr.comment
+    assert alice.node(conn).state == CmState.OFFLOADED
+
+
+def test_graceful_disconnect_fin_exchange_and_upcalls() -> None:
+    net, alice, bob, conn = pair()
+    t0 = net.now_ns
+    alice.disconnect(conn, graceful=True)
+    net.run(until_ns=t0 + 1000 * MS)
+    assert flags_from(net, "alice", t0)[0] & FIN
+    assert any(f & FIN for f in flags_from(net, "bob", t0))
+    assert not any(f & RST for f in flags_from(net, "alice", t0) + flags_from(net, "bob", t0))
+    # the peer FIN side: DISCONNECT(0), then CLOSE when its own FIN is acknowledged
+    assert calls(bob, t0) == [("DISCONNECT", 0), ("CLOSE", 0)]
+    # the local closer: CLOSE only (its FIN AE comes after close_timer_started)
+    assert calls(alice, t0) == [("CLOSE", 0)]
+    assert alice.conns() == [] and bob.conns() == []
+
+
+def test_abortive_disconnect_rst_and_upcalls() -> None:
+    net, alice, bob, conn = pair()
+    t0 = net.now_ns
+    alice.disconnect(conn, graceful=False)
+    net.run(until_ns=t0 + 2000 * MS)
+    assert flags_from(net, "alice", t0) == [RST | 0x10]
+    assert calls(bob, t0) == [("DISCONNECT", -ECONNRESET), ("CLOSE", 0)]
+    [(event, status)] = calls(alice, t0)
+    close = next(u for u in alice.upcalls if u.time_ns >= t0)
+    assert (event, status) == ("CLOSE", 0) and close.time_ns - t0 >= 100 * MS
+    assert alice.conns() == [] and bob.conns() == []
+
+
+def test_disconnect_twice_sends_one_rst() -> None:
+    net, alice, _bob, conn = pair()
+    t0 = net.now_ns
+    alice.disconnect(conn, graceful=False)
+    alice.disconnect(conn, graceful=False)
+    net.run(until_ns=t0 + 2000 * MS)
+    assert [f for f in flags_from(net, "alice", t0) if f & RST] == [RST | 0x10]
+
+
+def test_sends_after_offload_are_acknowledged() -> None:
+    net, alice, bob, conn = pair()
+    t0 = net.now_ns
+    qp = alice.core.qp(conn)
+    qp.post_send(b"payload of a Send after offload, 48 bytes long!!", t0)
+    alice.core.collect_qp_frames(conn)
+    net.pump()
+    net.run(until_ns=t0 + 10 * MS)
+    bob_qp = bob.core.qp(bob.conns()[0])
+    assert bob_qp.received[-1].crc_ok
+    assert qp.bytes_in_flight == 0 and qp.get_timer() is None
+    assert qp.tcp_state == TcpState.ESTABLISHED
+
+
+def test_missing_rtr_fails_the_accept_after_12_s() -> None:
+    net = Network(2)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    bob.listen(PORT, policy=Accept())
+    net.drop(drop_nth("data", 1, count=1000, sender="alice"))
+    alice.connect("192.0.2.2", PORT)
+    net.run(until_ns=20_000 * MS)
+    established = [u for u in bob.upcalls if u.event == IwEvent.ESTABLISHED]
+    assert [u.status for u in established] == [-ECONNRESET]
+    request = next(u for u in bob.upcalls if u.event == IwEvent.CONNECT_REQUEST)
+    waited = established[0].time_ns - request.time_ns
+    assert 12_000 * MS <= waited < 12_000 * MS + 10 * MS
+    assert bob.conns() == []
+
+
+def test_link_down_then_disconnect_sends_nothing() -> None:
+    net, alice, _bob, conn = pair()
+    alice.link_down()
+    t0 = net.now_ns
+    assert flags_from(net, "alice", t0) == []
+    assert calls(alice, t0 - 1) == [("CLOSE", 0)]
+    assert alice.conns() == [] and conn not in alice.conns()
