@@ -23,6 +23,7 @@ Usage: python tools/bench_codec.py [--rounds 7] [--frames 100000]
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import struct
 import sys
@@ -159,13 +160,19 @@ def scapy_layers() -> tuple[Callable[[Segment], bytes], Callable[[bytes], Segmen
 # ---- measurement -------------------------------------------------------------------
 
 def best_of(rounds: int, reps: int, fn: Callable[[], object]) -> float:
-    """Seconds for one call of ``fn``: the best round of ``reps`` calls."""
+    """Seconds for one call of ``fn``: the best round of ``reps`` calls (collector off,
+    so a collection triggered by earlier allocations does not land in one row)."""
     best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best = min(best, (time.perf_counter() - start) / reps)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            best = min(best, (time.perf_counter() - start) / reps)
+    finally:
+        gc.enable()
     return best
 
 
