@@ -178,7 +178,8 @@ class PcapngWriter:
             frame, b"\x00" * (-caplen % 4), opts, _U32.pack(total))))
 
     def write_record(self, record: CaptureRecord) -> None:
-        """Write a record read from another capture (its interface declared by name)."""
+        """Write a record read from another capture (its interface declared by name,
+        ``if<index>`` when unnamed; a record without a timestamp is written at 0)."""
         name = record.interface_name or f"if{record.interface}"
         index = self._names.get(name)
         if index is None:

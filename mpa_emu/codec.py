@@ -279,9 +279,11 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
     """Parse an Ethernet frame into a :class:`Segment`.
 
     Raises :class:`DecodeError` for anything that is not Ethernet II [+ one 802.1Q tag]
-    + IPv4 (no options, not a fragment) or IPv6 (no extension headers) + TCP, for
-    truncated headers, and for a bad IPv4 header or TCP checksum. Bytes after the IP
-    datagram (Ethernet padding, a captured FCS) are ignored.
+    + IPv4 or IPv6 + TCP, for truncated headers, and for a bad IPv4 header or TCP
+    checksum. Fields a :class:`Segment` cannot hold are refused rather than dropped
+    (reason ``UNSUPPORTED``): IPv4 options, the IPv4 reserved flag, IPv6 extension
+    headers, the 802.1Q DEI bit. Bytes after the IP datagram (Ethernet padding, a
+    captured FCS) are ignored.
     """
     if type(frame) is not bytes:
         frame = bytes(frame)
