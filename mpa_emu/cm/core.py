@@ -493,6 +493,11 @@ class CmCore:
         selection of ``irdma_teardown_list_prep`` without scanning the table."""
         return list(self._by_local.get((ip, vlan_id), {}).values())
 
+    def local_keys(self) -> list[tuple[bytes, int]]:
+        """The (local address, VLAN id) keys of the node index: one per local address in
+        use, so a teardown can match addresses without touching every node."""
+        return list(self._by_local)
+
     def qp(self, conn: int) -> Any:
         """The offloaded QP of a connection, None before offload."""
         n = self._by_conn.get(conn)
