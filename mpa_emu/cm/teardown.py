@@ -14,7 +14,7 @@ are touched, so the cost follows the matches, not the size of the node table.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
 from mpa_emu.cm import disconnect
@@ -73,8 +73,11 @@ class ListenerLike(Protocol):
 class TeardownHost(disconnect.DisconnectHost, Protocol):
     """What teardown and if_notify need from the CM core on top of the disconnect path."""
 
-    def node_index(self) -> Mapping[tuple[bytes, int], Collection[int]]:
-        """Conn ids by (16-byte local address key, VLAN id)."""
+    def local_keys(self) -> Iterable[tuple[bytes, int]]:
+        """The (local address, VLAN id) keys of the node index, one per address in use."""
+
+    def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[NodeLike]:
+        """The nodes under one key of the index."""
 
     def all_conns(self) -> Iterable[int]:
         """Every node of the table (``cm_hash_tbl``), in table order."""
@@ -110,9 +113,9 @@ def select_nodes(core: TeardownHost, ipaddr: bytes, vlan: int, ipv4: bool,
     if disconnect_all:
         return list(core.all_conns())
     selected: list[int] = []
-    for (key, node_vlan), conns in core.node_index().items():
+    for key, node_vlan in core.local_keys():
         if node_vlan == vlan and addr_matches(key, ipaddr, ipv4):
-            selected.extend(conns)
+            selected.extend(node.conn for node in core.nodes_on(key, node_vlan))
     selected.sort()
     return selected
 

@@ -9,7 +9,7 @@ apart from the CM state machine.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from mpa_emu.cm import teardown
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.cm.teardown import NO_VLAN, addr_key
+from mpa_emu.cm.teardown import NO_VLAN
 from mpa_emu.offload import OffloadedQp, QpInit
 from mpa_emu.segment import RST
 
@@ -86,11 +86,17 @@ class Table:
                 snd_markers=False, rcv_markers=False))
 
     # TeardownHost
-    def node_index(self) -> Mapping[tuple[bytes, int], Collection[int]]:
-        index: dict[tuple[bytes, int], list[int]] = defaultdict(list)
+    def _index(self) -> dict[tuple[bytes, int], list[Node]]:
+        index: dict[tuple[bytes, int], list[Node]] = defaultdict(list)
         for node in self.nodes.values():
-            index[(addr_key(node.loc_addr), node.vlan_id)].append(node.conn)
+            index[(node.loc_addr, node.vlan_id)].append(node)
         return index
+
+    def local_keys(self) -> Iterable[tuple[bytes, int]]:
+        return list(self._index())
+
+    def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[Node]:
+        return self._index().get((ip, vlan_id), [])
 
     def all_conns(self) -> Iterable[int]:
         return sorted(self.nodes)
