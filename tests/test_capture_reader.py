@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.layers.l2 import Ether
-from scapy.utils import PcapNgWriter, PcapWriter
+from scapy.utils import PcapNgWriter, PcapWriter, wrpcap
 
 from mpa_emu.capture import CaptureError, CaptureRecord, PcapngWriter, read_capture
 
@@ -50,6 +50,18 @@ def test_reads_scapy_microsecond_pcap(tmp_path: Path, endianness: str) -> None:
     assert {(r.interface, r.interface_name, r.linktype, r.comment) for r in records} == {
         (0, None, 1, None)}
     assert [r.orig_len for r in records] == [len(f) for f in FRAMES]
+
+
+def test_reads_wrpcap_output(tmp_path: Path) -> None:
+    path = tmp_path / "wrpcap.pcap"
+    packets = [Ether(frame) for frame in FRAMES]
+    for pkt, t in zip(packets, TIMES_NS, strict=True):
+        pkt.time = Decimal(t) / Decimal(1_000_000_000)
+    wrpcap(str(path), packets)
+    records = list(read_capture(path))
+    assert [r.frame for r in records] == FRAMES
+    assert [r.time_ns for r in records] == [(t + 500) // 1000 * 1000 for t in TIMES_NS]
+    assert {r.linktype for r in records} == {1}
 
 
 @pytest.mark.parametrize("endianness", ["<", ">"], ids=["little", "big"])
