@@ -52,6 +52,10 @@ class PeerOptions:
     crc: bool = True
     send: bytes | None = None
     """Payload of one Send FPDU sent after the RTR exchange."""
+    negotiate: bool = True
+    """Responder: lower the advertised ORD to the initiator's IRD (RFC 6581 section 5:
+    the responder's ORD must not exceed the initiator's IRD; irdma resets a reply that
+    breaks this). ``False`` sends ``ird``/``ord`` exactly as given."""
     answer_read_rtr: bool = True
     """Responder: answer a zero-length Read Request RTR with a zero-length Read Response."""
     timeout: float = 5.0
@@ -147,7 +151,11 @@ def build_reply(request: mpa.MpaFrame, options: PeerOptions) -> mpa.MpaFrame:
     if rev == 2:
         flags |= mpa.FLAG_ENHANCED
         chosen = choose_rtr(request.rtr, options.rtr) if request.rtr is not None else "read"
-        block = mpa.RtrBlock(ird=options.ird, ord=options.ord, peer_to_peer=options.p2p,
+        ord_ = options.ord
+        if options.negotiate and request.rtr is not None \
+                and request.rtr.ird != mpa.IRD_ORD_MASK:
+            ord_ = min(ord_, request.rtr.ird)
+        block = mpa.RtrBlock(ird=options.ird, ord=ord_, peer_to_peer=options.p2p,
                              write0=chosen == "write", read0=chosen == "read")
     return mpa.MpaFrame(request=False, rev=rev, flags=flags, rtr=block,
                         private_data=options.private_data)

@@ -95,6 +95,14 @@ def test_accepted_v2_exchange_carries_ird_ord_rtr_and_a_send() -> None:
     assert report.close == "fin"
 
 
+@pytest.mark.parametrize(("negotiate", "expected_ord"), [(True, 6), (False, 16)])
+def test_responder_lowers_its_ord_to_the_initiator_ird_unless_literal(
+        negotiate: bool, expected_ord: int) -> None:
+    request = peer.build_request(peer.PeerOptions(ird=6, ord=2))
+    reply = peer.build_reply(request, peer.PeerOptions(ird=16, ord=16, negotiate=negotiate))
+    assert reply.rtr is not None and (reply.rtr.ird, reply.rtr.ord) == (16, expected_ord)
+
+
 def test_responder_picks_write_when_preferred_and_offered() -> None:
     with tcp_pair() as (client, server):
         responder = in_thread(peer.run_responder, server, peer.PeerOptions(rtr="write"))
@@ -188,6 +196,6 @@ def test_cli_exchange_prints_fields_and_private_data(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert code == 0
     assert "received MPA reply: rev 2, flags 0x50 (C S), PD_Length 11" in out
-    assert "IRD 16, ORD 16, P2P read0" in out
+    assert "IRD 16, ORD 3, P2P read0" in out  # ORD lowered to the initiator's IRD 3
     assert '77656c636f6d65 "welcome"' in out
     assert "sent FPDU: RTR read" in out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import ipaddress
 import signal
 import sys
@@ -15,6 +14,7 @@ from mpa_emu.addr import ip_bytes, ip_text, mac_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.sinks import PcapngSink
@@ -70,6 +70,8 @@ def _check(args: argparse.Namespace) -> None:
     for cidr in args.host_address:
         try:
             ipaddress.ip_interface(cidr)
+            if "/" not in cidr:
+                raise ValueError(cidr)
         except ValueError:
             raise CliError(f"--host-address needs IP/PREFIX, got {cidr!r}") from None
     if args.duration is not None and args.duration <= 0:
@@ -92,12 +94,6 @@ def describe(upcall: Upcall) -> str:
         printable = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in data)
         text += (f" private data len {upcall.private_data_len}: {data.hex()} \"{printable}\"")
     return text
-
-
-def _make_core(mac: bytes, seed: int, trace: Trace) -> driver.CoreApi:
-    core_module = importlib.import_module("mpa_emu.cm.core")
-    made: driver.CoreApi = core_module.CmCore("live", mac, CmConfig(), seed=seed, trace=trace)
-    return made
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
         trace = Trace(stream=trace_file, keep=False)
         capture = PcapngSink(args.output, device.name, f"emulated irdma host {args.mac}") \
             if args.output else None
-        host = driver.LiveHost(device, _make_core(mac, args.seed, trace), mac, trace=trace,
-                               capture=capture)
+        core = CmCore("live", mac, CmConfig(), seed=args.seed, trace=trace)
+        host = driver.LiveHost(device, core, mac, trace=trace, capture=capture)
         return _serve(host, args, addresses, targets, private)
     except (tap.TapError, netns.NetnsError, OSError) as exc:
         raise CliError(str(exc)) from None

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-p2p", action="store_true",
                         help="clear the RFC 6581 peer-to-peer bit (irdma resets such peers)")
     parser.add_argument("--no-crc", action="store_true", help="clear the C flag")
+    parser.add_argument("--literal-ird-ord", action="store_true",
+                        help="responder: advertise --ird/--ord as given instead of lowering "
+                             "ORD to the initiator's IRD (RFC 6581 section 5)")
     parser.add_argument("--send", metavar="TEXT",
                         help="send one RDMA Send FPDU with TEXT after the RTR exchange")
     parser.add_argument("--timeout", type=float, default=5.0, metavar="S",
@@ -79,6 +82,7 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
     return peer.PeerOptions(
         rev=args.mpa_rev, ird=args.ird, ord=args.ord, private_data=private,
         reject=args.reject, p2p=not args.no_p2p, rtr=args.rtr, crc=not args.no_crc,
+        negotiate=not args.literal_ird_ord,
         send=args.send.encode() if args.send is not None else None,
         timeout=args.timeout, hold=args.hold)
 

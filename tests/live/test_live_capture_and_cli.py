@@ -153,3 +153,26 @@ def test_live_and_peer_commands_reject_then_shut_down_on_sigint(bare_ns: Namespa
     assert any("reject" in c for c in comments), comments
     assert any(c.startswith("received") for c in comments)
     assert all(r.interface_name == "mpacli0" for r in records)
+
+
+def test_live_command_connects_to_a_kernel_peer_listener(bare_ns: Namespace) -> None:
+    peer_cmd = ["ip", "netns", "exec", bare_ns.name, sys.executable, "-m", "mpa_emu", "peer",
+                "--listen", "4000", "--private-data", "welcome", "--timeout", "8"]
+    with _stopped(subprocess.Popen(peer_cmd, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT)) as listener:
+        _wait_for_line(listener.stdout, "listening on port 4000", 10)
+        live_cmd = ["ip", "netns", "exec", bare_ns.name, sys.executable, "-m", "mpa_emu",
+                    "live", "--tap", "mpacli1", "--address", "192.0.2.130",
+                    "--host-address", "192.0.2.129/25", "--connect", "192.0.2.129:4000",
+                    "--private-data", "hello", "--ird", "8", "--ord", "4", "--duration", "2"]
+        live = subprocess.run(live_cmd, capture_output=True, text=True, timeout=20, check=False)
+        out, _ = listener.communicate(timeout=10)
+    assert live.returncode == 0, live.stdout + live.stderr
+    assert "CONNECT_REPLY conn 1 192.0.2.130:" in live.stdout
+    assert "status" not in live.stdout.split("CONNECT_REPLY", 1)[1].splitlines()[0]
+    text = out.decode()
+    assert listener.returncode == 0, text
+    assert "received MPA request: rev 2, flags 0x50 (C S), PD_Length 9" in text
+    assert "RFC 6581: IRD 8, ORD 4, P2P write0 read0" in text
+    assert '68656c6c6f "hello"' in text
+    assert "received FPDU: RDMA Read Request (zero-length, RTR read), good CRC" in text
