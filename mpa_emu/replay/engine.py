@@ -146,6 +146,21 @@ class RunResult:
         return bool(self.failure) and self.failure_frame < self.last_frame
 
 
+def _make_with_ack() -> Callable[[Segment, int], Segment]:
+    # One positional constructor call is several times faster than dataclasses.replace,
+    # and generating it from the fields keeps it right when Segment gains a field.
+    args = ", ".join("ack" if f.name == "ack" else f"s.{f.name}"
+                     for f in dataclasses.fields(Segment))
+    namespace: dict[str, object] = {"Segment": Segment}
+    exec(f"def with_ack(s, ack):\n    return Segment({args})\n", namespace)
+    fn: Callable[[Segment, int], Segment] = namespace["with_ack"]  # type: ignore[assignment]
+    return fn
+
+
+with_ack = _make_with_ack()
+"""``seg`` with another acknowledgement number."""
+
+
 def _recorded_starts(frames: list[Frame]) -> list[int]:
     starts: list[int] = []
     for f in frames:
@@ -182,6 +197,8 @@ class Engine:
         self._by_ports: dict[tuple[int, bytes, int], FlowKey] = {
             (k[1], k[2], k[3]): k for k in rec.flows}
         self._conn_flow: dict[int, FlowKey] = {}
+        self._states: dict[int, str] = {}
+        self._seen = 0
         self._pending: list[tuple[str, FlowKey, bytes]] = []
         self._replies: dict[FlowKey, Frame] = {}
         self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
@@ -303,13 +320,33 @@ class Engine:
                 return
 
     def _state(self, conn: int | None) -> str:
-        if conn is None:
-            return ""
-        view = self.core.node(conn)
-        return view.state.name if view is not None else "freed"
+        return "" if conn is None else self._states.get(conn, "")
+
+    def _consume_trace(self) -> None:
+        """Follow node creation, state changes and frees from the core's trace (cheaper
+        than a NodeView per frame, and it sees nodes that live and die in one call)."""
+        records = self.trace.records
+        for r in records[self._seen:]:
+            kind = r.kind
+            if kind == "state_changed":
+                self._states[r.fields["conn"]] = r.fields["new"]
+            elif kind == "node_created":
+                f = r.fields
+                conn = f["conn"]
+                self._states[conn] = "UNKNOWN"
+                key = self._by_ports.get((f["loc_port"], f["rem"], f["rem_port"]))
+                if key is not None:
+                    self.flows[key].conn = conn
+                    self._conn_flow[conn] = key
+            elif kind == "node_freed":
+                self._states[r.fields["conn"]] = "freed"
+        if len(records) > 4096:
+            records.clear()
+        self._seen = len(records)
 
     def _drain(self) -> None:
         core = self.core
+        self._consume_trace()
         for tx in core.frames_to_send():
             if tx.loopback:
                 continue
@@ -367,25 +404,17 @@ class Engine:
                                              f"dropped by the NIC: {frame.nic_dropped}"))
             return
         if run.delta is not None and (seg.flags & ACK or seg.ack):
-            seg = dataclasses.replace(seg, ack=(seg.ack - run.delta) & MASK32)
+            seg = with_ack(seg, (seg.ack - run.delta) & MASK32)
+        self._consume_trace()
         mark = len(self.trace.records)
         self.core.receive(seg, self.now)
         run.log.append((False, seg))
         records = self.trace.records[mark:] if self.opt.keep_trace else []
-        if run.conn is None and seg.flags & SYN and not seg.flags & ACK:
-            # A passive node is created by this SYN: find it by its 4-tuple.
-            for conn in self.core.conns():
-                view = self.core.node(conn)
-                if view is not None and (view.loc_port, view.rem_addr, view.rem_port) == (
-                        frame.flow[1], frame.flow[2], frame.flow[3]):
-                    run.conn = conn
-                    self._conn_flow[conn] = frame.flow
+        self._consume_trace()
         after = self._state(run.conn)
         if after:
             run.states.append((self.now, after))
         self.injections.append(Injection(frame, seg, before, after, records, []))
-        if not self.opt.keep_trace:
-            self.trace.records.clear()
 
     # ---- scripted application --------------------------------------------------------
 

@@ -26,7 +26,7 @@ class RecordingError(ValueError):
     """Bad input for replay: unreadable file, not Ethernet, no frames of the address."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
     """One TCP frame of the capture."""
 
