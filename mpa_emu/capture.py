@@ -19,6 +19,7 @@ pcap per draft-ietf-opsawg-pcap.
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from collections.abc import Iterable, Iterator
@@ -235,7 +236,11 @@ class _Input:
         self.base += self.pos
         while have < need:
             # Bounded requests: a corrupt length must not make read() allocate gigabytes.
-            chunk = self.stream.read(max(_CHUNK, min(need - have, 64 * _CHUNK)))
+            try:
+                chunk = self.stream.read(max(_CHUNK, min(need - have, 64 * _CHUNK)))
+            except OSError as exc:
+                raise CaptureError(f"cannot read capture at offset {self.base + have}: "
+                                   f"{exc}") from None
             if not chunk:
                 break
             parts.append(chunk)
@@ -258,7 +263,6 @@ def read_capture(source: str | os.PathLike[str] | BinaryIO | IO[bytes] | bytes
     block; records before the fault have been yielded.
     """
     if isinstance(source, bytes):
-        import io
         yield from _read_stream(io.BytesIO(source))
     elif isinstance(source, str | os.PathLike):
         try:

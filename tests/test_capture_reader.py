@@ -5,6 +5,7 @@ malformed file it must refuse with a clear error."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import struct
 import subprocess
@@ -404,3 +405,20 @@ def test_huge_announced_block_length_in_a_file_is_a_clean_truncation(tmp_path: P
     path.write_bytes(shb("<") + struct.pack("<II", 6, 0xFFFFFFF0) + bytes(100))
     with pytest.raises(CaptureError, match="4294967280 bytes announced"):
         list(read_capture(path))
+
+
+def test_a_failing_stream_is_a_capture_error(tmp_path: Path) -> None:
+    directory = tmp_path / "a_directory"
+    directory.mkdir()
+    with pytest.raises(CaptureError, match="cannot open capture"):
+        list(read_capture(directory))
+
+    class Failing(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: object) -> int:
+            raise OSError(5, "Input/output error")
+
+    with pytest.raises(CaptureError, match="cannot read capture at offset 0"):
+        list(read_capture(Failing()))
