@@ -129,6 +129,11 @@ def test_emulated_initiator_to_a_closed_port_retries_v1_then_aborts(lab: Lab) ->
     # the same 4-tuple; the second RST ends it with active_open_err (no RST from us).
     assert len(syns) == 2 and len(resets) == 2
     assert syns[0].sport == syns[1].sport
+    # The retry SYN starts at loc_seq_num (ISN + 1); each kernel RST acks its SYN.
+    assert syns[1].seq == (syns[0].seq + 1) % 2**32
+    assert [r.ack for r in resets] == [(s.seq + 1) % 2**32 for s in syns]
+    retry_comment = [f.comment for f, seg in emu.segments("tx") if seg.flags & SYN][1]
+    assert "v1" in retry_comment
     assert not [seg for _f, seg in emu.segments("tx") if seg.flags & RST]
 
 
