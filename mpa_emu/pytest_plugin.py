@@ -1,0 +1,128 @@
+"""pytest plugin: fixtures for writing emulated iWARP tests in a few lines.
+
+Installed with mpa_emu (entry point ``pytest11``), so the fixtures are available in any
+test once the package is installed:
+
+- ``mpa_seed``: the seed for the test's network (``--mpa-emu-seed``, default 1).
+- ``mpa_network``: a fresh seeded :class:`mpa_emu.net.Network`.
+- ``run_scenario``: ``run_scenario(path_or_toml_text, check=True)`` runs a scenario file
+  (or TOML text) and, with ``check``, fails the test listing every unmet expectation by
+  line; returns the :class:`mpa_emu.scenario.ScenarioRun`.
+
+``--mpa-emu-captures DIR`` writes the pcapng of every network used by a failing test to
+``DIR/<test name>.pcapng`` for Wireshark. The guide is docs/pytest.md.
+
+Imports of mpa_emu happen inside the fixtures: loading the plugin stays cheap and cannot
+break a pytest run that does not use it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from mpa_emu.net import Network
+    from mpa_emu.scenario import ScenarioRun
+
+_NETWORKS = pytest.StashKey[list[Any]]()
+_REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--mpa-emu-seed`` and ``--mpa-emu-captures``."""
+    group = parser.getgroup("mpa_emu", "mpa_emu iWARP emulation")
+    group.addoption("--mpa-emu-seed", type=int, default=1, metavar="N",
+                    help="seed of the mpa_network and run_scenario fixtures (default 1)")
+    group.addoption("--mpa-emu-captures", metavar="DIR", default=None,
+                    help="write the pcapng of each network used by a failing test to DIR")
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Keep each phase's report on the item, for the capture dump at teardown."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    item.stash.setdefault(_REPORT, {})[report.when] = report
+
+
+@pytest.fixture
+def mpa_seed(request: pytest.FixtureRequest) -> int:
+    """The seed for this test's emulation (``--mpa-emu-seed``)."""
+    return int(request.config.getoption("--mpa-emu-seed"))
+
+
+def _remember(request: pytest.FixtureRequest, net: Any) -> None:
+    request.node.stash.setdefault(_NETWORKS, []).append(net)
+
+
+def _dump_on_failure(request: pytest.FixtureRequest) -> None:
+    target = request.config.getoption("--mpa-emu-captures")
+    reports = request.node.stash.get(_REPORT, {})
+    failed = any(r.failed for r in reports.values())
+    nets = request.node.stash.get(_NETWORKS, [])
+    if not (target and failed and nets):
+        return
+    folder = Path(target)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)
+    for i, net in enumerate(nets):
+        suffix = f"-{i + 1}" if len(nets) > 1 else ""
+        net.write_pcapng(folder / f"{stem}{suffix}.pcapng")
+
+
+@pytest.fixture
+def mpa_network(request: pytest.FixtureRequest, mpa_seed: int) -> Iterator[Network]:
+    """A fresh :class:`mpa_emu.net.Network` seeded with ``mpa_seed``::
+
+        def test_reject(mpa_network):
+            alice = mpa_network.add_host("alice", "192.0.2.1")
+            bob = mpa_network.add_host("bob", "192.0.2.2")
+            bob.listen(31000, policy=Reject(b"busy"))
+            alice.connect("192.0.2.2", 31000)
+            mpa_network.run()
+            assert alice.events(IwEvent.CONNECT_REPLY)[0].status == -111
+    """
+    from mpa_emu.net import Network
+
+    net = Network(mpa_seed)
+    _remember(request, net)
+    yield net
+    _dump_on_failure(request)
+
+
+@pytest.fixture
+def run_scenario(request: pytest.FixtureRequest) -> Iterator[Callable[..., ScenarioRun]]:
+    """``run_scenario(source, check=True, seed=None)``: run a scenario file (a path) or
+    TOML text (a string with a newline). The scenario's own seed is used unless ``seed``
+    is given. With ``check`` the test fails with every unmet expectation, by line."""
+    from dataclasses import replace
+
+    from mpa_emu.scenario import ScenarioError, load_scenario, loads
+    from mpa_emu.scenario import run_scenario as run
+
+    def runner(source: str | Path, *, check: bool = True,
+               seed: int | None = None) -> ScenarioRun:
+        try:
+            if isinstance(source, str) and "\n" in source:
+                sc = loads(source, f"<{request.node.name}>")
+            else:
+                sc = load_scenario(source)
+        except ScenarioError as exc:
+            pytest.fail(f"bad scenario: {exc}", pytrace=False)
+        if seed is not None:
+            sc = replace(sc, seed=seed)
+        result = run(sc)
+        _remember(request, result.net)
+        if check and not result.ok:
+            lines = [e.text(sc.path) for e in result.failures()]
+            pytest.fail("scenario expectations failed:\n" + "\n".join(lines), pytrace=False)
+        return result
+
+    yield runner
+    _dump_on_failure(request)

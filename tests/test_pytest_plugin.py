@@ -1,0 +1,110 @@
+"""The pytest plugin: users' own scenario tests in a few lines, run in a separate pytest
+process (so the plugin is loaded exactly as a user's run loads it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+USER_TESTS = '''
+from mpa_emu.cm.events import IwEvent
+from mpa_emu.net import Reject
+
+REJECT = """
+seed = 3
+[[host]]
+name = "alice"
+address = "192.0.2.1"
+[[host]]
+name = "bob"
+address = "192.0.2.2"
+[[listen]]
+host = "bob"
+port = 31000
+policy = "reject"
+private_data = "busy"
+[[connect]]
+name = "c1"
+from = "alice"
+to = "bob"
+port = 31000
+[[expect.upcall]]
+host = "alice"
+event = "CONNECT_REPLY"
+status = "-ECONNREFUSED"
+"""
+
+
+def test_network_fixture(mpa_network, mpa_seed):
+    assert mpa_network.seed == mpa_seed == 5
+    alice = mpa_network.add_host("alice", "192.0.2.1")
+    bob = mpa_network.add_host("bob", "192.0.2.2")
+    bob.listen(31000, policy=Reject(b"busy"))
+    alice.connect("192.0.2.2", 31000)
+    mpa_network.run()
+    (reply,) = alice.events(IwEvent.CONNECT_REPLY)
+    assert reply.status == -111
+
+
+def test_scenario_text_passes(run_scenario):
+    run = run_scenario(REJECT)
+    assert run.ok and len(run.net.frames) > 5
+
+
+def test_scenario_file_passes(run_scenario):
+    run_scenario(SCENARIO_FILE)
+
+
+def test_scenario_expectation_fails(run_scenario):
+    run_scenario(REJECT.replace('"-ECONNREFUSED"', "0"))
+'''
+
+
+def run_user_tests(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    scenario = ROOT / "scenarios" / "v2_accept.toml"
+    test_file = tmp_path / "test_user.py"
+    test_file.write_text(f"SCENARIO_FILE = {str(scenario)!r}\n" + USER_TESTS)
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "mpa_emu.pytest_plugin", "-q",
+         "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "--mpa-emu-seed", "5",
+         *extra, str(test_file)],
+        capture_output=True, text=True, cwd=tmp_path, env=env)
+
+
+def test_fixtures_work_and_failures_name_the_scenario_line(tmp_path: Path) -> None:
+    captures = tmp_path / "caps"
+    proc = run_user_tests(tmp_path, "--mpa-emu-captures", str(captures))
+    out = proc.stdout
+    assert "1 failed, 3 passed" in out, out + proc.stderr
+    assert "test_scenario_expectation_fails" in out
+    # The failing expectation is the [[expect.upcall]] at line 19 of the TOML text.
+    assert "<test_scenario_expectation_fails>:19: FAIL upcall CONNECT_REPLY" in out
+    assert "-ECONNREFUSED" in out  # what happened instead
+    dumped = sorted(p.name for p in captures.iterdir())
+    assert dumped == ["test_user.py_test_scenario_expectation_fails.pcapng"]
+    assert (captures / dumped[0]).read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+def test_plugin_import_is_light() -> None:
+    code = ("import sys, mpa_emu.pytest_plugin; "
+            "print(any(m.startswith(('mpa_emu.net', 'mpa_emu.scenario', 'scapy')) "
+            "for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_entry_point_is_declared_for_the_plugin_module() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["entry-points"]["pytest11"] == {
+        "mpa_emu": "mpa_emu.pytest_plugin"}
+    installed = {ep.name: ep.value for ep in metadata.entry_points(group="pytest11")}
+    if "mpa_emu" in installed:  # present once the package is (re)installed
+        assert installed["mpa_emu"] == "mpa_emu.pytest_plugin"
