@@ -289,37 +289,38 @@ def _decode(values: list[str], index: int, names: dict[int, str]) -> str:
         return text
 
 
-def parse_expert_table(text: str) -> list[ExpertInfo]:
-    """Parse the text of ``tshark -q -z expert`` into rows.
+_GROUP_NAMES = sorted(set(GROUPS.values()), key=len, reverse=True)
+_ROW_RE = re.compile(r"^\s*(\d+) +(\S.*)$")
 
-    Columns are right-aligned under the header ``Frequency Group Protocol Summary``, so
-    the header's word ends give the column boundaries (group names may hold spaces).
-    """
+
+def _expert_row(severity: str, line: str) -> ExpertInfo | None:
+    # tshark prints "%12u %10s %18s  %s": a long group name pushes the later columns
+    # right, so the row is split on the known group names and the two-space gap.
+    match = _ROW_RE.match(line)
+    if match is None:
+        return None
+    rest = match.group(2)
+    group = next((g for g in _GROUP_NAMES if rest.startswith(g + " ")),
+                 rest.split(" ", 1)[0])
+    protocol, _, summary = rest[len(group):].lstrip().partition("  ")
+    return ExpertInfo(severity=severity, group=group, protocol=protocol.strip(),
+                      summary=summary.strip(), count=int(match.group(1)))
+
+
+def parse_expert_table(text: str) -> list[ExpertInfo]:
+    """Parse the text of ``tshark -q -z expert`` into rows."""
     rows: list[ExpertInfo] = []
     severity: str | None = None
-    bounds: tuple[int, int, int, int] | None = None
     for line in text.splitlines():
         section = _SECTION_RE.match(line.strip())
         if section:
             severity = _EXPERT_SECTIONS[section.group(1)]
-            bounds = None
             continue
-        if severity is None or not line.strip() or set(line.strip()) == {"="}:
+        if severity is None:
             continue
-        if bounds is None and "Frequency" in line and "Summary" in line:
-            bounds = (line.index("Frequency") + len("Frequency"),
-                      line.index("Group") + len("Group"),
-                      line.index("Protocol") + len("Protocol"),
-                      line.index("Summary"))
-            continue
-        if bounds is None:
-            continue
-        count_text = line[:bounds[0]].strip()
-        if not count_text.isdigit():
-            continue
-        rows.append(ExpertInfo(severity=severity, group=line[bounds[0]:bounds[1]].strip(),
-                               protocol=line[bounds[1]:bounds[2]].strip(),
-                               summary=line[bounds[3]:].strip(), count=int(count_text)))
+        row = _expert_row(severity, line)
+        if row is not None:
+            rows.append(row)
     return rows
 
 
