@@ -28,6 +28,8 @@ from mpa_emu.frames import (
     MPARequest,
     RDMAPReadRequest,
     dissect_stream,
+    install_bindings,
+    uninstall_bindings,
 )
 from mpa_emu.frames.conversation import Conversation
 
@@ -91,6 +93,19 @@ def test_other_tcp_payloads_keep_the_class_tcp_would_choose() -> None:
 def test_mpa_is_tried_before_port_bindings() -> None:
     pkt = Ether(bytes(Ether() / IP() / TCP(sport=1234, dport=80) / Raw(V1_REQUEST)))
     assert isinstance(pkt[TCP].payload, MPARequest)
+
+
+def test_bindings_can_be_removed_and_restored() -> None:
+    wire = bytes(Ether() / IP() / TCP(sport=40001, dport=31000) / Raw(V1_REQUEST))
+    uninstall_bindings()
+    try:
+        assert type(Ether(wire)[TCP].payload) is Raw
+        install_bindings()
+        install_bindings()  # idempotent
+        assert sum(cls is MPA for _, cls in TCP.payload_guess) == 1
+    finally:
+        install_bindings()
+    assert type(Ether(wire)[TCP].payload) is MPARequest
 
 
 def test_mpa_entry_point_returns_request_or_reply() -> None:

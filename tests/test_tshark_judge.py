@@ -27,6 +27,8 @@ from mpa_emu.frames import (
 from mpa_emu.frames.conversation import Conversation
 from mpa_emu.tshark import Tshark
 
+pytestmark = pytest.mark.tshark
+
 KEY_REQ_HEX = "4d504120494420526571204672616d65"
 KEY_REP_HEX = "4d504120494420526570204672616d65"
 CHECKSUMS = ("-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE")

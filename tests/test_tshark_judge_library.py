@@ -22,6 +22,8 @@ from mpa_emu.tshark import (
     parse_expert_table,
 )
 
+pytestmark = pytest.mark.tshark
+
 # The layout of tshark 4.0.17's "-q -z expert" output (spec wireshark-mpa section 7).
 EXPERT_TEXT = """
 Errors (1)

@@ -4,13 +4,19 @@ Importing this package binds :class:`MPA` to TCP, so ``Ether(raw)`` of a segment
 payload starts with an MPA key dissects as :class:`MPARequest` or :class:`MPAReply`.
 FPDUs need conversation state: use :class:`MPAFPDU` directly, :func:`dissect_stream`, or
 scapy's ``TCPSession`` (the :meth:`MPA.tcp_reassemble` hook). Nothing else in scapy's
-configuration is changed.
+configuration is changed; :func:`uninstall_bindings` takes the binding out again.
 """
 
 from mpa_emu.frames.connect import MPAReply, MPARequest, has_rtr_block
 from mpa_emu.frames.ddp import DDP, DDPTagged, DDPUntagged, RDMAPReadRequest, RDMAPTerminate
 from mpa_emu.frames.fpdu import MPAFPDU, MPAMarker, fpdu_wire_length
-from mpa_emu.frames.stream import MPA, ConversationState, dissect_stream, install_bindings
+from mpa_emu.frames.stream import (
+    MPA,
+    ConversationState,
+    dissect_stream,
+    install_bindings,
+    uninstall_bindings,
+)
 
 install_bindings()
 
@@ -30,4 +36,5 @@ __all__ = [
     "fpdu_wire_length",
     "has_rtr_block",
     "install_bindings",
+    "uninstall_bindings",
 ]

@@ -266,3 +266,9 @@ def install_bindings() -> None:
     if any(cls is MPA for _, cls in TCP.payload_guess):
         return
     TCP.payload_guess = [({}, MPA), *TCP.payload_guess]
+
+
+def uninstall_bindings() -> None:
+    """Remove the :class:`MPA` binding from TCP, e.g. for code that wants every TCP
+    payload as Raw; :func:`install_bindings` puts it back."""
+    TCP.payload_guess = [entry for entry in TCP.payload_guess if entry[1] is not MPA]
