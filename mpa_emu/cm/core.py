@@ -1208,8 +1208,10 @@ class CmCore:
         if reset:
             if not self._send_reset(node, f"irdma_send_reset: irdma_passive_open_err "
                                           f"{old} -> CLOSED"):
-                self._tr("kernel_leak", "irdma_passive_open_err", conn=node.conn,
-                         reason="RST not sent (no AH): its reference is not consumed")
+                # Unless another put follows (the SYN path does one), the node stays.
+                self._leaks[node.conn] = ("irdma_passive_open_err: RST not sent (no AH), "
+                                          "its reference is not consumed: CLOSED node "
+                                          "with a leaked reference")
         else:
             self._rem_ref(node)
 
@@ -1961,6 +1963,10 @@ class CmCore:
             return reasons[st]
         if st == S.ESTABLISHED and not n.client:
             return "passive ESTABLISHED without an MPA request: no timeout (spec 5.5)"
+        if st == S.SYN_SENT:
+            return ("SYN_SENT without a retransmission entry: a bare ACK passing "
+                    "irdma_check_seq ran cleanup (irdma_handle_ack_pkt), or the MPA "
+                    "request could not be built (errata 8): no timer, no timeout")
         if st == S.SYN_RCVD:
             return "SYN_RCVD without a SYN-ACK entry (AH failure, errata 2)"
         if st == S.CLOSED and n.refcnt > 0:

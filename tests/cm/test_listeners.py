@@ -20,7 +20,7 @@ from cm_harness import (
     to_host,
 )
 
-from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent
@@ -262,3 +262,61 @@ def test_syn_ack_waits_for_the_ah_latency() -> None:
     core.handle_timer(250_000)
     [synack] = core.frames_to_send()
     assert synack.segment.flags == SYN | ACK and synack.segment.ack == 6002
+
+
+BAD_MSS_LEN = bytes.fromhex("0203")  # MSS option with length 3
+WS_LEN_0 = bytes.fromhex("0300")  # window scale with length 0
+
+
+def test_bad_syn_options_gen1_reset_and_double_put_gen2_silent() -> None:
+    for gen in (1, 2):
+        core = host(CmConfig(gen=gen))
+        core.create_listen(IP_P, PORT)
+        core.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=SYN, seq=1,
+                             options=BAD_MSS_LEN), 0)
+        flags = [tx.segment.flags for tx in core.frames_to_send()]
+        bugs = [r.fields["reason"] for r in core.trace.of_kind("kernel_bug")]  # type: ignore[union-attr]
+        assert core.conns() == []
+        if gen == 1:
+            assert flags == [RST | ACK]
+            assert bugs and "spec 8.4.1" in bugs[0]  # the double put
+        else:
+            assert flags == [] and bugs == []  # errata 1: no AH, no RST, no double put
+
+
+def test_zero_length_option_would_hang_the_kernel_and_is_recorded() -> None:
+    core = host()
+    core.create_listen(IP_P, PORT)
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=SYN, seq=1,
+                         options=bytes.fromhex("020405b4") + WS_LEN_0), 0)
+    assert core.frames_to_send() == []
+    [bug] = list(core.trace.of_kind("kernel_bug"))  # type: ignore[union-attr]
+    assert "infinite loop" in bug.fields["reason"]
+    [(conn, state, why)] = core.leak_report()
+    assert state is CmState.LISTENING and why is not None and "stuck" in why
+    fixed = host(CmConfig(quirks=Quirks(zero_len_option_loop=False)))
+    fixed.create_listen(IP_P, PORT)
+    fixed.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=SYN, seq=1,
+                          options=WS_LEN_0), 0)
+    assert fixed.conns() == [] and fixed.frames_to_send() == []
+
+
+def test_syn_options_lower_the_mss_and_set_the_send_scale() -> None:
+    core = host()
+    core.create_listen(IP_P, PORT)
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=SYN, seq=1, window=1000,
+                         options=bytes.fromhex("0204040001030307")), 0)
+    [synack] = core.frames_to_send()
+    assert synack.segment.options == bytes.fromhex("0204040003030200")  # min(1460, 1024)
+    view = core.node(core.conns()[0])
+    assert view is not None and (view.mss, view.snd_wscale, view.snd_wnd) == (1024, 7,
+                                                                             1000 << 7)
+
+
+def test_syn_with_options_but_no_mss_falls_back_to_536() -> None:
+    core = host()
+    core.create_listen(IP_P, PORT)
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=SYN, seq=1,
+                         options=bytes.fromhex("01030302")), 0)
+    [synack] = core.frames_to_send()
+    assert synack.segment.options[:4] == bytes.fromhex("02040218")
