@@ -292,7 +292,7 @@ def test_zero_length_option_would_hang_the_kernel_and_is_recorded() -> None:
     assert core.frames_to_send() == []
     [bug] = list(core.trace.of_kind("kernel_bug"))  # type: ignore[union-attr]
     assert "infinite loop" in bug.fields["reason"]
-    [(conn, state, why)] = core.leak_report()
+    [(_conn, state, why)] = core.leak_report()
     assert state is CmState.LISTENING and why is not None and "stuck" in why
     fixed = host(CmConfig(quirks=Quirks(zero_len_option_loop=False)))
     fixed.create_listen(IP_P, PORT)
