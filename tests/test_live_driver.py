@@ -269,3 +269,24 @@ def test_shutdown_disconnects_offloaded_and_closes_the_rest(rig: Rig) -> None:
     assert rig.core.called("disconnect") == [(1, True)]
     assert rig.core.called("close") == [2]
     assert rig.capture.closed
+
+
+def test_delayed_accept_runs_after_its_delay_in_the_loop(rig: Rig) -> None:
+    listener = rig.host.listen(4791, policy=Accept(b"later", delay_ns=30_000_000))
+    rig.core.events.append(Upcall(IwEvent.CONNECT_REQUEST, 4, 0, 0, OUR_IP, 4791, PEER_IP,
+                                  40000, listener=listener))
+    rig.host.poll(0)
+    assert rig.core.called("accept") == []
+    start = rig.host.now_ns
+    assert rig.host.run_until(lambda: bool(rig.core.called("accept")), 2)
+    assert rig.core.called("accept") == [(4, b"later")]
+    assert rig.host.now_ns - start >= 30_000_000
+
+
+def test_callback_policy_sees_the_request(rig: Rig) -> None:
+    seen: list[int] = []
+    listener = rig.host.listen(4791, policy=lambda host, upcall: seen.append(upcall.conn))
+    rig.core.events.append(Upcall(IwEvent.CONNECT_REQUEST, 5, 0, 0, OUR_IP, 4791, PEER_IP,
+                                  40000, listener=listener))
+    rig.host.poll(0)
+    assert seen == [5] and rig.core.called("accept") == [] == rig.core.called("reject")

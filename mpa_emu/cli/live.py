@@ -18,6 +18,7 @@ from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.sinks import PcapngSink
+from mpa_emu.profiles import PROFILES, profile
 from mpa_emu.trace import Trace
 
 HELP = "run an emulated irdma host on a TAP device against the real Linux TCP stack"
@@ -42,6 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument("--accept", action="store_true", help="accept requests (default)")
     policy.add_argument("--reject", action="store_true", help="reject requests")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                        help="answer each request SECONDS after it arrives (default 0)")
+    parser.add_argument("--profile", default="irdma", choices=sorted(PROFILES),
+                        help="CM configuration of the emulated host (default irdma)")
+    parser.add_argument("--retrans", type=int, metavar="N",
+                        help="retransmissions before giving up (default: the profile's, "
+                             "32 as mainline since v6.3; 8 before)")
+    parser.add_argument("--host-stack-rst", action="store_true",
+                        help="a SYN matching no listener gets a RST from the host stack")
     parser.add_argument("--private-data", default="", metavar="TEXT",
                         help="private data of our MPA requests, replies and rejects")
     parser.add_argument("--ird", type=int, default=16, help="IRD of connects (default 16)")
@@ -76,9 +86,18 @@ def _check(args: argparse.Namespace) -> None:
             raise CliError(f"--host-address needs IP/PREFIX, got {cidr!r}") from None
     if args.duration is not None and args.duration <= 0:
         raise CliError("--duration must be positive")
+    if args.delay < 0 or (args.retrans is not None and not 0 <= args.retrans <= 64):
+        raise CliError("--delay must not be negative and --retrans must be 0..64")
     if len(args.private_data.encode()) > 255:
         # irdma_reject: pdata_len is a u8; irdma_connect copies into a 512-byte buffer.
         raise CliError("--private-data is limited to 255 bytes")
+
+
+def _config(args: argparse.Namespace) -> CmConfig:
+    overrides: dict[str, Any] = {"host_stack_rst": args.host_stack_rst}
+    if args.retrans is not None:
+        overrides["retrans"] = args.retrans
+    return profile(args.profile, **overrides)
 
 
 def describe(upcall: Upcall) -> str:
@@ -120,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         trace = Trace(stream=trace_file, keep=False)
         capture = PcapngSink(args.output, device.name, f"emulated irdma host {args.mac}") \
             if args.output else None
-        core = CmCore("live", mac, CmConfig(), seed=args.seed, trace=trace)
+        core = CmCore("live", mac, _config(args), seed=args.seed, trace=trace)
         host = driver.LiveHost(device, core, mac, trace=trace, capture=capture)
         return _serve(host, args, addresses, targets, private)
     except (tap.TapError, netns.NetnsError, OSError) as exc:
@@ -147,7 +166,9 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace, addresses: list[byte
         host.on_upcall(lambda _host, upcall: print(describe(upcall), flush=True))
         for ip in addresses:
             host.add_address(ip)
-        policy: driver.Policy = driver.Reject(private) if args.reject else driver.Accept(private)
+        delay_ns = round(args.delay * 1e9)
+        policy: driver.LivePolicy = driver.Reject(private, delay_ns) if args.reject \
+            else driver.Accept(private, delay_ns)
         for port in args.listen:
             for family_v6 in sorted({len(ip) == 16 for ip in addresses}):
                 host.listen(port, None, policy=policy, ipv6=family_v6)

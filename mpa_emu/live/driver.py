@@ -19,6 +19,7 @@ in the same process belongs in another thread (its sockets block).
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import select
 import time
@@ -30,8 +31,14 @@ from mpa_emu import codec
 from mpa_emu.addr import ip_text, mac_text
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
 from mpa_emu.live.neighbour import NeighbourResponder
+from mpa_emu.net.policy import Accept, Manual, Reject
 from mpa_emu.segment import Segment
 from mpa_emu.trace import Trace, TraceRecord
+
+__all__ = [
+    "RX", "TX", "Accept", "Clock", "CoreApi", "DropMatching", "FaultHook", "FrameSink",
+    "LiveError", "LiveHost", "LivePolicy", "Manual", "Reject", "TapLike", "VerbFailure",
+]
 
 RX = "rx"
 TX = "tx"
@@ -121,26 +128,9 @@ class DropMatching:
         return False
 
 
-@dataclass(frozen=True, slots=True)
-class Accept:
-    """Listener policy: accept every request with ``private_data``."""
-
-    private_data: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """Listener policy: reject every request with ``private_data``."""
-
-    private_data: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class Manual:
-    """Listener policy: leave requests pending for :meth:`LiveHost.accept`/``reject``."""
-
-
-Policy = Accept | Reject | Manual
+LivePolicy = Accept | Reject | Manual | Callable[["LiveHost", Upcall], None]
+"""How the emulated application answers a CONNECT_REQUEST: the scenario policies of
+:mod:`mpa_emu.net.policy` (with their ``delay_ns``), or ``callback(host, upcall)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +168,9 @@ class LiveHost:
         self.failures: list[VerbFailure] = []
         self.frames_in = 0
         self.frames_out = 0
-        self._policies: dict[int, Policy] = {}
+        self._policies: dict[int, LivePolicy] = {}
+        self._later: list[tuple[int, int, Callable[[], None]]] = []
+        self._later_seq = 0
         self._callbacks: list[Callable[[LiveHost, Upcall], None]] = []
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._shut = False
@@ -242,14 +234,15 @@ class LiveHost:
 
     # ---- verbs ---------------------------------------------------------------------
 
-    def listen(self, port: int, ip: bytes | None = None, *, policy: Policy = Accept(),
+    def listen(self, port: int, ip: bytes | None = None, *, policy: LivePolicy | None = None,
                ipv6: bool = False, backlog: int = 16) -> int:
-        """Create a listener (irdma_create_listen); ``ip`` None = wildcard."""
+        """Create a listener (irdma_create_listen); ``ip`` None = wildcard; requests are
+        answered by ``policy`` (default: accept at once without private data)."""
         if ip is not None:
             ipv6 = len(ip) == 16
         listener = self.core.create_listen(ip, port, backlog=backlog, ipv6=ipv6,
                                            now_ns=self.now_ns)
-        self._policies[listener] = policy
+        self._policies[listener] = policy if policy is not None else Accept()
         self._flush()
         return listener
 
@@ -284,6 +277,14 @@ class LiveHost:
         self.core.disconnect(conn, graceful=graceful, now_ns=self.now_ns)
         self._flush()
 
+    def after(self, delay_ns: int, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in the loop ``delay_ns`` from now (at once when 0), then flush."""
+        if delay_ns <= 0:
+            fn()
+            return
+        self._later_seq += 1
+        heapq.heappush(self._later, (self.now_ns + delay_ns, self._later_seq, fn))
+
     def on_upcall(self, callback: Callable[[LiveHost, Upcall], None]) -> None:
         """Call ``callback(host, upcall)`` for every upcall, after the listener policy."""
         self._callbacks.append(callback)
@@ -303,9 +304,9 @@ class LiveHost:
         """Wait for a frame, a timer or :meth:`wake` (at most ``max_wait_s``), then handle
         everything that is ready."""
         wait = max(0.0, max_wait_s)
-        deadline = self.core.get_timer()
-        if deadline is not None:
-            wait = min(wait, max(0.0, (deadline - self.now_ns) / 1e9))
+        for deadline in (self.core.get_timer(), self._later[0][0] if self._later else None):
+            if deadline is not None:
+                wait = min(wait, max(0.0, (deadline - self.now_ns) / 1e9))
         readable, _, _ = select.select([self.tap.fileno(), self._wake_r], [], [], wait)
         if self._wake_r in readable:
             while True:
@@ -403,6 +404,10 @@ class LiveHost:
         deadline = self.core.get_timer()
         if deadline is not None and deadline <= self.now_ns:
             self.core.handle_timer(self.now_ns)
+        while self._later and self._later[0][0] <= self.now_ns:
+            _due, _seq, fn = heapq.heappop(self._later)
+            self._flush()
+            fn()
 
     def _flush(self) -> None:
         progress = True
@@ -439,10 +444,13 @@ class LiveHost:
         if upcall.event == IwEvent.CONNECT_REQUEST:
             policy = self._policies.get(upcall.listener, Accept()) \
                 if upcall.listener is not None else Accept()
-            if isinstance(policy, Accept):
-                self._guarded("accept", self.core.accept, upcall.conn, policy.private_data)
-            elif isinstance(policy, Reject):
-                self._guarded("reject", self.core.reject, upcall.conn, policy.private_data)
+            if isinstance(policy, Accept | Reject):
+                verb = "accept" if isinstance(policy, Accept) else "reject"
+                fn = self.core.accept if isinstance(policy, Accept) else self.core.reject
+                conn, data = upcall.conn, policy.private_data
+                self.after(policy.delay_ns, lambda: self._guarded(verb, fn, conn, data))
+            elif not isinstance(policy, Manual):
+                policy(self, upcall)
         for callback in self._callbacks:
             callback(self, upcall)
 
