@@ -82,6 +82,10 @@ class Host:
         self.auto_neighbours = auto_neighbours
         self.addresses: dict[bytes, int | None] = {}
         """Packed address -> VLAN id (``None`` = untagged)."""
+        self.link_up = True
+        """False after :meth:`link_down`: the NIC drops every arriving frame."""
+        self.vlan_set: frozenset[int | None] = frozenset()
+        """The same as :attr:`vlans`, kept up to date for the receive path."""
         self.upcalls: list[Upcall] = []
         """Every upcall delivered to this host's application, in order (``Upcall.time_ns``)."""
         self.failures: list[VerbFailure] = []
@@ -103,7 +107,7 @@ class Host:
     @property
     def vlans(self) -> frozenset[int | None]:
         """VLANs this host has an address on (``None`` = untagged); it receives only these."""
-        return frozenset(self.addresses.values())
+        return self.vlan_set
 
     def add_address(self, ip: Address, *, vlan: int | None = None) -> None:
         """Bring up an address (optionally on a VLAN sub-interface)."""
@@ -112,6 +116,7 @@ class Host:
         packed = as_ip(ip)
         self.core.add_address(packed, vlan=vlan, now_ns=self.net.now_ns)
         self.addresses[packed] = vlan
+        self.vlan_set = frozenset(self.addresses.values())
         self.net.refresh_neighbours()
 
     def remove_address(self, ip: Address) -> None:
@@ -121,10 +126,12 @@ class Host:
             raise ValueError(f"{self.name} has no address {ip_text(packed)}")
         self.core.remove_address(packed, now_ns=self.net.now_ns)
         del self.addresses[packed]
+        self.vlan_set = frozenset(self.addresses.values())
         self.net.pump()
 
     def link_down(self) -> None:
-        """The interface loses its link."""
+        """The interface loses its link: the core is told, and frames no longer reach it."""
+        self.link_up = False
         self.core.link_down(now_ns=self.net.now_ns)
         self.net.pump()
 

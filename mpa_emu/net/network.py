@@ -409,10 +409,8 @@ class Network:
     # ---- frames on the wire ------------------------------------------------------
 
     def _capture(self, interface: str, sender: str, receivers: tuple[str, ...], data: bytes,
-                 origin: str, seg: Segment | None, loopback: bool) -> CapturedFrame | None:
+                 origin: str, seg: Segment | None, loopback: bool) -> CapturedFrame:
         self._frame_count += 1
-        if not self.capture:
-            return None
         frame = CapturedFrame(len(self.frames), self.now_ns, interface, sender, receivers,
                               data, origin, seg, loopback)
         self.frames.append(frame)
@@ -428,8 +426,7 @@ class Network:
             else:
                 frame = self._capture(f"{host.name}/lo", host.name, (host.name,),
                                       codec.encode(seg), tx.comment, seg, True)
-                if frame is not None:
-                    frame.notes.append(LOOPBACK_NOTE)
+                frame.notes.append(LOOPBACK_NOTE)
             self._push(self.now_ns, _LOOPBACK, host, seg)
             return
         self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
@@ -446,22 +443,27 @@ class Network:
                      seg: Segment | None, origin: str) -> None:
         if target is not None:
             receivers: list[Host] = [target]
+        elif data[0] & 1:  # broadcast or multicast: every other host
+            receivers = [h for h in self._host_list if h is not sender]
         else:
-            dst = data[:6]
-            if dst[:1] and dst[0] & 1:  # broadcast or multicast: every other host
-                receivers = [h for h in self._host_list if h is not sender]
-            else:
-                owner = self._by_mac.get(dst)
-                receivers = [owner] if owner is not None else []
-        names = tuple(h.name for h in receivers)
-        frame = self._capture(sender.name, sender.name, names, data, origin, seg, False)
-        index = frame.index if frame is not None else -1
+            owner = self._by_mac.get(data[:6])
+            receivers = [owner] if owner is not None else []
+        frame: CapturedFrame | None = None
+        if self.capture:
+            frame = self._capture(sender.name, sender.name, tuple(h.name for h in receivers),
+                                  data, origin, seg, False)
+        else:
+            self._frame_count += 1
         wire = self.wire
+        forced = target is not None
         if receivers and not wire.rules and not wire.faults.any:  # a perfect wire
             when = self.now_ns + wire.latency_ns
             for receiver in receivers:
-                self._push(when, _DELIVER, receiver, (data, frame, target is not None))
+                self._seq += 1
+                heapq.heappush(self._queue, (when, self._seq, _DELIVER, receiver,
+                                             (data, frame, forced)))
             return
+        index = frame.index if frame is not None else -1
         outcome = wire.carry(data, seg, sender.name)
         if frame is not None and outcome.notes:
             frame.notes.extend(outcome.notes)
@@ -480,10 +482,13 @@ class Network:
         for flight in outcome.flights:
             for receiver in receivers:
                 self._push(self.now_ns + flight.delay_ns, _DELIVER, receiver,
-                           (flight.data, frame, target is not None))
+                           (flight.data, frame, forced))
 
     def _deliver(self, host: Host, item: tuple[bytes, CapturedFrame | None, bool]) -> None:
         data, frame, forced = item
+        if not host.link_up:
+            self._nic_drop(host, frame, "link is down")
+            return
         try:
             seg = codec.decode(data)
         except codec.DecodeError as exc:
@@ -492,14 +497,16 @@ class Network:
         if not forced and seg.dst_mac != host.mac and not seg.dst_mac[0] & 1:
             self._nic_drop(host, frame, f"destination MAC {mac_text(seg.dst_mac)} is not ours")
             return
-        if seg.vlan not in host.vlans:
+        if seg.vlan not in host.vlan_set:
             where = "untagged" if seg.vlan is None else f"VLAN {seg.vlan}"
             self._nic_drop(host, frame, f"{where} is not configured on {host.name}")
             return
-        ip_len = (20 if seg.ipv4 else 40) + 20 + (len(seg.options) + 3) // 4 * 4 + len(seg.payload)
-        if ip_len > host.mtu:
-            self._nic_drop(host, frame, f"IP packet of {ip_len} bytes exceeds MTU {host.mtu}")
-            return
+        if len(data) - 14 > host.mtu:  # only then can the IP packet exceed the MTU
+            ip_len = (20 if seg.ipv4 else 40) + 20 + (len(seg.options) + 3) // 4 * 4 \
+                + len(seg.payload)
+            if ip_len > host.mtu:
+                self._nic_drop(host, frame, f"IP packet of {ip_len} bytes exceeds MTU {host.mtu}")
+                return
         if frame is not None:
             frame.delivered += 1
         host.core.receive(seg, self.now_ns)

@@ -191,3 +191,16 @@ def test_host_names_and_macs_must_be_unique(fake_net: Any) -> None:
         except ValueError:
             continue
         raise AssertionError(f"add_host accepted {kwargs}")
+
+
+def test_a_host_whose_link_is_down_receives_nothing(fake_net: Any) -> None:
+    net = fake_net()
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    bob.listen(31000)
+    bob.link_down()
+    alice.connect("192.0.2.2", 31000)
+    net.run(until_ns=SECOND // 2)
+    assert bob.core.received == [] and bob.core.addresses == {}
+    drop = next(net.trace.of_kind("segment_dropped"))
+    assert (drop.host, drop.fn, drop.fields["reason"]) == ("bob", "nic", "link is down")
