@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mpa_emu import mpa
 from mpa_emu.live import rdmap
@@ -92,6 +93,36 @@ class PeerReport:
         """The reply carried the R flag."""
         frame = self.received if self.role == "initiator" else self.sent
         return frame is not None and frame.reject
+
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values (bytes as hex)."""
+        return {
+            "role": self.role, "local": self.local, "remote": self.remote,
+            "accepted": self.accepted, "rejected": self.rejected,
+            "sent": frame_dict(self.sent), "received": frame_dict(self.received),
+            "rtr_sent": self.rtr_sent, "rtr_received": self.rtr_received,
+            "messages": [{"name": m.name, "opcode": m.opcode, "msn": m.msn,
+                          "rtr": m.rtr_kind, "payload": m.payload.hex()}
+                         for m in self.messages],
+            "close": self.close, "error": self.error,
+        }
+
+
+def frame_dict(frame: mpa.MpaFrame | None) -> dict[str, Any] | None:
+    """One MPA frame as JSON-ready values."""
+    if frame is None:
+        return None
+    block = frame.rtr
+    return {
+        "request": frame.request, "rev": frame.rev, "flags": frame.flags,
+        "reject": frame.reject, "pd_length": frame.wire_pd_length,
+        "rtr": None if block is None else {
+            "ird": block.ird, "ord": block.ord, "p2p": block.peer_to_peer,
+            "send0": block.zero_len_send, "write0": block.write0, "read0": block.read0},
+        "private_data": frame.private_data.hex(),
+        "private_data_text": _printable(frame.private_data),
+    }
 
 
 # ---- frames -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import threading
@@ -199,3 +200,26 @@ def test_cli_exchange_prints_fields_and_private_data(capsys: pytest.CaptureFixtu
     assert "IRD 16, ORD 3, P2P read0" in out  # ORD lowered to the initiator's IRD 3
     assert '77656c636f6d65 "welcome"' in out
     assert "sent FPDU: RTR read" in out
+
+
+def test_cli_json_report_carries_the_frames(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> peer.PeerReport:
+            conn, _ = listener.accept()
+            with conn:
+                return peer.run_responder(conn, peer.PeerOptions(
+                    reject=True, private_data=b"busy", timeout=3))
+        responder = in_thread(serve)
+        code = main(["peer", "--connect", f"127.0.0.1:{port}", "--json", "--timeout", "3"])
+        responder()
+    out = capsys.readouterr().out.strip()
+    report = json.loads(out)  # the only output: one JSON object
+    assert code == 0
+    assert report["rejected"] is True and report["accepted"] is False
+    assert report["received"]["flags"] == 0x70 and report["received"]["private_data"] == "62757379"
+    assert report["received"]["rtr"]["p2p"] is True
+    assert report["sent"]["rtr"] == {"ird": 16, "ord": 16, "p2p": True, "send0": False,
+                                     "write0": True, "read0": True}
+    assert report["close"] == "fin" and report["error"] is None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
+import sys
 
 from mpa_emu import mpa, peer
 from mpa_emu.cli import CliError
@@ -45,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds to wait for each expected frame (default 5)")
     parser.add_argument("--hold", type=float, default=0.0, metavar="S",
                         help="keep the connection open S seconds, printing FPDUs received")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object with the whole report instead of lines")
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
@@ -91,27 +95,38 @@ def run(args: argparse.Namespace) -> int:
     """Run one exchange and print what was received. Exit 0 when the MPA exchange
     completed (accepted or rejected), 1 when it failed."""
     options = _options(args)
+    say = _quiet if args.json else _print
     try:
         if args.connect:
             host, port = parse_endpoint(args.connect)
             sock = peer.open_connection(host, port, options.timeout)
-            local = peer.endpoint_text(sock.getsockname())
-            print(f"connected {local} -> {args.connect}", flush=True)
+            say(f"connected {peer.endpoint_text(sock.getsockname())} -> {args.connect}")
             with sock:
-                report = peer.run_initiator(sock, options, log=_print)
+                report = peer.run_initiator(sock, options, log=say)
         else:
             with peer.open_listener(args.listen, args.bind) as listener:
-                print(f"listening on port {args.listen}", flush=True)
+                # Always printed: scripts wait for this line before connecting.
+                print(f"listening on port {args.listen}", flush=True,
+                      file=sys.stderr if args.json else sys.stdout)
                 sock = peer.accept_one(listener, options.timeout)
             with sock:
-                print(f"accepted {peer.endpoint_text(sock.getpeername())}", flush=True)
-                report = peer.run_responder(sock, options, log=_print)
+                say(f"accepted {peer.endpoint_text(sock.getpeername())}")
+                report = peer.run_responder(sock, options, log=say)
     except peer.PeerError as exc:
-        print(f"error: {exc}", flush=True)
+        if args.json:
+            print(json.dumps({"error": str(exc)}), flush=True)
+        else:
+            print(f"error: {exc}", flush=True)
         return 1
-    if report.error is None and report.close == "open":
+    if args.json:
+        print(json.dumps(report.to_dict(), sort_keys=True), flush=True)
+    elif report.error is None and report.close == "open":
         _print("closing (FIN)")
     return 0 if report.error is None else 1
+
+
+def _quiet(line: str) -> None:
+    del line
 
 
 def _print(line: str) -> None:
