@@ -126,3 +126,40 @@ def test_block_shorter_than_four_bytes_is_flagged(tmp_path: Path) -> None:
                            "-Y", "mpa_v2.short_block"], capture_output=True, text=True,
                           check=True)
     assert len(proc.stdout.splitlines()) == 1
+
+
+def _block_words(payload: bytes) -> tuple[int, int]:
+    """The two 16-bit words after an MPA frame's 20-byte header (RFC 6581 section 5)."""
+    return int.from_bytes(payload[20:22], "big"), int.from_bytes(payload[22:24], "big")
+
+
+@pytest.mark.parametrize("name", ["v2_accept", "irdma_initiator_siw_responder",
+                                  "siw_initiator_irdma_responder"])
+def test_fields_match_the_bytes_of_the_projects_captures(tmp_path: Path, name: str) -> None:
+    from mpa_emu import mpa
+    from mpa_emu.scenario import load_scenario, run_scenario
+
+    root = Path(__file__).resolve().parents[1]
+    run = run_scenario(load_scenario(root / "scenarios" / f"{name}.toml"))
+    cap = tmp_path / f"{name}.pcapng"
+    run.net.write_pcapng(cap)
+    rows = {int(r["frame.number"]): r for r in tshark_fields(cap)}
+    expected = {}
+    for i, frame in enumerate(run.net.frames, start=1):
+        seg = frame.segment
+        if seg is None or not mpa.looks_like_mpa(seg.payload) or seg.payload[17] != 2:
+            continue
+        ird_word, ord_word = _block_words(seg.payload)
+        pd_length = int.from_bytes(seg.payload[18:20], "big")
+        expected[i] = {
+            "mpa_v2.request": "1" if seg.payload[:16] == KEY_REQ else "0",
+            "mpa_v2.p2p": str(ird_word >> 15), "mpa_v2.zero_len_send": str(ird_word >> 14 & 1),
+            "mpa_v2.write_rtr": str(ord_word >> 15), "mpa_v2.read_rtr": str(ord_word >> 14 & 1),
+            "mpa_v2.ird": str(ird_word & 0x3FFF), "mpa_v2.ord": str(ord_word & 0x3FFF),
+            "mpa_v2.private_data": seg.payload[24:20 + pd_length].hex(),
+        }
+    assert expected, "the scenario has no MPA v2 frames"
+    assert sorted(rows) == sorted(expected)
+    for number, want in expected.items():
+        got = {k: rows[number][k] for k in want}
+        assert got == want, f"frame {number}"
