@@ -688,6 +688,9 @@ def _negotiation(rep: ConnectionReport) -> None:
     req, reply = rep.request, rep.reply
     if req is None:
         return
+    if req.has_block and not req.p2p:
+        rep.add(req.frame, "warning", "request without P2P (A): an irdma responder resets "
+                "it (irdma_negotiate_mpa_v2_ird_ord: -EOPNOTSUPP)")
     if reply is None:
         rep.negotiated.append("no MPA reply in the capture")
         return
@@ -711,9 +714,6 @@ def _negotiation(rep: ConnectionReport) -> None:
     if not reply.p2p:
         rep.add(reply.frame, "error", "reply without P2P (A): an irdma initiator fails "
                 "negotiation (irdma_negotiate_mpa_v2_ird_ord: -EOPNOTSUPP, RST)")
-    if not req.p2p:
-        rep.add(req.frame, "warning", "request without P2P (A): an irdma responder resets "
-                "it (irdma_negotiate_mpa_v2_ird_ord: -EOPNOTSUPP)")
     chosen = reply.rtr_names()
     offered = req.rtr_names()
     rep.negotiated.append(f"RTR offered: {' '.join(offered) or 'none'}; chosen: "

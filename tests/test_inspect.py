@@ -264,3 +264,38 @@ def test_capture_cut_inside_the_last_frame_keeps_the_rest(tmp_path: Path) -> Non
     assert report.frames == 11
     assert report.connections[0].reply is not None
     assert any("after frame 11" in p for p in report.problems)
+
+
+def _scenario_capture(tmp_path: Path, name: str) -> Path:
+    from mpa_emu.scenario import load_scenario, run_scenario
+
+    root = Path(__file__).resolve().parents[1]
+    run = run_scenario(load_scenario(root / "scenarios" / f"{name}.toml"))
+    out = tmp_path / f"{name}.pcapng"
+    run.net.write_pcapng(out)
+    return out
+
+
+def test_our_reject_capture(tmp_path: Path) -> None:
+    report = inspect_capture(_scenario_capture(tmp_path, "reject_with_private_data"))
+    (conn,) = report.connections
+    assert conn.reply is not None and conn.reply.reject
+    assert conn.reply.private_data == b"it's not you"
+    assert conn.ended.startswith("closed: FIN from the server")
+    assert report.errors == 0
+    # mpa_emu's frame comments name the kernel function behind each frame.
+    assert any("irdma_send_mpa_reject" in text for _, text in conn.comments)
+
+
+def test_our_interop_captures(tmp_path: Path) -> None:
+    siw = inspect_capture(_scenario_capture(tmp_path, "siw_initiator_irdma_responder"))
+    reset, p2p = siw.connections
+    assert any("request without P2P" in f.text for f in reset.findings)
+    assert reset.ended.startswith("reset: RST from the server")
+    assert p2p.reply is not None and p2p.reply.rtr_names() == ["read"]
+    fallback = inspect_capture(_scenario_capture(tmp_path, "v1_fallback"))
+    first, retry = fallback.connections  # the v1 retry reuses the 4-tuple
+    assert first.client == retry.client
+    assert first.request is not None and first.request.rev == 2
+    assert retry.request is not None and retry.request.rev == 1
+    assert retry.rtr == f"frame {retry.last_frame - 1}: zero-length RDMA Read Request"
