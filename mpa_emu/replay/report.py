@@ -99,7 +99,7 @@ class ReplayReport:
                 "after the capture")
         first = self.first
         if first is None and self.run.failed_during_capture:
-            return f"EMULATOR FAILURE after frame {self.run.failure_frame}: {tail}"
+            return f"EMULATOR FAILURE at frame {self.run.failure_frame}: {tail}"
         if first is None:
             return f"MATCH{mode}: {tail}"
         names = [f.name for f in first.fields]
