@@ -309,21 +309,43 @@ def parse_segment(ulpdu: bytes) -> DdpSegment:
 
 
 # ---- what irdma's NIC sends ------------------------------------------------------------
+# These builders run per message in the NIC model, so they pack straight from ints with
+# precompiled structs (DDP and RDMAP version 1, reserved bits zero) instead of going
+# through the header values above; tests check both give the same bytes.
+
+_UNTAGGED = struct.Struct("!BBIIII")
+_TAGGED = struct.Struct("!BBIQ")
+_DDP_UNTAGGED_CTL = (DDP_FLAG_LAST | DDP_VERSION, DDP_VERSION)  # indexed by "not last"
+_DDP_TAGGED_CTL = (DDP_FLAG_TAGGED | DDP_FLAG_LAST | DDP_VERSION,
+                   DDP_FLAG_TAGGED | DDP_VERSION)
+_RDMAP_CTL = RDMAP_VERSION << 6
+_READ_RTR_BODY = ReadRequest(sink_stag=RTR_READ_SINK_STAG, sink_to=0, size=0,
+                             src_stag=RTR_READ_SOURCE_STAG, src_to=0).to_bytes()
+_WRITE_RTR = _TAGGED.pack(_DDP_TAGGED_CTL[0], _RDMAP_CTL | Opcode.WRITE, 0, 0)
+
+
+def _untagged(opcode: int, qn: int, msn: int, mo: int, last: bool, rsvd_ulp: int) -> bytes:
+    return _UNTAGGED.pack(_DDP_UNTAGGED_CTL[not last], _RDMAP_CTL | opcode,
+                          rsvd_ulp & 0xFFFFFFFF, qn & 0xFFFFFFFF, msn & 0xFFFFFFFF,
+                          mo & 0xFFFFFFFF)
+
+
+def _tagged(opcode: int, stag: int, to: int, last: bool) -> bytes:
+    return _TAGGED.pack(_DDP_TAGGED_CTL[not last], _RDMAP_CTL | opcode, stag & 0xFFFFFFFF,
+                        to & 0xFFFFFFFFFFFFFFFF)
+
 
 def read_rtr(msn: int = 1) -> bytes:
     """The zero-length RDMA Read Request the initiator sends as RTR (``irdma_sc_send_rtt``
     with read0): untagged QN 1, MSN ``msn`` (the first message on a queue has MSN 1,
     RFC 5041 section 5.1), sink STag 0xabcd, source STag 0x1234, TOs 0, size 0."""
-    head = UntaggedHeader(opcode=Opcode.READ_REQUEST, qn=QN_READ_REQUEST, msn=msn)
-    body = ReadRequest(sink_stag=RTR_READ_SINK_STAG, sink_to=0, size=0,
-                       src_stag=RTR_READ_SOURCE_STAG, src_to=0)
-    return head.to_bytes() + body.to_bytes()
+    return _untagged(1, QN_READ_REQUEST, msn, 0, True, 0) + _READ_RTR_BODY
 
 
 def write_rtr() -> bytes:
     """The zero-length RDMA Write the initiator sends as RTR (``irdma_sc_send_rtt`` without
     read0): tagged, STag 0, TO 0, no payload."""
-    return TaggedHeader(opcode=Opcode.WRITE, stag=0, to=0).to_bytes()
+    return _WRITE_RTR
 
 
 def send(payload: bytes, msn: int, mo: int = 0, *, last: bool = True,
@@ -331,23 +353,20 @@ def send(payload: bytes, msn: int, mo: int = 0, *, last: bool = True,
     """An RDMA Send segment (untagged, QN 0). ``solicited`` picks the SE opcodes,
     ``invalidate_stag`` the with-Invalidate ones (RFC 5040 section 4.3)."""
     if invalidate_stag is None:
-        opcode = Opcode.SEND_SE if solicited else Opcode.SEND
-    else:
-        opcode = Opcode.SEND_SE_INVALIDATE if solicited else Opcode.SEND_INVALIDATE
-    head = UntaggedHeader(opcode=opcode, qn=QN_SEND, msn=msn, mo=mo, last=last,
-                          rsvd_ulp=invalidate_stag or 0)
-    return head.to_bytes() + payload
+        opcode = 5 if solicited else 3  # Send with SE, Send
+        return _untagged(opcode, QN_SEND, msn, mo, last, 0) + payload
+    opcode = 6 if solicited else 4  # Send with SE and Invalidate, Send with Invalidate
+    return _untagged(opcode, QN_SEND, msn, mo, last, invalidate_stag) + payload
 
 
 def rdma_write(payload: bytes, stag: int, to: int, *, last: bool = True) -> bytes:
     """An RDMA Write segment (tagged)."""
-    return TaggedHeader(opcode=Opcode.WRITE, stag=stag, to=to, last=last).to_bytes() + payload
+    return _tagged(0, stag, to, last) + payload
 
 
 def read_response(payload: bytes, stag: int, to: int, *, last: bool = True) -> bytes:
     """An RDMA Read Response segment (tagged, STag/TO of the requester's sink buffer)."""
-    return (TaggedHeader(opcode=Opcode.READ_RESPONSE, stag=stag, to=to, last=last).to_bytes()
-            + payload)
+    return _tagged(2, stag, to, last) + payload
 
 
 def terminate(layer: int, etype: int, error_code: int, *, msn: int = 1,

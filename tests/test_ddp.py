@@ -178,3 +178,32 @@ def test_send_fpdu_round_trips_through_mpa_framing(payload: bytes, msn: int, mo:
     assert seg.payload == payload
     assert isinstance(seg.header, ddp.UntaggedHeader)
     assert (seg.header.qn, seg.header.msn, seg.header.mo) == (0, msn, mo)
+
+
+@given(payload=st.binary(max_size=40), msn=u32, mo=u32, last=st.booleans(),
+       solicited=st.booleans(), inval=st.one_of(st.none(), u32))
+def test_send_builder_equals_the_header_value(payload: bytes, msn: int, mo: int, last: bool,
+                                              solicited: bool, inval: int | None) -> None:
+    if inval is None:
+        opcode = ddp.Opcode.SEND_SE if solicited else ddp.Opcode.SEND
+    else:
+        opcode = ddp.Opcode.SEND_SE_INVALIDATE if solicited else ddp.Opcode.SEND_INVALIDATE
+    head = ddp.UntaggedHeader(opcode, ddp.QN_SEND, msn, mo, last, inval or 0)
+    built = ddp.send(payload, msn, mo, last=last, solicited=solicited, invalidate_stag=inval)
+    assert built == head.to_bytes() + payload
+
+
+@given(payload=st.binary(max_size=40), stag=u32, to=u64, last=st.booleans())
+def test_tagged_builders_equal_the_header_value(payload: bytes, stag: int, to: int,
+                                                last: bool) -> None:
+    write = ddp.TaggedHeader(ddp.Opcode.WRITE, stag, to, last).to_bytes()
+    resp = ddp.TaggedHeader(ddp.Opcode.READ_RESPONSE, stag, to, last).to_bytes()
+    assert ddp.rdma_write(payload, stag, to, last=last) == write + payload
+    assert ddp.read_response(payload, stag, to, last=last) == resp + payload
+
+
+@given(msn=u32)
+def test_read_rtr_builder_equals_the_header_values(msn: int) -> None:
+    head = ddp.UntaggedHeader(ddp.Opcode.READ_REQUEST, ddp.QN_READ_REQUEST, msn)
+    body = ddp.ReadRequest(0xABCD, 0, 0, 0x1234, 0)
+    assert ddp.read_rtr(msn) == head.to_bytes() + body.to_bytes()
