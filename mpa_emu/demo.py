@@ -160,6 +160,7 @@ STORIES: list[Story | str] = [
     accepted_connection,
     rejected_connection,
     closed_connection,
+    "mpa_emu.demo_teardown:address_removal",
 ]
 """The demo, in order. Add a story from another module with one line:
 ``"mpa_emu.some_module:story_function"``."""
