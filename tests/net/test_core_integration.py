@@ -82,3 +82,61 @@ def test_an_injected_scapy_rst_makes_the_initiator_retry_with_mpa_v1() -> None:
     assert net.frames[1].origin == "injected: RST from bob's host stack"
     back = net.packet(1)
     assert back[TCP].flags == "RA" and bytes(back) == bytes(rst)
+
+
+def test_captured_mpa_frames_come_back_as_our_scapy_layers() -> None:
+    from mpa_emu.frames import MPAReply, MPARequest
+
+    net, alice, bob = pair()
+    bob.listen(31000, "192.0.2.2", policy=Accept(b"welcome"))
+    alice.connect("192.0.2.2", 31000, private_data=b"hello")
+    net.run(until_ns=SECOND)
+    kinds = [f.kind for f in net.frames]
+    request = net.packet(kinds.index("MPA request"))
+    reply = net.packet(kinds.index("MPA reply"))
+    assert request.haslayer(MPARequest) and request[MPARequest].rev == 2
+    assert reply.haslayer(MPAReply) and bytes(reply[MPAReply]).endswith(b"welcome")
+
+
+def test_dropping_the_first_mpa_request_resends_it_on_the_retransmission_timer() -> None:
+    net, alice, bob = pair()
+    net.drop("MPA request")
+    bob.listen(31000, "192.0.2.2", policy=Accept())
+    conn = alice.connect("192.0.2.2", 31000)
+    net.run(until_ns=3 * SECOND)
+    requests = [f for f in net.frames if f.kind == "MPA request"]
+    assert len(requests) == 2 and requests[1].data == requests[0].data
+    jiffy = SECOND // 1000
+    assert requests[1].time_ns == (requests[0].time_ns // jiffy + 1000) * jiffy
+    assert [(u.conn, u.status) for u in alice.events(IwEvent.CONNECT_REPLY)] == [(conn, 0)]
+
+
+def test_an_ipv6_connection_is_accepted_across_the_wire() -> None:
+    net = Network(0)
+    alice = net.add_host("alice", "2001:db8::1")
+    bob = net.add_host("bob", "2001:db8::2")
+    bob.listen(31000, "2001:db8::2", policy=Accept())
+    alice.connect("2001:db8::2", 31000)
+    net.run(until_ns=SECOND)
+    assert all(f.segment is not None and not f.segment.ipv4 for f in net.frames)
+    assert [u.status for u in alice.events(IwEvent.CONNECT_REPLY)] == [0]
+    assert len(bob.events(IwEvent.ESTABLISHED)) == 1
+
+
+def test_a_vlan_connection_is_tagged_and_unseen_by_an_untagged_host() -> None:
+    net = Network(0)
+    alice = net.add_host("alice", "192.0.2.1", vlan=10)
+    bob = net.add_host("bob", "192.0.2.2", vlan=10)
+    carol = net.add_host("carol", "192.0.2.3")
+    bob.listen(31000, "192.0.2.2", policy=Accept())
+    alice.connect("192.0.2.2", 31000)
+    net.run(until_ns=SECOND)
+    assert net.frames and all(f.segment.vlan == 10 for f in net.frames)
+    assert [u.status for u in alice.events(IwEvent.CONNECT_REPLY)] == [0]
+    assert carol.upcalls == []
+    try:
+        carol.connect("192.0.2.1", 31000)
+    except ValueError as exc:  # CmError: no neighbour entry across VLANs
+        assert getattr(exc, "errno", None)
+    else:
+        raise AssertionError("carol reached alice across VLANs")
