@@ -29,6 +29,12 @@ step 5). This module is what the NIC then does, kept deliberately modest:
   and the peer's received) raises :attr:`Ae.LLP_CLOSE_COMPLETE`; an acceptable peer RST
   raises :attr:`Ae.LLP_CONNECTION_RESET`.
 
+Not modelled: MPA markers (``snd_markers``/``rcv_markers`` are carried but FPDUs are sent
+and parsed without them), TERMINATE messages, keep-alives and the 2MSL timer (TIME_WAIT
+lasts until the CM releases the connection). :attr:`Ae.RESET_SENT` and
+:attr:`Ae.BAD_CLOSE` are never raised by this model; the driver sets RESET_SENT itself
+(``irdma_handle_close_entry``, the ``dont_wait`` path of ``irdma_modify_qp``).
+
 Everything is driven by ``now_ns`` arguments; there is no clock and no randomness.
 """
 
