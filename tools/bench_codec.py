@@ -159,18 +159,21 @@ def scapy_layers() -> tuple[Callable[[Segment], bytes], Callable[[bytes], Segmen
 
 # ---- measurement -------------------------------------------------------------------
 
-def best_of(rounds: int, reps: int, fn: Callable[[], object]) -> float:
-    """Seconds for one call of ``fn``: the best round of ``reps`` calls (collector off,
-    so a collection triggered by earlier allocations does not land in one row)."""
-    best = float("inf")
+def best_of(rounds: int, work: dict[str, tuple[Callable[[], object], int]]
+            ) -> dict[str, float]:
+    """Seconds per call of each function: the best of ``rounds`` rounds, each round
+    timing every function in turn (``reps`` calls), so a change in machine load hits
+    all rows alike. The collector is off while timing."""
+    best = dict.fromkeys(work, float("inf"))
     gc.collect()
     gc.disable()
     try:
         for _ in range(rounds):
-            start = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            best = min(best, (time.perf_counter() - start) / reps)
+            for name, (fn, reps) in work.items():
+                start = time.perf_counter()
+                for _ in range(reps):
+                    fn()
+                best[name] = min(best[name], (time.perf_counter() - start) / reps)
     finally:
         gc.enable()
     return best
@@ -185,23 +188,30 @@ def bench_codec(rounds: int) -> None:
         assert struct_build(s) == w == sbuild(s), s
         assert decode(w) == struct_parse(w) == sparse(w) == s, s
 
-    def all_build(build: Callable[[Segment], object]) -> Callable[[], None]:
-        return lambda: [build(s) for s in segs] and None
+    def all_build(build: Callable[[Segment], object]) -> Callable[[], object]:
+        def run() -> object:
+            return [build(s) for s in segs]
+        return run
 
-    def all_parse(parse: Callable[[bytes], object]) -> Callable[[], None]:
-        return lambda: [parse(w) for w in wires] and None
+    def all_parse(parse: Callable[[bytes], object]) -> Callable[[], object]:
+        def run() -> object:
+            return [parse(w) for w in wires]
+        return run
 
-    rows = [
-        ("scapy", all_build(sbuild), all_parse(sparse), 30),
-        ("codec", all_build(encode), all_parse(decode), 3000),
-        ("struct", all_build(struct_build), all_parse(struct_parse), 3000),
-        ("struct/tuple", None, all_parse(struct_parse_tuple), 3000),
-    ]
-    results: dict[str, tuple[float | None, float]] = {}
-    for name, build_fn, parse_fn, reps in rows:
-        b = best_of(rounds, reps, build_fn) * 1e6 if build_fn is not None else None
-        p = best_of(rounds, reps, parse_fn) * 1e6
-        results[name] = (b, p)
+    work: dict[str, tuple[Callable[[], object], int]] = {
+        "scapy build": (all_build(sbuild), 20),
+        "scapy parse": (all_parse(sparse), 20),
+        "codec build": (all_build(encode), 1000),
+        "codec parse": (all_parse(decode), 1000),
+        "struct build": (all_build(struct_build), 1000),
+        "struct parse": (all_parse(struct_parse), 1000),
+        "struct/tuple parse": (all_parse(struct_parse_tuple), 1000),
+    }
+    best = best_of(rounds, work)
+    results: dict[str, tuple[float | None, float]] = {
+        name: (best[f"{name} build"] * 1e6 if f"{name} build" in best else None,
+               best[f"{name} parse"] * 1e6)
+        for name in ("scapy", "codec", "struct", "struct/tuple")}
     n = len(segs)
     base_b, base_p = results["struct"]
     assert base_b is not None
@@ -239,8 +249,8 @@ def bench_capture(frames: int, rounds: int) -> None:
         return sum(1 for _ in read_capture(data))
 
     assert read() == frames
-    tw = best_of(rounds, 1, write)
-    tr = best_of(rounds, 1, read)
+    times = best_of(rounds, {"write": (write, 1), "read": (read, 1)})
+    tw, tr = times["write"], times["read"]
     print(f"capture: {frames} frames with comments ({len(data) / 1e6:.1f} MB pcapng): "
           f"write {tw * 1e3:.0f} ms ({tw / frames * 1e6:.2f} us/frame), "
           f"read {tr * 1e3:.0f} ms ({tr / frames * 1e6:.2f} us/frame, "
