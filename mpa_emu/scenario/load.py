@@ -294,12 +294,18 @@ class _Loader:
             raise t.error(None, f"action {action!r} needs key {needs[action]!r}")
         if action in ("disconnect", "close", "accept", "reject") and connection is None:
             raise t.error(None, f"action {action!r} needs key 'connection'")
+        mac = t.text("mac")
+        if mac is not None:
+            try:
+                mac_bytes(mac)
+            except ValueError as exc:
+                raise t.error("mac", str(exc)) from None
         spec = EventSpec(at_ns=t.duration("at", required=True), action=action, host=host,
                          address=address, vlan=t.integer("vlan", lo=0, hi=4094),
                          connection=connection, listener=listener,
                          graceful=bool(t.flag("graceful", default=True)),
                          private_data=t.data_bytes("private_data") or b"",
-                         mac=t.text("mac"), line=t.line())
+                         mac=mac, line=t.line())
         t.done()
         return spec
 
