@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from scapy.layers.inet import IP, TCP
-from scapy.layers.l2 import ARP, Ether
+from scapy.layers.l2 import ARP, Dot1Q, Ether
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_bytes, mac_bytes
@@ -188,12 +188,37 @@ def test_arp_request_is_answered_and_the_neighbour_given_to_the_core(rig: Rig) -
     assert rig.core.called("receive") == []
 
 
-def test_frame_for_another_address_never_reaches_the_core(rig: Rig) -> None:
-    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:02")
-                        / IP(src="192.0.2.1", dst="192.0.2.77") / TCP(flags="S")))
+def test_frame_for_another_mac_never_reaches_the_core(rig: Rig) -> None:
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:99")
+                        / IP(src="192.0.2.1", dst="192.0.2.2") / TCP(flags="S")))
     rig.host.poll(0.5)
     assert rig.core.called("receive") == []
-    assert rig.capture.frames[0].comment == "received: not addressed to the emulated host"
+    assert rig.capture.frames[0].comment == (
+        "received: dropped by the NIC: destination MAC 02:00:00:00:00:99 is not ours")
+
+
+def test_frame_on_an_unconfigured_vlan_never_reaches_the_core(rig: Rig) -> None:
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:02")
+                        / Dot1Q(vlan=7) / IP(src="192.0.2.1", dst="192.0.2.2")
+                        / TCP(flags="S")))
+    rig.host.poll(0.5)
+    assert rig.core.called("receive") == []
+    assert rig.capture.frames[0].comment == "received: dropped by the NIC: VLAN 7 is not configured"
+
+
+def test_vlan_address_answers_tagged_arp_and_receives_tagged_segments(rig: Rig) -> None:
+    rig.host.add_address(ip_bytes("192.0.2.66"), vlan=100)
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="ff:ff:ff:ff:ff:ff") / Dot1Q(vlan=100)
+                        / ARP(op=1, hwsrc="5a:11:22:33:44:55", psrc="192.0.2.65",
+                              pdst="192.0.2.66")))
+    rig.wire.send(bytes(Ether(src="5a:11:22:33:44:55", dst="02:00:00:00:00:02") / Dot1Q(vlan=100)
+                        / IP(src="192.0.2.65", dst="192.0.2.66") / TCP(flags="S")))
+    rig.host.poll(0.5)
+    (reply,) = rig.frames_from_host()
+    assert Ether(reply)[Dot1Q].vlan == 100 and Ether(reply)[ARP].psrc == "192.0.2.66"
+    (seg,) = rig.core.called("receive")
+    assert seg.vlan == 100
+    assert ("add_address", ip_bytes("192.0.2.66")) in rig.core.calls
 
 
 def test_core_frames_are_encoded_written_and_captured_with_their_comment(rig: Rig) -> None:

@@ -12,7 +12,7 @@ from scapy.layers.inet6 import (
     ICMPv6NDOptSrcLLAddr,
     IPv6,
 )
-from scapy.layers.l2 import ARP, Ether
+from scapy.layers.l2 import ARP, Dot1Q, Ether
 
 from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.live.neighbour import NeighbourResponder, solicited_node
@@ -129,3 +129,28 @@ def test_tcp_and_short_frames_are_passed_on():
     assert r.handle(b"\x00" * 10) is None
 
     assert r.handle(bytes(Ether() / IP(dst="192.0.2.2") / TCP())) is None
+
+
+def test_vlan_tagged_request_is_answered_only_for_an_address_on_that_vlan():
+    r = responder()
+    r.add_address(ip_bytes("192.0.2.66"), vlan=100)
+    request = bytes(Ether(src="5a:11:22:33:44:55", dst="ff:ff:ff:ff:ff:ff") / Dot1Q(vlan=100)
+                    / ARP(op=1, hwsrc="5a:11:22:33:44:55", psrc="192.0.2.65",
+                          pdst="192.0.2.66"))
+    result = r.handle(request)
+    assert result is not None
+    (reply,) = result.replies
+    assert Ether(reply)[Dot1Q].vlan == 100 and Ether(reply)[ARP].psrc == "192.0.2.66"
+    wrong_vlan = bytes(Ether(src="5a:11:22:33:44:55", dst="ff:ff:ff:ff:ff:ff") / Dot1Q(vlan=100)
+                       / ARP(op=1, hwsrc="5a:11:22:33:44:55", psrc="192.0.2.65",
+                             pdst="192.0.2.2"))
+    for other in (wrong_vlan, kernel_arp_request("192.0.2.66")):
+        answer = r.handle(other)  # 192.0.2.2 lives untagged; .66 is not asked on VLAN 100
+        assert answer is not None and answer.replies == []
+
+
+def test_solicit_from_a_vlan_address_is_tagged():
+    r = responder()
+    r.add_address(ip_bytes("192.0.2.66"), vlan=100)
+    pkt = Ether(r.solicit(ip_bytes("192.0.2.65"), ip_bytes("192.0.2.66")))
+    assert pkt[Dot1Q].vlan == 100 and pkt[ARP].pdst == "192.0.2.65"

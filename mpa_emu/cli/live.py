@@ -29,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu live``."""
     parser.add_argument("--tap", required=True, metavar="NAME",
                         help="TAP interface to create or attach to (the Linux side)")
-    parser.add_argument("--address", action="append", required=True, metavar="IP",
-                        help="address of the emulated host (repeatable, IPv4 or IPv6)")
+    parser.add_argument("--address", action="append", required=True, metavar="IP[@VLAN]",
+                        help="address of the emulated host (repeatable, IPv4 or IPv6); IP@VLAN "
+                             "puts it on an 802.1Q VLAN")
     parser.add_argument("--mac", default=DEFAULT_MAC,
                         help=f"MAC of the emulated host (default {DEFAULT_MAC})")
     parser.add_argument("--host-address", action="append", default=[], metavar="IP/PREFIX",
@@ -66,11 +67,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time given to closing connections at shutdown (default 1)")
 
 
-def _addresses(texts: list[str]) -> list[bytes]:
+def parse_address(text: str) -> tuple[bytes, int | None]:
+    """``IP`` or ``IP@VLAN`` into (packed address, VLAN id or None); CliError if bad."""
+    ip_part, sep, vlan_part = text.partition("@")
     try:
-        return [ip_bytes(text) for text in texts]
+        ip = ip_bytes(ip_part)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if not sep:
+        return ip, None
+    if not vlan_part.isdigit() or not 0 <= int(vlan_part) <= 4094:
+        raise CliError(f"VLAN id must be 0..4094 in {text!r}")
+    return ip, int(vlan_part)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -119,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     """Run until ``--duration`` passes or SIGINT/SIGTERM; then close every connection
     and flush the capture."""
     _check(args)
-    addresses = _addresses(args.address)
+    addresses = [parse_address(text) for text in args.address]
     try:
         mac = mac_bytes(args.mac)
     except ValueError as exc:
@@ -150,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
             trace_file.close()
 
 
-def _serve(host: driver.LiveHost, args: argparse.Namespace, addresses: list[bytes],
+def _serve(host: driver.LiveHost, args: argparse.Namespace,
+           addresses: list[tuple[bytes, int | None]],
            targets: list[tuple[str, int]], private: bytes) -> int:
     stop = {"now": False}
 
@@ -164,13 +173,13 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace, addresses: list[byte
     failed = False
     try:
         host.on_upcall(lambda _host, upcall: print(describe(upcall), flush=True))
-        for ip in addresses:
-            host.add_address(ip)
+        for ip, vlan in addresses:
+            host.add_address(ip, vlan)
         delay_ns = round(args.delay * 1e9)
         policy: driver.LivePolicy = driver.Reject(private, delay_ns) if args.reject \
             else driver.Accept(private, delay_ns)
         for port in args.listen:
-            for family_v6 in sorted({len(ip) == 16 for ip in addresses}):
+            for family_v6 in sorted({len(ip) == 16 for ip, _vlan in addresses}):
                 host.listen(port, None, policy=policy, ipv6=family_v6)
             print(f"listening on port {port}", flush=True)
         for ip_text_, port in targets:

@@ -161,7 +161,11 @@ class LiveHost:
         self.wall_origin_ns = wall_clock()
         """Wall-clock ns at core time 0: capture time = wall_origin_ns + now_ns."""
         self.neighbours = NeighbourResponder(mac)
-        self.addresses: list[bytes] = []
+        self.addresses: dict[bytes, int | None] = {}
+        """Our addresses and their VLAN (``None`` = untagged)."""
+        self.vlans: set[int | None] = set()
+        """VLANs the NIC accepts frames on: every VLAN an address was ever added on (the
+        VLAN device outlives its addresses)."""
         self.known: dict[bytes, bytes] = {}
         """Neighbour table learned from ARP/ND: packed IP -> MAC."""
         self.upcalls: list[Upcall] = []
@@ -192,28 +196,35 @@ class LiveHost:
 
     # ---- the local stack -----------------------------------------------------------
 
-    def add_address(self, ip: bytes) -> None:
-        """Bring up an address: the core owns it and ARP/ND answers for it."""
-        self.core.add_address(ip, now_ns=self.now_ns)
-        self.neighbours.add_address(ip)
-        self.addresses.append(ip)
+    def add_address(self, ip: bytes, vlan: int | None = None) -> None:
+        """Bring up an address (optionally on an 802.1Q VLAN): the core owns it
+        (irdma_if_notify with ifup) and ARP/ND answers for it on that VLAN."""
+        if vlan is not None and not 0 <= vlan < 4095:
+            raise LiveError(f"VLAN id must be 0..4094, got {vlan}")
+        self.core.add_address(ip, vlan=vlan, now_ns=self.now_ns)
+        self.neighbours.add_address(ip, vlan)
+        self.addresses[ip] = vlan
+        self.vlans.add(vlan)
         self._flush()
 
     def remove_address(self, ip: bytes) -> None:
-        """Take an address down: irdma_if_notify(ifup=false) tears its connections down."""
+        """Take an address down: irdma_if_notify(ifup=false) tears its connections down.
+        Segments of connections that survive (the VLAN quirk) still reach the core."""
         if ip not in self.addresses:
             raise LiveError(f"no address {ip_text(ip)} on the emulated host")
-        self.addresses.remove(ip)
+        del self.addresses[ip]
         self.neighbours.remove_address(ip)
         self.core.remove_address(ip, now_ns=self.now_ns)
         self._flush()
 
-    def resolve(self, ip: bytes, timeout_s: float = 3.0) -> bytes:
-        """The MAC of neighbour ``ip``: ask with ARP or NS until it answers (the kernel's
-        neighbour lookup before irdma_make_cm_node, spec 7.6)."""
+    def resolve(self, ip: bytes, timeout_s: float = 3.0, source: bytes | None = None) -> bytes:
+        """The MAC of neighbour ``ip``: ask with ARP or NS from ``source`` (default: our
+        first address of that family) until it answers (the kernel's neighbour lookup
+        before irdma_make_cm_node, spec 7.6)."""
         if ip in self.known:
             return self.known[ip]
-        source = self._source_for(ip)
+        if source is None:
+            source = self._source_for(ip)
         deadline = time.monotonic() + timeout_s
         while ip not in self.known:
             left = deadline - time.monotonic()
@@ -251,7 +262,7 @@ class LiveHost:
                 resolve_timeout_s: float = 3.0) -> int:
         """Resolve the neighbour, then irdma_connect; returns the connection id."""
         local = local_ip if local_ip is not None else self._source_for(remote_ip)
-        self.resolve(remote_ip, resolve_timeout_s)
+        self.resolve(remote_ip, resolve_timeout_s, local)
         conn = self.core.connect(local, remote_ip, port, private_data=private_data,
                                  ird=ird, ord=ord, now_ns=self.now_ns)
         self._flush()
@@ -386,11 +397,14 @@ class LiveHost:
             # it to the host stack or drops it; the emulated CM never sees it.
             self._capture(data, f"received: not for the CM ({exc.reason})")
             return
-        if seg.dst_ip not in self.addresses or (seg.dst_mac != self.mac
-                                                and not seg.dst_mac[0] & 1):
-            self._capture(data, "received: not addressed to the emulated host")
-            self._note("segment_dropped", "irdma_receive_ilq",
-                       reason="not addressed to the emulated host")
+        # The NIC's own filters: our MAC (or a group address) on a VLAN it has. What
+        # passes goes to the CM whatever the IP: the CM's lookup decides (spec 2.1).
+        if seg.dst_mac != self.mac and not seg.dst_mac[0] & 1:
+            self._nic_drop(data, f"destination MAC {mac_text(seg.dst_mac)} is not ours")
+            return
+        if seg.vlan not in self.vlans:
+            where = "untagged" if seg.vlan is None else f"VLAN {seg.vlan}"
+            self._nic_drop(data, f"{where} is not configured")
             return
         if self.fault is not None and self.fault(RX, seg):
             self._capture(data, "received: dropped by the fault hook")
@@ -399,6 +413,10 @@ class LiveHost:
             return
         self._capture(data, "received")
         self.core.receive(seg, self.now_ns)
+
+    def _nic_drop(self, data: bytes, reason: str) -> None:
+        self._capture(data, f"received: dropped by the NIC: {reason}")
+        self._note("segment_dropped", "nic", reason=reason)
 
     def _fire_timers(self) -> None:
         deadline = self.core.get_timer()

@@ -16,6 +16,7 @@ from mpa_emu import codec
 
 ETH_P_ARP = 0x0806
 ETH_P_IPV6 = 0x86DD
+ETH_P_8021Q = 0x8100
 ETH_HEADER = 14
 BROADCAST = b"\xff" * 6
 
@@ -68,6 +69,13 @@ def _ipv6_frame(src_mac: bytes, dst_mac: bytes, src: bytes, dst: bytes,
     return dst_mac + src_mac + struct.pack("!H", ETH_P_IPV6) + ip + icmp
 
 
+def tagged(frame: bytes, vlan: int | None) -> bytes:
+    """``frame`` with one 802.1Q tag (priority 0) for ``vlan``; unchanged for ``None``."""
+    if vlan is None:
+        return frame
+    return frame[:12] + struct.pack("!HH", ETH_P_8021Q, vlan & 0x0FFF) + frame[12:]
+
+
 def arp_frame(op: int, src_mac: bytes, src_ip: bytes, dst_mac: bytes, dst_ip: bytes) -> bytes:
     """An Ethernet ARP frame; a request goes to broadcast with a zero target MAC."""
     eth_dst = BROADCAST if op == ARP_REQUEST else dst_mac
@@ -112,37 +120,53 @@ class NeighbourResponder:
         if len(mac) != 6:
             raise ValueError(f"MAC must be 6 bytes, got {len(mac)}")
         self.mac = mac
-        self.addresses: set[bytes] = set()
+        self.addresses: dict[bytes, int | None] = {}
+        """Our addresses and the VLAN each lives on (``None`` = untagged)."""
 
-    def add_address(self, ip: bytes) -> None:
-        """Answer for ``ip`` (4 or 16 packed bytes) from now on."""
-        self.addresses.add(ip)
+    def add_address(self, ip: bytes, vlan: int | None = None) -> None:
+        """Answer for ``ip`` (4 or 16 packed bytes) on ``vlan`` from now on."""
+        self.addresses[ip] = vlan
 
     def remove_address(self, ip: bytes) -> None:
         """Stop answering for ``ip``."""
-        self.addresses.discard(ip)
+        self.addresses.pop(ip, None)
 
     def solicit(self, target: bytes, source: bytes) -> bytes:
-        """The ARP request or NS that resolves ``target`` from our ``source`` address."""
+        """The ARP request or NS that resolves ``target`` from our ``source`` address,
+        tagged with the source address's VLAN."""
         if len(target) == 4:
-            return arp_frame(ARP_REQUEST, self.mac, source, BROADCAST, target)
-        return neighbour_solicitation(self.mac, source, target)
+            frame = arp_frame(ARP_REQUEST, self.mac, source, BROADCAST, target)
+        else:
+            frame = neighbour_solicitation(self.mac, source, target)
+        return tagged(frame, self.addresses.get(source))
 
     def handle(self, frame: bytes) -> NeighbourResult | None:
         """Process one received frame. ``None`` when it is not ARP or ND (the caller
-        passes it on); otherwise the replies to send and what was learned."""
+        passes it on); otherwise the replies to send and what was learned. A frame with
+        one 802.1Q tag is answered on the same VLAN, for addresses on that VLAN."""
         if len(frame) < ETH_HEADER:
             return None
         (ethertype,) = struct.unpack_from("!H", frame, 12)
+        vlan = None
+        if ethertype == ETH_P_8021Q and len(frame) >= ETH_HEADER + 4:
+            (tci, ethertype) = struct.unpack_from("!HH", frame, 14)
+            vlan = tci & 0x0FFF
+            frame = frame[:12] + frame[16:]
         if ethertype == ETH_P_ARP:
-            return self._arp(frame)
-        if ethertype == ETH_P_IPV6 and len(frame) >= ETH_HEADER + 40 + 24 \
+            result = self._arp(frame, vlan)
+        elif ethertype == ETH_P_IPV6 and len(frame) >= ETH_HEADER + 40 + 24 \
                 and frame[ETH_HEADER + 6] == IPPROTO_ICMPV6 \
                 and frame[ETH_HEADER + 40] in (ND_SOLICIT, ND_ADVERT):
-            return self._nd(frame)
-        return None
+            result = self._nd(frame, vlan)
+        else:
+            return None
+        result.replies = [tagged(reply, vlan) for reply in result.replies]
+        return result
 
-    def _arp(self, frame: bytes) -> NeighbourResult:
+    def _ours(self, ip: bytes, vlan: int | None) -> bool:
+        return ip in self.addresses and self.addresses[ip] == vlan
+
+    def _arp(self, frame: bytes, vlan: int | None) -> NeighbourResult:
         result = NeighbourResult()
         body = frame[ETH_HEADER:ETH_HEADER + 28]
         if len(body) < 28 or body[:6] != _ARP_ETHER_IPV4:
@@ -152,12 +176,12 @@ class NeighbourResponder:
         target_ip = body[24:28]
         if sender_ip != b"\0\0\0\0" and sender_mac != self.mac:
             result.learned.append((bytes(sender_ip), bytes(sender_mac)))
-        if op == ARP_REQUEST and target_ip in self.addresses:
+        if op == ARP_REQUEST and self._ours(bytes(target_ip), vlan):
             result.replies.append(arp_frame(ARP_REPLY, self.mac, bytes(target_ip),
                                             bytes(sender_mac), bytes(sender_ip)))
         return result
 
-    def _nd(self, frame: bytes) -> NeighbourResult:
+    def _nd(self, frame: bytes, vlan: int | None) -> NeighbourResult:
         result = NeighbourResult()
         ip = frame[ETH_HEADER:ETH_HEADER + 40]
         (payload_len,) = struct.unpack_from("!H", ip, 4)
@@ -173,7 +197,7 @@ class NeighbourResponder:
             unspecified = src == b"\0" * 16
             if lladdr is not None and not unspecified:
                 result.learned.append((src, lladdr))
-            if target in self.addresses:
+            if self._ours(target, vlan):
                 if unspecified:  # DAD probe: answer to all-nodes, unsolicited
                     reply = neighbour_advertisement(self.mac, target,
                                                     multicast_mac(ALL_NODES), ALL_NODES, False)

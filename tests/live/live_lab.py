@@ -121,13 +121,13 @@ class EmulatedHost:
 
 
 def make_host(lab: Lab, *, fault: FaultHook | None = None, seed: int = 1,
-              v6: bool = False) -> EmulatedHost:
+              v6: bool = False, config: CmConfig | None = None) -> EmulatedHost:
     """An emulated irdma host (the real CM core) on the lab's TAP with one address."""
     from mpa_emu.cm.core import CmCore
 
     trace = Trace()
     capture = MemorySink()
-    core = CmCore("emu", EMU_MAC, CmConfig(), seed=seed, trace=trace)
+    core = CmCore("emu", EMU_MAC, config or CmConfig(), seed=seed, trace=trace)
     host = LiveHost(lab.tap, core, EMU_MAC, trace=trace, capture=capture, fault=fault)
     host.add_address(packed(EMU_V6 if v6 else EMU_V4))
     return EmulatedHost(host, capture, trace)

@@ -215,3 +215,4 @@ def test_shutdown_closes_an_offloaded_connection_with_a_fin(lab: Lab) -> None:
     assert ending == "fin"  # graceful disconnect: the QP sends FIN, not RST
     assert emu.capture.closed
     assert not [seg for _f, seg in emu.segments("tx") if seg.flags & RST]
+
