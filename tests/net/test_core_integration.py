@@ -140,3 +140,32 @@ def test_a_vlan_connection_is_tagged_and_unseen_by_an_untagged_host() -> None:
         assert getattr(exc, "errno", None)
     else:
         raise AssertionError("carol reached alice across VLANs")
+
+
+def test_a_client_crafted_in_scapy_gets_a_connect_request_from_the_real_core() -> None:
+    from mpa_emu.frames import MPARequest
+
+    net, alice, bob = pair()
+    bob.set_neighbour("192.0.2.9", alice.mac)  # a stranger reachable through alice's port
+    bob.listen(31000, "192.0.2.2", policy=Accept(b"hi stranger"))
+    head = Ether(src=alice.mac.hex(":"), dst=bob.mac.hex(":")) / IP(
+        src="192.0.2.9", dst="192.0.2.2", flags="DF", id=0)
+    isn = 5000
+    syn = head / TCP(sport=40000, dport=31000, flags="S", seq=isn, window=65535,
+                     options=[("MSS", 1460), ("WScale", 2), ("EOL", None)])
+    net.inject(syn, via="alice", comment="stranger's SYN")
+    net.run(until_ns=100 * US)
+    synack = net.packet(1)
+    assert synack[TCP].flags == "SA" and synack[TCP].ack == isn + 1
+    request = MPARequest(flags=0x5, rev=2, p2p=1, ird=8, write0=1, read0=1, ord=8,
+                         private_data=b"crafted by hand")
+    ack = head / TCP(sport=40000, dport=31000, flags="A", seq=isn + 1,
+                     ack=synack[TCP].seq + 1, window=65535)
+    net.inject(ack / request, via="alice", at_ns=200 * US, comment="stranger's MPA request")
+    net.run(until_ns=SECOND)
+    (req,) = bob.events(IwEvent.CONNECT_REQUEST)
+    assert req.private_data.startswith(b"crafted by hand") and req.remote_port == 40000
+    replies = [f for f in net.frames if f.kind == "MPA reply"]
+    assert replies[0].segment.payload.endswith(b"hi stranger")
+    # Nobody ACKs the reply, so the offloaded QP resends the same bytes.
+    assert len(replies) > 1 and {f.data for f in replies} == {replies[0].data}
