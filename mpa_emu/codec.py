@@ -258,15 +258,25 @@ def _segment_factory() -> Callable[..., Segment]:
 
     The frozen dataclass ``__init__`` goes through ``object.__setattr__`` once per
     field, which doubles the cost of :func:`decode`. The generated function takes the
-    fields in declaration order, so it follows any field added to ``Segment``.
+    fields in declaration order with the dataclass defaults, so a field added to
+    ``Segment`` later is filled with its default; a field with a default factory makes
+    it fall back to the real constructor.
     """
-    names = [f.name for f in dataclasses.fields(Segment)]
+    fields = dataclasses.fields(Segment)
+    if any(f.default_factory is not dataclasses.MISSING for f in fields):
+        return Segment
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": Segment}
+    params = []
     body = []
-    for name in names:
-        namespace[f"_set_{name}"] = Segment.__dict__[name].__set__
-        body.append(f"    _set_{name}(obj, {name})\n")
-    source = (f"def make({', '.join(names)}):\n    obj = _new(_cls)\n"
+    for f in fields:
+        namespace[f"_set_{f.name}"] = Segment.__dict__[f.name].__set__
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        body.append(f"    _set_{f.name}(obj, {f.name})\n")
+    source = (f"def make({', '.join(params)}):\n    obj = _new(_cls)\n"
               + "".join(body) + "    return obj\n")
     exec(source, namespace)
     return cast(Callable[..., Segment], namespace["make"])
