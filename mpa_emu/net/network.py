@@ -27,7 +27,7 @@ from mpa_emu.capture import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import Transmit
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
-from mpa_emu.net.host import Address, CoreApi, Host
+from mpa_emu.net.host import Address, CoreApi, Host, as_ip
 from mpa_emu.net.wire import Wire
 from mpa_emu.segment import Segment
 from mpa_emu.trace import Trace, TraceRecord
@@ -221,6 +221,11 @@ class Network:
         hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False."""
         if not name or "/" in name or name in self.hosts:
             raise ValueError(f"host name {name!r} is empty, contains '/' or is taken")
+        addresses = [] if ip is None else ip if isinstance(ip, list) else [ip]
+        for address in addresses:  # refuse bad input before anything is built
+            as_ip(address)
+        if vlan is not None and not 0 <= vlan < 4095:
+            raise ValueError(f"VLAN id must be 0..4094, got {vlan}")
         raw_mac = self._pick_mac(mac)
         cfg = config if config is not None else CmConfig()
         if mtu is not None:
@@ -231,15 +236,16 @@ class Network:
         self.hosts[name] = host
         self._host_list.append(host)
         self._by_mac[raw_mac] = host
-        addresses = [] if ip is None else ip if isinstance(ip, list) else [ip]
         for address in addresses:
             host.add_address(address, vlan=vlan)
         self.refresh_neighbours()
         return host
 
     def _pick_mac(self, mac: str | bytes | None) -> bytes:
-        if mac is None:
-            raw = bytes([0x02, 0, 0, 0, 0, len(self._host_list) + 1])
+        if mac is None:  # locally administered 02:00:00:00:00:01, ...:02, first free
+            number = len(self._host_list) + 1
+            while (raw := b"\x02\x00" + number.to_bytes(4, "big")) in self._by_mac:
+                number += 1
         elif isinstance(mac, str):
             raw = mac_bytes(mac)
         else:

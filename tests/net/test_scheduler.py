@@ -204,3 +204,24 @@ def test_a_host_whose_link_is_down_receives_nothing(fake_net: Any) -> None:
     assert bob.core.received == [] and bob.core.addresses == {}
     drop = next(net.trace.of_kind("segment_dropped"))
     assert (drop.host, drop.fn, drop.fields["reason"]) == ("bob", "nic", "link is down")
+
+
+def test_a_bad_address_leaves_the_network_unchanged(fake_net: Any) -> None:
+    net = fake_net()
+    for bad in ({"ip": "192.0.2.300"}, {"ip": ["192.0.2.1", "not an address"]},
+                {"ip": "192.0.2.1", "vlan": 4095}):
+        try:
+            net.add_host("alice", **bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"add_host accepted {bad}")
+    assert net.hosts == {}
+    alice = net.add_host("alice", "192.0.2.1")
+    assert alice.mac == bytes.fromhex("020000000001")
+
+
+def test_default_macs_skip_one_taken_by_hand(fake_net: Any) -> None:
+    net = fake_net()
+    net.add_host("alice", "192.0.2.1", mac="02:00:00:00:00:02")
+    bob = net.add_host("bob", "192.0.2.2")
+    assert bob.mac == bytes.fromhex("020000000003")
