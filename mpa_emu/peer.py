@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpa_emu import mpa
-from mpa_emu.live import rdmap
+from mpa_emu import ddp, mpa
 
 Log = Callable[[str], None]
 
@@ -76,7 +75,7 @@ class PeerReport:
     received: mpa.MpaFrame | None = None
     rtr_sent: str | None = None
     rtr_received: str | None = None
-    messages: list[rdmap.DdpMessage] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     close: str = "open"
     """How the other side ended the stream: "fin", "reset" or "open" (still open)."""
     error: str | None = None
@@ -123,6 +122,61 @@ def frame_dict(frame: mpa.MpaFrame | None) -> dict[str, Any] | None:
         "private_data": frame.private_data.hex(),
         "private_data_text": _printable(frame.private_data),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One DDP/RDMAP message received after the MPA exchange (RFC 5040, RFC 5041)."""
+
+    opcode: int
+    tagged: bool
+    msn: int | None
+    payload: bytes
+    read_size: int | None = None
+
+    @classmethod
+    def parse(cls, ulpdu: bytes) -> Message:
+        """Decode a ULPDU with :func:`mpa_emu.ddp.parse_segment`."""
+        segment = ddp.parse_segment(ulpdu)
+        header = segment.header
+        msn = header.msn if isinstance(header, ddp.UntaggedHeader) else None
+        size = segment.read_request.size if segment.read_request is not None else None
+        return cls(segment.opcode, segment.tagged, msn, segment.payload, size)
+
+    @property
+    def name(self) -> str:
+        """The RDMAP opcode as tshark names it."""
+        try:
+            return _OPCODE_NAMES[ddp.Opcode(self.opcode)]
+        except ValueError:
+            return f"opcode {self.opcode}"
+
+    @property
+    def rtr_kind(self) -> str | None:
+        """"read" or "write" for a zero-length RTR message (RFC 6581 section 5)."""
+        if self.opcode == ddp.Opcode.READ_REQUEST and self.read_size == 0:
+            return "read"
+        if self.opcode == ddp.Opcode.WRITE and self.tagged and not self.payload:
+            return "write"
+        return None
+
+    def describe(self) -> str:
+        """One line for humans."""
+        if self.rtr_kind is not None:
+            return f"{self.name} (zero-length, RTR {self.rtr_kind})"
+        if self.opcode == ddp.Opcode.SEND:
+            return f"{self.name} msn={self.msn} len={len(self.payload)}"
+        return self.name
+
+
+_OPCODE_NAMES = {
+    ddp.Opcode.WRITE: "RDMA Write", ddp.Opcode.READ_REQUEST: "RDMA Read Request",
+    ddp.Opcode.READ_RESPONSE: "RDMA Read Response", ddp.Opcode.SEND: "Send",
+    ddp.Opcode.SEND_INVALIDATE: "Send with Invalidate",
+    ddp.Opcode.SEND_SE: "Send with Solicited Event",
+    ddp.Opcode.SEND_SE_INVALIDATE: "Send with SE and Invalidate",
+    ddp.Opcode.TERMINATE: "Terminate",
+}
 
 
 # ---- frames -------------------------------------------------------------------------
@@ -322,19 +376,19 @@ class _Run:
         for line in describe_frame(direction, frame):
             self.say(line)
 
-    def fpdu(self) -> rdmap.DdpMessage:
+    def fpdu(self) -> Message:
         unit = self.stream.read_fpdu()
-        message = rdmap.parse(unit.ulpdu)
+        message = Message.parse(unit.ulpdu)
         self.report.messages.append(message)
         crc = "good CRC" if unit.crc_ok else f"BAD CRC 0x{unit.crc:08x}"
         self.say(f"received FPDU: {message.describe()}, {crc}")
-        if message.opcode == rdmap.OP_SEND and message.payload:
+        if message.opcode == ddp.Opcode.SEND and message.payload:
             self.say(f"  payload: {message.payload.hex()} \"{_printable(message.payload)}\"")
         return message
 
     def send_message(self) -> None:
         if self.options.send is not None:
-            self.stream.send_ulpdu(rdmap.send(self.options.send, self.msn))
+            self.stream.send_ulpdu(ddp.send(self.options.send, self.msn))
             self.say(f"sent FPDU: Send msn={self.msn} len={len(self.options.send)}")
             self.msn += 1
 
@@ -398,13 +452,13 @@ def run_initiator(sock: socket.socket, options: PeerOptions, log: Log | None = N
             return run.report
         kind = rtr_to_send(reply)
         if kind is not None:
-            run.stream.send_ulpdu(rdmap.read0_rtr() if kind == "read" else rdmap.write0_rtr())
+            run.stream.send_ulpdu(ddp.read_rtr() if kind == "read" else ddp.write_rtr())
             run.report.rtr_sent = kind
             run.say(f"sent FPDU: RTR {kind} (zero-length "
                     f"{'RDMA Read Request' if kind == 'read' else 'RDMA Write'})")
         run.send_message()
         run.hold()
-    except (PeerError, OSError, mpa.MpaFormatError, rdmap.RdmapFormatError) as exc:
+    except (PeerError, OSError, mpa.MpaFormatError, ddp.DdpFormatError) as exc:
         return run.fail(exc)
     return run.report
 
@@ -435,16 +489,14 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
                 run.say("sent FPDU: RDMA Read Response (zero-length)")
         run.send_message()
         run.hold()
-    except (PeerError, OSError, mpa.MpaFormatError, rdmap.RdmapFormatError) as exc:
+    except (PeerError, OSError, mpa.MpaFormatError, ddp.DdpFormatError) as exc:
         return run.fail(exc)
     return run.report
 
 
 def _read_response() -> bytes:
-    # Tagged, last, opcode 2, sink STag and TO of the zero-length Read Request.
-    return bytes((rdmap.DDP_TAGGED | rdmap.DDP_LAST | rdmap.DDP_VERSION,
-                  rdmap.RDMAP_VERSION | rdmap.OP_READ_RESPONSE)) + \
-        rdmap.RTR_SINK_STAG.to_bytes(4, "big") + bytes(8)
+    # Zero-length RDMA Read Response to the sink STag/TO of the RTR's Read Request.
+    return ddp.read_response(b"", ddp.RTR_READ_SINK_STAG, 0)
 
 
 # ---- sockets ------------------------------------------------------------------------

@@ -14,7 +14,6 @@ import pytest
 
 from mpa_emu import mpa, peer
 from mpa_emu.cli import main
-from mpa_emu.live import rdmap
 
 
 @contextmanager
@@ -56,21 +55,37 @@ def test_v1_request_has_only_the_crc_flag_and_no_block() -> None:
     assert frame.to_bytes() == b"MPA ID Req Frame" + bytes.fromhex("40010001") + b"x"
 
 
+def _rtr_sent_after(reply: mpa.MpaFrame) -> bytes:
+    """Play a responder by hand: read the request, send ``reply``, return the ULPDU of
+    the first FPDU the initiator sends."""
+    with tcp_pair() as (client, server):
+        initiator = in_thread(peer.run_initiator, client, peer.PeerOptions(timeout=3))
+        stream = peer.MpaStream(server, 3)
+        stream.read_frame(expect_request=True)
+        stream.send_frame(reply)
+        unit = stream.read_fpdu()
+        initiator()
+    assert unit.crc_ok
+    return unit.ulpdu
+
+
 def test_read_rtr_is_a_zero_length_read_request_with_irdma_stags() -> None:
-    ulpdu = rdmap.read0_rtr()
-    assert len(ulpdu) == 46  # spec wireshark-mpa section 7: "ULPDU length: 46 bytes"
-    assert ulpdu[:2] == b"\x41\x41"  # untagged, last, DV 1; RV 1, opcode 1
-    qn, msn, mo = struct.unpack_from("!III", ulpdu, 6)
-    sink, sink_to, size, source, source_to = struct.unpack_from("!IQIIQ", ulpdu, 18)
-    assert (qn, msn, mo, sink, sink_to, size, source, source_to) == (
-        1, 1, 0, 0xABCD, 0, 0, 0x1234, 0)
-    assert rdmap.parse(ulpdu).rtr_kind == "read"
+    reply = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_CRC | mpa.FLAG_ENHANCED,
+                         rtr=mpa.RtrBlock(ird=16, ord=16, read0=True))
+    ulpdu = _rtr_sent_after(reply)
+    # RFC 5041 section 4: untagged, L, DV 1; RFC 5040: RV 1, opcode 1; QN 1, MSN 1, MO 0;
+    # then the Read Request header: sink STag 0xabcd, sink TO 0, size 0, source STag
+    # 0x1234, source TO 0 (irdma_sc_send_rtt, spec irdma-cm 4.4). 46 bytes, as tshark
+    # shows for the reference capture (spec wireshark-mpa section 7).
+    assert ulpdu == (b"\x41\x41" + struct.pack("!IIII", 0, 1, 1, 0)
+                     + struct.pack("!IQIIQ", 0xABCD, 0, 0, 0x1234, 0))
+    assert len(ulpdu) == 46
 
 
 def test_write_rtr_is_a_zero_length_tagged_write() -> None:
-    ulpdu = rdmap.write0_rtr()
-    assert ulpdu == b"\xc1\x40" + bytes(12)
-    assert rdmap.parse(ulpdu).rtr_kind == "write"
+    reply = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_CRC | mpa.FLAG_ENHANCED,
+                         rtr=mpa.RtrBlock(ird=16, ord=16, write0=True))
+    assert _rtr_sent_after(reply) == b"\xc1\x40" + bytes(12)  # T|L|DV, RV|Write, STag 0, TO 0
 
 
 def test_accepted_v2_exchange_carries_ird_ord_rtr_and_a_send() -> None:
