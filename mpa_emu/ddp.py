@@ -198,10 +198,11 @@ class TerminateHeader:
     """The Terminate message body (RFC 5040 section 4.8).
 
     The control word is Layer (4 bits), EType (4), Error Code (8), the header-control bits
-    M, D, R and 13 reserved bits. When D is set, the DDP Segment Length (the MPA
-    ULPDU_LENGTH of the offending segment, 2 bytes) and the terminated DDP header follow;
-    when R is set, the terminated RDMAP header (28 bytes, the size Wireshark reads).
-    ``m`` says the DDP Segment Length is valid; Wireshark reads that field only with D.
+    M, D, R and 13 reserved bits. Then, in order: the DDP Segment Length (the MPA
+    ULPDU_LENGTH of the offending segment, 2 bytes) when M or D is set, the terminated
+    DDP header when D is set, the terminated RDMAP header (28 bytes) when R is set.
+    irdma writes the length whenever it sets M (``irdma_bld_termhdr_ddp_rdma``, which may
+    set M alone for a short segment); Wireshark reads it whenever D is set.
     """
 
     layer: int
@@ -227,8 +228,9 @@ class TerminateHeader:
         word |= (self.error_code & 0xFF) << 16
         word |= self.hdrct << 8 | (self.reserved & 0x1FFF)
         out = struct.pack("!I", word)
-        if self.ddp_header is not None:
+        if self.m or self.ddp_header is not None:
             out += struct.pack("!H", self.ddp_segment_length & 0xFFFF)
+        if self.ddp_header is not None:
             out += self.ddp_header
         if self.rdmap_header is not None:
             out += self.rdmap_header
@@ -247,11 +249,14 @@ class TerminateHeader:
         seg_len = 0
         ddp_header: bytes | None = None
         rdmap_header: bytes | None = None
-        if hdrct & TERM_HDRCT_D:
-            if len(raw) < pos + TERMINATE_SEGMENT_LENGTH_LEN + 1:
-                raise DdpFormatError("Terminate D bit set but no terminated DDP header")
+        if hdrct & (TERM_HDRCT_M | TERM_HDRCT_D):
+            if len(raw) < pos + TERMINATE_SEGMENT_LENGTH_LEN:
+                raise DdpFormatError("Terminate M/D bit set but no DDP Segment Length")
             (seg_len,) = struct.unpack_from("!H", raw, pos)
             pos += TERMINATE_SEGMENT_LENGTH_LEN
+        if hdrct & TERM_HDRCT_D:
+            if len(raw) <= pos:
+                raise DdpFormatError("Terminate D bit set but no terminated DDP header")
             size = TAGGED_HEADER_LEN if raw[pos] & DDP_FLAG_TAGGED else UNTAGGED_HEADER_LEN
             if len(raw) < pos + size:
                 raise DdpFormatError(f"terminated DDP header needs {size} bytes, "
@@ -373,30 +378,39 @@ def terminate(layer: int, etype: int, error_code: int, *, msn: int = 1,
               terminated: bytes | None = None) -> bytes:
     """A Terminate segment (untagged, QN 2, RFC 5040 section 4.8).
 
-    ``terminated`` is the offending FPDU's ULPDU_LENGTH field plus ULPDU, or ``None``:
-    when given, its length field and DDP header are copied in (M and D set), and for an
-    untagged segment carrying a Read Request, its RDMAP header too (R set).
+    ``terminated`` is the offending FPDU from its ULPDU_LENGTH field on, or ``None``. What
+    is copied follows ``irdma_bld_termhdr_ddp_rdma``: nothing when ULPDU_LENGTH is 0;
+    otherwise the length (M), the DDP header when ULPDU_LENGTH covers it (D: 14 bytes
+    tagged, 18 untagged), and for an untagged Read Request of at least 18 + 28 bytes its
+    RDMAP header (R). Raises :class:`DdpFormatError` if ``terminated`` holds fewer bytes
+    than that copy needs.
     """
-    head = UntaggedHeader(opcode=Opcode.TERMINATE, qn=QN_TERMINATE, msn=msn)
-    if terminated is None:
-        body = TerminateHeader(layer=layer, etype=etype, error_code=error_code)
-    else:
-        if len(terminated) < 3:
-            raise DdpFormatError("terminated segment needs its length field and a header")
-        (seg_len,) = struct.unpack_from("!H", terminated)
-        ulpdu = terminated[2:]
-        size = TAGGED_HEADER_LEN if ulpdu[0] & DDP_FLAG_TAGGED else UNTAGGED_HEADER_LEN
-        if len(ulpdu) < size:
-            raise DdpFormatError(f"terminated DDP header needs {size} bytes, got {len(ulpdu)}")
-        rdmap_header: bytes | None = None
-        if (size == UNTAGGED_HEADER_LEN and ulpdu[1] & RDMAP_OPCODE_MASK == Opcode.READ_REQUEST
-                and len(ulpdu) >= size + READ_REQUEST_LEN):
-            rdmap_header = bytes(ulpdu[size:size + READ_REQUEST_LEN])
-        body = TerminateHeader(layer=layer, etype=etype, error_code=error_code,
-                               m=True, ddp_segment_length=seg_len,
-                               ddp_header=bytes(ulpdu[:size]),
-                               rdmap_header=rdmap_header)
-    return head.to_bytes() + body.to_bytes()
+    head = _untagged(Opcode.TERMINATE, QN_TERMINATE, msn, 0, True, 0)
+    if terminated is None or len(terminated) < 2:
+        if terminated is not None:
+            raise DdpFormatError("terminated segment needs its 2-byte ULPDU_LENGTH")
+        return head + TerminateHeader(layer, etype, error_code).to_bytes()
+    (seg_len,) = struct.unpack_from("!H", terminated)
+    if seg_len == 0:
+        return head + TerminateHeader(layer, etype, error_code).to_bytes()
+    ulpdu = terminated[2:]
+    ddp_size = 0
+    rdmap_size = 0
+    if ulpdu and ulpdu[0] & DDP_FLAG_TAGGED:
+        ddp_size = TAGGED_HEADER_LEN if seg_len >= TAGGED_HEADER_LEN else 0
+    elif ulpdu:
+        ddp_size = UNTAGGED_HEADER_LEN if seg_len >= UNTAGGED_HEADER_LEN else 0
+        if (seg_len >= UNTAGGED_HEADER_LEN + READ_REQUEST_LEN
+                and ulpdu[1] & RDMAP_OPCODE_MASK == Opcode.READ_REQUEST):
+            rdmap_size = READ_REQUEST_LEN
+    if len(ulpdu) < ddp_size + rdmap_size:
+        raise DdpFormatError(f"terminated segment holds {len(ulpdu)} bytes after its "
+                             f"length, {ddp_size + rdmap_size} needed")
+    body = TerminateHeader(
+        layer, etype, error_code, m=True, ddp_segment_length=seg_len,
+        ddp_header=bytes(ulpdu[:ddp_size]) if ddp_size else None,
+        rdmap_header=bytes(ulpdu[ddp_size:ddp_size + rdmap_size]) if rdmap_size else None)
+    return head + body.to_bytes()
 
 
 def fpdu(ulpdu: bytes) -> bytes:

@@ -90,6 +90,24 @@ def test_terminate_of_a_read_request_includes_its_rdmap_header() -> None:
     assert seg.terminate.rdmap_header == READ_RTR_ULPDU[18:]
 
 
+def test_terminate_of_a_short_segment_copies_only_the_length() -> None:
+    # irdma_bld_termhdr_ddp_rdma: ULPDU_LENGTH 10 covers no DDP header: M alone, 2 bytes.
+    built = ddp.terminate(ddp.TermLayer.DDP, 2, 1, terminated=H("000a") + bytes(10))
+    assert built[18:] == H("12018000" "000a")
+    assert ddp.parse_segment(built).terminate == ddp.TerminateHeader(
+        1, 2, 1, m=True, ddp_segment_length=10)
+
+
+def test_terminate_of_a_zero_length_segment_copies_nothing() -> None:
+    built = ddp.terminate(ddp.TermLayer.DDP, 1, 0, terminated=H("0000") + bytes(14))
+    assert built[18:] == H("11000000")
+
+
+def test_terminate_refuses_a_segment_shorter_than_its_copy() -> None:
+    with pytest.raises(ddp.DdpFormatError, match="18 needed"):
+        ddp.terminate(1, 2, 1, terminated=SEND_FPDU[:2] + SEND_ULPDU[:10])
+
+
 def test_terminate_without_headers_is_four_bytes_of_control() -> None:
     built = ddp.terminate(ddp.TermLayer.LLP, 0, 0x07)
     assert built[18:] == H("20070000")
@@ -163,8 +181,8 @@ def test_terminate_header_round_trips(layer: int, etype: int, code: int, m: bool
                                       tagged: bool, with_ddp: bool, rdmap: bytes | None,
                                       reserved: int) -> None:
     header = (WRITE_RTR_ULPDU if tagged else SEND_ULPDU[:18]) if with_ddp else None
-    term = ddp.TerminateHeader(layer, etype, code, m, seg if with_ddp else 0, header, rdmap,
-                               reserved)
+    term = ddp.TerminateHeader(layer, etype, code, m, seg if (m or with_ddp) else 0, header,
+                               rdmap, reserved)
     assert ddp.TerminateHeader.from_bytes(term.to_bytes()) == term
 
 

@@ -165,6 +165,10 @@ class TerminatedDDPHeaderField(StrField):
         return s[size:], s[:size]
 
 
+def _has_segment_length(pkt: Packet) -> bool:
+    return bool(pkt.M or pkt.D)
+
+
 def _has_ddp_header(pkt: Packet) -> bool:
     return bool(pkt.D)
 
@@ -175,8 +179,9 @@ def _has_rdmap_header(pkt: Packet) -> bool:
 
 class RDMAPTerminate(GuardedPacket):
     """The Terminate body (RFC 5040 section 4.8): Layer, EType, Error Code, header
-    control bits M, D, R; with D the DDP Segment Length and the terminated DDP header,
-    with R the terminated RDMAP header (28 bytes)."""
+    control bits M, D, R; with M or D the DDP Segment Length, with D the terminated DDP
+    header, with R the terminated RDMAP header (28 bytes); see
+    :class:`mpa_emu.ddp.TerminateHeader`."""
 
     name = "RDMAP Terminate"
     fields_desc: ClassVar[list[Any]] = [
@@ -187,7 +192,7 @@ class RDMAPTerminate(GuardedPacket):
         BitField("D", 0, 1),
         BitField("R", 0, 1),
         BitField("reserved", 0, 13),
-        ConditionalField(ShortField("ddp_segment_length", 0), _has_ddp_header),
+        ConditionalField(ShortField("ddp_segment_length", 0), _has_segment_length),
         ConditionalField(TerminatedDDPHeaderField("ddp_header", b""), _has_ddp_header),
         ConditionalField(StrFixedLenField("rdmap_header", b"", pure.READ_REQUEST_LEN),
                          _has_rdmap_header),
@@ -199,8 +204,9 @@ class RDMAPTerminate(GuardedPacket):
         if len(s) < need:
             return need
         hdrct = s[2]
-        if hdrct & pure.TERM_HDRCT_D:
+        if hdrct & (pure.TERM_HDRCT_M | pure.TERM_HDRCT_D):
             need += pure.TERMINATE_SEGMENT_LENGTH_LEN
+        if hdrct & pure.TERM_HDRCT_D:
             if len(s) <= need:
                 return need + 1
             need += (pure.TAGGED_HEADER_LEN if s[need] & pure.DDP_FLAG_TAGGED
