@@ -327,7 +327,9 @@ class Network:
         """Run until nothing is left to do, until virtual time ``until_ns``, or until
         ``max_events`` events (deliveries, calls, timer firings) have run.
 
-        Hitting the bound is reported in the result and the trace, never silent.
+        With ``until_ns`` the clock ends at ``until_ns`` even when the network went idle
+        earlier, so calls scheduled next are relative to it. Hitting the event bound is
+        reported in the result and the trace, never silent.
         """
         events = 0
         self.pump()
