@@ -11,6 +11,8 @@ import struct
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpa_emu import mpa
 from mpa_emu.offload import Ae, OffloadedQp, QpError, QpInit, TcpState
@@ -292,3 +294,27 @@ def test_same_inputs_give_identical_frames() -> None:
 
     first, second = run(), run()
     assert first == second and first[0].vlan == 10 and first[0].pcp == 3
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 0xFF), st.integers(-70000, 70000),
+                          st.integers(0, 2**32 - 1), st.binary(max_size=120)),
+                max_size=12),
+       st.booleans())
+def test_anything_a_peer_sends_never_raises(segments: list[tuple[int, int, int, bytes]],
+                                            active: bool) -> None:
+    qp = OffloadedQp(qp_init(active=active))
+    if active:
+        qp.send_rtr(0)
+    else:
+        qp.send_lsmm(REPLY, 0)
+    now = 1
+    for flags, offset, ack, payload in segments:
+        seq = (qp.rcv_nxt + offset) % 2**32
+        qp.receive(from_peer(qp, seq, ack, flags=flags, payload=payload), now)
+        qp.handle_timer(now)
+        now += 50_000_000
+        for tx in qp.frames_to_send():
+            assert tx.segment.sport == qp.init.local_port
+        while qp.next_ae() is not None:
+            pass
