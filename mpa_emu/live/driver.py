@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from mpa_emu import codec
 from mpa_emu.addr import ip_text, mac_text
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.live import icmp
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.net.policy import Accept, Manual, Reject
 from mpa_emu.segment import Segment
@@ -389,6 +390,11 @@ class LiveHost:
                                mac=mac_text(mac))
             for reply in answer.replies:
                 self._send_raw(reply, "neighbour advertisement")
+            return
+        echo = icmp.echo_reply(data, self.addresses, self.mac)
+        if echo is not None:
+            self._capture(data, "received: echo request (host stack)")
+            self._send_raw(echo, "echo reply (host stack)")
             return
         try:
             seg = codec.decode(data)

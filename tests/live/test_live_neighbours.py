@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import socket
+import struct
 import time
 
 import pytest
-from live_lab import EMU_MAC, EMU_V4, EMU_V6, KERNEL_V4, KERNEL_V6, Lab, packed
+from live_lab import EMU_MAC, EMU_V4, EMU_V6, KERNEL_V4, KERNEL_V6, Lab, make_host, packed
 
 from mpa_emu import codec
 from mpa_emu.live.neighbour import NeighbourResponder
@@ -69,3 +70,35 @@ def test_our_solicitation_is_answered_by_the_kernel(lab: Lab, kernel_ip: str,
             for reply in answer.replies:
                 lab.tap.write(reply)
     assert learned.get(packed(kernel_ip)) == lab.kernel_mac
+
+
+def _kernel_ping(address: str) -> bytes:
+    """One echo request from a raw socket; returns the reply's ICMP message."""
+    v6 = ":" in address
+    family, proto = (socket.AF_INET6, socket.IPPROTO_ICMPV6) if v6 else \
+        (socket.AF_INET, socket.IPPROTO_ICMP)
+    with socket.socket(family, socket.SOCK_RAW, proto) as sock:
+        sock.settimeout(3)
+        body = struct.pack("!HH", 0x4D50, 1) + b"are you there"
+        if v6:  # the kernel fills in the ICMPv6 checksum of raw sockets
+            message = bytes((128, 0, 0, 0)) + body
+        else:
+            csum = codec.internet_checksum(bytes((8, 0, 0, 0)) + body)
+            message = bytes((8, 0)) + struct.pack("!H", csum) + body
+        sock.sendto(message, (address, 0))
+        while True:
+            data = sock.recv(2048)
+            reply = data if v6 else data[(data[0] & 0x0F) * 4:]
+            if reply[0] == (129 if v6 else 0):
+                return reply
+
+
+@pytest.mark.parametrize("emu_ip", [EMU_V4, EMU_V6])
+def test_kernel_ping_gets_the_host_stack_echo_reply(lab: Lab, emu_ip: str) -> None:
+    emu = make_host(lab, v6=":" in emu_ip)
+    pinger = lab.in_kernel(_kernel_ping, emu_ip)
+    assert emu.host.run_until(lambda: not pinger.is_alive(), 5)
+    reply = pinger.result()
+    assert reply[4:8] == struct.pack("!HH", 0x4D50, 1) and reply[8:] == b"are you there"
+    assert "echo reply (host stack)" in [f.comment for f in emu.capture.frames]
+    assert not list(emu.trace.of_kind("segment_received"))  # the CM never saw it
