@@ -6,8 +6,9 @@ due scheduled calls, fires due core timers, and after every step drains each cor
 outbox and upcall queue; when nothing is due the clock jumps to the next deadline.
 
 Data flows one way: core -> ``Transmit`` -> :func:`mpa_emu.codec.encode` -> wire bytes
-(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames stay in
-their host (spec 7.5) and are captured, when asked, on a separate ``<host>/lo`` interface.
+(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames (spec 7.5)
+never reach the wire: the core hands them to its own peer node, and the network only
+captures them, when asked, on a separate ``<host>/lo`` interface.
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "kernel_lea
 LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (spec 7.5)"
 
 _DELIVER = 0
-_LOOPBACK = 1
-_CALL = 2
+_CALL = 1
 
 
 def derive_seed(seed: int, label: str) -> int:
@@ -362,8 +362,6 @@ class Network:
                 _, _, kind, a, b = heapq.heappop(queue)
                 if kind == _DELIVER:
                     self._deliver(a, b)
-                elif kind == _LOOPBACK:
-                    a.core.receive(b, self.now_ns)
                 else:
                     self._call(a)
             self.pump()
@@ -435,8 +433,7 @@ class Network:
                 frame = self._capture(f"{host.name}/lo", host.name, (host.name,),
                                       codec.encode(seg), tx.comment, seg, True)
                 frame.notes.append(LOOPBACK_NOTE)
-            self._push(self.now_ns, _LOOPBACK, host, seg)
-            return
+            return  # the core has already handed it to the local peer node (spec 7.5)
         self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
 
     def _inject_now(self, sender: Host, target: Host | None, data: bytes, comment: str) -> None:

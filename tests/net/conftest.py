@@ -3,7 +3,8 @@
 It speaks just enough TCP to exercise the network: connect sends a SYN (resent every
 second until answered), a listener answers a SYN with a SYN-ACK and a CONNECT_REQUEST
 upcall, the SYN-ACK is acknowledged and reported as CONNECT_REPLY(0). Frames to one of
-its own addresses are marked loopback, as the real core does (spec 7.5).
+its own addresses are marked loopback and handed to itself, as the real core does
+(spec 7.5): the network must only capture them.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class FakeCore:
         if self.trace is not None:
             self.trace.emit(TraceRecord(now_ns, self.name, "segment_sent", "fake_send",
                                         {"comment": comment}))
+        if loopback:
+            self.receive(seg, now_ns)
 
     def receive(self, frame: Segment, now_ns: int) -> None:
         self.received.append((now_ns, frame))

@@ -59,6 +59,9 @@ def test_a_loopback_connection_never_reaches_the_wire() -> None:
     alice.connect("192.0.2.1", 31000)
     net.run(until_ns=SECOND)
     assert net.frames and all(f.interface == "alice/lo" and f.loopback for f in net.frames)
+    # The core hands each loopback frame to its peer node once; the network adds nothing.
+    received = [r for r in net.trace.of_kind("segment_received") if r.host == "alice"]
+    assert len(received) == len(net.frames)
     events = {u.event for u in alice.upcalls}
     assert {IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY} <= events
 
