@@ -487,7 +487,17 @@ def _starts_new_connection(conn: _Conn, f: TcpFrame) -> bool:
     return first_syn.seq != f.seq
 
 
+def _orient(conn: _Conn) -> None:
+    """Without a SYN in the capture, the client is the side that sent the MPA request."""
+    if any(f.flags & SYN for f in conn.frames):
+        return
+    first = next((f for f in conn.frames if f.payload.startswith((KEY_REQ, KEY_REP))), None)
+    if first is not None and conn.is_client(first) != first.payload.startswith(KEY_REQ):
+        conn.client, conn.server = conn.server, conn.client
+
+
 def _analyse(conn: _Conn) -> ConnectionReport:
+    _orient(conn)
     rep = ConnectionReport(index=conn.index, client=_endpoint(*conn.client),
                            server=_endpoint(*conn.server), vlan=conn.vlan,
                            first_frame=conn.frames[0].number,
@@ -515,7 +525,7 @@ def _analyse(conn: _Conn) -> ConnectionReport:
     c_stream = _stream(rep, client, "client")
     s_stream = _stream(rep, server, "server")
     rep.request = _mpa(rep, client, c_stream, request=True)
-    if rep.request is not None:
+    if rep.request is not None or (s_stream and s_stream[0][2].startswith(KEY_REP)):
         rep.reply = _mpa(rep, server, s_stream, request=False)
     _negotiation(rep)
     if rep.request is not None and rep.reply is not None and not rep.reply.reject:

@@ -299,3 +299,13 @@ def test_our_interop_captures(tmp_path: Path) -> None:
     assert first.request is not None and first.request.rev == 2
     assert retry.request is not None and retry.request.rev == 1
     assert retry.rtr == f"frame {retry.last_frame - 1}: zero-length RDMA Read Request"
+
+
+def test_capture_starting_mid_connection_finds_the_initiator(tmp_path: Path) -> None:
+    conv = accept_conversation()
+    conv.frames = conv.frames[4:]  # from the server's ACK of the MPA request on
+    (conn,) = inspect_capture(write_pcap(tmp_path / "mid.pcap", conv)).connections
+    assert conn.client == "192.168.10.1:40001"  # the reply's receiver
+    assert conn.handshake == ["no SYN in the capture (connection already open)"]
+    assert conn.request is None
+    assert conn.reply is not None and conn.reply.private_data == b"welcome"
