@@ -233,3 +233,24 @@ def test_same_input_gives_the_same_dissection() -> None:
         return [p.show(dump=True) for p in dissect_stream(conv.packets)]
 
     assert run() == run()
+
+
+def test_crc_is_ignored_when_neither_side_set_c() -> None:
+    conv = Conversation()
+    conv.handshake()
+    conv.data(True, bytes(MPARequest(flags="", rev=1)))
+    conv.data(False, bytes(MPAReply(flags="", rev=1)))
+    conv.data(True, READ_RTR_FPDU[:-4] + bytes(4))  # siw sends 0 when CRC is off
+    fpdu = _payload_layers(dissect_stream(conv.packets))[-1]
+    assert type(fpdu) is MPAFPDU
+    assert fpdu.crc_ok is None and fpdu.problem is None
+
+
+def test_crc_is_checked_when_the_reply_sets_c() -> None:
+    conv = Conversation()
+    conv.handshake()
+    conv.data(True, bytes(MPARequest(flags="", rev=1)))
+    conv.data(False, bytes(MPAReply(flags="C", rev=1)))
+    conv.data(True, READ_RTR_FPDU[:-4] + bytes(4))
+    fpdu = _payload_layers(dissect_stream(conv.packets))[-1]
+    assert fpdu.crc_ok is False and "should be 0x5d1eaa90" in fpdu.problem

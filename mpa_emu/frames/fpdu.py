@@ -79,6 +79,15 @@ class MPAFPDU(GuardedPacket):
             problems.append(f"ULPDU: {inner}")
         return problems
 
+    def crc_not_negotiated(self) -> None:
+        """Mark the CRC as unused (C clear in request and reply): ``crc_ok`` becomes
+        ``None`` and a CRC mismatch is no longer a problem. Applies to this FPDU only."""
+        self.fields["crc_ok"] = None
+        note = self.fields.get("problem")
+        if isinstance(note, str) and not self.truncated:
+            kept = [p for p in note.split("; ") if not p.startswith("CRC ")]
+            self.fields["problem"] = "; ".join(kept) or None
+
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:
         ulpdu = bytes(self.ulpdu) if self.ulpdu is not None else b""
         ulen = len(ulpdu) if self.ulpdu_length is None else self.ulpdu_length

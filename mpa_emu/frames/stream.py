@@ -116,9 +116,16 @@ class MPA(Packet):
             return None
         if state.full_operation:
             if len(data) < ULPDU_LENGTH_SIZE:
-                return _wait_or_take(MPAFPDU, data, ULPDU_LENGTH_SIZE, metadata, ended)
-            (ulen,) = struct.unpack_from("!H", data)
-            return _wait_or_take(MPAFPDU, data, fpdu_wire_length(ulen), metadata, ended)
+                need = ULPDU_LENGTH_SIZE
+            else:
+                need = fpdu_wire_length(struct.unpack_from("!H", data)[0])
+            fpdu = _wait_or_take(MPAFPDU, data, need, metadata, ended)
+            if fpdu is not None and not state.crc:
+                # RFC 5044 section 7.1: with C clear in both frames the CRC is ignored.
+                layer = fpdu.getlayer(MPAFPDU)
+                if layer is not None:
+                    layer.crc_not_negotiated()
+            return fpdu
         original = metadata.get("original")
         tcp = original[TCP] if original is not None and TCP in original else None
         delegate = streamcls(fallback_class(tcp, data))
