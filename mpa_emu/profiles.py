@@ -51,11 +51,16 @@ def siw(**overrides: Any) -> CmConfig:
       4-byte RFC 6581 block (``pd_len - 4``); irdma reports it and 4 bytes more.
     - ``accept_markers = False``: siw rejects a request with M set.
     - ``quirks.mpa_v1_fallback = False``: the v2 -> v1 retry on a RST is irdma's
-      (irdma_handle_rst_pkt); siw's connect path has no retry, a reset fails the connect.
+      (irdma_handle_rst_pkt); siw has none: a peer close while awaiting the reply is
+      CONNECT_REPLY(-ECONNRESET) (siw_cm_work_handler, SIW_CM_WORK_PEER_CLOSE).
     - MPA rev 2 (``mpa_version = 2``), like irdma.
 
     Not modelled: siw's own MPA timers (10 s request, 5 s reply timeouts) and its TCP
-    stack; the emulated siw peer keeps irdma's retransmission schedule.
+    stack (the emulated siw peer keeps irdma's retransmission schedule); a reject
+    reported as CONNECT_REPLY(-ECONNRESET) rather than -ECONNREFUSED
+    (siw_proc_mpareply); and, as responder, echoing P2P whenever the request carries it
+    (siw_proc_mpareq): the emulated peer sets the A bit from ``p2p``, so a siw responder
+    facing a P2P initiator needs ``p2p=True``.
     Source: reference section 10 (siw_cm.c defaults and responder choice).
     """
     base = CmConfig(profile="siw", p2p=False, rtr_preference="write", accept_markers=False,
