@@ -290,9 +290,11 @@ def fx_v2_reject() -> Fixture:
     req = mpa_request_v2(PD_REQ)
     mpa = reject_flow(Conn(cap), mpa_reply_v2(PD_REJ, reject=True), req)
     return Fixture("v2_reject", "MPA v2 reject (canonical)",
-                   "P rejects with private data; the reject rides on ACK|FIN; A ACKs the "
-                   "reply, then sends FIN|ACK from LAST_ACK; P's check_seq drops nothing "
-                   "here because A's first ACK is injected into P and dropped silently.",
+                   "P rejects with private data; the reject rides on ACK|FIN (FIN_WAIT1). "
+                   "A ACKs the reply without counting the FIN, then sends FIN|ACK from "
+                   "LAST_ACK. P's check_seq drops A's first ACK silently (it does not ack "
+                   "the FIN); the FIN|ACK takes P through FIN_WAIT2 to TIME_WAIT and P "
+                   "sends one ACK.",
                    ["irdma-cm.md 2.5", "4.6"], cap, both(), mpa_frames=mpa)
 
 
@@ -606,6 +608,39 @@ def fx_no_p2p_peer() -> Fixture:
                    ["irdma-cm.md 4.4", "4.5", "10"], cap, [run(IP4_P)], mpa_frames=[4])
 
 
+def fx_softiwarp_rping() -> Fixture:
+    """Shaped after the one public iWARP capture found (SoftUiWARP rping against a siw
+    server, spec wireshark-mpa 8): Linux TCP stacks on both sides (SACK, timestamps,
+    WS 7), MPA v1 with flags 0x00 (no CRC) and no private data. Emulating the server as
+    irdma cannot match byte for byte (irdma's SYN-ACK and its C flag differ) but means
+    the same thing in --semantic mode: the v1 request is accepted (rev 1 <= 2, the C bit
+    is never checked, spec 4.2) and answered with a v1 reply."""
+    cap = Capture()
+    c = Conn(cap, a_ip="10.10.1.1", p_ip="10.10.1.2", a_port=42742, p_port=9999)
+    isn_c, isn_s = 0x1C3F5A21, 0x77E10B4D
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (3_000_000, 0))]
+    c.a(0, "S", isn_c, 0, options=linux_syn_options(1460, 3_000_000), window=64240)
+    c.p(45, "SA", isn_s, isn_c + 1, options=linux_syn_options(1460, 9_000_000), window=65160)
+    c.a(90, "A", isn_c + 1, isn_s + 1, options=ts, window=502)
+    req = mpa_request_v1(b"", flags=0x00)
+    rep = MpaFrame(request=False, rev=1, flags=0x00).to_bytes()
+    n_req = c.a(120, "A", isn_c + 1, isn_s + 1, req, options=ts, window=502)
+    c.p(160, "A", isn_s + 1, isn_c + 1 + len(req), options=ts, window=509)
+    n_rep = c.p(900, "A", isn_s + 1, isn_c + 1 + len(req), rep, options=ts, window=509)
+    c.a(950, "A", isn_c + 1 + len(req), isn_s + 1 + len(rep), options=ts, window=502)
+    server = "10.10.1.2"
+    return Fixture("softiwarp_v1_semantic", "A siw-like peer with MPA v1, no CRC",
+                   "Linux TCP with SACK and timestamps on both sides and an MPA v1 "
+                   "exchange without CRC, as in the SoftUiWARP rping capture. Replaying the "
+                   "server as irdma diverges at its SYN-ACK (frame 2) byte for byte, and "
+                   "matches in --semantic mode, which also reports what irdma did with "
+                   "each client frame.",
+                   ["irdma-cm.md 4.2", "4.5", "5.2", "wireshark-mpa.md 8"], cap,
+                   [run(server, exit_code=1, first_divergence=2,
+                        why="irdma's SYN-ACK carries MSS+WS2+EOL and window 65535"),
+                    run(server, args=["--semantic"])], mpa_frames=[n_req, n_rep])
+
+
 def build_all() -> list[Fixture]:
     req_ok = mpa_request_v2(PD_REQ)
     fx: list[Fixture] = [
@@ -653,6 +688,7 @@ def build_all() -> list[Fixture]:
         fx_vlan(),
         fx_backlog(),
         fx_linux_peer_synack(),
+        fx_softiwarp_rping(),
     ]
     return fx
 

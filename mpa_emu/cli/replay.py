@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from mpa_emu.addr import ip_bytes
@@ -88,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    print(report.text())
+    try:
+        print(report.text(), flush=True)
+    except BrokenPipeError:
+        # The reader went away (| head): keep the exit code, drop the rest quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     try:
         if args.json:
             with open(args.json, "w") as out:

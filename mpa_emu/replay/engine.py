@@ -198,6 +198,8 @@ class Engine:
             (k[1], k[2], k[3]): k for k in rec.flows}
         self._conn_flow: dict[int, FlowKey] = {}
         self._states: dict[int, str] = {}
+        self._current: Injection | None = None
+        """The injection whose consequences are being drained (upcalls attach to it)."""
         self._seen = 0
         self._pending: list[tuple[str, FlowKey, bytes]] = []
         self._replies: dict[FlowKey, Frame] = {}
@@ -293,7 +295,7 @@ class Engine:
                     self.progress(done, total)
                 if frame.outbound:
                     continue  # a checkpoint only: the timers up to it have run
-                self._inject(frame)
+                self._current = self._inject(frame)
             elif what == "connect":
                 self._connect(key, number)
             elif what == "answer":
@@ -301,6 +303,7 @@ class Engine:
             else:
                 self._disconnect(key, number)
             self._drain()
+            self._current = None
         self.position = max((f.number for f in self.rec.frames), default=0)
         self._advance(self.rec.end_ns + self.opt.horizon_ns)
 
@@ -390,20 +393,21 @@ class Engine:
         self._conn_flow[ev.conn] = key
         run = self.flows[key]
         run.conn = ev.conn
-        if self.injections and self.injections[-1].frame.flow == key:
-            self.injections[-1].upcalls.append(ev)
+        if self._current is not None and self._current.frame.flow == key:
+            self._current.upcalls.append(ev)
         if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
                 and key not in self._replies:
             self._pending.append((self.opt.on_request, key, b""))
 
-    def _inject(self, frame: Frame) -> None:
+    def _inject(self, frame: Frame) -> Injection:
         run = self.flows[frame.flow]
         seg = frame.seg
         before = self._state(run.conn)
         if frame.nic_dropped:
-            self.injections.append(Injection(frame, seg, before, before, [], [],
-                                             f"dropped by the NIC: {frame.nic_dropped}"))
-            return
+            skipped = Injection(frame, seg, before, before, [], [],
+                                f"dropped by the NIC: {frame.nic_dropped}")
+            self.injections.append(skipped)
+            return skipped
         if run.delta is not None and (seg.flags & ACK or seg.ack):
             seg = with_ack(seg, (seg.ack - run.delta) & MASK32)
         self._consume_trace()
@@ -415,7 +419,9 @@ class Engine:
         after = self._state(run.conn)
         if after:
             run.states.append((self.now, after))
-        self.injections.append(Injection(frame, seg, before, after, records, []))
+        injection = Injection(frame, seg, before, after, records, [])
+        self.injections.append(injection)
+        return injection
 
     # ---- scripted application --------------------------------------------------------
 

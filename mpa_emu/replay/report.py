@@ -162,6 +162,12 @@ class ReplayReport:
             out += [f"  frame {inj.frame.number} t={_t(inj.frame.time_ns)} "
                     f"{shape_text(inj.frame.seg)}: {injection_text(inj)}"
                     for inj in self.run.injections]
+            out.append("application (verbs and upcalls):")
+            timeline = [(u.time_ns, 1, f"upcall {upcall_text(u)}") for u in self.run.upcalls]
+            timeline += [(a.time_ns, 0, f"{a.verb} ({a.detail})"
+                          + (f" refused: {a.error}" if a.error else ""))
+                         for a in self.run.actions if a.verb != "listen"]
+            out += [f"  t={_t(t)} {text}" for t, _o, text in sorted(timeline)]
         return "\n".join(out)
 
     # ---- JSON --------------------------------------------------------------------
