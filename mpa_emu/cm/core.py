@@ -1593,6 +1593,7 @@ class CmCore:
         if node.accept_pend and node.listener is not None:
             node.listener.pend_accepts_cnt -= 1
             node.accept_pend = False
+        self._establish_complete(node)
 
     def _rts_timeout(self, node: CmNode) -> None:
         node.rts_deadline = None
@@ -1843,6 +1844,14 @@ class CmCore:
         node.accelerated = True
         if self.config.gen == 2:
             node.ah_valid = False  # cm_free_ah
+        self._establish_complete(node)
+
+    def _establish_complete(self, node: CmNode) -> None:
+        """``complete(&cm_node->establish_comp)``: disconnect workers waiting in
+        ``irdma_send_cm_event`` go on (``mpa_emu.cm.disconnect.establish_complete``)."""
+        hook = self._disconnect_hook("establish_complete")
+        if hook is not None and node.qp is not None:
+            hook(self, node.conn, self._now_ns)
 
     def _upcall(self, event: IwEvent, node: CmNode, status: int) -> None:
         """``irdma_send_cm_event``."""
