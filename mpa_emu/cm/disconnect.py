@@ -10,8 +10,10 @@ Model choices (documented, deterministic):
 
 * ``irdma_cm_disconn`` queues ``irdma_disconnect_worker`` on a workqueue; here the worker
   runs at once, at the same virtual time, after the state updates of its caller.
-* ``irdma_send_cm_event`` blocks DISCONNECT/CLOSE until the node is accelerated; the
-  core delivers upcalls in order, so the wait is not modelled.
+* ``irdma_send_cm_event`` blocks DISCONNECT/CLOSE on ``establish_comp`` until the node
+  is accelerated (a passive node between accept and the RTR). The worker's decision is
+  parked on the QP and delivered by :func:`establish_complete`; when the accept fails
+  instead, the kernel's worker never returns, and neither upcall comes.
 * TERMINATE (``term_flags``) is not modelled: an abnormal AE on an RTS QP, where the
   kernel would call ``irdma_terminate_connection``, moves the QP to error and
   disconnects, and the trace says so.
@@ -55,6 +57,9 @@ class DisconnectHost(Protocol):
 
     def collect_qp_frames(self, conn: int) -> None:
         """Move the QP's transmitted frames into the host's outbox."""
+
+    def cm_node(self, conn: int) -> Any:
+        """The node of ``conn`` (its ``accelerated`` flag is read), None once freed."""
 
     def rts_ae_received(self, conn: int, now_ns: int) -> None:
         """Wake ``irdma_accept`` / ``irdma_cm_event_connected`` waiting for the RTS AE."""
@@ -260,9 +265,37 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
                 cm_id=had_cm_id)
     if not had_cm_id or not core.has_node(conn):
         return
+    if not (issue_disconn or issue_close):
+        return
+    node = core.cm_node(conn)
+    if node is not None and not getattr(node, "accelerated", True):
+        # irdma_send_cm_event: DISCONNECT and CLOSE wait for establish_comp.
+        iw.parked.append((issue_disconn, status, issue_close))
+        core.record("worker_blocked", "irdma_send_cm_event", now_ns, conn=conn,
+                    reason="node not accelerated: the disconnect worker waits on "
+                           "establish_comp (forever if the accept fails)")
+        return
+    _deliver(core, conn, issue_disconn, status, issue_close, now_ns)
+
+
+def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
+             issue_close: bool, now_ns: int) -> None:
     if issue_disconn:
         core.send_cm_event(conn, IwEvent.DISCONNECT, status, now_ns)
     if issue_close:
         core.send_cm_event(conn, IwEvent.CLOSE, 0, now_ns)
         # irdma_qp_disconnect -> irdma_cm_close: for OFFLOADED this releases the node.
         core.cm_close(conn, now_ns)
+
+
+def establish_complete(core: DisconnectHost, conn: int, now_ns: int) -> None:
+    """``complete(&cm_node->establish_comp)`` (end of ``irdma_accept`` and
+    ``irdma_cm_event_connected``): disconnect workers parked on it deliver now."""
+    qp = core.offloaded_qp(conn)
+    if qp is None or not qp.iwqp.parked:
+        return
+    parked, qp.iwqp.parked = qp.iwqp.parked, []
+    for issue_disconn, status, issue_close in parked:
+        if not core.has_node(conn):
+            return
+        _deliver(core, conn, issue_disconn, status, issue_close, now_ns)

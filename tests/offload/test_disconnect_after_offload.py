@@ -8,6 +8,7 @@ the core's contract says.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from test_offloaded_qp import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_fpdu
@@ -31,6 +32,7 @@ class Host:
         self.wire: list[Transmit] = []
         self.records: list[tuple[str, dict[str, Any]]] = []
         self.rts_woken: list[int] = []
+        self.accelerated = True
 
     # DisconnectHost
     def offloaded_qp(self, conn: int) -> OffloadedQp | None:
@@ -61,6 +63,9 @@ class Host:
 
     def rts_ae_received(self, conn: int, now_ns: int) -> None:
         self.rts_woken.append(now_ns)
+
+    def cm_node(self, conn: int) -> Any:
+        return SimpleNamespace(accelerated=self.accelerated) if self.node_alive else None
 
     def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         self.records.append((kind, fields))
@@ -209,3 +214,15 @@ def test_ae_for_a_released_qp_is_recorded_and_dropped() -> None:
     host.qp = None
     disconnect.on_ae(host, host.conn, Ae.LLP_FIN_RECEIVED, 5)
     assert host.upcalls == [] and host.records[-1][0] == "ae_dropped"
+
+
+def test_upcalls_wait_for_establish_comp_on_a_node_not_yet_accelerated() -> None:
+    host = passive_host()
+    host.accelerated = False  # irdma_accept still waiting for its RTS AE
+    host.deliver({"seq": PEER_SEQ, "ack": 0, "flags": RST}, 50)
+    assert host.upcalls == [] and host.node_alive
+    assert [k for k, _ in host.records][-1] == "worker_blocked"
+    host.accelerated = True
+    disconnect.establish_complete(host, host.conn, 70)
+    assert host.upcalls == [(IwEvent.DISCONNECT, -ECONNRESET, 70), (IwEvent.CLOSE, 0, 70)]
+    assert not host.node_alive

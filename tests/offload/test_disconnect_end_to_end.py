@@ -119,3 +119,20 @@ def test_link_down_then_disconnect_sends_nothing() -> None:
     assert flags_from(net, "alice", t0) == []
     assert calls(alice, t0 - 1) == [("CLOSE", 0)]
     assert alice.conns() == [] and conn not in alice.conns()
+
+
+def test_peer_reset_before_the_rtr_blocks_the_disconnect_worker() -> None:
+    # bob accepted but alice's RTR never arrives; alice then aborts. bob's disconnect
+    # worker waits on establish_comp, the accept fails after 12 s, and bob's application
+    # never hears DISCONNECT or CLOSE (irdma_send_cm_event, irdma_accept).
+    net = Network(2)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    bob.listen(PORT, policy=Accept())
+    net.drop(drop_nth("data", 1, count=1000, sender="alice"))
+    conn = alice.connect("192.0.2.2", PORT)
+    net.run(until_ns=20 * MS)
+    alice.disconnect(conn, graceful=False)
+    net.run(until_ns=20_000 * MS)
+    assert calls(bob) == [("CONNECT_REQUEST", 0), ("ESTABLISHED", -ECONNRESET)]
+    assert any(r.kind == "worker_blocked" and r.host == "bob" for r in net.trace.records)
