@@ -83,6 +83,8 @@ LEFT = 110
 TOP = 60
 ROW_H = 22
 DETAIL_H = 16
+CHAR_W = 6.7
+"""Width of one character of the 11 px monospace font, for sizing the picture."""
 FONT = "font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 11px;"
 
 
@@ -97,6 +99,7 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     lane_x = [LEFT + 60 + i * LANE_GAP for i in range(len(columns))]
     width = (lane_x[-1] if lane_x else LEFT) + LANE_GAP
     body: list[str] = []
+    right = width
     y = TOP
     last_time: int | None = None
     for row in rows:
@@ -120,12 +123,13 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
                 body.append(f'<text x="{mid}" y="{y - 4}" class="detail">'
                             f'{escape(_cut(row.detail, limit + 20))}</text>')
             continue
-        text = row.label + (f"  [{row.detail}]" if row.detail else "")
+        text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 90)
+        right = max(right, x1 + 8 + int(len(text) * CHAR_W) + 10)
         cls = "upcall" if row.label.startswith("<<") else "note"
         body.append(f'<circle cx="{x1}" cy="{y}" r="3" class="dot"/>')
-        body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(_cut(text, 90))}'
-                    "</text>")
+        body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(text)}</text>')
     height = y + 40
+    width = right
     lanes = []
     for x, title in zip(lane_x, columns, strict=True):
         lanes.append(f'<text x="{x}" y="{TOP - 20}" class="title">{escape(title)}</text>')
