@@ -178,3 +178,17 @@ def test_semantic_mode_still_fails_when_the_meaning_differs(tmp_path: Path) -> N
     assert d["fields"][0]["name"] == "kind"
     assert d["fields"][0]["expected"] == "ACK + reply"
     assert d["fields"][0]["actual"] == "FIN|ACK + reject"
+
+
+def test_progress_bar_draws_on_stderr_for_long_replays(capsys: Any) -> None:
+    from mpa_emu.cli.replay import _Progress
+
+    bar = _Progress()
+    bar(2048, 1000)  # short replays draw nothing
+    assert capsys.readouterr().err == ""
+    bar(50_000, 100_000)
+    bar(100_000, 100_000)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "\rreplay [###############...............] 50000/100000 frames" in err
+    assert err.endswith("100000/100000 frames\n")
