@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "kernel-map": "mpa_emu.cli.kernel_map",
     "run": "mpa_emu.cli.run",
     "diagram": "mpa_emu.cli.diagram",
+    "judge": "mpa_emu.cli.judge",
 }
 
 
