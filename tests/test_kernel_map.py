@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import os
 import pkgutil
 import re
@@ -207,6 +208,32 @@ def test_not_modelled_entries_are_not_stale() -> None:
              if e.status == NOT_YET
              and ((name := e.function[6:]) in defined or "_" + name in defined)]
     assert stale == []
+
+
+def _names_function(path: str, function: str) -> bool:
+    obj = resolve(path)
+    if isinstance(obj, property) and obj.fget is not None:
+        obj = obj.fget
+    try:
+        source = inspect.getsource(obj)
+    except (TypeError, OSError):
+        return False
+    short = function.removeprefix("irdma_")
+    return function in source or re.search(rf"\b_?{short}\b", source) is not None
+
+
+@pytest.mark.parametrize("e", [e for e in ENTRIES if e.status == MODELLED],
+                         ids=lambda e: e.function)
+def test_a_model_names_its_kernel_function(e: object) -> None:
+    # A model cites the kernel function at the line that enforces it (or is named after
+    # it); entries modelled only by behaviour say so in their note.
+    from mpa_emu.kernel_map import KernelEntry
+
+    assert isinstance(e, KernelEntry)
+    if e.note.startswith("by behaviour:"):
+        return
+    assert any(_names_function(p, e.function) for p in e.models), (
+        f"none of {e.models} mentions {e.function}")
 
 
 def test_resolve_reports_missing_paths() -> None:
