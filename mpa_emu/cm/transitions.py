@@ -183,8 +183,11 @@ TABLE |= _rows(Input.RST, "irdma_handle_rst_pkt", {
                             note="passive_state++: accept -> -ECONNRESET, reject frees"),
     (S.ESTABLISHED, S.SYN_RCVD, S.LISTENING): _Spec(
         "passive_open_err", S.CLOSED, note="CLOSED, free, no upcall"),
-    (S.OFFLOADED,): _Spec("active_open_err", S.CLOSED,
-                          note="unreachable: OFFLOADED segments never reach the CM"),
+    (S.OFFLOADED,): _Spec("active_open_err", S.CLOSED, (S.OFFLOADED,),
+                          note="unreachable: OFFLOADED segments never reach the CM; the "
+                               "QP's reset AE keeps a node whose accept still waits for "
+                               "the RTR OFFLOADED (irdma_send_cm_event waits on "
+                               "establish_comp)"),
     (S.FIN_WAIT1, S.FIN_WAIT2, S.LAST_ACK, S.TIME_WAIT): _Spec(
         "free_closed", S.CLOSED, note="CLOSED; free"),
 }, _Spec("cleanup", None, note="nothing but cleanup: the node lingers (spec 8)"))
