@@ -141,6 +141,16 @@ def test_ulpdu_shorter_than_a_ddp_header_is_reported() -> None:
     assert "ULPDU: truncated DDP untagged" in pkt.problem
 
 
+def test_short_read_request_body_is_reported_on_the_fpdu() -> None:
+    ulpdu = READ_RTR_ULPDU[:30]
+    body = struct.pack("!H", len(ulpdu)) + ulpdu
+    from mpa_emu.mpa import crc32c
+
+    pkt = MPAFPDU(body + struct.pack("<I", crc32c(body)))
+    assert pkt.crc_ok is True
+    assert "ULPDU: truncated RDMAP Read Request: 12 bytes present, 28 needed" in pkt.problem
+
+
 def test_unexpected_versions_and_models_are_flagged() -> None:
     bad = bytearray(ddp.read_rtr())
     bad[0] = 0x42  # DV 2

@@ -70,13 +70,14 @@ class MPAFPDU(GuardedPacket):
             problems.append("PAD is not zero (RFC 5044 section 4.1)")
         if not good:
             problems.append(f"CRC {self.crc:#010x} should be {crc32c(body):#010x}")
-        ulpdu = self.ulpdu
-        inner = ulpdu.getfieldval("problem") if ulpdu is not None and \
-            "problem" in ulpdu.fields else None
-        if ulpdu is not None and not isinstance(ulpdu, GuardedPacket):
-            inner = "ULPDU is not a DDP segment"
-        if inner:
-            problems.append(f"ULPDU: {inner}")
+        if self.ulpdu is not None and not isinstance(self.ulpdu, GuardedPacket):
+            problems.append("ULPDU: not a DDP segment")
+        elif self.ulpdu is not None:
+            for layer in self.ulpdu.iterpayloads():
+                note = layer.fields.get("problem") if isinstance(layer, GuardedPacket) \
+                    else None
+                if note:
+                    problems.append(f"ULPDU: {note}")
         return problems
 
     def crc_not_negotiated(self) -> None:
