@@ -170,8 +170,18 @@ def _frame_rtr(frame: CapturedFrame) -> tuple[str, ...] | None:
                                         (block.read0, "read")) if ok))
 
 
+LOST_NOTES = ("wire: lost", "wire: dropped", "dropped by", "not delivered")
+"""Notes the network puts on a frame that did not reach its receiver."""
+
+
+def _lost(frame: CapturedFrame) -> bool:
+    return any(n.startswith(LOST_NOTES) for n in frame.notes)
+
+
 def _frame_matches(frame: CapturedFrame, e: FrameExpect) -> bool:
     seg = frame.segment
+    if e.lost is not None and _lost(frame) != e.lost:
+        return False
     if e.kind is not None and frame.kind != e.kind:
         return False
     if e.sender is not None and frame.sender != e.sender:
@@ -200,6 +210,8 @@ def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
         parts.append(f"private data {e.private_data!r}")
     if e.rtr is not None:
         parts.append(f"RTR {' '.join(e.rtr) or 'none'}")
+    if e.lost is not None:
+        parts.append("lost on the way" if e.lost else "delivered")
     frames = [f for f in run.net.frames if not f.loopback]
     matched = [f for f in frames if _frame_matches(f, e)]
     what = f"frame {' '.join(parts)} ({_count_text(e.count, e.min, e.max)})"

@@ -343,7 +343,7 @@ class _Loader:
         spec = FrameExpect(kind=t.text("kind", choices=FRAME_KINDS), sender=sender,
                            flags=t.text("flags"), private_data=t.data_bytes("private_data"),
                            mpa_rev=t.integer("mpa_rev", lo=0, hi=255),
-                           rtr=self._rtr(t),
+                           rtr=self._rtr(t), lost=t.flag("lost"),
                            count=t.integer("count", lo=0), min=t.integer("min", lo=0),
                            max=t.integer("max", lo=0), line=t.line())
         if spec.flags is not None and set(spec.flags) - set("FSRPAUEC"):

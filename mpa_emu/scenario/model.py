@@ -141,6 +141,7 @@ class FrameExpect:
     private_data: bytes | None
     mpa_rev: int | None
     rtr: tuple[str, ...] | None
+    lost: bool | None
     count: int | None
     min: int | None
     max: int | None
