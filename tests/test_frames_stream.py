@@ -193,6 +193,15 @@ def test_retransmitted_segment_is_not_dissected_twice() -> None:
     assert len(fpdus) == 2 and all(f.crc_ok for f in fpdus)
 
 
+def test_a_new_syn_on_the_same_ports_forgets_the_old_connection() -> None:
+    conv = _accepted_conversation(Conversation())
+    conv.segment(False, "RA")
+    conv.handshake()  # irdma's v1 retry reuses the ports
+    conv.data(True, SEND_FPDU)
+    layers = _payload_layers(dissect_stream(conv.packets))
+    assert [type(x) for x in layers] == [MPARequest, MPAReply, Raw]
+
+
 def test_conversation_state_does_not_leak_to_another_connection() -> None:
     first = _accepted_conversation(Conversation())
     second = Conversation()

@@ -202,7 +202,9 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
       as they are; a frame still incomplete when its direction ends (FIN or RST) comes out
       with that segment, marked truncated;
     * retransmitted bytes are skipped; after a gap in sequence space the partial bytes
-      before it are dropped from reassembly and the stream restarts at the new segment.
+      before it are dropped from reassembly and the stream restarts at the new segment;
+    * a SYN starts a new connection: the MPA state of the old one on the same ports is
+      forgotten.
     """
     directions: dict[tuple[bytes, int, bytes, int], _Direction] = {}
     sessions: dict[tuple[bytes, int, bytes, int], dict[str, Any]] = {}
@@ -223,6 +225,9 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
         payload = bytes(tcp.payload)
         seq = int(tcp.seq)
         if tcp.flags.S:
+            # A new connection on these ports (irdma's v1 retry reuses them after a RST):
+            # forget the old one's MPA state and bytes.
+            session.clear()
             flow.buffer, flow.next_seq = b"", (seq + 1) & 0xFFFFFFFF
             seq = (seq + 1) & 0xFFFFFFFF
         if payload and flow.next_seq is not None:
