@@ -9,7 +9,14 @@ first 32-bit word equals it (errata 12).
 
 The selection walks the core's index of nodes by (local address, VLAN): only the index
 keys (one per local address in use) are compared, and only the nodes under matching keys
-are touched, so the cost follows the matches, not the size of the node table.
+are touched, so the cost follows the matches, not the size of the node table. Selected
+nodes are processed in conn id order (the kernel's order follows its hash buckets).
+
+A passive node that was never accepted has no QP, and the kernel dereferences NULL on it.
+By default (``Quirks.teardown_null_qp_oops``) the emulator records a ``kernel_bug`` and
+goes on with the next node (the kernel's notifier would die there instead). With the
+quirk off it models the obvious fix: such a node gets the CM's RST and is freed, as
+``irdma_cm_close`` does for the early states.
 """
 
 from __future__ import annotations
