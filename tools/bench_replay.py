@@ -114,7 +114,7 @@ def breakdown(path: Path) -> dict[str, float]:
     start = time.perf_counter()
     rec = load(path, ip_bytes(SERVER))
     spent["load (read + decode + classify)"] = time.perf_counter() - start
-    engine = Engine(rec, EngineOptions(keep_trace=True))
+    engine = Engine(rec, EngineOptions(trace=False))
     core: Any = engine.core
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         horizon_ns=round(args.horizon * 1e9), seed=args.seed)
     progress = _Progress() if sys.stderr.isatty() else None
     try:
-        report = replay_capture(args.capture, options, progress)
+        report = replay_capture(args.capture, options, progress, detail=bool(args.output))
     except RecordingError as exc:
         raise CliError(str(exc)) from None
     finally:

@@ -17,20 +17,36 @@ from mpa_emu.replay.report import ReplayOptions, ReplayReport
 
 
 def replay_capture(path: str | Path, options: ReplayOptions,
-                   progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+                   progress: Callable[[int, int], None] | None = None, *,
+                   detail: bool = False) -> ReplayReport:
     """Replay ``path`` with ``options.emulate`` played by the emulator.
 
     Raises :class:`RecordingError` for bad input (unreadable file, not Ethernet, no
     frames of the address). ``progress(done, total)`` is called now and then.
+
+    A first run goes without the core's trace (faster). When it is not a clean match,
+    or when ``detail`` (the merged pcapng wants every frame's story) or semantic mode
+    asks for it, the capture is replayed again with the trace; the core is
+    deterministic, so both runs send the same frames.
     """
     rec = load(path, options.emulate)
-    engine = Engine(rec, EngineOptions(on_request=options.on_request, backlog=options.backlog,
-                                       horizon_ns=options.horizon_ns, seed=options.seed,
-                                       keep_trace=True), progress)
-    run = engine.run()
-    cmp = compare(rec, run, tolerance_ns=options.time_tolerance_ns,
-                  strict_offload=options.strict_offload, semantic=options.semantic)
-    return ReplayReport(rec, run, cmp, options)
+    traced = detail or options.semantic
+
+    def one_run(trace: bool) -> ReplayReport:
+        engine = Engine(rec, EngineOptions(on_request=options.on_request,
+                                           backlog=options.backlog,
+                                           horizon_ns=options.horizon_ns, seed=options.seed,
+                                           trace=trace), progress)
+        run = engine.run()
+        cmp = compare(rec, run, tolerance_ns=options.time_tolerance_ns,
+                      strict_offload=options.strict_offload, semantic=options.semantic)
+        return ReplayReport(rec, run, cmp, options)
+
+    report = one_run(traced)
+    if not traced and (report.comparison.divergences or report.comparison.extra
+                       or report.run.failure or report.run.notes):
+        report = one_run(True)
+    return report
 
 
 __all__ = ["Comparison", "Divergence", "Recording", "RecordingError", "ReplayOptions",
