@@ -379,3 +379,22 @@ def test_bob_ack_segments_unaffected_by_removal_of_other_address() -> None:
     acks = [f.segment for f in net.frames if f.time_ns >= t0 and f.sender == "bob"
             and f.segment is not None and f.segment.flags == ACK]
     assert acks and acks[0].src_ip == ip_bytes(C4)
+
+
+@pytest.mark.parametrize("lower_dev", [True, False])
+def test_wildcard_listener_on_a_vlan_follows_the_notified_vlan(lower_dev: bool) -> None:
+    # irdma_add_mqh leaves the parent with its last child's VLAN (10); with the lower
+    # device the notifier's 0xFFFF matches neither the listener nor the node.
+    config = CmConfig(quirks=Quirks(if_notify_lower_dev=lower_dev))
+    net = Network(3)
+    alice = net.add_host("alice", A4, vlan=10)
+    bob = net.add_host("bob", [B4], vlan=10, config=config)
+    listener = bob.listen(PORT, None, policy=Accept())
+    conn = alice.connect(B4, PORT)
+    net.run(until_ns=50 * MS)
+    bob.remove_address(B4)
+    net.run(until_ns=net.now_ns + 2000 * MS)
+    lst = next(x for x in bob.core.listen_list() if x.ident == listener)
+    child = next(c for c in lst.children if c.loc_addr == ip_bytes(B4))
+    assert child.qhash_set is lower_dev
+    assert (alice.node(conn) is not None) is lower_dev
