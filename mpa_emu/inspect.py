@@ -20,6 +20,9 @@ from typing import Any
 
 from mpa_emu.addr import ip_text
 from mpa_emu.capture import CaptureError, read_capture
+from mpa_emu.codec import ones_complement_sum
+from mpa_emu.ddp import DdpFormatError, Opcode, parse_segment
+from mpa_emu.ladder import RDMAP_OPCODES
 from mpa_emu.mpa import (
     FLAG_CRC,
     FLAG_ENHANCED,
@@ -49,11 +52,6 @@ LINK_IPV4 = 228
 LINK_IPV6 = 229
 LINK_SLL = 113
 LINK_SLL2 = 276
-
-RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response",
-                 3: "Send", 4: "Send with Invalidate", 5: "Send with SE",
-                 6: "Send with SE and Invalidate", 7: "Terminate"}
-
 
 class InspectError(Exception):
     """The file is not a readable capture at all (missing, not pcap/pcapng)."""
@@ -128,15 +126,6 @@ def _endpoint(ip: bytes, port: int) -> str:
     return f"[{text}]:{port}" if len(ip) == 16 else f"{text}:{port}"
 
 
-def _checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\x00"
-    total: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
-
-
 def decode_frame(raw: RawFrame) -> TcpFrame | str | None:
     """Decode one frame: a :class:`TcpFrame`, a one-line problem, or ``None`` for a frame
     that is simply not TCP (ARP, UDP, ...)."""
@@ -187,7 +176,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
             return None
         if ihl < 20 or len(data) < off + ihl:
             return f"frame {raw.number}: bad IPv4 header length {ihl}"
-        if _checksum(data[off:off + ihl]) != 0xFFFF:
+        if ones_complement_sum(data[off:off + ihl]) != 0:  # RFC 1071: valid sums to -0
             problems.append("bad IPv4 header checksum")
         src, dst = data[off + 12:off + 16], data[off + 16:off + 20]
         end = off + total_len if total_len >= ihl else len(data)
@@ -211,7 +200,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
     flags = offflags & 0xFF
     if doff < 20 or doff > len(l4):
         return f"frame {raw.number}: bad TCP data offset {doff}"
-    if not truncated and _checksum(pseudo + l4) != 0xFFFF:
+    if not truncated and ones_complement_sum(pseudo + l4) != 0:
         problems.append("bad TCP checksum")
     if truncated:
         problems.append(f"captured {len(raw.data)} of {raw.wirelen} bytes")
@@ -794,20 +783,21 @@ def _fpdus(rep: ConnectionReport, d: Direction, stream: list[tuple[int, int, byt
 
 
 def _rdmap_summary(ulpdu: bytes) -> str:
-    """``zero-length RDMA Read Request``, ``Send (19 bytes)``, ... from a DDP segment."""
-    if len(ulpdu) < 2:
+    """``zero-length RDMA Read Request``, ``Send (19 bytes)``, ... from a DDP segment
+    (RFC 5041 section 4, RFC 5040 section 4)."""
+    try:
+        segment = parse_segment(ulpdu)
+    except DdpFormatError:
         return "short DDP segment"
-    tagged = bool(ulpdu[0] & 0x80)
-    opcode = ulpdu[1] & 0x0F
-    name = RDMAP_OPCODES.get(opcode, f"RDMAP opcode {opcode}")
-    hdr = 14 if tagged else 18
-    payload = len(ulpdu) - hdr
-    if opcode == 1 and len(ulpdu) >= hdr + 28:
-        size = struct.unpack_from("!I", ulpdu, hdr + 12)[0]
+    name = RDMAP_OPCODES.get(segment.opcode, f"RDMAP opcode {segment.opcode}")
+    if segment.read_request is not None:
+        size = segment.read_request.size
         return "zero-length RDMA Read Request" if size == 0 else f"{name} ({size} bytes)"
-    if payload <= 0 and opcode in (0, 3):
+    if segment.terminate is not None:
+        return name
+    if not segment.payload and segment.opcode in (Opcode.WRITE, Opcode.SEND):
         return f"zero-length {name}"
-    return f"{name} ({max(payload, 0)} bytes)"
+    return f"{name} ({len(segment.payload)} bytes)"
 
 
 def _ending(conn: _Conn, client: Direction, server: Direction) -> str:
