@@ -192,3 +192,32 @@ def test_progress_bar_draws_on_stderr_for_long_replays(capsys: Any) -> None:
     err = capsys.readouterr().err
     assert "\rreplay [###############...............] 50000/100000 frames" in err
     assert err.endswith("100000/100000 frames\n")
+
+
+def _with_tcp_checksum(frames: list[int], value: int, tmp_path: Path) -> Path:
+    pkts = rdpcap(str(PCAPS / "v2_accept.pcap"))
+    for number in frames:
+        pkts[number - 1][TCP].chksum = value
+    cap = tmp_path / "csum.pcap"
+    wrpcap(str(cap), pkts)
+    return cap
+
+
+def test_checksums_left_to_the_nic_on_the_emulated_hosts_frames_are_fine(
+        tmp_path: Path) -> None:
+    # A capture taken on the sending host shows checksums its NIC fills in later.
+    cap = _with_tcp_checksum([2, 5, 6, 9], 0, tmp_path)
+    rc, text, _ = replay(cap, "--emulate", P, tmp_path=tmp_path)
+    assert rc == 0, text
+
+
+def test_an_injected_frame_with_a_bad_checksum_is_dropped_by_the_nic(tmp_path: Path) -> None:
+    cap = _with_tcp_checksum([4], 0x1234, tmp_path)
+    out = tmp_path / "merged.pcapng"
+    rc, text, report = replay(cap, "--emulate", P, "-o", str(out), tmp_path=tmp_path)
+    assert rc == 1
+    d = report["divergences"][0]
+    assert (d["kind"], d["frame"]) == ("missing", 5)
+    assert "last in   frame 4: dropped by the NIC: bad TCP checksum" in text
+    comments = [r.comment or "" for r in read_capture(out)]
+    assert any(c.startswith("injected frame 4: dropped by the NIC") for c in comments)
