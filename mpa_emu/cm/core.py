@@ -103,6 +103,21 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
     return remote_ip == bytes(15) + b"\x01"
 
 
+_HOOKS: dict[tuple[str, str], Any] = {}
+
+
+def _hook(module: str, name: str) -> Any:
+    """``module.name`` of an optional module owned elsewhere (imported once), or None."""
+    key = (module, name)
+    if key not in _HOOKS:
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            found = None
+        _HOOKS[key] = found if callable(found) else None
+    return _HOOKS[key]
+
+
 class _KernelHang(Exception):
     """irdma_process_options would spin forever on this segment."""
 
@@ -155,6 +170,7 @@ class CmCore:
         self._reject_pdata = b""
         self._mpa_reject_flag = False
         self._hz = config.hz
+        self._prefer = Rdma0Op(config.rtr_preference)
         self._actions: dict[str, Callable[[CmNode, Segment | None, Row], bool]] = {
             name[5:]: getattr(self, name) for name in dir(self) if name.startswith("_act_")}
         missing = {r.action for r in TABLE.values()} - set(self._actions)
@@ -764,6 +780,7 @@ class CmCore:
         conn = self._next_conn
         self._next_conn += 1
         node = CmNode(conn, key[0], key[1], key[2], key[3], key[4])
+        node.key = key
         cfg = self.config
         node.tos = tos
         node.user_pri = rt_tos2priority(tos)
@@ -1160,7 +1177,7 @@ class CmCore:
 
     def _run(self, node: CmNode, r: Row, seg: Segment | None) -> bool:
         result = self._actions[r.action](node, seg, r)
-        after = S.CLOSED if node.refcnt <= 0 else node.state
+        after = node.state if node.refcnt > 0 else S.CLOSED
         assert after in r.allowed, (
             f"{r.kernel_fn} {r.state.name}/{r.input.value} ended in {after.name}, "
             f"table allows {sorted(s.name for s in r.allowed)}")
@@ -1407,7 +1424,7 @@ class CmCore:
                         ird_size=node.ird_size, ord_size=node.ord_size,
                         mpav2_ird_ord=node.mpav2_ird_ord,
                         send_rdma0_op=node.send_rdma0_op, require_p2p=self.config.p2p,
-                        prefer=Rdma0Op(self.config.rtr_preference))
+                        prefer=self._prefer)
         if isinstance(res, MpaParseError):
             if res.step > 4:
                 node.mpa_frame_rev = seg.payload[17]
@@ -1889,41 +1906,43 @@ class CmCore:
             ord=node.ord_size, mpa_rev=node.mpa_frame_rev, crc=True,
             snd_markers=node.snd_mark_en, rcv_markers=node.rcv_mark_en)
         factory = self._qp_factory
-        try:
-            if factory is None:
-                mod = importlib.import_module("mpa_emu.offload.qp")
-                init = mod.QpInit(**init_fields)
-                qp = mod.OffloadedQp(init)
-            else:
-                qp = factory(init_fields)
-        except ImportError:
-            self._tr("offload_missing", fn, conn=node.conn,
-                     reason="mpa_emu.offload is not available: no QP")
-            return
+        if factory is None:
+            qp_init = _hook("mpa_emu.offload.qp", "QpInit")
+            qp_class = _hook("mpa_emu.offload.qp", "OffloadedQp")
+            if qp_init is None or qp_class is None:
+                self._tr("offload_missing", fn, conn=node.conn,
+                         reason="mpa_emu.offload is not available: no QP")
+                return
+            qp = qp_class(qp_init(**init_fields))
+        else:
+            qp = factory(init_fields)
         node.qp = qp
         self._qps[node.key] = qp
         self._qp_conn[node.key] = node.conn
 
     def _drain_qp(self, key: tuple[bytes, int, bytes, int, int]) -> None:
+        """Take the QP's frames and asynchronous events; keep its deadline."""
         qp = self._qps.get(key)
         if qp is None:
             return
         conn = self._qp_conn[key]
-        node = self._by_conn.get(conn)
-        lpb = node.do_lpb if node is not None else is_loopback(key[0], key[2])
-        for tx in qp.frames_to_send():
-            if lpb and not tx.loopback:
-                tx = Transmit(tx.segment, tx.comment, True, tx.conn)
-            self._transmit(tx)
-        while True:
-            ae = qp.next_ae()
-            if ae is None:
-                break
-            hook = self._disconnect_hook("on_ae")
-            if hook is not None:
-                hook(self, conn, ae, self._now_ns)
-            elif getattr(ae, "name", "") == "RTS":
-                self.rts_ae_received(conn, self._now_ns)
+        frames = qp.frames_to_send()
+        if frames:
+            node = self._by_conn.get(conn)
+            lpb = node.do_lpb if node is not None else is_loopback(key[0], key[2])
+            for tx in frames:
+                if lpb and not tx.loopback:
+                    tx = Transmit(tx.segment, tx.comment, True, tx.conn)
+                self._transmit(tx)
+        ae = qp.next_ae()
+        if ae is not None:
+            on_ae = self._disconnect_hook("on_ae")
+            while ae is not None:
+                if on_ae is not None:
+                    on_ae(self, conn, ae, self._now_ns)
+                elif getattr(ae, "name", "") == "RTS":
+                    self.rts_ae_received(conn, self._now_ns)
+                ae = qp.next_ae()
         t = qp.get_timer()
         if t is not None:
             heapq.heappush(self._qp_heap, (t, self._push_seq(), key))
@@ -1931,20 +1950,12 @@ class CmCore:
     # ---- optional modules of other owners ----------------------------------------
 
     def _if_notify_hook(self) -> Callable[..., None] | None:
-        try:
-            mod = importlib.import_module("mpa_emu.cm.teardown")
-        except ImportError:
-            return None
-        fn = getattr(mod, "if_notify", None)
-        return fn if callable(fn) else None
+        fn: Callable[..., None] | None = _hook("mpa_emu.cm.teardown", "if_notify")
+        return fn
 
     def _disconnect_hook(self, name: str) -> Callable[..., None] | None:
-        try:
-            mod = importlib.import_module("mpa_emu.cm.disconnect")
-        except ImportError:
-            return None
-        fn = getattr(mod, name, None)
-        return fn if callable(fn) else None
+        fn: Callable[..., None] | None = _hook("mpa_emu.cm.disconnect", name)
+        return fn
 
     # ---- leaks ---------------------------------------------------------------------
 

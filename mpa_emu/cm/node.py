@@ -109,6 +109,7 @@ class CmNode:
         "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_addr",
         "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
         "snd_mark_en", "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
+        "key",
     )
 
     def __init__(self, conn: int, loc_addr: bytes, loc_port: int, rem_addr: bytes,
@@ -162,11 +163,8 @@ class CmNode:
         self.qp: Any = None
         self.lsmm_size = 0
         self.rts_deadline: int | None = None
-
-    @property
-    def key(self) -> tuple[bytes, int, bytes, int, int]:
+        self.key = (loc_addr, loc_port, rem_addr, rem_port, vlan_id)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN."""
-        return (self.loc_addr, self.loc_port, self.rem_addr, self.rem_port, self.vlan_id)
 
     @property
     def tcp_cntxt(self) -> TcpContext:

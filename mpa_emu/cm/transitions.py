@@ -35,11 +35,12 @@ class Row:
     kernel_fn: str
     note: str = ""
     reachable: bool = True
+    allowed: frozenset[CmState] = frozenset()
+    """Every state the node may be in after the action (``next_state`` and
+    ``may_reach``), precomputed for the per-input check."""
 
-    @property
-    def allowed(self) -> frozenset[CmState]:
-        """Every state the node may be in after the action."""
-        return self.may_reach | {self.next_state}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed", self.may_reach | {self.next_state})
 
 
 NEVER_SET = frozenset({S.INITED, S.ONE_SIDE_ESTABLISHED, S.ACCEPTING, S.CLOSE_WAIT})
