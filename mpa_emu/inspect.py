@@ -828,7 +828,7 @@ def _pdata_text(data: bytes) -> str:
 
 
 def _mpa_lines(label: str, m: MpaInfo) -> list[str]:
-    verdict = "" if m.request else (" REJECT" if m.reject else " accept")
+    verdict = "" if m.request else (", REJECT" if m.reject else ", accept")
     lines = [f"  {label:<12}frame {m.frame}: rev {m.rev}, flags 0x{m.flags:02x} "
              f"({m.flag_names()}), PD_Length {m.pd_length}{verdict}"]
     if m.has_block:
