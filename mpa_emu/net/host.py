@@ -82,6 +82,10 @@ class Host:
         self.auto_neighbours = auto_neighbours
         self.addresses: dict[bytes, int | None] = {}
         """Packed address -> VLAN id (``None`` = untagged)."""
+        self.timer_stale = True
+        """Set whenever something calls into the core: the network then re-reads
+        :attr:`timer_deadline` from ``core.get_timer()``."""
+        self.timer_deadline: int | None = None
         self.link_up = True
         """False after :meth:`link_down`: the NIC drops every arriving frame."""
         self.vlan_set: frozenset[int | None] = frozenset()
@@ -96,6 +100,11 @@ class Host:
     def __repr__(self) -> str:
         addrs = ", ".join(ip_text(a) for a in self.addresses)
         return f"Host({self.name!r}, {mac_text(self.mac)}, [{addrs}])"
+
+    def _acted(self) -> None:
+        """After a call into the core: its deadline may have moved; send what it queued."""
+        self.timer_stale = True
+        self.net.pump()
 
     # ---- the NIC and the local stack ---------------------------------------------
 
@@ -117,6 +126,7 @@ class Host:
         self.core.add_address(packed, vlan=vlan, now_ns=self.net.now_ns)
         self.addresses[packed] = vlan
         self.vlan_set = frozenset(self.addresses.values())
+        self.timer_stale = True
         self.net.refresh_neighbours()
 
     def remove_address(self, ip: Address) -> None:
@@ -127,13 +137,13 @@ class Host:
         self.core.remove_address(packed, now_ns=self.net.now_ns)
         del self.addresses[packed]
         self.vlan_set = frozenset(self.addresses.values())
-        self.net.pump()
+        self._acted()
 
     def link_down(self) -> None:
         """The interface loses its link: the core is told, and frames no longer reach it."""
         self.link_up = False
         self.core.link_down(now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
 
     def set_neighbour(self, ip: Address, mac: bytes | None) -> None:
         """Set a neighbour entry by hand (``None`` = unresolved); automatic filling
@@ -141,6 +151,7 @@ class Host:
         packed = as_ip(ip)
         self._manual_neighbours.add(packed)
         self.core.set_neighbour(packed, mac)
+        self.timer_stale = True
 
     def learn_neighbour(self, ip: bytes, mac: bytes) -> None:
         """Automatic neighbour entry (skipped for addresses set by hand)."""
@@ -167,13 +178,13 @@ class Host:
         listener = self.core.create_listen(packed, port, backlog=backlog, ipv6=ipv6, vlan=vlan,
                                            now_ns=self.net.now_ns)
         self._policies[listener] = policy if policy is not None else Accept()
-        self.net.pump()
+        self._acted()
         return listener
 
     def unlisten(self, listener: int) -> None:
         """Destroy a listener (irdma_destroy_listen)."""
         self.core.destroy_listen(listener, now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
 
     def connect(self, remote: Address | Host, port: int, *, local_ip: Address | None = None,
                 local_port: int | None = None, private_data: bytes = b"", ird: int = 16,
@@ -187,28 +198,28 @@ class Host:
         conn = self.core.connect(loc, rem, port, local_port=local_port,
                                  private_data=private_data, ird=ird, ord=ord,
                                  now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
         return conn
 
     def accept(self, conn: int, private_data: bytes = b"") -> None:
         """Accept a pending request (irdma_accept)."""
         self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
 
     def reject(self, conn: int, private_data: bytes = b"") -> None:
         """Reject a pending request with ``private_data`` (irdma_reject)."""
         self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
 
     def close(self, conn: int) -> None:
         """irdma_cm_close on a connection."""
         self.core.close(conn, now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
 
     def disconnect(self, conn: int, *, graceful: bool = True) -> None:
         """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
         self.core.disconnect(conn, graceful=graceful, now_ns=self.net.now_ns)
-        self.net.pump()
+        self._acted()
 
     def node(self, conn: int) -> Any:
         """Read-only view of a connection's cm_node (None once freed)."""

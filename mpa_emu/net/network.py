@@ -332,15 +332,22 @@ class Network:
         reported in the result and the trace, never silent.
         """
         events = 0
+        hosts = self._host_list
+        for host in hosts:  # anything may have been called on the cores since last time
+            host.timer_stale = True
         self.pump()
         queue = self._queue
-        hosts = self._host_list
         reason = "idle"
         while True:
             when = queue[0][0] if queue else None
             timer_host: Host | None = None
             for host in hosts:
-                deadline = host.core.get_timer()
+                # A core's deadline moves only when something calls into it: re-read it
+                # then, not on every step (get_timer is not free).
+                if host.timer_stale:
+                    host.timer_deadline = host.core.get_timer()
+                    host.timer_stale = False
+                deadline = host.timer_deadline
                 if deadline is not None and (when is None or deadline < when):
                     when, timer_host = deadline, host
             if when is None:
@@ -357,12 +364,16 @@ class Network:
             if when > self.now_ns:
                 self.now_ns = when
             if timer_host is not None:
+                timer_host.timer_stale = True
                 timer_host.core.handle_timer(self.now_ns)
             else:
                 _, _, kind, a, b = heapq.heappop(queue)
                 if kind == _DELIVER:
+                    a.timer_stale = True
                     self._deliver(a, b)
                 else:
+                    for host in hosts:  # user code may call into any core
+                        host.timer_stale = True
                     self._call(a)
             self.pump()
         if until_ns is not None and reason != "max_events" and until_ns > self.now_ns:
@@ -374,31 +385,35 @@ class Network:
         return self.run(self.now_ns + duration_ns, max_events=max_events)
 
     def pump(self) -> None:
-        """Drain every core's outbox and upcall queue at the current time, repeatedly,
-        until all are empty (an upcall policy may produce more frames)."""
+        """Drain every core's outbox and upcall queue at the current time, again after
+        any upcall was delivered (its policy or callback may make any host act), until
+        all are empty."""
         if self._pumping:
             return
         self._pumping = True
         try:
-            progress = True
+            again = True
             keep = self.keep_upcalls
-            while progress:
-                progress = False
-                for host in self._host_list:
+            journal = self.journal
+            hosts = self._host_list
+            while again:
+                again = False
+                for host in hosts:
                     core = host.core
                     outbox = core.frames_to_send()
                     if outbox:
-                        progress = True
                         for tx in outbox:
                             self._transmit(host, tx)
                     upcall = core.next_event()
                     while upcall is not None:
-                        progress = True
-                        if self.journal is not None:
-                            self.journal.append(
-                                JournalEntry("upcall", host.name, self.now_ns, upcall))
+                        again = True
+                        if journal is not None:
+                            journal.append(JournalEntry("upcall", host.name, self.now_ns, upcall))
                         host.deliver(upcall, keep)
                         upcall = core.next_event()
+                if again:
+                    for host in hosts:
+                        host.timer_stale = True
         finally:
             self._pumping = False
 
