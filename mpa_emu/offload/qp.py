@@ -272,6 +272,10 @@ class OffloadedQp:
             self.iwarp_state = IwarpState.ERROR
             if reset_tcp_conn and self.tcp_alive:
                 self._send_rst("irdma_modify_qp: QP to ERROR, reset_tcp_conn (RST)")
+            # Without the RST the flow is abandoned: the QP's hash entry goes away and
+            # the NIC no longer answers for it.
+            if self.tcp_state != TcpState.TIME_WAIT:
+                self.tcp_state = TcpState.CLOSED
             self._stop()
         else:
             raise QpError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")

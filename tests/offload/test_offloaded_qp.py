@@ -318,3 +318,11 @@ def test_anything_a_peer_sends_never_raises(segments: list[tuple[int, int, int, 
             assert tx.segment.sport == qp.init.local_port
         while qp.next_ae() is not None:
             pass
+
+
+def test_qp_in_error_without_reset_no_longer_answers() -> None:
+    qp = OffloadedQp(qp_init(active=False))
+    qp.modify_qp("err", 0, reset_tcp_conn=False)
+    qp.receive(from_peer(qp, P_RCV, P_SEQ, payload=rtr_read_fpdu()), 1)
+    assert qp.frames_to_send() == [] and qp.next_ae() is None
+    assert qp.tcp_state == TcpState.CLOSED
