@@ -69,6 +69,13 @@ def _count_text(count: int | None, lo: int | None = None, hi: int | None = None)
     return "at least 1"
 
 
+def _short(data: bytes) -> str:
+    """Private data for a one-line message: its repr, cut after 40 bytes."""
+    if len(data) <= 40:
+        return repr(data)
+    return f"{data[:40]!r}... ({len(data)} bytes)"
+
+
 def _listed(items: list[str], none: str) -> str:
     if not items:
         return none
@@ -91,7 +98,7 @@ def _upcall(run: ScenarioRun, e: UpcallExpect) -> ExpectResult:
     if e.status is not None:
         parts.append(f"status {errno_text(e.status) if e.status else 0}")
     if e.private_data is not None:
-        parts.append(f"private data {e.private_data!r}")
+        parts.append(f"private data {_short(e.private_data)}")
     if e.private_data_len is not None:
         parts.append(f"private_data_len {e.private_data_len}")
     if e.ird is not None:
@@ -207,7 +214,7 @@ def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
     if e.mpa_rev is not None:
         parts.append(f"MPA rev {e.mpa_rev}")
     if e.private_data is not None:
-        parts.append(f"private data {e.private_data!r}")
+        parts.append(f"private data {_short(e.private_data)}")
     if e.rtr is not None:
         parts.append(f"RTR {' '.join(e.rtr) or 'none'}")
     if e.lost is not None:
@@ -222,7 +229,7 @@ def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
         actual = f"{len(matched)} matching; " + _listed(
             [f"#{f.index} {f.kind} from {f.sender}"
              + (f" flags {flags_text(f.segment.flags)}" if f.segment is not None else "")
-             + (f" pd={_frame_pdata(f)!r}" if _frame_pdata(f) is not None else "")
+             + (f" pd={_short(pd)}" if (pd := _frame_pdata(f)) is not None else "")
              + (f" RTR {' '.join(r) or 'none'}" if (r := _frame_rtr(f)) is not None else "")
              for f in same_kind], f"no {e.kind or ''} frames on the wire".replace("  ", " "))
     return ExpectResult(e.line, what, ok, actual)

@@ -18,6 +18,10 @@ _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_00
           "m": 60_000_000_000}
 
 
+PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyz"
+"""Filler of ``private_data_size``."""
+
+
 class ScenarioError(ValueError):
     """A scenario file that cannot be used: the message names the file, line and key."""
 
@@ -159,11 +163,18 @@ class Table:
                          f"an integer of nanoseconds, got {_show(value)}")
 
     def data_bytes(self, key: str) -> bytes | None:
-        """Private data: ``key`` as UTF-8 text or ``key_hex`` as hex digits (not both)."""
+        """Private data: ``key`` as UTF-8 text, ``key_hex`` as hex digits, or ``key_size``
+        bytes of a printable pattern (for length limits); at most one of them."""
         text = self.raw(key)
         hexed = self.raw(f"{key}_hex")
-        if text is not None and hexed is not None:
-            raise self.error(f"{key}_hex", f"give {key} or {key}_hex, not both")
+        size = self.raw(f"{key}_size")
+        given = [k for k, v in ((key, text), (f"{key}_hex", hexed), (f"{key}_size", size))
+                 if v is not None]
+        if len(given) > 1:
+            raise self.error(given[1], f"give only one of {', '.join(given)}")
+        if size is not None:
+            count: int = self.integer(f"{key}_size", lo=0, hi=65535)
+            return (PATTERN * (count // len(PATTERN) + 1))[:count]
         if text is not None:
             if not isinstance(text, str):
                 raise self.error(key, f"expected a string, got {_show(text)}")

@@ -163,3 +163,14 @@ count = 1
 """
     run = run_scenario(loads(text, "v.toml"))
     assert run.ok, [e.text("v.toml") for e in run.failures()]
+
+
+def test_private_data_forms_and_conflicts() -> None:
+    base = HOSTS + '[[connect]]\nfrom = "alice"\nto = "bob"\nport = 1\n'
+    assert loads(base + 'private_data_hex = "00ff"\n').connects[0].private_data == b"\x00\xff"
+    sized = loads(base + "private_data_size = 40\n").connects[0].private_data
+    assert len(sized) == 40 and sized.startswith(b"0123456789abcdefghijklmnopqrstuvwxyz0123")
+    err = error_of(base + 'private_data = "a"\nprivate_data_size = 3\n')
+    assert err.key == "connect[1].private_data_size" and "only one of" in str(err)
+    err = error_of(base + 'private_data_hex = "zz"\n')
+    assert err.key == "connect[1].private_data_hex" and err.line == 14
