@@ -6,13 +6,15 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpa_emu import ddp
 from mpa_emu.mpa import crc32c, frame_fpdu
 
 H = bytes.fromhex
+# Hypothesis deadlines are timings; speed is measured by tools/bench_ddp.py instead.
+untimed = settings(deadline=None)
 
 # RDMA Read Request used as RTR: DDP control 0x41 (T=0, L=1, DV=1), RDMAP control 0x41
 # (RV=1, opcode 1), RsvdULP 0, QN 1, MSN 1, MO 0, sink STag 0xabcd, sink TO 0, size 0,
@@ -146,6 +148,7 @@ u32 = st.integers(0, 2**32 - 1)
 u64 = st.integers(0, 2**64 - 1)
 
 
+@untimed
 @given(opcode=st.integers(0, 15), stag=u32, to=u64, last=st.booleans(),
        dv=st.integers(0, 3), rv=st.integers(0, 3), dres=st.integers(0, 15),
        rres=st.integers(0, 3))
@@ -157,6 +160,7 @@ def test_tagged_header_round_trips(opcode: int, stag: int, to: int, last: bool, 
     assert ddp.TaggedHeader.from_bytes(raw) == head
 
 
+@untimed
 @given(opcode=st.integers(0, 15), qn=u32, msn=u32, mo=u32, last=st.booleans(), ulp=u32)
 def test_untagged_header_round_trips(opcode: int, qn: int, msn: int, mo: int, last: bool,
                                      ulp: int) -> None:
@@ -166,6 +170,7 @@ def test_untagged_header_round_trips(opcode: int, qn: int, msn: int, mo: int, la
     assert ddp.UntaggedHeader.from_bytes(raw) == head
 
 
+@untimed
 @given(sink=u32, sink_to=u64, size=u32, src=u32, src_to=u64)
 def test_read_request_round_trips(sink: int, sink_to: int, size: int, src: int,
                                   src_to: int) -> None:
@@ -173,6 +178,7 @@ def test_read_request_round_trips(sink: int, sink_to: int, size: int, src: int,
     assert ddp.ReadRequest.from_bytes(rr.to_bytes()) == rr
 
 
+@untimed
 @given(layer=st.integers(0, 15), etype=st.integers(0, 15), code=st.integers(0, 255),
        m=st.booleans(), seg=st.integers(0, 0xFFFF), tagged=st.booleans(),
        with_ddp=st.booleans(), rdmap=st.one_of(st.none(), st.binary(min_size=28, max_size=28)),
@@ -186,6 +192,7 @@ def test_terminate_header_round_trips(layer: int, etype: int, code: int, m: bool
     assert ddp.TerminateHeader.from_bytes(term.to_bytes()) == term
 
 
+@untimed
 @given(payload=st.binary(max_size=300), msn=u32, mo=u32)
 def test_send_fpdu_round_trips_through_mpa_framing(payload: bytes, msn: int, mo: int) -> None:
     from mpa_emu.mpa import unframe_fpdu
@@ -198,6 +205,7 @@ def test_send_fpdu_round_trips_through_mpa_framing(payload: bytes, msn: int, mo:
     assert (seg.header.qn, seg.header.msn, seg.header.mo) == (0, msn, mo)
 
 
+@untimed
 @given(payload=st.binary(max_size=40), msn=u32, mo=u32, last=st.booleans(),
        solicited=st.booleans(), inval=st.one_of(st.none(), u32))
 def test_send_builder_equals_the_header_value(payload: bytes, msn: int, mo: int, last: bool,
@@ -211,6 +219,7 @@ def test_send_builder_equals_the_header_value(payload: bytes, msn: int, mo: int,
     assert built == head.to_bytes() + payload
 
 
+@untimed
 @given(payload=st.binary(max_size=40), stag=u32, to=u64, last=st.booleans())
 def test_tagged_builders_equal_the_header_value(payload: bytes, stag: int, to: int,
                                                 last: bool) -> None:
@@ -220,6 +229,7 @@ def test_tagged_builders_equal_the_header_value(payload: bytes, stag: int, to: i
     assert ddp.read_response(payload, stag, to, last=last) == resp + payload
 
 
+@untimed
 @given(msn=u32)
 def test_read_rtr_builder_equals_the_header_values(msn: int) -> None:
     head = ddp.UntaggedHeader(ddp.Opcode.READ_REQUEST, ddp.QN_READ_REQUEST, msn)

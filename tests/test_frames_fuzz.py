@@ -59,7 +59,7 @@ def _frame(envelope: str, payload: bytes) -> bytes:
     return bytes(l3 / TCP(sport=40001, dport=31000, flags="PA") / Raw(payload))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(envelope=envelopes, payload=payloads)
 def test_any_tcp_payload_dissects_without_raising_and_rebuilds(envelope: str,
                                                                payload: bytes) -> None:
@@ -71,7 +71,7 @@ def test_any_tcp_payload_dissects_without_raising_and_rebuilds(envelope: str,
     pkt.show(dump=True)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(cls=st.sampled_from([MPARequest, MPAReply, MPAFPDU, DDP, RDMAPReadRequest,
                             RDMAPTerminate]),
        data=st.one_of(st.binary(min_size=1, max_size=120), headers))
@@ -90,7 +90,7 @@ def fpdu_like(draw: st.DrawFn) -> bytes:
     return ulen.to_bytes(2, "big") + body
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(data=fpdu_like())
 def test_fpdus_with_lying_lengths_never_raise(data: bytes) -> None:
     pkt = MPAFPDU(data)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.config import conf
 from scapy.packet import Raw
@@ -15,6 +15,8 @@ from mpa_emu.frames import MPAReply, MPARequest, has_rtr_block
 from mpa_emu.mpa import MpaFrame, RtrBlock
 
 H = bytes.fromhex
+# Hypothesis deadlines are timings; speed is measured by tools/bench_ddp.py instead.
+untimed = settings(deadline=None)
 KEY_REQ_HEX = "4d504120494420526571204672616d65"  # "MPA ID Req Frame"
 KEY_REP_HEX = "4d504120494420526570204672616d65"  # "MPA ID Rep Frame"
 
@@ -194,11 +196,13 @@ def _scapy_for(frame: MpaFrame) -> MPARequest:
                private_data=frame.private_data, **extra)
 
 
+@untimed
 @given(mpa_frames())
 def test_scapy_layer_bytes_equal_mpa_frame_to_bytes(frame: MpaFrame) -> None:
     assert bytes(_scapy_for(frame)) == frame.to_bytes()
 
 
+@untimed
 @given(mpa_frames())
 def test_build_dissect_round_trip_keeps_every_field(frame: MpaFrame) -> None:
     built = _scapy_for(frame)
