@@ -843,8 +843,15 @@ class CmCore:
             node.close_entry = None
         node.rts_deadline = None
         node.ah_valid = False
-        self._tr("node_freed", "irdma_destroy_connection", conn=node.conn,
-                 state=node.state.name)
+        if node.qp is not None:
+            # the QP outlives the node while its TCP still has timers running
+            qp = node.qp
+            node.qp = None
+            if qp.get_timer() is None:
+                self._release_qp(node.key)
+        if self.trace is not None:
+            self._tr("node_freed", "irdma_destroy_connection", conn=node.conn,
+                     state=node.state.name)
         if lst is not None:
             self._dec_refcnt_listen(lst, free_hanging=False)
 
@@ -1062,9 +1069,11 @@ class CmCore:
         key = (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)
         qp = self._qps.get(key)
         if qp is not None:
-            qp.receive(seg, self._now_ns)
-            self._drain_qp(key)
-            return
+            if key in self._nodes or not seg.flags & SYN or seg.flags & ACK:
+                qp.receive(seg, self._now_ns)
+                self._drain_qp(key)
+                return
+            self._release_qp(key)  # a new connection on the tuple of a finished QP
         node = self._nodes.get(key)
         if node is None:
             node = self._passive_node(seg, key)
@@ -1946,6 +1955,13 @@ class CmCore:
         t = qp.get_timer()
         if t is not None:
             heapq.heappush(self._qp_heap, (t, self._push_seq(), key))
+        elif key not in self._nodes:
+            self._release_qp(key)
+
+    def _release_qp(self, key: tuple[bytes, int, bytes, int, int]) -> None:
+        """Stop routing a flow to a QP whose node is gone and whose TCP is done."""
+        self._qps.pop(key, None)
+        self._qp_conn.pop(key, None)
 
     # ---- optional modules of other owners ----------------------------------------
 
