@@ -173,4 +173,4 @@ def test_private_data_forms_and_conflicts() -> None:
     err = error_of(base + 'private_data = "a"\nprivate_data_size = 3\n')
     assert err.key == "connect[1].private_data_size" and "only one of" in str(err)
     err = error_of(base + 'private_data_hex = "zz"\n')
-    assert err.key == "connect[1].private_data_hex" and err.line == 14
+    assert err.key == "connect[1].private_data_hex" and err.line == 13
