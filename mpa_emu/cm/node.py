@@ -102,14 +102,13 @@ class CmNode:
 
     __slots__ = (
         "accelerated", "accept_pend", "ack_rcvd", "ah_valid", "client", "close_entry",
-        "cm_id", "conn", "do_lpb", "ipv4", "ird_size", "listener", "loc_ack_num",
+        "cm_id", "conn", "do_lpb", "ipv4", "ird_size", "key", "listener", "loc_ack_num",
         "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
         "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
         "pdata_size", "qhash_pending", "qhash_set", "qp", "qp_linked", "rcv_mark_en",
         "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_addr",
         "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
         "snd_mark_en", "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
-        "key",
     )
 
     def __init__(self, conn: int, loc_addr: bytes, loc_port: int, rem_addr: bytes,
