@@ -205,7 +205,9 @@ class Engine:
         """The injection whose consequences are being drained (upcalls attach to it)."""
         self._seen = 0
         self._pending: list[tuple[str, FlowKey, bytes]] = []
-        self._replies: dict[FlowKey, Frame] = {}
+        self._replies: dict[int, Frame] = {}
+        """Recorded MPA replies of the emulated host, by frame number."""
+        self._answer_times: dict[FlowKey, list[int]] = {}
         self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
 
     # ---- setup ---------------------------------------------------------------------
@@ -237,15 +239,24 @@ class Engine:
         for f in self.rec.frames:
             items.append((f.time_ns, f.number, 1, "frame", f.flow))
         for key, flow in self.rec.flows.items():
-            first_syn = next((f for f in flow.frames if f.seg.flags & SYN
-                              and not f.seg.flags & ACK), None)
-            if first_syn is not None and first_syn.outbound:
-                items.append((first_syn.time_ns, first_syn.number, 0, "connect", key))
-            reply = next((f for f in flow.frames if f.outbound
-                          and mpa_kind(f.seg.payload) in ("reply", "reject")), None)
-            if reply is not None and not flow.active:
-                self._replies[key] = reply
-                items.append((reply.time_ns, reply.number, 0, "answer", key))
+            # One connect per connection the recorded host opened (port reuse included;
+            # a v2 to v1 retry SYN belongs to the same connection).
+            last_start: int | None = None
+            for f in flow.frames:
+                if f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
+                    if last_start is None or (f.seg.seq - last_start) & MASK32 >= _RESTART_WINDOW:
+                        items.append((f.time_ns, f.number, 0, "connect", key))
+                    last_start = f.seg.seq
+            if not flow.active:
+                # One answer per MPA reply or reject (the NIC's resends share the seq).
+                answered: set[int] = set()
+                for f in flow.frames:
+                    if f.outbound and f.seg.seq not in answered and mpa_kind(
+                            f.seg.payload) in ("reply", "reject"):
+                        answered.add(f.seg.seq)
+                        self._replies[f.number] = f
+                        self._answer_times.setdefault(key, []).append(f.time_ns)
+                        items.append((f.time_ns, f.number, 0, "answer", key))
             closing = self._first_nic_close(flow.frames)
             if closing is not None:
                 items.append((closing.time_ns, closing.number, 0, "disconnect", key))
@@ -302,7 +313,7 @@ class Engine:
             elif what == "connect":
                 self._connect(key, number)
             elif what == "answer":
-                self._answer(key, number, self._replies[key])
+                self._answer(key, number, self._replies[number])
             else:
                 self._disconnect(key, number)
             self._drain()
@@ -404,8 +415,12 @@ class Engine:
         if self._current is not None and self._current.frame.flow == key:
             self._current.upcalls.append(ev)
         if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
-                and key not in self._replies:
+                and not self._answer_pending(key):
             self._pending.append((self.opt.on_request, key, b""))
+
+    def _answer_pending(self, key: FlowKey) -> bool:
+        """True when the recording still holds an answer of this flow's host to come."""
+        return any(t >= self.now for t in self._answer_times.get(key, ()))
 
     def _inject(self, frame: Frame) -> Injection:
         run = self.flows[frame.flow]
@@ -435,7 +450,7 @@ class Engine:
 
     def _connect(self, key: FlowKey, number: int) -> None:
         flow = self.rec.flows[key]
-        request = next((f for f in flow.frames if f.outbound
+        request = next((f for f in flow.frames if f.outbound and f.number > number
                         and mpa_kind(f.seg.payload) == "request"), None)
         pdata, ird, ord_ = b"", 16, 16
         detail = "no recorded MPA request: empty private data, IRD/ORD 16/16"

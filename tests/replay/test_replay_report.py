@@ -221,3 +221,34 @@ def test_an_injected_frame_with_a_bad_checksum_is_dropped_by_the_nic(tmp_path: P
     assert "last in   frame 4: dropped by the NIC: bad TCP checksum" in text
     comments = [r.comment or "" for r in read_capture(out)]
     assert any(c.startswith("injected frame 4: dropped by the NIC") for c in comments)
+
+
+def _two_connections_on_one_four_tuple(tmp_path: Path) -> Path:
+    """v2_reject twice on the same ports, the second one second later with new ISNs."""
+    from scapy.layers.inet import IP
+
+    first = list(rdpcap(str(PCAPS / "v2_reject.pcap")))
+    second = list(rdpcap(str(PCAPS / "v2_reject.pcap")))
+    shift = {A: 0x10000000, P: 0x20000000}
+    peer = {A: P, P: A}
+    for pkt in second:
+        src = pkt[IP].src
+        pkt.time += 1
+        pkt[TCP].seq = (pkt[TCP].seq + shift[src]) & 0xFFFFFFFF
+        if int(pkt[TCP].flags) & 0x10:
+            pkt[TCP].ack = (pkt[TCP].ack + shift[peer[src]]) & 0xFFFFFFFF
+        del pkt[TCP].chksum
+    cap = tmp_path / "twice.pcap"
+    wrpcap(str(cap), first + second)
+    return cap
+
+
+def test_a_four_tuple_reused_by_a_second_connection_replays_from_both_sides(
+        tmp_path: Path) -> None:
+    cap = _two_connections_on_one_four_tuple(tmp_path)
+    for ip, sent in ((P, 8), (A, 10)):
+        rc, text, report = replay(cap, "--emulate", ip, tmp_path=tmp_path)
+        assert rc == 0, text
+        assert report["matched"] == report["compared"] == sent
+        verbs = [a["verb"] for a in report["actions"] if a["verb"] != "listen"]
+        assert verbs == (["reject", "reject"] if ip == P else ["connect", "connect"])
