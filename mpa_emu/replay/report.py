@@ -137,6 +137,11 @@ class ReplayReport:
             last = self._last_injection(d.flow, d.expected.time_ns if d.expected else 0)
             if last is not None:
                 lines.append(f"  last in   frame {last.frame.number}: {injection_text(last)}")
+        flow = self.run.flows.get(d.flow)
+        if flow is not None and flow.delta:
+            lines.append(f"  numbers   the emulator's ISN differs from the recorded one: recorded "
+                         f"seq = emulator seq + {flow.delta} (mod 2^32); kernel messages "
+                         "above use the emulator's numbers")
         return "\n".join(line for line in lines if line)
 
     def _last_injection(self, key: FlowKey, time_ns: int) -> Injection | None:
