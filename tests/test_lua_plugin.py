@@ -163,3 +163,26 @@ def test_fields_match_the_bytes_of_the_projects_captures(tmp_path: Path, name: s
     for number, want in expected.items():
         got = {k: rows[number][k] for k in want}
         assert got == want, f"frame {number}"
+
+
+def _filtered(cap: Path, expr: str) -> list[str]:
+    proc = subprocess.run(["tshark", "-r", str(cap), *OPTS, "-X", f"lua_script:{PLUGIN}",
+                           "-Y", expr, "-T", "fields", "-e", "frame.number"],
+                          capture_output=True, text=True, check=True)
+    assert "Lua: Error" not in proc.stderr, proc.stderr
+    return proc.stdout.split()
+
+
+def test_rtr_words_and_reply_checks_against_the_request(tmp_path: Path) -> None:
+    only_read = KEY_REQ + bytes.fromhex("50020004" "80104010")   # offers Read only
+    write_reply = KEY_REP + bytes.fromhex("50020004" "80108010")  # chooses Write
+    both_reply = KEY_REP + bytes.fromhex("50020004" "8010c010")   # chooses Write and Read
+    c1 = Conversation(cport=40020).handshake().client_sends(only_read).server_sends(write_reply)
+    c2 = Conversation(cport=40021).handshake().client_sends(V2_REQUEST).server_sends(both_reply)
+    c3 = (Conversation(cport=40022).handshake().client_sends(V2_REQUEST)
+          .server_sends(V2_REPLY))
+    cap = write_pcap(tmp_path / "rtr.pcap", c1, c2, c3)
+    assert _filtered(cap, 'mpa_v2.rtr == "write read"') == ["9", "10", "14"]
+    assert _filtered(cap, "mpa_v2.rtr_not_offered") == ["5"]
+    assert _filtered(cap, "mpa_v2.many_rtr") == ["10"]
+    assert _filtered(cap, 'mpa_v2.rtr == "read" && mpa_v2.request == 0') == ["15"]

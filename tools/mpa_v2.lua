@@ -16,6 +16,11 @@
 --   mpa_v2.private_data    the ULP private data after the block
 --   mpa_v2.private_data_len
 --   mpa_v2.private_data_text  the same bytes as text (non-printable bytes shown as '.')
+--   mpa_v2.rtr             the RTR types set, as words: "send", "write", "read"
+--
+-- Expert infos: mpa_v2.short_block (fewer than 4 bytes), mpa_v2.no_rtr and
+-- mpa_v2.many_rtr (an accepting P2P reply must choose exactly one RTR type),
+-- mpa_v2.rtr_not_offered (the reply chose a type its request did not offer).
 --
 -- Install: see docs/wireshark.md ("MPA v2 Lua plugin"). Tested with tshark 4.0 (Lua 5.2).
 
@@ -47,18 +52,27 @@ local pf = {
     private_data = ProtoField.bytes("mpa_v2.private_data", "ULP private data"),
     private_data_len = ProtoField.uint16("mpa_v2.private_data_len", "ULP private data length"),
     private_data_text = ProtoField.string("mpa_v2.private_data_text", "ULP private data (text)"),
+    rtr = ProtoField.string("mpa_v2.rtr", "RTR types (send, write, read)"),
 }
 mpa_v2.fields = {
     pf.request, pf.reject, pf.ird_word, pf.p2p, pf.zero_len_send, pf.ird, pf.ord_word,
     pf.write_rtr, pf.read_rtr, pf.ord, pf.no_ird_ord, pf.private_data, pf.private_data_len,
-    pf.private_data_text,
+    pf.private_data_text, pf.rtr,
 }
 
 local ef_short = ProtoExpert.new("mpa_v2.short_block", "Enhanced flag set but fewer than 4 "
     .. "bytes of private data (RFC 6581 section 5)", expert.group.MALFORMED, expert.severity.ERROR)
 local ef_no_rtr = ProtoExpert.new("mpa_v2.no_rtr", "Reply selects no RTR type while P2P is set "
     .. "(RFC 6581 section 5)", expert.group.PROTOCOL, expert.severity.WARN)
-mpa_v2.experts = { ef_short, ef_no_rtr }
+local ef_many_rtr = ProtoExpert.new("mpa_v2.many_rtr", "Reply selects more than one RTR "
+    .. "type (RFC 6581 section 5: exactly one)", expert.group.PROTOCOL, expert.severity.WARN)
+local ef_not_offered = ProtoExpert.new("mpa_v2.rtr_not_offered", "Reply selects an RTR type "
+    .. "the request did not offer", expert.group.PROTOCOL, expert.severity.WARN)
+mpa_v2.experts = { ef_short, ef_no_rtr, ef_many_rtr, ef_not_offered }
+
+-- RTR types offered by the request of each TCP stream, as a bit set (1 send, 2 write,
+-- 4 read), filled in when the request is dissected.
+local offered_rtr = {}
 
 -- Fields of Wireshark's own MPA dissector, read frame by frame.
 local f_key_req = Field.new("iwarp_mpa.key.req")
@@ -68,6 +82,7 @@ local f_res = Field.new("iwarp_mpa.res")
 local f_rev = Field.new("iwarp_mpa.rev")
 local f_pdlength = Field.new("iwarp_mpa.pdlength")
 local f_pdata = Field.new("iwarp_mpa.privatedata")
+local f_stream = Field.new("tcp.stream")
 
 local function printable(bytes)
     local out = {}
@@ -126,9 +141,29 @@ local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
     local ird = bit32.band(ird_word, VALUE_MASK)
     local ord = bit32.band(ord_word, VALUE_MASK)
     subtree:add(pf.no_ird_ord, ird == VALUE_MASK or ord == VALUE_MASK)
-    local rtr_bits = bit32.band(ord_word, WRITE_RTR + READ_RTR) + bit32.band(ird_word, ZERO_LEN_SEND)
-    if not hdr.request and not rej and bit32.band(ird_word, PEER_TO_PEER) ~= 0 and rtr_bits == 0 then
-        subtree:add_proto_expert_info(ef_no_rtr)
+    local rtr_set, names = 0, {}
+    if bit32.band(ird_word, ZERO_LEN_SEND) ~= 0 then rtr_set, names[#names + 1] = 1, "send" end
+    if bit32.band(ord_word, WRITE_RTR) ~= 0 then
+        rtr_set, names[#names + 1] = rtr_set + 2, "write"
+    end
+    if bit32.band(ord_word, READ_RTR) ~= 0 then
+        rtr_set, names[#names + 1] = rtr_set + 4, "read"
+    end
+    subtree:add(pf.rtr, table.concat(names, " "))
+    local stream = f_stream()
+    local key = stream and stream.value
+    if hdr.request then
+        if key ~= nil then offered_rtr[key] = rtr_set end
+    elseif not rej and bit32.band(ird_word, PEER_TO_PEER) ~= 0 then
+        if rtr_set == 0 then
+            subtree:add_proto_expert_info(ef_no_rtr)
+        elseif #names > 1 then
+            subtree:add_proto_expert_info(ef_many_rtr)
+        end
+        local offer = key ~= nil and offered_rtr[key] or nil
+        if offer ~= nil and bit32.band(rtr_set, bit32.bnot(offer)) ~= 0 then
+            subtree:add_proto_expert_info(ef_not_offered)
+        end
     end
     local ulp_len = range:len() - BLOCK_SIZE
     subtree:add(pf.private_data_len, ulp_len)
