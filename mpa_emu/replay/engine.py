@@ -298,8 +298,12 @@ class Engine:
         items = self._script()
         total = len(self.rec.frames)
         done = 0
+        due: int | None = None
+        due_known = False  # the core has not been called since ``due`` was read
         for time_ns, number, _order, what, key in items:
-            self._advance(time_ns)
+            if not due_known or (due is not None and due <= time_ns):
+                due = self._advance(time_ns)
+                due_known = True
             self.now = max(self.now, time_ns)
             if what == "frame":
                 frame = frames_by_number[number]
@@ -316,18 +320,19 @@ class Engine:
                 self._answer(key, number, self._replies[number])
             else:
                 self._disconnect(key, number)
+            due_known = False
             self._drain()
             self._current = None
         self.position = max((f.number for f in self.rec.frames), default=0)
         self._advance(self.rec.end_ns + self.opt.horizon_ns)
 
-    def _advance(self, until_ns: int) -> None:
-        """Fire every timer due at or before ``until_ns``."""
+    def _advance(self, until_ns: int) -> int | None:
+        """Fire every timer due at or before ``until_ns``; returns the next deadline."""
         guard = 0
         while True:
             due = self.core.get_timer()
             if due is None or due > until_ns:
-                return
+                return due
             self.now = max(self.now, due)
             self.core.handle_timer(self.now)
             self._drain()
@@ -335,7 +340,7 @@ class Engine:
             if guard > _TIMER_LOOP_GUARD:
                 self.notes.append(f"timer loop stopped at {self.now} ns: the core kept a "
                                   "deadline in the past")
-                return
+                return None
 
     def _state(self, conn: int | None) -> str:
         return "" if conn is None else self._states.get(conn, "")
