@@ -309,3 +309,16 @@ def test_capture_starting_mid_connection_finds_the_initiator(tmp_path: Path) -> 
     assert conn.handshake == ["no SYN in the capture (connection already open)"]
     assert conn.request is None
     assert conn.reply is not None and conn.reply.private_data == b"welcome"
+
+
+def test_cli_selects_connections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = accept_conversation(cport=40001)
+    bad = Conversation(cport=41002).handshake().client_sends(BROKEN[41002][0])
+    cap = write_pcap(tmp_path / "two.pcap", good, bad)
+    assert main(["inspect", "--port", "40001", str(cap)]) == 0
+    out = capsys.readouterr().out
+    assert "Connection 1:" in out and "Connection 2:" not in out
+    assert main(["inspect", "--problems", str(cap)]) == 1
+    out = capsys.readouterr().out
+    assert "Connection 2:" in out and "Connection 1:" not in out
+    assert main(["inspect", "-c", "1", "-c", "2", str(cap)]) == 1

@@ -6,7 +6,13 @@ import argparse
 import sys
 
 from mpa_emu.cli import CliError
-from mpa_emu.inspect import InspectError, format_report, inspect_capture, report_json
+from mpa_emu.inspect import (
+    ConnectionReport,
+    InspectError,
+    format_report,
+    inspect_capture,
+    report_json,
+)
 
 HELP = "tell the story of every TCP/MPA connection in a capture (pcap or pcapng)"
 
@@ -16,7 +22,8 @@ reply (rev, flags, IRD/ORD, RTR offered and chosen, private data in hex and text
 reason), the RTR and FPDUs (CRC checked), how it ended, and every problem found, including
 what irdma would refuse (split MPA frames, PD_Length > 512, wrong key, unknown rev).
 
-exit codes: 0 no errors found, 1 errors found in the capture, 2 unreadable file or usage
+exit codes: 0 no errors found, 1 errors found (in the selected connections, or frames that
+are not in any connection), 2 unreadable file or usage
 """
 
 
@@ -26,9 +33,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("capture", help="pcap or pcapng file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("-c", "--connection", type=int, action="append", metavar="N",
+                        help="only connection N (repeatable; numbers as printed)")
+    parser.add_argument("-p", "--port", type=int, action="append", metavar="PORT",
+                        help="only connections with this TCP port on either side")
+    parser.add_argument("--problems", action="store_true",
+                        help="only connections with errors or warnings")
     parser.add_argument("--comments", action="store_true",
                         help="also list pcapng frame comments (mpa-emu captures carry the "
                              "kernel function and state change behind each frame)")
+
+
+def _selected(conn: ConnectionReport, args: argparse.Namespace) -> bool:
+    if args.connection and conn.index not in args.connection:
+        return False
+    ports = {int(end.rsplit(":", 1)[1]) for end in (conn.client, conn.server)}
+    if args.port and not ports & set(args.port):
+        return False
+    return not args.problems or any(f.severity in ("error", "warning")
+                                    for f in conn.findings)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         report = inspect_capture(args.capture)
     except InspectError as exc:
         raise CliError(str(exc)) from None
+    report.connections = [c for c in report.connections if _selected(c, args)]
     out = report_json(report) if args.json else format_report(report, comments=args.comments)
     sys.stdout.write(out)
     return 1 if report.errors else 0
