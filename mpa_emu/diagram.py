@@ -9,7 +9,7 @@ the kernel function and state change there) is shown under its arrow.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -49,8 +49,9 @@ def from_run(net: object) -> Ladder:
     return Ladder(ladder.column_titles(net), ladder.rows(net))
 
 
-def from_capture(path: str | Path) -> Ladder:
-    """The ladder of a pcap/pcapng file: one lane per IP address."""
+def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
+    """The ladder of a pcap/pcapng file: one lane per IP address; with ``ports``, only
+    the TCP segments with one of those ports on either side."""
     lanes: dict[str, int] = {}
     rows: list[Row] = []
     try:
@@ -64,6 +65,8 @@ def from_capture(path: str | Path) -> Ladder:
             seg = codec.decode(rec.frame)
         except codec.DecodeError as exc:
             rows.append(Row(t, 0, None, f"frame {number}: not decoded ({exc})"))
+            continue
+        if ports and seg.sport not in ports and seg.dport not in ports:
             continue
         src = lanes.setdefault(ip_text(seg.src_ip), len(lanes))
         dst = lanes.setdefault(ip_text(seg.dst_ip), len(lanes))

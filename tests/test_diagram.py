@@ -74,3 +74,14 @@ def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["diagram", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "mpa-emu diagram: error:" in err and "bad.toml:1: seed" in err
+
+
+def test_capture_ladder_filtered_by_port(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    a = Conversation(cport=40001).handshake()
+    b = Conversation(cport=40002).handshake().client_sends(b"x" * 8)
+    cap = write_pcap(tmp_path / "two.pcap", a, b)
+    assert len(from_capture(cap, ports=[40002]).rows) == 4
+    assert main(["diagram", "--port", "40001", str(cap)]) == 0
+    out = capsys.readouterr().out
+    assert "40001>31000" in out and "40002" not in out

@@ -25,11 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("source", help="capture (.pcap/.pcapng) or scenario (.toml)")
+    parser.add_argument("-p", "--port", type=int, action="append", metavar="PORT",
+                        help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .txt name gets the text)")
 
 
-def build(source: str) -> Ladder:
+def build(source: str, ports: list[int] | None = None) -> Ladder:
     """The ladder of a capture or scenario file (CliError when unusable)."""
     if source.endswith(".toml"):
         from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
@@ -39,14 +41,14 @@ def build(source: str) -> Ladder:
         except ScenarioError as exc:
             raise CliError(str(exc)) from None
     try:
-        return from_capture(source)
+        return from_capture(source, ports or ())
     except DiagramError as exc:
         raise CliError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Draw."""
-    ladder = build(args.source)
+    ladder = build(args.source, args.port)
     if args.output is None:
         sys.stdout.write(ladder.text())
         return 0
