@@ -14,7 +14,9 @@ Each size is measured ``--repeat`` times: the address comes back with fresh conn
 between runs, so the table keeps its size. The minimum and the median are reported (the
 minimum is compared: it is the sample least disturbed on a shared machine), with the
 selection alone (``teardown.select_nodes``, not destructive) timed separately. The cyclic
-garbage collector is held off inside each timed call. The goal: the cost
+garbage collector is held off inside each timed call. The first removal of each size is
+not timed but profiled: the number of function calls it makes is a load-independent
+measure of the work, and should not change with the table size. The goal: the cost
 follows the number of matches, not the table (same within 1.5x from 1,000 to 100,000).
 
 Usage: python tools/bench_teardown.py [--sizes 1000,10000,100000] [--matches 100]
@@ -121,6 +123,24 @@ def timed(fn: Callable[[], object]) -> float:
         gc.enable()
 
 
+def count_calls(fn: Callable[[], object]) -> int:
+    """Python and C function calls made by ``fn``: a deterministic measure of the work,
+    immune to the load of a shared machine."""
+    calls = 0
+
+    def profiler(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(profiler)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
 def measure(size: int, matches: int, repeat: int, background: str) -> dict[str, float]:
     t0 = time.perf_counter()
     alice, bob, now = build(size, matches, background)
@@ -139,7 +159,10 @@ def measure(size: int, matches: int, repeat: int, background: str) -> dict[str, 
     for run in range(repeat):
         selections.append(timed(select_many) / sel_reps)
         now += 1_000_000_000
-        removals.append(timed(lambda now=now: bob.remove_address(TARGET_IP, now_ns=now)))
+        if run == 0:
+            calls = count_calls(lambda now=now: bob.remove_address(TARGET_IP, now_ns=now))
+        else:
+            removals.append(timed(lambda now=now: bob.remove_address(TARGET_IP, now_ns=now)))
         rsts = sum(1 for tx in bob.frames_to_send() if tx.segment.flags & 0x04)
         if rsts != matches:
             raise SystemExit(f"size {size}: expected {matches} RSTs, saw {rsts}")
@@ -149,7 +172,7 @@ def measure(size: int, matches: int, repeat: int, background: str) -> dict[str, 
         if run + 1 < repeat:
             bob.add_address(TARGET_IP, now_ns=now + 300_000_000)
             add_matches(alice, bob, matches, now + 300_000_000)
-    return {"size": size, "nodes": nodes, "keys": keys, "build_s": build_s,
+    return {"size": size, "nodes": nodes, "keys": keys, "calls": calls, "build_s": build_s,
             "remove_ms": statistics.median(removals) * 1e3,
             "remove_min_ms": min(removals) * 1e3,
             "select_us": min(selections) * 1e6, "rsts": rsts}
@@ -161,13 +184,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="node table sizes (comma separated)")
     parser.add_argument("--matches", type=int, default=100,
                         help="connections on the removed address")
-    parser.add_argument("--repeat", type=int, default=7, help="removals per size")
+    parser.add_argument("--repeat", type=int, default=9,
+                        help="removals per size (the first one counts function calls)")
     parser.add_argument("--background", choices=("half-open", "offloaded"),
                         default="half-open", help="what the rest of the table is made of")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if any(s <= args.matches for s in sizes):
         parser.error("every size must exceed --matches")
+    if args.repeat < 2:
+        parser.error("--repeat must be at least 2 (one profiled run, one timed)")
     measure(2 * args.matches, args.matches, 2, "half-open")  # warm-up: first-call costs
     rows = []
     for size in sizes:
@@ -176,15 +202,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"table {row['nodes']:>7} nodes  build {row['build_s']:7.1f} s  "
               f"remove_address median {row['remove_ms']:7.2f} ms "
               f"(min {row['remove_min_ms']:.2f})  selection {row['select_us']:8.1f} us  "
-              f"RSTs {row['rsts']}  index keys compared {row['keys']}", flush=True)
+              f"RSTs {row['rsts']}  keys compared {row['keys']}  calls {row['calls']}",
+              flush=True)
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         # the minimum is the sample least disturbed by other work on a shared machine
         ratio = last["remove_min_ms"] / first["remove_min_ms"]
         sel_ratio = last["select_us"] / first["select_us"]
+        call_ratio = last["calls"] / first["calls"]
         verdict = "ok" if ratio <= 1.5 else "over target"
         print(f"cost ratio {last['nodes']} / {first['nodes']} nodes: remove_address (min) "
-              f"{ratio:.2f}x, selection {sel_ratio:.2f}x (target <= 1.5x: {verdict})")
+              f"{ratio:.2f}x, selection {sel_ratio:.2f}x, function calls {call_ratio:.2f}x "
+              f"(target <= 1.5x: {verdict})")
         return 0 if ratio <= 1.5 else 1
     return 0
 
