@@ -172,3 +172,25 @@ def test_a_client_crafted_in_scapy_gets_a_connect_request_from_the_real_core() -
     assert replies[0].segment.payload.endswith(b"hi stranger")
     # Nobody ACKs the reply, so the offloaded QP resends the same bytes.
     assert len(replies) > 1 and {f.data for f in replies} == {replies[0].data}
+
+
+def test_a_lossy_wire_is_ridden_out_by_retransmissions_identically_per_seed() -> None:
+    from mpa_emu.net import FaultConfig
+
+    def lossy(seed: int) -> tuple[list[tuple[int, str, str]], list[int]]:
+        net = Network(seed, faults=FaultConfig(loss=0.25, duplicate=0.1))
+        alice = net.add_host("alice", "192.0.2.1")
+        bob = net.add_host("bob", "192.0.2.2")
+        bob.listen(31000, "192.0.2.2", policy=Accept())
+        for _ in range(3):
+            alice.connect("192.0.2.2", 31000)
+        net.run(until_ns=30 * SECOND)
+        frames = [(f.time_ns, f.interface, f.comment) for f in net.frames]
+        return frames, [u.status for u in alice.events(IwEvent.CONNECT_REPLY)]
+
+    frames, statuses = lossy(21)
+    assert (frames, statuses) == lossy(21)
+    assert frames != lossy(22)[0]
+    assert any(c.endswith("wire: lost") for _, _, c in frames)
+    assert any(c.startswith("irdma_cm_timer_tick") for _, _, c in frames)
+    assert statuses and set(statuses) <= {0, -104}  # connected, or -ECONNRESET after expiry
