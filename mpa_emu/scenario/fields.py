@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mpa_emu.scenario.lines import LineIndex, Path
+from mpa_emu.scenario.lines import LineIndex, KeyPath
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)\s*$")
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
@@ -31,7 +31,7 @@ class ScenarioError(ValueError):
         self.key = key
 
 
-def key_text(path: Path) -> str:
+def key_text(path: KeyPath) -> str:
     """``connect[1].port`` from ``("connect", 1, "port")`` (1-based entries for people)."""
     out = ""
     for part in path:
@@ -49,12 +49,12 @@ class Source:
         self.name = name
         self.lines = LineIndex(text)
 
-    def where(self, path: Path) -> str:
+    def where(self, path: KeyPath) -> str:
         """``file:line`` (or just the file name when the line is unknown)."""
         line = self.lines.line(path)
         return f"{self.name}:{line}" if line is not None else self.name
 
-    def error(self, path: Path, message: str) -> ScenarioError:
+    def error(self, path: KeyPath, message: str) -> ScenarioError:
         """An error at ``path``."""
         key = key_text(path)
         prefix = f"{key}: " if key else ""
@@ -75,7 +75,7 @@ def _show(value: Any) -> str:
 class Table:
     """One TOML table being read."""
 
-    def __init__(self, source: Source, path: Path, data: Any) -> None:
+    def __init__(self, source: Source, path: KeyPath, data: Any) -> None:
         if not isinstance(data, dict):
             raise source.error(path, f"expected a table, got {_show(data)}")
         self.source = source

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
+"""A key's place in the document: table names and array-of-tables indexes."""
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
@@ -27,9 +28,9 @@ class LineIndex:
     """Where each key of a TOML document is defined."""
 
     def __init__(self, text: str) -> None:
-        self._lines: dict[Path, int] = {}
+        self._lines: dict[KeyPath, int] = {}
         self._arrays: dict[tuple[str, ...], int] = {}  # array-of-tables path -> entries
-        table: Path = ()
+        table: KeyPath = ()
         in_multiline = False
         for number, line in enumerate(text.splitlines(), start=1):
             if in_multiline:
@@ -54,7 +55,7 @@ class LineIndex:
                 if line.count('"""') % 2 or line.count("'''") % 2:
                     in_multiline = True
 
-    def _resolve(self, names: tuple[str, ...]) -> Path:
+    def _resolve(self, names: tuple[str, ...]) -> KeyPath:
         """A header path with the current index of every array of tables along it
         (``[host.config]`` after ``[[host]]`` belongs to the last host)."""
         out: list[str | int] = []
@@ -65,7 +66,7 @@ class LineIndex:
                 out.append(entries - 1)
         return tuple(out)
 
-    def line(self, path: Path) -> int | None:
+    def line(self, path: KeyPath) -> int | None:
         """The line defining ``path``, or of its nearest enclosing table or key."""
         for cut in range(len(path), 0, -1):
             found = self._lines.get(tuple(path[:cut]))
