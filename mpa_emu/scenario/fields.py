@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mpa_emu.scenario.lines import LineIndex, KeyPath
+from mpa_emu.scenario.lines import KeyPath, LineIndex
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)\s*$")
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
