@@ -136,3 +136,18 @@ def test_peer_reset_before_the_rtr_blocks_the_disconnect_worker() -> None:
     net.run(until_ns=20_000 * MS)
     assert calls(bob) == [("CONNECT_REQUEST", 0), ("ESTABLISHED", -ECONNRESET)]
     assert any(r.kind == "worker_blocked" and r.host == "bob" for r in net.trace.records)
+
+
+def test_a_lost_rtr_is_retransmitted_by_the_nic_after_200_ms() -> None:
+    net = Network(2)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    bob.listen(PORT, policy=Accept())
+    net.drop(drop_nth("data", 1, sender="alice"))
+    alice.connect("192.0.2.2", PORT)
+    net.run(until_ns=1000 * MS)
+    rtrs = [f for f in net.frames if f.sender == "alice" and f.kind == "data"]
+    assert len(rtrs) == 2 and rtrs[1].segment == rtrs[0].segment
+    assert rtrs[1].time_ns - rtrs[0].time_ns == 200 * MS
+    assert "retransmission 1" in rtrs[1].comment
+    assert calls(bob)[-1] == ("ESTABLISHED", 0)
