@@ -141,8 +141,9 @@ def time_codec(segments: list[Segment], reps: int = 200) -> float:
     return best
 
 
-def established(count: int) -> tuple[float, float, str]:
-    """Bytes per established connection (both endpoints), seconds, states."""
+def established(count: int) -> tuple[float, float, str, dict[str, float]]:
+    """Bytes per established connection (both endpoints), seconds, states, and the
+    bytes per connection by the package directory that allocated them."""
     a, p = pair()
     now = [0]
     pump = make_pump(a, p, None, now)
@@ -173,14 +174,22 @@ def established(count: int) -> tuple[float, float, str]:
     seconds = time.perf_counter() - t0
     gc.collect()
     used = tracemalloc.get_traced_memory()[0] - base
+    by_dir: dict[str, float] = {}
+    for stat in tracemalloc.take_snapshot().statistics("filename"):
+        name = stat.traceback[0].filename
+        where = ("mpa_emu/cm" if "/mpa_emu/cm/" in name else
+                 "mpa_emu/offload" if "/mpa_emu/offload/" in name else "other")
+        by_dir[where] = by_dir.get(where, 0) + stat.size
     tracemalloc.stop()
     n = len(a.conns())
-    states = {}
+    states: dict[str, int] = {}
     for name, core in (("alice", a), ("bob", p)):
         for c in core.conns():
             key = f"{name}:{core.node(c).state.name}"  # type: ignore[union-attr]
             states[key] = states.get(key, 0) + 1
-    return used / max(n, 1), seconds, ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
+    per = {k: v / max(n, 1) for k, v in by_dir.items()}
+    return (used / max(n, 1), seconds, ", ".join(f"{k} {v}" for k, v in
+                                                 sorted(states.items())), per)
 
 
 def main() -> int:
@@ -204,9 +213,11 @@ def main() -> int:
         print(f"{label:34} {per * 1e6:9.1f} us/cycle {1 / per:8.0f} cycles/s "
               f"({frames:.0f} frames/cycle, {per / codec_cost:.2f}x codec)")
     for count in args.conns:
-        per_conn, seconds, detail = established(count)
+        per_conn, seconds, detail, per_dir = established(count)
         print(f"{count:7d} established: {per_conn:7.0f} bytes/connection (both ends) "
-              f"in {seconds:.1f} s; {detail}")
+              f"in {seconds:.1f} s under tracemalloc; {detail}")
+        split = ", ".join(f"{k} {v:.0f}" for k, v in sorted(per_dir.items()))
+        print(f"{'':7} allocated by: {split} (bytes per connection, both ends)")
     return 0
 
 
