@@ -108,6 +108,32 @@ def test_bindings_can_be_removed_and_restored() -> None:
     assert type(Ether(wire)[TCP].payload) is MPARequest
 
 
+@pytest.mark.parametrize(("key", "cls"), [(b"MPA ID Rex Frame", MPARequest),
+                                          (b"MPA ID Rep Frams", MPAReply)])
+def test_a_near_miss_key_is_shown_with_its_problem(key: bytes, cls: type[Packet]) -> None:
+    wire = bytes(Ether() / IP() / TCP(sport=40001, dport=31000) /
+                 Raw(key + bytes.fromhex("40010000")))
+    layer = Ether(wire)[TCP].payload
+    assert type(layer) is cls
+    assert f"key {key!r} is not" in layer.problem
+
+
+def test_a_reply_with_a_bad_key_does_not_start_fpdus() -> None:
+    conv = Conversation()
+    conv.handshake()
+    conv.data(True, V2_REQUEST)
+    conv.data(False, b"MPA ID Rep Frams" + V2_REPLY[16:])
+    conv.data(True, READ_RTR_FPDU)
+    layers = _payload_layers(dissect_stream(conv.packets))
+    assert [type(x) for x in layers] == [MPARequest, MPAReply, Raw]
+    assert "is not b'MPA ID Rep Frame'" in layers[1].problem
+
+
+def test_a_payload_merely_starting_with_mpa_stays_raw() -> None:
+    wire = bytes(Ether() / IP() / TCP(sport=40001, dport=31000) / Raw(b"MPA is fun, right? ok"))
+    assert type(Ether(wire)[TCP].payload) is Raw
+
+
 def test_mpa_entry_point_returns_request_or_reply() -> None:
     assert type(MPA(V2_REQUEST)) is MPARequest
     assert type(MPA(V2_REPLY)) is MPAReply

@@ -34,13 +34,24 @@ from mpa_emu.mpa import FLAG_REJECT, FRAME_SIZE, KEY_REP, KEY_REQ, KEY_SIZE, MAX
 STATE_KEY = "mpa_emu.mpa"
 
 
+KEY_STEM = KEY_REQ[:8]  # "MPA ID R", shared by both keys
+
+
 def connect_frame_class(payload: bytes) -> type[Packet] | None:
-    """The request or reply class when ``payload`` starts with its 16-byte key."""
+    """The request or reply class when ``payload`` starts with its 16-byte key.
+
+    A 16-byte key that starts like one ("MPA ID R") but is neither also gets a class, so
+    the frame shows with ``problem`` naming the bad key (irdma_parse_mpa: "Unexpected MPA
+    Key", -EINVAL) instead of vanishing into Raw: the reply class when the next bytes
+    read "ep", else the request class. Wireshark shows such a frame as plain TCP.
+    """
     head = bytes(payload[:KEY_SIZE])
     if head == KEY_REQ:
         return MPARequest
     if head == KEY_REP:
         return MPAReply
+    if len(head) == KEY_SIZE and head.startswith(KEY_STEM):
+        return MPAReply if head[8:10] == b"ep" else MPARequest
     return None
 
 
@@ -108,8 +119,8 @@ class MPA(Packet):
             # Above 512 the length cannot be trusted (RFC 5044 section 7.1): take what is here.
             total = len(data) if pd_length > MAX_PRIV_DATA_LEN else FRAME_SIZE + pd_length
             packet = _wait_or_take(frame, data, total, metadata, ended)
-            if packet is not None:
-                _update_state(state, frame, flags)
+            if packet is not None and bytes(data[:KEY_SIZE]) in (KEY_REQ, KEY_REP):
+                _update_state(state, frame, flags)  # a bad key changes nothing
             return packet
         if not state.full_operation and _key_prefix(data) and not ended:
             metadata["tcp_min_len"] = KEY_SIZE
