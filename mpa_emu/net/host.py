@@ -241,12 +241,15 @@ class Host:
 
     def deliver(self, upcall: Upcall, keep: bool = True) -> None:
         """Hand one upcall to the application: record it, apply the listener policy to a
-        CONNECT_REQUEST, then run the callbacks."""
+        CONNECT_REQUEST (:class:`Manual` for a listener not made with :meth:`listen`),
+        then run the callbacks."""
         if keep:
             self.upcalls.append(upcall)
         if upcall.event == IwEvent.CONNECT_REQUEST:
-            policy = self._policies.get(upcall.listener, Accept()) \
-                if upcall.listener is not None else Accept()
+            # A listener made on the core directly has no policy: its requests wait for
+            # the user, as with Manual.
+            policy = self._policies.get(upcall.listener, Manual()) \
+                if upcall.listener is not None else Manual()
             self._apply(policy, upcall)
         for event, callback in self._callbacks:
             if event is None or event == upcall.event:

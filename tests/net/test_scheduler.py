@@ -225,3 +225,15 @@ def test_default_macs_skip_one_taken_by_hand(fake_net: Any) -> None:
     net.add_host("alice", "192.0.2.1", mac="02:00:00:00:00:02")
     bob = net.add_host("bob", "192.0.2.2")
     assert bob.mac == bytes.fromhex("020000000003")
+
+
+def test_a_listener_made_on_the_core_directly_leaves_requests_pending(fake_net: Any) -> None:
+    net = fake_net()
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    verbs: list[int] = []
+    bob.core.accept = lambda conn, *, private_data=b"", now_ns: verbs.append(conn)
+    bob.core.create_listen(None, 31000)
+    alice.connect("192.0.2.2", 31000)
+    net.run()
+    assert len(bob.events(IwEvent.CONNECT_REQUEST)) == 1 and verbs == []
