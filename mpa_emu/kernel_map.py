@@ -178,7 +178,7 @@ ENTRIES: tuple[KernelEntry, ...] = (
     _e(49, "irdma_addr_resolve_neigh_ipv6", "P", "CmCore.set_neighbour CmCore._make_cm_node",
        "neighbour table per host, as for IPv4"),
     _e(50, "irdma_find_node", "E",
-       "CmCore._receive_one mpa_emu.cm.node.CmNode.key mpa_emu.cm.node.segment_key",
+       "CmCore._receive_one mpa_emu.cm.node.CmNode mpa_emu.cm.node.segment_key",
        "exact 4-tuple + VLAN lookup"),
     _e(51, "irdma_add_hte_node", "E",
        "CmCore._make_cm_node",
