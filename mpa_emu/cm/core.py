@@ -681,8 +681,9 @@ class CmCore:
         best: tuple[int, str] | None = None
         if self._timer_at is not None:
             best = (jiffies_to_ns(self._timer_at, self._hz), "tick")
-        while self._deferred and self._deferred[0][3].refcnt <= 0:
-            heapq.heappop(self._deferred)
+        deferred = self._deferred
+        while deferred and self._deferred_stale(deferred[0]):
+            heapq.heappop(deferred)
         if self._deferred and (best is None or self._deferred[0][0] < best[0]):
             best = (self._deferred[0][0], "deferred")
         while self._qp_heap and not self._qp_live(self._qp_heap[0]):
@@ -690,6 +691,16 @@ class CmCore:
         if self._qp_heap and (best is None or self._qp_heap[0][0] < best[0]):
             best = (self._qp_heap[0][0], "qp")
         return best
+
+    @staticmethod
+    def _deferred_stale(item: tuple[int, int, str, CmNode]) -> bool:
+        """A deferred wake-up with nothing left to do (node freed, RTS already seen)."""
+        t, _, kind, node = item
+        if node.refcnt <= 0:
+            return True
+        if kind == "rts":
+            return node.rts_deadline != t
+        return not node.qhash_pending
 
     def _qp_live(self, item: tuple[int, int, tuple[bytes, int, bytes, int, int]]) -> bool:
         qp = self._qps.get(item[2])

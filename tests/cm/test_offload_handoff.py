@@ -97,3 +97,19 @@ def test_listener_destroyed_before_rts_cannot_reset_without_ah_and_leaks() -> No
     assert view is not None and view.state is CmState.CLOSED
     reasons = [why for c, _, why in core.leak_report() if c == conn]
     assert reasons and "leaked reference" in (reasons[0] or "")
+
+
+def test_established_connection_leaves_no_deadline_behind() -> None:
+    from cm_harness import make_pair
+    pair = make_pair()
+    pair.p.create_listen(IP_P, PORT)
+    pair.a.connect(IP_A, IP_P, PORT, now_ns=0)
+    pair.pump()
+    pair.p.accept(pair.events("P")[0].conn, now_ns=0)
+    pair.pump()
+    assert [u.event for u in pair.events("P")] == [IwEvent.CONNECT_REQUEST,
+                                                   IwEvent.ESTABLISHED]
+    # only the kernel's stale core-timer tick (armed by the SYN-ACK entry) remains
+    assert pair.p.get_timer() == S_NS
+    pair.at(S_NS)
+    assert pair.p.get_timer() is None and pair.a.get_timer() is None
