@@ -29,7 +29,15 @@ from scapy.sessions import streamcls
 
 from mpa_emu.frames.connect import MPAReply, MPARequest
 from mpa_emu.frames.fpdu import MPAFPDU, ULPDU_LENGTH_SIZE, fpdu_wire_length
-from mpa_emu.mpa import FLAG_REJECT, FRAME_SIZE, KEY_REP, KEY_REQ, KEY_SIZE, MAX_PRIV_DATA_LEN
+from mpa_emu.mpa import (
+    FLAG_CRC,
+    FLAG_REJECT,
+    FRAME_SIZE,
+    KEY_REP,
+    KEY_REQ,
+    KEY_SIZE,
+    MAX_PRIV_DATA_LEN,
+)
 
 STATE_KEY = "mpa_emu.mpa"
 
@@ -158,7 +166,7 @@ def _wait_or_take(cls: type[Packet], data: bytes, total: int, metadata: dict[str
 
 
 def _update_state(state: ConversationState, frame: type[Packet], flags: int) -> None:
-    state.crc = state.crc or bool(flags & 0x40)
+    state.crc = state.crc or bool(flags & FLAG_CRC)
     if frame is MPARequest:
         state.request_seen = True
     elif not flags & FLAG_REJECT:
