@@ -71,20 +71,23 @@ def test_tshark_on_the_tap_sees_the_frames_of_our_own_capture(lab: Lab, tmp_path
                "-f", f"tcp port {PORT}"]
     with _stopped(subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE)) as tshark:
-        _wait_for_line(tshark.stderr, "Capturing on", 10)
+        _wait_for_line(tshark.stderr, "Capturing on", 30)
+        time.sleep(0.5)  # dumpcap announces the capture a moment before it is attached
         emu = make_host(lab)
         emu.host.listen(PORT, policy=Accept(b"welcome"))
         client = lab.in_kernel(_initiate, EMU_V4)
         assert emu.host.run_until(
             lambda: not client.is_alive() and bool(emu.host.events(IwEvent.ESTABLISHED)), 8)
         assert client.result().accepted
-        emu.host.run_for(0.3)
+        emu.host.run_for(0.5)
         tshark.send_signal(signal.SIGINT)
-        tshark.wait(10)
+        _out, tshark_err = tshark.communicate(timeout=30)
     ours = [f.data for f in emu.capture.frames if _is_our_port(f.data)]
     seen = [r.frame for r in read_capture(str(theirs))]
     assert len(ours) >= 8  # handshake, MPA request/ACK, reply, RTR... at the least
-    assert sorted(seen) == sorted(ours)
+    missing = [i for i, frame in enumerate(ours) if frame not in seen]
+    assert sorted(seen) == sorted(ours), (
+        f"tshark missed frames {missing} of {len(ours)}; it said {tshark_err.decode()!r}")
 
     # Both files decode the same way: the MPA exchange and the RTR are there.
     mine = tmp_path / "ours.pcapng"
