@@ -22,7 +22,7 @@ from live_lab import (
 
 from mpa_emu import mpa, peer
 from mpa_emu.cm.events import ECONNRESET, IwEvent
-from mpa_emu.live.driver import TX, Accept, DropMatching, Manual, Reject
+from mpa_emu.live.driver import RX, TX, Accept, DropMatching, Manual, Reject
 from mpa_emu.live.netns import entered
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
 
@@ -216,3 +216,24 @@ def test_shutdown_closes_an_offloaded_connection_with_a_fin(lab: Lab) -> None:
     assert emu.capture.closed
     assert not [seg for _f, seg in emu.segments("tx") if seg.flags & RST]
 
+
+
+def test_mpa_request_lost_on_receive_is_taken_from_the_kernel_resend_once(lab: Lab) -> None:
+    def mpa_request(seg: Segment) -> bool:
+        return seg.payload[:16] == mpa.KEY_REQ
+
+    drop = DropMatching(RX, mpa_request)
+    emu = make_host(lab, fault=drop)
+    emu.host.listen(PORT, policy=Accept(b"second time lucky"))
+    client = lab.in_kernel(_kernel_initiator, EMU_V4, peer.PeerOptions(timeout=6))
+    assert emu.host.run_until(lambda: not client.is_alive() and _established(emu), 8)
+    report = client.result()
+    assert len(drop.dropped) == 1
+    # The kernel resent the same bytes (its RTO, at least 200 ms); the CM, still in
+    # ESTABLISHED with rcv_nxt at the request's first byte, took the resend as new.
+    resent = [seg for _f, seg in emu.segments("rx") if mpa_request(seg)]
+    assert len(resent) == 2 and resent[0].payload == resent[1].payload
+    assert resent[0].seq == resent[1].seq
+    assert len(emu.host.events(IwEvent.CONNECT_REQUEST)) == 1
+    assert report.accepted and report.received is not None
+    assert report.received.private_data == b"second time lucky"
