@@ -533,8 +533,8 @@ def open_listener(port: int, bind: str = "") -> socket.socket:
     return sock
 
 
-def accept_one(listener: socket.socket, timeout: float) -> socket.socket:
-    """Wait up to ``timeout`` seconds for one connection."""
+def accept_one(listener: socket.socket, timeout: float | None) -> socket.socket:
+    """Wait up to ``timeout`` seconds (``None``: without limit) for one connection."""
     listener.settimeout(timeout)
     try:
         conn, _addr = listener.accept()

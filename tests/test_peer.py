@@ -238,3 +238,25 @@ def test_cli_json_report_carries_the_frames(capsys: pytest.CaptureFixture[str]) 
     assert report["sent"]["rtr"] == {"ird": 16, "ord": 16, "p2p": True, "send0": False,
                                      "write0": True, "read0": True}
     assert report["close"] == "fin" and report["error"] is None
+
+
+def test_cli_listener_answers_count_connections_in_turn(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    server = in_thread(main, ["peer", "--listen", str(port), "--bind", "127.0.0.1",
+                              "--count", "2", "--reject", "--private-data", "full",
+                              "--timeout", "3"])
+    reports = []
+    for _ in range(2):
+        for _attempt in range(50):  # the listener may not be up yet
+            try:
+                sock = peer.open_connection("127.0.0.1", port, 3)
+                break
+            except peer.PeerError:
+                threading.Event().wait(0.05)
+        with sock:
+            reports.append(peer.run_initiator(sock, peer.PeerOptions(timeout=3)))
+    assert server() == 0
+    assert [r.rejected for r in reports] == [True, True]
+    assert capsys.readouterr().out.count("sent MPA reject") == 2

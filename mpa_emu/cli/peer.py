@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import json
 import sys
+from collections.abc import Callable
 
 from mpa_emu import mpa, peer
 from mpa_emu.cli import CliError
@@ -20,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="accept one connection on PORT and answer its MPA request")
     mode.add_argument("--connect", metavar="IP:PORT",
                       help="connect and send an MPA request ([v6addr]:PORT for IPv6)")
+    parser.add_argument("--count", type=int, default=1, metavar="N",
+                        help="with --listen: answer N connections one after another "
+                             "(0: until interrupted; default 1)")
     parser.add_argument("--bind", default="", metavar="IP",
                         help="listen on this address only (default: all, IPv4 and IPv6)")
     parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=2,
@@ -81,6 +85,8 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
         value = getattr(args, name)
         if not 0 <= value <= mpa.IRD_ORD_MASK:
             raise CliError(f"--{name} must be 0..{mpa.IRD_ORD_MASK}, got {value}")
+    if args.count < 0:
+        raise CliError("--count must be 0 (no limit) or more")
     if args.timeout <= 0 or args.hold < 0:
         raise CliError("--timeout must be positive and --hold not negative")
     return peer.PeerOptions(
@@ -104,14 +110,7 @@ def run(args: argparse.Namespace) -> int:
             with sock:
                 report = peer.run_initiator(sock, options, log=say)
         else:
-            with peer.open_listener(args.listen, args.bind) as listener:
-                # Always printed: scripts wait for this line before connecting.
-                print(f"listening on port {args.listen}", flush=True,
-                      file=sys.stderr if args.json else sys.stdout)
-                sock = peer.accept_one(listener, options.timeout)
-            with sock:
-                say(f"accepted {peer.endpoint_text(sock.getpeername())}")
-                report = peer.run_responder(sock, options, log=say)
+            return _serve(args, options, say)
     except peer.PeerError as exc:
         if args.json:
             print(json.dumps({"error": str(exc)}), flush=True)
@@ -123,6 +122,29 @@ def run(args: argparse.Namespace) -> int:
     elif report.error is None and report.close == "open":
         _print("closing (FIN)")
     return 0 if report.error is None else 1
+
+
+def _serve(args: argparse.Namespace, options: peer.PeerOptions,
+           say: Callable[[str], None]) -> int:
+    """Answer ``--count`` connections in turn; exit 1 if any exchange failed."""
+    failed = False
+    served = 0
+    with peer.open_listener(args.listen, args.bind) as listener:
+        # Always printed: scripts wait for this line before connecting.
+        print(f"listening on port {args.listen}", flush=True,
+              file=sys.stderr if args.json else sys.stdout)
+        while args.count == 0 or served < args.count:
+            sock = peer.accept_one(listener, options.timeout if args.count == 1 else None)
+            served += 1
+            with sock:
+                say(f"accepted {peer.endpoint_text(sock.getpeername())}")
+                report = peer.run_responder(sock, options, log=say)
+            if args.json:
+                print(json.dumps(report.to_dict(), sort_keys=True), flush=True)
+            elif report.error is None and report.close == "open":
+                say("closing (FIN)")
+            failed |= report.error is not None
+    return 1 if failed else 0
 
 
 def _quiet(line: str) -> None:
