@@ -712,7 +712,8 @@ class CmCore:
     def _fire(self, source: str) -> None:
         if source == "tick":
             assert self._timer_at is not None
-            self._tick(self._timer_at)
+            # a late caller fires the tick late, as a late softirq would: at "jiffies"
+            self._tick(max(self._timer_at, self._jiffies))
         elif source == "deferred":
             _, _, kind, node = heapq.heappop(self._deferred)
             if kind == "qhash":
