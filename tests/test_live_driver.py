@@ -4,6 +4,7 @@ against the real kernel in tests/live."""
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,8 +16,9 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_bytes, mac_bytes
+from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
-from mpa_emu.live.driver import RX, TX, Accept, DropMatching, LiveHost, Reject
+from mpa_emu.live.driver import RX, TX, Accept, DropMatching, LiveHost, Reject, VerbFailure
 from mpa_emu.live.sinks import MemorySink
 from mpa_emu.segment import ACK, SYN, Segment
 from mpa_emu.trace import Trace
@@ -315,3 +317,18 @@ def test_callback_policy_sees_the_request(rig: Rig) -> None:
                                   40000, listener=listener))
     rig.host.poll(0)
     assert seen == [5] and rig.core.called("accept") == [] == rig.core.called("reject")
+
+
+def test_refused_policy_verb_is_recorded_and_reported(rig: Rig) -> None:
+    def refuse(conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
+        raise CmError(errno.ECONNRESET, "the peer reset before the accept")
+
+    rig.core.accept = refuse  # type: ignore[method-assign]
+    seen: list[VerbFailure] = []
+    rig.host.on_failure(lambda host, failure: seen.append(failure))
+    listener = rig.host.listen(4791)
+    rig.core.events.append(Upcall(IwEvent.CONNECT_REQUEST, 6, 0, 0, OUR_IP, 4791, PEER_IP,
+                                  40000, listener=listener))
+    rig.host.poll(0)
+    assert [(f.verb, f.errno) for f in seen] == [("accept", errno.ECONNRESET)]
+    assert rig.host.failures == seen

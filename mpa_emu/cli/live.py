@@ -173,6 +173,9 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
     failed = False
     try:
         host.on_upcall(lambda _host, upcall: print(describe(upcall), flush=True))
+        host.on_failure(lambda _host, failure: print(
+            f"t={failure.time_ns / 1e9:.3f}s {failure.verb} refused: {failure.message}",
+            file=sys.stderr, flush=True))
         for ip, vlan in addresses:
             host.add_address(ip, vlan)
         delay_ns = round(args.delay * 1e9)

@@ -177,6 +177,7 @@ class LiveHost:
         self._later: list[tuple[int, int, Callable[[], None]]] = []
         self._later_seq = 0
         self._callbacks: list[Callable[[LiveHost, Upcall], None]] = []
+        self._failure_callbacks: list[Callable[[LiveHost, VerbFailure], None]] = []
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._shut = False
 
@@ -300,6 +301,10 @@ class LiveHost:
     def on_upcall(self, callback: Callable[[LiveHost, Upcall], None]) -> None:
         """Call ``callback(host, upcall)`` for every upcall, after the listener policy."""
         self._callbacks.append(callback)
+
+    def on_failure(self, callback: Callable[[LiveHost, VerbFailure], None]) -> None:
+        """Call ``callback(host, failure)`` when a policy's verb is refused by the core."""
+        self._failure_callbacks.append(callback)
 
     def events(self, event: IwEvent | None = None) -> list[Upcall]:
         """Upcalls received so far, optionally of one kind."""
@@ -483,5 +488,8 @@ class LiveHost:
             fn(conn, private_data=data, now_ns=self.now_ns)
         except ValueError as exc:  # CmError: the kernel would return -errno to the ULP
             errno = int(getattr(exc, "errno", 0) or 0)
-            self.failures.append(VerbFailure(self.now_ns, verb, errno, str(exc)))
+            failure = VerbFailure(self.now_ns, verb, errno, str(exc))
+            self.failures.append(failure)
+            for callback in self._failure_callbacks:
+                callback(self, failure)
             self._note("verb_failed", "iw_cm", verb=verb, errno=errno, error=str(exc))
