@@ -72,6 +72,10 @@ class CmConfig:
     answer with a RST (outside cm.c), ``False`` keeps it silent."""
     ah_latency_ns: int = 0
     """Latency of the asynchronous AH create and qhash add before the passive SYN-ACK."""
+    ah_create_fails: bool = False
+    """GEN_2: the asynchronous AH creation of a passive node completes with an error
+    (``irdma_ilq_ah_cb``): the qhash is still added but the SYN-ACK cannot be built, so
+    the node stays in SYN_RCVD with no timer, holding a backlog slot (errata 2)."""
     rts_ae_timeout_ns: int = 12_000_000_000
     """irdma_accept waits up to 12 s for the RTS AE (the peer's RTR)."""
     quirks: Quirks = field(default_factory=Quirks)

@@ -1340,7 +1340,7 @@ class CmCore:
 
     def _act_send_synack(self, node: CmNode, seg: Segment | None, r: Row) -> bool:
         if self.config.gen == 2:
-            node.ah_valid = True
+            node.ah_valid = not self.config.ah_create_fails
         node.qhash_set = True
         self._send_syn(node, True, f"irdma_send_syn: {node.state.name} "
                                    "(SYN|ACK from irdma_send_syn_cqp_callback)")

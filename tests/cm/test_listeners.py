@@ -320,3 +320,18 @@ def test_syn_with_options_but_no_mss_falls_back_to_536() -> None:
                          options=bytes.fromhex("01030302")), 0)
     [synack] = core.frames_to_send()
     assert synack.segment.options[:4] == bytes.fromhex("02040218")
+
+
+def test_failed_ah_leaves_syn_rcvd_without_syn_ack_holding_a_backlog_slot() -> None:
+    core = host(CmConfig(ah_create_fails=True))
+    lid = core.create_listen(IP_P, PORT, backlog=0)
+    assert syn(core, 5001) == []
+    [conn] = core.conns()
+    assert core.node(conn).state is CmState.SYN_RCVD  # type: ignore[union-attr]
+    assert core.listener(lid).pend_accepts_cnt == 1  # type: ignore[union-attr]
+    core.handle_timer(100 * S_NS)
+    assert core.frames_to_send() == [] and core.get_timer() is None
+    [(_, state, why)] = core.leak_report()
+    assert state is CmState.SYN_RCVD and "errata 2" in (why or "")
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=RST, seq=0), 100 * S_NS)
+    assert core.conns() == [] and core.listener(lid).pend_accepts_cnt == 0  # type: ignore[union-attr]
