@@ -1,9 +1,11 @@
 """The live driver: the sans-IO CM core on a TAP device, with the real clock.
 
 This is the same :class:`~mpa_emu.cm.core.CmCore` the virtual wire drives; only the edges
-differ. Frames read from the TAP go through the neighbour responder (ARP/ND) or the codec
-into ``core.receive``; whatever the core emits is encoded and written to the TAP; its
-timers fire when ``time.monotonic_ns()`` reaches them. ``now_ns`` is the monotonic clock
+differ. A frame read from the TAP is answered by the host stack when it is ARP/ND or an
+echo request; otherwise the NIC's filters (our MAC or a group address, a configured VLAN)
+and the fault hook decide whether the codec's :class:`~mpa_emu.segment.Segment` reaches
+``core.receive``. Whatever the core emits is encoded and written to the TAP; its timers
+fire when ``time.monotonic_ns()`` reaches them. ``now_ns`` is the monotonic clock
 minus the instant the driver started, so the core sees time starting at 0 as it does on
 the virtual wire.
 
