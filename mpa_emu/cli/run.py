@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from mpa_emu.cli import CliError
-from mpa_emu.scenario import ScenarioError, ScenarioRun, load_scenario, run_scenario
+from mpa_emu.scenario import (
+    Scenario,
+    ScenarioError,
+    ScenarioRun,
+    load_scenario,
+    run_scenario,
+)
 from mpa_emu.scenario.progress import ProgressBar
 from mpa_emu.scenario.summary import summary
 
@@ -30,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``mpa-emu run``."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("scenario", help="scenario file (.toml)")
+    parser.add_argument("scenario", nargs="+",
+                        help="scenario file (.toml); several files run one after the other "
+                             "(then without -o, --trace and --json)")
     parser.add_argument("-o", "--output", metavar="OUT.pcapng",
                         help="write every frame to a pcapng file (one interface per host, "
                              "frame comments naming the kernel function)")
@@ -59,22 +67,34 @@ def _open_text(path: str | None) -> Iterator[IO[str] | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, run, report; write the requested outputs."""
+    """Run one scenario with its outputs, or several and a verdict per file."""
+    if len(args.scenario) == 1:
+        return _run_one(args, args.scenario[0])
+    if args.output or args.trace or args.json:
+        raise CliError("-o, --trace and --json need a single scenario file")
+    # Check every file first: a typo in the last one should not cost a long run.
+    scenarios = []
+    for path in args.scenario:
+        try:
+            scenarios.append(load_scenario(path))
+        except ScenarioError as exc:
+            raise CliError(str(exc)) from None
+    failed = 0
+    for sc in scenarios:
+        result = _execute(args, sc, None)
+        _report(result, quiet=True)
+        failed += not result.ok
+    print(f"{len(scenarios) - failed} of {len(scenarios)} scenarios pass")
+    return 1 if failed else 0
+
+
+def _run_one(args: argparse.Namespace, path: str) -> int:
     try:
-        sc = load_scenario(args.scenario)
+        sc = load_scenario(path)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    if args.seed is not None:
-        from dataclasses import replace
-
-        sc = replace(sc, seed=args.seed)
-    bar = None
-    if not args.no_progress and sys.stderr.isatty():
-        bar = ProgressBar(sys.stderr, sc.name)
     with _open_text(args.trace) as trace:
-        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None)
-    if bar is not None:
-        bar.finish()
+        result = _execute(args, sc, trace)
     if args.output:
         try:
             result.net.write_pcapng(args.output)
@@ -84,6 +104,20 @@ def run(args: argparse.Namespace) -> int:
         _write_json(args.json, summary(result))
     _report(result, quiet=args.quiet)
     return 0 if result.ok else 1
+
+
+def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> ScenarioRun:
+    if args.seed is not None:
+        from dataclasses import replace
+
+        sc = replace(sc, seed=args.seed)
+    bar = None
+    if not args.no_progress and sys.stderr.isatty():
+        bar = ProgressBar(sys.stderr, sc.name)
+    result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None)
+    if bar is not None:
+        bar.finish()
+    return result
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
@@ -107,4 +141,5 @@ def _report(result: ScenarioRun, *, quiet: bool) -> None:
     failed = len(result.failures())
     total = len(result.expectations)
     verdict = "PASS" if result.ok else "FAIL"
-    out.write(f"{verdict}: {total - failed} of {total} expectations hold\n")
+    out.write(f"{verdict}: {total - failed} of {total} expectations hold"
+              f"{'' if not quiet else f' ({sc.path})'}\n")

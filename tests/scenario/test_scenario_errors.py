@@ -174,3 +174,17 @@ def test_private_data_forms_and_conflicts() -> None:
     assert err.key == "connect[1].private_data_size" and "only one of" in str(err)
     err = error_of(base + 'private_data_hex = "zz"\n')
     assert err.key == "connect[1].private_data_hex" and err.line == 13
+
+
+def test_cli_runs_several_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    failing = tmp_path / "failing.toml"
+    failing.write_text(REJECT)
+    passing = tmp_path / "passing.toml"
+    passing.write_text(REJECT.replace("status = 0", 'status = "-ECONNREFUSED"'))
+    assert main(["run", str(passing), str(passing)]) == 0
+    assert capsys.readouterr().out.endswith("2 of 2 scenarios pass\n")
+    assert main(["run", str(passing), str(failing)]) == 1
+    out = capsys.readouterr().out
+    assert f"{failing}:22: FAIL" in out and out.endswith("1 of 2 scenarios pass\n")
+    assert main(["run", str(passing), str(failing), "-o", str(tmp_path / "x.pcapng")]) == 2
+    assert "need a single scenario file" in capsys.readouterr().err
