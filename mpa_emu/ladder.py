@@ -187,7 +187,7 @@ def _frame_rows(frame: CapturedFrame, lanes: dict[str, int]) -> list[Row]:
     seg = frame.segment
     if seg is None:
         return [Row(frame.time_ns, source, None, f"undecodable frame ({len(frame.data)} bytes)")]
-    label = segment_label(seg)
+    label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
     detail = mpa_summary(seg.payload) or (fpdu_summary(seg.payload) if seg.payload else None)
     fate = [n for n in frame.notes if not n.startswith("loopback")]
     lost = any(n.startswith(("wire: lost", "wire: dropped", "dropped by", "not delivered"))

@@ -72,7 +72,7 @@ def test_ladder_draws_arrows_both_ways_and_marks_the_lost_frame(fake_net: Any) -
     assert lines[0].startswith(" " * ladder.TIME_WIDTH + " alice 192.0.2.1")
     assert "bob 192.0.2.2" in lines[0]
     syn, lost, note = lines[1], lines[2], lines[3]
-    assert syn.startswith("0.000000    |-- [SYN] seq=") and syn.endswith("->|")
+    assert syn.startswith("0.000000    |-- 40001>31000 [SYN] seq=") and syn.endswith("->|")
     assert "mss=1460 ws=2" in syn
     assert lost.startswith("0.000010    |x--") and "[SYN, ACK]" in lost and lost.endswith("--|")
     assert "wire: dropped (the first SYN-ACK)" in note
