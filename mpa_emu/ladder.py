@@ -25,7 +25,7 @@ from mpa_emu.trace import TraceRecord
 if TYPE_CHECKING:
     from mpa_emu.net.network import CapturedFrame, Network
 
-GAP = 72
+GAP = 80
 """Characters between two adjacent host lanes."""
 TIME_WIDTH = 11
 
