@@ -79,6 +79,8 @@ class Recording:
     end_ns: int
     start_ns: int
     """Absolute time of the first frame (ns since the epoch)."""
+    damage: str = ""
+    """Why reading stopped early, when the file is damaged part-way."""
 
     @property
     def ipv6(self) -> bool:
@@ -123,10 +125,16 @@ def load(path: str | Path, ip: bytes) -> Recording:
     capture with no TCP frame sent or received by ``ip``.
     """
     raws: list[CaptureRecord] = []
+    damage = ""
     try:
-        raws.extend(read_capture(path))
+        for record in read_capture(path):
+            raws.append(record)
     except CaptureError as exc:
-        raise RecordingError(f"{path}: {exc}") from None
+        if not raws:
+            raise RecordingError(f"{path}: {exc}") from None
+        # A capture cut short (an interrupted tcpdump): replay what is intact.
+        damage = f"the capture is damaged after frame {len(raws)} ({exc}); replayed up to it"
+
     except OSError as exc:
         raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not raws:
@@ -151,11 +159,16 @@ def load(path: str | Path, ip: bytes) -> Recording:
         try:
             seg = decode(raw.frame)
         except codec.DecodeError as exc:
-            if exc.reason not in _CHECKSUM_FAILURES:
-                ignored[str(exc.reason)] = ignored.get(str(exc.reason), 0) + 1
+            reason = str(exc.reason)
+            if exc.reason in _CHECKSUM_FAILURES:
+                try:
+                    seg = decode(_checksum_fixed(raw.frame))
+                    nic_dropped = str(exc)
+                except (codec.DecodeError, struct.error, IndexError) as again:
+                    reason = str(getattr(again, "reason", reason))
+            if not nic_dropped:
+                ignored[reason] = ignored.get(reason, 0) + 1
                 continue
-            seg = decode(_checksum_fixed(raw.frame))
-            nic_dropped = str(exc)
         if seg.src_ip == ip:
             outbound = True
             key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
@@ -181,8 +194,9 @@ def load(path: str | Path, ip: bytes) -> Recording:
     if not frames:
         raise RecordingError(f"{path}: no TCP frames sent or received by {ip_text(ip)}")
     frames.sort(key=lambda f: (f.time_ns, f.number))
+    end_ns = max(frames[-1].time_ns, last_ns - t0)
     return Recording(str(path), ip, frames, flows, mac, vlan, neighbours, len(raws), ignored,
-                     last_ns - t0, t0)
+                     end_ns, t0, damage)
 
 
 # ---- what a segment carries, in MPA terms ------------------------------------------

@@ -159,6 +159,8 @@ class ReplayReport:
         first = self.first_text()
         if first:
             out.append(first)
+        if self.recording.damage:
+            out.append(f"note: {self.recording.damage}")
         out += [f"note: {n}" for n in self.run.notes]
         out += [f"note: {a.verb} at frame {a.frame} refused: {a.error}"
                 for a in self.run.actions if a.error]
@@ -208,7 +210,8 @@ class ReplayReport:
                          "ird": u.ird, "ord": u.ord} for u in self.run.upcalls],
             "injections": ([_injection_json(i) for i in self.run.injections]
                            if o.semantic else None),
-            "notes": self.run.notes,
+            "notes": ([self.recording.damage] if self.recording.damage else [])
+            + self.run.notes,
         }
 
     # ---- pcapng -------------------------------------------------------------------

@@ -112,3 +112,12 @@ def test_non_tcp_frames_are_ignored_not_fatal(tmp_path: Path) -> None:
     # Frame numbers stay the capture's: the recorded reply is now frame 7.
     assert [(a["verb"], a["frame"]) for a in data["actions"] if a["verb"] == "accept"] == [
         ("accept", 7)]
+
+
+def test_capture_cut_mid_frame_is_replayed_up_to_the_damage(tmp_path: Path) -> None:
+    path = tmp_path / "cut.pcap"
+    path.write_bytes((PCAPS / "v2_accept.pcap").read_bytes()[:700])  # inside frame 8
+    proc = run_cli(str(path), "--emulate", "192.168.10.2")
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.startswith("MATCH: 3/3 frames")
+    assert "note: the capture is damaged after frame 7" in proc.stdout
