@@ -30,6 +30,17 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [
+    ["live", "--netns", "mpa-no-such-ns", "--tap", "mpabad0", "--address", "192.0.2.2"],
+    ["peer", "--netns", "mpa-no-such-ns", "--connect", "192.0.2.1:4000"],
+])
+def test_unknown_namespace_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                                  command: list[str]) -> None:
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "no network namespace named 'mpa-no-such-ns'" in err and "Traceback" not in err
+
+
 def test_tap_name_too_long_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["live", "--tap", "x" * 16, "--address", "192.0.2.2"]) == 2
     assert "bad interface name" in capsys.readouterr().err

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu live``."""
     parser.add_argument("--tap", required=True, metavar="NAME",
                         help="TAP interface to create or attach to (the Linux side)")
+    parser.add_argument("--netns", metavar="NAME",
+                        help="create the TAP inside this existing network namespace "
+                             "(ip netns add NAME) instead of the current one")
     parser.add_argument("--address", action="append", required=True, metavar="IP[@VLAN]",
                         help="address of the emulated host (repeatable, IPv4 or IPv6); IP@VLAN "
                              "puts it on an 802.1Q VLAN")
@@ -135,14 +138,16 @@ def run(args: argparse.Namespace) -> int:
     targets = [parse_endpoint(text) for text in args.connect]
     private = args.private_data.encode()
     try:
-        device = tap.Tap(args.tap)
-    except tap.TapError as exc:
+        with netns.entered_if(args.netns):  # the TAP belongs to the namespace it is created in
+            device = tap.Tap(args.tap)
+    except (tap.TapError, netns.NetnsError) as exc:
         raise CliError(str(exc)) from None
     trace_file: TextIO | None = None
     try:
-        tap.set_link_up(device.name)
+        with netns.entered_if(args.netns):
+            tap.set_link_up(device.name)
         for cidr in args.host_address:
-            netns.run_ip(["addr", "replace", cidr, "dev", device.name])
+            netns.run_ip(["addr", "replace", cidr, "dev", device.name], args.netns)
         trace_file = open(args.trace, "w") if args.trace else None  # noqa: SIM115
         trace = Trace(stream=trace_file, keep=False)
         capture = PcapngSink(args.output, device.name, f"emulated irdma host {args.mac}") \

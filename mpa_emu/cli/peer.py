@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import socket
 import sys
 from collections.abc import Callable
 
 from mpa_emu import mpa, peer
 from mpa_emu.cli import CliError
+from mpa_emu.live import netns
 
 HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
 
@@ -24,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=int, default=1, metavar="N",
                         help="with --listen: answer N connections one after another "
                              "(0: until interrupted; default 1)")
+    parser.add_argument("--netns", metavar="NAME",
+                        help="open the socket inside this network namespace")
     parser.add_argument("--bind", default="", metavar="IP",
                         help="listen on this address only (default: all, IPv4 and IPv6)")
     parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=2,
@@ -105,12 +109,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.connect:
             host, port = parse_endpoint(args.connect)
-            sock = peer.open_connection(host, port, options.timeout)
+            with netns.entered_if(args.netns):  # a socket stays in the namespace it was created in
+                sock = peer.open_connection(host, port, options.timeout)
             say(f"connected {peer.endpoint_text(sock.getsockname())} -> {args.connect}")
             with sock:
                 report = peer.run_initiator(sock, options, log=say)
         else:
-            return _serve(args, options, say)
+            with netns.entered_if(args.netns):
+                listener = peer.open_listener(args.listen, args.bind)
+            return _serve(listener, args, options, say)
+    except netns.NetnsError as exc:
+        raise CliError(str(exc)) from None
     except peer.PeerError as exc:
         if args.json:
             print(json.dumps({"error": str(exc)}), flush=True)
@@ -124,12 +133,12 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.error is None else 1
 
 
-def _serve(args: argparse.Namespace, options: peer.PeerOptions,
+def _serve(listener: socket.socket, args: argparse.Namespace, options: peer.PeerOptions,
            say: Callable[[str], None]) -> int:
     """Answer ``--count`` connections in turn; exit 1 if any exchange failed."""
     failed = False
     served = 0
-    with peer.open_listener(args.listen, args.bind) as listener:
+    with listener:
         # Always printed: scripts wait for this line before connecting.
         print(f"listening on port {args.listen}", flush=True,
               file=sys.stderr if args.json else sys.stdout)

@@ -61,6 +61,12 @@ def entered(name: str) -> Iterator[None]:
             _setns(home.fileno())
 
 
+def entered_if(name: str | None) -> contextlib.AbstractContextManager[None]:
+    """:func:`entered` for a named namespace, nothing for ``None`` (a fresh context
+    manager per call: each block needs its own)."""
+    return entered(name) if name else contextlib.nullcontext()
+
+
 class Namespace:
     """A named network namespace that is removed (with its interfaces) on close."""
 

@@ -159,13 +159,14 @@ def test_live_and_peer_commands_reject_then_shut_down_on_sigint(bare_ns: Namespa
 
 
 def test_live_command_connects_to_a_kernel_peer_listener(bare_ns: Namespace) -> None:
-    peer_cmd = ["ip", "netns", "exec", bare_ns.name, sys.executable, "-m", "mpa_emu", "peer",
+    # Both commands enter the namespace themselves (--netns) rather than via ip netns exec.
+    peer_cmd = [sys.executable, "-m", "mpa_emu", "peer", "--netns", bare_ns.name,
                 "--listen", "4000", "--private-data", "welcome", "--timeout", "8"]
     with _stopped(subprocess.Popen(peer_cmd, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT)) as listener:
         _wait_for_line(listener.stdout, "listening on port 4000", 10)
-        live_cmd = ["ip", "netns", "exec", bare_ns.name, sys.executable, "-m", "mpa_emu",
-                    "live", "--tap", "mpacli1", "--address", "192.0.2.130",
+        live_cmd = [sys.executable, "-m", "mpa_emu", "live", "--netns", bare_ns.name,
+                    "--tap", "mpacli1", "--address", "192.0.2.130",
                     "--host-address", "192.0.2.129/25", "--connect", "192.0.2.129:4000",
                     "--private-data", "hello", "--ird", "8", "--ord", "4", "--duration", "2"]
         live = subprocess.run(live_cmd, capture_output=True, text=True, timeout=20, check=False)
