@@ -205,23 +205,36 @@ def offload_classes(frames: Sequence[tuple[bool, Segment]]) -> list[bool]:
     """For each frame sent by the emulated host (``outbound``), in order: True when only
     the NIC's QP produces it.
 
-    The hand-off point is the accepting MPA reply (R=0). A passive host's frames after
-    its reply are the QP's. An active host's first pure ACK after the reply is the CM's
+    The hand-off point is the accepting MPA reply (R=0) sent by the responder (the side
+    that received the first SYN) after a request. A passive host's frames after its reply
+    are the QP's. An active host's first pure ACK after the reply is the CM's
     (``irdma_handle_rcv_mpa`` acks the reply in OFFLOADED, spec 2.2); the rest is the QP's.
+    A "reply" from the initiator, or one before any request, is a malformed frame the CM
+    handles (``irdma_parse_mpa``), not a hand-off.
     """
     out: list[bool] = []
+    initiator: bool | None = None  # True: the emulated host sent the first SYN
+    requested = False
     reply_by: bool | None = None
     cm_ack_pending = False
     for outbound, seg in frames:
+        if initiator is None and seg.flags & SYN and not seg.flags & ACK:
+            initiator = outbound
         kind = mpa_kind(seg.payload) if seg.payload else ""
+        if kind == "request":
+            requested = True
+            if initiator is None:  # the capture began after the handshake
+                initiator = outbound
+        handoff = (kind == "reply" and reply_by is None and requested
+                   and initiator is not None and outbound != initiator)
         if not outbound:
-            if kind == "reply" and reply_by is None:
+            if handoff:
                 reply_by = False
                 cm_ack_pending = True
             continue
         if kind in ("request", "reply", "reject"):
             out.append(False)
-            if kind == "reply" and reply_by is None:
+            if handoff:
                 reply_by = True
             continue
         if reply_by is None:
