@@ -283,6 +283,9 @@ class MpaStream:
     def __init__(self, sock: socket.socket, timeout: float) -> None:
         self.sock = sock
         self.timeout = timeout
+        self.crc = True
+        """CRC in use: set when either frame of the exchange has C (RFC 5044 section
+        7.1); when off, the CRC field is sent as zero and not checked."""
 
     def read_exact(self, count: int, waiting_for: str) -> bytes:
         """Read exactly ``count`` bytes or raise :class:`PeerError`/:class:`PeerClosed`."""
@@ -327,8 +330,9 @@ class MpaStream:
         self.sock.sendall(frame.to_bytes())
 
     def send_ulpdu(self, ulpdu: bytes) -> None:
-        """Frame a DDP segment as an FPDU (CRC32c little-endian) and send it."""
-        self.sock.sendall(mpa.frame_fpdu(ulpdu))
+        """Frame a DDP segment as an FPDU (CRC32c little-endian, or 0 when CRC is not in
+        use) and send it."""
+        self.sock.sendall(mpa.frame_fpdu(ulpdu, None if self.crc else 0))
 
     def read_fpdu(self) -> mpa.Fpdu:
         """Read one FPDU (no markers)."""
@@ -380,7 +384,10 @@ class _Run:
         unit = self.stream.read_fpdu()
         message = Message.parse(unit.ulpdu)
         self.report.messages.append(message)
-        crc = "good CRC" if unit.crc_ok else f"BAD CRC 0x{unit.crc:08x}"
+        if not self.stream.crc:
+            crc = "CRC not in use"
+        else:
+            crc = "good CRC" if unit.crc_ok else f"BAD CRC 0x{unit.crc:08x}"
         self.say(f"received FPDU: {message.describe()}, {crc}")
         if message.opcode == ddp.Opcode.SEND and message.payload:
             self.say(f"  payload: {message.payload.hex()} \"{_printable(message.payload)}\"")
@@ -450,6 +457,7 @@ def run_initiator(sock: socket.socket, options: PeerOptions, log: Log | None = N
         if reply.reject:
             run.finish(run.stream.wait_close(options.timeout))
             return run.report
+        run.stream.crc = bool((request.flags | reply.flags) & mpa.FLAG_CRC)
         kind = rtr_to_send(reply)
         if kind is not None:
             run.stream.send_ulpdu(ddp.read_rtr() if kind == "read" else ddp.write_rtr())
@@ -481,6 +489,7 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
             run.say("sent FIN")
             run.finish(run.stream.wait_close(options.timeout))
             return run.report
+        run.stream.crc = bool((request.flags | reply.flags) & mpa.FLAG_CRC)
         if reply.rev == 2 and reply.rtr is not None and (reply.rtr.read0 or reply.rtr.write0):
             message = run.fpdu()
             run.report.rtr_received = message.rtr_kind

@@ -260,3 +260,40 @@ def test_cli_listener_answers_count_connections_in_turn(capsys: pytest.CaptureFi
     assert server() == 0
     assert [r.rejected for r in reports] == [True, True]
     assert capsys.readouterr().out.count("sent MPA reject") == 2
+
+
+def test_without_crc_on_either_side_fpdus_carry_a_zero_crc() -> None:
+    reply = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_ENHANCED,
+                         rtr=mpa.RtrBlock(ird=16, ord=16, read0=True))
+    with tcp_pair() as (client, server):
+        initiator = in_thread(peer.run_initiator, client, peer.PeerOptions(crc=False, timeout=3))
+        stream = peer.MpaStream(server, 3)
+        request = stream.read_frame(expect_request=True)
+        stream.send_frame(reply)
+        unit = stream.read_fpdu()
+        initiator()
+    assert request.flags == mpa.FLAG_ENHANCED  # no C
+    assert unit.crc == 0  # RFC 5044: the field is present, unused
+
+
+def test_responder_without_crc_does_not_check_it() -> None:
+    with tcp_pair() as (client, server):
+        responder = in_thread(peer.run_responder, server, peer.PeerOptions(crc=False))
+        report = peer.run_initiator(client, peer.PeerOptions(crc=False, timeout=3))
+        client.close()
+        other = responder()
+    assert report.error is None and other.rtr_received == "read"
+    assert any("CRC not in use" in line for line in other.lines)
+
+
+def test_crc_is_used_when_only_one_side_sets_c() -> None:
+    reply = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_ENHANCED | mpa.FLAG_CRC,
+                         rtr=mpa.RtrBlock(ird=16, ord=16, read0=True))
+    with tcp_pair() as (client, server):
+        initiator = in_thread(peer.run_initiator, client, peer.PeerOptions(crc=False, timeout=3))
+        stream = peer.MpaStream(server, 3)
+        stream.read_frame(expect_request=True)
+        stream.send_frame(reply)
+        unit = stream.read_fpdu()
+        initiator()
+    assert unit.crc_ok and unit.crc != 0
