@@ -525,6 +525,26 @@ def fx_fallback_v1() -> Fixture:
                    [run(IP4_A)], mpa_frames=[4, n_req, n_rep])
 
 
+def fx_syn_refused() -> Fixture:
+    """A connection refused at TCP level (the host stack RSTs the SYN) is retried once
+    with MPA v1 on the same ports, the SYN carrying seq = loc_seq_num = ISN+1; the second
+    RST finds rev 1 and ends in active_open_err(false): CLOSED, CONNECT_REPLY(-ECONNRESET),
+    no RST and no more SYNs (spec 2.2 RST row, 7.5)."""
+    cap = Capture()
+    c = Conn(cap)
+    c.a(0, "S", ISN_A, 0, options=syn_options(1460))
+    c.p(50, "RA", 0, ISN_A + 1)
+    c.a(50, "S", ISN_A + 1, 0, options=syn_options(1460))
+    c.p(100, "RA", 0, ISN_A + 2)
+    c.p(5_000_000, "RA", 0, ISN_A + 2)  # a stray late RST: no node, no answer
+    return Fixture("fallback_syn_refused", "SYN refused twice: one v1 retry, then abort",
+                   "The responder's host stack resets the SYN. irdma retries once with MPA "
+                   "v1 on the same 4-tuple (SYN seq = ISN+1, no ACK); the second RST aborts "
+                   "the connection silently. Five seconds of silence prove that neither "
+                   "SYN is retransmitted afterwards.",
+                   ["irdma-cm.md 2.2 (RST)", "7.5"], cap, [run(IP4_A)])
+
+
 def fx_ipv6() -> Fixture:
     cap = Capture()
     mpa = accept_flow(Conn(cap, a_ip=IP6_A, p_ip=IP6_P))
@@ -684,6 +704,7 @@ def build_all() -> list[Fixture]:
         fx_retrans_mpareq(acked=True),
         fx_retrans_reject_fin(),
         fx_fallback_v1(),
+        fx_syn_refused(),
         fx_ipv6(),
         fx_vlan(),
         fx_backlog(),
