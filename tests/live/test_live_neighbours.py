@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 
 import pytest
@@ -15,12 +16,13 @@ from mpa_emu.live.neighbour import NeighbourResponder
 pytestmark = pytest.mark.live
 
 
-def _kernel_sends_udp(address: str) -> None:
+def _kernel_sends_udp(address: str, done: threading.Event) -> None:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
         for _ in range(20):
             sock.sendto(b"probe", (address, 9))
-            time.sleep(0.1)
+            if done.wait(0.1):
+                return
 
 
 @pytest.mark.parametrize(("kernel_ip", "emu_ip"), [(KERNEL_V4, EMU_V4), (KERNEL_V6, EMU_V6)])
@@ -28,7 +30,8 @@ def test_kernel_resolves_the_emulated_address_and_sends_to_its_mac(lab: Lab, ker
                                                                     emu_ip: str) -> None:
     responder = NeighbourResponder(EMU_MAC)
     responder.add_address(packed(emu_ip))
-    sender = lab.in_kernel(_kernel_sends_udp, emu_ip)
+    done = threading.Event()
+    sender = lab.in_kernel(_kernel_sends_udp, emu_ip, done)
     learned: dict[bytes, bytes] = {}
     unicast_to_us = None
     deadline = time.monotonic() + 3.0
@@ -44,6 +47,7 @@ def test_kernel_resolves_the_emulated_address_and_sends_to_its_mac(lab: Lab, ker
                 lab.tap.write(reply)
         elif frame[:6] == EMU_MAC:
             unicast_to_us = frame
+    done.set()
     sender.result()
     assert unicast_to_us is not None, "the kernel never sent a unicast frame to our MAC"
     assert learned.get(packed(kernel_ip)) == lab.kernel_mac
