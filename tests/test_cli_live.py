@@ -30,6 +30,21 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--listen", "0"], "--listen port must be 1..65535"),
+    (["--listen", "70000"], "--listen port must be 1..65535"),
+    (["--connect", "192.0.2.1:4000", "--count", "-1"], "--count must be 0"),
+    (["--connect", "192.0.2.1:4000", "--private-data-hex", "zz"], "not hex"),
+    (["--connect", "192.0.2.1:4000", "--ird", "20000"], "--ird must be 0..16383"),
+    (["--connect", "192.0.2.1:4000", "--timeout", "0"], "--timeout must be positive"),
+])
+def test_peer_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                               argv: list[str], message: str) -> None:
+    assert main(["peer", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", [
     ["live", "--netns", "mpa-no-such-ns", "--tap", "mpabad0", "--address", "192.0.2.2"],
     ["peer", "--netns", "mpa-no-such-ns", "--connect", "192.0.2.1:4000"],

@@ -89,6 +89,8 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
         value = getattr(args, name)
         if not 0 <= value <= mpa.IRD_ORD_MASK:
             raise CliError(f"--{name} must be 0..{mpa.IRD_ORD_MASK}, got {value}")
+    if args.listen is not None and not 0 < args.listen < 65536:
+        raise CliError(f"--listen port must be 1..65535, got {args.listen}")
     if args.count < 0:
         raise CliError("--count must be 0 (no limit) or more")
     if args.timeout <= 0 or args.hold < 0:
