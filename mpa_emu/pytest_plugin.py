@@ -113,11 +113,11 @@ def run_scenario(request: pytest.FixtureRequest) -> Iterator[Callable[..., Scena
                 sc = loads(source, f"<{request.node.name}>")
             else:
                 sc = load_scenario(source)
+            if seed is not None:
+                sc = replace(sc, seed=seed)
+            result = run(sc)
         except ScenarioError as exc:
             pytest.fail(f"bad scenario: {exc}", pytrace=False)
-        if seed is not None:
-            sc = replace(sc, seed=seed)
-        result = run(sc)
         _remember(request, result.net)
         if check and not result.ok:
             lines = [e.text(sc.path) for e in result.failures()]

@@ -114,9 +114,13 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         bar = ProgressBar(sys.stderr, sc.name)
-    result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None)
-    if bar is not None:
-        bar.finish()
+    try:
+        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None)
+    except ScenarioError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.finish()
     return result
 
 

@@ -12,6 +12,7 @@ from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
 from mpa_emu.net.host import Host
 from mpa_emu.net.policy import Policy
 from mpa_emu.scenario.expect import ExpectResult, check_all
+from mpa_emu.scenario.fields import ScenarioError
 from mpa_emu.scenario.model import ConnectSpec, EventSpec, ListenSpec, Scenario
 
 PROGRESS_SLICES = 50
@@ -59,15 +60,20 @@ class ScenarioRun:
 
 def build_network(sc: Scenario, *, trace_stream: IO[str] | None = None) -> Network:
     """The network of a scenario: wire, faults, named drops and hosts (nothing
-    scheduled yet)."""
+    scheduled yet). A host the network refuses (a MAC already taken, a multicast MAC)
+    is a :class:`ScenarioError` naming the host's line."""
     w = sc.wire
     faults = FaultConfig(loss=w.loss, duplicate=w.duplicate, reorder=w.reorder,
                          corrupt=w.corrupt, reorder_delay_ns=w.reorder_delay_ns)
     net = Network(sc.seed, latency_ns=w.latency_ns, faults=faults, tracing=True,
                   trace_stream=trace_stream)
     for h in sc.hosts:
-        host = net.add_host(h.name, list(h.addresses), mac=h.mac, vlan=h.vlan,
-                            config=h.config, auto_neighbours=h.auto_neighbours)
+        try:
+            host = net.add_host(h.name, list(h.addresses), mac=h.mac, vlan=h.vlan,
+                                config=h.config, auto_neighbours=h.auto_neighbours)
+        except ValueError as exc:  # e.g. a MAC taken by another host, or multicast
+            where = f"{sc.path}:{h.line}" if h.line is not None else sc.path
+            raise ScenarioError(f"{where}: host {h.name}: {exc}", line=h.line) from None
         for ip, mac in h.neighbours:
             host.set_neighbour(ip, None if mac is None else mac_bytes(mac))
     for d in w.drops:

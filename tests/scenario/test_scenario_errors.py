@@ -188,3 +188,16 @@ def test_cli_runs_several_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert f"{failing}:22: FAIL" in out and out.endswith("1 of 2 scenarios pass\n")
     assert main(["run", str(passing), str(failing), "-o", str(tmp_path / "x.pcapng")]) == 2
     assert "need a single scenario file" in capsys.readouterr().err
+
+
+def test_host_the_network_refuses_is_a_scenario_error(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    text = HOSTS.replace('name = "bob"', 'name = "bob"\nmac = "02:00:00:00:00:01"')
+    sc = loads(text, "m.toml")  # the clash is with alice's automatic MAC
+    with pytest.raises(ScenarioError, match=r"^m\.toml:6: host bob: MAC 02:00:00:00:00:01"):
+        run_scenario(sc)
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    assert main(["run", str(path)]) == 2
+    assert main(["diagram", str(path)]) == 2
+    assert "host bob" in capsys.readouterr().err
