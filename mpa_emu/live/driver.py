@@ -316,7 +316,8 @@ class LiveHost:
 
     def wake(self) -> None:
         """Interrupt a :meth:`poll` waiting in another thread or in a signal handler."""
-        with contextlib.suppress(BlockingIOError):
+        # A full pipe already wakes the loop; after shutdown the pipe is closed.
+        with contextlib.suppress(OSError):
             os.write(self._wake_w, b"\0")
 
     def poll(self, max_wait_s: float) -> None:
