@@ -13,7 +13,13 @@ from mpa_emu.net.network import CapturedFrame
 from mpa_emu.segment import flags_text
 
 if TYPE_CHECKING:
-    from mpa_emu.scenario.model import FailureExpect, FrameExpect, StateExpect, UpcallExpect
+    from mpa_emu.scenario.model import (
+        FailureExpect,
+        FrameExpect,
+        StateExpect,
+        TraceExpect,
+        UpcallExpect,
+    )
     from mpa_emu.scenario.runner import ScenarioRun
 
 MAX_LISTED = 6
@@ -40,7 +46,8 @@ def check_all(run: ScenarioRun) -> list[ExpectResult]:
     """Every expectation of the scenario, in file order."""
     sc = run.scenario
     results = [*(_upcall(run, e) for e in sc.upcalls), *(_state(run, e) for e in sc.states),
-               *(_frame(run, e) for e in sc.frames), *(_failure(run, e) for e in sc.failures)]
+               *(_frame(run, e) for e in sc.frames), *(_failure(run, e) for e in sc.failures),
+               *(_trace(run, e) for e in sc.traces)]
     if run.result.bounded:
         results.append(ExpectResult(None, "run finishes within max_events", False,
                                     f"stopped after {run.result.events} events at "
@@ -246,3 +253,22 @@ def _failure(run: ScenarioRun, e: FailureExpect) -> ExpectResult:
     actual = "" if ok else _listed([f"{f.verb}: errno {f.errno} {f.message}"
                                     for f in host.failures], f"no verb failures on {e.host}")
     return ExpectResult(e.line, what, ok, actual)
+
+
+def _trace(run: ScenarioRun, e: TraceExpect) -> ExpectResult:
+    records = run.net.trace.records if run.net.trace is not None else []
+    of_kind = [r for r in records if r.kind == e.kind and (e.host is None or r.host == e.host)]
+    matched = [r for r in of_kind if (e.fn is None or r.fn == e.fn)
+               and (e.text is None or e.text in r.to_json())]
+    parts = [f"trace {e.kind}"]
+    if e.host:
+        parts.append(f"on {e.host}")
+    if e.fn:
+        parts.append(f"from {e.fn}")
+    if e.text:
+        parts.append(f"containing {e.text!r}")
+    ok = _count_ok(len(matched), e.count)
+    actual = "" if ok else f"{len(matched)} matching; " + _listed(
+        [f"{r.host} {r.fn} {_short(r.to_json().encode())}" for r in of_kind],
+        f"no {e.kind} records")
+    return ExpectResult(e.line, f"{' '.join(parts)} ({_count_text(e.count)})", ok, actual)

@@ -28,6 +28,7 @@ from mpa_emu.scenario.model import (
     ListenSpec,
     Scenario,
     StateExpect,
+    TraceExpect,
     UpcallExpect,
     WireSpec,
 )
@@ -114,11 +115,13 @@ class _Loader:
         states: tuple[StateExpect, ...] = ()
         frames: tuple[FrameExpect, ...] = ()
         failures: tuple[FailureExpect, ...] = ()
+        traces: tuple[TraceExpect, ...] = ()
         if expect is not None:
             upcalls = tuple(self.expect_upcall(t, conn_names) for t in expect.tables("upcall"))
             states = tuple(self.expect_state(t, conn_names) for t in expect.tables("state"))
             frames = tuple(self.expect_frame(t) for t in expect.tables("frame"))
             failures = tuple(self.expect_failure(t) for t in expect.tables("verb_failure"))
+            traces = tuple(self.expect_trace(t) for t in expect.tables("trace"))
             expect.done()
         top.done()
         for d in wire.drops:
@@ -128,7 +131,7 @@ class _Loader:
                         seed=seed, duration_ns=duration, max_events=max_events, wire=wire,
                         hosts=hosts, listens=listens, connects=connects, events=events,
                         upcalls=upcalls, states=states, frames=frames, failures=failures,
-                        tags=tags)
+                        traces=traces, tags=tags)
 
     # ---- sections --------------------------------------------------------------
 
@@ -367,6 +370,16 @@ class _Loader:
         host = self._check_host(t, "host", t.text("host", required=True))
         spec = FailureExpect(host=host, verb=t.text("verb"), errno=_errno(t, "errno"),
                              count=t.integer("count", lo=0), line=t.line())
+        t.done()
+        return spec
+
+    def expect_trace(self, t: Table) -> TraceExpect:
+        host = t.text("host")
+        if host is not None:
+            self._check_host(t, "host", host)
+        spec = TraceExpect(kind=t.text("kind", required=True), host=host, fn=t.text("fn"),
+                           text=t.text("text"), count=t.integer("count", lo=0),
+                           line=t.line())
         t.done()
         return spec
 

@@ -160,6 +160,20 @@ class FailureExpect:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceExpect:
+    """``[[expect.trace]]``: trace records of a kind (``kernel_bug``, ``kernel_leak``,
+    ``segment_dropped``, ...), optionally from one host and kernel function, whose fields
+    contain ``text``."""
+
+    kind: str
+    host: str | None
+    fn: str | None
+    text: str | None
+    count: int | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     """A whole scenario file."""
 
@@ -178,9 +192,11 @@ class Scenario:
     states: tuple[StateExpect, ...] = ()
     frames: tuple[FrameExpect, ...] = ()
     failures: tuple[FailureExpect, ...] = ()
+    traces: tuple[TraceExpect, ...] = ()
     tags: tuple[str, ...] = field(default=())
 
     @property
     def expectation_count(self) -> int:
         """How many expectations the file states."""
-        return len(self.upcalls) + len(self.states) + len(self.frames) + len(self.failures)
+        return (len(self.upcalls) + len(self.states) + len(self.frames) + len(self.failures)
+                + len(self.traces))

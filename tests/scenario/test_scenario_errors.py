@@ -201,3 +201,20 @@ def test_host_the_network_refuses_is_a_scenario_error(capsys: pytest.CaptureFixt
     assert main(["run", str(path)]) == 2
     assert main(["diagram", str(path)]) == 2
     assert "host bob" in capsys.readouterr().err
+
+
+def test_trace_expectation_reports_what_was_recorded() -> None:
+    text = REJECT.replace("status = 0", 'status = "-ECONNREFUSED"') + """
+[[expect.trace]]
+kind = "state_changed"
+host = "bob"
+text = "FIN_WAIT1"
+count = 1
+
+[[expect.trace]]
+kind = "kernel_bug"
+"""
+    run = run_scenario(loads(text, "t.toml"))
+    (failure,) = run.failures()
+    assert failure.what == "trace kernel_bug (at least 1)"
+    assert failure.actual == "0 matching; no kernel_bug records"
