@@ -809,9 +809,10 @@ class CmCore:
         self._by_conn[conn] = node
         self._by_local.setdefault((key[0], key[4]), {})[conn] = node
         self.stats["nodes_created"] += 1
-        self._tr("node_created", "irdma_make_cm_node", conn=conn, loc=key[0],
-                 loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
-                 isn=node.loc_seq_num, loopback=lpb)
+        if self.trace is not None:
+            self._tr("node_created", "irdma_make_cm_node", conn=conn, loc=key[0],
+                     loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
+                     isn=node.loc_seq_num, loopback=lpb)
         return node
 
     def _record_ird_ord(self, node: CmNode, ird: int, ord_: int) -> None:
@@ -1259,7 +1260,8 @@ class CmCore:
             return
         node.refcnt += 1
         self._work.append(("event", node, etype))
-        self._tr("event_queued", "irdma_cm_post_event", conn=node.conn, event=etype.name)
+        if self.trace is not None:
+            self._tr("event_queued", "irdma_cm_post_event", conn=node.conn, event=etype.name)
 
     # ---- transition actions (names from transitions.py) ---------------------------
 
@@ -1469,8 +1471,9 @@ class CmCore:
             node.ord_size = neg.ord_size
             node.mpav2_ird_ord = neg.mpav2_ird_ord
             node.send_rdma0_op = neg.send_rdma0_op
-            self._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
-                     ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
+            if self.trace is not None:
+                self._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
+                         ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
         node.pdata = res.private_data if (q.v2_pdata_plus4 or res.rev == 1) \
             else res.user_data
         node.pdata_size = len(node.pdata)
@@ -1908,8 +1911,9 @@ class CmCore:
                     node.rem_addr, node.rem_port, pdata, plen, ird, ord_,
                     node.listener.ident if node.listener is not None else None)
         self._upcalls.append(up)
-        self._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,
-                 status=status, private_data_len=plen, ird=ird, ord=ord_)
+        if self.trace is not None:
+            self._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,
+                     status=status, private_data_len=plen, ird=ird, ord=ord_)
 
     # ---- offload -------------------------------------------------------------------
 
