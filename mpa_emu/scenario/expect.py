@@ -3,6 +3,7 @@ scenario line and, when it fails, what happened instead."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -255,6 +256,13 @@ def _failure(run: ScenarioRun, e: FailureExpect) -> ExpectResult:
     return ExpectResult(e.line, what, ok, actual)
 
 
+def _fields_text(fields: dict[str, object]) -> str:
+    """A record's own fields as compact JSON, cut after 80 characters."""
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"),
+                      default=lambda v: v.hex() if isinstance(v, bytes) else str(v))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _trace(run: ScenarioRun, e: TraceExpect) -> ExpectResult:
     records = run.net.trace.records if run.net.trace is not None else []
     of_kind = [r for r in records if r.kind == e.kind and (e.host is None or r.host == e.host)]
@@ -269,6 +277,6 @@ def _trace(run: ScenarioRun, e: TraceExpect) -> ExpectResult:
         parts.append(f"containing {e.text!r}")
     ok = _count_ok(len(matched), e.count)
     actual = "" if ok else f"{len(matched)} matching; " + _listed(
-        [f"{r.host} {r.fn} {_short(r.to_json().encode())}" for r in of_kind],
+        [f"{r.host} {r.fn} {_fields_text(r.fields)}" for r in of_kind],
         f"no {e.kind} records")
     return ExpectResult(e.line, f"{' '.join(parts)} ({_count_text(e.count)})", ok, actual)

@@ -104,7 +104,7 @@ status = 0
 def test_failed_expectation_names_line_and_what_happened() -> None:
     run = run_scenario(loads(REJECT, "r.toml"))
     assert not run.ok
-    (failure,) = run.failures()
+    (failure,) = run.failures()  # into and out of FIN_WAIT1 are the 2 state records
     assert failure.line == 22
     text = failure.text("r.toml")
     assert text.startswith("r.toml:22: FAIL upcall CONNECT_REPLY on alice for c1 status 0")
@@ -209,12 +209,12 @@ def test_trace_expectation_reports_what_was_recorded() -> None:
 kind = "state_changed"
 host = "bob"
 text = "FIN_WAIT1"
-count = 1
+count = 2
 
 [[expect.trace]]
 kind = "kernel_bug"
 """
     run = run_scenario(loads(text, "t.toml"))
-    (failure,) = run.failures()
+    (failure,) = run.failures()  # into and out of FIN_WAIT1 are the 2 state records
     assert failure.what == "trace kernel_bug (at least 1)"
     assert failure.actual == "0 matching; no kernel_bug records"
