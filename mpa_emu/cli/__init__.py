@@ -31,8 +31,9 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(SUBCOMMANDS[name])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser. With ``command`` only that subcommand's module is imported
+    (the others are registered by name only), so starting one command stays cheap."""
     parser = argparse.ArgumentParser(
         prog="mpa-emu",
         description="Packet-level emulator of the Linux irdma iWARP connection manager.",
@@ -40,10 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
+        if command is not None and name != command:
+            sub.add_parser(name)
+            continue
         mod = _load(name)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
     return parser
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named by the first non-option argument, if it is one of ours."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in SUBCOMMANDS else None
+    return None
 
 
 class CliError(Exception):
@@ -52,8 +64,9 @@ class CliError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mpa-emu`` and ``python -m mpa_emu``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_chosen(arguments))
+    args = parser.parse_args(arguments)
     if not args.command:
         parser.print_help()
         return 2
