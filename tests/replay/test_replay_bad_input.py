@@ -121,3 +121,12 @@ def test_capture_cut_mid_frame_is_replayed_up_to_the_damage(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.startswith("MATCH: 3/3 frames")
     assert "note: the capture is damaged after frame 7" in proc.stdout
+
+
+def test_exit_codes_of_the_installed_entry_point() -> None:
+    ok = run_cli(str(PCAPS / "v2_accept.pcap"), "--emulate", "192.168.10.2")
+    assert (ok.returncode, ok.stderr) == (0, "")
+    assert ok.stdout.startswith("MATCH: 4/4 frames of 192.168.10.2 matched")
+    bad = run_cli(str(PCAPS / "divergent_linux_synack.pcap"), "--emulate", "192.168.10.2")
+    assert (bad.returncode, bad.stderr) == (1, "")
+    assert bad.stdout.startswith("DIVERGENCE at frame 2: window, options differ")
