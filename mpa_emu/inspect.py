@@ -690,6 +690,9 @@ def _negotiation(rep: ConnectionReport) -> None:
     if req.has_block and not req.p2p:
         rep.add(req.frame, "warning", "request without P2P (A): an irdma responder resets "
                 "it (irdma_negotiate_mpa_v2_ird_ord: -EOPNOTSUPP)")
+    elif req.has_block and not (req.write_rtr or req.read_rtr):
+        rep.add(req.frame, "warning", "request offers neither the Read nor the Write RTR: "
+                "an irdma responder resets it (irdma_negotiate_mpa_v2_ird_ord: -EOPNOTSUPP)")
     if reply is None:
         rep.negotiated.append("no MPA reply in the capture")
         return
@@ -801,20 +804,18 @@ def _rdmap_summary(ulpdu: bytes) -> str:
 
 
 def _ending(conn: _Conn, client: Direction, server: Direction) -> str:
-    parts = []
-    for side, d in (("client", client), ("server", server)):
-        if d.rst_frame is not None:
-            parts.append(f"RST from the {side} (frame {d.rst_frame})")
-    if parts:
-        return "reset: " + ", ".join(parts)
-    fins = [(side, d.fin_frame) for side, d in (("client", client), ("server", server))
-            if d.fin_frame is not None]
+    resets = sorted((d.rst_frame, side) for side, d in (("client", client), ("server", server))
+                    if d.rst_frame is not None)
+    if resets:
+        return "reset: " + ", ".join(f"RST from the {side} (frame {n})" for n, side in resets)
+    fins = sorted((d.fin_frame, side) for side, d in (("client", client), ("server", server))
+                  if d.fin_frame is not None)
     if len(fins) == 2:
-        order = sorted(fins, key=lambda x: x[1])
-        return (f"closed: FIN from the {order[0][0]} (frame {order[0][1]}), then from the "
-                f"{order[1][0]} (frame {order[1][1]})")
+        (n1, first), (n2, second) = fins
+        return (f"closed: FIN from the {first} (frame {n1}), then from the {second} "
+                f"(frame {n2})")
     if fins:
-        return f"half-closed: FIN from the {fins[0][0]} (frame {fins[0][1]}) only"
+        return f"half-closed: FIN from the {fins[0][1]} (frame {fins[0][0]}) only"
     return "open at end of capture"
 
 

@@ -322,3 +322,14 @@ def test_cli_selects_connections(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "Connection 2:" in out and "Connection 1:" not in out
     assert main(["inspect", "-c", "1", "-c", "2", str(cap)]) == 1
+
+
+def test_request_without_rtr_types_and_reset_order(tmp_path: Path) -> None:
+    no_rtr = KEY_REQ + bytes.fromhex("50020004" "80100010")  # P2P, IRD 16, ORD 16, no C/D
+    conv = Conversation(cport=41060).handshake().client_sends(no_rtr)
+    conv._frame(False, "RA")
+    conv._frame(True, "RA")
+    (conn,) = inspect_capture(write_pcap(tmp_path / "n.pcap", conv)).connections
+    assert any("neither the Read nor the Write RTR" in f.text for f in conn.findings)
+    assert conn.ended == ("reset: RST from the server (frame 5), RST from the client "
+                          "(frame 6)")
