@@ -222,6 +222,11 @@ def rows(net: Network, *, hosts: Sequence[str] | None = None) -> list[Row]:
             elif record.kind == "segment_dropped" and record.fn not in ("wire", "nic"):
                 out.append(Row(entry.time_ns, lane, None,
                                f"drop: {record.fields.get('reason', '?')} ({record.fn})"))
+            elif record.kind == "node_freed":
+                conn = record.fields.get("conn")
+                state = record.fields.get("state")
+                out.append(Row(entry.time_ns, lane, None,
+                               f"[#{conn}] freed" + (f" (was {state})" if state else "")))
             elif record.kind in ("kernel_leak", "kernel_bug", "verb_failed"):
                 what = record.fields.get("what", record.fields.get("error", ""))
                 out.append(Row(entry.time_ns, lane, None, f"{record.kind}: {what}".rstrip(": ")))

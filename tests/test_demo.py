@@ -37,6 +37,8 @@ def test_demo_command_exits_0_and_prints_ladders_and_summary(
     assert "== alice connects with IRD 4 / ORD 8" in text
     assert "MPA Req v2" in text and "MPA Rep v2" in text and "MPA Rej v2" in text
     assert "CONNECT_REPLY -ECONNREFUSED" in text
+    assert "MPAREQ_RCVD -> FIN_WAIT1" in text  # irdma_send_mpa_reject
+    assert "freed (was TIME_WAIT)" in text  # the rejecting node after its close timer
     assert "Summary" in text and f"wrote {path}" in text
     assert "sorry, no resources" in text and b"sorry, no resources".hex() in text
 

@@ -33,8 +33,8 @@ from mpa_emu.net.wire import Wire
 from mpa_emu.segment import Segment
 from mpa_emu.trace import Trace, TraceRecord
 
-JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "kernel_leak",
-                                 "kernel_bug", "verb_failed", "run_bound"})
+JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
+                                 "kernel_leak", "kernel_bug", "verb_failed", "run_bound"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
 LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (spec 7.5)"
