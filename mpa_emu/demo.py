@@ -177,29 +177,44 @@ def resolve(story: Story | str) -> Story:
 
 @dataclass
 class DemoResult:
-    """What the demo produced."""
+    """What the demo produced. ``failures`` names the stories that did not run through
+    (unavailable, or stopped by an exception); the others are complete."""
 
     net: Network
     ladders: list[tuple[str, str]]
     summary: list[str]
+    failures: list[str] = field(default_factory=list)
 
 
 def run_demo(seed: int = 0, *, trace_stream: IO[str] | None = None,
              stories: list[Story | str] | None = None) -> DemoResult:
-    """Run every story on one two-host network; returns the ladders and the summary."""
+    """Run every story on one two-host network; returns the ladders and the summary.
+
+    A story that cannot be imported or raises is reported in the summary and in
+    ``failures``; the stories after it still run.
+    """
     net = Network(seed, trace_stream=trace_stream)
     client = net.add_host("alice", CLIENT_IP)
     server = net.add_host("bob", SERVER_IP)
     ctx = DemoContext(net, client, server)
     ladders: list[tuple[str, str]] = []
+    failures: list[str] = []
     for entry in stories if stories is not None else STORIES:
+        name = entry if isinstance(entry, str) else entry.__name__
         try:
             story = resolve(entry)
         except (ImportError, AttributeError) as exc:
             ctx.summary.append(f"story {entry!r} unavailable: {exc}")
+            failures.append(name)
             continue
         start = net.now_ns
-        story(ctx)
         title = (story.__doc__ or story.__name__).strip().splitlines()[0]
+        try:
+            story(ctx)
+        except Exception as exc:  # an emulator bug: report it, keep the other stories
+            ctx.summary.append(f"story {name} failed at {net.now_ns / 1e9:.6f} s: "
+                               f"{type(exc).__name__}: {exc}")
+            failures.append(name)
+            title += "  [failed]"
         ladders.append((title, ladder(net, since_ns=start)))
-    return DemoResult(net, ladders, ctx.summary)
+    return DemoResult(net, ladders, ctx.summary, failures)

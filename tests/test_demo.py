@@ -123,3 +123,20 @@ def test_tshark_decodes_the_demo_as_iwarp(demo_capture: tuple[Path, str]) -> Non
     assert judge.problems(path) == []
     notes = [e for e in judge.expert(path) if e.summary.startswith("Reject bit")]
     assert notes and notes[0].severity == "Note"
+
+
+def test_a_failing_story_is_reported_and_the_others_still_run() -> None:
+    from mpa_emu.demo import DemoContext, rejected_connection
+
+    def broken(ctx: DemoContext) -> None:
+        """A story with a bug."""
+        ctx.client.connect("192.0.2.2", 31009)
+        raise RuntimeError("boom")
+
+    result = run_demo(1, stories=[broken, rejected_connection])
+    assert result.failures == ["broken"]
+    assert any(line.startswith("story broken failed at 0.000000 s: RuntimeError: boom")
+               for line in result.summary)
+    assert result.ladders[0][0].endswith("[failed]")
+    statuses = [r.status for r in result.net.hosts["alice"].events(IwEvent.CONNECT_REPLY)]
+    assert -ECONNREFUSED in statuses

@@ -61,4 +61,9 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"\nwrote {output} ({count} frames, seed {args.seed})"
               + (f" and {args.trace}" if args.trace else "") + "\n")
     out.write(f"decode it with: {TSHARK_HINT.format(path=output)}\n")
+    if result.failures:
+        print(f"mpa-emu demo: {len(result.failures)} stor"
+              f"{'y' if len(result.failures) == 1 else 'ies'} did not run through: "
+              f"{', '.join(result.failures)}", file=sys.stderr)
+        return 1
     return 0
