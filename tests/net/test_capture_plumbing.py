@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,3 +87,36 @@ def test_tshark_reads_interfaces_comments_and_nanosecond_times(fake_net: Any,
         seconds, _, fraction = epoch.partition(".")
         assert int(seconds) * SECOND + int(fraction.ljust(9, "0")[:9]) == frame.time_ns
         assert comment == frame.comment
+
+
+@pytest.mark.tshark
+def test_tshark_sees_the_bad_checksum_of_a_corrupted_frame(fake_net: Any,
+                                                           tmp_path: Path) -> None:
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+
+    tshark = shutil.which("tshark")
+    assert tshark, "tshark is required (tools/test.sh installs it)"
+    net = fake_net(3, faults=FaultConfig(corrupt=1.0))
+    net.add_host("alice", "192.0.2.1")
+    net.add_host("bob", "192.0.2.2")
+    frame = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+             / IP(src="192.0.2.1", dst="192.0.2.2") / TCP(sport=1, dport=9, flags="S"))
+    net.inject(frame, via="alice")
+    net.run()
+    # The capture holds the bytes as sent; the copy that reached bob was corrupted.
+    corrupted = bytearray(net.frames[0].data)
+    note = next(n for n in net.frames[0].notes if n.startswith("wire: corrupted"))
+    found = re.search(r"bit (\d) of byte (\d+) flipped", note)
+    assert found is not None
+    bit, byte = int(found[1]), int(found[2])
+    corrupted[byte] ^= 0x80 >> bit
+    net.frames[0].data = bytes(corrupted)
+    path = tmp_path / "corrupt.pcapng"
+    net.write_pcapng(path)
+    out = subprocess.run(
+        [tshark, "-r", str(path), "-o", "tcp.check_checksum:TRUE", "-o",
+         "ip.check_checksum:TRUE", "-T", "fields", "-e", "tcp.checksum.status",
+         "-e", "ip.checksum.status"],
+        capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    assert out == ["0", "1"]  # TCP checksum Bad (0), IP header checksum Good (1)
