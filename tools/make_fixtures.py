@@ -545,6 +545,47 @@ def fx_syn_refused() -> Fixture:
                    ["irdma-cm.md 2.2 (RST)", "7.5"], cap, [run(IP4_A)])
 
 
+def fx_mss_min_piggyback() -> Fixture:
+    """The SYN-ACK advertises min(own MSS, peer MSS) (spec 5.2), and an MPA request
+    carried by the third handshake ACK itself is fine (spec 2.2 ACK row, SYN_RCVD)."""
+    cap = Capture()
+    c = Conn(cap)
+    req = mpa_request_v2(PD_REQ)
+    rep = mpa_reply_v2(PD_REP)
+    L, R = len(req), len(rep)
+    c.a(0, "S", ISN_A, 0, options=syn_options(1400))
+    c.p(60, "SA", ISN_P, ISN_A + 1, options=syn_options(1400))
+    n_req = c.a(140, "A", ISN_A + 1, ISN_P + 1, req)        # SYN_RCVD -> ESTABLISHED -> MPAREQ_RCVD
+    c.p(200, "A", ISN_P + 1, ISN_A + 1 + L)
+    n_rep = c.p(1_200, "A", ISN_P + 1, ISN_A + 1 + L, rep)
+    c.a(1_270, "A", ISN_A + 1 + L, ISN_P + 1 + R)
+    rtr = rtr_read0()
+    c.a(1_290, "A", ISN_A + 1 + L, ISN_P + 1 + R, rtr)
+    c.p(1_370, "A", ISN_P + 1 + R, ISN_A + 1 + L + len(rtr))
+    return Fixture("mss_min_piggybacked_request", "MSS 1400 peer; request on the third ACK",
+                   "The initiator offers MSS 1400, so the SYN-ACK advertises 1400; it sends "
+                   "its MPA request in the third handshake segment (no separate pure ACK), "
+                   "which the passive node takes straight from SYN_RCVD to MPAREQ_RCVD.",
+                   ["irdma-cm.md 5.2", "2.2 (ACK, SYN_RCVD)"], cap, [run(IP4_P)],
+                   mpa_frames=[n_req, n_rep])
+
+
+def fx_syn_bad_mss() -> Fixture:
+    """GEN_2 (the default): a SYN whose MSS is below 536 fails irdma_handle_tcp_options;
+    without an address handle nothing can be sent, so the SYN is dropped silently (errata
+    1, overriding the RST of spec 5.2), and so is every resend."""
+    cap = Capture()
+    c = Conn(cap)
+    for t in (0, 1_000_000, 3_000_000, 7_000_000):
+        c.a(t, "S", ISN_A, 0, options=syn_options(500))
+    c.a(8_000_000, "R", ISN_A + 1, 0)
+    return Fixture("syn_bad_mss_dropped", "SYN with MSS 500 dropped silently (GEN_2)",
+                   "MSS 500 is below the IPv4 minimum of 536: the option check fails and, "
+                   "on GEN_2, no RST can be built, so the passive side stays silent through "
+                   "all the initiator's resends.",
+                   ["irdma-cm.md errata 1", "5.2", "2.2 (SYN, LISTENING)"], cap, [run(IP4_P)])
+
+
 def fx_ipv6() -> Fixture:
     cap = Capture()
     mpa = accept_flow(Conn(cap, a_ip=IP6_A, p_ip=IP6_P))
@@ -705,6 +746,8 @@ def build_all() -> list[Fixture]:
         fx_retrans_reject_fin(),
         fx_fallback_v1(),
         fx_syn_refused(),
+        fx_mss_min_piggyback(),
+        fx_syn_bad_mss(),
         fx_ipv6(),
         fx_vlan(),
         fx_backlog(),
@@ -727,6 +770,12 @@ def write_fixture(out: Path, fx: Fixture) -> Path:
     ext = "pcapng" if fx.pcapng else "pcap"
     cap_path = out / f"{fx.name}.{ext}"
     write_capture(cap_path, fx.cap, fx.pcapng)
+    for replay in fx.replays:
+        if "--semantic" not in replay["args"]:
+            # Every frame the emulated host sent is compared; a match matches them all.
+            replay["expect"]["compared"] = sum(
+                1 for _t, pkt in fx.cap.frames
+                if (pkt[IPv6].src if IPv6 in pkt else pkt[IP].src) == replay["emulate"])
     sidecar = {
         "capture": cap_path.name,
         "title": fx.title,
