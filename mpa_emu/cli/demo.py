@@ -1,6 +1,7 @@
-"""``mpa-emu demo``: two emulated irdma hosts, three connections (accepted with MPA v2
-IRD/ORD negotiation, rejected with private data, closed), a pcapng for Wireshark, and a
-ladder of every frame with the state transitions and upcalls."""
+"""``mpa-emu demo``: two emulated irdma hosts run the stories of :mod:`mpa_emu.demo` (a
+connection accepted with MPA v2 IRD/ORD negotiation, one rejected with private data, one
+closed, and any story added there), write a pcapng for Wireshark, and print a ladder of
+every frame with the state transitions and upcalls, then a summary."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import IO
 
 from mpa_emu.cli import CliError
 
-HELP = "run two emulated irdma hosts (accept, reject, close) and write demo.pcapng"
+HELP = ("run two emulated irdma hosts through the demo stories (accept, reject, close, ...), "
+        "print their ladder and write demo.pcapng")
 
 TSHARK_HINT = ("tshark -r {path} -o tcp.try_heuristic_first:TRUE "
                "--enable-heuristic iwarp_mpa_tcp")
