@@ -194,12 +194,12 @@ class ReplayReport:
                         "strict_offload": o.strict_offload, "semantic": o.semantic,
                         "horizon": o.horizon_ns / 1e9, "seed": o.seed},
             "frames": self.recording.total_frames,
-            "frames_of_emulated_host": len(self.recording.frames),
+            "frames_to_or_from_emulated_host": len(self.recording.frames),
             "ignored_frames": self.recording.ignored,
             "compared": cmp.compared,
             "matched": len(cmp.matched),
             "first_divergence_frame": self.first.frame if self.first else None,
-            "divergences": [_divergence_json(d) for d in cmp.divergences],
+            "divergences": [self._divergence_json(d) for d in cmp.divergences],
             "extra": [_emitted_json(e) for e in cmp.extra],
             "actions": [{"time": a.time_ns / 1e9, "frame": a.frame, "verb": a.verb,
                          "flow": flow_text(a.flow) if a.flow[2] else None,
@@ -213,6 +213,15 @@ class ReplayReport:
             "notes": ([self.recording.damage] if self.recording.damage else [])
             + self.run.notes,
         }
+
+    def _divergence_json(self, d: Divergence) -> dict[str, Any]:
+        out = _divergence_json(d)
+        if d.actual is None and d.expected is not None:
+            last = self._last_injection(d.flow, d.expected.time_ns)
+            if last is not None:
+                out["last_injected"] = {"frame": last.frame.number,
+                                        "outcome": injection_text(last)}
+        return out
 
     # ---- pcapng -------------------------------------------------------------------
 

@@ -142,3 +142,11 @@ def test_reject_private_data_byte_in_the_rtr_block_is_reported(tmp_path: Path) -
     d = first(report)
     assert (d["frame"], d["kind"]) == (6, "mismatch")
     assert d["fields"][0]["name"] == "payload byte 22"
+
+
+def test_json_explains_a_missing_frame_by_the_last_injected_one(tmp_path: Path) -> None:
+    cap = mutated(tmp_path, "v2_accept.pcap", 4, lambda p: setattr(p[TCP], "ack", p[TCP].ack + 1))
+    _, _, report = replay(cap, "--emulate", P, tmp_path=tmp_path)
+    d = first(report)
+    assert d["last_injected"]["frame"] == 4
+    assert "irdma_check_seq" in d["last_injected"]["outcome"]
