@@ -204,6 +204,7 @@ class Network:
         self._queue: list[tuple[int, int, int, Any, Any]] = []
         self._seq = 0
         self._pumping = False
+        self._running = False
         self._frame_count = 0
 
     def _journal_record(self, record: TraceRecord) -> None:
@@ -331,6 +332,16 @@ class Network:
         earlier, so calls scheduled next are relative to it. Hitting the event bound is
         reported in the result and the trace, never silent.
         """
+        if self._running:
+            raise RuntimeError("Network.run is not re-entrant: schedule work with at()/after() "
+                               "from callbacks instead of running the network inside them")
+        self._running = True
+        try:
+            return self._run(until_ns, max_events)
+        finally:
+            self._running = False
+
+    def _run(self, until_ns: int | None, max_events: int) -> RunResult:
         events = 0
         hosts = self._host_list
         for host in hosts:  # anything may have been called on the cores since last time

@@ -237,3 +237,16 @@ def test_a_listener_made_on_the_core_directly_leaves_requests_pending(fake_net: 
     alice.connect("192.0.2.2", 31000)
     net.run()
     assert len(bob.events(IwEvent.CONNECT_REQUEST)) == 1 and verbs == []
+
+
+def test_running_the_network_from_a_callback_is_refused(fake_net: Any) -> None:
+    net = fake_net()
+    net.add_host("alice", "192.0.2.1")
+    call = net.at(SECOND, net.run)
+    try:
+        net.run()
+    except RuntimeError as exc:
+        assert "not re-entrant" in str(exc)
+    else:
+        raise AssertionError(f"nested run was accepted: {call}")
+    assert net.run().reason == "idle"  # and the network still runs afterwards
