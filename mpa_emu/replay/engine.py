@@ -114,7 +114,6 @@ class FlowRun:
     delta: int | None = None
     delta_conn: int | None = None
     conn: int | None = None
-    first_outbound_seq: int | None = None
     states: list[tuple[int, str]] = field(default_factory=list)
     log: list[tuple[bool, Segment]] = field(default_factory=list)
     """Frames of the flow in the order the emulator saw them: (sent by emulator, seg)."""
@@ -164,13 +163,17 @@ with_ack = _make_with_ack()
 """``seg`` with another acknowledgement number."""
 
 
-def _recorded_starts(frames: list[Frame]) -> list[int]:
-    starts: list[int] = []
+def connection_starts(frames: list[Frame]) -> list[Frame]:
+    """The SYN or SYN-ACK frames of the emulated host that open a new connection in a
+    flow: the first one, and any later one whose seq is not a resend or a v2 to v1 retry
+    of the previous (port reuse)."""
+    starts: list[Frame] = []
+    last: int | None = None
     for f in frames:
         if f.outbound and f.seg.flags & SYN:
-            if starts and (f.seg.seq - starts[-1]) & MASK32 < _RESTART_WINDOW:
-                continue
-            starts.append(f.seg.seq)
+            if last is None or (f.seg.seq - last) & MASK32 >= _RESTART_WINDOW:
+                starts.append(f)
+            last = f.seg.seq
     return starts
 
 
@@ -195,7 +198,7 @@ class Engine:
         self.failure = ""
         self.failure_frame = 0
         self.flows: dict[FlowKey, FlowRun] = {
-            key: FlowRun(key, _recorded_starts(flow.frames))
+            key: FlowRun(key, [f.seg.seq for f in connection_starts(flow.frames)])
             for key, flow in rec.flows.items()}
         self._by_ports: dict[tuple[int, bytes, int], FlowKey] = {
             (k[1], k[2], k[3]): k for k in rec.flows}
@@ -241,12 +244,9 @@ class Engine:
         for key, flow in self.rec.flows.items():
             # One connect per connection the recorded host opened (port reuse included;
             # a v2 to v1 retry SYN belongs to the same connection).
-            last_start: int | None = None
-            for f in flow.frames:
-                if f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
-                    if last_start is None or (f.seg.seq - last_start) & MASK32 >= _RESTART_WINDOW:
-                        items.append((f.time_ns, f.number, 0, "connect", key))
-                    last_start = f.seg.seq
+            for f in connection_starts(flow.frames):
+                if not f.seg.flags & ACK:
+                    items.append((f.time_ns, f.number, 0, "connect", key))
             if not flow.active:
                 # One answer per MPA reply or reject (the NIC's resends share the seq).
                 answered: set[int] = set()
