@@ -403,9 +403,11 @@ class Engine:
         while (ev := core.next_event()) is not None:
             self.upcalls.append(ev)
             self._on_upcall(ev)
-        while self._pending:
-            verb, key, pdata = self._pending.pop(0)
-            self._decide(key, verb, pdata, self.position)
+        if self._pending:
+            while self._pending:
+                verb, key, pdata = self._pending.pop(0)
+                self._decide(key, verb, pdata, self.position)
+            self._drain()  # what the forced answers sent, at this same instant
 
     def _flow_of(self, ev: Upcall) -> FlowKey | None:
         return self._by_ports.get((ev.local_port, ev.remote_ip, ev.remote_port))

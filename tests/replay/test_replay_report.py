@@ -267,3 +267,17 @@ def test_fast_and_traced_runs_send_the_same_frames() -> None:
         frames = [[(e.time_ns, e.seg, e.comment) for e in run.emitted] for run in runs]
         assert frames[0] == frames[1], name
         assert len(frames[0]) >= 3
+
+
+def test_forced_answer_without_a_recorded_reply_is_given_at_the_request(tmp_path: Path) -> None:
+    # The capture stops after P's ACK of the request: nothing shows P's answer, so a
+    # forced accept answers at once, and the reply is a frame the capture does not show.
+    cap = first_frames(tmp_path, "v2_accept.pcap", 5)
+    rc, _, report = replay(cap, "--emulate", P, "--on-request", "accept", tmp_path=tmp_path)
+    assert rc == 1
+    d = report["divergences"][0]
+    assert (d["kind"], d["frame"]) == ("unexpected", 4)
+    assert "MPA reply" in d["actual"]["summary"]
+    assert d["actual"]["time"] == 0.00015
+    rc, text, _ = replay(cap, "--emulate", P, tmp_path=tmp_path)  # auto: no answer at all
+    assert rc == 0, text
