@@ -382,11 +382,14 @@ class Network:
                 if kind == _DELIVER:
                     a.timer_stale = True
                     self._deliver(a, b)
-                else:
-                    for host in hosts:  # user code may call into any core
-                        host.timer_stale = True
-                    self._call(a)
-            self.pump()
+                    self.pump(a)
+                    continue
+                for host in hosts:  # user code may call into any core
+                    host.timer_stale = True
+                self._call(a)
+                self.pump()
+                continue
+            self.pump(timer_host)
         if until_ns is not None and reason != "max_events" and until_ns > self.now_ns:
             self.now_ns = until_ns
         return RunResult(reason, events, self.now_ns)
@@ -395,10 +398,11 @@ class Network:
         """Run for ``duration_ns`` of virtual time from now."""
         return self.run(self.now_ns + duration_ns, max_events=max_events)
 
-    def pump(self) -> None:
+    def pump(self, only: Host | None = None) -> None:
         """Drain every core's outbox and upcall queue at the current time, again after
         any upcall was delivered (its policy or callback may make any host act), until
-        all are empty."""
+        all are empty. ``only`` names the one host that can have output (the one that
+        just received a frame or fired a timer): the first pass looks at it alone."""
         if self._pumping:
             return
         self._pumping = True
@@ -406,7 +410,7 @@ class Network:
             again = True
             keep = self.keep_upcalls
             journal = self.journal
-            hosts = self._host_list
+            hosts: list[Host] = self._host_list if only is None else [only]
             while again:
                 again = False
                 for host in hosts:
@@ -423,6 +427,7 @@ class Network:
                         host.deliver(upcall, keep)
                         upcall = core.next_event()
                 if again:
+                    hosts = self._host_list
                     for host in hosts:
                         host.timer_stale = True
         finally:
