@@ -32,6 +32,9 @@ class FaultConfig:
     reorder: float = 0.0
     corrupt: float = 0.0
     reorder_delay_ns: int = 50_000
+    any: bool = field(init=False, repr=False, compare=False)
+    """True when at least one random fault can happen (computed once: the wire asks it
+    for every frame)."""
 
     def __post_init__(self) -> None:
         for name in ("loss", "duplicate", "reorder", "corrupt"):
@@ -40,11 +43,8 @@ class FaultConfig:
                 raise ValueError(f"fault probability {name}={value!r} must be within 0..1")
         if self.reorder_delay_ns < 0:
             raise ValueError(f"reorder_delay_ns must be >= 0, got {self.reorder_delay_ns}")
-
-    @property
-    def any(self) -> bool:
-        """True when at least one random fault can happen."""
-        return bool(self.loss or self.duplicate or self.reorder or self.corrupt)
+        object.__setattr__(self, "any",
+                           bool(self.loss or self.duplicate or self.reorder or self.corrupt))
 
 
 def frame_kind(seg: Segment) -> str:
