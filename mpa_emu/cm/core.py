@@ -161,7 +161,6 @@ class CmCore:
         self._deferred: list[tuple[int, int, str, CmNode]] = []
         self._qp_heap: list[tuple[int, int, tuple[bytes, int, bytes, int, int]]] = []
         self._qps: dict[tuple[bytes, int, bytes, int, int], Any] = {}
-        self._qp_conn: dict[tuple[bytes, int, bytes, int, int], int] = {}
         self._seq = 0
         self._now_ns = 0
         self._leaks: dict[int, str] = {}
@@ -1943,17 +1942,18 @@ class CmCore:
             qp = factory(init_fields)
         node.qp = qp
         self._qps[node.key] = qp
-        self._qp_conn[node.key] = node.conn
 
     def _drain_qp(self, key: tuple[bytes, int, bytes, int, int]) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         qp = self._qps.get(key)
         if qp is None:
             return
-        conn = self._qp_conn[key]
+        node = self._nodes.get(key)
+        # a QP whose node is gone still names its connection in its init record
+        conn = node.conn if node is not None else getattr(getattr(qp, "init", None),
+                                                           "conn", 0)
         frames = qp.frames_to_send()
         if frames:
-            node = self._by_conn.get(conn)
             lpb = node.do_lpb if node is not None else is_loopback(key[0], key[2])
             for tx in frames:
                 if lpb and not tx.loopback:
@@ -1977,7 +1977,6 @@ class CmCore:
     def _release_qp(self, key: tuple[bytes, int, bytes, int, int]) -> None:
         """Stop routing a flow to a QP whose node is gone and whose TCP is done."""
         self._qps.pop(key, None)
-        self._qp_conn.pop(key, None)
 
     # ---- optional modules of other owners ----------------------------------------
 
