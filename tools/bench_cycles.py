@@ -141,9 +141,11 @@ def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
     net.run()
     gc.collect()
     t0 = clock()
+    snapshot = None
     if method == "tracemalloc":
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
+        snapshot = tracemalloc.take_snapshot()
     else:
         base = rss_bytes()
     # Eight connects every 100 us: well inside the listener backlog.
@@ -154,8 +156,14 @@ def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
     # retransmission entries of offloaded nodes (spec 5.5) are all over.
     result = net.run(max_events=count * 50)
     gc.collect()
-    if method == "tracemalloc":
+    sites: list[str] = []
+    if method == "tracemalloc" and snapshot is not None:
         used = tracemalloc.get_traced_memory()[0] - base
+        root = str(Path(__file__).resolve().parent.parent) + "/"
+        for stat in tracemalloc.take_snapshot().compare_to(snapshot, "lineno")[:8]:
+            frame = stat.traceback[0]
+            where = frame.filename.replace(root, "")
+            sites.append(f"    {stat.size_diff / count:8.0f} B/conn  {where}:{frame.lineno}")
         tracemalloc.stop()
     else:
         used = rss_bytes() - base
@@ -167,6 +175,8 @@ def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
     detail = ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
     if result.reason != "idle":
         detail += f" (run ended: {result.reason})"
+    if sites:
+        detail += "\n  largest allocation sites (both endpoints):\n" + "\n".join(sites)
     return used / count, clock() - t0, detail
 
 
@@ -228,8 +238,8 @@ def main() -> int:
         method = "tracemalloc" if count <= args.tracemalloc_max else "rss"
         per_conn, seconds, detail = memory_per_connection(count, method)
         verdict = "met" if per_conn <= 1024 else "MISSED"
-        print(f"{count:24d} {method:>11} {per_conn:11.0f} {seconds:8.1f}  {detail}; "
-              f"<= 1 KiB {verdict}")
+        print(f"{count:24d} {method:>11} {per_conn:11.0f} {seconds:8.1f}  "
+              f"<= 1 KiB {verdict}; {detail}")
 
     if args.profile:
         net = cycle_network(args.cycles, capture=False)
