@@ -76,19 +76,48 @@ def unanswered_request() -> Network:
     return net
 
 
+def accept_v2_vlan() -> Network:
+    """The accept flow on 802.1Q VLAN 42, then an abortive disconnect by P."""
+    net = Network(SEED)
+    a = net.add_host("a", A4, vlan=42)
+    p = net.add_host("p", P4, vlan=42)
+    p.listen(PORT, P4, vlan=42, policy=Accept(b"vlan reply", delay_ns=300_000))
+    a.connect(P4, PORT, private_data=b"vlan request")
+    net.run_for(100_000_000)
+    for conn in p.conns():
+        p.disconnect(conn, graceful=False)
+    net.run_for(1_000_000_000)
+    return net
+
+
+def syn_to_nobody() -> Network:
+    """A SYN to a port without a listener (a silent host stack): resent on the RETRANS 32
+    schedule, then RST at expiry."""
+    net = Network(SEED)
+    a = net.add_host("a", A4)
+    net.add_host("p", P4)
+    a.connect(P4, PORT + 1, private_data=b"hello?")
+    net.run_for(400_000_000_000)
+    return net
+
+
 SCENARIOS: dict[str, Callable[[], Network]] = {
     "golden_accept_v2": accept_v2,
     "golden_reject_v2": reject_v2,
     "golden_accept_v2_ipv6": accept_v2_ipv6,
     "golden_unanswered_request": unanswered_request,
+    "golden_accept_v2_vlan": accept_v2_vlan,
+    "golden_syn_to_nobody": syn_to_nobody,
 }
-"""Scenario name -> builder. The replay tests emulate both hosts of each capture."""
+"""Scenario name -> builder."""
 
-HOSTS: dict[str, tuple[str, str]] = {
+HOSTS: dict[str, tuple[str, ...]] = {  # the hosts the replay tests play, per scenario
     "golden_accept_v2": (A4, P4),
     "golden_reject_v2": (A4, P4),
     "golden_accept_v2_ipv6": (A6, P6),
     "golden_unanswered_request": (A4, P4),
+    "golden_accept_v2_vlan": (A4, P4),
+    "golden_syn_to_nobody": (A4,),  # P has no listener; replay would give it one
 }
 
 
