@@ -71,7 +71,9 @@ class CapturedFrame:
     """One frame as the capture saw it.
 
     ``interface`` is the sending host's name (or ``<host>/lo`` for loopback), ``time_ns``
-    the virtual time it was put on the wire, ``data`` the exact bytes sent, ``segment``
+    the virtual time it was put on the wire, ``data`` the exact bytes sent (the capture
+    point is the sender's interface: a corruption on the wire is told in ``notes``, with
+    the flipped bit, while ``data`` keeps what was sent), ``segment``
     the decoded value (``None`` for injected bytes that do not decode). ``notes`` collects
     what happened to it (wire faults, the receiving NIC's drop); :attr:`comment` joins
     them to the sender's comment for the pcapng file.
