@@ -180,6 +180,9 @@ def main() -> int:
         n = build_capture(path, args.connections, args.spacing_us * 1000)
         print(f"capture: {n} frames, {args.connections} connections, "
               f"{os.path.getsize(path)} bytes")
+        load1 = os.getloadavg()[0]
+        print(f"machine: {os.cpu_count()} CPUs, load average {load1:.2f} at start "
+              "(numbers are only comparable at similar load)")
         best = float("inf")
         verdict = ""
         for _ in range(args.repeat):
