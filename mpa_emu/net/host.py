@@ -61,7 +61,8 @@ class CoreApi(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class VerbFailure:
-    """A verb run by a policy or a scheduled call that the core refused."""
+    """A verb run through :meth:`Host.guarded` (listener policies use it) that was
+    refused: by the core (``errno`` set) or as bad input (``errno`` 0)."""
 
     time_ns: int
     verb: str

@@ -26,6 +26,7 @@ from mpa_emu import codec
 from mpa_emu.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.capture import PcapngWriter
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Transmit
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, CoreApi, Host, as_ip
@@ -145,7 +146,9 @@ class JournalEntry:
 
 @dataclass(slots=True)
 class ScheduledCall:
-    """A user action scheduled at a virtual time; ``result``/``error`` once it ran."""
+    """A user action scheduled at a virtual time; ``result`` once it ran, or ``error``
+    when the core refused it (a :class:`~mpa_emu.cm.errors.CmError`; any other exception
+    propagates out of :meth:`Network.run`)."""
 
     time_ns: int
     fn: Callable[..., Any]
@@ -153,7 +156,7 @@ class ScheduledCall:
     kwargs: dict[str, Any]
     done: bool = False
     result: Any = None
-    error: ValueError | None = None
+    error: CmError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,7 +441,7 @@ class Network:
     def _call(self, call: ScheduledCall) -> None:
         try:
             call.result = call.fn(*call.args, **call.kwargs)
-        except ValueError as exc:  # CmError: the verb refused; recorded as the kernel returns it
+        except CmError as exc:  # the verb refused: recorded, as the kernel returns it
             call.error = exc
             self.note("network", "verb_failed", getattr(call.fn, "__name__", "call"),
                       errno=int(getattr(exc, "errno", 0) or 0), error=str(exc))

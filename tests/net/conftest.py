@@ -9,6 +9,7 @@ its own addresses are marked loopback and handed to itself, as the real core doe
 
 from __future__ import annotations
 
+import errno
 import random
 from collections import deque
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
 from mpa_emu.net import Network
 from mpa_emu.segment import ACK, SYN, Segment
@@ -122,7 +124,7 @@ class FakeCore:
                 ord: int = 16, now_ns: int) -> int:
         mac = self.mac if remote_ip in self.addresses else self.neighbours.get(remote_ip)
         if mac is None:
-            raise ValueError("neighbour not resolved")
+            raise CmError(errno.ENOMEM, "neighbour not resolved")
         self.next_port += 1
         conn = 1000 + len(self.conns_) + len(self.pending)
         syn = Segment(self.mac, mac, local_ip, remote_ip, local_port or self.next_port,

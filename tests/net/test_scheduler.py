@@ -3,6 +3,7 @@ the neighbour table and loopback, driven through stand-in cores."""
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 from mpa_emu.addr import ip_bytes
@@ -71,9 +72,22 @@ def test_a_refused_scheduled_verb_is_recorded_not_raised(fake_net: Any) -> None:
     alice = net.add_host("alice", "192.0.2.1")
     call = net.at(SECOND, alice.connect, "198.51.100.9", 31000)  # nobody resolves it
     net.run()
-    assert call.done and isinstance(call.error, ValueError)
+    assert call.done and call.error is not None and call.error.errno == errno.ENOMEM
     failure = next(net.trace.of_kind("verb_failed"))
-    assert failure.time_ns == SECOND and failure.fields["error"] == "neighbour not resolved"
+    assert failure.time_ns == SECOND and failure.fields["errno"] == errno.ENOMEM
+    assert failure.fields["error"] == "neighbour not resolved (-ENOMEM)"
+
+
+def test_a_bad_scheduled_call_stops_the_run_with_its_error(fake_net: Any) -> None:
+    net = fake_net()
+    alice = net.add_host("alice", "192.0.2.1")
+    net.at(SECOND, alice.connect, "not an address", 31000)
+    try:
+        net.run()
+    except ValueError as exc:
+        assert "not an IPv4 or IPv6 address: 'not an address'" in str(exc)
+    else:
+        raise AssertionError("a bad address in a scheduled call went unnoticed")
 
 
 def test_scheduling_in_the_past_is_refused(fake_net: Any) -> None:
