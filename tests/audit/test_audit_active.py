@@ -191,8 +191,9 @@ def test_rst_in_mpareq_sent_retries_with_a_v1_syn_then_a_v1_request() -> None:
     assert (syn.flags, syn.seq, syn.ack, syn.sport) == (SYN, end, 0, a.syn_seg.sport)
     assert syn.options == bytes.fromhex("020405b403030200")
     s = a.syn_seg
-    ack, req1 = p.send(p.seg(flags=SYN | ACK, seq=9000, ack=end + 1,
+    ack1, req1 = p.send(p.seg(flags=SYN | ACK, seq=9000, ack=end + 1,
                              options=SYN_OPTS_1460, sport=s.dport, dport=s.sport))
+    assert ack1.flags == ACK
     assert req1.payload == KEY_REQ + bytes([0x40, 1]) + struct.pack("!H", 3) + b"abc"
     # a v2 reply is now refused (rev 2 > mpa_frame_rev 1)
     [rst] = p.send(p.seg(flags=ACK, seq=9001, ack=end + 1 + len(req1.payload),

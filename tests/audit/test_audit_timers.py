@@ -75,7 +75,7 @@ def test_retrans_8_schedule_and_mpa_request_not_resent_after_ack_rcvd() -> None:
 
 def test_mpa_request_resent_identically_until_acked() -> None:
     p = make_host(CmConfig(retrans=8))
-    a, req = to_mpareq_sent(p)
+    _, req = to_mpareq_sent(p)
     got = p.at(8 * S_NS)
     assert [(t // S_NS, s) for t, s in got] == [(1, req), (3, req), (7, req)]
 
