@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
 from mpa_emu.capture import CaptureError, read_capture
+from mpa_emu.inspect import LINK_ETHERNET, LINK_IPV4, LINK_IPV6, LINK_RAW, LINK_SLL, LINK_SLL2
 from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, segment_label
 
 
@@ -61,8 +62,12 @@ def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
     for number, rec in enumerate(records, start=1):
         t = (rec.time_ns - base) if rec.time_ns is not None else 0
+        frame = as_ethernet(rec.linktype, rec.frame)
+        if isinstance(frame, str):
+            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({frame})"))
+            continue
         try:
-            seg = codec.decode(rec.frame)
+            seg = codec.decode(frame)
         except codec.DecodeError as exc:
             rows.append(Row(t, 0, None, f"frame {number}: not decoded ({exc})"))
             continue
@@ -77,6 +82,29 @@ def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
         label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
         rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None))
     return Ladder(list(lanes) or ["(no IP frames)"], rows)
+
+
+_NO_MACS = bytes(12)
+
+
+def as_ethernet(linktype: int, frame: bytes) -> bytes | str:
+    """``frame`` of a capture with link type ``linktype`` as an Ethernet frame (MACs
+    zero when the capture has none), or why it cannot be: Linux cooked captures
+    (``tcpdump -i any``) and raw IP captures are as common as Ethernet ones."""
+    if linktype == LINK_ETHERNET:
+        return frame
+    if linktype == LINK_SLL:
+        return _NO_MACS + frame[14:] if len(frame) >= 16 else "Linux cooked header truncated"
+    if linktype == LINK_SLL2:
+        if len(frame) < 20:
+            return "Linux cooked v2 header truncated"
+        return _NO_MACS + frame[0:2] + frame[20:]
+    if linktype in (*LINK_RAW, LINK_IPV4, LINK_IPV6):
+        if not frame:
+            return "empty"
+        ethertype = b"\x08\x00" if frame[0] >> 4 == 4 else b"\x86\xdd"
+        return _NO_MACS + ethertype + frame
+    return f"link type {linktype} not supported"
 
 
 # ---- SVG ---------------------------------------------------------------------------

@@ -85,3 +85,40 @@ def test_capture_ladder_filtered_by_port(tmp_path: Path,
     assert main(["diagram", "--port", "40001", str(cap)]) == 0
     out = capsys.readouterr().out
     assert "40001>31000" in out and "40002" not in out
+
+
+def _relinked(src: Path, dst: Path, linktype: int, strip: int, prefix: bytes = b"") -> Path:
+    """``src`` (a little-endian Ethernet pcap) rewritten with another link type: each
+    frame loses its first ``strip`` bytes and gains ``prefix``."""
+    data = src.read_bytes()
+    header = bytearray(data[:24])
+    header[20:24] = linktype.to_bytes(4, "little")
+    out, pos = bytes(header), 24
+    while pos < len(data):
+        sec, usec, caplen = (int.from_bytes(data[pos + i:pos + i + 4], "little")
+                             for i in (0, 4, 8))
+        frame = prefix + data[pos + 16 + strip:pos + 16 + caplen]
+        out += b"".join(n.to_bytes(4, "little") for n in (sec, usec, len(frame), len(frame)))
+        out += frame
+        pos += 16 + caplen
+    dst.write_bytes(out)
+    return dst
+
+
+@pytest.mark.parametrize(("linktype", "strip", "prefix"), [
+    (101, 14, b""),                                         # raw IP (tcpdump on a tun)
+    (113, 14, bytes.fromhex("0000 0001 0006 020000000001 0000 0800")),  # Linux cooked
+])
+def test_capture_ladder_reads_raw_ip_and_linux_cooked_captures(
+        tmp_path: Path, linktype: int, strip: int, prefix: bytes) -> None:
+    source = ROOT / "pcaps" / "v2_accept.pcap"
+    relinked = _relinked(source, tmp_path / "other.pcap", linktype, strip, prefix)
+    assert from_capture(relinked).text() == from_capture(source).text()
+
+
+def test_capture_ladder_says_which_link_type_it_cannot_read(tmp_path: Path) -> None:
+    # Link type 147 (user 0) holding Ethernet bytes must not be read as Ethernet.
+    odd = _relinked(ROOT / "pcaps" / "v2_accept.pcap", tmp_path / "odd.pcap", 147, 0)
+    text = from_capture(odd).text()
+    assert "frame 1: not decoded (link type 147 not supported)" in text
+    assert "[SYN]" not in text
