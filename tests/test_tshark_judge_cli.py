@@ -74,4 +74,26 @@ def test_unreadable_capture_is_a_one_line_error(tmp_path: Path,
     bad.write_bytes(b"\x00" * 64)
     assert main(["judge", str(bad)]) == 2
     err = capsys.readouterr().err
+    assert err == (f"mpa-emu judge: error: {bad}: not a pcap or pcapng file "
+                   "(starts with 00 00 00 00)\n")
+    # A pcap header announcing a record longer than the file: tshark itself refuses it.
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(_capture(tmp_path).read_bytes()[:100])
+    assert main(["judge", str(cut)]) == 2
+    err = capsys.readouterr().err
     assert err.startswith("mpa-emu judge: error: tshark exited") and err.count("\n") == 1
+
+
+def test_empty_and_text_files_are_refused_not_judged_clean(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # tshark 4.0 reads both as a capture of nothing and exits 0.
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    assert main(["judge", str(empty)]) == 2
+    assert capsys.readouterr().err == \
+        f"mpa-emu judge: error: {empty}: empty file: not a pcap or pcapng capture\n"
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    assert main(["judge", str(text)]) == 2
+    assert capsys.readouterr().err == \
+        f"mpa-emu judge: error: {text}: not a pcap or pcapng file (starts with 68 65 6c 6c)\n"

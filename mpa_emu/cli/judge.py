@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from mpa_emu.cli import CliError
@@ -72,10 +71,30 @@ def format_verdicts(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+CAPTURE_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4",  # pcap, microseconds
+                  b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",  # pcap, nanoseconds
+                  b"\x0a\x0d\x0d\x0a")                          # pcapng section header
+
+
+def _check_capture(path: str) -> None:
+    """Refuse what is not a pcap/pcapng file before tshark sees it: tshark reads an empty
+    file or a text file as a capture of nothing and would report no problem."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(4)
+    except FileNotFoundError:
+        raise CliError(f"no such capture file: {path}") from None
+    except OSError as exc:
+        raise CliError(f"{path}: cannot open capture: {exc.strerror or exc}") from None
+    if not head:
+        raise CliError(f"{path}: empty file: not a pcap or pcapng capture")
+    if head not in CAPTURE_MAGICS:
+        raise CliError(f"{path}: not a pcap or pcapng file (starts with {head.hex(' ')})")
+
+
 def run(args: argparse.Namespace) -> int:
     """Judge the capture; exit 1 when tshark finds a problem."""
-    if not Path(args.capture).is_file():
-        raise CliError(f"no such capture file: {args.capture}")
+    _check_capture(args.capture)
     try:
         judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
                        extra_options=CHECKSUM_OPTIONS if args.checksums else ())
