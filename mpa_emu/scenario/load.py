@@ -19,6 +19,7 @@ from mpa_emu.profiles import PROFILES
 from mpa_emu.scenario.fields import ScenarioError, Source, Table
 from mpa_emu.scenario.model import (
     EVENT_ACTIONS,
+    VERBS,
     ConnectSpec,
     DropSpec,
     EventSpec,
@@ -105,8 +106,12 @@ class _Loader:
         if not host_tables:
             raise top.error(None, "a scenario needs at least one [[host]]")
         hosts = tuple(self.host(t) for t in host_tables)
-        listens = tuple(self.listen(t) for t in top.tables("listen"))
-        connects = tuple(self.connect(t) for t in top.tables("connect"))
+        listen_tables = top.tables("listen")
+        listens = tuple(self.listen(t) for t in listen_tables)
+        self._unique_names(listen_tables, listens, "[[listen]]")
+        connect_tables = top.tables("connect")
+        connects = tuple(self.connect(t) for t in connect_tables)
+        self._unique_names(connect_tables, connects, "[[connect]]")
         conn_names = {c.name for c in connects if c.name is not None}
         listener_names = {ls.name for ls in listens if ls.name is not None}
         events = tuple(self.event(t, conn_names, listener_names) for t in top.tables("event"))
@@ -159,6 +164,9 @@ class _Loader:
             raise t.error("name", f"host {name!r} is defined twice")
         self.host_names.add(name)
         addresses = t.strings("address")
+        if t.has("address") and not addresses:
+            raise t.error("address", "an empty array: give at least one address, or leave "
+                                     "the key out")
         for a in addresses:
             self._address(t, "address", a)
             if a in self.host_addresses:
@@ -368,7 +376,8 @@ class _Loader:
 
     def expect_failure(self, t: Table) -> FailureExpect:
         host = self._check_host(t, "host", t.text("host", required=True))
-        spec = FailureExpect(host=host, verb=t.text("verb"), errno=_errno(t, "errno"),
+        spec = FailureExpect(host=host, verb=t.text("verb", choices=VERBS),
+                             errno=_errno(t, "errno"),
                              count=t.integer("count", lo=0), line=t.line())
         t.done()
         return spec
@@ -384,6 +393,21 @@ class _Loader:
         return spec
 
     # ---- checks ------------------------------------------------------------------
+
+    @staticmethod
+    def _unique_names(tables: list[Table], specs: tuple[ListenSpec | ConnectSpec, ...],
+                      section: str) -> None:
+        """Events and expectations refer to these by name: two with one name would make
+        the reference ambiguous."""
+        seen: dict[str, int] = {}
+        for t, spec in zip(tables, specs, strict=True):
+            if spec.name is None:
+                continue
+            line = t.line("name") or 0
+            if spec.name in seen:
+                raise t.error("name", f"{section} name {spec.name!r} is already used on line "
+                                      f"{seen[spec.name]}")
+            seen[spec.name] = line
 
     def _check_host(self, t: Table, key: str, name: str) -> str:
         if name not in self.host_names:

@@ -62,6 +62,9 @@ class ConnectSpec:
 EVENT_ACTIONS = ("remove_address", "add_address", "link_down", "disconnect",
                  "destroy_listener", "close", "accept", "reject", "set_neighbour")
 
+VERBS = ("connect", "create_listen", *EVENT_ACTIONS)
+"""Verbs a scenario runs on behalf of its application; a refusal is a verb failure."""
+
 
 @dataclass(frozen=True, slots=True)
 class EventSpec:
