@@ -15,7 +15,8 @@ from mpa_emu.cm.events import IwEvent, Upcall
     (["--address", "192.0.2.2", "--listen", "70000"], "--listen port must be 1..65535"),
     (["--address", "192.0.2.2", "--connect", "192.0.2.1"], "IP:PORT"),
     (["--address", "192.0.2.2", "--host-address", "192.0.2.1"], "IP/PREFIX"),
-    (["--address", "192.0.2.2", "--duration", "0"], "--duration must be positive"),
+    (["--address", "192.0.2.2", "--duration", "0"], "--duration must be a finite number of "
+                                                    "seconds, more than 0"),
     (["--address", "192.0.2.2", "--private-data", "x" * 256], "255 bytes"),
     (["--address", "192.0.2.2", "--mac", "02:00:00"], "not a MAC address"),
     (["--address", "192.0.2.2@5000"], "VLAN id must be 0..4094"),
@@ -36,7 +37,8 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
     (["--connect", "192.0.2.1:4000", "--count", "-1"], "--count must be 0"),
     (["--connect", "192.0.2.1:4000", "--private-data-hex", "zz"], "not hex"),
     (["--connect", "192.0.2.1:4000", "--ird", "20000"], "--ird must be 0..16383"),
-    (["--connect", "192.0.2.1:4000", "--timeout", "0"], "--timeout must be positive"),
+    (["--connect", "192.0.2.1:4000", "--timeout", "0"], "--timeout must be a finite number of "
+                                                        "seconds, more than 0"),
 ])
 def test_peer_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
                                                argv: list[str], message: str) -> None:

@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 # Subcommand name -> module. Listed explicitly so --help order is stable.
 SUBCOMMANDS: dict[str, str] = {
@@ -31,15 +32,23 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(SUBCOMMANDS[name])
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line naming the command and the
+    problem, with a pointer to ``--help`` instead of the multi-line usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser. With ``command`` only that subcommand's module is imported
     (the others are registered by name only), so starting one command stays cheap."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mpa-emu",
         description="Packet-level emulator of the Linux irdma iWARP connection manager.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 bad input.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
         if command is not None and name != command:
             sub.add_parser(name)
@@ -66,7 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mpa-emu`` and ``python -m mpa_emu``."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_chosen(arguments))
-    args = parser.parse_args(arguments)
+    args, unknown = parser.parse_known_args(arguments)
+    if unknown:
+        # Named after the subcommand they were given to, not the top-level parser.
+        prog = f"mpa-emu {args.command}" if args.command else "mpa-emu"
+        print(f"{prog}: error: unrecognized arguments: {' '.join(unknown)} "
+              f"(see {prog} --help)", file=sys.stderr)
+        return 2
     if not args.command:
         parser.print_help()
         return 2

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from mpa_emu.cli import CliError
+from mpa_emu.cli.values import capture_port
 from mpa_emu.diagram import DiagramError, Ladder, from_capture, from_run
 
 HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with -o)"
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("source", help="capture (.pcap/.pcapng) or scenario (.toml)")
-    parser.add_argument("-p", "--port", type=int, action="append", metavar="PORT",
+    parser.add_argument("-p", "--port", type=capture_port, action="append", metavar="PORT",
                         help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .txt name gets the text)")

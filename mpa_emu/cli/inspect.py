@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from mpa_emu.cli import CliError
+from mpa_emu.cli.values import capture_port, positive
 from mpa_emu.inspect import (
     ConnectionReport,
     InspectError,
@@ -33,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("capture", help="pcap or pcapng file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("-c", "--connection", type=int, action="append", metavar="N",
+    parser.add_argument("-c", "--connection", type=positive, action="append", metavar="N",
                         help="only connection N (repeatable; numbers as printed)")
-    parser.add_argument("-p", "--port", type=int, action="append", metavar="PORT",
+    parser.add_argument("-p", "--port", type=capture_port, action="append", metavar="PORT",
                         help="only connections with this TCP port on either side")
     parser.add_argument("--problems", action="store_true",
                         help="only connections with errors or warnings")
@@ -60,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         report = inspect_capture(args.capture)
     except InspectError as exc:
         raise CliError(str(exc)) from None
+    known = {c.index for c in report.connections}
+    missing = sorted(set(args.connection or ()) - known)
+    if missing:
+        raise CliError(f"no connection {', '.join(map(str, missing))} in {args.capture} "
+                       f"(it has {len(known)})")
     report.connections = [c for c in report.connections if _selected(c, args)]
     out = report_json(report) if args.json else format_report(report, comments=args.comments)
     sys.stdout.write(out)

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from mpa_emu.addr import ip_bytes, ip_text, mac_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
+from mpa_emu.cli.values import check_seconds, check_writable
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
@@ -95,10 +96,14 @@ def _check(args: argparse.Namespace) -> None:
                 raise ValueError(cidr)
         except ValueError:
             raise CliError(f"--host-address needs IP/PREFIX, got {cidr!r}") from None
-    if args.duration is not None and args.duration <= 0:
-        raise CliError("--duration must be positive")
-    if args.delay < 0 or (args.retrans is not None and not 0 <= args.retrans <= 64):
-        raise CliError("--delay must not be negative and --retrans must be 0..64")
+    check_seconds("--duration", args.duration, positive=True)
+    check_seconds("--delay", args.delay)
+    check_seconds("--grace", args.grace)
+    if args.retrans is not None and not 0 <= args.retrans <= 64:
+        raise CliError(f"--retrans must be 0..64, got {args.retrans}")
+    # Before the TAP exists: a typo in an output path must not leave a device behind.
+    check_writable("-o", args.output)
+    check_writable("--trace", args.trace)
     if len(args.private_data.encode()) > 255:
         # irdma_reject: pdata_len is a u8; irdma_connect copies into a 512-byte buffer.
         raise CliError("--private-data is limited to 255 bytes")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from mpa_emu import mpa, peer
 from mpa_emu.cli import CliError
+from mpa_emu.cli.values import check_seconds
 from mpa_emu.live import netns
 
 HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
@@ -62,7 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_endpoint(text: str) -> tuple[str, int]:
     """``IP:PORT`` or ``[IPv6]:PORT`` into (ip, port); :class:`CliError` when malformed."""
     host, sep, port_text = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        # "fe80::1:80" is itself an IPv6 address: only brackets say where the port is.
+        raise CliError(f"an IPv6 address with a port needs brackets, as in [{host}]:"
+                       f"{port_text}; got {text!r}")
     try:
         ipaddress.ip_address(host)
         port = int(port_text)
@@ -93,8 +99,13 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
         raise CliError(f"--listen port must be 1..65535, got {args.listen}")
     if args.count < 0:
         raise CliError("--count must be 0 (no limit) or more")
-    if args.timeout <= 0 or args.hold < 0:
-        raise CliError("--timeout must be positive and --hold not negative")
+    if args.bind:
+        try:
+            ipaddress.ip_address(args.bind)
+        except ValueError:
+            raise CliError(f"--bind: not an IPv4 or IPv6 address: {args.bind!r}") from None
+    check_seconds("--timeout", args.timeout, positive=True)
+    check_seconds("--hold", args.hold)
     return peer.PeerOptions(
         rev=args.mpa_rev, ird=args.ird, ord=args.ord, private_data=private,
         reject=args.reject, p2p=not args.no_p2p, rtr=args.rtr, crc=not args.no_crc,

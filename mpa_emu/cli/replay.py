@@ -14,6 +14,9 @@ from mpa_emu.addr import ip_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.replay import RecordingError, ReplayOptions, replay_capture
 
+MAX_SECONDS = 1e9
+"""Upper bound of the time options (about 31 years of virtual time)."""
+
 HELP = "replay a recorded capture against the CM state machine and report divergences"
 
 
@@ -72,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--emulate: {exc}") from None
     if args.backlog < 0:
         raise CliError("--backlog must be 0 or more")
-    if not args.time_tolerance >= 0:
-        raise CliError("--time-tolerance must be 0 or more seconds")
-    if not args.horizon >= 0:
-        raise CliError("--horizon must be 0 or more seconds")
+    for option, seconds in (("--time-tolerance", args.time_tolerance),
+                            ("--horizon", args.horizon)):
+        # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.
+        if not 0 <= seconds <= MAX_SECONDS:
+            raise CliError(f"{option} must be 0..{MAX_SECONDS:g} seconds, got {seconds:g}")
     options = ReplayOptions(
         emulate=ip, on_request=args.on_request, backlog=args.backlog,
         time_tolerance_ns=round(args.time_tolerance * 1e9),
