@@ -160,6 +160,8 @@ class CmCore:
         self._heap: list[tuple[int, int, SendEntry | CloseEntry]] = []
         self._deferred: list[tuple[int, int, str, CmNode]] = []
         self._qp_heap: list[tuple[int, int, tuple[bytes, int, bytes, int, int]]] = []
+        self._qp_due: dict[tuple[bytes, int, bytes, int, int], int] = {}
+        """The deadline last queued per QP, so an unchanged one is not queued again."""
         self._qps: dict[tuple[bytes, int, bytes, int, int], Any] = {}
         self._seq = 0
         self._now_ns = 0
@@ -722,6 +724,7 @@ class CmCore:
                 self._rts_timeout(node)
         else:
             _, _, key = heapq.heappop(self._qp_heap)
+            self._qp_due.pop(key, None)
             qp = self._qps.get(key)
             if qp is not None:
                 qp.handle_timer(self._now_ns)
@@ -1970,13 +1973,19 @@ class CmCore:
                 ae = qp.next_ae()
         t = qp.get_timer()
         if t is not None:
-            heapq.heappush(self._qp_heap, (t, self._push_seq(), key))
-        elif key not in self._nodes:
-            self._release_qp(key)
+            if self._qp_due.get(key) != t:
+                self._qp_due[key] = t
+                self._seq += 1
+                heapq.heappush(self._qp_heap, (t, self._seq, key))
+        else:
+            self._qp_due.pop(key, None)
+            if key not in self._nodes:
+                self._release_qp(key)
 
     def _release_qp(self, key: tuple[bytes, int, bytes, int, int]) -> None:
         """Stop routing a flow to a QP whose node is gone and whose TCP is done."""
         self._qps.pop(key, None)
+        self._qp_due.pop(key, None)
 
     # ---- optional modules of other owners ----------------------------------------
 
