@@ -172,3 +172,26 @@ def test_errata13_dcb_vlan_mode_stores_vlan_0_so_untagged_segments_miss() -> Non
     # a retransmitted SYN misses too and creates a second node
     [synack2] = pas.syn()
     assert synack2.flags == SYN | ACK and len(p.core.conns()) == 2
+
+
+def test_errata2_on_gen1_the_stray_synack_of_a_destroyed_listener_is_retransmitted(
+        ) -> None:
+    # GEN_1 needs no AH: the listener's RST goes out and the node becomes
+    # LISTENER_DESTROYED (irdma_dec_refcnt_listen). The qhash completion then sends the
+    # SYN-ACK (irdma_send_syn_cqp_callback), and irdma_cm_timer_tick resends it, since
+    # only OFFLOADED and CLOSED entries are dropped; at expiry irdma_retrans_expired takes
+    # the default branch: RST and an ABORTED event on a passive node (spec 8.4.5).
+    p = make_host(CmConfig(gen=1, ah_latency_ns=5 * MS))
+    listen(p)
+    Passive(p, 1).syn()
+    [conn] = p.core.conns()
+    p.core.destroy_listen(1, now_ns=p.now)
+    [rst] = p.drain()
+    assert (rst.flags, rst.ack) == (RST | ACK, 1001)
+    got = p.run_out()
+    synacks = [t for t, s in got if s.flags == SYN | ACK]
+    assert synacks[0] == 5 * MS and synacks[1] == 1005 * MS and len(synacks) == 33
+    [(t_rst, rst2)] = [(t, s) for t, s in got if s.flags & RST]
+    assert t_rst == 316_008 * MS and rst2.seq == rst.seq + 1
+    assert p.ups == [] and p.core.conns() == []
+    assert any(f.get("conn") == conn for f in _kinds(p, "kernel_bug"))
