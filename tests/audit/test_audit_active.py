@@ -210,3 +210,24 @@ def test_rst_after_the_v1_retry_aborts_without_a_rst() -> None:
     [up] = p.ups
     assert (up.event, up.status) == (IwEvent.CONNECT_REPLY, -ECONNRESET)
     assert p.core.node(a.conn) is None
+
+
+def test_rst_in_mpareJ_rcvd_does_nothing_and_the_node_lingers() -> None:
+    p = make_host()
+    a, req = to_mpareq_sent(p)
+    end = a.isn_h + 1 + len(req.payload)
+    rej = v2_reply(reject=True)
+    a.to_core(flags=ACK, ack=end, payload=rej)
+    assert a.to_core(flags=RST, seq_off=1 + len(rej), ack=0) == []
+    assert p.core.node(a.conn).state == CmState.MPAREJ_RCVD  # type: ignore[union-attr]
+
+
+def test_rst_in_last_ack_frees_the_active_node() -> None:
+    p = make_host()
+    a, req = to_mpareq_sent(p)
+    end = a.isn_h + 1 + len(req.payload)
+    rej = v2_reply(reject=True)
+    a.to_core(flags=ACK | FIN, ack=end, payload=rej)
+    assert p.core.node(a.conn).state == CmState.LAST_ACK  # type: ignore[union-attr]
+    assert a.to_core(flags=RST, seq_off=2 + len(rej), ack=0) == []
+    assert p.core.node(a.conn) is None

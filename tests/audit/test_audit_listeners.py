@@ -142,3 +142,53 @@ def test_fin_wait1_node_of_a_destroyed_listener_still_finishes_its_close() -> No
     assert ack.flags == ACK
     p.run_out()
     assert p.core.node(conn) is None and p.core.listener(1) is None
+
+
+@pytest.mark.parametrize("target", ["fin_wait2", "time_wait", "closing", "last_ack"])
+def test_destroy_listen_leaves_nodes_at_or_after_fin_wait1_alone(target: str) -> None:
+    p = make_host()
+    listen(p)
+    req = v2_request()
+    pas = handshake(p, req, listener=1)
+    conn = pas.conn()
+    seq = 1001 + len(req)
+    if target == "last_ack":
+        # a second connection, closed by the peer before its MPA request
+        pas2 = Passive(p, 1, sport=XPORT + 5, isn_x=3000)
+        pas2.syn()
+        pas2.ack()
+        pas2.ack(extra=FIN)
+        conn = p.core.conns()[-1]
+    else:
+        p.core.reject(conn, now_ns=p.now)
+        [rej] = p.drain()
+        fin_end = rej.seq + len(rej.payload) + 1
+        flags = {"fin_wait2": ACK, "time_wait": ACK | FIN, "closing": FIN}[target]
+        p.send(p.seg(flags=flags, seq=seq, ack=fin_end))
+    p.drain()
+    view = p.core.node(conn)
+    assert view is not None and view.state.name.lower() == target
+    p.core.destroy_listen(1, now_ns=p.now)
+    out = [s for s in p.drain() if s.dport == view.rem_port]
+    assert out == []
+    after = p.core.node(conn)
+    assert after is not None and after.state == view.state
+
+
+def test_gen2_destroy_listen_while_accept_waits_for_the_rtr_cannot_send_its_rst() -> None:
+    # irdma_accept freed the AH (cm_free_ah) and the node is not accelerated until the
+    # RTS AE: irdma_dec_refcnt_listen selects it (OFFLOADED < FIN_WAIT1), the RST cannot
+    # be built, the node goes CLOSED and keeps the temporary reference (spec 7.4).
+    p = make_host()
+    listen(p)
+    pas = handshake(p, v2_request(), listener=1)
+    conn = pas.conn()
+    p.core.accept(conn, now_ns=p.now)
+    p.drain()
+    view = p.core.node(conn)
+    assert view is not None and view.state == CmState.OFFLOADED and not view.accelerated
+    p.core.destroy_listen(1, now_ns=p.now)
+    assert [s for s in p.drain() if s.flags & RST] == []
+    after = p.core.node(conn)
+    assert after is not None and after.state == CmState.CLOSED
+    assert any(c == conn for c, _, why in p.core.leak_report() if why)
