@@ -136,6 +136,8 @@ def test_a_new_entry_slips_to_the_pending_expiry_of_another_node() -> None:
     # (within one tick the kernel walks its node hash: the order is not defined)
     assert sorted((t // S_NS, s.dport) for t, s in got) == [(39, LPORT), (39, LPORT + 1)]
     assert syn2.dport == LPORT + 1
+    # the back-off restarts from the late tick: node 2's second resend is 39 + 2 s
+    assert [(t // S_NS, s.dport) for t, s in p.at(42 * S_NS)] == [(41, LPORT + 1)]
 
 
 def test_expired_syn_sent_is_closed_before_the_reset_and_aborted() -> None:
