@@ -231,3 +231,23 @@ def test_rst_in_last_ack_frees_the_active_node() -> None:
     assert p.core.node(a.conn).state == CmState.LAST_ACK  # type: ignore[union-attr]
     assert a.to_core(flags=RST, seq_off=2 + len(rej), ack=0) == []
     assert p.core.node(a.conn) is None
+
+
+def test_a_v2_reject_is_negotiated_too_and_the_refused_upcall_carries_the_result() -> None:
+    # irdma_parse_mpa runs irdma_negotiate_mpa_v2_ird_ord for every rev 2 frame,
+    # rejects included: ord_size = min(16, peer IRD 2)
+    p = make_host()
+    a, req = to_mpareq_sent(p, ird=16, ord_=16)
+    end = a.isn_h + 1 + len(req.payload)
+    a.to_core(flags=ACK, ack=end, payload=v2_reply(b"no", ird=2, ord_=1, reject=True))
+    [up] = p.ups
+    assert (up.status, up.ird, up.ord) == (-ECONNREFUSED, 16, 2)
+
+
+def test_a_v2_reject_without_p2p_is_reported_as_a_reset_not_a_refusal() -> None:
+    p = make_host()
+    a, req = to_mpareq_sent(p)
+    end = a.isn_h + 1 + len(req.payload)
+    [rst] = a.to_core(flags=ACK, ack=end, payload=v2_reply(reject=True, p2p=False))
+    assert rst.flags == RST | ACK
+    assert p.ups[0].status == -ECONNRESET
