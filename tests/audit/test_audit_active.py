@@ -251,3 +251,12 @@ def test_a_v2_reject_without_p2p_is_reported_as_a_reset_not_a_refusal() -> None:
     [rst] = a.to_core(flags=ACK, ack=end, payload=v2_reply(reject=True, p2p=False))
     assert rst.flags == RST | ACK
     assert p.ups[0].status == -ECONNRESET
+
+
+def test_synack_with_mss_below_536_resets_and_aborts() -> None:
+    p = make_host()
+    a = connect(p)
+    [rst] = a.synack(options=bytes.fromhex("020401f4"))
+    # irdma_handle_tcp_options(active) -> irdma_active_open_err(true); rcv_nxt unset
+    assert (rst.flags, rst.seq, rst.ack) == (RST | ACK, a.isn_h + 1, 0)
+    assert p.ups[0].status == -ECONNRESET and p.core.node(a.conn) is None

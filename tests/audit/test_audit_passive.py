@@ -436,3 +436,35 @@ def test_syn_carrying_fin_creates_no_node() -> None:
     listen(p)
     assert p.send(p.seg(flags=SYN | FIN, seq=1, dport=LPORT)) == []
     assert p.core.conns() == []
+
+
+@pytest.mark.parametrize("options", [bytes.fromhex("02030500"), _opts(500)])
+def test_bad_options_on_the_third_ack_reset_and_suppress_the_fin(options: bytes) -> None:
+    # irdma_handle_ack_pkt SYN_RCVD: irdma_handle_tcp_options(passive) fails ->
+    # irdma_passive_open_err(true) (the AH is valid by now: a RST), and the error return
+    # keeps irdma_process_pkt from running irdma_handle_fin_pkt
+    p = make_host()
+    listen(p)
+    pas = Passive(p, 1)
+    pas.syn()
+    [rst] = pas.ack(v2_request(), extra=FIN, options=options)
+    assert (rst.flags, rst.seq, rst.ack) == (RST | ACK, pas.isn_h + 1, 1001)
+    assert p.ups == [] and p.core.conns() == []
+
+
+def test_second_fin_in_time_wait_frees_without_an_ack() -> None:
+    p = make_host()
+    req = v2_request()
+    pas = handshake(p, req)
+    conn = pas.conn()
+    p.core.reject(conn, now_ns=p.now)
+    [rej] = p.drain()
+    fin_end = rej.seq + len(rej.payload) + 1
+    p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end))
+    assert p.core.node(conn).state == CmState.TIME_WAIT  # type: ignore[union-attr]
+    # the retransmitted FIN|ACK: check_seq needs seq in [rcv_nxt, ...]; rcv_nxt moved
+    # past the FIN, so the resend at the old seq is dropped; at rcv_nxt it frees
+    assert p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end)) == []
+    assert p.core.node(conn) is not None
+    assert p.send(p.seg(flags=ACK | FIN, seq=1002 + len(req), ack=fin_end)) == []
+    assert p.core.node(conn) is None
