@@ -3,13 +3,17 @@ modules), each driven through the public API against what cm.c does."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from audit_peer import (
     IP_H,
     LPORT,
     MS,
     S_NS,
+    SYN_OPTS_1460,
     XPORT,
     Passive,
+    Peer,
     connect,
     handshake,
     listen,
@@ -22,12 +26,11 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import ECONNRESET
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, RST, SYN
+from mpa_emu.segment import ACK, RST, SYN, Segment
 
 
-def _kinds(p: object, kind: str) -> list[dict[str, object]]:
-    from audit_peer import Peer
-    assert isinstance(p, Peer) and p.core.trace is not None
+def _kinds(p: Peer, kind: str) -> list[dict[str, object]]:
+    assert p.core.trace is not None
     return [r.fields for r in p.core.trace.records if r.kind == kind]
 
 
@@ -148,11 +151,7 @@ def test_errata12_ipv4_removal_selects_an_ipv6_node_with_that_first_word() -> No
     assert any(f.get("conn") == conn for f in _kinds(p, "kernel_bug"))
 
 
-def _to(p: object, dst: bytes, flags: int, seq: int) -> list[object]:
-    from dataclasses import replace
-
-    from audit_peer import SYN_OPTS_1460, Peer
-    assert isinstance(p, Peer)
+def _to(p: Peer, dst: bytes, flags: int, seq: int) -> list[Segment]:
     return p.send(replace(p.seg(flags=flags, seq=seq, options=SYN_OPTS_1460), dst_ip=dst))
 
 

@@ -9,6 +9,7 @@ from audit_peer import (
     LPORT,
     XPORT,
     Passive,
+    Peer,
     handshake,
     listen,
     make_host,
@@ -39,10 +40,8 @@ def test_a_specific_listener_after_a_wildcard_one_is_refused_with_enomem() -> No
     assert err.value.errno == ENOMEM
 
 
-def _nodes_in_states(p: object) -> dict[str, int]:
+def _nodes_in_states(p: Peer) -> dict[str, int]:
     """Four passive nodes of listener 1: SYN_RCVD, ESTABLISHED, MPAREQ_RCVD, FIN_WAIT1."""
-    from audit_peer import Peer
-    assert isinstance(p, Peer)
     conns: dict[str, int] = {}
     for i, name in enumerate(("syn_rcvd", "established", "mpareq_rcvd", "fin_wait1")):
         pas = Passive(p, 1, sport=XPORT + i, isn_x=10_000 * (i + 1))
