@@ -260,3 +260,11 @@ def test_synack_with_mss_below_536_resets_and_aborts() -> None:
     # irdma_handle_tcp_options(active) -> irdma_active_open_err(true); rcv_nxt unset
     assert (rst.flags, rst.seq, rst.ack) == (RST | ACK, a.isn_h + 1, 0)
     assert p.ups[0].status == -ECONNRESET and p.core.node(a.conn) is None
+
+
+@pytest.mark.parametrize(("gen", "hops"), [(1, 128), (2, 64)])
+def test_ipv6_syn_advertises_mtu_minus_60_and_the_generation_hop_limit(gen: int,
+                                                                       hops: int) -> None:
+    p = make_host(CmConfig(gen=gen), ipv6=True)
+    syn = connect(p).syn_seg
+    assert syn.options[:4] == struct.pack("!BBH", 2, 4, 1440) and syn.ttl == hops

@@ -191,3 +191,22 @@ def test_gen2_destroy_listen_while_accept_waits_for_the_rtr_cannot_send_its_rst(
     after = p.core.node(conn)
     assert after is not None and after.state == CmState.CLOSED
     assert any(c == conn for c, _, why in p.core.leak_report() if why)
+
+
+def test_a_rejected_connection_holds_its_backlog_slot_until_freed() -> None:
+    # accept_pend is cleared only by a successful accept; irdma_destroy_connection
+    # decrements pend_accepts_cnt when the rejected node is finally freed
+    p = make_host()
+    listen(p, backlog=0)
+    req = v2_request()
+    pas = handshake(p, req, listener=1)
+    conn = pas.conn()
+    p.core.reject(conn, now_ns=p.now)
+    [rej] = p.drain()
+    assert Passive(p, 1, sport=XPORT + 1, isn_x=77).syn() == []  # FIN_WAIT1: held
+    fin_end = rej.seq + len(rej.payload) + 1
+    p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end))
+    p.run_out()
+    assert p.core.node(conn) is None
+    [synack] = Passive(p, 1, sport=XPORT + 2, isn_x=88).syn()
+    assert synack.ack == 89
