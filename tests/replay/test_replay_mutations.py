@@ -100,10 +100,13 @@ def test_one_ack_in_an_injected_frame_makes_check_seq_drop_it(tmp_path: Path) ->
 
 
 def _payload_byte(index: int, xor: int) -> Callable[[Packet], None]:
+    # The payload may dissect as an MPA layer (mpa_emu.frames binds it on TCP), so edit
+    # the TCP payload's bytes rather than a Raw layer.
     def change(pkt: Packet) -> None:
-        data = bytearray(pkt[Raw].load)
+        data = bytearray(bytes(pkt[TCP].payload))
         data[index] ^= xor
-        pkt[Raw].load = bytes(data)
+        pkt[TCP].remove_payload()
+        pkt[TCP].add_payload(Raw(bytes(data)))
     return change
 
 
