@@ -66,6 +66,10 @@ def _open_text(path: str | None) -> Iterator[IO[str] | None]:
         yield stream
 
 
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one scenario with its outputs, or several and a verdict per file."""
     if len(args.scenario) == 1:
@@ -82,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for sc in scenarios:
         result = _execute(args, sc, None)
+        if result.interrupted:
+            _report_interrupt(result, args)
+            return INTERRUPTED
         _report(result, quiet=True)
         failed += not result.ok
     print(f"{len(scenarios) - failed} of {len(scenarios)} scenarios pass")
@@ -102,8 +109,20 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if args.json:
         _write_json(args.json, summary(result))
+    if result.interrupted:
+        _report_interrupt(result, args)
+        return INTERRUPTED
     _report(result, quiet=args.quiet)
     return 0 if result.ok else 1
+
+
+def _report_interrupt(result: ScenarioRun, args: argparse.Namespace) -> None:
+    kept = [f"{name} {path}" for name, path in
+            (("-o", args.output), ("--trace", args.trace), ("--json", args.json)) if path]
+    sys.stderr.write(
+        f"mpa-emu run: interrupted at {result.net.now_ns / 1e9:.6f} s (virtual) after "
+        f"{len(result.net.frames)} frames; expectations not checked"
+        + (f"; written so far: {', '.join(kept)}" if kept else "") + "\n")
 
 
 def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> ScenarioRun:
@@ -115,7 +134,8 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
     if not args.no_progress and sys.stderr.isatty():
         bar = ProgressBar(sys.stderr, sc.name)
     try:
-        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None)
+        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None,
+                              interruptible=True)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
     finally:

@@ -47,11 +47,16 @@ class ScenarioRun:
     connections: dict[str, list[ConnRecord]] = field(default_factory=dict)
     listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
     expectations: list[ExpectResult] = field(default_factory=list)
+    interrupted: bool = False
+    """Stopped by Ctrl-C (``interruptible`` runs only): the frames and trace so far are
+    kept, the expectations were not checked."""
 
     @property
     def ok(self) -> bool:
-        """Every expectation holds and the run was not cut by the event bound."""
-        return all(e.ok for e in self.expectations) and not self.result.bounded
+        """Every expectation holds and the run was neither cut by the event bound nor
+        interrupted."""
+        return (all(e.ok for e in self.expectations) and not self.result.bounded
+                and not self.interrupted)
 
     def failures(self) -> list[ExpectResult]:
         """The expectations that did not hold."""
@@ -200,13 +205,23 @@ def peer_conn(target: Host, rec: ConnRecord) -> int | None:
 
 
 def run_scenario(sc: Scenario, *, trace_stream: IO[str] | None = None,
-                 progress: Progress | None = None) -> ScenarioRun:
+                 progress: Progress | None = None,
+                 interruptible: bool = False) -> ScenarioRun:
     """Build the network, schedule everything, run until idle (or the duration), and
-    check every expectation."""
+    check every expectation. With ``interruptible``, Ctrl-C (KeyboardInterrupt) ends the
+    run early instead of propagating: the result has ``interrupted`` set, reason
+    ``"interrupted"``, and what was captured until then."""
     net = build_network(sc, trace_stream=trace_stream)
     run = ScenarioRun(sc, net, RunResult("idle", 0, 0))
     _Schedule(sc, net, run).all()
-    run.result = _run(net, sc, progress)
+    try:
+        run.result = _run(net, sc, progress)
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        run.interrupted = True
+        run.result = RunResult("interrupted", 0, net.now_ns)
+        return run
     run.expectations = check_all(run)
     return run
 

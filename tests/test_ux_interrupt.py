@@ -1,0 +1,65 @@
+"""Ctrl-C during ``mpa-emu run``: the frames, trace and summary so far are written, one
+line says where the run stopped, and the exit code is 130 (128 + SIGINT)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mpa_emu.capture import read_capture
+from mpa_emu.cli import main
+from mpa_emu.net import Network, RunResult
+from mpa_emu.scenario import load_scenario, run_scenario, runner
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "v2_accept.toml"
+STOP_NS = 25_000
+"""Virtual time at which the simulated Ctrl-C arrives: after the handshake, before the
+connection is offloaded (the first frames take 10 us each on the wire)."""
+
+
+def _interrupted_run(net: Network, sc: object, progress: object) -> RunResult:
+    net.run(STOP_NS)
+    raise KeyboardInterrupt
+
+
+def test_interruptible_run_keeps_what_happened_and_checks_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    complete = run_scenario(load_scenario(SCENARIO))
+    monkeypatch.setattr(runner, "_run", _interrupted_run)
+    run = run_scenario(load_scenario(SCENARIO), interruptible=True)
+    assert run.interrupted and not run.ok
+    assert run.result.reason == "interrupted" and run.result.now_ns == STOP_NS
+    assert run.expectations == []
+    assert 0 < len(run.net.frames) < len(complete.net.frames)
+
+
+def test_run_scenario_lets_ctrl_c_through_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "_run", _interrupted_run)
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(load_scenario(SCENARIO))
+
+
+def test_ctrl_c_writes_the_outputs_so_far_and_exits_130(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(runner, "_run", _interrupted_run)
+    pcap, trace, summary = tmp_path / "x.pcapng", tmp_path / "x.jsonl", tmp_path / "x.json"
+    code = main(["run", str(SCENARIO), "-o", str(pcap), "--trace", str(trace),
+                 "--json", str(summary)])
+    captured = capsys.readouterr()
+    assert code == 130
+    assert captured.out == ""
+    frames = list(read_capture(pcap))
+    assert captured.err == (
+        f"mpa-emu run: interrupted at 0.000025 s (virtual) after {len(frames)} frames; "
+        f"expectations not checked; written so far: -o {pcap}, --trace {trace}, "
+        f"--json {summary}\n")
+    # SYN, SYN-ACK, ACK and the MPA request left before 25 us; no reply yet.
+    assert len(frames) == 4
+    data = json.loads(summary.read_text())
+    assert data["ok"] is False and data["run"]["reason"] == "interrupted"
+    assert len(data["frames"]) == 4
+    assert trace.read_text().count("\n") > 0
