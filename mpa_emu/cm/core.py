@@ -804,7 +804,9 @@ class CmCore:
         node.ird_size = cfg.max_ird
         node.ord_size = cfg.max_ord
         node.rcv_wscale = cfg.rcv_wscale
-        node.rcv_wnd = (0x3FFFC >> cfg.rcv_wscale) & 0xFFFF
+        # irdma_make_cm_node: tcp_cntxt.rcv_wnd is a u32; only the header field is cut
+        # to 16 bits (htons in irdma_form_*_cm_frame, see _form)
+        node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
         node.loc_seq_num = self._rng.getrandbits(32)
         node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
         self._nodes[key] = node
@@ -944,7 +946,8 @@ class CmCore:
         return Segment(
             src_mac=self.mac, dst_mac=node.rem_mac, src_ip=node.loc_addr,
             dst_ip=node.rem_addr, sport=node.loc_port, dport=node.rem_port, seq=seq,
-            ack=ack, flags=flags, window=node.rcv_wnd, options=options, payload=payload,
+            ack=ack, flags=flags, window=node.rcv_wnd & 0xFFFF, options=options,
+            payload=payload,
             vlan=node.vlan_id if node.vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
             ttl=ttl, tos=node.tos, ip_id=ip_id, df=True)
 
