@@ -46,6 +46,9 @@ from mpa_emu.segment import ACK, FIN, RST, SYN
 IRDMA_MAX_CM_BUF = 544  # IRDMA_MAX_CM_BUF: irdma_parse_mpa refuses longer payloads
 
 # Link-layer types (pcap LINKTYPE_*).
+IRDMA_RCV_WND = 65535
+"""irdma's receive window for irdma_check_seq: the unscaled TCP window field (spec 2.1)."""
+
 LINK_ETHERNET = 1
 LINK_RAW = (101, 12, 14)
 LINK_IPV4 = 228
@@ -582,8 +585,14 @@ def _stream(rep: ConnectionReport, d: Direction, side: str) -> list[tuple[int, i
         if off + len(data) <= nxt:
             continue
         if off > nxt:
-            rep.add(frame, "warning", f"{side} stream has {off - nxt} bytes missing before "
-                    "this frame (not captured?)")
+            if off - nxt > IRDMA_RCV_WND:
+                # irdma_check_seq: seq must lie in [rcv_nxt, rcv_nxt + rcv_wnd], rcv_wnd 65535.
+                rep.add(frame, "warning", f"{side} segment starts {off - nxt} bytes past the "
+                        f"{side}'s data so far: outside irdma's receive window "
+                        f"({IRDMA_RCV_WND}), irdma_check_seq drops it silently")
+            else:
+                rep.add(frame, "warning", f"{side} stream has {off - nxt} bytes missing "
+                        "before this frame (not captured?)")
             break
         data = data[nxt - off:]
         stream.append((frame, nxt, data))
@@ -619,8 +628,8 @@ def _mpa(rep: ConnectionReport, d: Direction, stream: list[tuple[int, int, bytes
     if whole[:KEY_SIZE] != key:
         other = KEY_REP if request else KEY_REQ
         if len(whole) < KEY_SIZE and key.startswith(whole):
-            rep.add(frame, "error", f"MPA {what} cut short: only {len(whole)} bytes in the "
-                    "capture")
+            rep.add(frame, "error", f"MPA {what} cut short: only {len(whole)} bytes of the "
+                    f"{FRAME_SIZE}-byte header (irdma_parse_mpa: -EINVAL, RST)")
         elif whole[:KEY_SIZE] == other:
             rep.add(frame, "error", f"MPA {what} expected, found the "
                     f"{'reply' if request else 'request'} key (irdma_parse_mpa: "

@@ -333,3 +333,23 @@ def test_request_without_rtr_types_and_reset_order(tmp_path: Path) -> None:
     assert any("neither the Read nor the Write RTR" in f.text for f in conn.findings)
     assert conn.ended == ("reset: RST from the server (frame 5), RST from the client "
                           "(frame 6)")
+
+
+def test_segment_beyond_irdma_window_is_named_as_a_check_seq_drop() -> None:
+    # The fixture's frame 5 starts 69937 bytes past rcv_nxt (sidecar: outside
+    # [rcv_nxt, rcv_nxt + 65535]), not a hole in the capture.
+    root = Path(__file__).resolve().parents[1]
+    (conn,) = inspect_capture(root / "pcaps" / "check_seq_drops.pcap").connections
+    (finding,) = [f for f in conn.findings if f.frame == 5]
+    assert finding.severity == "warning"
+    assert finding.text == ("client segment starts 69937 bytes past the client's data so "
+                            "far: outside irdma's receive window (65535), irdma_check_seq "
+                            "drops it silently")
+
+
+def test_short_request_names_the_header_size_and_irdmas_answer() -> None:
+    root = Path(__file__).resolve().parents[1]
+    (conn,) = inspect_capture(root / "pcaps" / "parse_short.pcap").connections
+    assert [(f.frame, f.severity, f.text) for f in conn.findings if f.severity == "error"] == [
+        (4, "error", "MPA request cut short: only 10 bytes of the 20-byte header "
+                     "(irdma_parse_mpa: -EINVAL, RST)")]

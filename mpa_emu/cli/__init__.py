@@ -92,5 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mpa-emu {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print(f"mpa-emu {args.command}: interrupted", file=sys.stderr)
         return 130
     return code
