@@ -270,7 +270,7 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     node = core.cm_node(conn)
     if node is not None and not getattr(node, "accelerated", True):
         # irdma_send_cm_event: DISCONNECT and CLOSE wait for establish_comp.
-        iw.parked.append((issue_disconn, status, issue_close))
+        iw.parked = (*iw.parked, (issue_disconn, status, issue_close))
         core.record("worker_blocked", "irdma_send_cm_event", now_ns, conn=conn,
                     reason="node not accelerated: the disconnect worker waits on "
                            "establish_comp (forever if the accept fails)")
@@ -294,7 +294,7 @@ def establish_complete(core: DisconnectHost, conn: int, now_ns: int) -> None:
     qp = core.offloaded_qp(conn)
     if qp is None or not qp.iwqp.parked:
         return
-    parked, qp.iwqp.parked = qp.iwqp.parked, []
+    parked, qp.iwqp.parked = qp.iwqp.parked, ()
     for issue_disconn, status, issue_close in parked:
         if not core.has_node(conn):
             return

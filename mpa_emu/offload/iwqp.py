@@ -8,7 +8,7 @@ driver's copies, refreshed from each AEQE by ``irdma_process_aeq`` and changed b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
 
@@ -33,6 +33,7 @@ class IwQp:
     rts_ae_rcvd: bool = False
     term_flags: int = 0
     """TERMINATE handling is not modelled; stays 0."""
-    parked: list[tuple[bool, int, bool]] = field(default_factory=list)
+    parked: tuple[tuple[bool, int, bool], ...] = ()
     """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
-    (the node is not accelerated yet): (issue_disconn, status, issue_close)."""
+    (the node is not accelerated yet): (issue_disconn, status, issue_close). A tuple,
+    so that the many QPs with nothing parked share the empty one."""

@@ -132,7 +132,19 @@ class QpError(ValueError):
 
 
 class OffloadedQp:
-    """The NIC's TCP engine and iWARP QP for one offloaded connection (sans-IO)."""
+    """The NIC's TCP engine and iWARP QP for one offloaded connection (sans-IO).
+
+    One lives per established connection, so it is slotted and its queues (pending
+    sends, unacknowledged segments, asynchronous events, receive buffer, outbox) exist
+    only while they hold something: ``None`` when empty.
+    """
+
+    __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
+                 "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_retries",
+                 "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer", "_send_msn",
+                 "_unacked", "ae_iwarp_state", "ae_tcp_state", "init", "iwarp_state",
+                 "iwqp", "rcv_nxt", "received", "retransmissions", "snd_nxt", "snd_una",
+                 "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
@@ -144,11 +156,11 @@ class OffloadedQp:
         self.snd_nxt = init.snd_nxt
         self.rcv_nxt = init.rcv_nxt
         self.snd_wnd = init.snd_wnd
+        # The TCP and iWARP states carried by the AEQE last returned by next_ae.
         self.ae_tcp_state = self.tcp_state
-        """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
         self.ae_iwarp_state = self.iwarp_state
+        # The driver's copies of this QP's states (struct irdma_qp).
         self.iwqp = IwQp()
-        """The driver's copies of this QP's states (``struct irdma_qp``)."""
         self.received: list[ReceivedMessage] = []
         self.retransmissions = 0
         self._hold_tx = False
@@ -156,14 +168,14 @@ class OffloadedQp:
         self._fin_requested = False
         self._fin_sent = False
         self._peer_fin = False
-        self._pending: deque[tuple[bytes, str]] = deque()
-        self._unacked: deque[_Unacked] = deque()
+        self._pending: deque[tuple[bytes, str]] | None = None
+        self._unacked: deque[_Unacked] | None = None
         self._rto_ns = RTO_INITIAL_NS
         self._retries = 0
         self._rexmit_at: int | None = None
-        self._rx_buffer = bytearray()
-        self._outbox: list[Transmit] = []
-        self._aes: deque[tuple[Ae, TcpState, IwarpState]] = deque()
+        self._rx_buffer: bytearray | None = None
+        self._outbox: list[Transmit] | None = None
+        self._aes: deque[tuple[Ae, TcpState, IwarpState]] | None = None
         self._send_msn = 0
         self._rtr_sent = False
         self._lsmm_sent = False
@@ -217,6 +229,8 @@ class OffloadedQp:
             last = index == len(chunks) - 1
             ulpdu = ddp.send(chunk, self._send_msn, offset, last=last)
             offset += len(chunk)
+            if self._pending is None:
+                self._pending = deque()
             self._pending.append((self._fpdu(ulpdu), f"RDMA Send MSN {self._send_msn}"))
         self._pump(now_ns)
 
@@ -242,7 +256,10 @@ class OffloadedQp:
         if frame.payload and self.tcp_state in (TcpState.ESTABLISHED, TcpState.FIN_WAIT_1,
                                                 TcpState.FIN_WAIT_2):
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
-            self._rx_buffer += frame.payload
+            if self._rx_buffer is None:
+                self._rx_buffer = bytearray(frame.payload)
+            else:
+                self._rx_buffer += frame.payload
             self._take_fpdus(now_ns)
         elif frame.payload:
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
@@ -284,6 +301,7 @@ class OffloadedQp:
         """Fire the retransmission timer if it is due at or before ``now_ns``."""
         if self._rexmit_at is None or now_ns < self._rexmit_at or not self._unacked:
             return
+        unacked = self._unacked
         if self._retries >= REXMIT_THRESH:
             self.tcp_state = TcpState.CLOSED
             self.iwarp_state = IwarpState.ERROR
@@ -292,7 +310,7 @@ class OffloadedQp:
             return
         self._retries += 1
         self.retransmissions += 1
-        oldest = self._unacked[0]
+        oldest = unacked[0]
         self._emit(oldest.seq, oldest.flags, oldest.payload,
                    f"hw qp: retransmission {self._retries} of {oldest.comment}")
         self._rto_ns *= 2
@@ -304,15 +322,18 @@ class OffloadedQp:
 
     def frames_to_send(self) -> list[Transmit]:
         """Drain the frames the NIC put on the wire."""
-        out, self._outbox = self._outbox, []
-        return out
+        out, self._outbox = self._outbox, None
+        return out if out is not None else []
 
     def next_ae(self) -> Ae | None:
         """Pop the next asynchronous event; :attr:`ae_tcp_state` and
         :attr:`ae_iwarp_state` then hold the states reported with it."""
-        if not self._aes:
+        aes = self._aes
+        if aes is None:
             return None
-        ae, tcp, iwarp = self._aes.popleft()
+        ae, tcp, iwarp = aes.popleft()
+        if not aes:
+            self._aes = None
         self.ae_tcp_state, self.ae_iwarp_state = tcp, iwarp
         return ae
 
@@ -338,14 +359,18 @@ class OffloadedQp:
         return mpa.frame_fpdu(ulpdu, crc=None if self.init.crc else 0)
 
     def _raise(self, ae: Ae) -> None:
+        if self._aes is None:
+            self._aes = deque()
         self._aes.append((ae, self.tcp_state, self.iwarp_state))
 
     def _stop(self) -> None:
-        self._pending.clear()
-        self._unacked.clear()
+        self._pending = None
+        self._unacked = None
         self._rexmit_at = None
 
     def _transmit_data(self, payload: bytes, comment: str, now_ns: int) -> None:
+        if self._pending is None:
+            self._pending = deque()
         self._pending.appendleft((payload, comment))
         self._pump(now_ns)
 
@@ -354,11 +379,14 @@ class OffloadedQp:
                 and not self._hold_tx)
 
     def _pump(self, now_ns: int) -> None:
-        while self._pending and self._can_send_data():
-            payload, comment = self._pending[0]
+        pending = self._pending
+        while pending and self._can_send_data():
+            payload, comment = pending[0]
             if self._unacked and self.bytes_in_flight + len(payload) > self.snd_wnd:
                 return  # the peer's window is full; an ACK will reopen it
-            self._pending.popleft()
+            pending.popleft()
+            if not pending:
+                self._pending = None
             self._send_segment(ACK, payload, comment, now_ns)
         if (self._fin_requested and not self._fin_sent and not self._pending
                 and self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)):
@@ -375,6 +403,8 @@ class OffloadedQp:
             self._rto_ns = RTO_INITIAL_NS
             self._retries = 0
             self._rexmit_at = now_ns + self._rto_ns
+        if self._unacked is None:
+            self._unacked = deque()
         self._unacked.append(entry)
 
     def _send_ack(self, comment: str) -> None:
@@ -394,6 +424,8 @@ class OffloadedQp:
             payload=payload, vlan=init.vlan, pcp=init.pcp if init.vlan is not None else 0,
             ttl=init.ttl, tos=init.tos,
         )
+        if self._outbox is None:
+            self._outbox = []
         self._outbox.append(Transmit(seg, comment, conn=init.conn))
 
     def _receive_rst(self, frame: Segment) -> None:
@@ -413,9 +445,11 @@ class OffloadedQp:
         ack = frame.ack
         if _seq_lt(self.snd_una, ack) and _seq_le(ack, self.snd_nxt):
             self.snd_una = ack
-            while self._unacked and _seq_le(
-                    (self._unacked[0].seq + self._unacked[0].seq_len) % _SEQ_MOD, ack):
-                self._unacked.popleft()
+            unacked = self._unacked
+            while unacked and _seq_le((unacked[0].seq + unacked[0].seq_len) % _SEQ_MOD, ack):
+                unacked.popleft()
+            if not unacked:
+                self._unacked = None
             self._rto_ns = RTO_INITIAL_NS
             self._retries = 0
             self._rexmit_at = now_ns + self._rto_ns if self._unacked else None
@@ -450,13 +484,16 @@ class OffloadedQp:
             self._raise(Ae.LLP_CLOSE_COMPLETE)
 
     def _take_fpdus(self, now_ns: int) -> None:
-        while len(self._rx_buffer) >= 2:
-            (ulen,) = struct.unpack_from("!H", self._rx_buffer)
+        buffer = self._rx_buffer
+        while buffer is not None and len(buffer) >= 2:
+            (ulen,) = struct.unpack_from("!H", buffer)
             total = 2 + ulen + mpa.fpdu_pad_len(ulen) + 4
-            if len(self._rx_buffer) < total:
+            if len(buffer) < total:
                 return
-            fpdu = mpa.unframe_fpdu(bytes(self._rx_buffer[:total]))
-            del self._rx_buffer[:total]
+            fpdu = mpa.unframe_fpdu(bytes(buffer[:total]))
+            del buffer[:total]
+            if not buffer:
+                buffer = self._rx_buffer = None
             crc_ok = fpdu.crc_ok or not self.init.crc
             self.received.append(ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
             if not crc_ok:
