@@ -1054,16 +1054,24 @@ class CmCore:
                          send_rdma0_op=node.send_rdma0_op, markers=self.config.iw_ooo,
                          p2p=self.config.p2p)
 
+    def _cm_build_mpa_frame(self, node: CmNode, *, request: bool, private_data: bytes,
+                            reject: bool = False) -> bytes:
+        """``irdma_cm_build_mpa_frame`` with the private data appended."""
+        frame = build_mpa_frame(self._mpa_params(node), request=request,
+                                private_data=private_data, reject=reject)
+        if self.config.iw_ooo and node.mpa_frame_rev == 2:
+            # irdma_build_mpa_v2 enables receive markers on every v2 frame it builds:
+            # request, accept reply and reject alike
+            node.rcv_mark_en = True
+        return frame
+
     def _send_mpa_request(self, node: CmNode, comment: str) -> bool:
         """``irdma_send_mpa_request``."""
-        frame = build_mpa_frame(self._mpa_params(node), request=True,
-                                private_data=node.pdata)
+        frame = self._cm_build_mpa_frame(node, request=True, private_data=node.pdata)
         if not frame:
             self._tr("send_failed", "irdma_send_mpa_request", conn=node.conn,
                      reason=f"mpa_frame_rev {node.mpa_frame_rev}: header size 0")
             return False
-        if self.config.iw_ooo and node.mpa_frame_rev == 2:
-            node.rcv_mark_en = True
         seg = self._form(node, ACK, payload=frame)
         if seg is None:
             self._tr("send_failed", "irdma_send_mpa_request", conn=node.conn,
@@ -1598,7 +1606,7 @@ class CmCore:
         if node.passive_state == SEND_RESET_EVENT:
             self._accept_failed(node, -ECONNRESET, "peer reset before accept")
             return False
-        reply = build_mpa_frame(self._mpa_params(node), request=False, private_data=pdata)
+        reply = self._cm_build_mpa_frame(node, request=False, private_data=pdata)
         node.lsmm_size = len(reply)
         node.pdata_size = len(pdata)
         node.cm_id = True
@@ -1663,8 +1671,8 @@ class CmCore:
             self._set_state(node, S.CLOSED, r.kernel_fn)
             self._rem_ref(node)
             return False
-        frame = build_mpa_frame(self._mpa_params(node), request=False, private_data=pdata,
-                                reject=True)
+        frame = self._cm_build_mpa_frame(node, request=False, private_data=pdata,
+                                         reject=True)
         seg_out = self._form(node, ACK | FIN, payload=frame)
         if seg_out is None:
             self._set_state(node, S.CLOSED, r.kernel_fn)
