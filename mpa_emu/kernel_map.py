@@ -336,14 +336,15 @@ def entry(function: str) -> KernelEntry:
 
 def format_table(entries: tuple[KernelEntry, ...] = ENTRIES) -> str:
     """The map as an aligned text table, followed by counts per status."""
-    width = max(len(e.function) for e in entries)
-    lines = []
+    width = max((len(e.function) for e in entries), default=len("function"))
+    lines = [f"{'#':>3} {'function':<{width}} {'kind':<4} modelled by  (note)"]
     for e in entries:
         target = ", ".join(e.models) if e.models else "-"
         note = f"  ({e.note})" if e.note else ""
         lines.append(f"{e.number:>3} {e.function:<{width}} {e.kind:<4} {target}{note}")
     counts = {s: sum(1 for e in entries if e.status == s) for s in (MODELLED, PLUMBING, NOT_YET)}
     lines.append("")
-    lines.append(f"{len(entries)} functions: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    noun = "function" if len(entries) == 1 else "functions"
+    lines.append(f"{len(entries)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     return "\n".join(lines) + "\n"
 

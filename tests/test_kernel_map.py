@@ -251,3 +251,19 @@ def test_cli_prints_the_table_and_single_entries(capsys: pytest.CaptureFixture[s
     assert "mpa_emu.cm.tcp.check_seq" in capsys.readouterr().out
     assert main(["kernel-map", "no_such_function"]) == 2
     assert entry("irdma_if_notify").number == 97
+
+
+def test_cli_table_has_a_header_and_an_empty_selection_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["kernel-map", "irdma_check_seq"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["#", "function", "kind", "modelled", "by", "(note)"]
+    assert lines[1].startswith(" 63 irdma_check_seq ")
+    assert lines[-1] == "1 function: 1 modelled, 0 plumbing, 0 not modelled yet"
+    assert main(["kernel-map", "--status", "not-yet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    pending = sum(1 for e in ENTRIES if e.status == NOT_YET)
+    noun = "function" if pending == 1 else "functions"
+    assert lines[0].split()[:2] == ["#", "function"]
+    assert len(lines) == pending + 3  # header, the entries, a blank line, the count
+    assert lines[-1] == f"{pending} {noun}: 0 modelled, 0 plumbing, {pending} not modelled yet"

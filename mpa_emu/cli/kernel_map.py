@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
                  "status": e.status, "models": list(e.models), "note": e.note}
                 for e in entries]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-    elif entries:
+    else:
+        # An empty selection still prints the header and its "0 functions" count.
         sys.stdout.write(format_table(entries))
     return 0
