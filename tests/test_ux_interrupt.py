@@ -63,3 +63,16 @@ def test_ctrl_c_writes_the_outputs_so_far_and_exits_130(
     assert data["ok"] is False and data["run"]["reason"] == "interrupted"
     assert len(data["frames"]) == 4
     assert trace.read_text().count("\n") > 0
+
+
+def test_ctrl_c_in_any_command_is_one_line_and_exit_130(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import mpa_emu.cli.inspect as inspect_command
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(inspect_command, "run", interrupted)
+    assert main(["inspect", str(ROOT / "pcaps" / "v2_accept.pcap")]) == 130
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "mpa-emu inspect: interrupted\n")
