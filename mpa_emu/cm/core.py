@@ -414,6 +414,10 @@ class CmCore:
         if len(private_data) + MPA_V2_HDR > 0xFFFF:
             raise CmError(EINVAL, "private data does not fit PD_Length")
         self._enter(now_ns)
+        # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
+        # irdma_netdev_vlan_ipv6), 0xFFFF for an untagged or unknown address, before any
+        # check and without the dcb_vlan_mode conversion of irdma_make_cm_node.
+        self._set_node_vlan(node, self._addresses.get(node.loc_addr, NO_VLAN), "irdma_accept")
         self._accept_pdata = bytes(private_data)
         self._dispatch(node, Input.ACCEPT, None)
         self._finish()
@@ -775,6 +779,28 @@ class CmCore:
         if node is None:
             raise CmError(EINVAL, f"no connection {conn} (never existed or already freed)")
         return node
+
+    def _set_node_vlan(self, node: CmNode, vlan_id: int, fn: str) -> None:
+        """Give ``node`` a new VLAN and file it under its new node-table key and
+        (local address, VLAN) index, where ``irdma_find_node`` and
+        ``irdma_teardown_list_prep`` compare the VLAN."""
+        old = node.vlan_id
+        if vlan_id == old:
+            return
+        key = (node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
+        if self._nodes.get(node.key) is node:
+            del self._nodes[node.key]
+        self._nodes.setdefault(key, node)  # a node already on that key is found first
+        local = self._by_local.get((node.loc_addr, old))
+        if local is not None:
+            local.pop(node.conn, None)
+            if not local:
+                del self._by_local[(node.loc_addr, old)]
+        self._by_local.setdefault((node.loc_addr, vlan_id), {})[node.conn] = node
+        node.vlan_id = vlan_id
+        node.key = key
+        if self.trace is not None:
+            self._tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
     def _free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                    vlan_id: int) -> tuple[int, int]:
