@@ -374,6 +374,8 @@ class CaptureReport:
     tcp_frames: int = 0
     connections: list[ConnectionReport] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    hidden: int = 0
+    """Connections of the capture left out of ``connections`` by a selection."""
 
     @property
     def errors(self) -> int:
@@ -877,10 +879,17 @@ def format_connection(c: ConnectionReport) -> str:
     return "\n".join(lines)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def format_report(report: CaptureReport, comments: bool = False) -> str:
     """The whole report as text: a header line, then one block per connection."""
-    out = [f"{report.path}: {report.frames} frames, {report.tcp_frames} TCP, "
-           f"{len(report.connections)} connections, {report.errors} errors"]
+    shown = len(report.connections)
+    total = shown + report.hidden
+    selection = f" ({shown} selected)" if report.hidden else ""
+    out = [f"{report.path}: {_count(report.frames, 'frame')}, {report.tcp_frames} TCP, "
+           f"{_count(total, 'connection')}{selection}, {_count(report.errors, 'error')}"]
     out.extend(f"  {p}" for p in report.problems)
     for c in report.connections:
         out.append("")

@@ -353,3 +353,16 @@ def test_short_request_names_the_header_size_and_irdmas_answer() -> None:
     assert [(f.frame, f.severity, f.text) for f in conn.findings if f.severity == "error"] == [
         (4, "error", "MPA request cut short: only 10 bytes of the 20-byte header "
                      "(irdma_parse_mpa: -EINVAL, RST)")]
+
+
+def test_header_counts_every_connection_and_says_how_many_are_selected(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    backlog = root / "pcaps" / "backlog_drop.pcap"  # three clients, ports 40001-40003
+    assert main(["inspect", str(backlog), "-c", "2"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"{backlog}: 14 frames, 14 TCP, 3 connections (1 selected), 0 errors")
+    accept = root / "pcaps" / "v2_accept.pcap"
+    assert main(["inspect", str(accept), "--problems"]) == 0
+    assert capsys.readouterr().out == (
+        f"{accept}: 9 frames, 9 TCP, 1 connection (0 selected), 0 errors\n")

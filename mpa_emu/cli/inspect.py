@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise CliError(f"no connection {', '.join(map(str, missing))} in {args.capture} "
                        f"(it has {len(known)})")
-    report.connections = [c for c in report.connections if _selected(c, args)]
+    selected = [c for c in report.connections if _selected(c, args)]
+    report.hidden = len(report.connections) - len(selected)
+    report.connections = selected
     out = report_json(report) if args.json else format_report(report, comments=args.comments)
     sys.stdout.write(out)
     return 1 if report.errors else 0
