@@ -251,6 +251,44 @@ def _tci(pcp: int, vlan: int) -> int:
     return pcp << 13 | vlan
 
 
+def round_trips(seg: Segment) -> bool:
+    """True when ``decode(encode(seg)) == seg`` is certain without running either.
+
+    The conditions are exactly where the two differ from the identity: the payload and
+    options are plain ``bytes``, the options need no padding, every field fits its wire
+    field, no priority is set without a VLAN tag, and the fields of the other IP version
+    hold what :func:`decode` fills in (IPv4: flow label 0; IPv6: IP id 0 and DF set).
+    A host that knows this may hand the segment to its peer without the wire bytes.
+    """
+    options = seg.options
+    payload = seg.payload
+    if type(payload) is not bytes or type(options) is not bytes or len(options) & 3:
+        return False
+    if len(options) > MAX_TCP_OPTIONS or len(seg.src_mac) != 6 or len(seg.dst_mac) != 6:
+        return False
+    if seg.flags & ~_TCP_FLAGS_MASK or not (0 <= seg.sport <= 0xFFFF and 0 <= seg.dport <= 0xFFFF
+                                            and 0 <= seg.seq <= 0xFFFFFFFF
+                                            and 0 <= seg.ack <= 0xFFFFFFFF
+                                            and 0 <= seg.window <= 0xFFFF
+                                            and 0 <= seg.urg_ptr <= 0xFFFF
+                                            and 0 <= seg.ttl <= 0xFF and 0 <= seg.tos <= 0xFF):
+        return False
+    vlan = seg.vlan
+    if vlan is None:
+        if seg.pcp != 0:
+            return False
+    elif not (0 <= vlan <= 0xFFF and 0 <= seg.pcp <= 7):
+        return False
+    ip_len = len(seg.src_ip)
+    if ip_len != len(seg.dst_ip) or type(seg.df) is not bool:
+        return False
+    if ip_len == 4:
+        return (seg.flow_label == 0 and 0 <= seg.ip_id <= 0xFFFF
+                and 40 + len(options) + len(payload) <= 0xFFFF)
+    return (ip_len == 16 and seg.ip_id == 0 and seg.df
+            and 20 + len(options) + len(payload) <= 0xFFFF)
+
+
 # ---- decode ----------------------------------------------------------------------
 
 def _segment_factory() -> Callable[..., Segment]:
