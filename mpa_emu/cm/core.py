@@ -44,6 +44,7 @@ from mpa_emu.cm.mpa_frames import (
     MPA_V2_HDR,
     MpaParams,
     MpaParseError,
+    Negotiated,
     Rdma0Op,
     build_mpa_frame,
     parse_mpa,
@@ -1490,6 +1491,10 @@ class CmCore:
         if isinstance(res, MpaParseError):
             if res.step > 4:
                 node.mpa_frame_rev = seg.payload[17]
+            if res.negotiated is not None:
+                # irdma_negotiate_mpa_v2_ird_ord changed the node before failing; the
+                # abort upcall (irdma_get_cmevent_info) reports these values
+                self._apply_negotiated(node, res.negotiated)
             self._drop(seg, "irdma_parse_mpa",
                        f"step {res.step}: {res.reason} (-{errno.errorcode[res.errno]})",
                        node)
@@ -1505,11 +1510,7 @@ class CmCore:
             return False
         node.mpa_frame_rev = res.rev
         if res.negotiated is not None:
-            neg = res.negotiated
-            node.ird_size = neg.ird_size
-            node.ord_size = neg.ord_size
-            node.mpav2_ird_ord = neg.mpav2_ird_ord
-            node.send_rdma0_op = neg.send_rdma0_op
+            self._apply_negotiated(node, res.negotiated)
             if self.trace is not None:
                 self._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
                          ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
@@ -1520,6 +1521,13 @@ class CmCore:
             node.snd_mark_en = True
         self._mpa_reject_flag = res.reject
         return True
+
+    @staticmethod
+    def _apply_negotiated(node: CmNode, neg: Negotiated) -> None:
+        node.ird_size = neg.ird_size
+        node.ord_size = neg.ord_size
+        node.mpav2_ird_ord = neg.mpav2_ird_ord
+        node.send_rdma0_op = neg.send_rdma0_op
 
     def _act_mpa_request(self, node: CmNode, seg: Segment | None, r: Row) -> bool:
         """``irdma_handle_rcv_mpa`` in ESTABLISHED: the MPA request."""

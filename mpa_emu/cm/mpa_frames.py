@@ -79,10 +79,13 @@ class Negotiated:
 
 @dataclass(frozen=True, slots=True)
 class NegotiationError:
-    """A non-zero return of the negotiation: errno and reason."""
+    """A non-zero return of the negotiation: errno and reason, and ``partial``, the node
+    fields as the kernel left them (it changes the node in place before some of its
+    failures), None when nothing had changed yet."""
 
     errno: int
     reason: str
+    partial: Negotiated | None = None
 
 
 def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
@@ -111,8 +114,12 @@ def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
                                     "peer IRD 0 with RDMA0_READ requested")
         ord_size = min(ord_size, peer_ird)
         if ird_size < peer_ord:
+            # the ORD was already lowered: irdma_get_cmevent_info reports it in the
+            # CONNECT_REPLY(-ECONNRESET) that follows
             return NegotiationError(errno.EINVAL,
-                                    f"own IRD {ird_size} < peer ORD {peer_ord}")
+                                    f"own IRD {ird_size} < peer ORD {peer_ord}",
+                                    Negotiated(ird_size, ord_size, mpav2_ird_ord,
+                                               send_rdma0_op))
     read0 = bool(ctrl_ord & mpa.RTR_READ0)
     write0 = bool(ctrl_ord & mpa.RTR_WRITE0)
     if read0 and write0:
@@ -122,7 +129,10 @@ def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
     elif write0:
         send_rdma0_op = Rdma0Op.WRITE_ZERO
     else:
-        return NegotiationError(errno.EOPNOTSUPP, "no RDMA0 operation offered")
+        # negotiate_done: the IRD/ORD limits (or IETF_NO_IRD_ORD) are already applied
+        return NegotiationError(errno.EOPNOTSUPP, "no RDMA0 operation offered",
+                                Negotiated(ird_size, ord_size, mpav2_ird_ord,
+                                           send_rdma0_op))
     return Negotiated(ird_size, ord_size, mpav2_ird_ord, send_rdma0_op)
 
 
@@ -144,11 +154,14 @@ class ParsedMpa:
 
 @dataclass(frozen=True, slots=True)
 class MpaParseError:
-    """A check of ``irdma_parse_mpa`` failed: errno, step (spec 4.5) and reason."""
+    """A check of ``irdma_parse_mpa`` failed: errno, step (spec 4.5) and reason;
+    ``negotiated`` carries the node fields a failed step-8 negotiation had already
+    changed (:attr:`NegotiationError.partial`)."""
 
     errno: int
     step: int
     reason: str
+    negotiated: Negotiated | None = None
 
 
 def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,
@@ -189,7 +202,7 @@ def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,
             mpav2_ird_ord=mpav2_ird_ord, send_rdma0_op=send_rdma0_op,
             require_p2p=require_p2p, prefer=prefer)
         if isinstance(result, NegotiationError):
-            return MpaParseError(result.errno, 8, result.reason)
+            return MpaParseError(result.errno, 8, result.reason, result.partial)
         negotiated = result
     copied = payload[hdr_len:hdr_len + pd_length].ljust(pd_length, b"\0")
     user = payload[hdr_len:mpa.FRAME_SIZE + pd_length] if rev == 2 else copied

@@ -134,6 +134,28 @@ def test_negotiation_failures(ctrl: tuple[int, int], initiator: bool, err: int) 
     assert isinstance(res, NegotiationError) and res.errno == err
 
 
+@pytest.mark.parametrize(("ctrl", "initiator", "partial"), [
+    ((16, RD | WR | 16), False, None),  # P2P checked before anything changes
+    ((P2P | 0, RD | 4), True, None),  # returns before the ORD limit
+    # the initiator lowers its ORD to the peer's IRD, then finds its IRD too small
+    ((P2P | 8, RD | 32), True, (16, 8, 0, READ)),
+    # negotiate_done after the responder limits: peer ORD 0 with no RTR bit
+    ((P2P | 4, 0), False, (16, 4, 0, READ)),
+    # IETF_NO_IRD_ORD is recorded before negotiate_done finds no RTR bit
+    ((P2P | 0x3FFF, 8), True, (16, 16, 0x3FFF, READ)),
+])
+def test_negotiation_failure_reports_what_it_already_changed(
+        ctrl: tuple[int, int], initiator: bool,
+        partial: tuple[int, int, int, Rdma0Op] | None) -> None:
+    # irdma_negotiate_mpa_v2_ird_ord writes cm_node in place before some of its returns
+    res = negotiate(*ctrl, initiator=initiator, ird=16, ord_=16)
+    assert isinstance(res, NegotiationError)
+    got = None if res.partial is None else (res.partial.ird_size, res.partial.ord_size,
+                                            res.partial.mpav2_ird_ord,
+                                            res.partial.send_rdma0_op)
+    assert got == partial
+
+
 def test_siw_like_profile_prefers_write_when_both_are_offered() -> None:
     res = negotiate(P2P | 16, RD | WR | 16, initiator=False, prefer=WRITE)
     assert isinstance(res, Negotiated) and res.send_rdma0_op is WRITE
