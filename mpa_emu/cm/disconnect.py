@@ -73,6 +73,13 @@ class DisconnectHost(Protocol):
 _ABNORMAL = (Ae.LLP_TOO_MANY_RETRIES, Ae.LLP_RECEIVED_MPA_CRC_ERROR)
 
 
+def _recording(core: DisconnectHost) -> bool:
+    """Whether ``core.record`` keeps anything. A host with a ``trace`` attribute that is
+    ``None`` (a CmCore without tracing) drops every record, so the hot paths below do not
+    build their fields (enum names) at all; any other host gets every record."""
+    return getattr(core, "trace", True) is not None
+
+
 def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     """Handle one asynchronous event of the QP of ``conn`` as ``irdma_process_aeq`` does.
 
@@ -89,8 +96,9 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     iw.hw_tcp_state = qp.ae_tcp_state
     iw.hw_iwarp_state = qp.ae_iwarp_state
     iw.last_aeq = ae
-    core.record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
-                tcp_state=iw.hw_tcp_state.name, iwarp_state=iw.hw_iwarp_state.name)
+    if _recording(core):
+        core.record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
+                    tcp_state=iw.hw_tcp_state.name, iwarp_state=iw.hw_iwarp_state.name)
     if ae is Ae.RTS:
         iw.rts_ae_rcvd = True
         core.rts_ae_received(conn, now_ns)
@@ -258,11 +266,12 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     if issue_close:
         iw.cm_id = False
         iw.flush_issued = True
-    core.record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
-                hw_tcp_state=iw.hw_tcp_state.name, ibqp_state=iw.ibqp_state.name,
-                last_ae=iw.last_aeq.kernel_name if iw.last_aeq else None,
-                issue_disconn=issue_disconn, status=status, issue_close=issue_close,
-                cm_id=had_cm_id)
+    if _recording(core):
+        core.record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
+                    hw_tcp_state=iw.hw_tcp_state.name, ibqp_state=iw.ibqp_state.name,
+                    last_ae=iw.last_aeq.kernel_name if iw.last_aeq else None,
+                    issue_disconn=issue_disconn, status=status, issue_close=issue_close,
+                    cm_id=had_cm_id)
     if not had_cm_id or not core.has_node(conn):
         return
     if not (issue_disconn or issue_close):
