@@ -833,6 +833,8 @@ def _ending(conn: _Conn, client: Direction, server: Direction) -> str:
 # ---- text ----------------------------------------------------------------------------
 
 def _pdata_text(data: bytes) -> str:
+    if not data:
+        return "(0 bytes)"
     hexed = data.hex()
     shown = hexed if len(hexed) <= 96 else hexed[:96] + "..."
     text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in data[:64])

@@ -19,6 +19,7 @@ from mpa_emu.cli import main
 from mpa_emu.inspect import (
     ConnectionReport,
     RawFrame,
+    format_report,
     inspect_capture,
     inspect_frames,
     parse_tcp_options,
@@ -366,3 +367,11 @@ def test_header_counts_every_connection_and_says_how_many_are_selected(
     assert main(["inspect", str(accept), "--problems"]) == 0
     assert capsys.readouterr().out == (
         f"{accept}: 9 frames, 9 TCP, 1 connection (0 selected), 0 errors\n")
+
+
+def test_empty_private_data_is_just_its_length() -> None:
+    root = Path(__file__).resolve().parents[1]
+    report = inspect_capture(root / "pcaps" / "reject_v2_empty.pcap")
+    text = format_report(report)
+    assert "              reject reason (0 bytes)\n" in text
+    assert '""' not in text
