@@ -122,3 +122,11 @@ def test_capture_ladder_says_which_link_type_it_cannot_read(tmp_path: Path) -> N
     text = from_capture(odd).text()
     assert "frame 1: not decoded (link type 147 not supported)" in text
     assert "[SYN]" not in text
+
+
+def test_scenario_suffix_is_recognised_in_any_case(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    upper = tmp_path / "REJECT.TOML"
+    upper.write_text(REJECT.read_text())
+    assert main(["diagram", str(upper)]) == 0
+    assert capsys.readouterr().out == reject_ladder_text()

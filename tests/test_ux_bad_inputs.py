@@ -190,6 +190,12 @@ CASES: list[tuple[str, list[str], str]] = [
     ("run_unwritable_json", ["run", str(SCENARIO), "--json", "{d}/dir.pcap"], "Is a directory"),
     ("run_outputs_with_two_files", ["run", str(SCENARIO), str(SCENARIO), "-o", "{d}/x.pcapng"],
      "need a single scenario file"),
+    # a capture where a scenario is due, and the other way round
+    ("run_a_capture", ["run", str(GOOD_PCAP)], "a packet capture, not a scenario file"),
+    ("inspect_a_scenario", ["inspect", str(SCENARIO)], "(a scenario file? mpa-emu run or "
+                                                       "diagram take those)"),
+    ("replay_a_scenario", ["replay", str(SCENARIO), "--emulate", "192.0.2.2"],
+     "(a scenario file? mpa-emu run or diagram take those)"),
     # kernel-map
     ("kernel_map_unknown", ["kernel-map", "irdma_no_such_function"], "not a cm.c function"),
     ("kernel_map_status", ["kernel-map", "--status", "bogus"], "invalid choice: 'bogus'"),

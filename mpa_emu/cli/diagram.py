@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build(source: str, ports: list[int] | None = None) -> Ladder:
     """The ladder of a capture or scenario file (CliError when unusable)."""
-    if source.endswith(".toml"):
+    if source.lower().endswith(".toml"):
         from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
 
         try:

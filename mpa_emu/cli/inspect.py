@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from mpa_emu.cli import CliError
-from mpa_emu.cli.values import capture_port, positive
+from mpa_emu.cli.values import capture_error, capture_port, positive
 from mpa_emu.inspect import (
     ConnectionReport,
     InspectError,
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = inspect_capture(args.capture)
     except InspectError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(capture_error(args.capture, str(exc))) from None
     known = {c.index for c in report.connections}
     missing = sorted(set(args.connection or ()) - known)
     if missing:

@@ -12,6 +12,7 @@ import sys
 
 from mpa_emu.addr import ip_bytes
 from mpa_emu.cli import CliError
+from mpa_emu.cli.values import capture_error
 from mpa_emu.replay import RecordingError, ReplayOptions, replay_capture
 
 MAX_SECONDS = 1e9
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = replay_capture(args.capture, options, progress, detail=bool(args.output))
     except RecordingError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(capture_error(args.capture, str(exc))) from None
     finally:
         if progress is not None:
             progress.close()

@@ -34,6 +34,10 @@ from mpa_emu.scenario.model import (
     WireSpec,
 )
 
+CAPTURE_MAGICS = frozenset(bytes.fromhex(m) for m in (
+    "d4c3b2a1", "a1b2c3d4", "4d3cb2a1", "a1b23c4d", "0a0d0d0a"))
+"""First bytes of pcap (both byte orders, micro- and nanosecond) and pcapng files."""
+
 STATE_NAMES = ("UNKNOWN", "INITED", "LISTENING", "SYN_RCVD", "SYN_SENT",
                "ONE_SIDE_ESTABLISHED", "ESTABLISHED", "ACCEPTING", "MPAREQ_SENT",
                "MPAREQ_RCVD", "MPAREJ_RCVD", "OFFLOADED", "FIN_WAIT1", "FIN_WAIT2",
@@ -51,6 +55,9 @@ def load_scenario(path: str | Path) -> Scenario:
         raw = p.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if raw[:4] in CAPTURE_MAGICS:
+        raise ScenarioError(f"{p}: a packet capture, not a scenario file (for captures: "
+                            "mpa-emu inspect, diagram or replay)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
