@@ -86,13 +86,19 @@ _REACHABLE_BY_INPUT: dict[Input, frozenset[CmState]] = {
     Input.CONNECT: frozenset({S.UNKNOWN}),
     # listener destruction only touches passive nodes
     Input.DESTROY_LISTEN: _HELD - _ACTIVE_ONLY,
-    # states that hold a retransmission entry when it runs out
+    # states that hold a retransmission entry when it runs out: their own SYN, MPA
+    # request, reject or FIN, or a late SYN-ACK (irdma_send_syn_cqp_callback sends it
+    # whatever the state, errata 2) that irdma_cm_timer_tick resends until expiry: after
+    # a listener destroy, or after a peer that ACKed the ISN moved the node on first
     Input.RETRANS_EXPIRED: frozenset({S.SYN_SENT, S.SYN_RCVD, S.MPAREQ_SENT, S.FIN_WAIT1,
-                                      S.LAST_ACK}),
+                                      S.LAST_ACK, S.LISTENER_DESTROYED, S.ESTABLISHED,
+                                      S.MPAREQ_RCVD, S.FIN_WAIT2, S.CLOSING}),
     # a close entry without QP is only scheduled on FIN_WAIT2 -> TIME_WAIT
     Input.CLOSE_TIMER: frozenset({S.TIME_WAIT}),
-    # the qhash completion finds the node where the SYN left it, or closed meanwhile
-    Input.QHASH_DONE: frozenset({S.SYN_RCVD, S.CLOSED, S.LISTENER_DESTROYED}),
+    # the qhash completion (AH latency) finds the passive node wherever the peer, the
+    # application or a listener destroy took it meanwhile: irdma_check_seq only wants
+    # ack == loc_seq_num, which before the SYN-ACK is the ISN itself
+    Input.QHASH_DONE: _HELD - _ACTIVE_ONLY,
 }
 
 

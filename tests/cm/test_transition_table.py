@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, to_host
+from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, to_host
 
 from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig
@@ -224,25 +224,51 @@ def drive(lab: Lab, inp: Input) -> None:
                 core.listener(lab.listener).state.name == "PASSIVE":  # type: ignore[union-attr]
             core.create_listen(IP_P, PORT, now_ns=lab.now)  # reuse the dying listener
         core.destroy_listen(lab.listener, now_ns=lab.now)
-    elif inp in (Input.RETRANS_EXPIRED, Input.CLOSE_TIMER, Input.QHASH_DONE):
-        lab.advance(2 * S_NS)  # past the first resend, the close timer, the AH latency
+    elif inp is Input.QHASH_DONE:
+        lab.advance(2 * MS)  # past the AH latency, before any CM timer
+    elif inp in (Input.RETRANS_EXPIRED, Input.CLOSE_TIMER):
+        lab.advance(2 * S_NS)  # past the first resend and the close timer
     else:  # pragma: no cover
         raise AssertionError(inp)
     core.frames_to_send()
 
 
+LATE_SYNACK = frozenset({S.LISTENER_DESTROYED, S.ESTABLISHED, S.MPAREQ_RCVD, S.FIN_WAIT2,
+                         S.CLOSING})
+"""States a passive node can reach before its delayed SYN-ACK goes out (a peer that ACKs
+the ISN, the application, a listener destroy), so the SYN-ACK entry runs out there."""
+
+
+def before_synack(state: CmState, **cfg: object) -> Lab:
+    """GEN_1 with a 1 ms qhash latency: the recipe runs before the SYN-ACK is sent."""
+    lab = Lab(CmConfig(gen=1, ah_latency_ns=MS, **cfg))  # type: ignore[arg-type]
+    RECIPES[state][0](lab)
+    assert lab.state() is state
+    return lab
+
+
 def setup_for(r_state: CmState, inp: Input) -> Lab:
+    if inp is Input.RETRANS_EXPIRED and r_state in LATE_SYNACK:
+        lab = before_synack(r_state, retrans=0)
+        lab.advance(2 * MS)  # the SYN-ACK, with a send entry that never resends
+        view = lab.core.node(lab.conn)
+        assert view is not None and view.state is r_state and view.retransmitting
+        return lab
     if inp is Input.RETRANS_EXPIRED:
         return prepared(r_state, retrans=0)
     if inp is Input.QHASH_DONE:
-        lab = Lab(CmConfig(ah_latency_ns=S_NS, gen=1 if r_state is S.LISTENER_DESTROYED
-                           else 2))
-        syn_rcvd(lab)
         if r_state is S.CLOSED:
+            lab = Lab(CmConfig(ah_latency_ns=MS))
+            syn_rcvd(lab)
             lab.send(lab.seg(RST | ACK))
         elif r_state is S.LISTENER_DESTROYED:
+            lab = Lab(CmConfig(gen=1, ah_latency_ns=MS))
+            syn_rcvd(lab)
             lab.core.destroy_listen(lab.listener, now_ns=0)
+        else:
+            lab = before_synack(r_state)
         assert lab.state() is r_state
+        assert lab.core.get_timer() == MS  # the qhash completion is the next deadline
         return lab
     return prepared(r_state)
 

@@ -1,0 +1,32 @@
+"""Rows a peer and a listener destroy can drive are marked reachable (the rows' actions
+were right; the marks are what the transition-table test walks)."""
+
+from __future__ import annotations
+
+from audit_peer import MS, Passive, listen, make_host
+
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.states import CmState, Input
+from mpa_emu.cm.transitions import row
+
+
+def test_listener_destroyed_node_can_run_out_of_retransmissions() -> None:
+    p = make_host(CmConfig(gen=1, ah_latency_ns=5 * MS))
+    listen(p)
+    Passive(p, 1).syn()
+    p.core.destroy_listen(1, now_ns=p.now)
+    p.run_out()
+    expired = [r for r in p.core.trace.records  # type: ignore[union-attr]
+               if r.kind == "state_changed" and r.fn == "irdma_retrans_expired"]
+    assert [r.fields["old"] for r in expired] == ["LISTENER_DESTROYED"]
+    assert row(CmState.LISTENER_DESTROYED, Input.RETRANS_EXPIRED).reachable
+
+
+def test_late_synack_rows_are_marked_reachable() -> None:
+    # the qhash completion sends its SYN-ACK whatever the state (errata 2); a peer that
+    # ACKs the ISN takes the node to ESTABLISHED and on (LAST_ACK after its FIN) first
+    for st in (CmState.ESTABLISHED, CmState.LAST_ACK, CmState.MPAREQ_RCVD,
+               CmState.OFFLOADED, CmState.LISTENER_DESTROYED):
+        assert row(st, Input.QHASH_DONE).reachable, st
+    for st in (CmState.SYN_SENT, CmState.MPAREQ_SENT, CmState.MPAREJ_RCVD):
+        assert not row(st, Input.QHASH_DONE).reachable  # active nodes wait on no qhash
