@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from mpa_emu.addr import ip_bytes, ip_text, mac_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
-from mpa_emu.cli.values import check_seconds, check_writable
+from mpa_emu.cli.values import check_seconds, check_writable, seed
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="FILE.jsonl", help="write the structured trace")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="stop after SECONDS (default: until Ctrl-C)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the CM core (ISNs)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the CM core (ISNs)")
     parser.add_argument("--grace", type=float, default=1.0, metavar="SECONDS",
                         help="time given to closing connections at shutdown (default 1)")
 

@@ -12,7 +12,7 @@ import sys
 
 from mpa_emu.addr import ip_bytes
 from mpa_emu.cli import CliError
-from mpa_emu.cli.values import capture_error
+from mpa_emu.cli.values import capture_error, seed
 from mpa_emu.replay import RecordingError, ReplayOptions, replay_capture
 
 MAX_SECONDS = 1e9
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "happened to every injected frame")
     parser.add_argument("--horizon", type=float, default=400.0, metavar="SECONDS",
                         help="run timers this long after the capture's end (default 400)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the emulated host")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the emulated host")
 
 
 class _Progress:

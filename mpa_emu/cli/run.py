@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mpa_emu.cli import CliError
+from mpa_emu.cli.values import seed
 from mpa_emu.scenario import (
     Scenario,
     ScenarioError,
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the structured trace as JSON Lines")
     parser.add_argument("--json", metavar="SUMMARY.json",
                         help="write a JSON summary (expectations, upcalls, frames)")
-    parser.add_argument("--seed", type=int, help="override the scenario's seed")
+    parser.add_argument("--seed", type=seed, help="override the scenario's seed")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only failures and the verdict")
     parser.add_argument("--no-progress", action="store_true",

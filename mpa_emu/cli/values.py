@@ -64,3 +64,11 @@ def capture_error(path: str, message: str) -> str:
     if path.lower().endswith(".toml"):
         return f"{message} (a scenario file? mpa-emu run or diagram take those)"
     return message
+
+
+def seed(text: str) -> int:
+    """A seed: an integer of 0 or more, as in a scenario file's ``seed``."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is 0 or more, got {value}")
+    return value
