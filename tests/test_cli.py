@@ -45,3 +45,13 @@ def test_python_dash_m_runs_the_same_entry_point() -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "irdma_cm_reject" in proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(set(SUBCOMMANDS) - {"demo"}))
+def test_every_subcommand_help_lists_its_exit_codes(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([name, "--help"])
+    out = capsys.readouterr().out
+    codes = out[out.index("exit codes: "):]
+    assert "0 " in codes and "2 " in codes

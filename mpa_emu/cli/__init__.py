@@ -46,7 +46,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mpa-emu",
         description="Packet-level emulator of the Linux irdma iWARP connection manager.",
-        epilog="Exit codes: 0 ok, 1 check failed, 2 bad input.",
+        epilog="Exit codes: 0 ok, 1 check failed, 2 bad input, 130 interrupted (Ctrl-C).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:

@@ -26,8 +26,19 @@ HELP = "run an emulated irdma host on a TAP device against the real Linux TCP st
 DEFAULT_MAC = "02:6d:70:61:00:02"
 
 
+EPILOG = """\
+Needs root (a TAP device). Runs until --duration or Ctrl-C/SIGTERM, then closes every
+connection and flushes the capture and trace. Guide and examples: docs/live.md.
+
+exit codes: 0 ran and stopped, 1 a --connect failed, 2 bad option, unusable TAP or
+namespace
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu live``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
     parser.add_argument("--tap", required=True, metavar="NAME",
                         help="TAP interface to create or attach to (the Linux side)")
     parser.add_argument("--netns", metavar="NAME",
@@ -66,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="FILE.jsonl", help="write the structured trace")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="stop after SECONDS (default: until Ctrl-C)")
-    parser.add_argument("--seed", type=seed, default=0, help="seed of the CM core (ISNs)")
+    parser.add_argument("--seed", type=seed, default=0, metavar="N",
+                        help="seed of the CM core (ISNs; default 0)")
     parser.add_argument("--grace", type=float, default=1.0, metavar="SECONDS",
                         help="time given to closing connections at shutdown (default 1)")
 

@@ -17,8 +17,19 @@ from mpa_emu.live import netns
 HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
 
 
+EPILOG = """\
+The kernel does TCP; the peer frames MPA (v1 or v2 with the RFC 6581 block), sends the
+RTR and prints every frame received. Guide: docs/live.md.
+
+exit codes: 0 the MPA exchange completed (accepted or rejected), 1 it failed (refused,
+reset, timeout, malformed frame), 2 bad option or namespace, 130 interrupted
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu peer``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--listen", type=int, metavar="PORT",
                       help="accept one connection on PORT and answer its MPA request")

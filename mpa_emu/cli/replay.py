@@ -21,8 +21,21 @@ MAX_SECONDS = 1e9
 HELP = "replay a recorded capture against the CM state machine and report divergences"
 
 
+EPILOG = """\
+Frames sent by the --emulate host are compared with what the CM state machine sends when
+fed every other frame of the capture at its recorded time; the report names the first
+divergence, the fields that differ, the CM state and what became of the last frame
+injected into that flow. Fixtures with their expected verdicts: pcaps/README.md.
+
+exit codes: 0 every frame of the emulated host matched, 1 a divergence, 2 unreadable
+capture, bad option or unwritable output, 130 interrupted
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu replay`` (the names and meanings are a contract)."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
     parser.add_argument("capture", metavar="CAPTURE",
                         help="pcap or pcapng, Ethernet with or without 802.1Q")
     parser.add_argument("--emulate", metavar="IP", required=True,
@@ -44,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "happened to every injected frame")
     parser.add_argument("--horizon", type=float, default=400.0, metavar="SECONDS",
                         help="run timers this long after the capture's end (default 400)")
-    parser.add_argument("--seed", type=seed, default=0, help="seed of the emulated host")
+    parser.add_argument("--seed", type=seed, default=0, metavar="N",
+                        help="seed of the emulated host (default 0)")
 
 
 class _Progress:

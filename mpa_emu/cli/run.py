@@ -29,7 +29,7 @@ The scenario format is described in docs/scenarios.md; examples are in scenarios
 
 exit codes: 0 every expectation holds, 1 an expectation failed (each failure names its
 scenario line and what happened instead), 2 bad scenario file (file, line and key named)
-or unwritable output
+or unwritable output, 130 interrupted (the outputs so far are written)
 """
 
 
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the structured trace as JSON Lines")
     parser.add_argument("--json", metavar="SUMMARY.json",
                         help="write a JSON summary (expectations, upcalls, frames)")
-    parser.add_argument("--seed", type=seed, help="override the scenario's seed")
+    parser.add_argument("--seed", type=seed, metavar="N", help="override the scenario's seed")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only failures and the verdict")
     parser.add_argument("--no-progress", action="store_true",
