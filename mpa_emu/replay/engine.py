@@ -21,8 +21,10 @@ translated back through it, so the peer's frames acknowledge what the emulator s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from mpa_emu.cm.config import CmConfig
@@ -177,6 +179,23 @@ def connection_starts(frames: list[Frame]) -> list[Frame]:
     return starts
 
 
+@contextlib.contextmanager
+def _loaded_objects_frozen() -> Iterator[None]:
+    """Keep the cyclic garbage collector off the objects that exist before the run.
+
+    A recording of a large capture is hundreds of thousands of live, tracked objects
+    (frames, segments) that never become garbage, yet every full collection during the
+    run walks all of them again: about a third of a 100,000-frame replay. ``gc.freeze``
+    moves them out of the collector's generations for the run; objects made during the
+    run are collected as usual. Collection only reclaims memory, so no result changes.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 class Engine:
     """One replay run: build with a recording, call :meth:`run`."""
 
@@ -280,8 +299,9 @@ class Engine:
         the run and is reported as a note, so the user still gets a verdict.
         """
         try:
-            self._setup()
-            self._play()
+            with _loaded_objects_frozen():
+                self._setup()
+                self._play()
         except CmError as exc:
             self.notes.append(f"a verb was refused unexpectedly: {exc}")
         except Exception as exc:
