@@ -409,6 +409,7 @@ class CmCore:
         node = self._verb_node(conn)
         if node.client:
             raise CmError(EINVAL, "accept on an active connection")
+        self._check_indicated(node, "accept")
         if node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
@@ -426,9 +427,12 @@ class CmCore:
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_reject`` -> ``irdma_cm_reject``: MPA reply with R, private data and
         FIN in one segment. Over the limit (``len + 24 > 544``, or over 255 with the u8
-        quirk) raises :class:`CmError` and sends nothing. On an active node it does
-        nothing, as the kernel."""
+        quirk) raises :class:`CmError` and sends nothing, as does a passive node whose
+        CONNECT_REQUEST was never delivered. On an active node it does nothing, as the
+        kernel."""
         node = self._verb_node(conn)
+        if not node.client:
+            self._check_indicated(node, "reject")
         plen = len(private_data)
         if self.config.quirks.reject_pdata_u8 and plen > 0xFF:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: pdata_len is a "
@@ -452,10 +456,18 @@ class CmCore:
     def close(self, conn: int, *, now_ns: int) -> None:
         """``irdma_cm_close`` (spec 2.3): RST in the early states, free when CLOSED,
         OFFLOADED, MPAREJ_RCVD...; -EINVAL (CmError) in FIN_WAIT*/LAST_ACK/TIME_WAIT/
-        CLOSING."""
+        CLOSING, and for an early-state node that only its retransmission entry keeps
+        (the caller's reference is gone: the kernel would free it under the timer)."""
         node = self._verb_node(conn)
-        if TABLE[(node.state, Input.CLOSE)].action == "close_einval":
+        action = TABLE[(node.state, Input.CLOSE)].action
+        if action == "close_einval":
             raise CmError(EINVAL, f"irdma_cm_close in state {node.state.name}")
+        if action == "close_reset" and node.send_entry is not None and node.refcnt == 1:
+            # irdma_cleanup_retrans_entry drops the entry's reference with refcount_dec,
+            # which must not reach zero: only the entry keeps this node, the caller holds
+            # none (its base reference went with an earlier RST or a listener destroy)
+            raise CmError(EINVAL, f"irdma_cm_close in state {node.state.name}: the node "
+                          "is held only by its retransmission entry, not by the caller")
         self._enter(now_ns)
         self._dispatch(node, Input.CLOSE, None)
         self._finish()
@@ -803,6 +815,14 @@ class CmCore:
         if self.trace is not None:
             self._tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
+    @staticmethod
+    def _check_indicated(node: CmNode, verb: str) -> None:
+        """A passive node reaches ``irdma_accept``/``irdma_reject`` only as the
+        ``provider_data`` of its CONNECT_REQUEST: refuse one never indicated."""
+        if not node.indicated:
+            raise CmError(EINVAL, f"{verb} on connection {node.conn}: no CONNECT_REQUEST "
+                          "was delivered for it, the application holds no handle")
+
     def _free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                    vlan_id: int) -> tuple[int, int]:
         """An ephemeral port (49152..65535, in turn) and the counter after it."""
@@ -885,6 +905,10 @@ class CmCore:
         if node.close_entry is not None:
             node.close_entry.live = False
             node.close_entry = None
+        if node.send_entry is not None:
+            # off cm_hash_tbl, the node is never seen by irdma_timer_list_prep again
+            node.send_entry.live = False
+            node.send_entry = None
         node.rts_deadline = None
         node.ah_valid = False
         if node.qp is not None:
@@ -1882,6 +1906,7 @@ class CmCore:
     def _event_handler(self, node: CmNode, etype: CmEventType) -> None:
         """``irdma_cm_event_handler`` for one queued event."""
         if etype == CmEventType.MPA_REQ:
+            node.indicated = True
             self._upcall(IwEvent.CONNECT_REQUEST, node, 0)
         elif etype == CmEventType.CONNECTED:
             if node.cm_id and node.state == S.OFFLOADED:
