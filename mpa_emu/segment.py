@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mpa_emu.fastinit import fast_frozen_init
+
 # TCP flag bits (RFC 9293 section 3.1).
 FIN = 0x01
 SYN = 0x02
@@ -25,6 +27,7 @@ def flags_text(flags: int) -> str:
     return "".join(ch for bit, ch in order if flags & bit)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One Ethernet frame carrying IPv4 or IPv6 and a TCP segment.

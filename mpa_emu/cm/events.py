@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from mpa_emu.fastinit import fast_frozen_init
 from mpa_emu.segment import Segment
 
 # Linux errno values used in upcall status codes.
@@ -25,6 +26,7 @@ class IwEvent(IntEnum):
     CLOSE = 5
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Upcall:
     """One iw_cm event as the application (rdma_cm) would see it.
@@ -49,6 +51,7 @@ class Upcall:
     listener: int | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Transmit:
     """A frame the host puts on the wire (or loops back internally).
