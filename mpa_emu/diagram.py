@@ -55,10 +55,16 @@ def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
     the TCP segments with one of those ports on either side."""
     lanes: dict[str, int] = {}
     rows: list[Row] = []
+    records = []
+    damage: str | None = None
     try:
-        records = list(read_capture(path))
+        for rec in read_capture(path):
+            records.append(rec)
     except CaptureError as exc:
-        raise DiagramError(f"{path}: {exc}") from None
+        if not records:
+            raise DiagramError(f"{path}: {exc}") from None
+        # A capture cut short (tcpdump killed, disk full): draw what is there.
+        damage = f"capture ends after frame {len(records)}: {exc}"
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
     for number, rec in enumerate(records, start=1):
         t = (rec.time_ns - base) if rec.time_ns is not None else 0
@@ -81,6 +87,8 @@ def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
                         if p]
         label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
         rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None))
+    if damage is not None:
+        rows.append(Row(rows[-1].time_ns if rows else 0, 0, None, damage))
     return Ladder(list(lanes) or ["(no IP frames)"], rows)
 
 

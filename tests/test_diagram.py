@@ -130,3 +130,17 @@ def test_scenario_suffix_is_recognised_in_any_case(tmp_path: Path,
     upper.write_text(REJECT.read_text())
     assert main(["diagram", str(upper)]) == 0
     assert capsys.readouterr().out == reject_ladder_text()
+
+
+def test_capture_cut_short_is_drawn_up_to_the_cut(tmp_path: Path) -> None:
+    source = ROOT / "pcaps" / "v2_accept.pcap"
+    data = source.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:-10])  # the ninth and last record loses its end
+    whole = from_capture(source).text().splitlines()
+    text = from_capture(cut).text().splitlines()
+    # Every line of the first eight frames, then one note naming the damage.
+    assert text[:-1] == whole[:len(text) - 1]
+    assert "len=0" in whole[len(text) - 1]  # the ninth frame, the NIC's ACK of the RTR
+    assert text[-1].strip() == ("| capture ends after frame 8: truncated pcap record 8 at "
+                                "offset 770: 54 bytes announced")

@@ -15,7 +15,8 @@ HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with 
 EPILOG = """\
 A .toml argument is run as a scenario (frames, state changes, upcalls and drops);
 anything else is read as a pcap/pcapng capture (frames, with mpa_emu's frame comments).
-With -o FILE.svg the diagram is written as SVG; otherwise printed as text.
+With -o FILE.svg the diagram is written as SVG; otherwise printed as text. A capture cut
+short is drawn up to the cut, with a last note saying where and why it ends.
 
 exit codes: 0 drawn, 2 unreadable input, bad scenario or unwritable output
 """
