@@ -409,7 +409,7 @@ class CmCore:
         node = self._verb_node(conn)
         if node.client:
             raise CmError(EINVAL, "accept on an active connection")
-        self._check_indicated(node, "accept")
+        self._check_held(node, "accept")
         if node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
@@ -432,7 +432,7 @@ class CmCore:
         kernel."""
         node = self._verb_node(conn)
         if not node.client:
-            self._check_indicated(node, "reject")
+            self._check_held(node, "reject")
         plen = len(private_data)
         if self.config.quirks.reject_pdata_u8 and plen > 0xFF:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: pdata_len is a "
@@ -816,12 +816,14 @@ class CmCore:
             self._tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
     @staticmethod
-    def _check_indicated(node: CmNode, verb: str) -> None:
+    def _check_held(node: CmNode, verb: str) -> None:
         """A passive node reaches ``irdma_accept``/``irdma_reject`` only as the
-        ``provider_data`` of its CONNECT_REQUEST: refuse one never indicated."""
-        if not node.indicated:
-            raise CmError(EINVAL, f"{verb} on connection {node.conn}: no CONNECT_REQUEST "
-                          "was delivered for it, the application holds no handle")
+        ``provider_data`` of its CONNECT_REQUEST, until a reject or a failed accept gives
+        it back: refuse one the application does not hold."""
+        if not node.held_by_app:
+            raise CmError(EINVAL, f"{verb} on connection {node.conn}: the application "
+                          "holds no handle to it (no CONNECT_REQUEST delivered, or given "
+                          "back by a reject or a failed accept)")
 
     def _free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                    vlan_id: int) -> tuple[int, int]:
@@ -1690,6 +1692,7 @@ class CmCore:
     def _accept_failed(self, node: CmNode, status: int, why: str) -> None:
         self._tr("accept_failed", "irdma_accept", conn=node.conn, status=status,
                  reason=why)
+        node.held_by_app = False
         self._upcall(IwEvent.ESTABLISHED, node, status)
         self._rem_ref(node)
 
@@ -1745,6 +1748,7 @@ class CmCore:
 
     def _act_reject_listener_destroyed(self, node: CmNode, seg: Segment | None,
                                        r: Row) -> bool:
+        node.held_by_app = False
         self._cleanup(node)
         node.passive_state += 1
         if node.passive_state == SEND_RESET_EVENT:
@@ -1906,7 +1910,7 @@ class CmCore:
     def _event_handler(self, node: CmNode, etype: CmEventType) -> None:
         """``irdma_cm_event_handler`` for one queued event."""
         if etype == CmEventType.MPA_REQ:
-            node.indicated = True
+            node.held_by_app = True
             self._upcall(IwEvent.CONNECT_REQUEST, node, 0)
         elif etype == CmEventType.CONNECTED:
             if node.cm_id and node.state == S.OFFLOADED:

@@ -102,7 +102,7 @@ class CmNode:
 
     __slots__ = (
         "accelerated", "accept_pend", "ack_rcvd", "ah_valid", "client", "close_entry",
-        "cm_id", "conn", "do_lpb", "indicated", "ipv4", "ird_size", "key", "listener",
+        "cm_id", "conn", "do_lpb", "held_by_app", "ipv4", "ird_size", "key", "listener",
         "loc_ack_num",
         "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
         "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
@@ -158,9 +158,10 @@ class CmNode:
         self.ah_valid = False
         self.qhash_set = False
         self.qhash_pending = False
-        self.indicated = False
+        self.held_by_app = False
         """A passive node the CONNECT_REQUEST upcall handed to the application
-        (``event.provider_data``): the only way ``irdma_accept``/``irdma_reject`` get it."""
+        (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
+        and not yet given back by a reject or a failed accept."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
         self.qp: Any = None

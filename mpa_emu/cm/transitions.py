@@ -210,10 +210,13 @@ TABLE |= _rows(Input.CONNECT, "irdma_connect", {
 
 TABLE |= _rows(Input.ACCEPT, "irdma_accept", {
     (S.MPAREQ_RCVD,): _Spec(
-        "accept", S.OFFLOADED, _FREED,
-        note="MPA reply by the QP (LSMM); passive_state 2 -> -ECONNRESET, freed"),
+        "accept", S.OFFLOADED, (S.CLOSED, S.MPAREQ_RCVD),
+        note="MPA reply by the QP (LSMM); passive_state 2 -> -ECONNRESET, freed (kept "
+             "in MPAREQ_RCVD while a pending qhash completion still holds it)"),
     (S.LISTENER_DESTROYED,): _Spec("accept_listener_destroyed", S.CLOSED,
-                                   note="-EINVAL, node freed"),
+                                   (S.LISTENER_DESTROYED,),
+                                   note="-EINVAL, node freed (kept while a pending qhash "
+                                        "completion or a leaked reference holds it)"),
 }, _Spec("misuse", None, note="no MPA request pending: CmError"))
 
 TABLE |= _rows(Input.REJECT, "irdma_cm_reject", {
@@ -221,7 +224,9 @@ TABLE |= _rows(Input.REJECT, "irdma_cm_reject", {
         "reject", S.FIN_WAIT1, _FREED,
         note="reply with R + ACK|FIN; after a peer RST: freed, no packet"),
     (S.LISTENER_DESTROYED,): _Spec("reject_listener_destroyed", S.CLOSED,
-                                   note="free, no packet"),
+                                   (S.LISTENER_DESTROYED,),
+                                   note="free, no packet (kept while a pending qhash "
+                                        "completion or a leaked reference holds it)"),
 }, _Spec("misuse", None, note="active node: no-op; passive, not pending: CmError"))
 
 _CLOSE_RST = (S.SYN_RCVD, S.SYN_SENT, S.ONE_SIDE_ESTABLISHED, S.ESTABLISHED, S.ACCEPTING,

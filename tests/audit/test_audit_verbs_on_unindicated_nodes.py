@@ -5,11 +5,13 @@ its CONNECT_REQUEST (event.provider_data)."""
 from __future__ import annotations
 
 import pytest
-from audit_peer import MS, Passive, listen, make_host
+from audit_peer import MS, Passive, Peer, listen, make_host, v2_request
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
+from mpa_emu.segment import ACK, RST, SYN
 
 
 def test_second_close_of_a_node_kept_alive_by_its_synack_entry_is_refused() -> None:
@@ -83,3 +85,57 @@ def test_accept_and_reject_before_the_connect_request_are_refused() -> None:
         with pytest.raises(CmError, match="no CONNECT_REQUEST"):
             verb(conn, now_ns=p.now)
     assert p.core.node(conn) == view and p.drain() == [] and p.ups == []
+
+
+def early_request(p: Peer) -> tuple[Passive, int]:
+    """A peer that ACKs the ISN sends its MPA request before the delayed SYN-ACK: the node
+    is indicated while the pending qhash completion still holds a reference."""
+    listen(p)
+    pas = Passive(p, 1)
+    assert pas.syn() == []
+    [conn] = p.core.conns()
+    view = p.core.node(conn)
+    assert view is not None
+    pas.isn_h = view.loc_seq_num - 1  # irdma_check_seq wants ack == loc_seq_num
+    pas.ack(v2_request())
+    assert [(u.event, u.conn) for u in p.ups] == [(IwEvent.CONNECT_REQUEST, conn)]
+    return pas, conn
+
+
+def test_failed_accept_leaves_the_node_to_its_qhash_reference_and_gives_it_back() -> None:
+    # irdma_accept after a peer RST: -ECONNRESET and irdma_rem_ref_cm_node; the pending
+    # qhash completion still holds the node, which stays in MPAREQ_RCVD until the
+    # completion's SYN-ACK (sent whatever the state, errata 2) runs out of retransmissions
+    p = make_host(CmConfig(gen=1, ah_latency_ns=3 * MS))
+    pas, conn = early_request(p)
+    pas.ack(extra=RST)
+    p.core.accept(conn, now_ns=p.now)
+    assert p.drain() == []
+    assert (p.ups[-1].event, p.ups[-1].status) == (IwEvent.ESTABLISHED, -ECONNRESET)
+    view = p.core.node(conn)
+    assert view is not None and view.state == CmState.MPAREQ_RCVD
+    for verb in (p.core.accept, p.core.reject):
+        with pytest.raises(CmError, match="no handle"):
+            verb(conn, now_ns=p.now)
+    assert p.core.node(conn) == view
+    out = p.run_out()
+    assert out[0][1].flags == SYN | ACK and out[-1][1].flags == RST | ACK
+    assert p.core.node(conn) is None
+
+
+def test_reject_in_listener_destroyed_leaves_the_node_to_its_qhash_reference() -> None:
+    # irdma_cm_reject in LISTENER_DESTROYED: no packet, one put; the qhash completion's
+    # reference keeps the node until its stray SYN-ACK runs out
+    p = make_host(CmConfig(gen=1, ah_latency_ns=3 * MS))
+    _, conn = early_request(p)
+    p.core.destroy_listen(1, now_ns=p.now)
+    assert [s.flags for s in p.drain()] == [RST | ACK]  # irdma_dec_refcnt_listen
+    p.core.reject(conn, now_ns=p.now)
+    assert p.drain() == []
+    view = p.core.node(conn)
+    assert view is not None and view.state == CmState.LISTENER_DESTROYED
+    with pytest.raises(CmError, match="no handle"):
+        p.core.reject(conn, now_ns=p.now)
+    out = p.run_out()
+    assert out[0][1].flags == SYN | ACK and out[-1][1].flags == RST | ACK
+    assert p.core.node(conn) is None
