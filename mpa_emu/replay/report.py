@@ -161,6 +161,10 @@ class ReplayReport:
             out.append(first)
         if self.recording.damage:
             out.append(f"note: {self.recording.damage}")
+        if self.comparison.compared == 0 and self.first is None:
+            out.append(f"note: the capture holds no frame sent by "
+                       f"{ip_text(self.recording.ip)}: the match only says that the "
+                       "emulator stayed silent while the capture lasted")
         out += [f"note: {n}" for n in self.run.notes]
         out += [f"note: {a.verb} at frame {a.frame} refused: {a.error}"
                 for a in self.run.actions if a.error]

@@ -281,3 +281,17 @@ def test_forced_answer_without_a_recorded_reply_is_given_at_the_request(tmp_path
     assert d["actual"]["time"] == 0.00015
     rc, text, _ = replay(cap, "--emulate", P, tmp_path=tmp_path)  # auto: no answer at all
     assert rc == 0, text
+
+
+def test_a_match_with_nothing_compared_says_it_only_proves_silence(tmp_path: Path) -> None:
+    # P never answers the SYN with MSS 500 (sidecar: compared 0): a vacuous-looking
+    # MATCH must say what it does and does not prove.
+    rc, text, _ = replay(PCAPS / "syn_bad_mss_dropped.pcap", "--emulate", P, tmp_path=tmp_path)
+    assert rc == 0
+    assert text.splitlines()[:2] == [
+        f"MATCH: 0/0 frames of {P} matched, 0 NIC warning(s), 0 extra frame(s) after the "
+        "capture",
+        f"note: the capture holds no frame sent by {P}: the match only says that the "
+        "emulator stayed silent while the capture lasted"]
+    rc, text, _ = replay(PCAPS / "v2_accept.pcap", "--emulate", P, tmp_path=tmp_path)
+    assert rc == 0 and "stayed silent" not in text
