@@ -9,6 +9,7 @@ the kernel function and state change there) is shown under its arrow.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,11 +163,18 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
                 body.append(f'<text x="{mid}" y="{y - 4}" class="detail">'
                             f'{escape(_cut(row.detail, limit + 20))}</text>')
             continue
-        text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 90)
-        right = max(right, x1 + 8 + int(len(text) * CHAR_W) + 10)
+        text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 180)
+        # A note wraps before the next lane to its right instead of running across it.
+        next_lane = min((x for x in lane_x if x > x1), default=None)
+        width_chars = 90 if next_lane is None else max(int((next_lane - x1 - 16) / CHAR_W), 12)
+        pieces = textwrap.wrap(text, width_chars) or [""]
+        right = max(right, x1 + 8 + int(max(map(len, pieces)) * CHAR_W) + 10)
         cls = "upcall" if row.label.startswith("<<") else "note"
         body.append(f'<circle cx="{x1}" cy="{y}" r="3" class="dot"/>')
-        body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(text)}</text>')
+        for n, piece in enumerate(pieces):
+            if n:
+                y += DETAIL_H
+            body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(piece)}</text>')
     height = y + 40
     width = right
     lanes = []

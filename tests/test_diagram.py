@@ -144,3 +144,20 @@ def test_capture_cut_short_is_drawn_up_to_the_cut(tmp_path: Path) -> None:
     assert "len=0" in whole[len(text) - 1]  # the ninth frame, the NIC's ACK of the RTR
     assert text[-1].strip() == ("| capture ends after frame 8: truncated pcap record 8 at "
                                 "offset 770: 54 bytes announced")
+
+
+def test_svg_notes_wrap_before_the_next_lane_and_keep_every_word(tmp_path: Path) -> None:
+    out = tmp_path / "reject.svg"
+    assert main(["diagram", str(REJECT), "-o", str(out)]) == 0
+    root = ET.parse(out).getroot()
+    lanes = [float(line.get("x1", "0")) for line in root.iter(f"{SVG}line")
+             if line.get("class") == "lane"]
+    notes = [t for t in root.iter(f"{SVG}text") if t.get("class") in ("note", "upcall")]
+    for t in notes:
+        x, text = float(t.get("x", "0")), "".join(t.itertext())
+        assert not any(x < lane < x + len(text) * 6.7 for lane in lanes), text
+    # alice's upcall is longer than the gap to bob's lane: it continues on the next line.
+    texts = ["".join(t.itertext()) for t in notes]
+    start = next(i for i, t in enumerate(texts) if t.startswith("<< CONNECT_REPLY"))
+    assert " ".join(texts[start:start + 2]) == \
+        "<< CONNECT_REPLY -ECONNREFUSED ird=16 ord=16 pd=\"it's not you\"+00000000"
