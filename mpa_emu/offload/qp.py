@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from mpa_emu import ddp, mpa
 from mpa_emu.cm.events import Transmit
+from mpa_emu.fastinit import fast_frozen_init
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
@@ -71,6 +72,7 @@ def _seq_le(a: int, b: int) -> bool:
     return a == b or _seq_lt(a, b)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class QpInit:
     """What ``irdma_init_tcp_ctx`` (spec 5.6) and ``irdma_cm_init_tsa_conn`` put into the
@@ -118,6 +120,7 @@ class _Unacked:
         return len(self.payload) + (1 if self.flags & (FIN | SYN) else 0)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ReceivedMessage:
     """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
