@@ -169,6 +169,8 @@ class CmCore:
         self._leaks: dict[int, str] = {}
         self._qp_close_entries: set[int] = set()
         self._accept_pdata = b""
+        self._accept_failure: CmError | None = None
+        """The return value of a failing ``irdma_accept``, raised when the verb ends."""
         self._reject_pdata = b""
         self._mpa_reject_flag = False
         self._hz = config.hz
@@ -402,10 +404,16 @@ class CmCore:
 
     def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_accept``. The reply goes out through the offloaded QP (LSMM); the
-        ESTABLISHED upcall follows the QP's RTS event. Failures the kernel reports from
-        ``irdma_accept`` (listener destroyed: -EINVAL; peer RST before: -ECONNRESET; no
-        RTR within ``rts_ae_timeout_ns``: -ECONNRESET) come as an ESTABLISHED upcall with
-        that negative status; the node is then freed."""
+        ESTABLISHED upcall follows the QP's RTS event.
+
+        Misuse (an active or unknown connection, one the application does not hold, no
+        request pending, private data over PD_Length) raises :class:`CmError` and
+        changes nothing. The failures ``irdma_accept`` itself returns raise
+        :class:`CmError` with that errno after the kernel's error path ran (the node's
+        reference dropped, so it is freed unless something else still holds it):
+        listener destroyed, -EINVAL; a peer RST before the accept (``passive_state``
+        2), -ECONNRESET. Only the wait for the RTS AE cannot block here: no RTR within
+        ``rts_ae_timeout_ns`` comes later as an ESTABLISHED upcall with -ECONNRESET."""
         node = self._verb_node(conn)
         if node.client:
             raise CmError(EINVAL, "accept on an active connection")
@@ -421,8 +429,12 @@ class CmCore:
         # check and without the dcb_vlan_mode conversion of irdma_make_cm_node.
         self._set_node_vlan(node, self._addresses.get(node.loc_addr, NO_VLAN), "irdma_accept")
         self._accept_pdata = bytes(private_data)
+        self._accept_failure = None
         self._dispatch(node, Input.ACCEPT, None)
         self._finish()
+        failure, self._accept_failure = self._accept_failure, None
+        if failure is not None:
+            raise failure
 
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_reject`` -> ``irdma_cm_reject``: MPA reply with R, private data and
@@ -1664,7 +1676,8 @@ class CmCore:
         pdata = self._accept_pdata
         node.passive_state += 1
         if node.passive_state == SEND_RESET_EVENT:
-            self._accept_failed(node, -ECONNRESET, "peer reset before accept")
+            self._accept_failed(node, -ECONNRESET, "peer reset before accept",
+                                returned=True)
             return False
         reply = self._cm_build_mpa_frame(node, request=False, private_data=pdata)
         node.lsmm_size = len(reply)
@@ -1689,16 +1702,24 @@ class CmCore:
             self._accept_complete(node)
         return False
 
-    def _accept_failed(self, node: CmNode, status: int, why: str) -> None:
+    def _accept_failed(self, node: CmNode, status: int, why: str, *,
+                       returned: bool) -> None:
+        """The error path of ``irdma_accept``: the node's reference is dropped and
+        ``status`` is the verb's return value (``returned``), or, after the RTS wait,
+        the ESTABLISHED upcall's status."""
         self._tr("accept_failed", "irdma_accept", conn=node.conn, status=status,
                  reason=why)
         node.held_by_app = False
-        self._upcall(IwEvent.ESTABLISHED, node, status)
+        if returned:
+            self._accept_failure = CmError(-status, f"irdma_accept on connection "
+                                           f"{node.conn}: {why}; the node was released")
+        else:
+            self._upcall(IwEvent.ESTABLISHED, node, status)
         self._rem_ref(node)
 
     def _act_accept_listener_destroyed(self, node: CmNode, seg: Segment | None,
                                        r: Row) -> bool:
-        self._accept_failed(node, -EINVAL, "listener destroyed")
+        self._accept_failed(node, -EINVAL, "listener destroyed", returned=True)
         return False
 
     def _accept_complete(self, node: CmNode) -> None:
@@ -1718,7 +1739,7 @@ class CmCore:
             self._connected_complete(node)
         else:
             self._accept_failed(node, -ECONNRESET, "Slow Connection: no RTS AE (RTR) "
-                                "within rts_ae_timeout_ns")
+                                "within rts_ae_timeout_ns", returned=False)
 
     def _act_reject(self, node: CmNode, seg: Segment | None, r: Row) -> bool:
         """``irdma_cm_reject`` from MPAREQ_RCVD."""

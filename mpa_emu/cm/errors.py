@@ -10,7 +10,8 @@ class CmError(ValueError):
 
     ``errno`` is the positive Linux errno the kernel would return (``-errno`` in C), e.g.
     ``errno.EINVAL`` for ``irdma_reject`` with private data over the limit. Raising a
-    ``CmError`` guarantees that the core's state is unchanged.
+    ``CmError`` guarantees that the core's state is unchanged, except where a verb
+    documents that the kernel's error path ran before it returned (``CmCore.accept``).
     """
 
     def __init__(self, err: int, message: str) -> None:

@@ -109,9 +109,10 @@ def test_failed_accept_leaves_the_node_to_its_qhash_reference_and_gives_it_back(
     p = make_host(CmConfig(gen=1, ah_latency_ns=3 * MS))
     pas, conn = early_request(p)
     pas.ack(extra=RST)
-    p.core.accept(conn, now_ns=p.now)
-    assert p.drain() == []
-    assert (p.ups[-1].event, p.ups[-1].status) == (IwEvent.ESTABLISHED, -ECONNRESET)
+    with pytest.raises(CmError) as err:
+        p.core.accept(conn, now_ns=p.now)
+    assert err.value.errno == ECONNRESET
+    assert p.drain() == [] and p.ups[-1].event == IwEvent.CONNECT_REQUEST
     view = p.core.node(conn)
     assert view is not None and view.state == CmState.MPAREQ_RCVD
     for verb in (p.core.accept, p.core.reject):

@@ -39,15 +39,16 @@ def test_reject_after_peer_reset_frees_silently(pair: Pair) -> None:
     assert pair.p.node(pconn) is None
 
 
-def test_accept_after_peer_reset_reports_econnreset(pair: Pair) -> None:
+def test_accept_after_peer_reset_returns_econnreset_and_frees(pair: Pair) -> None:
+    # irdma_accept: passive_state 2 -> ret = -ECONNRESET; error: irdma_rem_ref_cm_node
     _conn, pconn = requested(pair)
     view = pair.p.node(pconn)
     assert view is not None
     pair.p.receive(answer(pair.frames("P")[-1].seg, flags=RST, seq=1, ack=0), 0)
-    pair.p.accept(pconn, now_ns=0)
-    assert pair.p.frames_to_send() == []
-    up = pair.p.next_event()
-    assert up is not None and (up.event, up.status) == (IwEvent.ESTABLISHED, -ECONNRESET)
+    with pytest.raises(CmError) as err:
+        pair.p.accept(pconn, now_ns=0)
+    assert err.value.errno == ECONNRESET
+    assert pair.p.frames_to_send() == [] and pair.p.next_event() is None
     assert pair.p.node(pconn) is None
 
 
@@ -65,14 +66,17 @@ def test_reject_after_listener_destroyed_frees_without_a_packet(pair: Pair) -> N
     assert pair.p.listener(1) is None  # the last child released it
 
 
-def test_accept_after_listener_destroyed_reports_einval(pair: Pair) -> None:
+def test_accept_after_listener_destroyed_returns_einval_and_frees(pair: Pair) -> None:
+    # irdma_accept: LISTENER_DESTROYED -> ret = -EINVAL; error: irdma_rem_ref_cm_node
     _conn, pconn = requested(pair)
     pair.drop = lambda s: True
     pair.p.destroy_listen(1, now_ns=0)
     pair.p.frames_to_send()
-    pair.p.accept(pconn, now_ns=0)
-    up = pair.p.next_event()
-    assert up is not None and (up.event, up.status) == (IwEvent.ESTABLISHED, -EINVAL)
+    with pytest.raises(CmError) as err:
+        pair.p.accept(pconn, now_ns=0)
+    assert err.value.errno == EINVAL
+    assert pair.p.frames_to_send() == [] and pair.p.next_event() is None
+    assert pair.p.node(pconn) is None and pair.p.listener(1) is None
 
 
 def test_reject_on_an_active_node_does_nothing(pair: Pair) -> None:
