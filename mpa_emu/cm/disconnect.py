@@ -233,8 +233,8 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
     * TERMINATE involved: DISCONNECT and CLOSE (not reachable here, ``term_flags`` is 0).
     * Peer FIN (``hw_tcp_state == CLOSE_WAIT``), or a reset while RTS: DISCONNECT,
       status -ECONNRESET for the reset.
-    * TCP CLOSED or TIME_WAIT, a bad close, a reset, a device reset or no ``cm_id``:
-      CLOSE.
+    * TCP CLOSED or TIME_WAIT, a bad close (``IRDMA_AE_RDMAP_ROE_BAD_LLP_CLOSE`` or
+      ``IRDMA_AE_BAD_CLOSE``), a reset, a device reset or no ``cm_id``: CLOSE.
     """
     issue_disconn = False
     status = 0
@@ -248,7 +248,7 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
         if last_ae is Ae.LLP_CONNECTION_RESET:
             status = -ECONNRESET
     if (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
-            or last_ae in (Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
+            or last_ae in (Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
             or device_reset or not iw.cm_id):
         issue_close = True
     return issue_disconn, status, issue_close

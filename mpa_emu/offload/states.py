@@ -64,6 +64,9 @@ class Ae(enum.Enum):
     LLP_CONNECTION_RESET = "IRDMA_AE_LLP_CONNECTION_RESET"
     RESET_SENT = "IRDMA_AE_RESET_SENT"
     BAD_CLOSE = "IRDMA_AE_BAD_CLOSE"
+    ROE_BAD_LLP_CLOSE = "IRDMA_AE_RDMAP_ROE_BAD_LLP_CLOSE"
+    """An RDMAP remote-operation error: the LLP stream closed badly. This model never raises it,
+    but ``irdma_cm_disconn_true`` treats it as a bad close."""
     LLP_TOO_MANY_RETRIES = "IRDMA_AE_LLP_TOO_MANY_RETRIES"
     """The NIC gave up retransmitting (REXMIT_THRESH reached)."""
     LLP_RECEIVED_MPA_CRC_ERROR = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
