@@ -923,6 +923,9 @@ class CmCore:
             # off cm_hash_tbl, the node is never seen by irdma_timer_list_prep again
             node.send_entry.live = False
             node.send_entry = None
+            self._tr("kernel_leak", "irdma_destroy_connection", conn=node.conn,
+                     reason="freed with a retransmission entry: the entry and its buffer "
+                            "are never freed, nothing resends them")
         node.rts_deadline = None
         node.ah_valid = False
         if node.qp is not None:

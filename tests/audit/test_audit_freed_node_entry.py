@@ -25,3 +25,6 @@ def test_no_frame_leaves_a_node_after_it_was_freed() -> None:
     p.core.close(conn, now_ns=p.now)
     assert p.core.node(conn) is None
     assert p.run_out() == []
+    [leak] = [r for r in p.core.trace.records  # type: ignore[union-attr]
+              if r.kind == "kernel_leak" and r.fn == "irdma_destroy_connection"]
+    assert leak.fields["conn"] == conn
