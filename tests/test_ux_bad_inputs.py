@@ -176,6 +176,8 @@ CASES: list[tuple[str, list[str], str]] = [
                            "-o", "{d}/none/x.pcapng"], "cannot write output"),
     ("replay_json_unwritable", ["replay", str(GOOD_PCAP), "--emulate", "192.168.10.2",
                                 "--json", "{d}/dir.pcap"], "Is a directory"),
+    ("demo_seed_negative", ["demo", "--seed", "-1", "-o", "{d}/demo.pcapng"],
+     "a seed is 0 or more, got -1"),
     ("judge_missing", ["judge", "{d}/none.pcap"], "no such capture file"),
     ("judge_directory", ["judge", "{d}/dir.pcap"], "Is a directory"),
     ("judge_empty", ["judge", "{d}/empty.pcap"], "empty file"),

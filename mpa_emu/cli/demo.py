@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from mpa_emu.cli import CliError
+from mpa_emu.cli.values import seed
 
 HELP = ("run two emulated irdma hosts through the demo stories (accept, reject, close, ...), "
         "print their ladder and write demo.pcapng")
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu demo``."""
     parser.add_argument("-o", "--output", default="demo.pcapng", metavar="FILE",
                         help="pcapng file to write (default: demo.pcapng)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
+    parser.add_argument("--seed", type=seed, default=0, metavar="N",
                         help="seed for ISNs and anything random (default: 0)")
     parser.add_argument("--trace", metavar="FILE.jsonl",
                         help="also write the JSON Lines trace of the cores and the wire")
