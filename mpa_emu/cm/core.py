@@ -439,9 +439,9 @@ class CmCore:
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_reject`` -> ``irdma_cm_reject``: MPA reply with R, private data and
         FIN in one segment. Over the limit (``len + 24 > 544``, or over 255 with the u8
-        quirk) raises :class:`CmError` and sends nothing, as does a passive node whose
-        CONNECT_REQUEST was never delivered. On an active node it does nothing, as the
-        kernel."""
+        quirk) raises :class:`CmError` and sends nothing, as does a passive node the
+        application does not hold (no CONNECT_REQUEST delivered, or already given back).
+        On an active node it does nothing, as the kernel."""
         node = self._verb_node(conn)
         if not node.client:
             self._check_held(node, "reject")
