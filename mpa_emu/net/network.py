@@ -225,8 +225,10 @@ class Network:
         """Add a host with its addresses (all on ``vlan``; add more with
         ``Host.add_address``). ``mtu`` overrides ``config.mtu``. Neighbour entries for
         hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False."""
-        if not name or "/" in name or name in self.hosts:
-            raise ValueError(f"host name {name!r} is empty, contains '/' or is taken")
+        if not name or "/" in name:
+            raise ValueError(f"host name {name!r} is empty or contains '/'")
+        if name in self.hosts:
+            raise ValueError(f"host name {name!r} is taken")
         addresses = [] if ip is None else ip if isinstance(ip, list) else [ip]
         for address in addresses:  # refuse bad input before anything is built
             as_ip(address)
@@ -340,6 +342,8 @@ class Network:
         if self._running:
             raise RuntimeError("Network.run is not re-entrant: schedule work with at()/after() "
                                "from callbacks instead of running the network inside them")
+        if until_ns is not None and until_ns < self.now_ns:
+            raise ValueError(f"until_ns {until_ns} is in the past (the clock is at {self.now_ns})")
         self._running = True
         try:
             return self._run(until_ns, max_events)
