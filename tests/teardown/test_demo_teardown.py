@@ -46,8 +46,7 @@ def test_story_capture_is_reproducible() -> None:
 
 @pytest.mark.tshark
 def test_tshark_sees_resets_only_from_the_removed_address(tmp_path: Path) -> None:
-    if shutil.which("tshark") is None:
-        pytest.skip("tshark is not installed")
+    assert shutil.which("tshark") is not None, "tshark is a test dependency: install it"
     path = tmp_path / "teardown.pcapng"
     run_demo(0, stories=[STORY]).net.write_pcapng(path)
     out = subprocess.run(
