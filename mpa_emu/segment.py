@@ -20,11 +20,24 @@ URG = 0x20
 ECE = 0x40
 CWR = 0x80
 
+_FLAG_LETTERS = ((FIN, "F"), (SYN, "S"), (RST, "R"), (PSH, "P"), (ACK, "A"),
+                 (URG, "U"), (ECE, "E"), (CWR, "C"))
+
+
+def _render_flags(flags: int) -> str:
+    return "".join(ch for bit, ch in _FLAG_LETTERS if flags & bit)
+
+
+# Every value of the 12 flag bits of the TCP header (RFC 9293 section 3.1: 4 reserved
+# bits, then the 8 named ones), rendered once: a kept trace names the flags of every frame.
+_FLAGS_TEXT = tuple(_render_flags(f) for f in range(1 << 12))
+
+
 def flags_text(flags: int) -> str:
     """Render TCP flags the way scapy does (``"SA"``, ``"FA"``, ``"RA"``)."""
-    order = ((FIN, "F"), (SYN, "S"), (RST, "R"), (PSH, "P"), (ACK, "A"),
-             (URG, "U"), (ECE, "E"), (CWR, "C"))
-    return "".join(ch for bit, ch in order if flags & bit)
+    if 0 <= flags < 4096:
+        return _FLAGS_TEXT[flags]
+    return _render_flags(flags)
 
 
 @fast_frozen_init
