@@ -160,25 +160,26 @@ def _state_name(view: object) -> str:
     return str(name if name is not None else state)
 
 
-def _frame_pdata(frame: CapturedFrame) -> bytes | None:
+def _frame_mpa(frame: CapturedFrame) -> mpa.MpaFrame | None:
+    """The MPA request/reply a frame carries (None for any other payload)."""
     seg = frame.segment
     if seg is None or not mpa.looks_like_mpa(seg.payload):
         return None
     try:
-        return mpa.decode_frame(seg.payload).private_data
+        return mpa.decode_frame(seg.payload)
     except mpa.MpaFormatError:
         return None
+
+
+def _frame_pdata(frame: CapturedFrame) -> bytes | None:
+    decoded = _frame_mpa(frame)
+    return None if decoded is None else decoded.private_data
 
 
 def _frame_rtr(frame: CapturedFrame) -> tuple[str, ...] | None:
     """The RTR types in an MPA frame's RFC 6581 block, sorted (None without a block)."""
-    seg = frame.segment
-    if seg is None or not mpa.looks_like_mpa(seg.payload):
-        return None
-    try:
-        block = mpa.decode_frame(seg.payload).rtr
-    except mpa.MpaFormatError:
-        return None
+    decoded = _frame_mpa(frame)
+    block = None if decoded is None else decoded.rtr
     if block is None:
         return None
     return tuple(sorted(n for ok, n in ((block.zero_len_send, "send"), (block.write0, "write"),
