@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypedDict
 
 from mpa_emu.mpa import frame_fpdu
 
@@ -90,6 +91,23 @@ def _control(tagged: bool, last: bool, opcode: int, ddp_version: int, rdmap_vers
     return bytes((ddp, rdmap))
 
 
+class _ControlFields(TypedDict):
+    opcode: int
+    last: bool
+    ddp_version: int
+    rdmap_version: int
+    ddp_reserved: int
+    rdmap_reserved: int
+
+
+def _control_fields(ddp: int, rdmap: int) -> _ControlFields:
+    """The inverse of :func:`_control`: the header fields the two control bytes carry."""
+    return _ControlFields(opcode=rdmap & RDMAP_OPCODE_MASK, last=bool(ddp & DDP_FLAG_LAST),
+                          ddp_version=ddp & DDP_VERSION_MASK, rdmap_version=rdmap >> 6,
+                          ddp_reserved=(ddp & DDP_RESERVED_MASK) >> 2,
+                          rdmap_reserved=(rdmap & RDMAP_RESERVED_MASK) >> 4)
+
+
 @dataclass(frozen=True, slots=True)
 class TaggedHeader:
     """A tagged DDP header with its RDMAP control byte (14 bytes): Write, Read Response."""
@@ -119,10 +137,7 @@ class TaggedHeader:
         if not ddp & DDP_FLAG_TAGGED:
             raise DdpFormatError("T bit clear: this is an untagged DDP header")
         stag, to = struct.unpack_from("!IQ", raw, 2)
-        return cls(opcode=rdmap & RDMAP_OPCODE_MASK, stag=stag, to=to,
-                   last=bool(ddp & DDP_FLAG_LAST), ddp_version=ddp & DDP_VERSION_MASK,
-                   rdmap_version=rdmap >> 6, ddp_reserved=(ddp & DDP_RESERVED_MASK) >> 2,
-                   rdmap_reserved=(rdmap & RDMAP_RESERVED_MASK) >> 4)
+        return cls(stag=stag, to=to, **_control_fields(ddp, rdmap))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +174,7 @@ class UntaggedHeader:
         if ddp & DDP_FLAG_TAGGED:
             raise DdpFormatError("T bit set: this is a tagged DDP header")
         rsvd_ulp, qn, msn, mo = struct.unpack_from("!IIII", raw, 2)
-        return cls(opcode=rdmap & RDMAP_OPCODE_MASK, qn=qn, msn=msn, mo=mo,
-                   last=bool(ddp & DDP_FLAG_LAST), rsvd_ulp=rsvd_ulp,
-                   ddp_version=ddp & DDP_VERSION_MASK, rdmap_version=rdmap >> 6,
-                   ddp_reserved=(ddp & DDP_RESERVED_MASK) >> 2,
-                   rdmap_reserved=(rdmap & RDMAP_RESERVED_MASK) >> 4)
+        return cls(qn=qn, msn=msn, mo=mo, rsvd_ulp=rsvd_ulp, **_control_fields(ddp, rdmap))
 
 
 @dataclass(frozen=True, slots=True)
