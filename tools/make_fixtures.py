@@ -240,21 +240,30 @@ def handshake(c: Conn, t0: int, mss_a: int | None = None) -> tuple[int, int]:
     return t0 + 60, t0 + 140
 
 
+def mpa_exchange(c: Conn, t: int, req: bytes, rep: bytes, *, a_seq: int = ISN_A + 1,
+                 p_seq: int = ISN_P + 1, ack_after: int = 80,
+                 ack_rtr: bool = True) -> list[int]:
+    """After the handshake: A's request at ``t``, P's ACK ``ack_after`` later, P's reply
+    1 ms after that, A's ACK and READ RTR, P's ACK of the RTR (spec 2.5 lines 4-9).
+    ``a_seq``/``p_seq`` are each side's next sequence number. Returns the frame numbers
+    of the MPA frames."""
+    L, R = len(req), len(rep)
+    rtr = rtr_read0()
+    t_ack = t + ack_after
+    n_req = c.a(t, "A", a_seq, p_seq, req)                        # MPAREQ_SENT
+    c.p(t_ack, "A", p_seq, a_seq + L)                             # ACK -> CONNECT_REQUEST
+    n_rep = c.p(t_ack + 1_000, "A", p_seq, a_seq + L, rep)        # LSMM, OFFLOADED
+    c.a(t_ack + 1_070, "A", a_seq + L, p_seq + R)                 # CM ACK of the reply
+    c.a(t_ack + 1_090, "A", a_seq + L, p_seq + R, rtr)            # [HW] RTR
+    if ack_rtr:
+        c.p(t_ack + 1_170, "A", p_seq + R, a_seq + L + len(rtr))  # [HW] ACK of the RTR
+    return [n_req, n_rep]
+
+
 def accept_flow(c: Conn, *, ack_rtr: bool = True) -> list[int]:
     """Spec 2.5 accept flow, v2. Returns the frame numbers of the MPA frames."""
     handshake(c, 0)
-    req = mpa_request_v2(PD_REQ)
-    rep = mpa_reply_v2(PD_REP)
-    L, R = len(req), len(rep)
-    n_req = c.a(150, "A", ISN_A + 1, ISN_P + 1, req)              # MPAREQ_SENT
-    c.p(230, "A", ISN_P + 1, ISN_A + 1 + L)                       # ACK -> CONNECT_REQUEST
-    n_rep = c.p(1_230, "A", ISN_P + 1, ISN_A + 1 + L, rep)        # LSMM, OFFLOADED
-    c.a(1_300, "A", ISN_A + 1 + L, ISN_P + 1 + R)                 # CM ACK of the reply
-    rtr = rtr_read0()
-    c.a(1_320, "A", ISN_A + 1 + L, ISN_P + 1 + R, rtr)            # [HW] RTR
-    if ack_rtr:
-        c.p(1_400, "A", ISN_P + 1 + R, ISN_A + 1 + L + len(rtr))  # [HW] ACK of the RTR
-    return [n_req, n_rep]
+    return mpa_exchange(c, 150, mpa_request_v2(PD_REQ), mpa_reply_v2(PD_REP), ack_rtr=ack_rtr)
 
 
 def reject_flow(c: Conn, rep: bytes, req: bytes) -> list[int]:
@@ -384,21 +393,12 @@ def fx_check_seq() -> Fixture:
 def fx_duplicate_syn() -> Fixture:
     cap = Capture()
     c = Conn(cap)
-    req = mpa_request_v2(PD_REQ)
-    rep = mpa_reply_v2(PD_REP)
-    L, R = len(req), len(rep)
     c.a(0, "S", ISN_A, 0, options=syn_options(1460))
     c.p(60, "SA", ISN_P, ISN_A + 1, options=syn_options(1460))
     c.a(500_000, "S", ISN_A, 0, options=syn_options(1460))        # duplicate: ignored
     c.p(1_000_060, "SA", ISN_P, ISN_A + 1, options=syn_options(1460))  # timer only
     c.a(1_000_140, "A", ISN_A + 1, ISN_P + 1)
-    n_req = c.a(1_000_150, "A", ISN_A + 1, ISN_P + 1, req)
-    c.p(1_000_230, "A", ISN_P + 1, ISN_A + 1 + L)
-    n_rep = c.p(1_001_230, "A", ISN_P + 1, ISN_A + 1 + L, rep)
-    c.a(1_001_300, "A", ISN_A + 1 + L, ISN_P + 1 + R)
-    rtr = rtr_read0()
-    c.a(1_001_320, "A", ISN_A + 1 + L, ISN_P + 1 + R, rtr)
-    c.p(1_001_400, "A", ISN_P + 1 + R, ISN_A + 1 + L + len(rtr))
+    n_req, n_rep = mpa_exchange(c, 1_000_150, mpa_request_v2(PD_REQ), mpa_reply_v2(PD_REP))
     return Fixture("duplicate_syn", "Duplicate SYN in SYN_RCVD is ignored",
                    "A retransmits its SYN at 0.5 s; the passive node in SYN_RCVD ignores "
                    "it (no SYN-ACK until its own timer fires at 1 s), then the connection "
@@ -508,15 +508,9 @@ def fx_fallback_v1() -> Fixture:
     c.a(260, "S", s2, 0, options=syn_options(1460))
     c.p(330, "SA", isn_p2, s2 + 1, options=syn_options(1460))
     c.a(400, "A", s2 + 1, isn_p2 + 1)
-    req1 = mpa_request_v1(PD_REQ)
-    rep1 = mpa_reply_v1(PD_REP)
-    L1, R1 = len(req1), len(rep1)
-    n_req = c.a(410, "A", s2 + 1, isn_p2 + 1, req1)
-    c.p(490, "A", isn_p2 + 1, s2 + 1 + L1)
-    n_rep = c.p(1_490, "A", isn_p2 + 1, s2 + 1 + L1, rep1)
-    c.a(1_560, "A", s2 + 1 + L1, isn_p2 + 1 + R1)
-    rtr = rtr_read0()  # sent even after a v1 reply (spec 4.4)
-    c.a(1_580, "A", s2 + 1 + L1, isn_p2 + 1 + R1, rtr)
+    # The READ RTR is sent even after a v1 reply (spec 4.4).
+    n_req, n_rep = mpa_exchange(c, 410, mpa_request_v1(PD_REQ), mpa_reply_v1(PD_REP),
+                                a_seq=s2 + 1, p_seq=isn_p2 + 1, ack_rtr=False)
     return Fixture("fallback_v2_to_v1", "MPA v2 to v1 fall back after a RST",
                    "A v1-only responder resets the v2 request; the irdma initiator retries "
                    "once on the same ports with MPA v1 (SYN seq = loc_seq_num), then "
@@ -550,18 +544,11 @@ def fx_mss_min_piggyback() -> Fixture:
     carried by the third handshake ACK itself is fine (spec 2.2 ACK row, SYN_RCVD)."""
     cap = Capture()
     c = Conn(cap)
-    req = mpa_request_v2(PD_REQ)
-    rep = mpa_reply_v2(PD_REP)
-    L, R = len(req), len(rep)
     c.a(0, "S", ISN_A, 0, options=syn_options(1400))
     c.p(60, "SA", ISN_P, ISN_A + 1, options=syn_options(1400))
-    n_req = c.a(140, "A", ISN_A + 1, ISN_P + 1, req)        # SYN_RCVD -> ESTABLISHED -> MPAREQ_RCVD
-    c.p(200, "A", ISN_P + 1, ISN_A + 1 + L)
-    n_rep = c.p(1_200, "A", ISN_P + 1, ISN_A + 1 + L, rep)
-    c.a(1_270, "A", ISN_A + 1 + L, ISN_P + 1 + R)
-    rtr = rtr_read0()
-    c.a(1_290, "A", ISN_A + 1 + L, ISN_P + 1 + R, rtr)
-    c.p(1_370, "A", ISN_P + 1 + R, ISN_A + 1 + L + len(rtr))
+    # The request rides on the third handshake segment: SYN_RCVD -> ESTABLISHED -> MPAREQ_RCVD.
+    n_req, n_rep = mpa_exchange(c, 140, mpa_request_v2(PD_REQ), mpa_reply_v2(PD_REP),
+                                ack_after=60)
     return Fixture("mss_min_piggybacked_request", "MSS 1400 peer; request on the third ACK",
                    "The initiator offers MSS 1400, so the SYN-ACK advertises 1400; it sends "
                    "its MPA request in the third handshake segment (no separate pure ACK), "
