@@ -5,10 +5,8 @@ or corrupt input that dissects without raising."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
 import pytest
-from scapy.config import conf
 from scapy.packet import Raw
 from test_ddp import (
     READ_RTR_FPDU,
@@ -35,12 +33,7 @@ from mpa_emu.frames import (
 H = bytes.fromhex
 
 
-@pytest.fixture(autouse=True)
-def strict_dissection() -> Iterator[None]:
-    saved = conf.debug_dissector
-    conf.debug_dissector = True
-    yield
-    conf.debug_dissector = saved
+pytestmark = pytest.mark.usefixtures("strict_dissection")
 
 
 def test_read_rtr_fpdu_from_layers_is_the_golden_bytes() -> None:

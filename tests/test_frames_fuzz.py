@@ -4,12 +4,9 @@ building the dissected packet gives back exactly the bytes that went in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scapy.config import conf
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
@@ -27,13 +24,7 @@ from mpa_emu.frames import (
 from mpa_emu.frames.conversation import Conversation
 from mpa_emu.mpa import KEY_REP, KEY_REQ
 
-
-@pytest.fixture(autouse=True)
-def strict_dissection() -> Iterator[None]:
-    saved = conf.debug_dissector
-    conf.debug_dissector = True
-    yield
-    conf.debug_dissector = saved
+pytestmark = pytest.mark.usefixtures("strict_dissection")
 
 
 # Payloads that reach every branch: random bytes, a key followed by random bytes, and a

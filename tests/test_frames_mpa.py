@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scapy.config import conf
 from scapy.packet import Raw
 
 from mpa_emu.frames import MPAReply, MPARequest, has_rtr_block
@@ -35,13 +32,7 @@ V1_REPLY = H(KEY_REP_HEX + "40" "01" "0000")
 V1_REQUEST_NO_CRC = H(KEY_REQ_HEX + "00" "01" "0000")
 
 
-@pytest.fixture(autouse=True)
-def strict_dissection() -> Iterator[None]:
-    """Make scapy re-raise dissector errors instead of hiding them behind Raw."""
-    saved = conf.debug_dissector
-    conf.debug_dissector = True
-    yield
-    conf.debug_dissector = saved
+pytestmark = pytest.mark.usefixtures("strict_dissection")
 
 
 def test_v2_request_builds_the_spec_bytes() -> None:

@@ -4,11 +4,9 @@ state (dissect_stream and scapy's TCPSession via the tcp_reassemble hook)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scapy.config import conf
 from scapy.layers.http import HTTP, HTTPRequest
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
@@ -33,13 +31,7 @@ from mpa_emu.frames import (
 )
 from mpa_emu.frames.conversation import Conversation
 
-
-@pytest.fixture(autouse=True)
-def strict_dissection() -> Iterator[None]:
-    saved = conf.debug_dissector
-    conf.debug_dissector = True
-    yield
-    conf.debug_dissector = saved
+pytestmark = pytest.mark.usefixtures("strict_dissection")
 
 
 ENVELOPES = {
