@@ -170,6 +170,14 @@ def handshake(p: Peer, request: bytes, *, sport: int = XPORT, backlog: int = 16,
     return pas
 
 
+def reject_request(p: Peer, conn: int) -> tuple[Segment, int]:
+    """The application rejects ``conn`` (MPAREQ_RCVD -> FIN_WAIT1): the one segment that
+    sends (ACK|FIN carrying the reject reply) and the sequence number after its FIN."""
+    p.core.reject(conn, now_ns=p.now)
+    [rej] = p.drain()
+    return rej, rej.seq + len(rej.payload) + 1
+
+
 @dataclass
 class Active:
     """The host connecting to the scripted peer at ``IP_X:LPORT``."""

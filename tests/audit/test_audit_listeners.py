@@ -13,6 +13,7 @@ from audit_peer import (
     handshake,
     listen,
     make_host,
+    reject_request,
     v2_request,
 )
 
@@ -134,11 +135,9 @@ def test_fin_wait1_node_of_a_destroyed_listener_still_finishes_its_close() -> No
     req = v2_request()
     pas = handshake(p, req, listener=1)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
+    _, fin_end = reject_request(p, conn)
     p.core.destroy_listen(1, now_ns=p.now)
     assert p.drain() == []
-    fin_end = rej.seq + len(rej.payload) + 1
     [ack] = p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end))
     assert ack.flags == ACK
     p.run_out()
@@ -161,9 +160,7 @@ def test_destroy_listen_leaves_nodes_at_or_after_fin_wait1_alone(target: str) ->
         pas2.ack(extra=FIN)
         conn = p.core.conns()[-1]
     else:
-        p.core.reject(conn, now_ns=p.now)
-        [rej] = p.drain()
-        fin_end = rej.seq + len(rej.payload) + 1
+        _, fin_end = reject_request(p, conn)
         flags = {"fin_wait2": ACK, "time_wait": ACK | FIN, "closing": FIN}[target]
         p.send(p.seg(flags=flags, seq=seq, ack=fin_end))
     p.drain()
@@ -203,10 +200,8 @@ def test_a_rejected_connection_holds_its_backlog_slot_until_freed() -> None:
     req = v2_request()
     pas = handshake(p, req, listener=1)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
+    _, fin_end = reject_request(p, conn)
     assert Passive(p, 1, sport=XPORT + 1, isn_x=77).syn() == []  # FIN_WAIT1: held
-    fin_end = rej.seq + len(rej.payload) + 1
     p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end))
     p.run_out()
     assert p.core.node(conn) is None

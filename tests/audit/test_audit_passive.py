@@ -16,6 +16,7 @@ from audit_peer import (
     listen,
     make_host,
     mpa_frame,
+    reject_request,
     v1_request,
     v2_request,
 )
@@ -199,9 +200,7 @@ def test_fin_only_segment_acking_our_fin_moves_fin_wait1_to_closing() -> None:
     req = v2_request()
     pas = handshake(p, req)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
-    fin_end = rej.seq + len(rej.payload) + 1
+    _, fin_end = reject_request(p, conn)
     seq = 1001 + len(req)
     # FIN without ACK whose ack field is wrong: irdma_check_seq drops it
     assert p.send(p.seg(flags=FIN, seq=seq, ack=fin_end - 1)) == []
@@ -220,9 +219,7 @@ def test_time_wait_close_entry_slips_to_the_pending_core_timer() -> None:
     req = v2_request()
     pas = handshake(p, req)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
-    fin_end = rej.seq + len(rej.payload) + 1
+    _, fin_end = reject_request(p, conn)
     seq = 1001 + len(req)
     # the peer's ACK of the reply bytes only (FIN not counted) fails check_seq
     assert p.send(p.seg(flags=ACK, seq=seq, ack=fin_end - 1)) == []
@@ -243,9 +240,7 @@ def test_time_wait_frees_after_100ms_when_the_core_timer_is_idle() -> None:
     pas = handshake(p, req)
     conn = pas.conn()
     seq = 1001 + len(req)
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
-    fin_end = rej.seq + len(rej.payload) + 1
+    _, fin_end = reject_request(p, conn)
     p.send(p.seg(flags=ACK, seq=seq, ack=fin_end))  # FIN_WAIT2: no entry left
     p.at(2_500_000_000)  # the ticks armed earlier fire empty; the timer goes idle
     assert p.core.get_timer() is None
@@ -263,9 +258,8 @@ def test_fin_wait2_without_the_peer_fin_has_no_timer_and_lingers() -> None:
     req = v2_request()
     pas = handshake(p, req)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
-    p.send(p.seg(flags=ACK, seq=1001 + len(req), ack=rej.seq + len(rej.payload) + 1))
+    _, fin_end = reject_request(p, conn)
+    p.send(p.seg(flags=ACK, seq=1001 + len(req), ack=fin_end))
     assert p.run_out() == [] and p.core.get_timer() is None
     [(c, state, reason)] = p.core.leak_report()
     assert (c, state) == (conn, CmState.FIN_WAIT2) and reason is not None
@@ -323,9 +317,7 @@ def test_rst_in_each_passive_state(state_setup: str, freed: bool) -> None:
         pas.ack(extra=FIN)
     elif state_setup != "syn_rcvd":
         pas.ack(req)
-        p.core.reject(conn, now_ns=p.now)
-        [rej] = p.drain()
-        fin_end = rej.seq + len(rej.payload) + 1
+        _, fin_end = reject_request(p, conn)
         if state_setup == "fin_wait2":
             p.send(p.seg(flags=ACK, seq=seq, ack=fin_end))
         elif state_setup == "time_wait":
@@ -459,9 +451,7 @@ def test_second_fin_in_time_wait_frees_without_an_ack() -> None:
     req = v2_request()
     pas = handshake(p, req)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
-    fin_end = rej.seq + len(rej.payload) + 1
+    _, fin_end = reject_request(p, conn)
     p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end))
     assert p.core.node(conn).state == CmState.TIME_WAIT  # type: ignore[union-attr]
     # the retransmitted FIN|ACK: check_seq needs seq in [rcv_nxt, ...]; rcv_nxt moved

@@ -13,6 +13,7 @@ from audit_peer import (
     connect,
     listen,
     make_host,
+    reject_request,
     to_mpareq_sent,
     v2_request,
 )
@@ -101,8 +102,7 @@ def test_fin_wait1_expiry_sends_a_rst_and_frees() -> None:
     req = v2_request()
     pas.ack(req)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
+    rej, _ = reject_request(p, conn)
     got = p.run_out()
     assert [t // S_NS for t, s in got if s == rej] == [1, 3, 7, 15, 27, 39, 51, 63]
     [(t, rst)] = [(t, s) for t, s in got if s.flags & RST]
@@ -159,9 +159,8 @@ def test_closing_node_has_no_timer_and_lingers(gen: int) -> None:
     req = v2_request()
     pas.ack(req)
     conn = pas.conn()
-    p.core.reject(conn, now_ns=p.now)
-    [rej] = p.drain()
-    p.send(p.seg(flags=FIN, seq=1001 + len(req), ack=rej.seq + len(rej.payload) + 1))
+    _, fin_end = reject_request(p, conn)
+    p.send(p.seg(flags=FIN, seq=1001 + len(req), ack=fin_end))
     assert p.run_out() == []
     view = p.core.node(conn)
     assert view is not None and view.state == CmState.CLOSING
