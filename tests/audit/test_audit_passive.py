@@ -12,6 +12,7 @@ from audit_peer import (
     LPORT,
     XPORT,
     Passive,
+    Peer,
     handshake,
     listen,
     make_host,
@@ -195,13 +196,18 @@ def test_reject_pdata_255_is_sent_and_256_refused_by_the_u8() -> None:
     assert len(rej.payload) == 24 + 255
 
 
-def test_fin_only_segment_acking_our_fin_moves_fin_wait1_to_closing() -> None:
+def _fin_wait1() -> tuple[Peer, int, int, int]:
+    """A passive node that rejected a v2 request: (host, conn, the peer's next seq, the
+    seq after our FIN)."""
     p = make_host()
     req = v2_request()
-    pas = handshake(p, req)
-    conn = pas.conn()
+    conn = handshake(p, req).conn()
     _, fin_end = reject_request(p, conn)
-    seq = 1001 + len(req)
+    return p, conn, 1001 + len(req), fin_end
+
+
+def test_fin_only_segment_acking_our_fin_moves_fin_wait1_to_closing() -> None:
+    p, conn, seq, fin_end = _fin_wait1()
     # FIN without ACK whose ack field is wrong: irdma_check_seq drops it
     assert p.send(p.seg(flags=FIN, seq=seq, ack=fin_end - 1)) == []
     [ack] = p.send(p.seg(flags=FIN, seq=seq, ack=fin_end))
@@ -215,12 +221,7 @@ def test_fin_only_segment_acking_our_fin_moves_fin_wait1_to_closing() -> None:
 def test_time_wait_close_entry_slips_to_the_pending_core_timer() -> None:
     # errata 4: the SYN-ACK armed the one core timer for t = 1 s; cleanup never disarms
     # it, so the 100 ms TIME_WAIT entry scheduled at t = 0 waits for that expiry.
-    p = make_host()
-    req = v2_request()
-    pas = handshake(p, req)
-    conn = pas.conn()
-    _, fin_end = reject_request(p, conn)
-    seq = 1001 + len(req)
+    p, conn, seq, fin_end = _fin_wait1()
     # the peer's ACK of the reply bytes only (FIN not counted) fails check_seq
     assert p.send(p.seg(flags=ACK, seq=seq, ack=fin_end - 1)) == []
     assert p.core.node(conn).state == CmState.FIN_WAIT1  # type: ignore[union-attr]
@@ -235,12 +236,7 @@ def test_time_wait_close_entry_slips_to_the_pending_core_timer() -> None:
 
 
 def test_time_wait_frees_after_100ms_when_the_core_timer_is_idle() -> None:
-    p = make_host()
-    req = v2_request()
-    pas = handshake(p, req)
-    conn = pas.conn()
-    seq = 1001 + len(req)
-    _, fin_end = reject_request(p, conn)
+    p, conn, seq, fin_end = _fin_wait1()
     p.send(p.seg(flags=ACK, seq=seq, ack=fin_end))  # FIN_WAIT2: no entry left
     p.at(2_500_000_000)  # the ticks armed earlier fire empty; the timer goes idle
     assert p.core.get_timer() is None
@@ -254,12 +250,8 @@ def test_time_wait_frees_after_100ms_when_the_core_timer_is_idle() -> None:
 
 def test_fin_wait2_without_the_peer_fin_has_no_timer_and_lingers() -> None:
     # errata 10
-    p = make_host()
-    req = v2_request()
-    pas = handshake(p, req)
-    conn = pas.conn()
-    _, fin_end = reject_request(p, conn)
-    p.send(p.seg(flags=ACK, seq=1001 + len(req), ack=fin_end))
+    p, conn, seq, fin_end = _fin_wait1()
+    p.send(p.seg(flags=ACK, seq=seq, ack=fin_end))
     assert p.run_out() == [] and p.core.get_timer() is None
     [(c, state, reason)] = p.core.leak_report()
     assert (c, state) == (conn, CmState.FIN_WAIT2) and reason is not None
@@ -447,16 +439,12 @@ def test_bad_options_on_the_third_ack_reset_and_suppress_the_fin(options: bytes)
 
 
 def test_second_fin_in_time_wait_frees_without_an_ack() -> None:
-    p = make_host()
-    req = v2_request()
-    pas = handshake(p, req)
-    conn = pas.conn()
-    _, fin_end = reject_request(p, conn)
-    p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end))
+    p, conn, seq, fin_end = _fin_wait1()
+    p.send(p.seg(flags=ACK | FIN, seq=seq, ack=fin_end))
     assert p.core.node(conn).state == CmState.TIME_WAIT  # type: ignore[union-attr]
     # the retransmitted FIN|ACK: check_seq needs seq in [rcv_nxt, ...]; rcv_nxt moved
     # past the FIN, so the resend at the old seq is dropped; at rcv_nxt it frees
-    assert p.send(p.seg(flags=ACK | FIN, seq=1001 + len(req), ack=fin_end)) == []
+    assert p.send(p.seg(flags=ACK | FIN, seq=seq, ack=fin_end)) == []
     assert p.core.node(conn) is not None
-    assert p.send(p.seg(flags=ACK | FIN, seq=1002 + len(req), ack=fin_end)) == []
+    assert p.send(p.seg(flags=ACK | FIN, seq=seq + 1, ack=fin_end)) == []
     assert p.core.node(conn) is None
