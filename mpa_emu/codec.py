@@ -39,12 +39,11 @@ sees them, so the caller must be able to tell.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
-from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from mpa_emu.fastinit import fast_constructor
 from mpa_emu.segment import Segment
 
 if TYPE_CHECKING:
@@ -291,36 +290,8 @@ def round_trips(seg: Segment) -> bool:
 
 # ---- decode ----------------------------------------------------------------------
 
-def _segment_factory() -> Callable[..., Segment]:
-    """A positional constructor for :class:`Segment` that fills the slots directly.
-
-    The frozen dataclass ``__init__`` goes through ``object.__setattr__`` once per
-    field, which doubles the cost of :func:`decode`. The generated function takes the
-    fields in declaration order with the dataclass defaults, so a field added to
-    ``Segment`` later is filled with its default; a field with a default factory makes
-    it fall back to the real constructor.
-    """
-    fields = dataclasses.fields(Segment)
-    if any(f.default_factory is not dataclasses.MISSING for f in fields):
-        return Segment
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": Segment}
-    params = []
-    body = []
-    for f in fields:
-        namespace[f"_set_{f.name}"] = Segment.__dict__[f.name].__set__
-        if f.default is dataclasses.MISSING:
-            params.append(f.name)
-        else:
-            namespace[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-        body.append(f"    _set_{f.name}(obj, {f.name})\n")
-    source = (f"def make({', '.join(params)}):\n    obj = _new(_cls)\n"
-              + "".join(body) + "    return obj\n")
-    exec(source, namespace)
-    return cast(Callable[..., Segment], namespace["make"])
-
-
-_make_segment = _segment_factory()
+# One Segment per decoded frame: made without the type call and ``__init__``.
+_make_segment = fast_constructor(Segment)
 
 
 def decode(frame: bytes | bytearray | memoryview) -> Segment:

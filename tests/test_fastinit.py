@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
-from mpa_emu.fastinit import fast_frozen_init
+from mpa_emu.fastinit import fast_constructor, fast_frozen_init
 from mpa_emu.segment import Segment
 
 
@@ -71,3 +71,21 @@ def test_an_upcall_built_positionally_has_every_field_in_order() -> None:
     up = Upcall(IwEvent.CLOSE, 7, -104, 5, b"\x01" * 4, 1, b"\x02" * 4, 2)
     assert (up.event, up.conn, up.status, up.time_ns, up.local_port, up.remote_port,
             up.private_data, up.listener) == (IwEvent.CLOSE, 7, -104, 5, 1, 2, b"", None)
+
+
+def test_fast_constructor_makes_the_same_object_without_calling_init() -> None:
+    cls = _make()
+    make = fast_constructor(cls)
+    assert make is not cls
+    assert make(1) == cls(1) and type(make(1)) is cls
+    assert make(2, b"y", 3) == cls(2, b"y", 3) and make(a=4, c=5) == cls(4, c=5)
+    with pytest.raises(TypeError):
+        make()
+
+
+def test_fast_constructor_of_a_class_it_cannot_serve_is_the_class() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class WithFactory:
+        items: list[int] = dataclasses.field(default_factory=list)
+
+    assert fast_constructor(WithFactory) is WithFactory
