@@ -250,7 +250,7 @@ class _Loader:
         return t.text(key)
 
     def listen(self, t: Table) -> ListenSpec:
-        host = self._check_host(t, "host", t.text("host", required=True))
+        host = self._host(t, "host", required=True)
         address = t.text("address")
         if address in ("*", "any", "0.0.0.0", "::"):
             ipv6_wild = address == "::"
@@ -274,7 +274,7 @@ class _Loader:
         return spec
 
     def connect(self, t: Table) -> ConnectSpec:
-        host = self._check_host(t, "from", t.text("from", required=True))
+        host = self._host(t, "from", required=True)
         to = t.text("to", required=True)
         if to not in self.host_names:
             self._address(t, "to", to)
@@ -296,16 +296,12 @@ class _Loader:
 
     def event(self, t: Table, conns: set[str], listeners: set[str]) -> EventSpec:
         action = t.text("action", required=True, choices=EVENT_ACTIONS)
-        host = self._check_host(t, "host", t.text("host", required=True))
+        host = self._host(t, "host", required=True)
         address = t.text("address")
         if address is not None:
             self._address(t, "address", address)
-        connection = t.text("connection")
-        if connection is not None and connection not in conns:
-            raise t.error("connection", f"no [[connect]] named {connection!r}")
-        listener = t.text("listener")
-        if listener is not None and listener not in listeners:
-            raise t.error("listener", f"no [[listen]] named {listener!r}")
+        connection = self._reference(t, "connection", conns, "connect")
+        listener = self._reference(t, "listener", listeners, "listen")
         needs = {"remove_address": "address", "add_address": "address",
                  "set_neighbour": "address", "destroy_listener": "listener"}
         if action in needs and t.raw(needs[action]) is None:
@@ -330,11 +326,9 @@ class _Loader:
     # ---- expectations ------------------------------------------------------------
 
     def expect_upcall(self, t: Table, conns: set[str]) -> UpcallExpect:
-        host = self._check_host(t, "host", t.text("host", required=True))
+        host = self._host(t, "host", required=True)
         event = t.text("event", required=True, choices=tuple(e.name for e in IwEvent))
-        connection = t.text("connection")
-        if connection is not None and connection not in conns:
-            raise t.error("connection", f"no [[connect]] named {connection!r}")
+        connection = self._reference(t, "connection", conns, "connect")
         spec = UpcallExpect(host=host, event=event, status=_errno(t, "status"),
                             private_data=t.data_bytes("private_data"),
                             private_data_len=t.integer("private_data_len", lo=0),
@@ -345,19 +339,15 @@ class _Loader:
         return spec
 
     def expect_state(self, t: Table, conns: set[str]) -> StateExpect:
-        host = self._check_host(t, "host", t.text("host", required=True))
-        connection = t.text("connection", required=True)
-        if connection not in conns:
-            raise t.error("connection", f"no [[connect]] named {connection!r}")
+        host = self._host(t, "host", required=True)
+        connection = self._reference(t, "connection", conns, "connect", required=True)
         state = t.text("state", required=True, choices=(*STATE_NAMES, "freed"))
         spec = StateExpect(host=host, connection=connection, state=state, line=t.line())
         t.done()
         return spec
 
     def expect_frame(self, t: Table) -> FrameExpect:
-        sender = t.text("from")
-        if sender is not None:
-            self._check_host(t, "from", sender)
+        sender = self._host(t, "from")
         spec = FrameExpect(kind=t.text("kind", choices=FRAME_KINDS), sender=sender,
                            flags=t.text("flags"), private_data=t.data_bytes("private_data"),
                            mpa_rev=t.integer("mpa_rev", lo=0, hi=255),
@@ -382,7 +372,7 @@ class _Loader:
         return tuple(sorted(w for w in words if w != "none"))
 
     def expect_failure(self, t: Table) -> FailureExpect:
-        host = self._check_host(t, "host", t.text("host", required=True))
+        host = self._host(t, "host", required=True)
         spec = FailureExpect(host=host, verb=t.text("verb", choices=VERBS),
                              errno=_errno(t, "errno"),
                              count=t.integer("count", lo=0), line=t.line())
@@ -390,9 +380,7 @@ class _Loader:
         return spec
 
     def expect_trace(self, t: Table) -> TraceExpect:
-        host = t.text("host")
-        if host is not None:
-            self._check_host(t, "host", host)
+        host = self._host(t, "host")
         spec = TraceExpect(kind=t.text("kind", required=True), host=host, fn=t.text("fn"),
                            text=t.text("text"), count=t.integer("count", lo=0),
                            line=t.line())
@@ -415,6 +403,21 @@ class _Loader:
                 raise t.error("name", f"{section} name {spec.name!r} is already used on line "
                                       f"{seen[spec.name]}")
             seen[spec.name] = line
+
+    def _host(self, t: Table, key: str, *, required: bool = False) -> Any:
+        """The ``[[host]]`` name under ``key`` (``None`` when optional and absent)."""
+        name = t.text(key, required=required)
+        return None if name is None else self._check_host(t, key, name)
+
+    @staticmethod
+    def _reference(t: Table, key: str, known: set[str], section: str, *,
+                   required: bool = False) -> Any:
+        """The name of a ``[[section]]`` under ``key``: one of ``known``, or ``None`` when
+        optional and absent."""
+        name = t.text(key, required=required)
+        if name is not None and name not in known:
+            raise t.error(key, f"no [[{section}]] named {name!r}")
+        return name
 
     def _check_host(self, t: Table, key: str, name: str) -> str:
         if name not in self.host_names:
