@@ -275,6 +275,20 @@ def read_capture(source: str | os.PathLike[str] | BinaryIO | IO[bytes] | bytes
         yield from _read_stream(source)
 
 
+def read_intact(source: str | os.PathLike[str] | BinaryIO | IO[bytes] | bytes
+                ) -> tuple[list[CaptureRecord], CaptureError | None]:
+    """Every record of a capture up to its first fault, and that fault (``None`` when
+    the capture reads to its end): for a capture cut short (an interrupted tcpdump, a full
+    disk) whose intact frames are still worth using."""
+    records: list[CaptureRecord] = []
+    try:
+        for record in read_capture(source):
+            records.append(record)
+    except CaptureError as exc:
+        return records, exc
+    return records, None
+
+
 def _read_stream(stream: IO[bytes]) -> Iterator[CaptureRecord]:
     inp = _Input(stream)
     have = inp.ensure(4)

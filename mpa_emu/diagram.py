@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
-from mpa_emu.capture import CaptureError, read_capture
+from mpa_emu.capture import read_intact
 from mpa_emu.inspect import LINK_ETHERNET, LINK_IPV4, LINK_IPV6, LINK_RAW, LINK_SLL, LINK_SLL2
 from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, segment_label
 
@@ -56,16 +56,13 @@ def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
     the TCP segments with one of those ports on either side."""
     lanes: dict[str, int] = {}
     rows: list[Row] = []
-    records = []
     damage: str | None = None
-    try:
-        for rec in read_capture(path):
-            records.append(rec)
-    except CaptureError as exc:
+    records, fault = read_intact(path)
+    if fault is not None:
         if not records:
-            raise DiagramError(f"{path}: {exc}") from None
+            raise DiagramError(f"{path}: {fault}")
         # A capture cut short (tcpdump killed, disk full): draw what is there.
-        damage = f"capture ends after frame {len(records)}: {exc}"
+        damage = f"capture ends after frame {len(records)}: {fault}"
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
     for number, rec in enumerate(records, start=1):
         t = (rec.time_ns - base) if rec.time_ns is not None else 0

@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 from scapy.layers.l2 import Ether
 from scapy.utils import PcapNgWriter, PcapWriter, wrpcap
 
-from mpa_emu.capture import CaptureError, CaptureRecord, PcapngWriter, read_capture
+from mpa_emu.capture import (
+    CaptureError,
+    CaptureRecord,
+    PcapngWriter,
+    read_capture,
+    read_intact,
+)
 
 FRAMES = [
     bytes.fromhex("020000000a01020000000a020800450000283b49400040066a33c0a80a02c0a80a01"
@@ -313,6 +319,17 @@ def test_records_before_a_truncation_are_delivered() -> None:
         for record in read_capture(_pcap(ok + ok[:20])):
             got.append(record.frame)
     assert got == [FRAMES[0]]
+
+
+def test_read_intact_returns_the_records_before_a_truncation_and_the_fault() -> None:
+    ok = struct.pack("<IIII", 1, 0, 60, 60) + FRAMES[0]
+    records, fault = read_intact(_pcap(ok + ok[:20]))
+    assert [r.frame for r in records] == [FRAMES[0]]
+    assert isinstance(fault, CaptureError) and "truncated pcap record 1 at offset 100" in str(fault)
+    records, fault = read_intact(_pcap(ok + ok))
+    assert [r.frame for r in records] == [FRAMES[0], FRAMES[0]] and fault is None
+    records, fault = read_intact(b"")
+    assert records == [] and fault is not None and "empty file" in str(fault)
 
 
 def test_truncated_pcapng_block() -> None:

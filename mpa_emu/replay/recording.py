@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
-from mpa_emu.capture import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
+from mpa_emu.capture import LINKTYPE_ETHERNET, read_intact
 from mpa_emu.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
 
@@ -138,19 +138,16 @@ def load(path: str | Path, ip: bytes) -> Recording:
 
 
 def _load(path: str | Path, ip: bytes) -> Recording:
-    raws: list[CaptureRecord] = []
     damage = ""
     try:
-        for record in read_capture(path):
-            raws.append(record)
-    except CaptureError as exc:
-        if not raws:
-            raise RecordingError(f"{path}: {exc}") from None
-        # A capture cut short (an interrupted tcpdump): replay what is intact.
-        damage = f"the capture is damaged after frame {len(raws)} ({exc}); replayed up to it"
-
+        raws, fault = read_intact(path)
     except OSError as exc:
         raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if fault is not None:
+        if not raws:
+            raise RecordingError(f"{path}: {fault}")
+        # A capture cut short (an interrupted tcpdump): replay what is intact.
+        damage = f"the capture is damaged after frame {len(raws)} ({fault}); replayed up to it"
     if not raws:
         raise RecordingError(f"{path}: the capture holds no frames")
     bad_links = {r.linktype for r in raws if r.linktype != LINKTYPE_ETHERNET}
