@@ -194,12 +194,7 @@ class CmCore:
         self._enter(now_ns)
         vlan_id = NO_VLAN if vlan is None else vlan
         self._addresses[ip] = vlan_id
-        notify = self._if_notify_hook()
-        if notify is not None:
-            notify(self, ip, vlan=self._notify_vlan(vlan_id), ipv4=len(ip) == 4, ifup=True,
-                   now_ns=self._now_ns)
-        else:
-            self.qhash_ctrl(ip, vlan_id, ifup=True)
+        self._if_notify_one(ip, vlan_id, ifup=True)
         self._finish()
 
     def remove_address(self, ip: bytes, *, now_ns: int) -> None:
@@ -208,12 +203,7 @@ class CmCore:
             raise CmError(EADDRNOTAVAIL, f"{ip.hex()} is not a local address")
         self._enter(now_ns)
         vlan_id = self._addresses.pop(ip)
-        notify = self._if_notify_hook()
-        if notify is not None:
-            notify(self, ip, vlan=self._notify_vlan(vlan_id), ipv4=len(ip) == 4, ifup=False,
-                   now_ns=self._now_ns)
-        else:
-            self.qhash_ctrl(ip, vlan_id, ifup=False)
+        self._if_notify_one(ip, vlan_id, ifup=False)
         self._finish()
 
     def link_down(self, *, now_ns: int) -> None:
@@ -687,6 +677,16 @@ class CmCore:
     def new_child_listener(self, parent: Listener, addr: bytes, vlan: int) -> ChildListener:
         """A wildcard child for ``addr`` (``kmemdup`` of the parent), not yet linked."""
         return ChildListener(addr, vlan)
+
+    def _if_notify_one(self, ip: bytes, vlan_id: int, *, ifup: bool) -> None:
+        """``irdma_if_notify`` for one address added or removed; without the teardown
+        module only the address's qhash rule changes."""
+        notify = self._if_notify_hook()
+        if notify is not None:
+            notify(self, ip, vlan=self._notify_vlan(vlan_id), ipv4=len(ip) == 4, ifup=ifup,
+                   now_ns=self._now_ns)
+        else:
+            self.qhash_ctrl(ip, vlan_id, ifup=ifup)
 
     def _notify_vlan(self, vlan_id: int) -> int:
         """The VLAN ``irdma_if_notify`` compares: 0xFFFF when the notifier passes the
