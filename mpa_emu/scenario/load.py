@@ -180,12 +180,7 @@ class _Loader:
                 raise t.error("address", f"{a} already belongs to {self.host_addresses[a]}")
             self.host_addresses[a] = name
         vlan = t.integer("vlan", lo=0, hi=4094)
-        mac = t.text("mac")
-        if mac is not None:
-            try:
-                mac_bytes(mac)
-            except ValueError as exc:
-                raise t.error("mac", str(exc)) from None
+        mac = self._mac(t, "mac")
         profile_name = t.text("profile", default="irdma", choices=tuple(PROFILES))
         config = PROFILES[profile_name]()
         mtu = t.integer("mtu", lo=68, hi=65535)
@@ -308,12 +303,7 @@ class _Loader:
             raise t.error(None, f"action {action!r} needs key {needs[action]!r}")
         if action in ("disconnect", "close", "accept", "reject") and connection is None:
             raise t.error(None, f"action {action!r} needs key 'connection'")
-        mac = t.text("mac")
-        if mac is not None:
-            try:
-                mac_bytes(mac)
-            except ValueError as exc:
-                raise t.error("mac", str(exc)) from None
+        mac = self._mac(t, "mac")
         spec = EventSpec(at_ns=t.duration("at", required=True), action=action, host=host,
                          address=address, vlan=t.integer("vlan", lo=0, hi=4094),
                          connection=connection, listener=listener,
@@ -424,6 +414,17 @@ class _Loader:
             known = ", ".join(sorted(self.host_names)) or "none"
             raise t.error(key, f"no [[host]] named {name!r} (hosts: {known})")
         return name
+
+    @staticmethod
+    def _mac(t: Table, key: str) -> Any:
+        """The MAC address under ``key`` as written, checked (``None`` when absent)."""
+        mac = t.text(key)
+        if mac is not None:
+            try:
+                mac_bytes(mac)
+            except ValueError as exc:
+                raise t.error(key, str(exc)) from None
+        return mac
 
     @staticmethod
     def _address(t: Table, key: str, text: str) -> None:

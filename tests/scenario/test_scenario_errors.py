@@ -59,6 +59,10 @@ def error_of(text: str) -> ScenarioError:
      "no [[host]] named 'carol'"),
     ('[[expect.trace]]\nkind = "segment_dropped"\nhost = "carol"\n', 12,
      "expect.trace[1].host", "no [[host]] named 'carol'"),
+    ('[[host]]\nname = "carol"\naddress = "192.0.2.3"\nmac = "zz"\n', 13, "host[3].mac",
+     "not a MAC address: 'zz'"),
+    ('[[event]]\nat = "1s"\naction = "set_neighbour"\nhost = "bob"\naddress = "192.0.2.1"\n'
+     'mac = "02:00"\n', 15, "event[1].mac", "not a MAC address: '02:00'"),
     ('[wire]\nloss = 1.5\n', 11, "wire.loss", "probability"),
     ('[[wire.drop]]\nframe = "SYN-ACKK"\n', 11, "wire.drop[1].frame", "expected one of"),
 ])
