@@ -25,6 +25,23 @@ def _kernel_sends_udp(address: str, done: threading.Event) -> None:
                 return
 
 
+def _answer_one(lab: Lab, responder: NeighbourResponder,
+                learned: dict[bytes, bytes]) -> bytes | None:
+    """Read one frame from the TAP. An ARP/ND message is answered and what it teaches
+    goes into ``learned``; any other frame is returned (None when nothing came)."""
+    frame = lab.tap.read()
+    if frame is None:
+        time.sleep(0.01)
+        return None
+    answer = responder.handle(frame)
+    if answer is None:
+        return frame
+    learned.update(answer.learned)
+    for reply in answer.replies:
+        lab.tap.write(reply)
+    return None
+
+
 @pytest.mark.parametrize(("kernel_ip", "emu_ip"), [(KERNEL_V4, EMU_V4), (KERNEL_V6, EMU_V6)])
 def test_kernel_resolves_the_emulated_address_and_sends_to_its_mac(lab: Lab, kernel_ip: str,
                                                                     emu_ip: str) -> None:
@@ -36,16 +53,8 @@ def test_kernel_resolves_the_emulated_address_and_sends_to_its_mac(lab: Lab, ker
     unicast_to_us = None
     deadline = time.monotonic() + 3.0
     while unicast_to_us is None and time.monotonic() < deadline:
-        frame = lab.tap.read()
-        if frame is None:
-            time.sleep(0.01)
-            continue
-        answer = responder.handle(frame)
-        if answer is not None:
-            learned.update(answer.learned)
-            for reply in answer.replies:
-                lab.tap.write(reply)
-        elif frame[:6] == EMU_MAC:
+        frame = _answer_one(lab, responder, learned)
+        if frame is not None and frame[:6] == EMU_MAC:
             unicast_to_us = frame
     done.set()
     sender.result()
@@ -64,15 +73,7 @@ def test_our_solicitation_is_answered_by_the_kernel(lab: Lab, kernel_ip: str,
     deadline = time.monotonic() + 3.0
     learned: dict[bytes, bytes] = {}
     while packed(kernel_ip) not in learned and time.monotonic() < deadline:
-        frame = lab.tap.read()
-        if frame is None:
-            time.sleep(0.01)
-            continue
-        answer = responder.handle(frame)
-        if answer is not None:
-            learned.update(answer.learned)
-            for reply in answer.replies:
-                lab.tap.write(reply)
+        _answer_one(lab, responder, learned)
     assert learned.get(packed(kernel_ip)) == lab.kernel_mac
 
 
