@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import Transmit, Upcall
-from mpa_emu.segment import Segment
+from mpa_emu.segment import SYN, Segment
 from mpa_emu.trace import Trace
 
 MAC_A = bytes.fromhex("020000000001")
@@ -121,6 +121,19 @@ def answer(seg: Segment, *, flags: int, seq: int, ack: int, payload: bytes = b""
                    dst_ip=seg.src_ip, sport=seg.dport, dport=seg.sport, seq=seq & 0xFFFFFFFF,
                    ack=ack & 0xFFFFFFFF, flags=flags, window=window, options=options,
                    payload=payload, vlan=seg.vlan)
+
+
+def syn_rcvd(cfg: CmConfig | None = None, *, seed: int) -> tuple[CmCore, Segment]:
+    """A passive core P listening on ``IP_P:PORT`` after a hand-made peer at ``IP_A``
+    sent its SYN from port 5000 with seq 100: the core and the SYN-ACK it answered."""
+    core = CmCore("P", MAC_P, cfg or CmConfig(), seed=seed, trace=Trace())
+    core.add_address(IP_P)
+    core.set_neighbour(IP_A, MAC_A)
+    core.create_listen(IP_P, PORT)
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=SYN, seq=100,
+                         src_mac=MAC_A), 0)
+    [synack] = core.frames_to_send()
+    return core, synack.segment
 
 
 def to_host(dst_mac: bytes, src_ip: bytes, dst_ip: bytes, sport: int, dport: int, *,

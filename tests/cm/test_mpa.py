@@ -7,7 +7,7 @@ import errno
 import struct
 
 import pytest
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, to_host
+from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
 
 from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig, Quirks
@@ -181,15 +181,9 @@ def test_built_frames_carry_irdma_flags_and_rtr_words() -> None:
 # ---- the reactions on a core ------------------------------------------------------
 
 def passive(cfg: CmConfig | None = None) -> tuple[CmCore, int, int]:
-    core = CmCore("P", MAC_P, cfg or CmConfig(), seed=4, trace=Trace())
-    core.add_address(IP_P)
-    core.set_neighbour(IP_A, MAC_A)
-    core.create_listen(IP_P, PORT)
-    core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=SYN, seq=100,
-                         src_mac=MAC_A), 0)
-    [synack] = core.frames_to_send()
-    core.receive(answer(synack.segment, flags=ACK, seq=101, ack=synack.segment.seq + 1), 0)
-    return core, core.conns()[0], synack.segment.seq + 1
+    core, synack = syn_rcvd(cfg, seed=4)
+    core.receive(answer(synack, flags=ACK, seq=101, ack=synack.seq + 1), 0)
+    return core, core.conns()[0], synack.seq + 1
 
 
 def test_bad_request_gets_a_reset_and_no_upcall() -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, to_host
+from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, syn_rcvd, to_host
 
 from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, SYN
-from mpa_emu.trace import Trace
+from mpa_emu.segment import ACK
 
 REQ = mpa.MpaFrame(request=True, rev=2, flags=0x50,
                    rtr=mpa.RtrBlock(ird=8, ord=4, write0=True, read0=True),
@@ -19,14 +18,8 @@ REQ = mpa.MpaFrame(request=True, rev=2, flags=0x50,
 
 def requested(cfg: CmConfig | None = None) -> tuple[CmCore, int]:
     """A passive core whose hand-made peer sent SYN, ACK and an MPA request."""
-    core = CmCore("P", MAC_P, cfg or CmConfig(), seed=3, trace=Trace())
-    core.add_address(IP_P)
-    core.set_neighbour(IP_A, MAC_A)
-    core.create_listen(IP_P, PORT)
-    core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=SYN, seq=100,
-                         src_mac=MAC_A), 0)
-    [synack] = core.frames_to_send()
-    isn = synack.segment.seq
+    core, synack = syn_rcvd(cfg, seed=3)
+    isn = synack.seq
     core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=ACK, seq=101, ack=isn + 1,
                          payload=REQ, src_mac=MAC_A), 0)
     core.frames_to_send()
