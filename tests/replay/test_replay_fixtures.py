@@ -5,17 +5,12 @@ emulator, so a match here is an independent check of the CM core."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from mpa_emu.cli import main
-
-PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
+from replay_cli import PCAPS, replay
 
 
 def _cases() -> list[Any]:
@@ -25,14 +20,6 @@ def _cases() -> list[Any]:
         for i, run in enumerate(meta["replays"]):
             cases.append(pytest.param(meta, run, id=f"{sidecar.stem}-{i}-{run['emulate']}"))
     return cases
-
-
-def replay(argv: list[str], tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(["replay", *argv, "--json", str(report)])
-    return rc, out.getvalue(), json.loads(report.read_text())
 
 
 def test_every_fixture_has_a_capture_and_at_least_one_replay() -> None:
@@ -49,8 +36,8 @@ def test_every_fixture_has_a_capture_and_at_least_one_replay() -> None:
 def test_fixture_replays_as_its_sidecar_says(meta: dict[str, Any], run: dict[str, Any],
                                              tmp_path: Path) -> None:
     expect = run["expect"]
-    rc, text, report = replay([str(PCAPS / meta["capture"]), "--emulate", run["emulate"],
-                               *run["args"]], tmp_path)
+    rc, text, report = replay(PCAPS / meta["capture"], "--emulate", run["emulate"],
+                              *run["args"], tmp_path=tmp_path)
     assert rc == expect["exit"], text
     assert report["verdict"] == expect["verdict"]
     assert text.splitlines()[0].startswith("MATCH" if rc == 0 else "DIVERGENCE")

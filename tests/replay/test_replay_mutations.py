@@ -5,20 +5,15 @@ NIC would deliver the frames)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from replay_cli import PCAPS, replay
 from scapy.layers.inet import IP, TCP
 from scapy.packet import Packet, Raw
 from scapy.utils import rdpcap, wrpcap
 
-from mpa_emu.cli import main
-
-PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
 A, P = "192.168.10.1", "192.168.10.2"
 
 
@@ -32,14 +27,6 @@ def mutated(tmp_path: Path, name: str, number: int, change: Callable[[Packet], N
     out = tmp_path / f"mutated-{name}"
     wrpcap(str(out), pkts)
     return out
-
-
-def replay(path: Path, *args: str, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(["replay", str(path), *args, "--json", str(report)])
-    return rc, out.getvalue(), json.loads(report.read_text())
 
 
 def first(report: dict[str, Any]) -> dict[str, Any]:

@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from pathlib import Path
 from typing import Any
 
+from replay_cli import PCAPS, replay
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap, wrpcap
 
 from mpa_emu.capture import read_capture
 from mpa_emu.cli import main
 
-PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
 A, P = "192.168.10.1", "192.168.10.2"
-
-
-def replay(path: Path, *args: str, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(["replay", str(path), *args, "--json", str(report)])
-    return rc, out.getvalue(), json.loads(report.read_text())
 
 
 def first_frames(tmp_path: Path, name: str, count: int) -> Path:
