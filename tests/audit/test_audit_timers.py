@@ -11,6 +11,7 @@ from audit_peer import (
     S_NS,
     Passive,
     connect,
+    handshake,
     listen,
     make_host,
     reject_request,
@@ -96,12 +97,8 @@ def test_syn_rcvd_expiry_frees_silently() -> None:
 
 def test_fin_wait1_expiry_sends_a_rst_and_frees() -> None:
     p = make_host(CmConfig(retrans=8))
-    listen(p)
-    pas = Passive(p, 1)
-    pas.syn()
     req = v2_request()
-    pas.ack(req)
-    conn = pas.conn()
+    conn = handshake(p, req).conn()
     rej, _ = reject_request(p, conn)
     got = p.run_out()
     assert [t // S_NS for t, s in got if s == rej] == [1, 3, 7, 15, 27, 39, 51, 63]
@@ -153,12 +150,8 @@ def test_expired_syn_sent_is_closed_before_the_reset_and_aborted() -> None:
 @pytest.mark.parametrize("gen", [1, 2])
 def test_closing_node_has_no_timer_and_lingers(gen: int) -> None:
     p = make_host(CmConfig(gen=gen))
-    listen(p)
-    pas = Passive(p, 1)
-    pas.syn()
     req = v2_request()
-    pas.ack(req)
-    conn = pas.conn()
+    conn = handshake(p, req).conn()
     _, fin_end = reject_request(p, conn)
     p.send(p.seg(flags=FIN, seq=1001 + len(req), ack=fin_end))
     assert p.run_out() == []
