@@ -97,6 +97,14 @@ def test_reads_scapy_pcapng_with_comments(tmp_path: Path) -> None:
     assert [r.time_ns for r in records] == [t // 1000 * 1000 for t in TIMES_NS]
 
 
+def _our_pcapng(path: Path) -> Path:
+    """FRAMES written by our PcapngWriter on two named interfaces, one comment each."""
+    with open(path, "wb") as stream, PcapngWriter(stream) as writer:
+        for i, (frame, t) in enumerate(zip(FRAMES, TIMES_NS, strict=True)):
+            writer.write(t, frame, interface=f"host{i % 2}", comment=f"c{i}")
+    return path
+
+
 @pytest.mark.tshark
 @pytest.mark.parametrize(("fmt", "named", "tick_ns"), [
     ("pcapng", True, 1), ("nsecpcap", False, 1), ("pcap", False, 1000)])
@@ -104,10 +112,7 @@ def test_reads_what_tshark_writes(tmp_path: Path, fmt: str, named: bool,
                                   tick_ns: int) -> None:
     if shutil.which("tshark") is None:
         pytest.fail("tshark is required (tools/test.sh installs it)")
-    ours = tmp_path / "ours.pcapng"
-    with open(ours, "wb") as stream, PcapngWriter(stream) as writer:
-        for i, (frame, t) in enumerate(zip(FRAMES, TIMES_NS, strict=True)):
-            writer.write(t, frame, interface=f"host{i % 2}", comment=f"c{i}")
+    ours = _our_pcapng(tmp_path / "ours.pcapng")
     theirs = tmp_path / f"theirs.{fmt}"
     subprocess.run(["tshark", "-r", str(ours), "-F", fmt, "-w", str(theirs)], check=True,
                    capture_output=True)
@@ -125,10 +130,7 @@ def test_tshark_rewrites_our_pcapng_byte_for_byte(tmp_path: Path) -> None:
     and options are laid out exactly as it would lay them out."""
     if shutil.which("tshark") is None:
         pytest.fail("tshark is required (tools/test.sh installs it)")
-    ours = tmp_path / "ours.pcapng"
-    with open(ours, "wb") as stream, PcapngWriter(stream) as writer:
-        for i, (frame, t) in enumerate(zip(FRAMES, TIMES_NS, strict=True)):
-            writer.write(t, frame, interface=f"host{i % 2}", comment=f"c{i}")
+    ours = _our_pcapng(tmp_path / "ours.pcapng")
     theirs = tmp_path / "theirs.pcapng"
     subprocess.run(["tshark", "-r", str(ours), "-w", str(theirs)], check=True,
                    capture_output=True)
