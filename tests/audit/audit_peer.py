@@ -170,6 +170,18 @@ def handshake(p: Peer, request: bytes, *, sport: int = XPORT, backlog: int = 16,
     return pas
 
 
+def listener_destroyed_gen1(ah_latency_ns: int = 5 * MS) -> tuple[Peer, int]:
+    """GEN_1 with a qhash latency: a peer's SYN, then the listener destroyed before the
+    qhash completion sends the SYN-ACK (errata 1 and 2). The host (the listener's RST not
+    yet drained) and the node's conn."""
+    p = make_host(CmConfig(gen=1, ah_latency_ns=ah_latency_ns))
+    listen(p)
+    Passive(p, 1).syn()
+    [conn] = p.core.conns()
+    p.core.destroy_listen(1, now_ns=p.now)
+    return p, conn
+
+
 def reject_request(p: Peer, conn: int) -> tuple[Segment, int]:
     """The application rejects ``conn`` (MPAREQ_RCVD -> FIN_WAIT1): the one segment that
     sends (ACK|FIN carrying the reject reply) and the sequence number after its FIN."""

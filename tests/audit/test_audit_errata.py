@@ -17,6 +17,7 @@ from audit_peer import (
     connect,
     handshake,
     listen,
+    listener_destroyed_gen1,
     make_host,
     to_mpareq_sent,
     v2_request,
@@ -57,10 +58,7 @@ def test_errata1_destroy_listen_before_the_ah_leaves_a_closed_node_and_a_stray_s
 
 
 def test_errata1_gen1_destroy_listen_resets_the_same_node() -> None:
-    p = make_host(CmConfig(gen=1, ah_latency_ns=5 * MS))
-    listen(p)
-    Passive(p, 1).syn()
-    p.core.destroy_listen(1, now_ns=p.now)
+    p, _ = listener_destroyed_gen1()
     [rst] = p.drain()
     assert (rst.flags, rst.ack) == (RST | ACK, 1001)
     p.run_out()
@@ -180,11 +178,7 @@ def test_errata2_on_gen1_the_stray_synack_of_a_destroyed_listener_is_retransmitt
     # SYN-ACK (irdma_send_syn_cqp_callback), and irdma_cm_timer_tick resends it, since
     # only OFFLOADED and CLOSED entries are dropped; at expiry irdma_retrans_expired takes
     # the default branch: RST and an ABORTED event on a passive node (spec 8.4.5).
-    p = make_host(CmConfig(gen=1, ah_latency_ns=5 * MS))
-    listen(p)
-    Passive(p, 1).syn()
-    [conn] = p.core.conns()
-    p.core.destroy_listen(1, now_ns=p.now)
+    p, conn = listener_destroyed_gen1()
     [rst] = p.drain()
     assert (rst.flags, rst.ack) == (RST | ACK, 1001)
     got = p.run_out()

@@ -4,9 +4,8 @@ seen again."""
 
 from __future__ import annotations
 
-from audit_peer import MS, Passive, listen, make_host
+from audit_peer import MS, listener_destroyed_gen1
 
-from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.states import CmState
 
 
@@ -14,11 +13,7 @@ def test_no_frame_leaves_a_node_after_it_was_freed() -> None:
     # GEN_1: the listener's RST makes the node LISTENER_DESTROYED and drops its base
     # reference; the stray SYN-ACK's send entry then holds the only one. irdma_cm_close
     # (LISTENER_DESTROYED: rem_ref) frees the node.
-    p = make_host(CmConfig(gen=1, ah_latency_ns=5 * MS))
-    listen(p)
-    Passive(p, 1).syn()
-    [conn] = p.core.conns()
-    p.core.destroy_listen(1, now_ns=p.now)
+    p, conn = listener_destroyed_gen1()
     p.at(6 * MS)
     view = p.core.node(conn)
     assert view is not None and view.state == CmState.LISTENER_DESTROYED

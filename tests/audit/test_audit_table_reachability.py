@@ -3,18 +3,14 @@ were right; the marks are what the transition-table test walks)."""
 
 from __future__ import annotations
 
-from audit_peer import MS, Passive, listen, make_host
+from audit_peer import listener_destroyed_gen1
 
-from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.states import CmState, Input
 from mpa_emu.cm.transitions import row
 
 
 def test_listener_destroyed_node_can_run_out_of_retransmissions() -> None:
-    p = make_host(CmConfig(gen=1, ah_latency_ns=5 * MS))
-    listen(p)
-    Passive(p, 1).syn()
-    p.core.destroy_listen(1, now_ns=p.now)
+    p, _ = listener_destroyed_gen1()
     p.run_out()
     expired = [r for r in p.core.trace.records  # type: ignore[union-attr]
                if r.kind == "state_changed" and r.fn == "irdma_retrans_expired"]

@@ -5,7 +5,7 @@ its CONNECT_REQUEST (event.provider_data)."""
 from __future__ import annotations
 
 import pytest
-from audit_peer import MS, Passive, Peer, listen, make_host, v2_request
+from audit_peer import MS, Passive, Peer, listen, listener_destroyed_gen1, make_host, v2_request
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
@@ -39,11 +39,7 @@ def test_reject_on_a_listener_destroyed_node_the_application_never_saw_is_refuse
         ) -> None:
     # GEN_1 stray SYN-ACK (see test_audit_errata): LISTENER_DESTROYED, the send entry holds
     # the only reference. reject() trips the same assertion in irdma_cleanup_retrans_entry.
-    p = make_host(CmConfig(gen=1, ah_latency_ns=3 * MS))
-    listen(p)
-    Passive(p, 1).syn()
-    [conn] = p.core.conns()
-    p.core.destroy_listen(1, now_ns=p.now)
+    p, conn = listener_destroyed_gen1(3 * MS)
     p.at(3 * MS)
     view = p.core.node(conn)
     assert view is not None and view.state == CmState.LISTENER_DESTROYED
