@@ -27,6 +27,18 @@ def pair(seed: int = 1) -> tuple[Network, Host, Host, int]:
     return net, alice, bob, conn
 
 
+def rtr_dropped(count: int) -> tuple[Network, Host, Host, int]:
+    """Bob accepting, alice connecting, the first ``count`` data frames from alice (her
+    RTR and its resends) lost on the wire."""
+    net = Network(2)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    bob.listen(PORT, policy=Accept())
+    net.drop(drop_nth("data", 1, count=count, sender="alice"))
+    conn = alice.connect("192.0.2.2", PORT)
+    return net, alice, bob, conn
+
+
 def flags_from(net: Network, sender: str, since_ns: int) -> list[int]:
     return [f.segment.flags for f in net.frames
             if f.sender == sender and f.time_ns >= since_ns and f.segment is not None]
@@ -97,12 +109,7 @@ def test_sends_after_offload_are_acknowledged() -> None:
 
 
 def test_missing_rtr_fails_the_accept_after_12_s() -> None:
-    net = Network(2)
-    alice = net.add_host("alice", "192.0.2.1")
-    bob = net.add_host("bob", "192.0.2.2")
-    bob.listen(PORT, policy=Accept())
-    net.drop(drop_nth("data", 1, count=1000, sender="alice"))
-    alice.connect("192.0.2.2", PORT)
+    net, _alice, bob, _ = rtr_dropped(1000)
     net.run(until_ns=20_000 * MS)
     established = [u for u in bob.upcalls if u.event == IwEvent.ESTABLISHED]
     assert [u.status for u in established] == [-ECONNRESET]
@@ -125,12 +132,7 @@ def test_peer_reset_before_the_rtr_blocks_the_disconnect_worker() -> None:
     # bob accepted but alice's RTR never arrives; alice then aborts. bob's disconnect
     # worker waits on establish_comp, the accept fails after 12 s, and bob's application
     # never hears DISCONNECT or CLOSE (irdma_send_cm_event, irdma_accept).
-    net = Network(2)
-    alice = net.add_host("alice", "192.0.2.1")
-    bob = net.add_host("bob", "192.0.2.2")
-    bob.listen(PORT, policy=Accept())
-    net.drop(drop_nth("data", 1, count=1000, sender="alice"))
-    conn = alice.connect("192.0.2.2", PORT)
+    net, alice, bob, conn = rtr_dropped(1000)
     net.run(until_ns=20 * MS)
     alice.disconnect(conn, graceful=False)
     net.run(until_ns=20_000 * MS)
@@ -139,12 +141,7 @@ def test_peer_reset_before_the_rtr_blocks_the_disconnect_worker() -> None:
 
 
 def test_a_lost_rtr_is_retransmitted_by_the_nic_after_200_ms() -> None:
-    net = Network(2)
-    alice = net.add_host("alice", "192.0.2.1")
-    bob = net.add_host("bob", "192.0.2.2")
-    bob.listen(PORT, policy=Accept())
-    net.drop(drop_nth("data", 1, sender="alice"))
-    alice.connect("192.0.2.2", PORT)
+    net, _alice, bob, _ = rtr_dropped(1)
     net.run(until_ns=1000 * MS)
     rtrs = [f for f in net.frames if f.sender == "alice" and f.kind == "data"]
     assert len(rtrs) == 2 and rtrs[1].segment == rtrs[0].segment
