@@ -15,6 +15,7 @@ from live_lab import (
     KERNEL_V4,
     KERNEL_V6,
     EmulatedHost,
+    KernelThread,
     Lab,
     make_host,
     packed,
@@ -191,13 +192,20 @@ def test_kernel_resend_of_the_mpa_request_fails_check_seq_and_is_not_indicated_t
     assert len(emu.host.events(IwEvent.CONNECT_REQUEST)) == 1
 
 
-def test_address_removal_resets_the_kernel_socket(lab: Lab) -> None:
+def _offloaded_to_kernel_responder(lab: Lab) -> tuple[EmulatedHost, KernelThread]:
+    """The emulated host connected to a kernel responder (which then waits 6 s), past
+    CONNECT_REPLY with the RTR and its ACK settled."""
     emu = make_host(lab)
     listener = _listen_in_kernel(lab, KERNEL_V4)
     server = lab.in_kernel(_kernel_responder, listener, peer.PeerOptions(timeout=5), 6.0)
     emu.host.connect(packed(KERNEL_V4), PORT)
     assert emu.host.run_until(lambda: bool(emu.host.events(IwEvent.CONNECT_REPLY)), 5)
-    emu.host.run_for(0.2)  # let the RTR and its ACK settle
+    emu.host.run_for(0.2)
+    return emu, server
+
+
+def test_address_removal_resets_the_kernel_socket(lab: Lab) -> None:
+    emu, server = _offloaded_to_kernel_responder(lab)
     emu.host.remove_address(packed(EMU_V4))
     assert emu.host.run_until(lambda: not server.is_alive(), 5)
     report, ending = server.result()
@@ -207,12 +215,7 @@ def test_address_removal_resets_the_kernel_socket(lab: Lab) -> None:
 
 
 def test_shutdown_closes_an_offloaded_connection_with_a_fin(lab: Lab) -> None:
-    emu = make_host(lab)
-    listener = _listen_in_kernel(lab, KERNEL_V4)
-    server = lab.in_kernel(_kernel_responder, listener, peer.PeerOptions(timeout=5), 6.0)
-    emu.host.connect(packed(KERNEL_V4), PORT)
-    assert emu.host.run_until(lambda: bool(emu.host.events(IwEvent.CONNECT_REPLY)), 5)
-    emu.host.run_for(0.2)
+    emu, server = _offloaded_to_kernel_responder(lab)
     emu.host.shutdown(grace_s=2.0)
     report, ending = server.result()
     assert report.accepted
