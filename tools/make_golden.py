@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept, Manual, Reject
 
@@ -29,11 +30,15 @@ A6, P6 = "fd00:20::1", "fd00:20::2"
 PORT = 31000
 
 
+def two_hosts(a_ip: str, p_ip: str, vlan: int | None = None) -> tuple[Network, Host, Host]:
+    """Hosts ``a`` (the initiator) and ``p`` on a wire seeded with SEED."""
+    net = Network(SEED)
+    return net, net.add_host("a", a_ip, vlan=vlan), net.add_host("p", p_ip, vlan=vlan)
+
+
 def accept_v2() -> Network:
     """v2 accept with private data both ways, then a graceful disconnect by A."""
-    net = Network(SEED)
-    a = net.add_host("a", A4)
-    p = net.add_host("p", P4)
+    net, a, p = two_hosts(A4, P4)
     p.listen(PORT, P4, policy=Accept(b"golden accept reply data", delay_ns=1_000_000))
     conn = a.connect(P4, PORT, private_data=b"golden request from the initiator", ird=8, ord=8)
     net.run_for(500_000_000)
@@ -44,9 +49,7 @@ def accept_v2() -> Network:
 
 def reject_v2() -> Network:
     """v2 reject with private data riding on ACK|FIN, both sides through TIME_WAIT."""
-    net = Network(SEED)
-    a = net.add_host("a", A4)
-    p = net.add_host("p", P4)
+    net, a, p = two_hosts(A4, P4)
     p.listen(PORT, P4, policy=Reject(b"golden reject: no resources", delay_ns=2_000_000))
     a.connect(P4, PORT, private_data=b"golden request", ird=4, ord=4)
     net.run_for(2_000_000_000)
@@ -55,9 +58,7 @@ def reject_v2() -> Network:
 
 def accept_v2_ipv6() -> Network:
     """The accept flow over IPv6 (MSS 1440)."""
-    net = Network(SEED)
-    a = net.add_host("a", A6)
-    p = net.add_host("p", P6)
+    net, a, p = two_hosts(A6, P6)
     p.listen(PORT, P6, policy=Accept(b"v6 reply", delay_ns=500_000))
     a.connect(P6, PORT, private_data=b"v6 request")
     net.run_for(1_000_000_000)
@@ -67,9 +68,7 @@ def accept_v2_ipv6() -> Network:
 def unanswered_request() -> Network:
     """The application never answers: the initiator's countdown runs out after the
     RETRANS 32 schedule and it resets the connection."""
-    net = Network(SEED)
-    a = net.add_host("a", A4)
-    p = net.add_host("p", P4)
+    net, a, p = two_hosts(A4, P4)
     p.listen(PORT, P4, policy=Manual())
     a.connect(P4, PORT, private_data=b"anyone there?")
     net.run_for(400_000_000_000)
@@ -78,9 +77,7 @@ def unanswered_request() -> Network:
 
 def accept_v2_vlan() -> Network:
     """The accept flow on 802.1Q VLAN 42, then an abortive disconnect by P."""
-    net = Network(SEED)
-    a = net.add_host("a", A4, vlan=42)
-    p = net.add_host("p", P4, vlan=42)
+    net, a, p = two_hosts(A4, P4, vlan=42)
     p.listen(PORT, P4, vlan=42, policy=Accept(b"vlan reply", delay_ns=300_000))
     a.connect(P4, PORT, private_data=b"vlan request")
     net.run_for(100_000_000)
@@ -93,9 +90,7 @@ def accept_v2_vlan() -> Network:
 def syn_to_nobody() -> Network:
     """A SYN to a port without a listener (a silent host stack): resent on the RETRANS 32
     schedule, then RST at expiry."""
-    net = Network(SEED)
-    a = net.add_host("a", A4)
-    net.add_host("p", P4)
+    net, a, _ = two_hosts(A4, P4)
     a.connect(P4, PORT + 1, private_data=b"hello?")
     net.run_for(400_000_000_000)
     return net
