@@ -16,6 +16,7 @@ from pathlib import Path
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
 from mpa_emu.capture import LINKTYPE_ETHERNET, read_intact
+from mpa_emu.checksums import repaired
 from mpa_emu.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
 
@@ -88,34 +89,6 @@ class Recording:
         return len(self.ip) == 16
 
 
-def _checksum_fixed(frame: bytes) -> bytes:
-    """The same frame with its IPv4 header and TCP checksums recomputed (a capture taken
-    at the sending host shows checksums the NIC fills in later)."""
-    buf = bytearray(frame)
-    off = 14
-    ethertype = struct.unpack_from("!H", buf, 12)[0]
-    if ethertype == 0x8100:
-        ethertype = struct.unpack_from("!H", buf, 16)[0]
-        off = 18
-    if ethertype == 0x0800:
-        ihl = (buf[off] & 0xF) * 4
-        total = struct.unpack_from("!H", buf, off + 2)[0]
-        struct.pack_into("!H", buf, off + 10, 0)
-        struct.pack_into("!H", buf, off + 10, codec.internet_checksum(bytes(buf[off:off + ihl])))
-        src, dst = bytes(buf[off + 12:off + 16]), bytes(buf[off + 16:off + 20])
-        tcp_off, tcp_len = off + ihl, total - ihl
-        pseudo = src + dst + struct.pack("!BBH", 0, 6, tcp_len)
-    else:
-        tcp_len = struct.unpack_from("!H", buf, off + 4)[0]
-        src, dst = bytes(buf[off + 8:off + 24]), bytes(buf[off + 24:off + 40])
-        tcp_off = off + 40
-        pseudo = src + dst + struct.pack("!IxxxB", tcp_len, 6)
-    struct.pack_into("!H", buf, tcp_off + 16, 0)
-    csum = codec.internet_checksum(pseudo + bytes(buf[tcp_off:tcp_off + tcp_len]))
-    struct.pack_into("!H", buf, tcp_off + 16, csum)
-    return bytes(buf)
-
-
 _CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
 
 
@@ -173,7 +146,7 @@ def _load(path: str | Path, ip: bytes) -> Recording:
             reason = str(exc.reason)
             if exc.reason in _CHECKSUM_FAILURES:
                 try:
-                    seg = decode(_checksum_fixed(raw.frame))
+                    seg = decode(repaired(raw.frame))
                     nic_dropped = str(exc)
                 except (codec.DecodeError, struct.error, IndexError) as again:
                     reason = str(getattr(again, "reason", reason))
