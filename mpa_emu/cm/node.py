@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.cm.mpa_frames import Rdma0Op
+from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.segment import Segment
 
 if TYPE_CHECKING:
-    from mpa_emu.cm.events import Transmit
+    from mpa_emu.segment import Transmit
 
 
 class SendEntry:

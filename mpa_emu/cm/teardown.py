@@ -55,6 +55,7 @@ class NodeLike(Protocol):
     client: bool
     loc_addr: bytes
     vlan_id: int
+    accelerated: bool
 
 
 class ChildLike(Protocol):
@@ -86,7 +87,7 @@ class TeardownHost(disconnect.DisconnectHost, Protocol):
     def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[NodeLike]:
         """The nodes under one key of the index."""
 
-    def all_conns(self) -> Iterable[int]:
+    def conns(self) -> Iterable[int]:
         """Every node of the table (``cm_hash_tbl``), in table order."""
 
     def cm_node(self, conn: int) -> NodeLike | None:
@@ -118,7 +119,7 @@ def select_nodes(core: TeardownHost, ipaddr: bytes, vlan: int, ipv4: bool,
     notified family's length and whose VLAN equals ``vlan``; all nodes for
     ``disconnect_all``. Offloaded nodes are included; listeners are not in the table."""
     if disconnect_all:
-        return list(core.all_conns())
+        return list(core.conns())
     selected: list[int] = []
     for key, node_vlan in core.local_keys():
         if node_vlan == vlan and addr_matches(key, ipaddr, ipv4):
@@ -152,7 +153,7 @@ def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
     node = core.cm_node(conn)
     if node is None:
         return  # freed by an earlier node's teardown (refcount_inc_not_zero failed)
-    if core.offloaded_qp(conn) is not None:
+    if core.qp(conn) is not None:
         disconnect.modify_qp(core, conn, "err", now_ns)
         return
     if core.has_driver_qp(conn):

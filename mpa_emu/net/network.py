@@ -28,11 +28,10 @@ from mpa_emu.capture import PcapngWriter
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import Transmit
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
-from mpa_emu.segment import Segment
+from mpa_emu.segment import Segment, Transmit
 from mpa_emu.trace import Trace, TraceRecord
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
