@@ -18,6 +18,7 @@ from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
 from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import CmNode
+from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.states import CmEventType, CmState, Input
 from mpa_emu.cm.timers import CoreTimer, Deferred
 from mpa_emu.offload.nic import FlowKey, Nic
@@ -111,6 +112,7 @@ class CoreOps(Protocol):
     leaks: dict[int, str]
     """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""
     prefer: Rdma0Op
+    nodes: NodeTable
     timer: CoreTimer
     deferred: Deferred
     nic: Nic

@@ -34,38 +34,23 @@ from __future__ import annotations
 import errno
 import random
 from collections import deque
-from collections.abc import Iterator
 from typing import Any
 
-from mpa_emu.cm import disconnect, send, teardown, upcalls
+from mpa_emu.cm import disconnect, refs, send, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.contract import Outcome, Row, Rx, VerbArgs
+from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import EINVAL, IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
-from mpa_emu.cm.node import ChildListener, CloseEntry, CmNode, Listener, SendEntry
-from mpa_emu.cm.nodes import NodeKey, NodeTable
-from mpa_emu.cm.states import (
-    NO_VLAN,
-    VLAN_N_VID,
-    CmEventType,
-    CmState,
-    Input,
-    ListenerState,
-)
-from mpa_emu.cm.tcp import (
-    MIN_MTU_IPV4,
-    MIN_MTU_IPV6,
-    MTU_TO_MSS_IPV4,
-    MTU_TO_MSS_IPV6,
-    SEQ_MOD,
-    check_seq,
-)
+from mpa_emu.cm.node import ChildListener, CmNode, Listener
+from mpa_emu.cm.nodes import NodeKey, NodeTable, is_loopback, make_cm_node, record_ird_ord
+from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
+from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq
 from mpa_emu.cm.teardown import ListenerLike
-from mpa_emu.cm.timers import CoreTimer, Deferred
-from mpa_emu.cm.timing import backoff_gap, jiffies_to_ns, ns_to_jiffies
+from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
+from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.transitions import TABLE
 from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.mpa import MAX_PRIV_DATA_LEN
@@ -77,27 +62,9 @@ S = CmState
 ENOMEM = errno.ENOMEM
 EADDRINUSE = errno.EADDRINUSE
 EADDRNOTAVAIL = errno.EADDRNOTAVAIL
-MASK32 = SEQ_MOD - 1
 IRD_ORD_MAX = 0xFFFF
 
-# ip_tos2prio (net/ipv4/route.c), indexed by IPTOS_TOS(tos) >> 1: rt_tos2priority.
-_TOS2PRIO = (0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
-
 DEFAULT_CONFIG = CmConfig()
-
-
-def rt_tos2priority(tos: int) -> int:
-    """Linux ``rt_tos2priority``: the 802.1p priority the kernel derives from a TOS."""
-    return _TOS2PRIO[(tos & 0x1E) >> 1]
-
-
-def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
-    """``irdma_ipv4_is_lpb`` / ``irdma_ipv6_is_lpb``: 127/8 or ::1, or both ends equal."""
-    if local_ip == remote_ip:
-        return True
-    if len(remote_ip) == 4:
-        return remote_ip[0] == 127
-    return remote_ip == bytes(15) + b"\x01"
 
 
 class CmCore:
@@ -145,11 +112,6 @@ class CmCore:
         self._now_ns = 0
         self._rows_running = 0
         """How many rows are running (nested dispatch): :meth:`set_state` needs one."""
-
-    @property
-    def listeners(self) -> list[Listener]:
-        """Parent listeners, newest first (``cm_core->listen_list``)."""
-        return self.nodes.listeners
 
     # ---- local stack -------------------------------------------------------------
 
@@ -265,29 +227,8 @@ class CmCore:
         if found is not None and found.listener_state == ListenerState.ACTIVE:
             raise CmError(ENOMEM, "a matching listener is active (irdma_make_listen_node)")
         self._enter(now_ns)
-        if found is not None:
-            lst = found
-            lst.refcnt += 1  # the reference irdma_find_listener took is kept
-            lst.reused_node = True
-        else:
-            lst = Listener(table.next_listener, addr, port, ipv4, vlan_id, backlog,
-                           wildcard)
-            table.next_listener += 1
-            table.add_listener(lst)
-        lst.ipv4 = ipv4
-        lst.vlan_id = vlan_id
-        lst.pend_accepts_cnt = 0
-        lst.backlog = backlog
-        lst.listener_state = ListenerState.ACTIVE
-        lst.tos = tos
-        if not lst.reused_node:
-            if wildcard:
-                for a, v in self._addresses.items():  # irdma_add_mqh
-                    if (len(a) == 4) == ipv4:
-                        lst.children.insert(0, ChildListener(a, v))
-                        lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
-            else:
-                lst.qhash_set = True
+        lst = table.make_listen_node(found, addr, port, ipv4, vlan_id, backlog, wildcard,
+                                     tos, self._addresses)
         self.stats["listen_created"] += 1
         self.tr("listen_created", "irdma_create_listen", listener=lst.ident,
                 addr=addr, port=port, vlan=vlan_id, reused=lst.reused_node)
@@ -302,7 +243,7 @@ class CmCore:
         self._enter(now_ns)
         lst.listener_state = ListenerState.PASSIVE
         self.tr("listen_destroyed", "irdma_cm_del_listen", listener=listener)
-        self._dec_refcnt_listen(lst, free_hanging=True)
+        refs.dec_refcnt_listen(self, lst, free_hanging=True)
         self._finish()
 
     def connect(self, local_ip: bytes, remote_ip: bytes, remote_port: int, *,
@@ -347,7 +288,7 @@ class CmCore:
         node = self._make_cm_node(key, rem_mac, lpb, tos)
         node.client = True
         node.rcv_wscale = 2  # IRDMA_CM_DEFAULT_RCV_WND_SCALE
-        self._record_ird_ord(node, ird, ord)
+        record_ird_ord(node, ird, ord, self.config)
         node.pdata = bytes(private_data)
         node.pdata_size = len(private_data)
         node.ah_valid = True  # cm_create_ah(wait=true)
@@ -471,10 +412,6 @@ class CmCore:
         lst = self.nodes.listener_ids.get(ident)
         return None if lst is None else ListenerView.of(lst)
 
-    def node_objects(self) -> Iterator[CmNode]:
-        """The live node objects (for teardown); do not keep them."""
-        return iter(list(self.nodes.by_conn.values()))
-
     def nodes_on(self, ip: bytes, vlan_id: int) -> list[CmNode]:
         """Nodes whose local address is ``ip`` on ``vlan_id`` (0xFFFF untagged): the
         selection of ``irdma_teardown_list_prep`` without scanning the table."""
@@ -505,17 +442,13 @@ class CmCore:
 
     # ---- for the disconnect and teardown paths (DisconnectHost, TeardownHost) ------
 
-    def upcall(self, event: IwEvent, conn: int, status: int = 0) -> None:
-        """Deliver an upcall for ``conn`` (``irdma_send_cm_event``), e.g. DISCONNECT or
-        CLOSE from ``irdma_cm_disconn_true``."""
+    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+        """``irdma_send_cm_event`` for the disconnect path (DISCONNECT and CLOSE from
+        ``irdma_cm_disconn_true``)."""
+        self._enter(now_ns)
         node = self.nodes.by_conn.get(conn)
         if node is not None:
             upcalls.send_cm_event(self, event, node, status)
-
-    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
-        """``irdma_send_cm_event`` for the disconnect path (DISCONNECT, CLOSE)."""
-        self._enter(now_ns)
-        self.upcall(event, conn, status)
 
     def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         """``irdma_schedule_cm_timer(CLOSE)`` with the QP as the entry: due in HZ/10 on
@@ -650,15 +583,11 @@ class CmCore:
             result = r.run(self, node, r, rx)
         finally:
             self._rows_running -= 1
-        self._check_row(node, r)
-        return result
-
-    @staticmethod
-    def _check_row(node: CmNode, r: Row) -> None:
         after = node.state if node.refcnt > 0 else S.CLOSED
         assert after in r.allowed, (
             f"{r.kernel_fn} {r.state.name}/{r.input.value} ended in {after.name}, "
             f"table allows {sorted(s.name for s in r.allowed)}")
+        return result
 
     def transmit(self, tx: Transmit) -> None:
         """Queue ``tx`` for :meth:`frames_to_send`; a loopback frame is also delivered
@@ -674,14 +603,7 @@ class CmCore:
 
     def rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``: drop one reference, destroy at zero."""
-        if node.refcnt <= 0:
-            self.tr("kernel_bug", "irdma_rem_ref_cm_node", conn=node.conn,
-                    reason="reference dropped on a freed node (refcount underflow, use "
-                           "after free in irdma_rem_ref_cm_node)")
-            return
-        node.refcnt -= 1
-        if node.refcnt == 0:
-            self._destroy_connection(node)
+        refs.rem_ref(self, node)
 
     def post(self, node: CmNode, etype: CmEventType | None) -> None:
         """Queue a CM event for ``irdma_cm_event_handler``, or (``etype`` None) the
@@ -744,7 +666,7 @@ class CmCore:
             expires = self.timer.expires
             assert expires is not None
             # a late caller fires the tick late, as a late softirq would: at "jiffies"
-            self._tick(max(expires, self.jiffies))
+            timer_tick(self, max(expires, self.jiffies))
         elif source == "deferred":
             kind, node = self.deferred.pop()
             if kind == "qhash":
@@ -784,66 +706,19 @@ class CmCore:
         node.refcnt -= 1
         self.rem_ref(node)
 
-    # ---- internals: the core timer tick ----------------------------------------------
-
-    def _tick(self, j: int) -> None:
-        """``irdma_cm_timer_tick`` at jiffy ``j``."""
-        for entry in self.timer.due(j):
-            if not entry.live:
-                continue
-            node = entry.node
-            node.refcnt += 1  # irdma_timer_list_prep
-            if isinstance(entry, CloseEntry):
-                self.tr("timer_fired", "irdma_handle_close_entry", conn=node.conn,
-                        state=node.state.name)
-                if node.conn in self._qp_close_entries:
-                    self._qp_close_entries.discard(node.conn)
-                    entry.live = False
-                    node.close_entry = None
-                    disconnect.handle_close_entry(self, node.conn, self._now_ns)
-                else:
-                    self.dispatch(node, Input.CLOSE_TIMER, None)
-            else:
-                self._send_entry_due(node, entry, j)
-            self.rem_ref(node)
-        self.timer.settle(j, self._free_retrans_entry)
-
-    def _free_retrans_entry(self, node: CmNode) -> None:
-        entry = node.send_entry
+    def qp_close_entry_due(self, node: CmNode) -> bool:
+        """The tick found ``node``'s close entry due: when the QP scheduled it
+        (:meth:`schedule_close_entry`) the QP branch of ``irdma_handle_close_entry`` runs
+        (:func:`mpa_emu.cm.disconnect.handle_close_entry`) and True is returned."""
+        if node.conn not in self._qp_close_entries:
+            return False
+        self._qp_close_entries.discard(node.conn)
+        entry = node.close_entry
         if entry is not None:
             entry.live = False
-            node.send_entry = None
-            self.rem_ref(node)
-
-    def _send_entry_due(self, node: CmNode, entry: SendEntry, j: int) -> None:
-        """One send entry of ``irdma_cm_timer_tick``: free it (OFFLOADED, CLOSED),
-        expire it (``irdma_retrans_expired``: the ``RETRANS_EXPIRED`` row), or resend
-        (unless ``ack_rcvd``) and back off."""
-        if node.state in (S.OFFLOADED, S.CLOSED):
-            self.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
-                    state=node.state.name, action="entry freed, no retransmission")
-            self._free_retrans_entry(node)
-            return
-        if entry.retranscount == 0:
-            self.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
-                    state=node.state.name, action="retransmissions exhausted")
-            self._free_retrans_entry(node)
-            self.dispatch(node, Input.RETRANS_EXPIRED, None)
-            return
-        number = self.config.retrans - entry.retranscount + 1
-        if not node.ack_rcvd:
-            orig = entry.transmit
-            self.stats["pkt_retrans"] += 1
-            self.transmit(Transmit(orig.segment, f"irdma_cm_timer_tick: retransmit "
-                                   f"#{number} of {orig.comment}", orig.loopback,
-                                   orig.conn))
-        else:
-            self.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
-                    state=node.state.name, action=f"resend #{number} skipped: ack_rcvd")
-        entry.retranscount -= 1
-        gap = backoff_gap(self._hz, self.config.retrans - entry.retranscount,
-                          int_shift=self.config.quirks.backoff_int_shift)
-        self.timer.requeue(entry, j + gap)
+            node.close_entry = None
+        disconnect.handle_close_entry(self, node.conn, self._now_ns)
+        return True
 
     # ---- internals: nodes and listeners ------------------------------------------------
 
@@ -879,86 +754,15 @@ class CmCore:
 
     def _make_cm_node(self, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int) -> CmNode:
         """``irdma_make_cm_node`` after the neighbour was resolved."""
-        conn = self.nodes.new_conn()
-        node = CmNode(conn, key[0], key[1], key[2], key[3], key[4])
-        node.key = key
-        cfg = self.config
-        node.tos = tos
-        node.user_pri = rt_tos2priority(tos)
-        node.rem_mac = rem_mac
-        node.do_lpb = lpb
-        node.mpa_frame_rev = cfg.mpa_rev
-        node.ird_size = cfg.max_ird
-        node.ord_size = cfg.max_ord
-        node.rcv_wscale = cfg.rcv_wscale
-        # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
-        node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
-        node.loc_seq_num = self._rng.getrandbits(32)
-        node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
+        node = make_cm_node(self.nodes.new_conn(), key, rem_mac, lpb, tos, self.config,
+                            self._rng.getrandbits(32))
         self.nodes.add(node)
         self.stats["nodes_created"] += 1
         if self.trace is not None:
-            self.tr("node_created", "irdma_make_cm_node", conn=conn, loc=key[0],
+            self.tr("node_created", "irdma_make_cm_node", conn=node.conn, loc=key[0],
                     loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
                     isn=node.loc_seq_num, loopback=lpb)
         return node
-
-    def _record_ird_ord(self, node: CmNode, ird: int, ord_: int) -> None:
-        """``irdma_record_ird_ord``."""
-        ird = min(ird, self.config.max_ird)
-        if ord_ > self.config.max_ord:
-            ord_ = self.config.max_ord
-        elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
-            ord_ = 1
-        node.ird_size = ird
-        node.ord_size = ord_
-
-    def _destroy_connection(self, node: CmNode) -> None:
-        """``irdma_destroy_connection`` after the final put."""
-        self.nodes.remove(node)
-        self.leaks.pop(node.conn, None)
-        self.stats["nodes_destroyed"] += 1
-        lst = node.listener
-        if not node.accelerated and node.accept_pend and lst is not None:
-            lst.pend_accepts_cnt -= 1
-        if node.close_entry is not None:
-            node.close_entry.live = False
-            node.close_entry = None
-        if node.send_entry is not None:
-            # off cm_hash_tbl, the node is never seen by irdma_timer_list_prep again
-            node.send_entry.live = False
-            node.send_entry = None
-            self.tr("kernel_leak", "irdma_destroy_connection", conn=node.conn,
-                    reason="freed with a retransmission entry: the entry and its buffer "
-                           "are never freed, nothing resends them")
-        node.rts_deadline = None
-        node.ah_valid = False
-        if node.qp is not None:
-            # the QP outlives the node while its TCP still has timers running
-            qp = node.qp
-            node.qp = None
-            self.nic.node_freed(node.key, qp)
-        if self.trace is not None:
-            self.tr("node_freed", "irdma_destroy_connection", conn=node.conn,
-                    state=node.state.name)
-        if lst is not None:
-            self._dec_refcnt_listen(lst, free_hanging=False)
-
-    def _dec_refcnt_listen(self, lst: Listener, *, free_hanging: bool) -> None:
-        """``irdma_dec_refcnt_listen``: with ``free_hanging`` every pending node of the
-        listener runs its ``DESTROY_LISTEN`` row on a temporary reference
-        (``irdma_reset_list_prep``); the listener goes with its last reference."""
-        if free_hanging:
-            pending = [n for n in self.nodes.by_conn.values()
-                       if n.listener is lst and not n.accelerated]
-            for n in pending:
-                n.refcnt += 1  # irdma_reset_list_prep
-                self.dispatch(n, Input.DESTROY_LISTEN, None)
-        lst.refcnt -= 1
-        if lst.refcnt == 0:
-            self.nodes.remove_listener(lst)
-            self.stats["listen_destroyed"] += 1
-            self.tr("listener_freed", "irdma_dec_refcnt_listen", listener=lst.ident)
 
     # ---- internals: the receive path ---------------------------------------------------
 
@@ -1050,13 +854,8 @@ class CmCore:
                       "no listener: SYN left to the host stack (silent)")
             return
         self.drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
-        rst = Segment(src_mac=self.mac, dst_mac=seg.src_mac, src_ip=seg.dst_ip,
-                      dst_ip=seg.src_ip, sport=seg.dport, dport=seg.sport, seq=0,
-                      ack=(seg.seq + 1 + len(seg.payload)) & MASK32, flags=RST | ACK,
-                      window=0, vlan=seg.vlan, pcp=seg.pcp, ttl=64, tos=seg.tos)
-        self.transmit(Transmit(rst, "tcp_v4_send_reset: host stack, no socket"
-                               if seg.ipv4 else "tcp_v6_send_reset: host stack, no socket",
-                               is_loopback(seg.dst_ip, seg.src_ip), None))
+        self.transmit(send.host_stack_reset(seg, self.mac,
+                                            is_loopback(seg.dst_ip, seg.src_ip)))
 
     def _process_pkt(self, node: CmNode, seg: Segment) -> None:
         """``irdma_process_pkt``: classify, check, dispatch. RST first (with cleanup),

@@ -9,16 +9,69 @@ step; it never calls the core and decides nothing about states or references.
 
 from __future__ import annotations
 
+import errno
+
+from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.node import CmNode, Listener
+from mpa_emu.cm.mpa_policy import Rdma0Op
+from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.states import ListenerState
+from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
 
 NodeKey = tuple[bytes, int, bytes, int, int]
 """(local address, local port, remote address, remote port, VLAN id)."""
 
 EPHEMERAL_FIRST = 49152
 EPHEMERAL_COUNT = 0x4000
-EADDRINUSE = 98
+
+# ip_tos2prio (net/ipv4/route.c), indexed by IPTOS_TOS(tos) >> 1: rt_tos2priority.
+_TOS2PRIO = (0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
+
+
+def rt_tos2priority(tos: int) -> int:
+    """Linux ``rt_tos2priority``: the 802.1p priority the kernel derives from a TOS."""
+    return _TOS2PRIO[(tos & 0x1E) >> 1]
+
+
+def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
+    """``irdma_ipv4_is_lpb`` / ``irdma_ipv6_is_lpb``: 127/8 or ::1, or both ends equal."""
+    if local_ip == remote_ip:
+        return True
+    if len(remote_ip) == 4:
+        return remote_ip[0] == 127
+    return remote_ip == bytes(15) + b"\x01"
+
+
+def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
+                 cfg: CmConfig, isn: int) -> CmNode:
+    """The fields ``irdma_make_cm_node`` gives a new node (the caller files it)."""
+    node = CmNode(conn, key[0], key[1], key[2], key[3], key[4])
+    node.key = key
+    node.tos = tos
+    node.user_pri = rt_tos2priority(tos)
+    node.rem_mac = rem_mac
+    node.do_lpb = lpb
+    node.mpa_frame_rev = cfg.mpa_rev
+    node.ird_size = cfg.max_ird
+    node.ord_size = cfg.max_ord
+    node.rcv_wscale = cfg.rcv_wscale
+    # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
+    node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
+    node.loc_seq_num = isn
+    node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
+    return node
+
+
+def record_ird_ord(node: CmNode, ird: int, ord_: int, cfg: CmConfig) -> None:
+    """``irdma_record_ird_ord``: the application's IRD/ORD within the device's
+    limits; ORD 0 becomes 1 when the RTR is a zero-length read."""
+    ird = min(ird, cfg.max_ird)
+    if ord_ > cfg.max_ord:
+        ord_ = cfg.max_ord
+    elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
+        ord_ = 1
+    node.ird_size = ird
+    node.ord_size = ord_
 
 
 class NodeTable:
@@ -92,7 +145,7 @@ class NodeTable:
                     and not any(lst.loc_port == port for lst in self.listeners):
                 return port, nxt
             port = nxt
-        raise CmError(EADDRINUSE, "no free local port")
+        raise CmError(errno.EADDRINUSE, "no free local port")
 
     # ---- listeners -----------------------------------------------------------------
 
@@ -100,6 +153,37 @@ class NodeTable:
         """``list_add(&listener->list, &cm_core->listen_list)``: at the head."""
         self.listeners.insert(0, lst)
         self.listener_ids[lst.ident] = lst
+
+    def make_listen_node(self, found: Listener | None, addr: bytes, port: int, ipv4: bool,
+                         vlan_id: int, backlog: int, wildcard: bool, tos: int,
+                         addresses: dict[bytes, int]) -> Listener:
+        """``irdma_make_listen_node``: reuse ``found`` (a listener being destroyed,
+        whose backlog count starts again at 0) or link a new one; a new wildcard
+        listener gets a child per local address of its family (``irdma_add_mqh``)."""
+        if found is not None:
+            lst = found
+            lst.refcnt += 1  # the reference irdma_find_listener took is kept
+            lst.reused_node = True
+        else:
+            lst = Listener(self.next_listener, addr, port, ipv4, vlan_id, backlog,
+                           wildcard)
+            self.next_listener += 1
+            self.add_listener(lst)
+        lst.ipv4 = ipv4
+        lst.vlan_id = vlan_id
+        lst.pend_accepts_cnt = 0
+        lst.backlog = backlog
+        lst.listener_state = ListenerState.ACTIVE
+        lst.tos = tos
+        if not lst.reused_node:
+            if wildcard:
+                for a, v in addresses.items():  # irdma_add_mqh
+                    if (len(a) == 4) == ipv4:
+                        lst.children.insert(0, ChildListener(a, v))
+                        lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
+            else:
+                lst.qhash_set = True
+        return lst
 
     def remove_listener(self, lst: Listener) -> None:
         """Unlink a listener whose last reference went."""

@@ -186,3 +186,14 @@ def send_mpa_request(cm: CoreOps, node: CmNode, comment: str) -> bool:
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
+
+
+def host_stack_reset(seg: Segment, mac: bytes, loopback: bool) -> Transmit:
+    """The RST|ACK the host's Linux stack answers a SYN with when no socket and no qhash
+    rule take it (``tcp_v4_send_reset`` / ``tcp_v6_send_reset``)."""
+    rst = Segment(src_mac=mac, dst_mac=seg.src_mac, src_ip=seg.dst_ip,
+                  dst_ip=seg.src_ip, sport=seg.dport, dport=seg.sport, seq=0,
+                  ack=(seg.seq + 1 + len(seg.payload)) & MASK32, flags=RST | ACK,
+                  window=0, vlan=seg.vlan, pcp=seg.pcp, ttl=64, tos=seg.tos)
+    return Transmit(rst, "tcp_v4_send_reset: host stack, no socket" if seg.ipv4
+                    else "tcp_v6_send_reset: host stack, no socket", loopback, None)

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from typing import Protocol
 
+from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.node import CloseEntry, CmNode, SendEntry
-from mpa_emu.cm.states import CmState
+from mpa_emu.cm.states import CmState, Input
+from mpa_emu.cm.timing import backoff_gap
 from mpa_emu.segment import Transmit
 
 Entry = SendEntry | CloseEntry
@@ -136,3 +139,89 @@ def _stale(item: tuple[int, int, str, CmNode]) -> bool:
     if kind == "rts":
         return node.rts_deadline != t
     return not node.qhash_pending
+
+
+# ---- irdma_cm_timer_tick ----------------------------------------------------------------
+
+class TickHost(Protocol):
+    """What the tick needs from the core (:class:`mpa_emu.cm.core.CmCore`)."""
+
+    timer: CoreTimer
+    stats: dict[str, int]
+
+    config: CmConfig
+
+    def tr(self, kind: str, fn: str, **fields: object) -> None:
+        """Emit one trace record."""
+
+    def transmit(self, tx: Transmit) -> None:
+        """Queue a frame."""
+
+    def rem_ref(self, node: CmNode) -> None:
+        """``irdma_rem_ref_cm_node``."""
+
+    def dispatch(self, node: CmNode, inp: Input, rx: None) -> object:
+        """Run the node's row for ``inp``."""
+
+    def qp_close_entry_due(self, node: CmNode) -> bool:
+        """Run the QP branch of ``irdma_handle_close_entry`` if the QP owns the entry."""
+
+
+def timer_tick(cm: TickHost, j: int) -> None:
+    """``irdma_cm_timer_tick`` at jiffy ``j``: every due entry runs on a temporary node
+    reference (``irdma_timer_list_prep``); then the timer is re-armed for the earliest
+    entry left, or stays idle."""
+    for entry in cm.timer.due(j):
+        if not entry.live:
+            continue
+        node = entry.node
+        node.refcnt += 1  # irdma_timer_list_prep
+        if isinstance(entry, CloseEntry):
+            cm.tr("timer_fired", "irdma_handle_close_entry", conn=node.conn,
+                  state=node.state.name)
+            if not cm.qp_close_entry_due(node):
+                cm.dispatch(node, Input.CLOSE_TIMER, None)
+        else:
+            _send_entry_due(cm, node, entry, j)
+        cm.rem_ref(node)
+    cm.timer.settle(j, lambda node: free_retrans_entry(cm, node))
+
+
+def free_retrans_entry(cm: TickHost, node: CmNode) -> None:
+    """``irdma_free_retrans_entry``: the entry goes, with its node reference."""
+    entry = node.send_entry
+    if entry is not None:
+        entry.live = False
+        node.send_entry = None
+        cm.rem_ref(node)
+
+
+def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> None:
+    """One send entry of ``irdma_cm_timer_tick``: freed (OFFLOADED, CLOSED), expired
+    (``irdma_retrans_expired``: the ``RETRANS_EXPIRED`` row), or resent (unless
+    ``ack_rcvd``) and backed off."""
+    if node.state in (CmState.OFFLOADED, CmState.CLOSED):
+        cm.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
+              state=node.state.name, action="entry freed, no retransmission")
+        free_retrans_entry(cm, node)
+        return
+    cfg = cm.config
+    if entry.retranscount == 0:
+        cm.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
+              state=node.state.name, action="retransmissions exhausted")
+        free_retrans_entry(cm, node)
+        cm.dispatch(node, Input.RETRANS_EXPIRED, None)
+        return
+    number = cfg.retrans - entry.retranscount + 1
+    if not node.ack_rcvd:
+        orig = entry.transmit
+        cm.stats["pkt_retrans"] += 1
+        cm.transmit(Transmit(orig.segment, f"irdma_cm_timer_tick: retransmit #{number} of "
+                             f"{orig.comment}", orig.loopback, orig.conn))
+    else:
+        cm.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
+              state=node.state.name, action=f"resend #{number} skipped: ack_rcvd")
+    entry.retranscount -= 1
+    gap = backoff_gap(cfg.hz, cfg.retrans - entry.retranscount,
+                      int_shift=cfg.quirks.backoff_int_shift)
+    cm.timer.requeue(entry, j + gap)
