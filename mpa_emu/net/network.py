@@ -13,10 +13,8 @@ captures them, when asked, on a separate ``<host>/lo`` interface.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import heapq
-import importlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -27,6 +25,7 @@ from mpa_emu.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.capture import PcapngWriter
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
@@ -62,9 +61,7 @@ class CoreFactory(Protocol):
 
 def _default_core(name: str, mac: bytes, config: CmConfig, *, seed: int,
                   trace: Trace | None) -> CoreApi:
-    core: CoreApi = importlib.import_module("mpa_emu.cm.core").CmCore(
-        name, mac, config, seed=seed, trace=trace)
-    return core
+    return CmCore(name, mac, config, seed=seed, trace=trace)
 
 
 @dataclass(slots=True)
@@ -108,10 +105,11 @@ class CapturedFrame:
 
 
 def to_scapy_packet(data: bytes) -> Any:
-    """Dissect frame bytes with scapy, binding mpa_emu's MPA layers when available."""
-    with contextlib.suppress(ImportError):
-        importlib.import_module("mpa_emu.frames")  # installs the MPA/DDP bindings
+    """Dissect frame bytes with scapy, with mpa_emu's MPA and DDP layers bound."""
+    # imported here, not at the top: scapy is loaded only when a packet is asked for
     from scapy.layers.l2 import Ether
+
+    import mpa_emu.frames  # noqa: F401  (importing binds the MPA/DDP layers)
 
     return Ether(data)
 
