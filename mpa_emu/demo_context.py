@@ -11,7 +11,8 @@ from mpa_emu.net import Host, Network
 CLIENT_IP = "192.0.2.1"  # RFC 5737 documentation addresses
 SERVER_IP = "192.0.2.2"
 ACCEPT_PORT = 31001
-"""Ports that tshark 4.0 leaves to the MPA heuristic (spec wireshark-mpa section 2)."""
+"""Ports no other tshark 4.0 dissector claims: Wireshark's MPA dissector is heuristic only
+(``dissect_iwarp_mpa_heur``) and runs after the port-based ones."""
 REJECT_PORT = 31002
 CLOSE_PORT = 31003
 MS = 1_000_000

@@ -75,7 +75,8 @@ def address_removal(ctx: DemoContext) -> None:
         delay = (closes[0].time_ns - removed_at) / MS
         ctx.summary.append(f"  bob: {len(closes)} CLOSE upcalls {delay:.0f} ms after the "
                            "removal (the 100 ms QP close timer on the shared CM timer, "
-                           "which may slip to an expiry already pending: errata 4)")
+                           "which may slip to an expiry already pending: "
+                           "irdma_schedule_cm_timer arms it only when idle)")
     survivors = [c for c in conns[SERVER_IP]
                  if (v := alice.node(c)) is not None and v.state == CmState.OFFLOADED]
     ctx.summary.append(f"  {len(survivors)} of {len(conns[SERVER_IP])} connections on "

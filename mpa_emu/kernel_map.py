@@ -74,7 +74,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "u8 private-data length: Quirks.pdata_len_u8"),
     _e(10, "irdma_timer_list_prep", "H",
        "mpa_emu.cm.timers.timer_tick CmCore._next_due",
-       "a heap of due times replaces the node walk; arming rules kept (errata 4)"),
+       "a heap of due times replaces the node walk; arming rules kept (add_timer only "
+       "when the timer is idle)"),
     _e(11, "irdma_create_event", "E",
        "mpa_emu.cm.upcalls.create_event mpa_emu.cm.states.CmEventType",
        ""),
@@ -197,7 +198,7 @@ ENTRIES: tuple[KernelEntry, ...] = (
        ""),
     _e(54, "irdma_cm_create_ah", "P", "mpa_emu.cm.actions.passive_open CmCore._qhash_done",
        "AH creation is a latency (CmConfig.ah_latency_ns) before the passive SYN-ACK; "
-       "the node's ah_valid gates every CM frame (errata 1)"),
+       "the node's ah_valid gates every CM frame (irdma_form_ah_cm_frame)"),
     _e(55, "irdma_cm_free_ah", "P", "", "no hardware object to free"),
     _e(56, "irdma_make_cm_node", "E",
        "CmCore._make_cm_node mpa_emu.cm.node.CmNode",

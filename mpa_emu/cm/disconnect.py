@@ -1,5 +1,6 @@
 """Disconnect after offload: hw.c's AE handling, ``irdma_modify_qp`` (iWARP ERR/SQD),
-the QP close timer and the ``irdma_cm_disconn_true`` decision table (spec 6.3).
+the QP close timer and the ``irdma_cm_disconn_true`` decision table (``irdma_cm_disconn``
+-> ``irdma_disconnect_worker`` -> ``irdma_cm_disconn_true`` -> ``irdma_qp_disconnect``).
 
 The NIC (:class:`~mpa_emu.offload.qp.OffloadedQp`) raises asynchronous events; the core
 hands each to :func:`on_ae`. The driver's copies of the QP state live in

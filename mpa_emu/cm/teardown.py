@@ -1,11 +1,12 @@
 """Teardown by address: ``irdma_cm_teardown_connections``, ``irdma_if_notify`` and
-``irdma_qhash_ctrl`` (spec 6.1, 6.2 and errata 12).
+``irdma_qhash_ctrl``.
 
 Addresses are compared the way the kernel compares its ``u32 loc_addr[4]``: an IPv4
 address sits in the first word and the other three are zero. :func:`addr_key` gives that
 16-byte form; the compare length follows the *notified* address's family (4 bytes for
 IPv4, 16 for IPv6), never the node's, so an IPv4 removal also selects an IPv6 node whose
-first 32-bit word equals it (errata 12).
+first 32-bit word equals it (``irdma_teardown_list_prep`` compares
+``nfo->ipv4 ? 4 : 16`` bytes).
 
 The selection walks the core's index of nodes by (local address, VLAN): only the index
 keys (one per local address in use) are compared, and only the nodes under matching keys

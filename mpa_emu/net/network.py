@@ -6,7 +6,8 @@ due scheduled calls, fires due core timers, and after every step drains each cor
 outbox and upcall queue; when nothing is due the clock jumps to the next deadline.
 
 Data flows one way: core -> ``Transmit`` -> :func:`mpa_emu.codec.encode` -> wire bytes
-(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames (spec 7.5)
+(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames
+(``irdma_ipv4_is_lpb``/``irdma_ipv6_is_lpb``, ``do_lpb`` in ``irdma_make_cm_node``)
 never reach the wire: the core hands them to its own peer node, and the network only
 captures them, when asked, on a separate ``<host>/lo`` interface.
 """
@@ -37,7 +38,7 @@ JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed
                                  "kernel_leak", "kernel_bug", "verb_failed", "run_bound"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
-LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (spec 7.5)"
+LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
 
 _DELIVER = 0
 _CALL = 1
@@ -273,7 +274,8 @@ class Network:
 
     def refresh_neighbours(self) -> None:
         """Fill each host's neighbour table with the addresses of the hosts it shares a
-        VLAN with (hosts on one wire resolve each other, spec 7.6)."""
+        VLAN with (hosts on one wire resolve each other: ``irdma_make_cm_node`` needs a resolved
+        neighbour)."""
         for host in self._host_list:
             vlans = host.vlans
             for other in self._host_list:
@@ -471,7 +473,7 @@ class Network:
                 frame = self._capture(f"{host.name}/lo", host.name, (host.name,),
                                       codec.encode(seg), tx.comment, seg, True)
                 frame.notes.append(LOOPBACK_NOTE)
-            return  # the core has already handed it to the local peer node (spec 7.5)
+            return  # the core has already handed it to the local peer node (do_lpb)
         if not self.capture and codec.round_trips(seg):
             wire = self.wire
             dst_mac = seg.dst_mac
