@@ -49,7 +49,7 @@ Timestamps, ports of the peer captures, ISNs and TCP timestamp values differ per
 the committed captures are the fixtures and this script documents how they were made.
 Each run also rewrites the sidecar skeleton facts it decodes (see pcaps/real/README.md).
 
-Usage: python tools/make_real_captures.py [--out DIR] [NAME ...]
+Usage: python tools/make_real_captures.py [--out DIR] [--sidecars-only] [NAME ...]
 """
 
 from __future__ import annotations
@@ -432,9 +432,17 @@ SHOWS = {
 }
 
 
+def write_sidecar(name: str, out: Path) -> None:
+    """Write NAME.json: the facts decoded from the capture's bytes by real_capture_facts."""
+    path = out / f"{name}.pcap"
+    sidecar = {"capture": path.name, "shows": SHOWS[name], "captured_on": CLIENT_IP,
+               "made_by": "tools/make_real_captures.py", **capture_facts(path)}
+    (out / f"{name}.json").write_text(json.dumps(sidecar, indent=1) + "\n")
+
+
 def make(name: str, out: Path) -> Path:
-    """Run one scenario in a fresh lab, write the capture and its sidecar (the facts
-    decoded from the capture's bytes by real_capture_facts), return the capture's path."""
+    """Run one scenario in a fresh lab, write the capture and its sidecar, return the
+    capture's path."""
     path = out / f"{name}.pcap"
     lab = Lab()
     try:
@@ -443,9 +451,7 @@ def make(name: str, out: Path) -> Path:
     finally:
         lab.close()
     os.chmod(path, 0o644)
-    sidecar = {"capture": path.name, "shows": SHOWS[name], "captured_on": CLIENT_IP,
-               "made_by": "tools/make_real_captures.py", **capture_facts(path)}
-    (out / f"{name}.json").write_text(json.dumps(sidecar, indent=1) + "\n")
+    write_sidecar(name, out)
     return path
 
 
@@ -454,7 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parent.parent / "pcaps" / "real")
     parser.add_argument("names", nargs="*", choices=[*SCENARIOS, []], metavar="NAME")
+    parser.add_argument("--sidecars-only", action="store_true",
+                        help="rewrite the sidecars from the existing captures")
     args = parser.parse_args(argv)
+    if args.sidecars_only:
+        for name in args.names or list(SCENARIOS):
+            write_sidecar(name, args.out)
+        return 0
     if os.geteuid() != 0:
         parser.error("needs root (network namespaces, veth, tcpdump)")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -110,13 +110,14 @@ def mpa_frame(data: bytes, frame_no: int) -> dict[str, Any]:
         "private_data_hex": pdata.hex()}
     ulp = pdata
     if flags & 0x10 and rev == 2:
-        # RFC 6581 section 4.1: |A|B| IRD(14) |C|D| ORD(14)
+        # RFC 6581 section 4.1: |P2P|zero-length FPDU| IRD(14) |Write|Read| ORD(14)
+        # (irdma's IETF_PEER_TO_PEER, IETF_FLPDU_ZERO_LEN, IETF_RDMA0_WRITE/READ)
         word1, word2 = struct.unpack_from(">HH", pdata, 0)
         out["rfc6581"] = {"ird": word1 & 0x3FFF, "ord": word2 & 0x3FFF,
-                          "peer_to_peer": bool(word1 & 0x4000),
-                          "zero_length_write": bool(word1 & 0x8000),
-                          "zero_length_read": bool(word2 & 0x4000),
-                          "zero_length_send": bool(word2 & 0x8000)}
+                          "peer_to_peer": bool(word1 & 0x8000),
+                          "zero_length_fpdu_rtr": bool(word1 & 0x4000),
+                          "write_rtr": bool(word2 & 0x8000),
+                          "read_rtr": bool(word2 & 0x4000)}
         ulp = pdata[4:]
     out["private_data_text"] = ulp.decode("ascii", "replace")
     return out
