@@ -139,7 +139,7 @@ def test_tshark_decodes_the_terminate_for_a_crc_error(tmp_path: Path) -> None:
     path = tmp_path / "terminate.pcapng"
     write(frames, path)
     rows = tshark_fields(path, "iwarp_rdma.opcode", "iwarp_ddp.qn", "iwarp_rdma.term_layer",
-                         "iwarp_rdma.term_errcode_llp",
+                         "iwarp_rdma.term_errcode",
                          "iwarp_rdma.term_hdrct_m", "iwarp_rdma.term_ddp_seg_len")
     [row] = [r for r in rows if r[0] == "0x07"]
     # RFC 5040 section 4.8: Layer 2 (LLP), EType 3 on the DDP_LLP row of irdma, error
