@@ -161,16 +161,16 @@ def _load(path: str | Path, ip: bytes, checksums: Mode) -> Recording:
                     nic_dropped = str(exc)
                 except (codec.DecodeError, struct.error, IndexError) as again:
                     reason = str(getattr(again, "reason", reason))
-                if nic_dropped and seg.dst_ip == ip:
-                    verdict = _tcp_checksum_verdict(raw.frame, seg.src_ip, seg.dst_ip)
-                    if checksums is Mode.OFF or (checksums is Mode.OFFLOAD
-                                                 and verdict is Verdict.OFFLOAD):
-                        nic_dropped = ""
-                    if verdict is Verdict.OFFLOAD:
-                        artefacts[seg.src_ip] = artefacts.get(seg.src_ip, 0) + 1
             if not nic_dropped:
                 ignored[reason] = ignored.get(reason, 0) + 1
                 continue
+            if seg.dst_ip == ip:
+                verdict = _tcp_checksum_verdict(raw.frame, seg.src_ip, seg.dst_ip)
+                if checksums is Mode.OFF or (checksums is Mode.OFFLOAD
+                                             and verdict is Verdict.OFFLOAD):
+                    nic_dropped = ""
+                if verdict is Verdict.OFFLOAD:
+                    artefacts[seg.src_ip] = artefacts.get(seg.src_ip, 0) + 1
         if seg.src_ip == ip:
             outbound = True
             key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
