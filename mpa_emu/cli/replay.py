@@ -47,8 +47,8 @@ on the sending host) as the good checksums the wire carried; strict drops them a
 NIC would; off never checks.
 
 exit codes: 0 every frame of the emulated host matched (--semantic: every connection
-had the same outcome; --profile auto: at least one profile did), 1 a divergence, 2
-unreadable capture, bad option or unwritable output, 130 interrupted
+had the same outcome; --profile auto: at least one profile did), 1 a divergence,
+2 unreadable capture, bad option or unwritable output, 130 interrupted
 """
 
 

@@ -147,10 +147,12 @@ def test_strict_checksums_drop_the_offload_artefacts_as_the_nic_would(
     rc, text, report = replay(cap, "--emulate", SERVER, "--semantic", "--checksums",
                               "strict", tmp_path=tmp_path)
     assert rc == 1
+    assert "dropped by the NIC (--checksums strict)" in text
     outcomes = {i["frame"]: i["outcome"] for i in report["injections"]}
     assert outcomes[1].startswith("dropped by the NIC: bad TCP checksum")
     rc_off, text_off, report_off = replay(cap, "--emulate", SERVER, "--checksums", "off",
                                           "--semantic", tmp_path=tmp_path)
+    assert rc_off == 1  # C still differs, but every frame reached the node
     assert "TX checksum offload" not in text_off
     assert report_off["semantic"]["connections"][0]["emulated"]["offloaded"] is not None
 
@@ -196,6 +198,7 @@ def test_mpa_rev_1_makes_irdma_start_at_rev_1(tmp_path: Path) -> None:
     rc, text, report = replay(PCAPS / "reject_v1.pcap", "--emulate", "192.168.10.1",
                               "--semantic", "--mpa-rev", "1", tmp_path=tmp_path)
     assert rc == 0, text
+    assert report["semantic"]["connections"][0]["emulated"]["mpa"][0]["rev"] == 1
 
 
 def test_irdma_shaped_v2_fixtures_have_the_same_outcome(tmp_path: Path) -> None:
