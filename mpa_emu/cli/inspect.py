@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.values import capture_error, capture_port, positive
 from mpa_emu.inspect import (
     ConnectionReport,
@@ -43,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comments", action="store_true",
                         help="also list pcapng frame comments (mpa-emu captures carry the "
                              "kernel function and state change behind each frame)")
+    add_html_option(parser)
 
 
 def _selected(conn: ConnectionReport, args: argparse.Namespace) -> bool:
@@ -71,4 +73,5 @@ def run(args: argparse.Namespace) -> int:
     report.connections = selected
     out = report_json(report) if args.json else format_report(report, comments=args.comments)
     sys.stdout.write(out)
+    write_inspect_html(args.html, report)
     return 1 if report.errors else 0

@@ -12,6 +12,7 @@ import sys
 
 from mpa_emu.addr import ip_bytes
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_replay_html
 from mpa_emu.cli.values import capture_error, seed
 from mpa_emu.replay import RecordingError, ReplayOptions, replay_capture
 
@@ -59,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run timers this long after the capture's end (default 400)")
     parser.add_argument("--seed", type=seed, default=0, metavar="N",
                         help="seed of the emulated host (default 0)")
+    add_html_option(parser)
 
 
 class _Progress:
@@ -102,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         horizon_ns=round(args.horizon * 1e9), seed=args.seed)
     progress = _Progress() if sys.stderr.isatty() else None
     try:
-        report = replay_capture(args.capture, options, progress, detail=bool(args.output))
+        report = replay_capture(args.capture, options, progress,
+                                detail=bool(args.output or args.html))
     except RecordingError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     finally:
@@ -121,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 out.write("\n")
         if args.output:
             report.write_pcapng(args.output)
+        write_replay_html(args.html, report)
     except OSError as exc:
         raise CliError(f"cannot write output: {exc.strerror or exc}") from None
     return report.exit_code
