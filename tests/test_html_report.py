@@ -132,3 +132,24 @@ def test_docs_commands_write_reports_and_their_screenshots_exist(
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
         assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == \
             (1400, 900)
+
+
+def test_ctrl_c_keeps_an_html_report_of_the_run_so_far(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from mpa_emu.scenario import runner
+
+    def interrupted(net: object, sc: object, progress: object) -> object:
+        net.run(25_000)  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_run", interrupted)
+    out = tmp_path / "run.html"
+    assert main(["run", str(ROOT / "scenarios" / "v2_accept.toml"), "--html", str(out)]) == 130
+    assert f"written so far: --html {out}" in capsys.readouterr().err
+    html = out.read_text(encoding="utf-8")
+    assert ("INTERRUPTED at 0.000025 s (virtual) after 4 frames: expectations not checked"
+            in html)
+    # SYN, SYN-ACK, ACK and the MPA request left before 25 us: four frames to explain.
+    frames = _data(html)["frames"]
+    assert isinstance(frames, dict) and sorted(frames) == ["1", "2", "3", "4"]

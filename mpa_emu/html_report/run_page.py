@@ -99,9 +99,13 @@ def run_page(run: ScenarioRun) -> str:
                   "mpa-emu run --trace FILE writes them all</p>")
     failed = len(failures)
     total = len(run.expectations)
-    verdict = (f"{'PASS' if run.ok else 'FAIL'}: {total - failed} of {total} expectations "
-               f"hold; seed {sc.seed}, {len(run.net.frames)} frames, stopped "
-               f"{run.result.reason} at {run.result.now_ns / 1e9:.6f} s (virtual)")
+    if run.interrupted:
+        verdict = (f"INTERRUPTED at {run.net.now_ns / 1e9:.6f} s (virtual) after "
+                   f"{len(run.net.frames)} frames: expectations not checked")
+    else:
+        verdict = (f"{'PASS' if run.ok else 'FAIL'}: {total - failed} of {total} "
+                   f"expectations hold; seed {sc.seed}, {len(run.net.frames)} frames, "
+                   f"stopped {run.result.reason} at {run.result.now_ns / 1e9:.6f} s (virtual)")
     sections = [Section("Expectations", expectations), Section("Upcalls", upcalls),
                 Section("Verb failures", verbs), Section("Trace records", trace)]
     return Page(title=f"mpa-emu run {sc.path}", verdict=verdict, failed=not run.ok,
