@@ -176,6 +176,8 @@ class Row:
     label: str
     detail: str | None = None
     lost: bool = False
+    frame: int | None = None
+    """The frame's number (1-based, as in the capture file) for a frame row."""
 
 
 def state_change_text(record: TraceRecord) -> str:
@@ -200,10 +202,11 @@ def _frame_rows(frame: CapturedFrame, lanes: dict[str, int]) -> list[Row]:
                for n in frame.notes)
     if fate:
         detail = "; ".join(([detail] if detail else []) + fate)
+    number = frame.index + 1
     if frame.loopback:
-        return [Row(frame.time_ns, source, None, f"(lo) {label}", detail)]
+        return [Row(frame.time_ns, source, None, f"(lo) {label}", detail, frame=number)]
     targets: list[int | None] = [lanes[r] for r in frame.receivers if r in lanes] or [None]
-    return [Row(frame.time_ns, source, t, label, detail, lost) for t in targets[:1]]
+    return [Row(frame.time_ns, source, t, label, detail, lost, number) for t in targets[:1]]
 
 
 def rows(net: Network, *, hosts: Sequence[str] | None = None) -> list[Row]:
