@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "mpa_emu.cli.run",
     "diagram": "mpa_emu.cli.diagram",
     "judge": "mpa_emu.cli.judge",
+    "examples": "mpa_emu.cli.examples",
+    "wireshark-plugin": "mpa_emu.cli.wireshark_plugin",
 }
 
 
