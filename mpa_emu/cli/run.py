@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only failures and the verdict")
     parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bar (it is shown only on a terminal anyway)")
+                        help="no progress bar (it is drawn only when stderr is a terminal, "
+                             "about ten times a second)")
 
 
 @contextlib.contextmanager
@@ -135,13 +136,9 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
     if not args.no_progress and sys.stderr.isatty():
         bar = ProgressBar(sys.stderr, sc.name)
     try:
-        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None,
-                              interruptible=True)
+        result = run_scenario(sc, trace_stream=trace, progress=bar, interruptible=True)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    finally:
-        if bar is not None:
-            bar.finish()
     return result
 
 

@@ -203,6 +203,8 @@ class Network:
             self.trace = JournalTrace(trace_stream,
                                       self._journal_record if tracing else None)
         self.frames: list[CapturedFrame] = []
+        self.events_run = 0
+        """Events run so far by every :meth:`run` call, an interrupted one included."""
         self.hosts: dict[str, Host] = {}
         self._host_list: list[Host] = []
         self._by_mac: dict[bytes, Host] = {}
@@ -359,47 +361,51 @@ class Network:
         self.pump()
         queue = self._queue
         reason = "idle"
-        while True:
-            when = queue[0][0] if queue else None
-            timer_host: Host | None = None
-            for host in hosts:
-                # A core's deadline moves only when something calls into it: re-read it
-                # then, not on every step (get_timer is not free).
-                if host.timer_stale:
-                    host.timer_deadline = host.core.get_timer()
-                    host.timer_stale = False
-                deadline = host.timer_deadline
-                if deadline is not None and (when is None or deadline < when):
-                    when, timer_host = deadline, host
-            if when is None:
-                break
-            if until_ns is not None and when > until_ns:
-                reason = "until"
-                break
-            if events >= max_events:
-                reason = "max_events"
-                self.note("network", "run_bound", "network.run", max_events=max_events,
-                          next_ns=when)
-                break
-            events += 1
-            if when > self.now_ns:
-                self.now_ns = when
-            if timer_host is not None:
-                timer_host.timer_stale = True
-                timer_host.core.handle_timer(self.now_ns)
-            else:
-                _, _, kind, a, b = heapq.heappop(queue)
-                if kind == _DELIVER:
-                    a.timer_stale = True
-                    self._deliver(a, b)
-                    self.pump(a)
+        try:
+            while True:
+                when = queue[0][0] if queue else None
+                timer_host: Host | None = None
+                for host in hosts:
+                    # A core's deadline moves only when something calls into it: re-read it
+                    # then, not on every step (get_timer is not free).
+                    if host.timer_stale:
+                        host.timer_deadline = host.core.get_timer()
+                        host.timer_stale = False
+                    deadline = host.timer_deadline
+                    if deadline is not None and (when is None or deadline < when):
+                        when, timer_host = deadline, host
+                if when is None:
+                    break
+                if until_ns is not None and when > until_ns:
+                    reason = "until"
+                    break
+                if events >= max_events:
+                    reason = "max_events"
+                    self.note("network", "run_bound", "network.run", max_events=max_events,
+                              next_ns=when)
+                    break
+                events += 1
+                if when > self.now_ns:
+                    self.now_ns = when
+                if timer_host is not None:
+                    timer_host.timer_stale = True
+                    timer_host.core.handle_timer(self.now_ns)
+                else:
+                    _, _, kind, a, b = heapq.heappop(queue)
+                    if kind == _DELIVER:
+                        a.timer_stale = True
+                        self._deliver(a, b)
+                        self.pump(a)
+                        continue
+                    for host in hosts:  # user code may call into any core
+                        host.timer_stale = True
+                    self._call(a)
+                    self.pump()
                     continue
-                for host in hosts:  # user code may call into any core
-                    host.timer_stale = True
-                self._call(a)
-                self.pump()
-                continue
-            self.pump(timer_host)
+                self.pump(timer_host)
+        finally:
+            # Counted even when Ctrl-C (KeyboardInterrupt) cuts the loop short.
+            self.events_run += events
         if until_ns is not None and reason != "max_events" and until_ns > self.now_ns:
             self.now_ns = until_ns
         return RunResult(reason, events, self.now_ns)
