@@ -272,7 +272,12 @@ class _Loader:
         host = self._host(t, "from", required=True)
         to = t.text("to", required=True)
         if to not in self.host_names:
-            self._address(t, "to", to)
+            try:
+                ip_bytes(to)
+            except ValueError:
+                hosts = ", ".join(sorted(self.host_names)) or "none"
+                raise t.error("to", f"unknown host {to!r} (hosts: {hosts}; or give an "
+                                    "IPv4 or IPv6 address)") from None
         local = t.text("local_address")
         if local is not None:
             self._address(t, "local_address", local)
