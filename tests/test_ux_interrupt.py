@@ -98,3 +98,22 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_130(
     assert main(["inspect", str(ROOT / "pcaps" / "v2_accept.pcap")]) == 130
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "mpa-emu inspect: interrupted\n")
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
+    """``mpa-emu demo | head -1``: the command stops quietly when its pipe is closed (here
+    closed before the first write, so every write meets the broken pipe)."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "mpa_emu", "demo", "-o",
+                               str(tmp_path / "d.pcapng")], stdout=write_end,
+                              stderr=subprocess.PIPE, cwd=tmp_path, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert done.stderr == b""
+    assert done.returncode == 0
