@@ -37,8 +37,8 @@ RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
     """Private data for people: printable ASCII in quotes, anything else as hex, and a
-    printable start followed by other bytes as both (``"busy"+00000000``, as the v2
-    upcall's 4 extra bytes look). Long values are cut with '...'."""
+    printable start followed by other bytes as both (``"busy"+0a0b``). Long values are
+    cut with '...'."""
     printable = 0
     while printable < len(data) and 32 <= data[printable] < 127:
         printable += 1
@@ -159,7 +159,14 @@ def upcall_label(upcall: Upcall) -> str:
     if upcall.event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY, IwEvent.ESTABLISHED):
         text += f" ird={upcall.ird} ord={upcall.ord}"
     if upcall.private_data:
-        text += f" pd={text_or_hex(upcall.private_data)}"
+        data = upcall.private_data
+        past = upcall.private_data_past_frame
+        sent = data[: len(data) - past]
+        text += f" pd={text_or_hex(sent) if sent else chr(34) * 2}"
+        if past:
+            # The v2 +4 quirk: bytes from past the MPA frame (irdma_parse_mpa), not
+            # something the peer sent.
+            text += f" +{past} past the frame: {data[len(sent):].hex()}"
     return text
 
 
