@@ -25,7 +25,8 @@ from mpa_emu.scenario.summary import summary
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
 
 EPILOG = """\
-The scenario format is described in docs/scenarios.md; examples are in scenarios/.
+The scenario format is described in docs/scenarios.md; `mpa-emu examples` lists the
+example scenarios shipped with mpa_emu (--copy DIR copies them).
 
 exit codes: 0 every expectation holds, 1 an expectation failed (each failure names its
 scenario line and what happened instead), 2 bad scenario file (file, line and key named)
