@@ -26,7 +26,8 @@ from mpa_emu.scenario.summary import summary
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
 
 EPILOG = """\
-The scenario format is described in docs/scenarios.md; examples are in scenarios/.
+The scenario format is described in docs/scenarios.md; `mpa-emu examples` lists the
+example scenarios shipped with mpa_emu (--copy DIR copies them).
 
 exit codes: 0 every expectation holds, 1 an expectation failed (each failure names its
 scenario line and what happened instead), 2 bad scenario file (file, line and key named)
@@ -52,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only failures and the verdict")
     parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bar (it is shown only on a terminal anyway)")
+                        help="no progress bar (it is drawn only when stderr is a terminal, "
+                             "about ten times a second)")
     add_html_option(parser)
 
 
@@ -139,13 +141,9 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
     if not args.no_progress and sys.stderr.isatty():
         bar = ProgressBar(sys.stderr, sc.name)
     try:
-        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None,
-                              interruptible=True)
+        result = run_scenario(sc, trace_stream=trace, progress=bar, interruptible=True)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    finally:
-        if bar is not None:
-            bar.finish()
     return result
 
 
