@@ -418,7 +418,9 @@ def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
         if a.flags & bit == r.flags & bit or (bit == mpa.FLAG_REJECT and a.kind != r.kind):
             continue
         if bit == mpa.FLAG_CRC and a.flags & bit:
-            text = (f"{who} always sets C (irdma_build_mpa_v1/v2); the recorded {role} "
+            why = ("always sets C (irdma_build_mpa_v1/v2)" if who == "irdma"
+                   else "sets C (the profile keeps irdma_build_mpa_v1's flags)")
+            text = (f"{who} {why}; the recorded {role} "
                     "sent C=0")
             if crc_error:
                 text += (f"; frame {crc_error}: the peer sends FPDUs without a valid CRC: "
@@ -464,6 +466,13 @@ def _stuck(key: FlowKey, run: RunResult) -> str:
         if inj.skipped:
             drops[inj.skipped] = drops.get(inj.skipped, 0) + 1
     text = f"its node ended in {state}"
+    refused = next(((inj.frame.number, str(rec.fields.get("reason", "")))
+                    for inj in run.injections if inj.frame.flow == key
+                    for rec in inj.records
+                    if rec.kind == "segment_dropped" and rec.fn == "irdma_parse_mpa"), None)
+    if refused is not None:
+        # irdma_handle_rcv_mpa: a frame irdma_parse_mpa fails ends the connection.
+        text += f"; irdma_parse_mpa refused frame {refused[0]} ({refused[1]})"
     if drops:
         top = max(drops.items(), key=lambda it: it[1])
         text += f"; {top[1]} of the peer's frames were {_dropped_words(top[0])}"
@@ -521,9 +530,10 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         rn = r.upcalls[i] if i < len(r.upcalls) else None
         en = next((u for u in e.upcalls if i < len(e_up) and u[1] == e_up[i]), None)
         frame = (rn or en or (0, ""))[0]
+        why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
         add(frame, "upcall",
-            f"{who} tells the application {en[1] if en else 'nothing more'}; the recorded "
-            f"outcome is {rn[1] if rn else 'nothing more'}")
+            f"{who} tells the application {en[1] if en else 'nothing more'}{why}; the "
+            f"recorded outcome is {rn[1] if rn else 'nothing more'}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
     if r.close is not None and (e.close is None or e.close[1:] != r.close[1:]):
