@@ -96,7 +96,7 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
     res = parse_mpa(seg.payload, node_rev=node.mpa_frame_rev, initiator=initiator,
                     ird_size=node.ird_size, ord_size=node.ord_size,
                     mpav2_ird_ord=node.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
-                    require_p2p=cfg.p2p, prefer=cm.prefer)
+                    require_p2p=cfg.p2p, prefer=cm.prefer, tail=cfg.quirks.v2_pdata_tail)
     if isinstance(res, MpaParseError):
         if res.step > 4:
             node.mpa_frame_rev = seg.payload[17]

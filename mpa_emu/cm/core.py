@@ -45,7 +45,14 @@ from mpa_emu.cm.events import EINVAL, IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
-from mpa_emu.cm.nodes import NodeKey, NodeTable, is_loopback, make_cm_node, record_ird_ord
+from mpa_emu.cm.nodes import (
+    IsnChooser,
+    NodeKey,
+    NodeTable,
+    is_loopback,
+    make_cm_node,
+    record_ird_ord,
+)
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq
 from mpa_emu.cm.teardown import ListenerLike
@@ -63,6 +70,7 @@ ENOMEM = errno.ENOMEM
 EADDRINUSE = errno.EADDRINUSE
 EADDRNOTAVAIL = errno.EADDRNOTAVAIL
 IRD_ORD_MAX = 0xFFFF
+MASK32 = 0xFFFFFFFF
 
 DEFAULT_CONFIG = CmConfig()
 
@@ -73,12 +81,14 @@ class CmCore:
     ``name`` names the host in traces, ``mac`` is its port's address, ``seed`` seeds the
     ISNs, ``trace`` receives the structured records (None: nothing is recorded) and
     ``qp_factory`` builds the QP of an offloaded connection (the emulator's own
-    :class:`~mpa_emu.offload.qp.OffloadedQp` by default).
+    :class:`~mpa_emu.offload.qp.OffloadedQp` by default); ``isn`` may choose a new
+    node's ISN instead of the seeded generator.
     """
 
     def __init__(self, name: str, mac: bytes, config: CmConfig = DEFAULT_CONFIG, *,
                  seed: int = 0, trace: Trace | None = None,
-                 qp_factory: QpFactory | None = None) -> None:
+                 qp_factory: QpFactory | None = None,
+                 isn: IsnChooser | None = None) -> None:
         if len(mac) != 6:
             raise ValueError(f"MAC must be 6 bytes, got {len(mac)}")
         if config.gen not in (1, 2):
@@ -101,6 +111,7 @@ class CmCore:
              "listen_destroyed"), 0)
         self._link_up = True
         self._rng = random.Random(seed)
+        self._isn = isn
         self._hz = config.hz
         self._addresses: dict[bytes, int] = {}
         self._neigh: dict[bytes, bytes | None] = {}
@@ -754,8 +765,10 @@ class CmCore:
 
     def _make_cm_node(self, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int) -> CmNode:
         """``irdma_make_cm_node`` after the neighbour was resolved."""
-        node = make_cm_node(self.nodes.new_conn(), key, rem_mac, lpb, tos, self.config,
-                            self._rng.getrandbits(32))
+        conn = self.nodes.new_conn()
+        chosen = self._isn(key[0], key[1], key[2], key[3]) if self._isn is not None else None
+        node = make_cm_node(conn, key, rem_mac, lpb, tos, self.config,
+                            self._rng.getrandbits(32) if chosen is None else chosen & MASK32)
         self.nodes.add(node)
         self.stats["nodes_created"] += 1
         if self.trace is not None:
@@ -818,7 +831,7 @@ class CmCore:
         ipv4 = len(seg.dst_ip) == 4
         table = self.nodes
         if not table.syn_steered(seg.dst_ip, ipv4, seg.dport, key[4]):
-            self._host_stack(seg)
+            send.host_stack(self, seg)
             return None
         lst = table.find_listener(seg.dst_ip, ipv4, seg.dport, key[4],
                                   ListenerState.ACTIVE)
@@ -846,16 +859,6 @@ class CmCore:
             return None
         node.refcnt += 1
         return node
-
-    def _host_stack(self, seg: Segment) -> None:
-        """A SYN no qhash rule steers to the CM goes to the host's Linux stack."""
-        if not self.config.host_stack_rst:
-            self.drop(seg, "irdma_receive_ilq",
-                      "no listener: SYN left to the host stack (silent)")
-            return
-        self.drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
-        self.transmit(send.host_stack_reset(seg, self.mac,
-                                            is_loopback(seg.dst_ip, seg.src_ip)))
 
     def _process_pkt(self, node: CmNode, seg: Segment) -> None:
         """``irdma_process_pkt``: classify, check, dispatch. RST first (with cleanup),

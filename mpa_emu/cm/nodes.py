@@ -10,6 +10,7 @@ step; it never calls the core and decides nothing about states or references.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
@@ -17,6 +18,10 @@ from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
+
+IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
+"""``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
+the seeded generator's (replay takes each connection's ISN from the recording)."""
 
 NodeKey = tuple[bytes, int, bytes, int, int]
 """(local address, local port, remote address, remote port, VLAN id)."""

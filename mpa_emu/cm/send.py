@@ -8,6 +8,7 @@ from __future__ import annotations
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.mpa_policy import MpaParams, build_mpa_frame
 from mpa_emu.cm.node import CmNode
+from mpa_emu.cm.nodes import is_loopback
 from mpa_emu.cm.states import VLAN_N_VID
 from mpa_emu.cm.tcp import SEQ_MOD, syn_options
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment, Transmit
@@ -186,6 +187,17 @@ def send_mpa_request(cm: CoreOps, node: CmNode, comment: str) -> bool:
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
+
+
+def host_stack(cm: CoreOps, seg: Segment) -> None:
+    """A SYN no qhash rule steers to the CM goes to the host's Linux stack, which
+    answers with RST|ACK when ``CmConfig.host_stack_rst`` is set and stays silent
+    otherwise (``tcp_v4_send_reset`` / ``tcp_v6_send_reset``, outside cm.c)."""
+    if not cm.config.host_stack_rst:
+        cm.drop(seg, "irdma_receive_ilq", "no listener: SYN left to the host stack (silent)")
+        return
+    cm.drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
+    cm.transmit(host_stack_reset(seg, cm.mac, is_loopback(seg.dst_ip, seg.src_ip)))
 
 
 def host_stack_reset(seg: Segment, mac: bytes, loopback: bool) -> Transmit:

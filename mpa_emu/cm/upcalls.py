@@ -151,19 +151,22 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
     """``irdma_send_cm_event``: one upcall with what ``irdma_get_cmevent_info`` fills
     in (private data for the connect events, IRD/ORD)."""
     pdata = b""
-    plen = 0
+    plen = past = 0
     ird = ord_ = 0
     if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY):
         plen = node.pdata_size & 0xFF if cm.config.quirks.pdata_len_u8 \
             else node.pdata_size
         pdata = node.pdata[:plen]
+        if node.mpa_frame_rev == 2 and cm.config.quirks.v2_pdata_plus4:
+            # The last 4 bytes copied (irdma_parse_mpa) lie past the frame.
+            past = max(0, len(pdata) - max(0, node.pdata_size - 4))
         ird = node.ird_size
         ord_ = node.ord_size if event == IwEvent.CONNECT_REPLY else 0
     elif event == IwEvent.ESTABLISHED:
         ird, ord_ = node.ird_size, node.ord_size
     up = Upcall(event, node.conn, status, cm.now_ns, node.loc_addr, node.loc_port,
                 node.rem_addr, node.rem_port, pdata, plen, ird, ord_,
-                node.listener.ident if node.listener is not None else None)
+                node.listener.ident if node.listener is not None else None, past)
     cm.push_upcall(up)
     if cm.trace is not None:
         cm.tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,

@@ -48,6 +48,11 @@ class NicQp(Protocol):
     def ae_iwarp_state(self) -> IwarpState:
         """The iWARP state carried by the AEQE last returned by :meth:`next_ae`."""
 
+    @property
+    def ae_frame(self) -> bytes | None:
+        """The received frame an abnormal AE reports (the kernel's ``q2`` buffer), for
+        the Terminate it answers with."""
+
     def send_lsmm(self, mpa_reply: bytes, now_ns: int) -> None:
         """Send the passive side's MPA reply as the QP's first message (LSMM)."""
 
@@ -57,9 +62,10 @@ class NicQp(Protocol):
     def receive(self, frame: Segment, now_ns: int) -> None:
         """One segment of the flow this QP owns."""
 
-    def modify_qp(self, target: str, now_ns: int, *, reset_tcp_conn: bool | None = None
-                  ) -> None:
-        """Move the QP to ``"sqd"`` (graceful) or ``"err"`` (abortive)."""
+    def modify_qp(self, target: str, now_ns: int, *, reset_tcp_conn: bool | None = None,
+                  term: bytes | None = None, send_fin: bool = False) -> None:
+        """Move the QP to ``"sqd"`` (graceful), ``"err"`` (abortive) or ``"terminate"``
+        (send the Terminate ``term``, then with ``send_fin`` the FIN)."""
 
     def handle_timer(self, now_ns: int) -> None:
         """Fire what is due at ``now_ns``."""
