@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -111,6 +112,8 @@ def _one_line(exc: BaseException) -> str:
 
 def _worker(conn: Connection, fn: Callable[[Any], Any]) -> None:
     """A worker process: run each (index, payload) received, send the outcome back."""
+    # Ctrl-C is the parent's to handle: it stops the campaign and ends the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             message = conn.recv()
