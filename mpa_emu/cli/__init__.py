@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "mpa_emu.cli.run",
     "diagram": "mpa_emu.cli.diagram",
     "judge": "mpa_emu.cli.judge",
+    "fuzz": "mpa_emu.cli.fuzz",
 }
 
 
