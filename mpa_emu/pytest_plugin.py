@@ -68,9 +68,8 @@ def _remember(request: pytest.FixtureRequest, net: Any) -> None:
 def _worker_id(config: pytest.Config) -> str | None:
     """The pytest-xdist worker running this process (None outside xdist)."""
     workerinput = getattr(config, "workerinput", None)
-    if isinstance(workerinput, dict) and isinstance(workerinput.get("workerid"), str):
-        return workerinput["workerid"]
-    return None
+    worker = workerinput.get("workerid") if isinstance(workerinput, dict) else None
+    return worker if isinstance(worker, str) else None
 
 
 def _dump_on_failure(request: pytest.FixtureRequest) -> None:

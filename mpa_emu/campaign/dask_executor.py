@@ -8,6 +8,7 @@ error outcome. Results are put back in case order whatever order they finish in.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -25,12 +26,13 @@ R = TypeVar("R")
 
 def _client(address: str) -> Any:
     try:
-        from distributed import Client
+        # typed as Any: distributed's API is not annotated throughout
+        distributed: Any = importlib.import_module("distributed")
     except ImportError:
         raise ExecutorError("--scheduler needs the dask extra: "
                             "pip install 'mpa_emu[dask]'") from None
     try:
-        return Client(address, timeout=10, set_as_default=False)
+        return distributed.Client(address, timeout=10, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ExecutorError(f"cannot reach the Dask scheduler at {address}: "
                             f"{exc}") from None
@@ -43,9 +45,8 @@ def _case(fn: Callable[[P], R], index: int, payload: P) -> Outcome[R]:
 def run_on_dask(fn: Callable[[P], R], payloads: Sequence[P], address: str,
                 progress: Progress | None) -> list[Outcome[R]]:
     """Run every payload on the cluster at ``address``; outcomes in payload order."""
-    from distributed import as_completed
-
     client = _client(address)
+    as_completed: Any = importlib.import_module("distributed").as_completed
     try:
         attempts = [1] * len(payloads)
         owner: dict[str, int] = {}

@@ -10,6 +10,7 @@ its machine) gets the case once more; when it dies again the case is reported as
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -204,10 +205,8 @@ def _run_on_processes(fn: Callable[[P], R], payloads: Sequence[P], jobs: int,
                     feed(slot)
     finally:
         for slot in slots:
-            try:
+            with contextlib.suppress(OSError):
                 slot.conn.send(None)
-            except OSError:
-                pass
             slot.process.join(timeout=5)
             if slot.process.is_alive():
                 slot.process.terminate()

@@ -227,7 +227,8 @@ def execute(sc: Script, *, plant_name: str | None = None,
 def _execute(run: _Run, sc: Script) -> None:
     core = run.core
     half = S_NS // 2
-    run.guarded("setup", lambda: (core.add_address(IP_P), core.set_neighbour(IP_A, MAC_A)))
+    core.add_address(IP_P)
+    core.set_neighbour(IP_A, MAC_A)
     lid = core.create_listen(IP_P, PORT, backlog=2)
     run.guarded("connect", lambda: core.connect(IP_P, IP_A, ACTIVE_PEER_PORT,
                                                 local_port=ACTIVE_LOCAL_PORT, now_ns=0))
@@ -350,17 +351,14 @@ def shrink(sc: Script, violation: Violation, plant_name: str | None,
             size //= 2
         if best.config and runs < budget and fails(replace(best, config=0)):
             best, progress = replace(best, config=0), True
-        for flag in ("deep_passive", "deep_active"):
-            if getattr(best, flag) and runs < budget:
-                candidate = replace(best, **{flag: False})
-                if fails(candidate):
-                    best, progress = candidate, True
+        for candidate in (replace(best, deep_passive=False), replace(best, deep_active=False)):
+            if candidate != best and runs < budget and fails(candidate):
+                best, progress = candidate, True
         for i in range(len(best.steps)):
             for simpler in _simpler(best.steps[i]):
                 if runs >= budget:
                     break
-                candidate = replace(best, steps=best.steps[:i] + (simpler,)
-                                    + best.steps[i + 1:])
+                candidate = replace(best, steps=(*best.steps[:i], simpler, *best.steps[i + 1:]))
                 if fails(candidate):
                     best, progress = candidate, True
                     break

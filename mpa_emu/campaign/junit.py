@@ -4,6 +4,7 @@ could not run."""
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,7 +45,9 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase]) -> bytes:
         if case.output:
             ET.SubElement(tc, "system-out").text = case.output
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    out = io.BytesIO()
+    ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
+    return out.getvalue() + b"\n"
 
 
 def write_junit(path: str | Path, suite: str, cases: Sequence[JUnitCase]) -> None:

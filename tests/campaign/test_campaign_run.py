@@ -35,7 +35,7 @@ def test_a_failing_scenario_is_a_junit_failure_with_its_lines(tmp_path: Path) ->
     assert out.splitlines()[-1] == "1 of 2 scenarios pass"
     [suite] = list(JUnitXml.fromfile(str(junit)))
     assert (suite.tests, suite.failures) == (2, 1)
-    failing = [c for c in suite if c.result][0]
+    failing = next(c for c in suite if c.result)
     assert "FAIL:" in failing.result[0].text and str(bad) in failing.result[0].text
 
 
