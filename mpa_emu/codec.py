@@ -422,6 +422,8 @@ def to_scapy(seg: Segment, *, pad: bool = True) -> Packet:
     """The frame of ``seg`` as a scapy packet (``Ether`` dissected from :func:`encode`'s
     bytes, so every length and checksum is the one on the wire and any bound upper
     layers, MPA included, dissect the payload)."""
+    import scapy.layers.inet  # binds IP and TCP under Ether
+    import scapy.layers.inet6  # noqa: F401
     from scapy.layers.l2 import Ether
 
     return cast("Packet", Ether(encode(seg, pad=pad)))

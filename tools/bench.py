@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""The project's benchmarks in one command: P1 (full cycle), P2 (replay against tshark),
+P3 (memory per offloaded endpoint) and P6 (peak memory of the reading commands).
+
+    python tools/bench.py                 # everything, full sizes (several minutes)
+    python tools/bench.py --quick         # small sizes, a sanity pass
+    python tools/bench.py --only p1,p3    # a subset
+
+Every figure is a ratio or a size with the median and the min-max of interleaved rounds,
+so each yardstick sees the same share of a busy machine. Times are CPU seconds (of this
+process, or of a child process and its children for whole commands), never wall time.
+
+P1  A full cycle between two emulated hosts through ``Network`` (connect, MPA v2
+    request, accept with reply, RTR, graceful close until both are freed), capture on and
+    the pcapng written, against two yardsticks over the same frames:
+    - the floor: hand-written ``struct`` code that builds AND parses each frame with its
+      IPv4 and TCP checksums (no validation);
+    - plain scapy: ``Ether()/IP()/TCP()/Raw()`` built, ``bytes()``, dissected with
+      ``Ether(raw)`` with scapy.layers.inet loaded.
+    Targets: cycle <= 4x the floor; >= 30x faster than scapy.
+P2  ``mpa-emu replay`` against ``tshark -T fields`` with the MPA fields, whole processes,
+    on the same capture of about 100,000 frames. Target: tshark time / replay time >= 1.
+P3  Bytes per offloaded endpoint with 100,000 concurrent connections in one process
+    (RSS delta over both endpoints, divided by two). Target: <= 1 KiB.
+P6  Peak RSS of ``inspect``, ``replay``, ``diagram`` and ``judge`` on captures of 10^5
+    and 10^6 frames. Target: <= 300 MB and flat in capture length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import bench_cycles  # noqa: E402
+import bench_replay  # noqa: E402
+
+from mpa_emu.segment import Segment  # noqa: E402
+
+clock = time.process_time
+
+
+# ---- statistics ---------------------------------------------------------------------
+
+def summary(values: list[float], fmt: str = "{:.2f}") -> str:
+    """``median [min-max]`` of ``values``."""
+    med = statistics.median(values)
+    return f"{fmt.format(med)} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+# ---- P1 -----------------------------------------------------------------------------
+
+_HDR = struct.Struct("!6s6sHBBHHHBBH4s4sHHIIHHHH")
+
+
+def floor_build(s: Segment) -> bytes:
+    """Hand-written IPv4/TCP frame with both checksums (the floor's build half)."""
+    olen = len(s.options)
+    total = 40 + olen + len(s.payload)
+    hdr = bytearray(_HDR.pack(s.dst_mac, s.src_mac, 0x0800, 0x45, s.tos, total, s.ip_id,
+                              0x4000, s.ttl, 6, 0, s.src_ip, s.dst_ip, s.sport, s.dport,
+                              s.seq, s.ack, (5 + olen // 4) << 12 | s.flags, s.window, 0, 0))
+    ip_sum = int.from_bytes(hdr[14:34], "big") % 0xFFFF
+    hdr[24:26] = ((-ip_sum) % 0xFFFF).to_bytes(2, "big")
+    tcp = bytes(hdr[34:]) + s.options + s.payload
+    value = int.from_bytes(tcp, "big") << (8 * (len(tcp) & 1))
+    tcp_sum = (value + int.from_bytes(s.src_ip + s.dst_ip, "big") + 6 + len(tcp)) % 0xFFFF
+    frame = bytes(hdr[:34]) + tcp[:16] + ((-tcp_sum) % 0xFFFF).to_bytes(2, "big") + tcp[18:]
+    return frame if len(frame) >= 60 else frame + bytes(60 - len(frame))
+
+
+def floor_parse(raw: bytes) -> Segment:
+    """Hand-written parse into a Segment, checksums verified (the floor's parse half)."""
+    (dst, src, _t, _vi, tos, total, ip_id, frag, ttl, _p, _c, sip, dip, sport, dport, seq,
+     ack, off_flags, window, _tc, urg) = _HDR.unpack_from(raw)
+    if int.from_bytes(raw[14:34], "big") % 0xFFFF:
+        raise ValueError("IP checksum")
+    tcp = raw[34:14 + total]
+    value = int.from_bytes(tcp, "big") << (8 * (len(tcp) & 1))
+    if (value + int.from_bytes(sip + dip, "big") + 6 + len(tcp)) % 0xFFFF:
+        raise ValueError("TCP checksum")
+    hl = 34 + (off_flags >> 12) * 4
+    return Segment(src, dst, sip, dip, sport, dport, seq, ack, off_flags & 0xFFF, window,
+                   raw[54:hl], raw[hl:14 + total], None, 0, ttl, tos, ip_id,
+                   bool(frag & 0x4000), urg)
+
+
+def time_floor(segments: list[Segment], reps: int) -> float:
+    t0 = clock()
+    for _ in range(reps):
+        for seg in segments:
+            floor_parse(floor_build(seg))
+    return (clock() - t0) / reps
+
+
+def time_scapy(segments: list[Segment], reps: int) -> float:
+    """Plain scapy: layer objects built, serialised and dissected, inet layers loaded."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+
+    def mac(b: bytes) -> str:
+        return ":".join(f"{x:02x}" for x in b)
+
+    def ip(b: bytes) -> str:
+        return ".".join(str(x) for x in b)
+
+    t0 = clock()
+    for _ in range(reps):
+        for s in segments:
+            pkt = (Ether(src=mac(s.src_mac), dst=mac(s.dst_mac))
+                   / IP(src=ip(s.src_ip), dst=ip(s.dst_ip), id=s.ip_id, flags="DF", ttl=s.ttl)
+                   / TCP(sport=s.sport, dport=s.dport, seq=s.seq, ack=s.ack, flags=s.flags,
+                         window=s.window, options=syn_options(s.options))
+                   / Raw(s.payload))
+            Ether(bytes(pkt))
+    return (clock() - t0) / reps
+
+
+def syn_options(raw: bytes) -> list[tuple[str, object]]:
+    """irdma's SYN options (MSS, window scale, EOL) as scapy option tuples."""
+    opts: list[tuple[str, object]] = []
+    i = 0
+    while i < len(raw) and raw[i] != 0:
+        kind, length = raw[i], raw[i + 1]
+        if kind == 2:
+            opts.append(("MSS", int.from_bytes(raw[i + 2:i + 4], "big")))
+        elif kind == 3:
+            opts.append(("WScale", raw[i + 2]))
+        i += length
+    return [*opts, ("EOL", None)] if opts else opts
+
+
+def bench_p1(rounds: int, cycles: int) -> list[str]:
+    segments = bench_cycles.one_cycle_frames()
+    cyc, flo, sca = [], [], []
+    for _ in range(rounds):
+        gc.collect()
+        flo.append(time_floor(segments, 300))
+        cyc.append(bench_cycles.time_cycles(cycles, True)[0])
+        sca.append(time_scapy(segments, 5))
+    ratios = [c / f for c, f in zip(cyc, flo, strict=True)]
+    speedups = [s / c for s, c in zip(sca, cyc, strict=True)]
+    return [
+        f"P1 one cycle = {len(segments)} frames; cycle {summary([c * 1e6 for c in cyc], '{:.0f}')}"
+        f" us ({statistics.median([1 / c for c in cyc]):.0f} cycles/s), floor "
+        f"{summary([f * 1e6 for f in flo], '{:.1f}')} us, scapy "
+        f"{summary([s * 1e6 for s in sca], '{:.0f}')} us",
+        f"P1 cycle / floor      {summary(ratios)}x   target <= 4x: "
+        f"{verdict(statistics.median(ratios) <= 4)}",
+        f"P1 scapy / cycle      {summary(speedups, '{:.1f}')}x   target >= 30x: "
+        f"{verdict(statistics.median(speedups) >= 30)}",
+    ]
+
+
+# ---- whole commands -------------------------------------------------------------------
+
+def run_child(argv: list[str]) -> tuple[float, int, int]:
+    """CPU seconds, peak RSS (bytes) and exit status of a whole command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=ROOT)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, usage.ru_maxrss * 1024, proc.returncode
+
+
+def mpa_emu(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mpa_emu", *args]
+
+
+def tshark_fields(path: Path) -> list[str]:
+    return ["tshark", "-r", str(path), *bench_replay.TSHARK_OPTS, "-T", "fields",
+            *bench_replay.TSHARK_FIELDS]
+
+
+def bench_p2(rounds: int, connections: int, tmp: Path) -> list[str]:
+    path = tmp / "p2.pcapng"
+    frames = bench_replay.build_capture(path, connections, 200_000)
+    if shutil.which("tshark") is None:
+        return ["P2 skipped: tshark is not installed"]
+    rep, tsh = [], []
+    for _ in range(rounds):
+        cpu, _rss, rc = run_child(mpa_emu("replay", str(path), "--emulate",
+                                          bench_replay.SERVER))
+        if rc != 0:
+            return [f"P2 void: replay exited {rc} on the benchmark capture"]
+        rep.append(cpu)
+        tsh.append(run_child(tshark_fields(path))[0])
+    speed = [t / r for t, r in zip(tsh, rep, strict=True)]
+    return [
+        f"P2 {frames} frames: replay {summary([frames / r for r in rep], '{:.0f}')} frames/s,"
+        f" tshark {summary([frames / t for t in tsh], '{:.0f}')} frames/s",
+        f"P2 tshark / replay    {summary(speed)}    target >= 1: "
+        f"{verdict(statistics.median(speed) >= 1)}",
+    ]
+
+
+def bench_p3(rounds: int, connections: int) -> list[str]:
+    per_endpoint = []
+    for _ in range(rounds):
+        code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tools')!r}]; "
+                "import bench_cycles; "
+                f"b, _s, d = bench_cycles.memory_per_connection({connections}, 'rss'); "
+                "print(b, d)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             cwd=ROOT, check=True).stdout
+        per_endpoint.append(float(out.split()[0]) / 2)
+    return [f"P3 {connections} connections: {summary(per_endpoint, '{:.0f}')} B per endpoint"
+            f"   target <= 1024: {verdict(statistics.median(per_endpoint) <= 1024)}"]
+
+
+def bench_p6(sizes: list[int], tmp: Path) -> list[str]:
+    lines = []
+    peaks: dict[str, list[int]] = {}
+    for frames in sizes:
+        path = tmp / f"p6_{frames}.pcapng"
+        made = bench_replay.build_capture(path, max(1, frames // 13), 200_000)
+        commands: dict[str, list[str]] = {
+            "inspect": mpa_emu("inspect", str(path)),
+            "replay": mpa_emu("replay", str(path), "--emulate", bench_replay.SERVER),
+            "diagram": mpa_emu("diagram", str(path), "-o", str(tmp / "p6.svg")),
+            "judge": mpa_emu("judge", str(path)),
+        }
+        for name, argv in commands.items():
+            _cpu, rss, rc = run_child(argv)
+            peaks.setdefault(name, []).append(rss)
+            lines.append(f"P6 {name:8} {made:>9} frames: peak {rss / 2**20:7.0f} MB (exit {rc})")
+        path.unlink()
+    for name, values in peaks.items():
+        grows = values[-1] / values[0] if values[0] else float("inf")
+        ok = max(values) <= 300 * 2**20 and grows <= 1.5
+        lines.append(f"P6 {name:8} largest/smallest {grows:.2f}x, max "
+                     f"{max(values) / 2**20:.0f} MB   target <= 300 MB and flat: {verdict(ok)}")
+    return lines
+
+
+# ---- main ---------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes: a sanity pass")
+    ap.add_argument("--only", default="p1,p2,p3,p6", help="comma-separated subset")
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5, "
+                    "3 with --quick)")
+    args = ap.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 5)
+    wanted = {w.strip().lower() for w in args.only.split(",") if w.strip()}
+    unknown = wanted - {"p1", "p2", "p3", "p6"}
+    if unknown:
+        ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from p1, p2, p3, p6")
+    out: list[str] = [f"mpa_emu benchmarks: median [min-max] of {rounds} interleaved rounds, "
+                      "CPU time"]
+    jobs: list[Callable[[Path], list[str]]] = []
+    if "p1" in wanted:
+        jobs.append(lambda _t: bench_p1(rounds, 200 if args.quick else 2000))
+    if "p2" in wanted:
+        jobs.append(lambda t: bench_p2(rounds, 770 if args.quick else 7700, t))
+    if "p3" in wanted:
+        jobs.append(lambda _t: bench_p3(rounds, 10_000 if args.quick else 100_000))
+    if "p6" in wanted:
+        jobs.append(lambda t: bench_p6([10_000, 100_000] if args.quick
+                                       else [100_000, 1_000_000], t))
+    with tempfile.TemporaryDirectory(prefix="mpa_bench") as tmp:
+        for job in jobs:
+            lines = job(Path(tmp))
+            out.extend(lines)
+            for line in lines:
+                print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
