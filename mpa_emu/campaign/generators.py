@@ -73,7 +73,7 @@ def _with(frame: bytes, offset: int, value: bytes) -> bytes:
 
 MUTATED_MPA: dict[str, bytes] = {
     # RFC 5044 section 7.1 frame layout: key 0-15, flags 16, rev 17, PD_Length 18-19.
-    "bad key": _with(REQ, 0, b"MPA ID Req Fram"),
+    "bad key": _with(REQ, 15, b"X"),
     "reply key on a request": _with(REQ, 0, REP[:16]),
     "rev 0": _with(REQ, 17, b"\x00"),
     "rev 3": _with(REQ, 17, b"\x03"),

@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reproduce", metavar="FILE.json",
                         help="run one reproducer written by an earlier campaign")
     add_campaign_arguments(parser, junit=False)
+    from mpa_emu.campaign.live_cli import add_live_arguments
+
+    add_live_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     if args.time_budget is not None and not (math.isfinite(args.time_budget)
                                              and args.time_budget > 0):
         raise CliError(f"--time-budget must be more than 0 seconds, got {args.time_budget:g}")
+    if args.live is not None:
+        from mpa_emu.campaign.live_cli import run_live
+
+        return run_live(args)
     if args.reproduce:
         return _reproduce(args.reproduce)
     return _campaign(args)
