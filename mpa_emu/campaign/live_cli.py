@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.cli.values import check_seconds
+
+if TYPE_CHECKING:
+    from mpa_emu.campaign.live_fuzz import LiveResult
 
 DEFAULT_MAC = "02:6d:70:61:00:0f"
 KEPT = ("silence", "loss of service")
@@ -35,6 +40,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
                        help="put this address on the Linux side of the TAP and bring it up")
     group.add_argument("--bound", type=float, default=0.5, metavar="SECONDS",
                        help="how long a reaction is awaited (default 0.5)")
+    group.add_argument("--json", metavar="FILE.json",
+                       help="write every case with its reaction as JSON")
 
 
 def _endpoint(text: str) -> tuple[bytes, int]:
@@ -50,8 +57,13 @@ def _endpoint(text: str) -> tuple[bytes, int]:
 
 def run_live(args: argparse.Namespace) -> int:
     """The live campaign; exit 1 when a case caused a loss of service."""
-    from mpa_emu.campaign.live_fuzz import LiveFuzzer, LiveResult, LiveWire, case, \
-        write_case_capture
+    from mpa_emu.campaign.live_fuzz import (
+        LiveFuzzer,
+        LiveResult,
+        LiveWire,
+        case,
+        write_case_capture,
+    )
     from mpa_emu.live import netns, tap
 
     peer_ip, port = _endpoint(args.live)
@@ -120,6 +132,14 @@ def run_live(args: argparse.Namespace) -> int:
         device.close()
     seconds = time.monotonic() - started
     _table(results)
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps([
+                {"case": r.case.index, "name": r.case.name, "reaction": r.reaction,
+                 "answers_after": r.answers_after, "group": r.group} for r in results],
+                indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.json}: {exc.strerror or exc}") from None
     print(f"{len(results)} cases in {seconds:.1f} s ({len(results) / seconds:.1f} cases/s); "
           f"{len(kept)} capture(s) of silence or loss of service in {args.out}/"
           if kept else f"{len(results)} cases in {seconds:.1f} s "
@@ -127,12 +147,9 @@ def run_live(args: argparse.Namespace) -> int:
     return 1 if any(r.group == "loss of service" for r in results) else 0
 
 
-def _table(results: list[object]) -> None:
-    from mpa_emu.campaign.live_fuzz import LiveResult
-
+def _table(results: list[LiveResult]) -> None:
     groups: dict[str, list[LiveResult]] = {}
     for r in results:
-        assert isinstance(r, LiveResult)
         groups.setdefault(r.group, []).append(r)
     width = max((len(g) for g in groups), default=8)
     print(f"{'reaction':<{width}}  cases  examples")

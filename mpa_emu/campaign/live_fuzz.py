@@ -13,6 +13,7 @@ case ``i`` of seed ``S`` is the same case on every run.
 
 from __future__ import annotations
 
+import itertools
 import random
 import select
 import time
@@ -85,13 +86,13 @@ def case(seed: int, index: int) -> LiveCase:
         cuts = sorted(rng.sample(range(1, len(frame)), min(rng.randint(1, 3),
                                                             len(frame) - 1)))
         edges = [0, *cuts, len(frame)]
-        pieces = tuple((a, b - a) for a, b in zip(edges, edges[1:], strict=False))
+        pieces = tuple((a, b - a) for a, b in itertools.pairwise(edges))
         return LiveCase(index, f"split {name} at {','.join(map(str, cuts))}", frame, pieces)
-    frame = bytearray(REQ)
-    where = rng.randrange(len(frame))  # header, RFC 6581 IRD/ORD block, data
-    frame[where] = rng.randrange(256)
-    return LiveCase(index, f"byte {where} = 0x{frame[where]:02x}", bytes(frame),
-                    _whole(bytes(frame)))
+    flipped = bytearray(REQ)
+    where = rng.randrange(len(flipped))  # header, RFC 6581 IRD/ORD block, data
+    flipped[where] = rng.randrange(256)
+    return LiveCase(index, f"byte {where} = 0x{flipped[where]:02x}", bytes(flipped),
+                    _whole(bytes(flipped)))
 
 
 @dataclass
