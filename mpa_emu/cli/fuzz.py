@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         from mpa_emu.campaign.live_cli import run_live
 
         return run_live(args)
+    if args.json:
+        raise CliError("--json goes with --live (a campaign prints its failures and "
+                       "writes reproducers)")
     if args.reproduce:
         return _reproduce(args.reproduce)
     return _campaign(args)

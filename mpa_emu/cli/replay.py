@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         from mpa_emu.campaign.suite_cli import run_suite
 
         return run_suite(args)
+    if args.junit or args.jobs > 1 or args.scheduler is not None:
+        raise CliError("-j, --scheduler and --junit go with --suite SUITE.toml")
     if args.capture is None or args.emulate is None:
         raise CliError("the following arguments are required: "
                        + ("CAPTURE, " if args.capture is None else "")

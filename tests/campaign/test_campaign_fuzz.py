@@ -160,6 +160,12 @@ def test_reproducer_errors_are_one_line(tmp_path: Path) -> None:
     assert rc == 2 and "--time-budget must be more than 0" in err
     rc, _, err = cli("fuzz", "--cases", "0")
     assert rc == 2 and "expected 1 or more" in err
+    rc, _, err = cli("fuzz", "--json", str(tmp_path / "x.json"))
+    assert rc == 2 and "--json goes with --live" in err
+    rc, _, err = cli("fuzz", "--live", "192.0.2.1", "--address", "192.0.2.2")
+    assert rc == 2 and "--live needs IPv4:PORT, got '192.0.2.1'" in err
+    rc, _, err = cli("fuzz", "--live", "192.0.2.1:31000")
+    assert rc == 2 and "--live needs --address" in err
 
 
 def test_time_budget_stops_starting_cases(tmp_path: Path) -> None:

@@ -172,3 +172,6 @@ def test_suite_refuses_a_capture_and_an_unreachable_scheduler(tmp_path: Path) ->
     assert rc == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
     rc, _, err = cli("replay", "--suite", str(tmp_path / "none.toml"))
     assert rc == 2 and "No such file" in err
+    rc, _, err = cli("replay", str(PCAPS / "v2_accept.pcap"), "--emulate", "192.168.10.2",
+                     "-j", "2")
+    assert rc == 2 and "-j, --scheduler and --junit go with --suite" in err
