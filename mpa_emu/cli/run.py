@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
 from mpa_emu.scenario import (
     Scenario,
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("scenario", nargs="+",
                         help="scenario file (.toml); several files run one after the other "
-                             "(then without -o, --trace and --json)")
+                             "(then without -o, --trace, --json and --html)")
     parser.add_argument("-o", "--output", metavar="OUT.pcapng",
                         help="write every frame to a pcapng file (one interface per host, "
                              "frame comments naming the kernel function)")
@@ -53,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print only failures and the verdict")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (it is shown only on a terminal anyway)")
+    add_html_option(parser)
     add_campaign_arguments(parser)
 
 
@@ -80,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
                 or args.scheduler is not None)
     if not campaign:
         return _run_one(args, args.scenario[0])
-    if args.output or args.trace or args.json:
-        raise CliError("-o, --trace and --json need a single scenario file "
+    if args.output or args.trace or args.json or args.html:
+        raise CliError("-o, --trace, --json and --html need a single scenario file "
                        "(without -j, --scheduler and --junit)")
     # Check every file first: a typo in the last one should not cost a long run.
     for path in args.scenario:
@@ -137,6 +139,7 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if args.json:
         _write_json(args.json, summary(result))
+    write_run_html(args.html, result)
     if result.interrupted:
         _report_interrupt(result, args)
         return INTERRUPTED
@@ -146,7 +149,8 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
 
 def _report_interrupt(result: ScenarioRun, args: argparse.Namespace) -> None:
     kept = [f"{name} {path}" for name, path in
-            (("-o", args.output), ("--trace", args.trace), ("--json", args.json)) if path]
+            (("-o", args.output), ("--trace", args.trace), ("--json", args.json),
+             ("--html", args.html)) if path]
     sys.stderr.write(
         f"mpa-emu run: interrupted at {result.net.now_ns / 1e9:.6f} s (virtual) after "
         f"{len(result.net.frames)} frames; expectations not checked"
