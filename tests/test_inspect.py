@@ -299,7 +299,8 @@ def test_our_interop_captures(tmp_path: Path) -> None:
     assert first.client == retry.client
     assert first.request is not None and first.request.rev == 2
     assert retry.request is not None and retry.request.rev == 1
-    assert retry.rtr == f"frame {retry.last_frame - 1}: zero-length RDMA Read Request"
+    # The RTR, the responder's zero-length Read Response (RFC 5040 section 5.3), its ACK.
+    assert retry.rtr == f"frame {retry.last_frame - 2}: zero-length RDMA Read Request"
 
 
 def test_capture_starting_mid_connection_finds_the_initiator(tmp_path: Path) -> None:
@@ -366,7 +367,7 @@ def test_header_counts_every_connection_and_says_how_many_are_selected(
     accept = root / "pcaps" / "v2_accept.pcap"
     assert main(["inspect", str(accept), "--problems"]) == 0
     assert capsys.readouterr().out == (
-        f"{accept}: 9 frames, 9 TCP, 1 connection (0 selected), 0 errors\n")
+        f"{accept}: 10 frames, 10 TCP, 1 connection (0 selected), 0 errors\n")
 
 
 def test_empty_private_data_is_just_its_length() -> None:
