@@ -154,6 +154,8 @@ def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int)
     if iw.ibqp_state == IbQpState.RTS:
         # irdma_next_iw_state(CLOSING): the NIC answers the peer's FIN with its own.
         iw.iwarp_state = IwarpState.CLOSING
+        core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn,
+                    target="CLOSING", reset_tcp_conn=False)
         qp.modify_qp("sqd", now_ns)
         core.collect_qp_frames(conn)
         cm_disconn(core, conn, now_ns)
@@ -166,7 +168,10 @@ def _next_iw_state_error(core: DisconnectHost, conn: int, qp: OffloadedQp,
     # irdma_next_iw_state(ERROR): reset_tcp_conn only when term_flags is set.
     iw = qp.iwqp
     iw.iwarp_state = iw.hw_iwarp_state = IwarpState.ERROR
-    qp.modify_qp("err", now_ns, reset_tcp_conn=bool(iw.term_flags))
+    reset = bool(iw.term_flags)
+    core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn, target="ERROR",
+                reset_tcp_conn=reset)
+    qp.modify_qp("err", now_ns, reset_tcp_conn=reset)
     core.collect_qp_frames(conn)
 
 
@@ -283,6 +288,8 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
         iw.ibqp_state = IbQpState.ERR
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+    core.record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
+                reset_tcp_conn=reset_tcp_conn)
     qp.modify_qp(target, now_ns, reset_tcp_conn=reset_tcp_conn if target == "err" else None)
     core.collect_qp_frames(conn)
     iw.iwarp_state = next_state
