@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pytest
 
 from mpa_emu.addr import ip_bytes, mac_bytes
-from mpa_emu.cli import main
 from mpa_emu.cli import live as live_command
+from mpa_emu.cli import main
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent
@@ -176,8 +176,12 @@ def test_sigterm_stops_the_run_and_exits_0(
      "t=0.000s conn 1 Terminate received: layer 1 (DDP), etype 1, error code 0x00; "
      "terminate timer started, FIN sent"),
     (TraceRecord(0, "h", "qp_modify", "irdma_next_iw_state",
-                 {"conn": 1, "target": "ERROR", "reset_tcp_conn": True}),
-     "t=0.000s conn 1 QP to ERROR (irdma_next_iw_state), TCP reset (RST)"),
+                 {"conn": 1, "target": "ERROR", "reset_tcp_conn": True, "rst": True}),
+     "t=0.000s conn 1 QP to ERROR (irdma_next_iw_state), RST sent"),
+    (TraceRecord(0, "h", "qp_modify", "irdma_next_iw_state",
+                 {"conn": 1, "target": "ERROR", "reset_tcp_conn": True, "rst": False}),
+     "t=0.000s conn 1 QP to ERROR (irdma_next_iw_state), reset_tcp_conn (TCP already "
+     "closed: no RST)"),
     (TraceRecord(0, "h", "disconnect_decision", "irdma_cm_disconn_true",
                  {"conn": 1, "issue_disconn": True, "issue_close": True,
                   "hw_tcp_state": "CLOSED", "last_ae": "IRDMA_AE_LLP_CLOSE_COMPLETE"}),

@@ -155,7 +155,7 @@ def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int)
         # irdma_next_iw_state(CLOSING): the NIC answers the peer's FIN with its own.
         iw.iwarp_state = IwarpState.CLOSING
         core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn,
-                    target="CLOSING", reset_tcp_conn=False)
+                    target="CLOSING", reset_tcp_conn=False, rst=False)
         qp.modify_qp("sqd", now_ns)
         core.collect_qp_frames(conn)
         cm_disconn(core, conn, now_ns)
@@ -170,7 +170,7 @@ def _next_iw_state_error(core: DisconnectHost, conn: int, qp: OffloadedQp,
     iw.iwarp_state = iw.hw_iwarp_state = IwarpState.ERROR
     reset = bool(iw.term_flags)
     core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn, target="ERROR",
-                reset_tcp_conn=reset)
+                reset_tcp_conn=reset, rst=reset and qp.tcp_alive)
     qp.modify_qp("err", now_ns, reset_tcp_conn=reset)
     core.collect_qp_frames(conn)
 
@@ -289,7 +289,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
     core.record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
-                reset_tcp_conn=reset_tcp_conn)
+                reset_tcp_conn=reset_tcp_conn, rst=reset_tcp_conn and qp.tcp_alive)
     qp.modify_qp(target, now_ns, reset_tcp_conn=reset_tcp_conn if target == "err" else None)
     core.collect_qp_frames(conn)
     iw.iwarp_state = next_state

@@ -11,7 +11,8 @@ watching a live run wants to see into one line:
   (``irdma_terminate_connection``), with its Layer, EType and Error Code (RFC 5040
   section 4.8);
 * ``terminate_received``: a Terminate from the peer (``irdma_terminate_received``);
-* ``qp_modify``: the QP moved to CLOSING or ERROR, and whether the TCP connection is reset;
+* ``qp_modify``: the QP moved to CLOSING or ERROR, and whether that put a RST on the wire
+  (``reset_tcp_conn`` with the NIC's TCP connection still alive);
 * ``disconnect_decision``: ``irdma_cm_disconn_true``'s DISCONNECT and CLOSE upcalls.
 """
 
@@ -72,7 +73,12 @@ def nic_line(record: TraceRecord) -> str | None:
         return (f"{head} Terminate received: {_layer(layer)}, etype {etype}, "
                 f"error code {_hex(f.get('error_code'))}; {then}")
     if kind == "qp_modify":
-        reset = ", TCP reset (RST)" if f.get("reset_tcp_conn") else ""
+        if f.get("rst"):
+            reset = ", RST sent"
+        elif f.get("reset_tcp_conn"):
+            reset = ", reset_tcp_conn (TCP already closed: no RST)"
+        else:
+            reset = ""
         return f"{head} QP to {f.get('target')} ({record.fn}){reset}"
     if kind == "disconnect_decision" and (f.get("issue_disconn") or f.get("issue_close")):
         upcalls = [name for name, on in (("DISCONNECT", f.get("issue_disconn")),
