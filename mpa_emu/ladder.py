@@ -84,9 +84,13 @@ def mpa_summary(payload: bytes) -> str | None:
     return " ".join(parts)
 
 
-def fpdu_summary(payload: bytes) -> str | None:
+def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     """``FPDU RDMA Read Request`` for a payload that is one FPDU without markers
-    (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise."""
+    (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise.
+
+    ``crc`` says whether CRC was negotiated (RFC 5044 section 7.1: C in the request or
+    reply): only then is a wrong CRC named ("bad CRC", or "zero CRC" for a CRC field of
+    zero); with ``False`` or ``None`` (not known) the summary gives no CRC verdict."""
     try:
         fpdu = mpa.unframe_fpdu(payload)
     except mpa.MpaFormatError:
@@ -95,8 +99,10 @@ def fpdu_summary(payload: bytes) -> str | None:
         return None
     opcode = fpdu.ulpdu[1] & 0x0F
     name = RDMAP_OPCODES.get(opcode, f"RDMAP opcode {opcode}")
-    crc = "" if fpdu.crc_ok else " bad CRC"
-    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{crc}"
+    verdict = ""
+    if crc and not fpdu.crc_ok:
+        verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
+    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{verdict}"
 
 
 _FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"),

@@ -104,6 +104,10 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
     return remote_ip == bytes(15) + b"\x01"
 
 
+IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
+"""``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
+the seeded generator's (replay takes each connection's ISN from the recording)."""
+
 _HOOKS: dict[tuple[str, str], Any] = {}
 
 
@@ -128,7 +132,8 @@ class CmCore:
 
     def __init__(self, name: str, mac: bytes, config: CmConfig = DEFAULT_CONFIG, *,
                  seed: int = 0, trace: Trace | None = None,
-                 qp_factory: QpFactory | None = None) -> None:
+                 qp_factory: QpFactory | None = None,
+                 isn: IsnChooser | None = None) -> None:
         if len(mac) != 6:
             raise ValueError(f"MAC must be 6 bytes, got {len(mac)}")
         if config.gen not in (1, 2):
@@ -141,6 +146,7 @@ class CmCore:
         self.trace = trace
         self._link_up = True
         self._rng = random.Random(seed)
+        self._isn = isn
         self._qp_factory = qp_factory
         self._addresses: dict[bytes, int] = {}
         self._neigh: dict[bytes, bytes | None] = {}
@@ -868,7 +874,8 @@ class CmCore:
         # irdma_make_cm_node: tcp_cntxt.rcv_wnd is a u32; only the header field is cut
         # to 16 bits (htons in irdma_form_*_cm_frame, see _form)
         node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
-        node.loc_seq_num = self._rng.getrandbits(32)
+        chosen = self._isn(key[0], key[1], key[2], key[3]) if self._isn is not None else None
+        node.loc_seq_num = self._rng.getrandbits(32) if chosen is None else chosen & 0xFFFFFFFF
         node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
         self._nodes[key] = node
         self._by_conn[conn] = node
