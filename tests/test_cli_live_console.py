@@ -98,8 +98,8 @@ def test_connect_refused_by_the_peer_exits_1(
         code = main(_live("--connect", f"{PEER_IP}:{PORT}", "--duration", "1.5"))
         out = capsys.readouterr().out
         assert code == 1, out
-        # irdma_cm_event_mpa_reject: an MPA reject gives CONNECT_REPLY with -ECONNREFUSED,
-        # a non-zero status, which the live command turns into exit 1.
+        # irdma_cm_event_handler, IRDMA_CM_EVENT_MPA_REJECT: CONNECT_REPLY with
+        # -ECONNREFUSED, a non-zero status, which the live command turns into exit 1.
         reply = [line for line in out.splitlines() if "CONNECT_REPLY" in line]
         assert len(reply) == 1 and f"status {-ECONNREFUSED}" in reply[0]
         assert peer.host.events(IwEvent.CONNECT_REQUEST)

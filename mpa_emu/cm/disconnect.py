@@ -356,11 +356,17 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
         issue_disconn = True
         if last_ae is Ae.LLP_CONNECTION_RESET:
             status = -ECONNRESET
-    if (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
-            or last_ae in (Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
-            or device_reset or not iw.cm_id):
+    if _llp_closed(iw, device_reset) or not iw.cm_id:
         issue_close = True
     return issue_disconn, status, issue_close
+
+
+def _llp_closed(iw: IwQp, device_reset: bool) -> bool:
+    """The second test of ``irdma_cm_disconn_true``: the TCP connection is over (CLOSED,
+    TIME_WAIT, a bad close, a reset) or the device is being reset."""
+    return (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
+            or iw.last_aeq in (Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
+            or device_reset)
 
 
 def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
@@ -377,6 +383,9 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     if issue_close:
         iw.cm_id = False
         iw.flush_issued = True
+    if _llp_closed(iw, False):
+        # irdma_cm_disconn_true: with the TCP connection over, qp->term_flags = 0.
+        iw.term_flags = 0
     if _recording(core):
         core.record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
                     hw_tcp_state=iw.hw_tcp_state.name, ibqp_state=iw.ibqp_state.name,
