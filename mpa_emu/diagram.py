@@ -92,11 +92,13 @@ def from_capture(path: str | Path, ports: Collection[int] = (),
         t = (rec.time_ns - base) if rec.time_ns is not None else 0
         frame = as_ethernet(rec.linktype, rec.frame)
         if isinstance(frame, str):
-            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({frame})"))
+            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({frame})",
+                            frame=number))
             continue
         decoded = decode_leniently(frame)
         if isinstance(decoded, str):
-            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({decoded})"))
+            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({decoded})",
+                            frame=number))
             continue
         seg, verdict, ip_ok = decoded
         if ports and seg.sport not in ports and seg.dport not in ports:
@@ -121,7 +123,7 @@ def from_capture(path: str | Path, ports: Collection[int] = (),
                                     rec.comment.replace("\n", "; ") if rec.comment else None)
                         if p]
         label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
-        rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None))
+        rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None, frame=number))
     end = rows[-1].time_ns if rows else 0
     for host, numbers in offloaded.items():
         n = len(numbers)
@@ -231,7 +233,10 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     right = width
     y = TOP
     last_time: int | None = None
-    for row in rows:
+    for number, row in enumerate(rows):
+        # One group per row, so that a page can find, highlight and explain each frame.
+        frame = f' data-frame="{row.frame}"' if row.frame is not None else ""
+        body.append(f'<g class="row" data-row="{number}"{frame}>')
         y += ROW_H
         if row.time_ns != last_time:
             body.append(f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
@@ -247,10 +252,12 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
             limit = abs(x2 - x1) // 7
             body.append(f'<text x="{mid}" y="{y - 4}" class="label">'
                         f'{escape(_cut(row.label, limit))}</text>')
-            if row.detail:
+            # The detail wraps between the two lanes (10 px font: about 6.1 px a character)
+            # instead of running across them.
+            for piece in textwrap.wrap(row.detail or "", max(int(abs(x2 - x1) / 6.2) - 2, 12)):
                 y += DETAIL_H
-                body.append(f'<text x="{mid}" y="{y - 4}" class="detail">'
-                            f'{escape(_cut(row.detail, limit + 20))}</text>')
+                body.append(f'<text x="{mid}" y="{y - 4}" class="detail">{escape(piece)}</text>')
+            body.append("</g>")
             continue
         text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 180)
         # A note wraps before the next lane to its right instead of running across it.
@@ -264,6 +271,7 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
             if n:
                 y += DETAIL_H
             body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(piece)}</text>')
+        body.append("</g>")
     height = y + 40
     width = right
     lanes = []

@@ -144,8 +144,9 @@ def test_capture_cut_short_is_drawn_up_to_the_cut(tmp_path: Path) -> None:
     # The tenth frame, the initiator NIC's ACK of the zero-length Read Response; record 9
     # (the Read Response: 16-byte record header, 54 + 20 bytes) ends at 770 + 90.
     assert "len=0" in whole[len(text) - 1]
-    assert text[-1].strip() == ("| capture ends after frame 9: truncated pcap record 9 at "
-                                "offset 860: 54 bytes announced")
+    assert text[-1].strip().rstrip("| ") == (
+        "| capture ends after frame 9: truncated pcap record 9 at offset 860: 54 bytes "
+        "announced")
 
 
 def test_svg_notes_wrap_before_the_next_lane_and_keep_every_word(tmp_path: Path) -> None:
@@ -161,5 +162,6 @@ def test_svg_notes_wrap_before_the_next_lane_and_keep_every_word(tmp_path: Path)
     # alice's upcall is longer than the gap to bob's lane: it continues on the next line.
     texts = ["".join(t.itertext()) for t in notes]
     start = next(i for i, t in enumerate(texts) if t.startswith("<< CONNECT_REPLY"))
-    assert " ".join(texts[start:start + 2]) == \
-        "<< CONNECT_REPLY -ECONNREFUSED ird=16 ord=16 pd=\"it's not you\"+00000000"
+    assert " ".join(texts[start:]).startswith(
+        "<< CONNECT_REPLY -ECONNREFUSED ird=16 ord=16 pd=\"it's not you\" +4 past the "
+        "frame: 00000000")

@@ -7,6 +7,7 @@ import sys
 
 from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.values import capture_error, capture_port, positive
 from mpa_emu.inspect import (
     ConnectionReport,
@@ -56,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list every FPDU: opcode, QN/MSN/MO or STag/TO, length, L bit, "
                              "CRC verdict")
     add_checksums_argument(parser)
+    add_html_option(parser)
 
 
 def add_checksums_argument(parser: argparse.ArgumentParser) -> None:
@@ -93,4 +95,5 @@ def run(args: argparse.Namespace) -> int:
     out = report_json(report) if args.json else format_report(report, comments=args.comments,
                                                            fpdus=args.fpdus)
     sys.stdout.write(out)
+    write_inspect_html(args.html, report)
     return 1 if report.errors else 0

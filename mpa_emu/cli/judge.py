@@ -16,7 +16,9 @@ HELP = "run tshark on a capture with the MPA options and report its verdicts"
 
 EPILOG = f"""\
 tshark runs as: tshark -n -r CAPTURE {" ".join(MPA_OPTIONS)}
-(with --no-rpcrdma also {" ".join(NO_RPCRDMA_OPTIONS)}), with an empty private profile.
+(with --no-rpcrdma also {" ".join(NO_RPCRDMA_OPTIONS)}), isolated from your Wireshark set-up:
+an empty personal configuration folder and home, so your preferences, profiles and
+personal plugins (the MPA v2 Lua plugin included) never change a verdict.
 
 Reported: the checksum reading used, the MPA and DDP/RDMA summary lines, every FPDU CRC
 verdict (tshark gives one only where C was set in the request or reply), the MPA expert

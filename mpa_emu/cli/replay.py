@@ -13,6 +13,7 @@ import sys
 from mpa_emu.addr import ip_bytes
 from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_replay_html
 from mpa_emu.cli.values import capture_error, seed
 from mpa_emu.profiles import PROFILES, profile
 from mpa_emu.replay import (
@@ -92,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=None,
                         help="MPA revision the emulated node starts at (default: the "
                              "profile's)")
+    add_html_option(parser)
 
 
 class _Progress:
@@ -143,11 +145,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.profile == "auto":
             survey = replay_profiles(args.capture, options, progress, mpa_rev=args.mpa_rev,
-                                     detail=bool(args.output))
+                                     detail=bool(args.output or args.html))
             report: ReplayReport = survey.best
         else:
             report = replay_capture(args.capture, options, progress,
-                                    detail=bool(args.output))
+                                    detail=bool(args.output or args.html))
     except RecordingError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     finally:
@@ -172,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
                 out.write("\n")
         if args.output:
             report.write_pcapng(args.output)
+        write_replay_html(args.html, report)
     except OSError as exc:
         raise CliError(f"cannot write output: {exc.strerror or exc}") from None
     return survey.exit_code if survey is not None else report.exit_code

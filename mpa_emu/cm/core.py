@@ -1535,7 +1535,7 @@ class CmCore:
                         ird_size=node.ird_size, ord_size=node.ord_size,
                         mpav2_ird_ord=node.mpav2_ird_ord,
                         send_rdma0_op=node.send_rdma0_op, require_p2p=self.config.p2p,
-                        prefer=self._prefer)
+                        prefer=self._prefer, tail=q.v2_pdata_tail)
         if isinstance(res, MpaParseError):
             if res.step > 4:
                 node.mpa_frame_rev = seg.payload[17]
@@ -2004,19 +2004,22 @@ class CmCore:
     def _upcall(self, event: IwEvent, node: CmNode, status: int) -> None:
         """``irdma_send_cm_event``."""
         pdata = b""
-        plen = 0
+        plen = past = 0
         ird = ord_ = 0
         if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY):
             plen = node.pdata_size & 0xFF if self.config.quirks.pdata_len_u8 \
                 else node.pdata_size
             pdata = node.pdata[:plen]
+            if node.mpa_frame_rev == 2 and self.config.quirks.v2_pdata_plus4:
+                # The last 4 bytes copied (irdma_parse_mpa) lie past the frame.
+                past = max(0, len(pdata) - max(0, node.pdata_size - 4))
             ird = node.ird_size
             ord_ = node.ord_size if event == IwEvent.CONNECT_REPLY else 0
         elif event == IwEvent.ESTABLISHED:
             ird, ord_ = node.ird_size, node.ord_size
         up = Upcall(event, node.conn, status, self._now_ns, node.loc_addr, node.loc_port,
                     node.rem_addr, node.rem_port, pdata, plen, ird, ord_,
-                    node.listener.ident if node.listener is not None else None)
+                    node.listener.ident if node.listener is not None else None, past)
         self._upcalls.append(up)
         if self.trace is not None:
             self._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,

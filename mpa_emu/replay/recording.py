@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
-from mpa_emu.capture import LINKTYPE_ETHERNET, read_intact
+from mpa_emu.capture import LINKTYPE_ETHERNET, CaptureRecord, read_intact
 from mpa_emu.checksums import Mode, Verdict, pseudo_header, repaired, tcp_verdict
 from mpa_emu.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
@@ -194,7 +194,8 @@ def _load(path: str | Path, ip: bytes, checksums: Mode) -> Recording:
             flow = flows[key] = Flow(key)
         flow.frames.append(frame)
     if not frames:
-        raise RecordingError(f"{path}: no TCP frames sent or received by {ip_text(ip)}")
+        raise RecordingError(f"{path}: no TCP frames sent or received by {ip_text(ip)} "
+                             f"(addresses in the capture: {_addresses(raws)})")
     frames.sort(key=lambda f: (f.time_ns, f.number))
     end_ns = max(frames[-1].time_ns, last_ns - t0)
     return Recording(str(path), ip, frames, flows, mac, vlan, neighbours, len(raws), ignored,
@@ -360,3 +361,26 @@ def describe_payload(payload: bytes) -> str:
                 text += "..."
         return text
     return f"data {payload[:16].hex()}{'...' if len(payload) > 16 else ''}"
+
+
+def _addresses(raws: Sequence[CaptureRecord]) -> str:
+    """The IP addresses of the capture's TCP frames, most frequent first (for the error
+    that names an address the capture does not hold)."""
+    counts: dict[bytes, int] = {}
+    for raw in raws:
+        try:
+            seg = codec.decode(raw.frame)
+        except codec.DecodeError as exc:
+            if exc.reason not in _CHECKSUM_FAILURES:
+                continue
+            try:  # a wrong checksum still names its addresses
+                seg = codec.decode(repaired(raw.frame))
+            except (codec.DecodeError, struct.error, IndexError):
+                continue
+        for addr in (seg.src_ip, seg.dst_ip):
+            counts[addr] = counts.get(addr, 0) + 1
+    if not counts:
+        return "none"
+    ranked = sorted(counts, key=lambda a: (-counts[a], a))
+    shown = ", ".join(ip_text(a) for a in ranked[:8])
+    return shown + (f" and {len(ranked) - 8} more" if len(ranked) > 8 else "")
