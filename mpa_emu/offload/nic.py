@@ -53,6 +53,10 @@ class NicQp(Protocol):
         """The received frame an abnormal AE reports (the kernel's ``q2`` buffer), for
         the Terminate it answers with."""
 
+    @property
+    def tcp_alive(self) -> bool:
+        """The QP's TCP connection can still send or answer (not CLOSED or TIME_WAIT)."""
+
     def send_lsmm(self, mpa_reply: bytes, now_ns: int) -> None:
         """Send the passive side's MPA reply as the QP's first message (LSMM)."""
 
@@ -110,7 +114,7 @@ class Nic:
 
     def track(self, key: FlowKey, qp: NicQp, *, node_alive: bool) -> None:
         """Note the QP's next deadline after it ran; a QP whose node is gone and whose
-        TCP has nothing left to do is released."""
+        TCP has nothing left to do and can no longer answer is released."""
         t = qp.get_timer()
         if t is not None:
             if self._due.get(key) != t:
@@ -119,12 +123,15 @@ class Nic:
                 heapq.heappush(self._heap, (t, self._seq, key))
         else:
             self._due.pop(key, None)
-            if not node_alive:
+            # A QP whose TCP can still answer (FIN_WAIT_2, or ERROR with the connection
+            # alive: RST) keeps its flow after the node is gone.
+            if not node_alive and not qp.tcp_alive:
                 self.release(key)
 
     def node_freed(self, key: FlowKey, qp: NicQp) -> None:
-        """The CM node of ``key`` was destroyed: its QP stays while its TCP runs."""
-        if qp.get_timer() is None:
+        """The CM node of ``key`` was destroyed: its QP stays while its TCP runs or can
+        still answer."""
+        if qp.get_timer() is None and not qp.tcp_alive:
             self.release(key)
 
     def release(self, key: FlowKey) -> None:
