@@ -26,6 +26,10 @@ the seeded generator's (replay takes each connection's ISN from the recording)."
 NodeKey = tuple[bytes, int, bytes, int, int]
 """(local address, local port, remote address, remote port, VLAN id)."""
 
+PortDest = tuple[bytes, bytes, int, int]
+"""(local address, remote address, remote port, VLAN id): the keys that compete for
+the ephemeral ports of one destination."""
+
 EPHEMERAL_FIRST = 49152
 EPHEMERAL_COUNT = 0x4000
 
@@ -83,8 +87,8 @@ class NodeTable:
     """Nodes by key, by connection id and by (local address, VLAN); listeners newest
     first; the counters for connection ids, listener ids and ephemeral ports."""
 
-    __slots__ = ("by_conn", "by_key", "by_local", "listener_ids", "listeners",
-                 "next_conn", "next_listener", "next_port")
+    __slots__ = ("by_conn", "by_key", "by_local", "eph_in_use", "listen_ports",
+                 "listener_ids", "listeners", "next_conn", "next_listener", "next_port")
 
     def __init__(self) -> None:
         self.by_key: dict[NodeKey, CmNode] = {}
@@ -96,6 +100,10 @@ class NodeTable:
         self.next_conn = 1
         self.next_listener = 1
         self.next_port = EPHEMERAL_FIRST
+        # Counts that let free_port refuse at once when every ephemeral port is taken:
+        # keys on an ephemeral local port per destination, listeners per port.
+        self.eph_in_use: dict[PortDest, int] = {}
+        self.listen_ports: dict[int, int] = {}
 
     # ---- nodes ---------------------------------------------------------------------
 
@@ -105,16 +113,32 @@ class NodeTable:
         self.next_conn += 1
         return conn
 
+    def _file(self, key: NodeKey, node: CmNode) -> None:
+        if key not in self.by_key and key[1] >= EPHEMERAL_FIRST:
+            dest = (key[0], key[2], key[3], key[4])
+            self.eph_in_use[dest] = self.eph_in_use.get(dest, 0) + 1
+        self.by_key[key] = node
+
+    def _unfile(self, key: NodeKey) -> None:
+        del self.by_key[key]
+        if key[1] >= EPHEMERAL_FIRST:
+            dest = (key[0], key[2], key[3], key[4])
+            left = self.eph_in_use[dest] - 1
+            if left:
+                self.eph_in_use[dest] = left
+            else:
+                del self.eph_in_use[dest]
+
     def add(self, node: CmNode) -> None:
         """File a new node under its key, its id and its (local address, VLAN)."""
-        self.by_key[node.key] = node
+        self._file(node.key, node)
         self.by_conn[node.conn] = node
         self.by_local.setdefault((node.loc_addr, node.vlan_id), {})[node.conn] = node
 
     def remove(self, node: CmNode) -> None:
         """Take a destroyed node out of every index."""
         if self.by_key.get(node.key) is node:
-            del self.by_key[node.key]
+            self._unfile(node.key)
         self.by_conn.pop(node.conn, None)
         self._unindex_local(node, node.vlan_id)
 
@@ -125,8 +149,9 @@ class NodeTable:
         old = node.vlan_id
         key = (node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
         if self.by_key.get(node.key) is node:
-            del self.by_key[node.key]
-        self.by_key.setdefault(key, node)
+            self._unfile(node.key)
+        if key not in self.by_key:
+            self._file(key, node)
         self._unindex_local(node, old)
         self.by_local.setdefault((node.loc_addr, vlan_id), {})[node.conn] = node
         node.vlan_id = vlan_id
@@ -142,12 +167,18 @@ class NodeTable:
     def free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                   vlan_id: int) -> tuple[int, int]:
         """An ephemeral port (49152..65535, in turn) free for this tuple and not a
-        listening port, and the counter after it."""
+        listening port, and the counter after it. When every port is taken the refusal
+        is immediate: the counts say so without a scan."""
+        taken = self.eph_in_use.get((local_ip, remote_ip, remote_port, vlan_id), 0)
+        listening = self.listen_ports
+        if taken >= EPHEMERAL_COUNT:
+            raise CmError(errno.EADDRINUSE, "no free local port")
+        by_key = self.by_key
         port = self.next_port
         for _ in range(EPHEMERAL_COUNT):
-            nxt = EPHEMERAL_FIRST + (port - EPHEMERAL_FIRST + 1) % EPHEMERAL_COUNT
-            if (local_ip, port, remote_ip, remote_port, vlan_id) not in self.by_key \
-                    and not any(lst.loc_port == port for lst in self.listeners):
+            nxt = port + 1 if port < EPHEMERAL_FIRST + EPHEMERAL_COUNT - 1 else EPHEMERAL_FIRST
+            if (local_ip, port, remote_ip, remote_port, vlan_id) not in by_key \
+                    and port not in listening:
                 return port, nxt
             port = nxt
         raise CmError(errno.EADDRINUSE, "no free local port")
@@ -158,6 +189,7 @@ class NodeTable:
         """``list_add(&listener->list, &cm_core->listen_list)``: at the head."""
         self.listeners.insert(0, lst)
         self.listener_ids[lst.ident] = lst
+        self.listen_ports[lst.loc_port] = self.listen_ports.get(lst.loc_port, 0) + 1
 
     def make_listen_node(self, found: Listener | None, addr: bytes, port: int, ipv4: bool,
                          vlan_id: int, backlog: int, wildcard: bool, tos: int,
@@ -194,6 +226,11 @@ class NodeTable:
         """Unlink a listener whose last reference went."""
         if lst in self.listeners:
             self.listeners.remove(lst)
+            left = self.listen_ports[lst.loc_port] - 1
+            if left:
+                self.listen_ports[lst.loc_port] = left
+            else:
+                del self.listen_ports[lst.loc_port]
         self.listener_ids.pop(lst.ident, None)
 
     def find_listener(self, addr: bytes, ipv4: bool, port: int, vlan_id: int,
