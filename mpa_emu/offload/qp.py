@@ -152,6 +152,24 @@ class ReceivedMessage:
     time_ns: int
 
 
+# Expected MSN and message offset per untagged queue before any message: shared tuples,
+# replaced on the first message, so that a QP that never receives one costs nothing.
+_FIRST_MSNS = (1, 1, 1)
+_FIRST_MOS = (0, 0, 0)
+
+
+def _replace_at(values: tuple[int, int, int], index: int, value: int) -> tuple[int, int, int]:
+    if index == 0:
+        return (value, values[1], values[2])
+    if index == 1:
+        return (values[0], value, values[2])
+    return (values[0], values[1], value)
+
+
+RECEIVED_KEPT = 8
+"""How many of the last received FPDUs a QP keeps for inspection."""
+
+
 class QpError(ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
@@ -166,11 +184,11 @@ class OffloadedQp:
 
     __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
                  "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
-                 "_read_responses", "_recv_mo", "_recv_msn", "_retries", "_rexmit_at",
-                 "_rto_ns", "_rtr_sent", "_rx_buffer", "_rx_halted", "_send_msn",
-                 "_term_sent", "_unacked", "ae_frame", "ae_iwarp_state", "ae_tcp_state",
-                 "init", "iwarp_state", "iwqp", "rcv_nxt", "received", "retransmissions",
-                 "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
+                 "_read_responses", "_received", "_recv_mo", "_recv_msn", "_retries",
+                 "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer", "_rx_halted",
+                 "_send_msn", "_term_sent", "_unacked", "ae_frame", "ae_iwarp_state",
+                 "ae_tcp_state", "init", "iwarp_state", "iwqp", "rcv_nxt", "received_count",
+                 "retransmissions", "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
@@ -190,7 +208,9 @@ class OffloadedQp:
         self.ae_frame: bytes | None = None
         # The driver's copies of this QP's states (struct irdma_qp).
         self.iwqp = IwQp()
-        self.received: list[ReceivedMessage] = []
+        self._received: tuple[ReceivedMessage, ...] = ()
+        self.received_count = 0
+        """FPDUs taken off the stream so far (:attr:`received` keeps the last few)."""
         self.retransmissions = 0
         self._hold_tx = False
         self._first_pdu_seen = False
@@ -208,14 +228,21 @@ class OffloadedQp:
         self._send_msn = 0
         # Next expected MSN and message offset per untagged queue (RFC 5041 section 5.1:
         # the first message on a queue has MSN 1).
-        self._recv_msn = [1, 1, 1]
-        self._recv_mo = [0, 0, 0]
+        self._recv_msn = _FIRST_MSNS
+        self._recv_mo = _FIRST_MOS
         self._read_pending = False
         self._read_responses = 0
         self._term_sent = False
         self._rx_halted = False
         self._rtr_sent = False
         self._lsmm_sent = False
+
+    @property
+    def received(self) -> list[ReceivedMessage]:
+        """The last :data:`RECEIVED_KEPT` FPDUs taken off the stream, oldest first (a
+        long-lived connection does not keep every message it ever got; the count is
+        :attr:`received_count`)."""
+        return list(self._received)
 
     # ---- the contract ----------------------------------------------------------------
 
@@ -602,7 +629,9 @@ class OffloadedQp:
             if not buffer:
                 buffer = self._rx_buffer = None
             crc_ok = fpdu.crc_ok or not self.init.crc
-            self.received.append(ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
+            self.received_count += 1
+            self._received = (*self._received[1 - RECEIVED_KEPT:],
+                              ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
             if self._rx_halted or self.iwarp_state not in (IwarpState.RTS,
                                                            IwarpState.CLOSING):
                 continue  # TERMINATE or ERROR: acknowledged, not placed
@@ -667,10 +696,10 @@ class OffloadedQp:
         if qn != ddp.QN_SEND and not last:
             return Ae.DDP_NO_L_BIT  # Read Requests and Terminates are single segments
         if last:
-            self._recv_msn[qn] = (msn + 1) % _SEQ_MOD
-            self._recv_mo[qn] = 0
+            self._recv_msn = _replace_at(self._recv_msn, qn, (msn + 1) % _SEQ_MOD)
+            self._recv_mo = _replace_at(self._recv_mo, qn, 0)
         else:
-            self._recv_mo[qn] = (mo + len(body)) % _SEQ_MOD
+            self._recv_mo = _replace_at(self._recv_mo, qn, (mo + len(body)) % _SEQ_MOD)
         if qn == ddp.QN_TERMINATE:
             return Ae.LLP_TERMINATE_RECEIVED
         if qn == ddp.QN_READ_REQUEST:

@@ -381,3 +381,27 @@ def test_qp_in_error_with_tcp_alive_answers_with_a_reset() -> None:
     assert qp.next_ae() is None and qp.tcp_state == TcpState.CLOSED
     qp.receive(from_peer(qp, P_RCV, P_SEQ + 7, payload=rtr_read_fpdu()), 2)
     assert qp.frames_to_send() == []
+
+
+def test_a_long_lived_qp_keeps_the_count_and_only_the_last_messages() -> None:
+    from mpa_emu.offload.qp import RECEIVED_KEPT
+
+    qp = OffloadedQp(qp_init(active=False, crc=False))
+    qp.send_lsmm(REPLY, 0)
+    qp.frames_to_send()
+    seq = P_RCV
+    rtr = rtr_read_fpdu()
+    qp.receive(from_peer(qp, seq, P_SEQ + len(REPLY), payload=rtr), 1000)
+    seq += len(rtr)
+    sends = []
+    for msn in range(1, 20):
+        # RFC 5041 section 4.3 untagged header: L=1, DV=01; RV=01, opcode Send (3);
+        # QN 0, MSN counting from 1, MO 0; then four bytes of message.
+        ulpdu = bytes([0x41, 0x43]) + struct.pack("!IIII", 0, 0, msn, 0) + b"m%03d" % msn
+        sends.append(ulpdu)
+        fpdu = mpa.frame_fpdu(ulpdu)
+        qp.receive(from_peer(qp, seq, P_SEQ + len(REPLY), payload=fpdu), 2000 + msn)
+        seq += len(fpdu)
+    assert qp.next_ae() is Ae.RTS and qp.next_ae() is None  # every Send was taken
+    assert qp.received_count == 20
+    assert [m.ulpdu for m in qp.received] == sends[-RECEIVED_KEPT:]
