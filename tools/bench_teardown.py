@@ -4,9 +4,11 @@ table (``irdma_if_notify(ifup=false)`` -> ``irdma_cm_teardown_connections``).
 
 The host "bob" has a wildcard listener and two addresses. On the target address it holds
 ``--matches`` offloaded connections to a peer "alice" (real handshakes, RTR, ESTABLISHED);
-the rest of its table, up to ``--sizes`` nodes in all, are half-open passive nodes on the
-background address (one SYN each; ``--background offloaded`` makes them full connections
-instead, which is slower to build). Then the target address is removed and the wall time
+the rest of its table, up to ``--sizes`` nodes in all, are offloaded connections from
+alice to the background address as well (60,000 local ports per alice address), so the
+table holds what a busy host holds: nodes with their QPs. ``--background half-open`` makes
+them half-open passive nodes instead (one SYN each, quicker to build but lighter than a
+real table). Then the target address is removed and the wall time
 of ``CmCore.remove_address`` is measured: the if_notify qhash walk, the selection and the
 per-node QP error transition that puts a RST on the wire.
 
@@ -79,12 +81,16 @@ def build(size: int, matches: int, background: str) -> tuple[CmCore, CmCore, int
     bob.create_listen(None, PORT, backlog=1 << 30)
     now = 0
     for index in range(size - matches):
+        src = _spread(index)
         if background == "offloaded":
-            alice.connect(ALICE_IP, BACKGROUND_IP, PORT, now_ns=now)
+            if index % 60000 == 0:
+                alice.add_address(src)
+                bob.set_neighbour(src, ALICE_MAC)
+            alice.connect(src, BACKGROUND_IP, PORT, local_port=1024 + index % 60000,
+                          now_ns=now)
             pump(alice, bob, now)
             continue
         # A half-open passive node: one SYN from a distinct source address/port.
-        src = _spread(index)
         if index % 60000 == 0:
             bob.set_neighbour(src, ALICE_MAC)
         sport = 1024 + index % 60000
@@ -98,7 +104,7 @@ def build(size: int, matches: int, background: str) -> tuple[CmCore, CmCore, int
 
 
 def _spread(index: int) -> bytes:
-    """Source addresses for the background SYNs: 60,000 ports per address."""
+    """Source addresses of the background nodes: 60,000 ports per address."""
     return bytes([10, 2, (index // 60000) & 0xFF, 1])
 
 
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=9,
                         help="removals per size (the first one counts function calls)")
     parser.add_argument("--background", choices=("half-open", "offloaded"),
-                        default="half-open", help="what the rest of the table is made of")
+                        default="offloaded", help="what the rest of the table is made of")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if any(s <= args.matches for s in sizes):

@@ -5,8 +5,19 @@ and the wire its own ``random.Random`` (the faults). The loop delivers due frame
 due scheduled calls, fires due core timers, and after every step drains each core's
 outbox and upcall queue; when nothing is due the clock jumps to the next deadline.
 
-Data flows one way: core -> ``Transmit`` -> :func:`mpa_emu.codec.encode` -> wire bytes
-(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames
+Data flows one way: core -> ``Transmit`` -> wire -> receiving core. When a frame is
+turned into bytes and back:
+
+* :func:`mpa_emu.codec.encode` runs once per frame, and only when something needs the
+  bytes: the capture is on, the wire has drop rules or faults (they act on bytes), or
+  :func:`mpa_emu.codec.round_trips` cannot promise that the bytes decode to the same
+  segment. With capture off on a perfect wire the receiver gets the sender's segment.
+* :func:`mpa_emu.codec.decode` runs only where the segment behind the bytes is not
+  known: bytes that went through the wire's rules and faults, segments that may not
+  round-trip, and injected bytes (decoded when injected). On a perfect wire a captured
+  frame is encoded once and never decoded: the receiver gets the segment it came from.
+
+Loopback frames
 (``irdma_ipv4_is_lpb``/``irdma_ipv6_is_lpb``, ``do_lpb`` in ``irdma_make_cm_node``)
 never reach the wire: the core hands them to its own peer node, and the network only
 captures them, when asked, on a separate ``<host>/lo`` interface.
