@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.time_budget is not None and not (math.isfinite(args.time_budget)
                                              and args.time_budget > 0):
         raise CliError(f"--time-budget must be more than 0 seconds, got {args.time_budget:g}")
+    if args.accept and args.live is None:
+        raise CliError("--accept goes with --live IP:PORT (the peer and our port)")
     if args.live is not None:
         from mpa_emu.campaign.live_cli import run_live
 
