@@ -230,7 +230,8 @@ def bench_p3(rounds: int, connections: int) -> list[str]:
             f"   target <= 1024: {verdict(statistics.median(per_endpoint) <= 1024)}"]
 
 
-def bench_p6(sizes: list[int], tmp: Path) -> list[str]:
+def bench_p6(sizes: list[int], tmp: Path, flood: bool = False,
+             only: set[str] | None = None) -> list[str]:
     lines = []
     peaks: dict[str, list[int]] = {}
     for frames in sizes:
@@ -242,11 +243,21 @@ def bench_p6(sizes: list[int], tmp: Path) -> list[str]:
             "diagram": mpa_emu("diagram", str(path), "-o", str(tmp / "p6.svg")),
             "judge": mpa_emu("judge", str(path)),
         }
+        if only:
+            commands = {k: v for k, v in commands.items() if k in only}
+        if flood:
+            # A SYN flood: one connection per frame, none ever completed.
+            flood_path = tmp / f"p6_flood_{frames}.pcapng"
+            bench_replay.build_syn_flood(flood_path, frames)
+            commands["replay-flood"] = mpa_emu("replay", str(flood_path), "--emulate",
+                                               bench_replay.SERVER)
         for name, argv in commands.items():
             _cpu, rss, rc = run_child(argv)
             peaks.setdefault(name, []).append(rss)
             lines.append(f"P6 {name:8} {made:>9} frames: peak {rss / 2**20:7.0f} MB (exit {rc})")
         path.unlink()
+        if flood:
+            (tmp / f"p6_flood_{frames}.pcapng").unlink()
     for name, values in peaks.items():
         grows = values[-1] / values[0] if values[0] else float("inf")
         ok = max(values) <= 300 * 2**20 and grows <= 1.5
@@ -261,6 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a sanity pass")
     ap.add_argument("--only", default="p1,p2,p3,p6", help="comma-separated subset")
+    ap.add_argument("--flood", action="store_true",
+                    help="P6 also replays a SYN flood of as many SYNs as frames")
+    ap.add_argument("--p6-sizes", default="",
+                    help="P6 capture sizes in frames, comma-separated (default 10^5,10^6; "
+                    "10^4,10^5 with --quick)")
+    ap.add_argument("--commands", default="",
+                    help="P6 commands to measure, comma-separated (default all)")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5, "
                     "3 with --quick)")
     args = ap.parse_args(argv)
@@ -279,8 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     if "p3" in wanted:
         jobs.append(lambda _t: bench_p3(rounds, 10_000 if args.quick else 100_000))
     if "p6" in wanted:
-        jobs.append(lambda t: bench_p6([10_000, 100_000] if args.quick
-                                       else [100_000, 1_000_000], t))
+        sizes = ([int(float(x)) for x in args.p6_sizes.split(",")] if args.p6_sizes
+                 else [10_000, 100_000] if args.quick else [100_000, 1_000_000])
+        only = {c.strip() for c in args.commands.split(",") if c.strip()}
+        jobs.append(lambda t: bench_p6(sizes, t, args.flood, only))
     with tempfile.TemporaryDirectory(prefix="mpa_bench") as tmp:
         for job in jobs:
             lines = job(Path(tmp))
