@@ -1,7 +1,7 @@
 """Replay as a stream: memory that does not grow with the capture, and captures read from
 standard input.
 
-The long captures are copies of the golden accept conversation (13 frames: handshake,
+The long captures are copies of the golden accept conversation (handshake,
 MPA v2 request and reply, RTR, graceful close), each with its own client address, port
 and ISNs, a few connections open at a time. What the replay must say is known from the
 construction: every frame the server sent matches.
@@ -101,7 +101,7 @@ def test_replay_reads_a_capture_from_stdin(tmp_path: Path) -> None:
     assert proc.stdout.decode().startswith(f"MATCH: {n}/{n} frames of 192.168.20.2 matched")
     data = json.loads(out.read_text())
     assert data["capture"] == "-"
-    assert data["frames"] == 13 * 40
+    assert data["frames"] == len(_template()) * 40
     assert data["compared"] == data["matched"] == n
     # One accept per connection, as the recorded server answered every request.
     assert [a["verb"] for a in data["actions"]].count("accept") == 40
