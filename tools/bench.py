@@ -270,7 +270,8 @@ def bench_p6(sizes: list[int], tmp: Path, flood: bool = False,
         for name, argv in commands.items():
             _cpu, rss, rc = run_child(argv)
             peaks.setdefault(name, []).append(rss)
-            lines.append(f"P6 {name:8} {made:>9} frames: peak {rss / 2**20:7.0f} MB (exit {rc})")
+            size = f"{frames:>9} SYNs" if name == "replay-flood" else f"{made:>9} frames"
+            lines.append(f"P6 {name:8} {size}: peak {rss / 2**20:7.0f} MB (exit {rc})")
         path.unlink()
         if flood:
             (tmp / f"p6_flood_{frames}.pcapng").unlink()
