@@ -225,10 +225,9 @@ def park_capture(path: str | Path, ports: Collection[int] = (),
     lanes: dict[str, int] = {}
     parked = tempfile.TemporaryFile()  # noqa: SIM115 - closed by ParkedLadder.close
     try:
-        pickler = pickle.Pickler(parked, protocol=pickle.HIGHEST_PROTOCOL)
         for row in capture_rows(path, lanes, ports, checksums):
-            pickler.dump(row)
-            pickler.clear_memo()
+            pickle.dump((row.time_ns, row.source, row.target, row.label, row.detail,
+                         row.lost, row.frame), parked, protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:
         parked.close()
         raise
@@ -236,14 +235,14 @@ def park_capture(path: str | Path, ports: Collection[int] = (),
 
 
 def _unparked(parked: IO[bytes]) -> Iterator[Row]:
-    unpickler = pickle.Unpickler(parked)
+    # One pickle per row, each read by its own unpickler: a long-lived one would keep
+    # every row it read in its memo.
     while True:
         try:
-            row = unpickler.load()
+            fields = pickle.load(parked)
         except EOFError:
             return
-        assert isinstance(row, Row)
-        yield row
+        yield Row(*fields)
 
 
 def _checksum_marks(verdict: Verdict, ip_ok: bool, mode: Mode) -> list[str]:
