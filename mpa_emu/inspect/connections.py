@@ -29,7 +29,6 @@ from mpa_emu.inspect.report import CaptureReport, ConnectionReport, Direction
 from mpa_emu.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
 from mpa_emu.segment import ACK, FIN, RST, SYN
 
-
 LINGER_FRAMES = 10_000
 """A closed connection (an RST seen, or both FINs seen and each acknowledged by the other
 side) is finished once this many further frames of the capture have been read without
@@ -46,8 +45,18 @@ until the end of an endless capture."""
 class _Conn:
     """Frames of one connection while the capture is read."""
 
-    __slots__ = ("client", "server", "vlan", "index", "frames", "closed", "key",
-                 "last_seen", "fin_ends", "fins_acked")
+    __slots__ = (
+        "client",
+        "closed",
+        "fin_ends",
+        "fins_acked",
+        "frames",
+        "index",
+        "key",
+        "last_seen",
+        "server",
+        "vlan",
+    )
 
     def __init__(self, index: int, first: TcpFrame, key: tuple[Any, ...]) -> None:
         from_client = not (first.flags & SYN and first.flags & ACK)

@@ -50,8 +50,8 @@ class RawFrame:
 def read_frames(path: str | Path) -> Iterator[RawFrame]:
     """Frames of a pcap or pcapng file, read by :func:`mpa_emu.capture.read_capture`.
 
-    ``-`` reads standard input. Raises :class:`InspectError` for an unreadable file, or when the file turns out
-    damaged part-way (the frames before the damage have been yielded).
+    ``-`` reads standard input. Raises :class:`InspectError` for an unreadable file, or
+    when the file turns out damaged part-way (the frames before the damage have been yielded).
     """
     number = 0
     source = sys.stdin.buffer if str(path) == "-" else path
