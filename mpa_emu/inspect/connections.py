@@ -141,9 +141,11 @@ def stream_capture(path: str | Path, report: CaptureReport,
 
 
 def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
-                       checksums: Mode = Mode.OFFLOAD) -> Iterator[ConnectionReport]:
+                       checksums: Mode = Mode.OFFLOAD, *, linger: int = LINGER_FRAMES,
+                       idle: int = IDLE_FRAMES) -> Iterator[ConnectionReport]:
     """Analyse frames as they are read, yielding each connection's report as soon as the
-    connection is finished (see :data:`LINGER_FRAMES` and :data:`IDLE_FRAMES`; every
+    connection is finished (after ``linger`` frames once closed, ``idle`` frames when
+    silent: see :data:`LINGER_FRAMES` and :data:`IDLE_FRAMES`; every
     connection still held is finished at the end). Reports come in the order connections
     finish; their ``index`` numbers them by first frame. ``report`` collects the frame
     counts and the frame-level problems; its ``connections`` are left alone.
@@ -178,7 +180,7 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
                 conn.add(decoded)
                 conn.last_seen = report.frames
                 (closed if conn.closed else open_)[conn.index] = conn
-        for held, limit in ((closed, LINGER_FRAMES), (open_, IDLE_FRAMES)):
+        for held, limit in ((closed, linger), (open_, idle)):
             while held:
                 oldest = next(iter(held.values()))
                 if report.frames - oldest.last_seen < limit:
