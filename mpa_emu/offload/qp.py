@@ -1,14 +1,15 @@
 """The NIC after OFFLOADED: the hardware TCP engine and iWARP QP of one connection.
 
 Once the CM hands a connection to the hardware (``irdma_cm_init_tsa_conn`` +
-``irdma_init_tcp_ctx``, spec 5.6) the CM never touches its segments again (spec 2.1
-step 5). This module is what the NIC then does, kept deliberately modest:
+``irdma_init_tcp_ctx``) the CM never touches its segments again: the NIC's connection
+hash takes the flow before ``irdma_receive_ilq`` could see it. This module is what the
+NIC then does, kept deliberately modest:
 
 * **Continuity.** The QP starts from exactly the numbers in :class:`QpInit`:
   ``snd_nxt = snd_una = loc_seq_num`` and ``rcv_nxt`` of the CM node, the peer's window
   and scales, the MSS, the VLAN/PCP/TOS/TTL of the node.
 * **Stream mode first.** A passive QP sends the MPA reply as raw stream data (the LSMM,
-  ``irdma_sc_send_lsmm``, spec 4.7) and then waits for the first FPDU before it sends
+  ``irdma_sc_send_lsmm`` from ``irdma_accept``) and then waits for the first FPDU before it sends
   anything else (``WAITFORRCVPDU``): that FPDU, the peer's RTR, raises :attr:`Ae.RTS`.
   An active QP sends the RTR (``irdma_sc_send_rtt``) as one CRC-protected FPDU in its own
   segment and raises :attr:`Ae.RTS` when it has sent it.
@@ -36,14 +37,13 @@ step 5). This module is what the NIC then does, kept deliberately modest:
   allocated. Each error raises its AE with the offending frame (the q2 buffer); the
   driver answers with a Terminate (:mod:`mpa_emu.offload.terminate`).
 * **Zero-length RDMA Read.** A Read Request of size 0 (the read0 RTR of
-  ``irdma_sc_send_rtt``) is taken and only acknowledged. The sources say it should be
-  answered: RDMAP answers every Read Request with a Read Response (RFC 5040 section
-  5.2), RFC 6581 section 3 makes the read0 RTR an ordinary zero-length RDMA Read, siw
-  answers it with a zero-length Read Response, and the initiator's READ WQE
-  (``irdma_sc_send_rtt``, sink STag 0xabcd) completes only on that response. The
-  project's ``peer`` does answer it; this model does not yet, because the replay fixtures
-  and golden captures would gain a frame. The initiator's NIC accepts the zero-length
-  Read Response to 0xabcd while its RTR is outstanding.
+  ``irdma_sc_send_rtt``) is answered by a zero-length RDMA Read Response: tagged, last,
+  the request's sink STag and sink TO, CRC as negotiated (RFC 5040 section 4.4 and
+  5.3: every Read Request gets a Read Response; RFC 6581 section 3 makes the read0 RTR
+  an ordinary zero-length Read; siw's ``siw_init_rresp`` queues one for every inbound
+  Read Request, and the initiator's READ WQE, sink STag 0xabcd, completes only on it).
+  The response goes out with the ACK of the request. The initiator's NIC accepts the
+  zero-length Read Response to 0xabcd while its RTR is outstanding.
 * **Terminate** (``irdma_term_modify_qp``): ``modify_qp("terminate", term=...)`` puts
   the Terminate on the wire and raises :attr:`Ae.TERMINATE_SENT`;
   ``modify_qp("terminate", send_fin=True)`` sends the FIN. FPDUs arriving in TERMINATE
@@ -68,11 +68,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from mpa_emu import ddp, mpa
-from mpa_emu.cm.events import Transmit
 from mpa_emu.fastinit import fast_frozen_init
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 REXMIT_THRESH = 8
 """IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""
@@ -98,7 +97,7 @@ def _seq_le(a: int, b: int) -> bool:
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class QpInit:
-    """What ``irdma_init_tcp_ctx`` (spec 5.6) and ``irdma_cm_init_tsa_conn`` put into the
+    """What ``irdma_init_tcp_ctx`` and ``irdma_cm_init_tsa_conn`` put into the
     QP context: the hardware continues from exactly these numbers."""
 
     conn: int
@@ -167,11 +166,11 @@ class OffloadedQp:
 
     __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
                  "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
-                 "_recv_mo", "_recv_msn", "_retries", "_rexmit_at", "_rto_ns",
-                 "_rtr_sent", "_rx_buffer", "_rx_halted", "_send_msn", "_term_sent", "_unacked",
-                 "ae_frame", "ae_iwarp_state", "ae_tcp_state", "init", "iwarp_state",
-                 "iwqp", "rcv_nxt", "received", "retransmissions", "snd_nxt", "snd_una",
-                 "snd_wnd", "tcp_state")
+                 "_read_responses", "_recv_mo", "_recv_msn", "_retries", "_rexmit_at",
+                 "_rto_ns", "_rtr_sent", "_rx_buffer", "_rx_halted", "_send_msn",
+                 "_term_sent", "_unacked", "ae_frame", "ae_iwarp_state", "ae_tcp_state",
+                 "init", "iwarp_state", "iwqp", "rcv_nxt", "received", "retransmissions",
+                 "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
@@ -212,6 +211,7 @@ class OffloadedQp:
         self._recv_msn = [1, 1, 1]
         self._recv_mo = [0, 0, 0]
         self._read_pending = False
+        self._read_responses = 0
         self._term_sent = False
         self._rx_halted = False
         self._rtr_sent = False
@@ -223,7 +223,8 @@ class OffloadedQp:
         """Passive accept: send the MPA reply as stream data (``irdma_sc_send_lsmm``).
 
         It goes out at once in its own segment with ``seq = loc_seq_num`` and
-        ``ack = rcv_nxt`` of the CM node (spec 4.7), ahead of anything else.
+        ``ack = rcv_nxt`` of the CM node (``irdma_accept`` hands the reply to the QP),
+        ahead of anything else.
         """
         if self.init.active or self._lsmm_sent:
             raise QpError("the LSMM is sent once, by a passive QP")
@@ -237,7 +238,8 @@ class OffloadedQp:
         """Active side: send the RTR (``irdma_sc_send_rtt``) as one FPDU with CRC.
 
         A zero-length RDMA READ (sink STag 0xabcd, source STag 0x1234, TO 0) or a
-        zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (spec 4.4).
+        zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (``irdma_sc_send_rtt``,
+        RFC 6581 section 5).
         """
         if not self.init.active or self._rtr_sent:
             raise QpError("the RTR is sent once, by an active QP")
@@ -302,6 +304,13 @@ class OffloadedQp:
             else:
                 self._rx_buffer += frame.payload
             self._take_fpdus(now_ns)
+            if self._read_responses:
+                # The Read Responses queued by this segment carry its ACK.
+                self._read_responses = 0
+                sent = self._outbox_len()
+                self._pump(now_ns)
+                if self._outbox_len() > sent and not frame.flags & FIN:
+                    return
         elif frame.payload:
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
         if frame.flags & FIN:
@@ -429,6 +438,14 @@ class OffloadedQp:
             self._pending = deque()
         self._pending.appendleft((payload, comment))
         self._pump(now_ns)
+
+    def _queue(self, payload: bytes, comment: str) -> None:
+        if self._pending is None:
+            self._pending = deque()
+        self._pending.append((payload, comment))
+
+    def _outbox_len(self) -> int:
+        return len(self._outbox) if self._outbox is not None else 0
 
     def _can_send_data(self) -> bool:
         return (self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
@@ -662,5 +679,11 @@ class OffloadedQp:
             request = ddp.ReadRequest.from_bytes(body)
             if request.size:
                 return Ae.AMP_UNALLOCATED_STAG  # the source STag was never allocated
-            # The read0 RTR: see the module docstring for the Read Response it should get.
+            # RFC 5040 section 5.3: the Responder answers every RDMA Read Request with a
+            # Read Response; the read0 RTR of irdma_sc_send_rtt (RFC 6581 section 3) is
+            # one, and the initiator's READ WQE completes only on it.
+            self._queue(self._fpdu(ddp.read_response(b"", request.sink_stag,
+                                                     request.sink_to)),
+                        "hw qp: RDMA Read Response (zero-length, answers the read0 RTR)")
+            self._read_responses += 1
         return None

@@ -91,11 +91,13 @@ class ReplayReport:
 
     @property
     def first_divergence(self) -> str:
-        """The first divergence in one line ("" when there is none): in semantic mode
-        the first difference in outcome, else the first differing frame."""
-        if self.semantic is not None and self.semantic.first is not None:
-            return self.semantic.first.text
+        """The first divergence in one line ("" when there is none): the first difference
+        in outcome (semantic mode) or the first differing frame, whichever comes first, as
+        the verdict line names it."""
+        sem = self.semantic.first if self.semantic is not None else None
         d = self.first
+        if sem is not None and (d is None or sem.frame <= d.frame):
+            return sem.text
         if d is None:
             return ""
         names = ", ".join(f.name for f in d.fields)

@@ -25,9 +25,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from mpa_emu import mpa
+from mpa_emu import ddp, mpa
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
+from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay.engine import MASK32, RunResult
 from mpa_emu.replay.recording import FlowKey, Recording, mpa_kind
 from mpa_emu.segment import FIN, RST, Segment
@@ -154,6 +155,33 @@ def _is_terminate(fpdu: mpa.Fpdu) -> bool:
     return len(fpdu.ulpdu) >= 2 and fpdu.ulpdu[1] & 0x0F == RDMAP_TERMINATE
 
 
+_TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "MPA"}
+_MPA_TERM_CODES = {MPA_CRC: "CRC error"}
+"""MPA-layer error codes named in the report (irdma type.h, as the NIC model sends)."""
+
+
+def terminate_words(ulpdu: bytes) -> str:
+    """``Terminate (layer, etype, code)`` of a Terminate DDP segment, decoded from its
+    control word (RFC 5040 section 4.8); a segment too short to hold one is named so."""
+    try:
+        seg = ddp.parse_segment(ulpdu)
+    except ddp.DdpFormatError:
+        return "Terminate (unreadable)"
+    t = seg.terminate
+    if t is None:
+        return "Terminate (unreadable)"
+    layer = _TERM_LAYERS.get(t.layer, f"layer {t.layer}")
+    code = (_MPA_TERM_CODES.get(t.error_code) if t.layer == 2 else None) \
+        or f"code 0x{t.error_code:02x}"
+    return f"Terminate ({layer} layer, etype {t.etype}, {code})"
+
+
+def _terminates(conv: Conversation, at: int) -> list[tuple[int, str]]:
+    """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``."""
+    mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
+    return [(n, terminate_words(f.ulpdu)) for n, f in mine if _is_terminate(f)]
+
+
 def _mpa_frames(conv: Conversation) -> tuple[list[MpaSent], list[MpaSent]]:
     """The MPA frames the host and the peer sent (resends, same seq, counted once)."""
     host: list[MpaSent] = []
@@ -221,7 +249,7 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
                & mpa.FLAG_CRC)
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
     theirs = _fpdus(conv, False, at, _mpa_end(conv, False, at))
-    story.nic += [(n, "Terminate") for n, f in mine if _is_terminate(f)]
+    story.nic += _terminates(conv, at)
     bad = next(((n, f) for n, f in theirs if crc and not f.crc_ok), None)
     if bad is not None:
         story.nic.append((bad[0], CRC_ERROR_AE))
@@ -265,6 +293,11 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
             story.established = number
     story.nic = sorted((ev.after_frame, ev.ae) for ev in run.nic_events
                        if ev.flow == key and ev.ae == CRC_ERROR_AE)
+    if story.offloaded:
+        # The NIC's own Terminates (irdma_bld_terminate_hdr after an AE), read from
+        # what the node sent, as the recorded host's are.
+        story.nic = sorted(story.nic + _terminates(conv, story.answer_frame
+                                                   or story.offloaded))
     return story
 
 
@@ -311,7 +344,8 @@ def judge(rec: Recording, run: RunResult, config: CmConfig) -> SemanticVerdict:
         conv = [(f.number, f.outbound, f.seg) for f in flow.frames]
         r = recorded[key] = recorded_story(conv, flow.active)
         e = emulated[key] = emulated_story(emulated_convs.get(key, []), flow.active, key, run)
-        out += _differences(key, r, e, who, run)
+        out += _differences(key, r, e, who, run, config, conv)
+        out += _not_mpa_differences(key, conv, flow.active, e, who, run)
     out.sort(key=lambda d: d.frame)
     return SemanticVerdict(recorded, emulated, out)
 
@@ -331,7 +365,44 @@ def _rtr_words(b: mpa.RtrBlock) -> str:
             f"RTR {'|'.join(rtr) or 'none'}")
 
 
-def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int) -> str:
+def _rtr_causes(a: MpaSent, r: MpaSent, config: CmConfig) -> list[str]:
+    """Why irdma's RFC 6581 block differs from the recorded one, in kernel terms."""
+    assert a.rtr is not None and r.rtr is not None
+    ours, theirs = a.rtr, r.rtr
+    out: list[str] = []
+    if (ours.ird, ours.ord) != (theirs.ird, theirs.ord):
+        if a.kind == "request":
+            # irdma_connect -> irdma_create_cm_node -> irdma_record_ird_ord: the ULP's
+            # values, clamped; replay passes the recorded request's IRD/ORD to connect.
+            out.append("irdma_record_ird_ord takes the application's IRD/ORD from connect, "
+                       f"clamped to max_hw_ird {config.max_ird}/max_hw_ord "
+                       f"{config.max_ord}, ORD 0 raised to 1 for a READ0 RTR")
+        else:
+            # irdma_accept never reads conn_param->ird/ord: irdma_build_mpa_v2 writes the
+            # node's ird_size (max_hw_ird for a passive node, irdma_make_cm_node) and the
+            # ord_size irdma_negotiate_mpa_v2_ird_ord lowered to the request's IRD.
+            out.append("irdma_accept ignores the application's IRD/ORD: the reply carries "
+                       f"the node's ird_size (max_hw_ird {config.max_ird}, or 1 for a READ0 "
+                       "request with ORD 0) and its ord_size lowered to the request's IRD "
+                       "by irdma_negotiate_mpa_v2_ird_ord")
+    rtr_ours = (ours.write0, ours.read0, ours.zero_len_send)
+    if rtr_ours != (theirs.write0, theirs.read0, theirs.zero_len_send):
+        if a.kind == "request":
+            # irdma_build_mpa_v2, MPA_KEY_REQUEST: ctrl_ord |= RDMA0_WRITE | RDMA0_READ,
+            # whatever the ULP asked; iw_cm passes no RTR choice to irdma_connect.
+            out.append("irdma_build_mpa_v2 offers WRITE0|READ0 in every request; the "
+                       "application cannot narrow the offer")
+        else:
+            # irdma_negotiate_mpa_v2_ird_ord: READ0 if offered, else WRITE0.
+            out.append("irdma_negotiate_mpa_v2_ird_ord picks READ0 whenever the request "
+                       "offers it, else WRITE0")
+    if ours.peer_to_peer != theirs.peer_to_peer:
+        out.append("irdma_build_mpa_v2 always sets P2P")
+    return out
+
+
+def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
+                    config: CmConfig, crc_term: str = "") -> str:
     """What differs between the emulated node's MPA frame ``a`` and the recorded ``r``."""
     verb = {"request": "sends an MPA request", "reply": "accepts",
             "reject": "rejects"}[a.kind]
@@ -347,20 +418,27 @@ def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int)
         if a.flags & bit == r.flags & bit or (bit == mpa.FLAG_REJECT and a.kind != r.kind):
             continue
         if bit == mpa.FLAG_CRC and a.flags & bit:
-            text = (f"{who} always sets C (irdma_build_mpa_v1/v2); the recorded {role} "
+            why = ("always sets C (irdma_build_mpa_v1/v2)" if who == "irdma"
+                   else "sets C (the profile keeps irdma_build_mpa_v1's flags)")
+            text = (f"{who} {why}; the recorded {role} "
                     "sent C=0")
             if crc_error:
                 text += (f"; frame {crc_error}: the peer sends FPDUs without a valid CRC: "
                          "the NIC raises MPA CRC error here "
                          f"({CRC_ERROR_AE}; RFC 5044 section 7.1: CRC is used when "
                          "either side sets C)")
+                if crc_term:
+                    text += f" and the NIC sends a {crc_term}"
             parts.append(text)
         else:
             parts.append(f"{who} sends {name}={int(bool(a.flags & bit))}; the recorded "
                          f"{role} sent {name}={int(bool(r.flags & bit))}")
     if a.rev == r.rev and a.rtr is not None and r.rtr is not None and a.rtr != r.rtr:
-        parts.append(f"{who} sends {_rtr_words(a.rtr)}; the recorded {role} sent "
-                     f"{_rtr_words(r.rtr)}")
+        text = (f"{who} sends {_rtr_words(a.rtr)}; the recorded {role} sent "
+                f"{_rtr_words(r.rtr)}")
+        if who == "irdma":
+            text += "".join(f" ({c})" for c in _rtr_causes(a, r, config))
+        parts.append(text)
     if a.private_data != r.private_data:
         if len(a.private_data) != len(r.private_data):
             parts.append(f"{who} sends {len(a.private_data)} bytes of private data; the "
@@ -388,6 +466,13 @@ def _stuck(key: FlowKey, run: RunResult) -> str:
         if inj.skipped:
             drops[inj.skipped] = drops.get(inj.skipped, 0) + 1
     text = f"its node ended in {state}"
+    refused = next(((inj.frame.number, str(rec.fields.get("reason", "")))
+                    for inj in run.injections if inj.frame.flow == key
+                    for rec in inj.records
+                    if rec.kind == "segment_dropped" and rec.fn == "irdma_parse_mpa"), None)
+    if refused is not None:
+        # irdma_handle_rcv_mpa: a frame irdma_parse_mpa fails ends the connection.
+        text += f"; irdma_parse_mpa refused frame {refused[0]} ({refused[1]})"
     if drops:
         top = max(drops.items(), key=lambda it: it[1])
         text += f"; {top[1]} of the peer's frames were {_dropped_words(top[0])}"
@@ -398,8 +483,8 @@ def _dropped_words(why: str) -> str:
     return why if why.startswith("dropped") else f"dropped by {why}"
 
 
-def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult
-                 ) -> list[SemanticDivergence]:
+def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
+                 config: CmConfig, conv: Conversation) -> list[SemanticDivergence]:
     out: list[SemanticDivergence] = []
     role = r.role
 
@@ -408,19 +493,24 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult
 
     crc_error = next((n for n, ev in e.nic if ev == CRC_ERROR_AE
                       and (n, ev) not in r.nic), 0)
+    crc_term = next((ev for n, ev in e.nic if crc_error and n == crc_error
+                     and ev.startswith("Terminate")), "")
     for i in range(max(len(r.sent), len(e.sent))):
         rs = r.sent[i] if i < len(r.sent) else None
         es = e.sent[i] if i < len(e.sent) else None
         if rs is not None and es is not None:
-            text = _mpa_difference(es, rs, who, role, crc_error)
+            text = _mpa_difference(es, rs, who, role, crc_error, config, crc_term)
             if text:
                 add(rs.frame, "mpa", text)
         elif rs is not None:
             add(rs.frame, "mpa", f"the recorded {role} sent an MPA {rs.kind} "
                 f"{_mpa_words(rs)}; {who} sent none ({_stuck(key, run)})")
         elif es is not None:
+            plain = _not_mpa_payload(conv, r.role == "initiator")
+            what = (f"none: its first payload (frame {plain[0]}) is {_payload_words(plain[1])}"
+                    if plain is not None else "none")
             add(es.frame, "mpa", f"{who} sends an MPA {es.kind} {_mpa_words(es)}; the "
-                f"recorded {role} sent none")
+                f"recorded {role} sent {what}")
     for label, rv, emv, aspect in (("OFFLOADED", r.offloaded, e.offloaded, "offload"),
                                    ("ESTABLISHED", r.established, e.established,
                                     "established")):
@@ -440,17 +530,12 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult
         rn = r.upcalls[i] if i < len(r.upcalls) else None
         en = next((u for u in e.upcalls if i < len(e_up) and u[1] == e_up[i]), None)
         frame = (rn or en or (0, ""))[0]
+        why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
         add(frame, "upcall",
-            f"{who} tells the application {en[1] if en else 'nothing more'}; the recorded "
-            f"outcome is {rn[1] if rn else 'nothing more'}")
-    for n, ev in e.nic:
-        if (n, ev) not in r.nic and ev not in (x for _m, x in r.nic):
-            add(n, "nic", f"the NIC raises {ev} ({who}); the recording shows no such error")
-    for n, ev in r.nic:
-        if ev not in (x for _m, x in e.nic):
-            what = ("the recorded host sends a Terminate" if ev == "Terminate"
-                    else f"the recorded host's NIC would raise {ev}")
-            add(n, "nic", f"{what}; {who}'s NIC does not")
+            f"{who} tells the application {en[1] if en else 'nothing more'}{why}; the "
+            f"recorded outcome is {rn[1] if rn else 'nothing more'}")
+    out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
+            for n, text in _nic_differences(r, e, who)]
     if r.close is not None and (e.close is None or e.close[1:] != r.close[1:]):
         n, side, how = r.close
         whose = f"the recorded {role}" if side == "host" else "the peer"
@@ -462,3 +547,104 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult
         add(n, "close", f"{who if side == 'host' else 'the peer'} closes with a {how}; "
             "the recording shows no close")
     return out
+
+
+def _nic_differences(r: Story, e: Story, who: str) -> list[tuple[int, str]]:
+    """The NIC events (an MPA CRC error, a Terminate sent) one side has and the other has
+    not, both ways; a Terminate is compared with its layer, type and code."""
+    out: list[tuple[int, str]] = []
+    r_terms = [ev for _n, ev in r.nic if ev.startswith("Terminate")]
+    e_terms = [ev for _n, ev in e.nic if ev.startswith("Terminate")]
+    for n, ev in e.nic:
+        if ev.startswith("Terminate"):
+            if ev in r_terms:
+                continue
+            cause = next((f" after {x} (irdma_bld_terminate_hdr)" for m, x in e.nic
+                          if m <= n and x == CRC_ERROR_AE), "")
+            theirs = (f"the recorded {r.role} sent {r_terms[0]}" if r_terms
+                      else f"the recorded {r.role} sent none")
+            out.append((n, f"{who}'s NIC sends a {ev}{cause}; {theirs}"))
+        elif ev not in (x for _m, x in r.nic):
+            out.append((n, f"the NIC raises {ev} ({who}); the recording shows no such "
+                        "error"))
+    for n, ev in r.nic:
+        if ev.startswith("Terminate"):
+            if ev not in e_terms and not e_terms:
+                out.append((n, f"the recorded {r.role} sends a {ev}; {who}'s NIC sends "
+                            "none"))
+        elif ev not in (x for _m, x in e.nic):
+            out.append((n, f"the recorded host's NIC would raise {ev}; {who}'s NIC does "
+                        "not"))
+    return out
+
+
+def _not_mpa_payload(conv: Conversation, active: bool) -> tuple[int, bytes] | None:
+    """(frame, payload) of the initiator's first payload when it is not an MPA request
+    (a connection that never speaks MPA), else None."""
+    for n, out, seg in conv:
+        if seg.payload and out == active:
+            return None if mpa_kind(seg.payload) == "request" else (n, seg.payload)
+    return None
+
+
+def _payload_words(payload: bytes) -> str:
+    """``57 bytes, not MPA: "HELLO 31000: this conne..."`` (text shown when printable)."""
+    head = payload[:32]
+    text = ""
+    if all(32 <= b < 127 or b in (9, 10, 13) for b in head):
+        shown = head.decode("ascii").replace("\r", "").replace("\n", " ").rstrip()
+        text = f': "{shown}{"..." if len(payload) > len(head) else ""}"'
+    return f"{len(payload)} bytes, not MPA{text}"
+
+
+def _host_reaction(conv: Conversation, after: int) -> tuple[int, str, bool]:
+    """(frame, words, reset) of what the host did next after frame ``after``: data, a
+    RST or a FIN; (0, "sent nothing", False) when it did nothing."""
+    for n, out, seg in conv:
+        if n <= after or not out:
+            continue
+        if seg.flags & RST:
+            return n, f"reset the connection (frame {n})", True
+        if seg.payload:
+            return n, f"answered with {_payload_words(seg.payload)} (frame {n})", False
+        if seg.flags & FIN:
+            return n, f"closed it with a FIN (frame {n})", False
+    return 0, "sent nothing", False
+
+
+def _parse_failure(frame: int, run: RunResult) -> str:
+    """The reason irdma_parse_mpa gave for the injected ``frame``, or ""."""
+    for inj in run.injections:
+        if inj.frame.number == frame:
+            for rec in inj.records:
+                if rec.kind == "segment_dropped" and rec.fn == "irdma_parse_mpa":
+                    return str(rec.fields.get("reason", ""))
+    return ""
+
+
+def _not_mpa_differences(key: FlowKey, conv: Conversation, active: bool, e: Story,
+                         who: str, run: RunResult) -> list[SemanticDivergence]:
+    """A responder whose peer never spoke MPA: the first payload is not an MPA request.
+    irdma_handle_rcv_mpa -> irdma_parse_mpa fails it and irdma_passive_open_err answers
+    with a RST and no upcall (the application is never told); a host that answered in
+    plain text is a different kind of server."""
+    if active:
+        return []
+    plain = _not_mpa_payload(conv, active)
+    if plain is None:
+        return []
+    frame, payload = plain
+    reaction_frame, reaction, reset = _host_reaction(conv, frame)
+    if reset:
+        return []
+    reason = _parse_failure(frame, run)
+    if reason and e.close is not None and e.close[1:] == ("host", "RST"):
+        ours = (f"irdma_parse_mpa fails it ({reason}) and irdma_passive_open_err resets "
+                "the connection (RST, no upcall: the application never hears of it)")
+    else:
+        ours = f"{who} does not treat it as an MPA request ({_stuck(key, run)})"
+    at = reaction_frame or frame
+    return [SemanticDivergence(
+        at, key, "mpa",
+        f"frame {at}: the initiator's first payload (frame {frame}) is "
+        f"{_payload_words(payload)}; {ours}; the recorded responder {reaction}")]

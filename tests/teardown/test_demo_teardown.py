@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from mpa_emu.demo import STORIES, run_demo
-from mpa_emu.demo_teardown import SECOND_IP, TEARDOWN_PORT
+from mpa_emu.demo_teardown import SECOND_IP, TEARDOWN_PORT, address_removal
 
 STORY = "mpa_emu.demo_teardown:address_removal"
 
 
 def test_story_is_registered_in_the_demo() -> None:
-    assert STORY in STORIES
+    assert address_removal in STORIES
 
 
 def test_only_the_removed_address_is_reset() -> None:
@@ -61,4 +61,6 @@ def test_tshark_sees_resets_only_from_the_removed_address(tmp_path: Path) -> Non
          "--enable-heuristic", "iwarp_mpa_tcp", "-O", "iwarp_mpa", "-Y", "iwarp_mpa.fpdu"],
         capture_output=True, text=True, check=True).stdout
     verdicts = [line for line in crc.splitlines() if "CRC check" in line]
-    assert len(verdicts) == 4 and all("Good CRC32" in v for v in verdicts)
+    # Four RTRs (zero-length Read Requests) and the four zero-length Read Responses that
+    # answer them (RFC 5040 section 5.3).
+    assert len(verdicts) == 8 and all("Good CRC32" in v for v in verdicts)
