@@ -9,16 +9,22 @@ the kernel function and state change there) is shown under its arrow.
 
 from __future__ import annotations
 
+import io
+import pickle
+import shutil
 import struct
+import sys
+import tempfile
 import textwrap
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TextIO
 from xml.sax.saxutils import escape
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
-from mpa_emu.capture import read_intact
+from mpa_emu.capture import CaptureError, CaptureRecord, read_capture
 from mpa_emu.checksums import (
     OFFLOAD_NOTE,
     Mode,
@@ -30,7 +36,7 @@ from mpa_emu.checksums import (
     tcp_verdict,
 )
 from mpa_emu.inspect import LINK_ETHERNET, LINK_IPV4, LINK_IPV6, LINK_RAW, LINK_SLL, LINK_SLL2
-from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, segment_label
+from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, render_lines, segment_label
 from mpa_emu.mpa import FLAG_CRC
 from mpa_emu.segment import Segment
 
@@ -75,63 +81,168 @@ def from_capture(path: str | Path, ports: Collection[int] = (),
     at the end ("TX checksum offload: not verified"), while a really bad checksum is
     marked on its frame; ``strict`` marks both on the frame; ``off`` marks neither.
     FPDUs get a CRC verdict only on connections whose request or reply set C (RFC 5044
-    section 7.1)."""
+    section 7.1). The rows are all kept: :func:`write_capture` draws a capture of any
+    length in bounded memory."""
     lanes: dict[str, int] = {}
-    rows: list[Row] = []
-    damage: str | None = None
-    records, fault = read_intact(path)
-    if fault is not None:
-        if not records:
-            raise DiagramError(f"{path}: {fault}")
-        # A capture cut short (tcpdump killed, disk full): draw what is there.
-        damage = f"capture ends after frame {len(records)}: {fault}"
-    base = next((r.time_ns for r in records if r.time_ns is not None), 0)
+    rows = list(capture_rows(path, lanes, ports, checksums))
+    return Ladder(columns(lanes), rows)
+
+
+def columns(lanes: dict[str, int]) -> list[str]:
+    """The column titles of a capture's ladder, once :func:`capture_rows` has filled
+    ``lanes``."""
+    return list(lanes) or ["(no IP frames)"]
+
+
+class _Offloaded:
+    """One sender's TX checksum offload artefacts: how many, the first and the last."""
+
+    __slots__ = ("count", "first", "last")
+
+    def __init__(self, number: int) -> None:
+        self.count, self.first, self.last = 0, number, number
+
+
+def capture_rows(path: str | Path, lanes: dict[str, int], ports: Collection[int] = (),
+                 checksums: Mode = Mode.OFFLOAD) -> Iterator[Row]:
+    """The rows of :func:`from_capture`, as the capture is read (``-``: standard
+    input); ``lanes`` (name -> lane) fills up as addresses appear. Held in memory while
+    reading: the lanes, a CRC flag per TCP connection seen with an MPA frame, a count per
+    sender of offload artefacts. Raises :class:`DiagramError` when not even the first
+    frame can be read."""
+    source = sys.stdin.buffer if str(path) == "-" else path
     crc_on: dict[tuple[tuple[bytes, int], ...], bool] = {}
-    offloaded: dict[str, list[int]] = {}
-    for number, rec in enumerate(records, start=1):
-        t = (rec.time_ns - base) if rec.time_ns is not None else 0
-        frame = as_ethernet(rec.linktype, rec.frame)
-        if isinstance(frame, str):
-            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({frame})",
-                            frame=number))
-            continue
-        decoded = decode_leniently(frame)
-        if isinstance(decoded, str):
-            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({decoded})",
-                            frame=number))
-            continue
-        seg, verdict, ip_ok = decoded
-        if ports and seg.sport not in ports and seg.dport not in ports:
-            continue
-        src_name = ip_text(seg.src_ip)
-        src = lanes.setdefault(src_name, len(lanes))
-        dst = lanes.setdefault(ip_text(seg.dst_ip), len(lanes))
-        conn = tuple(sorted([(seg.src_ip, seg.sport), (seg.dst_ip, seg.dport)]))
-        if seg.flags & 0x02 and not seg.flags & 0x10:
-            crc_on.pop(conn, None)  # a new connection on these ports
-        mpa = mpa_summary(seg.payload)
-        if mpa is not None and len(seg.payload) > 16:
-            # RFC 5044 section 7.1: CRC is used when either side sets C.
-            crc_on[conn] = crc_on.get(conn, False) or bool(seg.payload[16] & FLAG_CRC)
-        marks = _checksum_marks(verdict, ip_ok, checksums)
-        if verdict is Verdict.OFFLOAD and checksums is Mode.OFFLOAD:
-            offloaded.setdefault(src_name, []).append(number)
-        detail_parts = [p for p in (mpa,
-                                    fpdu_summary(seg.payload, crc_on.get(conn))
-                                    if seg.payload and mpa is None else None,
-                                    *marks,
-                                    rec.comment.replace("\n", "; ") if rec.comment else None)
-                        if p]
-        label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
-        rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None, frame=number))
-    end = rows[-1].time_ns if rows else 0
-    for host, numbers in offloaded.items():
-        n = len(numbers)
-        rows.append(Row(end, lanes[host], None, f"{host}: {OFFLOAD_NOTE} ({n} frame"
-                        f"{'s' if n > 1 else ''}, first {numbers[0]}, last {numbers[-1]})"))
+    offloaded: dict[str, _Offloaded] = {}
+    base: int | None = None
+    number = 0
+    end = 0
+    damage: str | None = None
+    records = read_capture(source)
+    while True:
+        try:
+            rec = next(records)
+        except StopIteration:
+            break
+        except CaptureError as fault:
+            if not number:
+                raise DiagramError(f"{path}: {fault}") from None
+            # A capture cut short (tcpdump killed, disk full): draw what is there.
+            damage = f"capture ends after frame {number}: {fault}"
+            break
+        number += 1
+        if base is None and rec.time_ns is not None:
+            base = rec.time_ns
+        row = _capture_row(number, rec, base or 0, lanes, ports, checksums, crc_on,
+                           offloaded)
+        if row is not None:
+            end = row.time_ns
+            yield row
+    for host, off in offloaded.items():
+        n = off.count
+        yield Row(end, lanes[host], None, f"{host}: {OFFLOAD_NOTE} ({n} frame"
+                  f"{'s' if n > 1 else ''}, first {off.first}, last {off.last})")
     if damage is not None:
-        rows.append(Row(end, 0, None, damage))
-    return Ladder(list(lanes) or ["(no IP frames)"], rows)
+        yield Row(end, 0, None, damage)
+
+
+def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, int],
+                 ports: Collection[int], checksums: Mode,
+                 crc_on: dict[tuple[tuple[bytes, int], ...], bool],
+                 offloaded: dict[str, _Offloaded]) -> Row | None:
+    t = (rec.time_ns - base) if rec.time_ns is not None else 0
+    frame = as_ethernet(rec.linktype, rec.frame)
+    if isinstance(frame, str):
+        return Row(t, 0, None, f"frame {number}: not decoded ({frame})", frame=number)
+    decoded = decode_leniently(frame)
+    if isinstance(decoded, str):
+        return Row(t, 0, None, f"frame {number}: not decoded ({decoded})", frame=number)
+    seg, verdict, ip_ok = decoded
+    if ports and seg.sport not in ports and seg.dport not in ports:
+        return None
+    src_name = ip_text(seg.src_ip)
+    src = lanes.setdefault(src_name, len(lanes))
+    dst = lanes.setdefault(ip_text(seg.dst_ip), len(lanes))
+    conn = tuple(sorted([(seg.src_ip, seg.sport), (seg.dst_ip, seg.dport)]))
+    if seg.flags & 0x02 and not seg.flags & 0x10:
+        crc_on.pop(conn, None)  # a new connection on these ports
+    mpa = mpa_summary(seg.payload)
+    if mpa is not None and len(seg.payload) > 16:
+        # RFC 5044 section 7.1: CRC is used when either side sets C.
+        crc_on[conn] = crc_on.get(conn, False) or bool(seg.payload[16] & FLAG_CRC)
+    marks = _checksum_marks(verdict, ip_ok, checksums)
+    if verdict is Verdict.OFFLOAD and checksums is Mode.OFFLOAD:
+        off = offloaded.setdefault(src_name, _Offloaded(number))
+        off.count += 1
+        off.last = number
+    detail_parts = [p for p in (mpa,
+                                fpdu_summary(seg.payload, crc_on.get(conn))
+                                if seg.payload and mpa is None else None,
+                                *marks,
+                                rec.comment.replace("\n", "; ") if rec.comment else None)
+                    if p]
+    label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
+    return Row(t, src, dst, label, "; ".join(detail_parts) or None, frame=number)
+
+
+class ParkedLadder:
+    """A capture's ladder read in bounded memory, ready to draw (:func:`park_capture`).
+
+    Both drawings need every lane before their first line (the text draws a bar for
+    each lane on every line, the SVG states its size first), so the rows wait in a
+    temporary file, in order, until the lanes are known; the SVG body goes through a
+    second temporary file. Memory holds the lanes and what :func:`capture_rows` keeps,
+    not the rows."""
+
+    def __init__(self, parked: IO[bytes], columns: list[str]) -> None:
+        self._parked = parked
+        self.columns = columns
+
+    def write(self, out: TextIO, svg: bool) -> None:
+        """Draw into ``out``: SVG, or text for a terminal."""
+        self._parked.seek(0)
+        rows = _unparked(self._parked)
+        if svg:
+            write_svg(rows, self.columns, out)
+        else:
+            for line in render_lines(rows, self.columns):
+                out.write(line + "\n")
+
+    def close(self) -> None:
+        """Delete the temporary file."""
+        self._parked.close()
+
+    def __enter__(self) -> ParkedLadder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def park_capture(path: str | Path, ports: Collection[int] = (),
+                 checksums: Mode = Mode.OFFLOAD) -> ParkedLadder:
+    """Read a capture (``-``: standard input) for :class:`ParkedLadder`; arguments and
+    errors as :func:`from_capture`."""
+    lanes: dict[str, int] = {}
+    parked = tempfile.TemporaryFile()  # noqa: SIM115 - closed by ParkedLadder.close
+    try:
+        for row in capture_rows(path, lanes, ports, checksums):
+            pickle.dump((row.time_ns, row.source, row.target, row.label, row.detail,
+                         row.lost, row.frame), parked, protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        parked.close()
+        raise
+    return ParkedLadder(parked, columns(lanes))
+
+
+def _unparked(parked: IO[bytes]) -> Iterator[Row]:
+    # One pickle per row, each read by its own unpickler: a long-lived one would keep
+    # every row it read in its memo.
+    while True:
+        try:
+            fields = pickle.load(parked)
+        except EOFError:
+            return
+        yield Row(*fields)
 
 
 def _checksum_marks(verdict: Verdict, ip_ok: bool, mode: Mode) -> list[str]:
@@ -226,38 +337,56 @@ def _cut(text: str, limit: int) -> str:
 def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     """A ladder as SVG: a lane per column, an arrow per frame (red dashed when lost),
     notes (states, upcalls, drops) beside their lane, times on the left."""
-    rows = list(rows)
+    out = io.StringIO()
+    write_svg(rows, columns, out)
+    return out.getvalue()
+
+
+def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO) -> None:
+    """:func:`to_svg` written into ``out`` as the rows come: the body goes to a
+    temporary file first, since the picture's size heads the document."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
+        height, width = _svg_body(rows, columns, body)
+        body.seek(0)
+        out.write(_svg_head(columns, height, width))
+        shutil.copyfileobj(body, out)
+        out.write("</svg>\n")
+
+
+def _svg_body(rows: Iterable[Row], columns: Sequence[str],
+              out: TextIO) -> tuple[int, int]:
+    """Write the rows' elements (each line followed by a newline); the picture's height
+    and width."""
     lane_x = [LEFT + 60 + i * LANE_GAP for i in range(len(columns))]
     width = (lane_x[-1] if lane_x else LEFT) + LANE_GAP
-    body: list[str] = []
     right = width
     y = TOP
     last_time: int | None = None
     for number, row in enumerate(rows):
         # One group per row, so that a page can find, highlight and explain each frame.
         frame = f' data-frame="{row.frame}"' if row.frame is not None else ""
-        body.append(f'<g class="row" data-row="{number}"{frame}>')
+        _line(out, f'<g class="row" data-row="{number}"{frame}>')
         y += ROW_H
         if row.time_ns != last_time:
-            body.append(f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
+            _line(out, f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
             last_time = row.time_ns
         x1 = lane_x[row.source] if row.source < len(lane_x) else LEFT
         if row.target is not None and row.target != row.source and row.target < len(lane_x):
             x2 = lane_x[row.target]
             cls = "lost" if row.lost else "arrow"
             end = x2 - 4 if x2 > x1 else x2 + 4
-            body.append(f'<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}" class="{cls}" '
+            _line(out, f'<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}" class="{cls}" '
                         f'marker-end="url(#{"x" if row.lost else "head"})"/>')
             mid = (x1 + x2) / 2
             limit = abs(x2 - x1) // 7
-            body.append(f'<text x="{mid}" y="{y - 4}" class="label">'
+            _line(out, f'<text x="{mid}" y="{y - 4}" class="label">'
                         f'{escape(_cut(row.label, limit))}</text>')
             # The detail wraps between the two lanes (10 px font: about 6.1 px a character)
             # instead of running across them.
             for piece in textwrap.wrap(row.detail or "", max(int(abs(x2 - x1) / 6.2) - 2, 12)):
                 y += DETAIL_H
-                body.append(f'<text x="{mid}" y="{y - 4}" class="detail">{escape(piece)}</text>')
-            body.append("</g>")
+                _line(out, f'<text x="{mid}" y="{y - 4}" class="detail">{escape(piece)}</text>')
+            _line(out, "</g>")
             continue
         text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 180)
         # A note wraps before the next lane to its right instead of running across it.
@@ -266,14 +395,23 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
         pieces = textwrap.wrap(text, width_chars) or [""]
         right = max(right, x1 + 8 + int(max(map(len, pieces)) * CHAR_W) + 10)
         cls = "upcall" if row.label.startswith("<<") else "note"
-        body.append(f'<circle cx="{x1}" cy="{y}" r="3" class="dot"/>')
+        _line(out, f'<circle cx="{x1}" cy="{y}" r="3" class="dot"/>')
         for n, piece in enumerate(pieces):
             if n:
                 y += DETAIL_H
-            body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(piece)}</text>')
-        body.append("</g>")
-    height = y + 40
-    width = right
+            _line(out, f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(piece)}</text>')
+        _line(out, "</g>")
+    return y + 40, right
+
+
+def _line(out: TextIO, text: str) -> None:
+    out.write(text)
+    out.write("\n")
+
+
+def _svg_head(columns: Sequence[str], height: int, width: int) -> str:
+    """Everything before the rows, each line followed by a newline."""
+    lane_x = [LEFT + 60 + i * LANE_GAP for i in range(len(columns))]
     lanes = []
     for x, title in zip(lane_x, columns, strict=True):
         lanes.append(f'<text x="{x}" y="{TOP - 20}" class="title">{escape(title)}</text>')
@@ -302,4 +440,4 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
         "</marker>",
         "</defs>",
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        *lanes, *body, "</svg>", ""])
+        *lanes, ""])

@@ -12,7 +12,7 @@ it and the diagram command reuses :func:`render`.
 from __future__ import annotations
 
 import errno as errno_names
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -319,15 +319,19 @@ def _arrow(source: int, target: int, label: str, lost: bool) -> tuple[int, str, 
 
 def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
     """Draw rows under a header of column titles (one per lane)."""
+    return "\n".join(render_lines(rows_, columns)) + "\n"
+
+
+def render_lines(rows_: Iterable[Row], columns: Sequence[str]) -> Iterator[str]:
+    """:func:`render` line by line (no newlines), for rows read as a stream."""
     width = _lane_x(len(columns) - 1) + 1
-    lines: list[str] = []
     header = [" "] * (width + GAP)
     for i, title in enumerate(columns):
         x = _lane_x(i)
         for j, ch in enumerate(title):
             if x + j < len(header):
                 header[x + j] = ch
-    lines.append("".join(header).rstrip())
+    yield "".join(header).rstrip()
     last_time: int | None = None
     for row in rows_:
         line = [" "] * width
@@ -339,7 +343,7 @@ def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
         if row.target is not None and row.target != row.source:
             x, text, rest = _arrow(row.source, row.target, row.label, row.lost)
             line[x: x + len(text)] = list(text)
-            lines.append("".join(line).rstrip())
+            yield "".join(line).rstrip()
             for extra in (rest, row.detail):
                 if extra:
                     detail_line = [" "] * width
@@ -347,15 +351,14 @@ def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
                         detail_line[_lane_x(i)] = "|"
                     left = _lane_x(min(row.source, row.target)) + 4
                     detail_line[left:] = list(extra)
-                    lines.append("".join(detail_line).rstrip())
+                    yield "".join(detail_line).rstrip()
             continue
         text = row.label + (f"  [{row.detail}]" if row.detail else "")
         x = _lane_x(row.source) + 2
         if x + len(text) > len(line):
             line.extend(" " * (x + len(text) - len(line)))
         line[x: x + len(text)] = list(text)
-        lines.append("".join(line).rstrip())
-    return "\n".join(lines) + "\n"
+        yield "".join(line).rstrip()
 
 
 def column_titles(net: Network, hosts: Sequence[str] | None = None,

@@ -24,17 +24,20 @@ Wireshark set-up cannot change a verdict. A missing tshark raises
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import weakref
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MPA_OPTIONS: tuple[str, ...] = (
     "-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
@@ -198,6 +201,43 @@ class Tshark:
             raise TsharkError(f"tshark exited {done.returncode} on {capture}: {err.strip()}")
         return done.stdout
 
+    def run_lines(self, capture: Capture, *args: str) -> Iterator[str]:
+        """:meth:`run`, its stdout line by line (newline kept) while tshark runs, so
+        that output of any length is never held whole. tshark's stderr waits in a
+        temporary file; the errors are those of :meth:`run`, raised once the lines are
+        read (a timeout kills tshark and ends the lines)."""
+        argv = [self.path, "-n", "-r", os.fspath(capture), *self.options, *args]
+        with tempfile.TemporaryFile("w+") as errors:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True,
+                                    env=isolated_environment(self._config.name))
+            timed_out = threading.Event()
+
+            def kill() -> None:
+                timed_out.set()
+                proc.kill()
+
+            timer = threading.Timer(self.timeout, kill)
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                yield from proc.stdout
+                proc.wait()
+            finally:
+                timer.cancel()
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
+            if timed_out.is_set():
+                raise TsharkError(f"tshark timed out after {self.timeout} s on {capture}")
+            if proc.returncode != 0:
+                errors.seek(0)
+                err = " ".join(line for line in errors.read().splitlines()
+                               if "Running as user" not in line)
+                raise TsharkError(f"tshark exited {proc.returncode} on {capture}: "
+                                  f"{err.strip()}")
+
     def version(self) -> str:
         """The first line of ``tshark --version``."""
         done = subprocess.run([self.path, "--version"], capture_output=True, text=True,
@@ -209,8 +249,15 @@ class Tshark:
 
     def summary(self, capture: Capture, display_filter: str | None = None) -> list[str]:
         """The one-line summaries, e.g. ``... MPA Request Frame``."""
+        return list(self.summary_lines(capture, display_filter))
+
+    def summary_lines(self, capture: Capture,
+                      display_filter: str | None = None) -> Iterator[str]:
+        """:meth:`summary` as tshark prints it, one line at a time."""
         args = ("-Y", display_filter) if display_filter else ()
-        return [line.strip() for line in self.run(capture, *args).splitlines() if line.strip()]
+        for line in self.run_lines(capture, *args):
+            if line.strip():
+                yield line.strip()
 
     def decode(self, capture: Capture, display_filter: str | None = None,
                protocols: Sequence[str] = ("iwarp_mpa", "iwarp_ddp_rdmap")) -> str:
@@ -262,28 +309,38 @@ class Tshark:
     def tree_experts(self, capture: Capture) -> list[TreeExpert]:
         """Expert infos that sit in the tree, plus one Error/Malformed entry per frame
         tshark marks ``_ws.malformed``."""
-        rows = self.fields(capture, ["_ws.expert.severity", "_ws.expert.group",
-                                     "_ws.expert.message", "_ws.malformed"])
-        found: list[TreeExpert] = []
-        for row in rows:
+        return list(self.tree_expert_stream(capture))
+
+    def tree_expert_stream(self, capture: Capture) -> Iterator[TreeExpert]:
+        """:meth:`tree_experts` as tshark finds them, frame by frame."""
+        names = ["frame.number", "_ws.expert.severity", "_ws.expert.group",
+                 "_ws.expert.message", "_ws.malformed"]
+        args: list[str] = ["-T", "json"]
+        for name in names:
+            args += ["-e", name]
+        for row in _json_rows(self.run_lines(capture, *args)):
             frame = int(row["frame.number"][0])
             sev = row.get("_ws.expert.severity", [])
             grp = row.get("_ws.expert.group", [])
             msg = row.get("_ws.expert.message", [])
+            malformed_seen = False
             for i, message in enumerate(msg):
-                found.append(TreeExpert(frame=frame,
-                                        severity=_decode(sev, i, SEVERITIES),
-                                        group=_decode(grp, i, GROUPS), message=message))
-            if "_ws.malformed" in row and not any(
-                    e.frame == frame and e.group == "Malformed" for e in found):
-                found.append(TreeExpert(frame=frame, severity="Error", group="Malformed",
-                                        message="Malformed Packet"))
-        return found
+                expert = TreeExpert(frame=frame, severity=_decode(sev, i, SEVERITIES),
+                                    group=_decode(grp, i, GROUPS), message=message)
+                malformed_seen = malformed_seen or expert.group == "Malformed"
+                yield expert
+            if "_ws.malformed" in row and not malformed_seen:
+                yield TreeExpert(frame=frame, severity="Error", group="Malformed",
+                                 message="Malformed Packet")
 
     def crc_verdicts(self, capture: Capture) -> list[CrcVerdict]:
         """The CRC of every FPDU as tshark judged it, in frame order."""
-        pdml = self.run(capture, "-T", "pdml", "-Y", "iwarp_mpa.fpdu")
-        return parse_crc_verdicts(pdml)
+        return list(self.crc_verdict_stream(capture))
+
+    def crc_verdict_stream(self, capture: Capture) -> Iterator[CrcVerdict]:
+        """:meth:`crc_verdicts` one at a time, read from tshark's PDML as it comes."""
+        return _crc_verdicts_of(self.run_lines(capture, "-T", "pdml", "-Y",
+                                               "iwarp_mpa.fpdu"))
 
     def problems(self, capture: Capture) -> list[str]:
         """Everything tshark finds wrong: Error-level expert infos (table and tree),
@@ -347,29 +404,90 @@ def parse_crc_verdicts(pdml: str) -> list[CrcVerdict]:
     """Read the FPDU CRC fields out of tshark's PDML."""
     if not pdml.strip():
         return []
+    return list(_crc_verdicts_of(pdml.splitlines(keepends=True)))
+
+
+class _Feed(io.RawIOBase):
+    """Lines of text as a binary stream, for the XML parser."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = iter(lines)
+        self._rest = b""
+        self.blank = True
+        """Nothing but white space read so far."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._rest:
+            line = next(self._lines, None)
+            if line is None:
+                return 0
+            self._rest = line.encode("utf-8")
+            self.blank = self.blank and not line.strip()
+        n = min(len(buffer), len(self._rest))
+        buffer[:n] = self._rest[:n]
+        self._rest = self._rest[n:]
+        return n
+
+
+def _crc_verdicts_of(lines: Iterable[str]) -> Iterator[CrcVerdict]:
+    """The CRC fields of PDML read line by line; each packet is dropped once read."""
+    feed = _Feed(lines)
+    frame = 0
     try:
-        root = ElementTree.fromstring(pdml)
-    except ElementTree.ParseError as exc:
-        raise TsharkError(f"tshark printed unreadable PDML: {exc}") from None
-    verdicts: list[CrcVerdict] = []
-    for packet in root.iter("packet"):
-        frame = 0
-        for field in packet.iter("field"):
-            name = field.get("name", "")
+        for event, elem in ElementTree.iterparse(feed, events=("start", "end")):
+            if event == "start":
+                if elem.tag == "packet":
+                    frame = 0
+                continue
+            if elem.tag == "packet":
+                elem.clear()
+                continue
+            if elem.tag != "field":
+                continue
+            name = elem.get("name", "")
             if name == "frame.number":
-                frame = int(field.get("show", "0"))
+                frame = int(elem.get("show", "0"))
             elif name == "iwarp_mpa.crc_check":
-                text = field.get("showname", "")
+                text = elem.get("showname", "")
                 match = _CRC_RE.search(text)
                 if match is None:
                     raise TsharkError(f"frame {frame}: unexpected CRC text {text!r}")
                 expected = match.group("expected")
-                verdicts.append(CrcVerdict(
+                yield CrcVerdict(
                     frame=frame, value=int(match.group("value"), 16),
                     status="good" if expected is None else "bad",
-                    expected=None if expected is None else int(expected, 16), text=text))
+                    expected=None if expected is None else int(expected, 16), text=text)
             elif name == "iwarp_mpa.crc":
-                verdicts.append(CrcVerdict(frame=frame, value=int(field.get("show", "0"), 0),
-                                           status="unchecked", expected=None,
-                                           text=field.get("showname", "")))
-    return verdicts
+                yield CrcVerdict(frame=frame, value=int(elem.get("show", "0"), 0),
+                                 status="unchecked", expected=None,
+                                 text=elem.get("showname", ""))
+    except ElementTree.ParseError as exc:
+        if feed.blank:
+            return  # no output at all: no FPDU
+        raise TsharkError(f"tshark printed unreadable PDML: {exc}") from None
+
+
+def _json_rows(lines: Iterable[str]) -> Iterator[dict[str, list[str]]]:
+    """The packets of ``tshark -T json -e ...`` output read line by line: tshark prints
+    the list's brackets alone on their lines and each packet as an indented object
+    closing with a line ``  }`` (or ``  },``)."""
+    held: list[str] = []
+    for line in lines:
+        stripped = line.rstrip("\n")
+        if not held and stripped.strip() in ("[", "]", ""):
+            continue
+        held.append(stripped)
+        if stripped in ("  }", "  },"):
+            text = "\n".join(held).rstrip(",")
+            held = []
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise TsharkError(f"tshark printed unreadable JSON: {exc}") from None
+            layers = doc.get("_source", {}).get("layers", {})
+            yield {k: [str(v) for v in vals] for k, vals in layers.items()}
+    if held:
+        raise TsharkError("tshark printed unreadable JSON: it ends inside a packet")

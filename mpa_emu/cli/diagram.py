@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from collections.abc import Callable
+from typing import TextIO
 
 from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.inspect import add_checksums_argument
 from mpa_emu.cli.values import capture_port
-from mpa_emu.diagram import DiagramError, Ladder, from_capture, from_run
+from mpa_emu.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
 
 HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with -o)"
 
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``mpa-emu diagram``."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("source", help="capture (.pcap/.pcapng) or scenario (.toml)")
+    parser.add_argument("source", help="capture (.pcap/.pcapng; - reads standard input) or "
+                        "scenario (.toml)")
     parser.add_argument("-p", "--port", type=capture_port, action="append", metavar="PORT",
                         help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
@@ -61,14 +63,28 @@ def build(source: str, ports: list[int] | None = None,
 
 
 def run(args: argparse.Namespace) -> int:
-    """Draw."""
-    ladder = build(args.source, args.port, Mode(args.checksums))
-    if args.output is None:
-        sys.stdout.write(ladder.text())
-        return 0
-    content = ladder.text() if args.output.endswith(".txt") else ladder.svg()
+    """Draw. A capture is read as a stream and drawn from a temporary file
+    (:func:`~mpa_emu.diagram.park_capture`), so memory does not grow with its length."""
+    svg = args.output is not None and not args.output.endswith(".txt")
+    if args.source.lower().endswith(".toml"):
+        ladder = build(args.source, args.port, Mode(args.checksums))
+        return _write(args.output, lambda out: out.write(ladder.svg() if svg
+                                                         else ladder.text()))
     try:
-        Path(args.output).write_text(content, encoding="utf-8")
+        parked = park_capture(args.source, args.port or (), Mode(args.checksums))
+    except DiagramError as exc:
+        raise CliError(str(exc)) from None
+    with parked:
+        return _write(args.output, lambda out: parked.write(out, svg))
+
+
+def _write(output: str | None, draw: Callable[[TextIO], object]) -> int:
+    if output is None:
+        draw(sys.stdout)
+        return 0
+    try:
+        with open(output, "w", encoding="utf-8") as out:
+            draw(out)
     except OSError as exc:
-        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
     return 0

@@ -10,12 +10,19 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.values import capture_error, capture_port, positive
 from mpa_emu.inspect import (
+    CaptureReport,
     ConnectionReport,
     InspectError,
+    connection_block,
+    connection_json,
     format_report,
     inspect_capture,
+    report_head,
     report_json,
+    report_json_around,
+    stream_capture,
 )
+from mpa_emu.spool import Spool
 
 HELP = "tell the story of every TCP/MPA connection in a capture (pcap or pcapng)"
 
@@ -42,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``mpa-emu inspect``."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("capture", help="pcap or pcapng file")
+    parser.add_argument("capture", help="pcap or pcapng file (- reads standard input)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-c", "--connection", type=positive, action="append", metavar="N",
                         help="only connection N (repeatable; numbers as printed)")
@@ -79,16 +86,67 @@ def _selected(conn: ConnectionReport, args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Inspect the capture; exit 1 when any error was found in it."""
+    """Inspect the capture; exit 1 when any error was found in it.
+
+    The capture is read as a stream and each connection is reported once it has ended
+    (:func:`~mpa_emu.inspect.stream_connections`), so memory does not grow with the
+    capture. The finished blocks wait in a :class:`~mpa_emu.spool.Spool` (a temporary
+    file) until the end, when the header (which counts everything) and the blocks in
+    first-frame order are written. Reading standard input (``-``) as text, each block is
+    printed as soon as its connection ends, in that order, and the header comes last.
+    ``--html`` needs every connection at once and keeps the whole report in memory."""
+    if args.html is not None:
+        return _run_whole(args)
+    live = args.capture == "-" and not args.json
+    report = CaptureReport(path=args.capture, checksums=args.checksums)
+    shown = errors = total = 0
+    with Spool() as spool:
+        try:
+            for conn in stream_capture(args.capture, report, Mode(args.checksums)):
+                total += 1
+                if not _selected(conn, args):
+                    report.hidden += 1
+                    continue
+                shown += 1
+                errors += conn.errors
+                if args.json:
+                    spool.add(conn.index, connection_json(conn))
+                elif live:
+                    sys.stdout.write(connection_block(conn, args.comments, args.fpdus)
+                                     + "\n")
+                    sys.stdout.flush()
+                else:
+                    spool.add(conn.index, connection_block(conn, args.comments, args.fpdus))
+        except InspectError as exc:
+            raise CliError(capture_error(args.capture, str(exc))) from None
+        _check_connections(args, total)
+        errors += len(report.problems)
+        if args.json:
+            for piece in report_json_around(report, spool.pieces()):
+                sys.stdout.write(piece)
+        elif live:
+            sys.stdout.write(report_head(report, shown, errors) + "\n")
+        else:
+            sys.stdout.write(report_head(report, shown, errors))
+            for piece in spool.pieces():
+                sys.stdout.write("\n" + piece)
+            sys.stdout.write("\n")
+    return 1 if errors else 0
+
+
+def _check_connections(args: argparse.Namespace, total: int) -> None:
+    missing = sorted(n for n in set(args.connection or ()) if n > total)
+    if missing:
+        raise CliError(f"no connection {', '.join(map(str, missing))} in {args.capture} "
+                       f"(it has {total})")
+
+
+def _run_whole(args: argparse.Namespace) -> int:
     try:
         report = inspect_capture(args.capture, Mode(args.checksums))
     except InspectError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
-    known = {c.index for c in report.connections}
-    missing = sorted(set(args.connection or ()) - known)
-    if missing:
-        raise CliError(f"no connection {', '.join(map(str, missing))} in {args.capture} "
-                       f"(it has {len(known)})")
+    _check_connections(args, len(report.connections))
     selected = [c for c in report.connections if _selected(c, args)]
     report.hidden = len(report.connections) - len(selected)
     report.connections = selected

@@ -21,7 +21,14 @@ The work is split over :mod:`~mpa_emu.inspect.frames` (reading and decoding fram
 
 from __future__ import annotations
 
-from mpa_emu.inspect.connections import inspect_capture, inspect_frames
+from mpa_emu.inspect.connections import (
+    IDLE_FRAMES,
+    LINGER_FRAMES,
+    inspect_capture,
+    inspect_frames,
+    stream_capture,
+    stream_connections,
+)
 from mpa_emu.inspect.frames import (
     LINK_ETHERNET,
     LINK_IPV4,
@@ -45,9 +52,20 @@ from mpa_emu.inspect.report import (
     FpduInfo,
     MpaInfo,
 )
-from mpa_emu.inspect.text import format_connection, format_report, fpdu_line, report_json
+from mpa_emu.inspect.text import (
+    connection_block,
+    connection_json,
+    format_connection,
+    format_report,
+    fpdu_line,
+    report_head,
+    report_json,
+    report_json_around,
+)
 
 __all__ = [
+    "IDLE_FRAMES",
+    "LINGER_FRAMES",
     "LINK_ETHERNET",
     "LINK_IPV4",
     "LINK_IPV6",
@@ -63,6 +81,8 @@ __all__ = [
     "MpaInfo",
     "RawFrame",
     "TcpFrame",
+    "connection_block",
+    "connection_json",
     "decode_frame",
     "format_connection",
     "format_report",
@@ -72,5 +92,9 @@ __all__ = [
     "options_text",
     "parse_tcp_options",
     "read_frames",
+    "report_head",
     "report_json",
+    "report_json_around",
+    "stream_capture",
+    "stream_connections",
 ]

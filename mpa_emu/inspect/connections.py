@@ -29,22 +29,69 @@ from mpa_emu.inspect.report import CaptureReport, ConnectionReport, Direction
 from mpa_emu.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
 from mpa_emu.segment import ACK, FIN, RST, SYN
 
+LINGER_FRAMES = 10_000
+"""A closed connection (an RST seen, or both FINs seen and each acknowledged by the other
+side) is finished once this many further frames of the capture have been read without
+one of its own: late retransmissions of a FIN or an ACK (TIME-WAIT, RFC 9293 section
+3.6) still join it."""
+
+IDLE_FRAMES = 100_000
+"""A connection still open that has no frame among this many further frames of the
+capture is finished as it stands (its report says it was open): a flow that went silent
+(a SYN never answered, a capture started or stopped mid-connection) does not hold memory
+until the end of an endless capture."""
+
 
 class _Conn:
     """Frames of one connection while the capture is read."""
 
-    def __init__(self, index: int, first: TcpFrame) -> None:
+    __slots__ = (
+        "client",
+        "closed",
+        "fin_ends",
+        "fins_acked",
+        "frames",
+        "index",
+        "key",
+        "last_seen",
+        "server",
+        "vlan",
+    )
+
+    def __init__(self, index: int, first: TcpFrame, key: tuple[Any, ...]) -> None:
         from_client = not (first.flags & SYN and first.flags & ACK)
         a = (first.src, first.sport)
         b = (first.dst, first.dport)
         self.client, self.server = (a, b) if from_client else (b, a)
         self.vlan = first.vlan
         self.index = index
+        self.key = key
         self.frames: list[TcpFrame] = []
         self.closed = False
+        self.last_seen = 0
+        # Per sender (src, sport): the sequence number just past its first FIN.
+        self.fin_ends: dict[tuple[bytes, int], int] = {}
+        self.fins_acked: set[tuple[bytes, int]] = set()
 
     def is_client(self, f: TcpFrame) -> bool:
         return (f.src, f.sport) == self.client
+
+    def add(self, f: TcpFrame) -> None:
+        """Take one frame; notice the end of the connection (an RST, or both FINs
+        acknowledged: RFC 9293 section 3.6)."""
+        self.frames.append(f)
+        if f.flags & RST:
+            self.closed = True
+            return
+        sender = (f.src, f.sport)
+        if f.flags & FIN and sender not in self.fin_ends:
+            self.fin_ends[sender] = (f.seq + len(f.payload) + 1) & 0xFFFFFFFF
+        if f.flags & ACK:
+            end = self.fin_ends.get((f.dst, f.dport))
+            if end is not None and (f.ack - end) & 0xFFFFFFFF < 0x80000000:
+                self.fins_acked.add((f.dst, f.dport))
+                if len(self.fins_acked) == 2:
+                    self.closed = True
 
 
 def _key(f: TcpFrame) -> tuple[Any, ...]:
@@ -52,24 +99,24 @@ def _key(f: TcpFrame) -> tuple[Any, ...]:
     return (f.vlan, *ends[0], *ends[1])
 
 
+def _read_with_damage(path: str | Path, damage: list[str]) -> Iterator[RawFrame]:
+    count = 0
+    try:
+        for raw in read_frames(path):
+            count += 1
+            yield raw
+    except InspectError as exc:
+        if count == 0:
+            raise
+        damage.append(str(exc))
+
+
 def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
     """Read a capture and analyse every TCP connection in it, reading TCP checksums as
     ``checksums`` says. A file damaged part-way is analysed up to the damage, which is
-    reported as a problem."""
+    reported as a problem. ``-`` reads standard input."""
     damage: list[str] = []
-
-    def frames() -> Iterator[RawFrame]:
-        count = 0
-        try:
-            for raw in read_frames(path):
-                count += 1
-                yield raw
-        except InspectError as exc:
-            if count == 0:
-                raise
-            damage.append(str(exc))
-
-    report = inspect_frames(frames(), str(path), checksums)
+    report = inspect_frames(_read_with_damage(path, damage), str(path), checksums)
     report.problems.extend(damage)
     return report
 
@@ -78,30 +125,76 @@ def inspect_frames(frames: Iterable[RawFrame], name: str = "",
                    checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
     """Analyse already-read frames (see :func:`~mpa_emu.inspect.frames.read_frames`)."""
     report = CaptureReport(path=name, checksums=str(checksums))
+    conns = list(stream_connections(frames, report, checksums))
+    conns.sort(key=lambda c: c.index)
+    report.connections = conns
+    return report
+
+
+def stream_capture(path: str | Path, report: CaptureReport,
+                   checksums: Mode = Mode.OFFLOAD) -> Iterator[ConnectionReport]:
+    """:func:`stream_connections` over a capture file (``-``: standard input); damage
+    part-way is added to ``report.problems`` when the stream ends."""
+    damage: list[str] = []
+    yield from stream_connections(_read_with_damage(path, damage), report, checksums)
+    report.problems.extend(damage)
+
+
+def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
+                       checksums: Mode = Mode.OFFLOAD, *, linger: int = LINGER_FRAMES,
+                       idle: int = IDLE_FRAMES) -> Iterator[ConnectionReport]:
+    """Analyse frames as they are read, yielding each connection's report as soon as the
+    connection is finished (after ``linger`` frames once closed, ``idle`` frames when
+    silent: see :data:`LINGER_FRAMES` and :data:`IDLE_FRAMES`; every
+    connection still held is finished at the end). Reports come in the order connections
+    finish; their ``index`` numbers them by first frame. ``report`` collects the frame
+    counts and the frame-level problems; its ``connections`` are left alone.
+
+    Memory holds the frames of connections still open or lingering, never the capture."""
     live: dict[tuple[Any, ...], _Conn] = {}
-    conns: list[_Conn] = []
+    # Connections by last activity, oldest first (dicts keep insertion order).
+    open_: dict[int, _Conn] = {}
+    closed: dict[int, _Conn] = {}
+    count = 0
     for raw in frames:
         report.frames += 1
         decoded = decode_frame(raw)
-        if decoded is None:
-            continue
-        if isinstance(decoded, str):
-            report.problems.append(decoded)
-            continue
-        report.tcp_frames += 1
-        key = _key(decoded)
-        conn = live.get(key)
-        if conn is not None and _starts_new_connection(conn, decoded):
-            conn = None
-        if conn is None:
-            conn = _Conn(len(conns) + 1, decoded)
-            conns.append(conn)
-            live[key] = conn
-        conn.frames.append(decoded)
-        if decoded.flags & RST:
-            conn.closed = True
-    report.connections = [_analyse(c, checksums) for c in conns]
-    return report
+        if decoded is not None:
+            if isinstance(decoded, str):
+                report.problems.append(decoded)
+            else:
+                report.tcp_frames += 1
+                key = _key(decoded)
+                conn = live.get(key)
+                if conn is not None and _starts_new_connection(conn, decoded):
+                    # Nothing can join the old connection any more.
+                    (closed if conn.closed else open_).pop(conn.index, None)
+                    yield _analyse(conn, checksums)
+                    conn = None
+                if conn is None:
+                    count += 1
+                    conn = _Conn(count, decoded, key)
+                    live[key] = conn
+                else:
+                    (closed if conn.closed else open_).pop(conn.index, None)
+                conn.add(decoded)
+                conn.last_seen = report.frames
+                (closed if conn.closed else open_)[conn.index] = conn
+        for held, limit in ((closed, linger), (open_, idle)):
+            while held:
+                oldest = next(iter(held.values()))
+                if report.frames - oldest.last_seen < limit:
+                    break
+                del held[oldest.index]
+                if live.get(oldest.key) is oldest:
+                    del live[oldest.key]
+                yield _analyse(oldest, checksums)
+    rest = sorted([*open_.values(), *closed.values()], key=lambda c: c.index)
+    open_.clear()
+    closed.clear()
+    live.clear()
+    for conn in rest:
+        yield _analyse(conn, checksums)
 
 
 def _starts_new_connection(conn: _Conn, f: TcpFrame) -> bool:

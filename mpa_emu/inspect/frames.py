@@ -10,6 +10,7 @@ caller's choice of :class:`~mpa_emu.checksums.Mode`.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,12 +50,13 @@ class RawFrame:
 def read_frames(path: str | Path) -> Iterator[RawFrame]:
     """Frames of a pcap or pcapng file, read by :func:`mpa_emu.capture.read_capture`.
 
-    Raises :class:`InspectError` for an unreadable file, or when the file turns out
-    damaged part-way (the frames before the damage have been yielded).
+    ``-`` reads standard input. Raises :class:`InspectError` for an unreadable file, or
+    when the file turns out damaged part-way (the frames before the damage have been yielded).
     """
     number = 0
+    source = sys.stdin.buffer if str(path) == "-" else path
     try:
-        for rec in read_capture(path):
+        for rec in read_capture(source):
             number += 1
             yield RawFrame(number=number, time=(rec.time_ns or 0) / 1e9,
                            linktype=rec.linktype, data=rec.frame,

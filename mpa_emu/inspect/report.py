@@ -148,6 +148,10 @@ class ConnectionReport:
         """Number of error findings."""
         return sum(1 for f in self.findings if f.severity == "error")
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (bytes as hex), as in :meth:`CaptureReport.to_dict`."""
+        return _jsonable(asdict(self))  # type: ignore[no-any-return]
+
 
 @dataclass(slots=True)
 class CaptureReport:

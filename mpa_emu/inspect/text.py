@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable, Iterator
 
 from mpa_emu.inspect.mpa_exchange import ird_ord_text
-from mpa_emu.inspect.report import CaptureReport, ConnectionReport, FpduInfo, MpaInfo
+from mpa_emu.inspect.report import (
+    CaptureReport,
+    ConnectionReport,
+    FpduInfo,
+    MpaInfo,
+)
 
 CHECKSUM_READINGS = {
     "strict": "checksums strict: every TCP checksum verified, offload artefacts are errors",
@@ -95,24 +102,58 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def report_head(report: CaptureReport, shown: int, errors: int) -> str:
+    """The lines a report opens with: the header (frames, connections, errors; ``shown``
+    of them selected out of ``shown + report.hidden``), the checksum reading and the
+    frame-level problems; no final newline."""
+    total = shown + report.hidden
+    selection = f" ({shown} selected)" if report.hidden else ""
+    out = [f"{report.path}: {_count(report.frames, 'frame')}, {report.tcp_frames} TCP, "
+           f"{_count(total, 'connection')}{selection}, {_count(errors, 'error')}",
+           f"  {CHECKSUM_READINGS.get(report.checksums, report.checksums)}"]
+    out.extend(f"  {p}" for p in report.problems)
+    return "\n".join(out)
+
+
+def connection_block(c: ConnectionReport, comments: bool = False,
+                     fpdus: bool = False) -> str:
+    """One connection's part of the text report, starting with the blank line that
+    separates it from what comes before; no final newline."""
+    out = ["", format_connection(c, fpdus=fpdus)]
+    if comments:
+        out.extend(f"  {'comment' if i == 0 else '':<12}frame {n}: {t}"
+                   for i, (n, t) in enumerate(c.comments))
+    return "\n".join(out)
+
+
 def format_report(report: CaptureReport, comments: bool = False,
                   fpdus: bool = False) -> str:
     """The whole report as text: a header line, the checksum reading, then one block per
     connection (``comments``: pcapng frame comments too; ``fpdus``: every FPDU)."""
-    shown = len(report.connections)
-    total = shown + report.hidden
-    selection = f" ({shown} selected)" if report.hidden else ""
-    out = [f"{report.path}: {_count(report.frames, 'frame')}, {report.tcp_frames} TCP, "
-           f"{_count(total, 'connection')}{selection}, {_count(report.errors, 'error')}",
-           f"  {CHECKSUM_READINGS.get(report.checksums, report.checksums)}"]
-    out.extend(f"  {p}" for p in report.problems)
-    for c in report.connections:
-        out.append("")
-        out.append(format_connection(c, fpdus=fpdus))
-        if comments:
-            out.extend(f"  {'comment' if i == 0 else '':<12}frame {n}: {t}"
-                       for i, (n, t) in enumerate(c.comments))
+    out = [report_head(report, len(report.connections), report.errors)]
+    out.extend(connection_block(c, comments, fpdus) for c in report.connections)
     return "\n".join(out) + "\n"
+
+
+def connection_json(c: ConnectionReport) -> str:
+    """One connection as it appears in :func:`report_json`'s ``connections`` list
+    (indented for that place, no final newline)."""
+    text = json.dumps(c.to_dict(), indent=2, sort_keys=True)
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def report_json_around(report: CaptureReport, entries: Iterable[str]) -> Iterator[str]:
+    """:func:`report_json` in pieces, with ``entries`` (from :func:`connection_json`)
+    as its connections, whatever ``report.connections`` holds: for writing a report
+    whose connections were not kept in memory."""
+    skeleton = dataclasses.replace(report, connections=[])
+    head, _, tail = report_json(skeleton).partition('"connections": [],')
+    yield head + '"connections": ['
+    first = True
+    for entry in entries:
+        yield ("\n" if first else ",\n") + entry
+        first = False
+    yield ("]," if first else "\n  ],") + tail
 
 
 def report_json(report: CaptureReport) -> str:
