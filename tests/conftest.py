@@ -16,3 +16,14 @@ def strict_dissection() -> Iterator[None]:
     conf.debug_dissector = True
     yield
     conf.debug_dissector = saved
+
+
+@pytest.fixture(autouse=True)
+def strict_reachability() -> Iterator[None]:
+    """Every test fails when a transition row marked unreachable runs."""
+    from mpa_emu.cm import transitions
+
+    saved = transitions.STRICT_REACHABILITY
+    transitions.STRICT_REACHABILITY = True
+    yield
+    transitions.STRICT_REACHABILITY = saved

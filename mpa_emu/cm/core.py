@@ -49,7 +49,14 @@ from mpa_emu.cm.mpa_frames import (
     build_mpa_frame,
     parse_mpa,
 )
-from mpa_emu.cm.node import ChildListener, CloseEntry, CmNode, Listener, SendEntry
+from mpa_emu.cm.node import (
+    REFCOUNT_SATURATED,
+    ChildListener,
+    CloseEntry,
+    CmNode,
+    Listener,
+    SendEntry,
+)
 from mpa_emu.cm.states import (
     NO_VLAN,
     SEND_RESET_EVENT,
@@ -70,7 +77,7 @@ from mpa_emu.cm.tcp import (
     syn_options,
 )
 from mpa_emu.cm.timing import backoff_gap, jiffies_to_ns, ns_to_jiffies
-from mpa_emu.cm.transitions import TABLE, Row
+from mpa_emu.cm.transitions import TABLE, Row, unreachable_row_ran
 from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
@@ -167,6 +174,9 @@ class CmCore:
         self._seq = 0
         self._now_ns = 0
         self._leaks: dict[int, str] = {}
+        self._ilq_stuck = False
+        """irdma_process_options looped on a zero-length option: the CM receive path
+        never returns, so every later CM segment is lost."""
         self._qp_close_entries: set[int] = set()
         self._accept_pdata = b""
         self._accept_failure: CmError | None = None
@@ -1036,6 +1046,8 @@ class CmCore:
         if node.send_entry is not None:
             # The kernel overwrites the entry without freeing it; callers clean up first.
             node.send_entry.live = False
+            self._record_leak(node, "irdma_schedule_cm_timer overwrote a live send "
+                              "entry: the old entry's node reference is never dropped")
             self._tr("kernel_leak", "irdma_schedule_cm_timer", conn=node.conn,
                      reason="send entry overwritten: its node reference leaks")
         node.refcnt += 1
@@ -1076,7 +1088,17 @@ class CmCore:
             entry.live = False
             node.send_entry = None
             node.refcnt -= 1
-            assert node.refcnt > 0, "retransmission entry held the last reference"
+            if node.refcnt <= 0:
+                # irdma_free_retrans_entry drops the entry's reference with refcount_dec,
+                # which must not reach zero: refcount_t warns "decrement hit 0; leaking
+                # memory" and saturates, so the node is never freed (a late SYN-ACK
+                # entry held the last reference)
+                node.refcnt = REFCOUNT_SATURATED
+                self._record_leak(node, "refcount_dec hit 0 in irdma_free_retrans_entry "
+                                  "(the retransmission entry held the last reference): "
+                                  "refcount saturated, the node is never freed")
+                self._tr("kernel_bug", "irdma_free_retrans_entry", conn=node.conn,
+                         reason="refcount_t: decrement hit 0; leaking memory")
 
     def _send_syn(self, node: CmNode, sendack: bool, comment: str) -> bool:
         """``irdma_send_syn``: SYN or SYN|ACK with MSS, window scale and EOL."""
@@ -1168,6 +1190,12 @@ class CmCore:
                 self._drain_qp(key)
                 return
             self._release_qp(key)  # a new connection on the tuple of a finished QP
+        if self._ilq_stuck:
+            # irdma_process_options never returned: the ILQ's receive path spins, so no
+            # later segment reaches the CM (offloaded QPs are served by the hardware)
+            self._drop(seg, "irdma_receive_ilq", "receive path stuck in "
+                       "irdma_process_options (zero-length option loop)")
+            return
         node = self._nodes.get(key)
         if node is None:
             node = self._passive_node(seg, key)
@@ -1182,7 +1210,8 @@ class CmCore:
         try:
             self._process_pkt(node, seg)
         except _KernelHang as hang:
-            self._leaks[node.conn] = f"receive path stuck in irdma_process_options: {hang}"
+            self._ilq_stuck = True
+            self._record_leak(node, f"receive path stuck in irdma_process_options: {hang}")
             self._tr("kernel_bug", "irdma_process_options", conn=node.conn,
                      reason=f"infinite loop on {hang}; the segment is lost and the "
                             "lookup reference never released")
@@ -1279,6 +1308,8 @@ class CmCore:
         return self._run(node, TABLE[(node.state, inp)], seg)
 
     def _run(self, node: CmNode, r: Row, seg: Segment | None) -> bool:
+        if not r.reachable:
+            unreachable_row_ran(r, self._tr)
         result = self._actions[r.action](node, seg, r)
         after = node.state if node.refcnt > 0 else S.CLOSED
         assert after in r.allowed, (
@@ -1329,9 +1360,9 @@ class CmCore:
             if not self._send_reset(node, f"irdma_send_reset: irdma_passive_open_err "
                                           f"{old} -> CLOSED"):
                 # Unless another put follows (the SYN path does one), the node stays.
-                self._leaks[node.conn] = ("irdma_passive_open_err: RST not sent (no AH), "
-                                          "its reference is not consumed: CLOSED node "
-                                          "with a leaked reference")
+                self._record_leak(node, "irdma_passive_open_err: RST not sent (no AH), "
+                                  "its reference is not consumed: CLOSED node with a "
+                                  "leaked reference")
         else:
             self._rem_ref(node)
 
@@ -1784,8 +1815,8 @@ class CmCore:
         self._cleanup(node)
         if not self._send_reset(node, f"irdma_send_reset: irdma_cm_close "
                                       f"{node.state.name}"):
-            self._leaks[node.conn] = "irdma_cm_close: RST not sent (no AH), base " \
-                                     "reference not consumed"
+            self._record_leak(node, "irdma_cm_close: RST not sent (no AH), base "
+                              "reference not consumed")
             self._tr("kernel_leak", r.kernel_fn, conn=node.conn,
                      reason=self._leaks[node.conn])
         return False
@@ -1809,8 +1840,8 @@ class CmCore:
         if not self._send_reset(node, f"irdma_send_reset: irdma_dec_refcnt_listen "
                                       f"{old.name} -> LISTENER_DESTROYED"):
             self._set_state(node, S.CLOSED, r.kernel_fn)
-            self._leaks[node.conn] = "listener destroyed, RST not sent (no AH): CLOSED " \
-                                     "with a leaked reference (errata 1, spec 7.4)"
+            self._record_leak(node, "listener destroyed, RST not sent (no AH): CLOSED "
+                              "with a leaked reference (errata 1, spec 7.4)")
             self._tr("kernel_leak", r.kernel_fn, conn=node.conn,
                      reason=self._leaks[node.conn])
             return False
@@ -1829,7 +1860,7 @@ class CmCore:
         self._set_state(node, S.CLOSED, r.kernel_fn)
         if not self._send_reset(node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                       "-> CLOSED"):
-            self._leaks[node.conn] = "retransmissions expired, RST not sent (no AH)"
+            self._record_leak(node, "retransmissions expired, RST not sent (no AH)")
         return False
 
     def _act_expire_abort(self, node: CmNode, seg: Segment | None, r: Row) -> bool:
@@ -2096,6 +2127,11 @@ class CmCore:
         return fn
 
     # ---- leaks ---------------------------------------------------------------------
+
+    def _record_leak(self, node: CmNode, reason: str) -> None:
+        """Name why the kernel keeps ``node``; the first cause stays (a later symptom
+        of the same leak does not replace it)."""
+        self._leaks.setdefault(node.conn, reason)
 
     def _leak_reason(self, n: CmNode) -> str | None:
         known = self._leaks.get(n.conn)

@@ -97,6 +97,12 @@ class ChildListener:
         self.qhash_set = True
 
 
+REFCOUNT_SATURATED = 0xC000_0000
+"""``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
+zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
+kernel)."""
+
+
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
