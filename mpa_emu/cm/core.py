@@ -49,6 +49,7 @@ from mpa_emu.cm.mpa_frames import (
     build_mpa_frame,
     parse_mpa,
 )
+from mpa_emu.cm.pdata import as_u8
 from mpa_emu.cm.node import (
     REFCOUNT_SATURATED,
     ChildListener,
@@ -367,6 +368,8 @@ class CmCore:
             raise CmError(EINVAL, f"MTU {self.config.mtu} too small")
         if local_ip not in self._addresses:
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
+        if self.config.quirks.conn_pdata_u8:
+            private_data = as_u8("connect", "irdma_connect", private_data, self._tr)
         if len(private_data) > MAX_PRIV_DATA_LEN:
             raise CmError(EINVAL, f"private data of {len(private_data)} bytes overflows "
                           "pdata_buf[512]")
@@ -421,6 +424,8 @@ class CmCore:
         if node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
+        if self.config.quirks.conn_pdata_u8:
+            private_data = as_u8("accept", "irdma_accept", private_data, self._tr)
         if len(private_data) + MPA_V2_HDR > 0xFFFF:
             raise CmError(EINVAL, "private data does not fit PD_Length")
         self._enter(now_ns)
@@ -445,10 +450,9 @@ class CmCore:
         node = self._verb_node(conn)
         if not node.client:
             self._check_held(node, "reject")
+        if self.config.quirks.reject_pdata_u8:
+            private_data = as_u8("reject", "irdma_reject", private_data, self._tr)
         plen = len(private_data)
-        if self.config.quirks.reject_pdata_u8 and plen > 0xFF:
-            raise CmError(EINVAL, f"reject private data of {plen} bytes: pdata_len is a "
-                          "u8 in irdma_reject (at most 255)")
         if plen + MPA_V2_HDR > 544:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: {plen} + 24 > "
                           "544 (irdma_reject)")
