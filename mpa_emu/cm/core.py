@@ -49,7 +49,6 @@ from mpa_emu.cm.mpa_frames import (
     build_mpa_frame,
     parse_mpa,
 )
-from mpa_emu.cm.pdata import as_u8
 from mpa_emu.cm.node import (
     REFCOUNT_SATURATED,
     ChildListener,
@@ -58,6 +57,7 @@ from mpa_emu.cm.node import (
     Listener,
     SendEntry,
 )
+from mpa_emu.cm.pdata import as_u8
 from mpa_emu.cm.states import (
     NO_VLAN,
     SEND_RESET_EVENT,
