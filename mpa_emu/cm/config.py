@@ -77,6 +77,10 @@ class CmConfig:
     host_stack_rst: bool = False
     """A SYN matching no listener reaches the Linux host stack; ``True`` makes that stack
     answer with a RST (outside cm.c), ``False`` keeps it silent."""
+    keep_addr_on_down: bool = False
+    """net.ipv6.conf.*.keep_addr_on_down: when False (Linux's default) a link down makes
+    addrconf remove the interface's IPv6 addresses, which reaches irdma_if_notify through
+    the inet6addr notifier; IPv4 addresses always survive a link down."""
     ah_latency_ns: int = 0
     """Latency of the asynchronous AH create and qhash add before the passive SYN-ACK."""
     ah_create_fails: bool = False

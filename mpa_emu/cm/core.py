@@ -217,17 +217,24 @@ class CmCore:
         self._if_notify_one(ip, vlan_id, ifup=False)
         self._finish()
 
-    def link_down(self, *, now_ns: int) -> None:
-        """The port went down: every local address goes through ``irdma_if_notify``
-        with ``ifup=False`` (the addresses stay configured)."""
+    def link_down(self, *, now_ns: int) -> list[bytes]:
+        """The port went down: ``irdma_netdevice_event(NETDEV_DOWN)`` only clears
+        ``iw_status`` (the NIC then resets no TCP connection); the CM tears nothing down.
+        IPv4 addresses survive a link down. addrconf removes the IPv6 ones unless
+        ``keep_addr_on_down``, and each removal fires ``irdma_inet6addr_event`` ->
+        ``irdma_if_notify(ifup=False)``. Returns the addresses removed."""
         self._enter(now_ns)
         self._link_up = False
-        notify = self._if_notify_hook()
-        for ip, vlan_id in list(self._addresses.items()):
-            if notify is not None:
-                notify(self, ip, vlan=self._notify_vlan(vlan_id), ipv4=len(ip) == 4,
-                       ifup=False, now_ns=self._now_ns)
+        self._tr("link_down", "irdma_netdevice_event", iw_status=0)
+        removed: list[bytes] = []
+        if not self.config.keep_addr_on_down:
+            for ip, vlan_id in list(self._addresses.items()):
+                if len(ip) == 16:
+                    del self._addresses[ip]
+                    removed.append(ip)
+                    self._if_notify_one(ip, vlan_id, ifup=False)
         self._finish()
+        return removed
 
     def set_neighbour(self, ip: bytes, mac: bytes | None) -> None:
         """Set the neighbour (ARP/ND) entry of ``ip``; None = not NUD_VALID."""

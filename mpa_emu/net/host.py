@@ -114,9 +114,13 @@ class Host:
         self._acted()
 
     def link_down(self) -> None:
-        """The interface loses its link: the core is told, and frames no longer reach it."""
+        """The interface loses its link: frames no longer reach it and the core is told
+        (``irdma_netdevice_event``: IPv4 connections stay; IPv6 addresses go unless
+        ``CmConfig.keep_addr_on_down``, tearing their connections down)."""
         self.link_up = False
-        self.core.link_down(now_ns=self.net.now_ns)
+        for ip in self.core.link_down(now_ns=self.net.now_ns):
+            self.addresses.pop(ip, None)
+        self.vlan_set = frozenset(self.addresses.values())
         self._acted()
 
     def set_neighbour(self, ip: Address, mac: bytes | None) -> None:
