@@ -49,6 +49,7 @@ from mpa_emu.cm.mpa_frames import (
     build_mpa_frame,
     parse_mpa,
 )
+from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import (
     REFCOUNT_SATURATED,
     ChildListener,
@@ -151,6 +152,8 @@ class CmCore:
         self._rng = random.Random(seed)
         self._qp_factory = qp_factory
         self._addresses: dict[bytes, int] = {}
+        self.netdevs = NetdevList()
+        """The host's devices in registration order (``for_each_netdev``)."""
         self._neigh: dict[bytes, bytes | None] = {}
         self._nodes: dict[tuple[bytes, int, bytes, int, int], CmNode] = {}
         self._by_conn: dict[int, CmNode] = {}
@@ -204,6 +207,7 @@ class CmCore:
             raise CmError(EINVAL, f"VLAN id {vlan} out of range 0..4095")
         self._enter(now_ns)
         vlan_id = NO_VLAN if vlan is None else vlan
+        self.netdevs.register(vlan_id)
         self._addresses[ip] = vlan_id
         self._if_notify_one(ip, vlan_id, ifup=True)
         self._finish()
@@ -335,10 +339,10 @@ class CmCore:
         lst.tos = tos
         if not lst.reused_node:
             if wildcard:
-                for a, v in self._addresses.items():  # irdma_add_mqh
-                    if (len(a) == 4) == ipv4:
-                        lst.children.insert(0, ChildListener(a, v))
-                        lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
+                # irdma_add_mqh_4/6: for_each_netdev order, each child list_add-ed
+                for a, v in self.netdevs.walk(self._addresses, ipv4):
+                    lst.children.insert(0, ChildListener(a, v))
+                    lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
             else:
                 lst.qhash_set = True
         self.stats["listen_created"] += 1
