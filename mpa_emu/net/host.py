@@ -62,7 +62,11 @@ class Host:
         self.timer_deadline: int | None = None
         self.link_up = True
         """False after :meth:`link_down`: the NIC drops every arriving frame."""
-        self.vlan_set: frozenset[int | None] = frozenset()
+        self.devices: list[int | None] = [None]
+        """VLAN ids of the host's network devices in registration order: the lower
+        (untagged, ``None``) device first, then a VLAN device for each VLAN the first time
+        an address is added on it. A device stays when its last address goes."""
+        self.vlan_set: frozenset[int | None] = frozenset(self.devices)
         """The same as :attr:`vlans`, kept up to date for the receive path."""
         self.upcalls: list[Upcall] = []
         """Every upcall delivered to this host's application, in order (``Upcall.time_ns``)."""
@@ -89,7 +93,11 @@ class Host:
 
     @property
     def vlans(self) -> frozenset[int | None]:
-        """VLANs this host has an address on (``None`` = untagged); it receives only these."""
+        """VLANs this host has a device on (``None`` = untagged, the lower device); its
+        NIC receives only these. A VLAN device outlives its addresses, so the per-
+        connection qhash entry of ``irdma_connect`` still steers a late segment to the CM
+        after the last address of the VLAN went (irdma_if_notify removes only the
+        listeners' SYN entries)."""
         return self.vlan_set
 
     def add_address(self, ip: Address, *, vlan: int | None = None) -> None:
@@ -99,7 +107,9 @@ class Host:
         packed = as_ip(ip)
         self.core.add_address(packed, vlan=vlan, now_ns=self.net.now_ns)
         self.addresses[packed] = vlan
-        self.vlan_set = frozenset(self.addresses.values())
+        if vlan not in self.devices:
+            self.devices.append(vlan)  # register_netdevice of the VLAN device
+        self.vlan_set = frozenset(self.devices)
         self.timer_stale = True
         self.net.refresh_neighbours()
 
@@ -110,7 +120,6 @@ class Host:
             raise ValueError(f"{self.name} has no address {ip_text(packed)}")
         self.core.remove_address(packed, now_ns=self.net.now_ns)
         del self.addresses[packed]
-        self.vlan_set = frozenset(self.addresses.values())
         self._acted()
 
     def link_down(self) -> None:
@@ -120,7 +129,6 @@ class Host:
         self.link_up = False
         for ip in self.core.link_down(now_ns=self.net.now_ns):
             self.addresses.pop(ip, None)
-        self.vlan_set = frozenset(self.addresses.values())
         self._acted()
 
     def set_neighbour(self, ip: Address, mac: bytes | None) -> None:

@@ -278,7 +278,7 @@ class Network:
         """Fill each host's neighbour table with the addresses of the hosts it shares a
         VLAN with (hosts on one wire resolve each other, spec 7.6)."""
         for host in self._host_list:
-            vlans = host.vlans
+            vlans = set(host.addresses.values())  # ARP/ND needs an address on the VLAN
             for other in self._host_list:
                 if other is host:
                     continue
