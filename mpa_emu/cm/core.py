@@ -80,7 +80,7 @@ from mpa_emu.cm.tcp import (
 )
 from mpa_emu.cm.timing import backoff_gap, jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.transitions import TABLE, Row, unreachable_row_ran
-from mpa_emu.cm.view import ListenerView, NodeView
+from mpa_emu.cm.view import ListenerView, NodeView, QpView
 from mpa_emu.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.trace import Trace, TraceRecord
@@ -178,6 +178,8 @@ class CmCore:
         self._seq = 0
         self._now_ns = 0
         self._leaks: dict[int, str] = {}
+        self.rf_reset = False
+        """``rf->reset``: a device reset is in progress (CQP commands are dropped)."""
         self._ilq_stuck = False
         """irdma_process_options looped on a zero-length option: the CM receive path
         never returns, so every later CM segment is lost."""
@@ -513,6 +515,33 @@ class CmCore:
         self._finish()
         return 0
 
+    def modify_qp_err(self, conn: int, *, now_ns: int) -> None:
+        """``ib_modify_qp(IB_QPS_ERR)`` on the QP of ``conn``. After offload it is the
+        abortive :meth:`disconnect`. Before, only an active node has a QP (bound by
+        ``irdma_connect``): it goes to ERR with no TCP state, nothing is sent and the CM
+        carries on, but ``irdma_modify_qp(RTS)`` in ``irdma_cm_event_connected`` then
+        fails (``iwarp_state > RTS``): no RTR goes out (see :meth:`qp_error`)."""
+        node = self._verb_node(conn)
+        if node.qp is not None:
+            self.disconnect(conn, graceful=False, now_ns=now_ns)
+            return
+        if not node.client:
+            raise CmError(EINVAL, f"connection {conn} has no QP yet (passive, not "
+                          "accepted)")
+        self._enter(now_ns)
+        self.qp_error(conn)
+        self._finish()
+
+    def qp_error(self, conn: int) -> None:
+        """Mark the driver QP of an active node before offload as moved to ERR
+        (``irdma_modify_qp(ERR)`` with ``hw_tcp_state`` 0: no reset, no disconnect)."""
+        node = self._by_conn.get(conn)
+        if node is None or node.qp is not None or node.qp_error:
+            return
+        node.qp_error = True
+        self._tr("qp_state", "irdma_modify_qp", conn=conn, iwarp_state="ERROR",
+                 reason="QP moved to ERR before offload: nothing sent")
+
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
         """After offload: move the QP to SQD (FIN) or ERR (RST if TCP is alive)."""
         node = self._verb_node(conn)
@@ -563,6 +592,60 @@ class CmCore:
         """The offloaded QP of a connection, None before offload."""
         n = self._by_conn.get(conn)
         return None if n is None else n.qp
+
+    def qp_state(self, conn: int) -> QpView | None:
+        """The QP of ``conn``: the offloaded QP's states, or for an active node before
+        offload its driver QP (``IDLE``, or ``ERROR`` after :meth:`modify_qp_err`); None
+        for a passive node not accepted yet or a freed node."""
+        n = self._by_conn.get(conn)
+        if n is None:
+            return None
+        if n.qp is not None:
+            iw = n.qp.iwqp
+            return QpView(conn, True, iw.iwarp_state.name, iw.hw_iwarp_state.name,
+                          iw.ibqp_state.name, iw.hw_tcp_state.name, n.qp.tcp_state.name)
+        if not n.client:
+            return None
+        iwarp = "ERROR" if n.qp_error else "IDLE"
+        return QpView(conn, False, iwarp, iwarp, "ERR" if n.qp_error else "RTR",
+                      "NON_EXISTENT", "NON_EXISTENT")
+
+    def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
+                             disconnect_all: bool = False, now_ns: int) -> list[int]:
+        """``irdma_cm_teardown_connections(iwdev, ipaddr, nfo, disconnect_all)``: every
+        node on ``ip`` and ``vlan`` (None = untagged, 0xFFFF), or all of them, has its QP
+        moved to ERR. Returns the conn ids selected."""
+        if not disconnect_all:
+            if ip is None:
+                raise CmError(EINVAL, "teardown needs an address or disconnect_all")
+            self._check_ip(ip)
+        if vlan is not None and not 0 <= vlan < VLAN_N_VID:
+            raise CmError(EINVAL, f"VLAN id {vlan} out of range 0..4095")
+        fn = _hook("mpa_emu.cm.teardown", "teardown_connections")
+        if fn is None:
+            raise CmError(EINVAL, "teardown is not available")
+        self._enter(now_ns)
+        selected: list[int] = fn(self, ip if ip is not None else bytes(4),
+                                 NO_VLAN if vlan is None else vlan, disconnect_all,
+                                 self._now_ns)
+        self._finish()
+        return selected
+
+    def device_reset(self, *, now_ns: int) -> list[int]:
+        """A reset of the PCI function (``rf->reset``): every connection is torn down
+        (``irdma_cm_teardown_connections`` with ``disconnect_all``), no CQP command
+        reaches the hardware (so nothing is sent), ``irdma_cm_disconn`` runs for each QP
+        and the CLOSE upcalls follow; the hardware QPs are gone afterwards. Returns the
+        conn ids torn down."""
+        fn = _hook("mpa_emu.cm.teardown", "device_reset")
+        if fn is None:
+            raise CmError(EINVAL, "teardown is not available")
+        self._enter(now_ns)
+        selected: list[int] = fn(self, self._now_ns)
+        for key in list(self._qps):
+            self._release_qp(key)
+        self._finish()
+        return selected
 
     def leak_report(self) -> list[tuple[int, CmState, str | None]]:
         """Every node still in the table with the reason the kernel keeps it (None when
@@ -2011,6 +2094,9 @@ class CmCore:
 
     def _event_connected(self, node: CmNode) -> None:
         """``irdma_cm_event_connected``: offload, RTR, CONNECT_REPLY(0)."""
+        if node.qp_error:
+            self._connected_qp_error(node)
+            return
         self._init_tsa_conn(node, "irdma_cm_event_connected")
         node.qhash_set = False
         qp = node.qp
@@ -2023,6 +2109,23 @@ class CmCore:
         qp.send_rtr(self._now_ns)
         self._drain_qp(node.key)
         if self.config.gen == 1:
+            self._connected_complete(node)
+
+    def _connected_qp_error(self, node: CmNode) -> None:
+        """``irdma_cm_event_connected`` on a QP already in ERR: the RTR WQE is posted
+        but ``irdma_modify_qp(RTS)`` returns -EINVAL (``iwarp_state > RTS``), so the QP
+        never transmits it and no TCP context is loaded; the return value is ignored,
+        the RTS AE never comes, and CONNECT_REPLY(0) follows the wait (GEN_2: 12 s,
+        "Slow Connection" logged only). The peer's accept then times out."""
+        self._set_state(node, S.OFFLOADED, "irdma_cm_event_connected")
+        node.qhash_set = False
+        self._tr("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
+                 errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
+        if self.config.gen == 2:
+            node.rts_deadline = self._now_ns + self.config.rts_ae_timeout_ns
+            heapq.heappush(self._deferred,
+                           (node.rts_deadline, self._push_seq(), "rts", node))
+        else:
             self._connected_complete(node)
 
     def _connected_complete(self, node: CmNode) -> None:

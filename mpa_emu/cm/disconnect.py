@@ -181,7 +181,9 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
         iw.ibqp_state = IbQpState.ERR
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
-    qp.modify_qp(target, now_ns, reset_tcp_conn=reset_tcp_conn if target == "err" else None)
+    if not getattr(core, "rf_reset", False):  # irdma_handle_cqp_op: no CQP op in a reset
+        qp.modify_qp(target, now_ns,
+                     reset_tcp_conn=reset_tcp_conn if target == "err" else None)
     core.collect_qp_frames(conn)
     iw.iwarp_state = next_state
     if iw.ibqp_state <= IbQpState.RTS:
@@ -262,7 +264,8 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
         return
     iw = qp.iwqp
     had_cm_id = iw.cm_id
-    issue_disconn, status, issue_close = disconn_decision(iw)
+    issue_disconn, status, issue_close = disconn_decision(
+        iw, device_reset=bool(getattr(core, "rf_reset", False)))
     if issue_close:
         iw.cm_id = False
         iw.flush_issued = True

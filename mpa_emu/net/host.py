@@ -207,6 +207,42 @@ class Host:
         self.core.disconnect(conn, graceful=graceful, now_ns=self.net.now_ns)
         self._acted()
 
+    def modify_qp_err(self, conn: int) -> None:
+        """``ib_modify_qp(IB_QPS_ERR)`` on the connection's QP: the abortive disconnect
+        after offload; before it (an active connection), the QP only goes to ERR and the
+        later ``irdma_modify_qp(RTS)`` fails, so no RTR is sent."""
+        self.core.modify_qp_err(conn, now_ns=self.net.now_ns)
+        self._acted()
+
+    def teardown(self, ip: Address | None = None, *, vlan: int | None = None,
+                 disconnect_all: bool = False) -> list[int]:
+        """``irdma_cm_teardown_connections``: move the QPs of the connections on ``ip``
+        (and ``vlan``, None = untagged), or of all connections, to ERR. Returns the
+        connection ids selected."""
+        packed = None if ip is None else as_ip(ip)
+        selected = self.core.teardown_connections(packed, vlan=vlan,
+                                                  disconnect_all=disconnect_all,
+                                                  now_ns=self.net.now_ns)
+        self._acted()
+        return selected
+
+    def device_reset(self) -> list[int]:
+        """A reset of the NIC's PCI function (``rf->reset``): every connection is torn
+        down without a frame on the wire and closed (CLOSE upcalls); returns the ids."""
+        selected = self.core.device_reset(now_ns=self.net.now_ns)
+        self._acted()
+        return selected
+
+    def qp_state(self, conn: int) -> Any:
+        """Read-only view of the connection's QP (:class:`~mpa_emu.cm.view.QpView`:
+        iWARP and TCP states), None when it has none."""
+        return self.core.qp_state(conn)
+
+    def listener(self, ident: int) -> Any:
+        """Read-only view of a listener (:class:`~mpa_emu.cm.view.ListenerView`, with
+        ``syn_qhash_installed``), None once it left the listen list."""
+        return self.core.listener(ident)
+
     def node(self, conn: int) -> Any:
         """Read-only view of a connection's cm_node (None once freed)."""
         return self.core.node(conn)
