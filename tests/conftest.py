@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 from scapy.config import conf
 
 
@@ -27,3 +28,10 @@ def strict_reachability() -> Iterator[None]:
     transitions.STRICT_REACHABILITY = True
     yield
     transitions.STRICT_REACHABILITY = saved
+
+
+# The long fuzz profile, for deliberate runs only (about 10^6 steps over the property
+# tests of tests/cm/test_fuzz_core.py):
+#     pytest -m fuzz --hypothesis-profile=fuzz-long
+settings.register_profile("fuzz-long", max_examples=25_000, deadline=None,
+                          suppress_health_check=list(HealthCheck))

@@ -488,6 +488,11 @@ class CmCore:
         CLOSING, and for an early-state node that only its retransmission entry keeps
         (the caller's reference is gone: the kernel would free it under the timer)."""
         node = self._verb_node(conn)
+        if node.state == S.LISTENING:
+            # only irdma_receive_ilq holds it, stuck in irdma_process_options: no cm_id
+            # leads to it, so irdma_cm_close is never called on it
+            raise CmError(EINVAL, f"irdma_cm_close on connection {conn}: the node is "
+                          "held only by the receive path stuck in irdma_process_options")
         action = TABLE[(node.state, Input.CLOSE)].action
         if action == "close_einval":
             raise CmError(EINVAL, f"irdma_cm_close in state {node.state.name}")
@@ -2283,5 +2288,10 @@ class CmCore:
             return "SYN_RCVD without a SYN-ACK entry (AH failure, errata 2)"
         if st == S.CLOSED and n.refcnt > 0:
             return "CLOSED node with a leaked reference"
+        if st in (S.LAST_ACK, S.FIN_WAIT1) and not n.ah_valid and self.config.gen == 2:
+            # irdma_send_fin -> irdma_form_ah_cm_frame: no AH (the asynchronous AH of a
+            # passive node not created yet, or failed), so no FIN and no entry
+            return (f"{st.name} without a FIN entry: the FIN could not be built without "
+                    "an AH, nothing retransmits it and no timer ends the node")
         return None
 
