@@ -110,7 +110,8 @@ seg_steps = st.builds(Seg, st.integers(0, 2), flag_choice, modes, numbers, modes
 verb_steps = st.builds(Verb, st.sampled_from(
     ["accept", "reject", "reject", "close", "close", "connect", "destroy_listen",
      "listen", "disconnect", "modify_qp_err", "teardown", "device_reset",
-     "remove_address", "add_address", "link_down"]), st.integers(0, 7), st.sampled_from([b"", b"pd", bytes(300)]))
+     "remove_address", "add_address", "link_down"]),
+    st.integers(0, 7), st.sampled_from([b"", b"pd", bytes(300)]))
 waits = st.builds(Wait, st.sampled_from([0, 100_000, MS, 2 * MS, 100 * MS, S_NS,
                                          13 * S_NS]))
 macros = st.builds(Macro, st.sampled_from([0, 0, 1]),
