@@ -9,6 +9,7 @@ the kernel function and state change there) is shown under its arrow.
 
 from __future__ import annotations
 
+import struct
 import textwrap
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -18,8 +19,20 @@ from xml.sax.saxutils import escape
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
 from mpa_emu.capture import read_intact
+from mpa_emu.checksums import (
+    OFFLOAD_NOTE,
+    Mode,
+    Verdict,
+    ip_header_ok,
+    is_error,
+    pseudo_header,
+    repaired,
+    tcp_verdict,
+)
 from mpa_emu.inspect import LINK_ETHERNET, LINK_IPV4, LINK_IPV6, LINK_RAW, LINK_SLL, LINK_SLL2
 from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, segment_label
+from mpa_emu.mpa import FLAG_CRC
+from mpa_emu.segment import Segment
 
 
 class DiagramError(ValueError):
@@ -51,9 +64,18 @@ def from_run(net: object) -> Ladder:
     return Ladder(ladder.column_titles(net), ladder.rows(net))
 
 
-def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
+def from_capture(path: str | Path, ports: Collection[int] = (),
+                 checksums: Mode = Mode.OFFLOAD) -> Ladder:
     """The ladder of a pcap/pcapng file: one lane per IP address; with ``ports``, only
-    the TCP segments with one of those ports on either side."""
+    the TCP segments with one of those ports on either side.
+
+    Every frame is decoded whatever its checksums (a frame with a wrong checksum is
+    decoded as its bytes stand). ``checksums`` decides what is marked: with ``offload``
+    a TX checksum offload artefact is counted, and each sender with some gets one note
+    at the end ("TX checksum offload: not verified"), while a really bad checksum is
+    marked on its frame; ``strict`` marks both on the frame; ``off`` marks neither.
+    FPDUs get a CRC verdict only on connections whose request or reply set C (RFC 5044
+    section 7.1)."""
     lanes: dict[str, int] = {}
     rows: list[Row] = []
     damage: str | None = None
@@ -64,30 +86,102 @@ def from_capture(path: str | Path, ports: Collection[int] = ()) -> Ladder:
         # A capture cut short (tcpdump killed, disk full): draw what is there.
         damage = f"capture ends after frame {len(records)}: {fault}"
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
+    crc_on: dict[tuple[tuple[bytes, int], ...], bool] = {}
+    offloaded: dict[str, list[int]] = {}
     for number, rec in enumerate(records, start=1):
         t = (rec.time_ns - base) if rec.time_ns is not None else 0
         frame = as_ethernet(rec.linktype, rec.frame)
         if isinstance(frame, str):
-            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({frame})"))
+            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({frame})",
+                            frame=number))
             continue
-        try:
-            seg = codec.decode(frame)
-        except codec.DecodeError as exc:
-            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({exc})"))
+        decoded = decode_leniently(frame)
+        if isinstance(decoded, str):
+            rows.append(Row(t, 0, None, f"frame {number}: not decoded ({decoded})",
+                            frame=number))
             continue
+        seg, verdict, ip_ok = decoded
         if ports and seg.sport not in ports and seg.dport not in ports:
             continue
-        src = lanes.setdefault(ip_text(seg.src_ip), len(lanes))
+        src_name = ip_text(seg.src_ip)
+        src = lanes.setdefault(src_name, len(lanes))
         dst = lanes.setdefault(ip_text(seg.dst_ip), len(lanes))
-        detail_parts = [p for p in (mpa_summary(seg.payload),
-                                    fpdu_summary(seg.payload) if seg.payload else None,
+        conn = tuple(sorted([(seg.src_ip, seg.sport), (seg.dst_ip, seg.dport)]))
+        if seg.flags & 0x02 and not seg.flags & 0x10:
+            crc_on.pop(conn, None)  # a new connection on these ports
+        mpa = mpa_summary(seg.payload)
+        if mpa is not None and len(seg.payload) > 16:
+            # RFC 5044 section 7.1: CRC is used when either side sets C.
+            crc_on[conn] = crc_on.get(conn, False) or bool(seg.payload[16] & FLAG_CRC)
+        marks = _checksum_marks(verdict, ip_ok, checksums)
+        if verdict is Verdict.OFFLOAD and checksums is Mode.OFFLOAD:
+            offloaded.setdefault(src_name, []).append(number)
+        detail_parts = [p for p in (mpa,
+                                    fpdu_summary(seg.payload, crc_on.get(conn))
+                                    if seg.payload and mpa is None else None,
+                                    *marks,
                                     rec.comment.replace("\n", "; ") if rec.comment else None)
                         if p]
         label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
-        rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None))
+        rows.append(Row(t, src, dst, label, "; ".join(detail_parts) or None, frame=number))
+    end = rows[-1].time_ns if rows else 0
+    for host, numbers in offloaded.items():
+        n = len(numbers)
+        rows.append(Row(end, lanes[host], None, f"{host}: {OFFLOAD_NOTE} ({n} frame"
+                        f"{'s' if n > 1 else ''}, first {numbers[0]}, last {numbers[-1]})"))
     if damage is not None:
-        rows.append(Row(rows[-1].time_ns if rows else 0, 0, None, damage))
+        rows.append(Row(end, 0, None, damage))
     return Ladder(list(lanes) or ["(no IP frames)"], rows)
+
+
+def _checksum_marks(verdict: Verdict, ip_ok: bool, mode: Mode) -> list[str]:
+    marks = []
+    if not ip_ok and mode is not Mode.OFF:
+        marks.append("bad IPv4 header checksum")
+    if is_error(verdict, mode):
+        marks.append("TCP checksum: offload artefact" if verdict is Verdict.OFFLOAD
+                     else "bad TCP checksum")
+    return marks
+
+
+def decode_leniently(frame: bytes) -> tuple[Segment, Verdict, bool] | str:
+    """``frame`` decoded whatever its checksums, with the verdict on its TCP checksum and
+    whether its IPv4 header checksum holds; or why it cannot be decoded. A frame whose
+    checksums fail is decoded from a copy with them recomputed
+    (:func:`mpa_emu.checksums.repaired`): every other field is as captured."""
+    try:
+        return codec.decode(frame), Verdict.GOOD, True
+    except codec.DecodeError as exc:
+        if exc.reason not in (codec.DecodeFailure.BAD_TCP_CHECKSUM,
+                              codec.DecodeFailure.BAD_IP_CHECKSUM):
+            return str(exc)
+    try:
+        fixed = repaired(frame)
+        seg = codec.decode(fixed)
+    except (codec.DecodeError, struct.error, IndexError) as exc:
+        return str(exc)
+    return seg, _tcp_verdict(frame), ip_header_ok(_ip_header(frame))
+
+
+def _ip_header(frame: bytes) -> bytes:
+    off = 18 if frame[12:14] == b"\x81\x00" else 14
+    if frame[off - 2:off] != b"\x08\x00":
+        return b""  # IPv6: no header checksum
+    return frame[off:off + (frame[off] & 0xF) * 4]
+
+
+def _tcp_verdict(frame: bytes) -> Verdict:
+    off = 18 if frame[12:14] == b"\x81\x00" else 14
+    if frame[off - 2:off] == b"\x08\x00":
+        ihl = (frame[off] & 0xF) * 4
+        total = struct.unpack_from("!H", frame, off + 2)[0]
+        src, dst = frame[off + 12:off + 16], frame[off + 16:off + 20]
+        tcp = frame[off + ihl:off + total]
+    else:
+        plen = struct.unpack_from("!H", frame, off + 4)[0]
+        src, dst = frame[off + 8:off + 24], frame[off + 24:off + 40]
+        tcp = frame[off + 40:off + 40 + plen]
+    return tcp_verdict(pseudo_header(src, dst, len(tcp)), tcp)
 
 
 _NO_MACS = bytes(12)
@@ -139,7 +233,10 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     right = width
     y = TOP
     last_time: int | None = None
-    for row in rows:
+    for number, row in enumerate(rows):
+        # One group per row, so that a page can find, highlight and explain each frame.
+        frame = f' data-frame="{row.frame}"' if row.frame is not None else ""
+        body.append(f'<g class="row" data-row="{number}"{frame}>')
         y += ROW_H
         if row.time_ns != last_time:
             body.append(f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
@@ -155,10 +252,12 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
             limit = abs(x2 - x1) // 7
             body.append(f'<text x="{mid}" y="{y - 4}" class="label">'
                         f'{escape(_cut(row.label, limit))}</text>')
-            if row.detail:
+            # The detail wraps between the two lanes (10 px font: about 6.1 px a character)
+            # instead of running across them.
+            for piece in textwrap.wrap(row.detail or "", max(int(abs(x2 - x1) / 6.2) - 2, 12)):
                 y += DETAIL_H
-                body.append(f'<text x="{mid}" y="{y - 4}" class="detail">'
-                            f'{escape(_cut(row.detail, limit + 20))}</text>')
+                body.append(f'<text x="{mid}" y="{y - 4}" class="detail">{escape(piece)}</text>')
+            body.append("</g>")
             continue
         text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 180)
         # A note wraps before the next lane to its right instead of running across it.
@@ -172,6 +271,7 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
             if n:
                 y += DETAIL_H
             body.append(f'<text x="{x1 + 8}" y="{y + 4}" class="{cls}">{escape(piece)}</text>')
+        body.append("</g>")
     height = y + 40
     width = right
     lanes = []

@@ -349,5 +349,11 @@ def format_table(entries: tuple[KernelEntry, ...] = ENTRIES) -> str:
     lines.append("")
     noun = "function" if len(entries) == 1 else "functions"
     lines.append(f"{len(entries)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    lines.append(KIND_LEGEND)
     return "\n".join(lines) + "\n"
+
+
+KIND_LEGEND = ("kind: E emulated (packet and state level), P plumbing (hardware or OS, kept "
+               "another way), H hybrid (hand-off to the offloaded QP, upcalls), E/H both")
+"""The last line of :func:`format_table`: what the letters of the kind column mean."""
 

@@ -25,7 +25,7 @@ from mpa_emu.trace import TraceRecord
 if TYPE_CHECKING:
     from mpa_emu.net.network import CapturedFrame, Network
 
-GAP = 80
+GAP = 88
 """Characters between two adjacent host lanes."""
 TIME_WIDTH = 11
 
@@ -37,8 +37,8 @@ RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
     """Private data for people: printable ASCII in quotes, anything else as hex, and a
-    printable start followed by other bytes as both (``"busy"+00000000``, as the v2
-    upcall's 4 extra bytes look). Long values are cut with '...'."""
+    printable start followed by other bytes as both (``"busy"+0a0b``). Long values are
+    cut with '...'."""
     printable = 0
     while printable < len(data) and 32 <= data[printable] < 127:
         printable += 1
@@ -84,9 +84,13 @@ def mpa_summary(payload: bytes) -> str | None:
     return " ".join(parts)
 
 
-def fpdu_summary(payload: bytes) -> str | None:
+def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     """``FPDU RDMA Read Request`` for a payload that is one FPDU without markers
-    (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise."""
+    (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise.
+
+    ``crc`` says whether CRC was negotiated (RFC 5044 section 7.1: C in the request or
+    reply): only then is a wrong CRC named ("bad CRC", or "zero CRC" for a CRC field of
+    zero); with ``False`` or ``None`` (not known) the summary gives no CRC verdict."""
     try:
         fpdu = mpa.unframe_fpdu(payload)
     except mpa.MpaFormatError:
@@ -95,8 +99,10 @@ def fpdu_summary(payload: bytes) -> str | None:
         return None
     opcode = fpdu.ulpdu[1] & 0x0F
     name = RDMAP_OPCODES.get(opcode, f"RDMAP opcode {opcode}")
-    crc = "" if fpdu.crc_ok else " bad CRC"
-    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{crc}"
+    verdict = ""
+    if crc and not fpdu.crc_ok:
+        verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
+    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{verdict}"
 
 
 _FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"),
@@ -109,12 +115,16 @@ def flags_label(flags: int) -> str:
 
 
 def options_label(options: bytes) -> str:
-    """``mss=1460 ws=2`` for TCP options (RFC 9293 section 3.2, RFC 7323 section 2)."""
+    """TCP options as Wireshark's Info column names them: ``MSS=1460 WS=4 SACK_PERM
+    TSval=1 TSecr=0`` (RFC 9293 section 3.2, RFC 7323 sections 2.2 and 3.2, RFC 2018
+    section 2; WS is the multiplier 2^shift), plus ``EOL`` for an end-of-list option
+    (irdma ends its SYN options with one) and ``opt<kind>`` for any other kind."""
     parts: list[str] = []
     i = 0
     while i < len(options):
         kind = options[i]
         if kind == 0:
+            parts.append("EOL")
             break
         if kind == 1:
             i += 1
@@ -122,9 +132,14 @@ def options_label(options: bytes) -> str:
         length = options[i + 1] if i + 1 < len(options) else 0
         value = options[i + 2: i + length] if length >= 2 else b""
         if kind == 2 and len(value) == 2:
-            parts.append(f"mss={int.from_bytes(value, 'big')}")
+            parts.append(f"MSS={int.from_bytes(value, 'big')}")
         elif kind == 3 and len(value) == 1:
-            parts.append(f"ws={value[0]}")
+            parts.append(f"WS={1 << min(value[0], 14)}")  # RFC 7323 2.3: shift <= 14
+        elif kind == 4 and length == 2:
+            parts.append("SACK_PERM")
+        elif kind == 8 and len(value) == 8:
+            parts.append(f"TSval={int.from_bytes(value[:4], 'big')} "
+                         f"TSecr={int.from_bytes(value[4:], 'big')}")
         else:
             parts.append(f"opt{kind}")
         if length < 2:  # malformed: stop rather than loop
@@ -135,7 +150,7 @@ def options_label(options: bytes) -> str:
 
 
 def segment_label(seg: Segment) -> str:
-    """``[SYN] seq=.. ack=.. len=.. mss=1460 ws=2``."""
+    """``[SYN] seq=.. ack=.. len=.. MSS=1460 WS=4 EOL``."""
     text = f"{flags_label(seg.flags)} seq={seg.seq} ack={seg.ack} len={len(seg.payload)}"
     if seg.options:
         text += " " + options_label(seg.options)
@@ -150,7 +165,14 @@ def upcall_label(upcall: Upcall) -> str:
     if upcall.event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY, IwEvent.ESTABLISHED):
         text += f" ird={upcall.ird} ord={upcall.ord}"
     if upcall.private_data:
-        text += f" pd={text_or_hex(upcall.private_data)}"
+        data = upcall.private_data
+        past = upcall.private_data_past_frame
+        sent = data[: len(data) - past]
+        text += f" pd={text_or_hex(sent) if sent else chr(34) * 2}"
+        if past:
+            # The v2 +4 quirk: bytes from past the MPA frame (irdma_parse_mpa), not
+            # something the peer sent.
+            text += f" +{past} past the frame: {data[len(sent):].hex()}"
     return text
 
 
@@ -170,6 +192,8 @@ class Row:
     label: str
     detail: str | None = None
     lost: bool = False
+    frame: int | None = None
+    """The frame's number (1-based, as in the capture file) for a frame row."""
 
 
 def state_change_text(record: TraceRecord) -> str:
@@ -182,35 +206,48 @@ def state_change_text(record: TraceRecord) -> str:
     return f"{prefix}{old} -> {new}" if old is not None else f"{prefix}-> {new}"
 
 
-def _frame_rows(frame: CapturedFrame, lanes: dict[str, int]) -> list[Row]:
+def _frame_rows(frame: CapturedFrame, lanes: dict[str, int],
+                with_addresses: bool = False) -> list[Row]:
     source = lanes.get(frame.sender, 0)
     seg = frame.segment
     if seg is None:
         return [Row(frame.time_ns, source, None, f"undecodable frame ({len(frame.data)} bytes)")]
-    label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
+    if with_addresses:
+        label = (f"{_endpoint(seg.src_ip, seg.sport)}>{_endpoint(seg.dst_ip, seg.dport)} "
+                 f"{segment_label(seg)}")
+    else:
+        label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
     detail = mpa_summary(seg.payload) or (fpdu_summary(seg.payload) if seg.payload else None)
     fate = [n for n in frame.notes if not n.startswith("loopback")]
     lost = any(n.startswith(("wire: lost", "wire: dropped", "dropped by", "not delivered"))
                for n in frame.notes)
     if fate:
         detail = "; ".join(([detail] if detail else []) + fate)
+    number = frame.index + 1
     if frame.loopback:
-        return [Row(frame.time_ns, source, None, f"(lo) {label}", detail)]
+        return [Row(frame.time_ns, source, None, f"(lo) {label}", detail, frame=number)]
     targets: list[int | None] = [lanes[r] for r in frame.receivers if r in lanes] or [None]
-    return [Row(frame.time_ns, source, t, label, detail, lost) for t in targets[:1]]
+    return [Row(frame.time_ns, source, t, label, detail, lost, number) for t in targets[:1]]
 
 
-def rows(net: Network, *, hosts: Sequence[str] | None = None) -> list[Row]:
-    """The ladder rows of a run, from the network journal (needs ``tracing``)."""
+def rows(net: Network, *, hosts: Sequence[str] | None = None,
+         since_ns: int = 0) -> list[Row]:
+    """The ladder rows of a run (at or after ``since_ns``), from the network journal
+    (needs ``tracing``)."""
     if net.journal is None:
         raise ValueError("the ladder needs a network built with tracing=True")
     names = list(hosts) if hosts is not None else list(net.hosts)
     lanes = {name: i for i, name in enumerate(names)}
+    # A lane stands for a host, not an address: when a host sends from several
+    # addresses, the arrows name them.
+    with_addresses = any(len(used) > 1 for used in sent_from(net, since_ns).values())
     out: list[Row] = []
     for entry in net.journal:
+        if entry.time_ns < since_ns:
+            continue
         lane = lanes.get(entry.host)
         if entry.kind == "frame":
-            out.extend(_frame_rows(entry.item, lanes))
+            out.extend(_frame_rows(entry.item, lanes, with_addresses))
         elif lane is None:
             continue
         elif entry.kind == "upcall":
@@ -233,24 +270,51 @@ def rows(net: Network, *, hosts: Sequence[str] | None = None) -> list[Row]:
     return out
 
 
+def _endpoint(ip: bytes, port: int) -> str:
+    text = ip_text(ip)
+    return f"[{text}]:{port}" if ":" in text else f"{text}:{port}"
+
+
+def sent_from(net: Network, since_ns: int = 0) -> dict[str, list[bytes]]:
+    """The source addresses each host sent frames from (at or after ``since_ns``), in
+    order of first use."""
+    used: dict[str, list[bytes]] = {}
+    for frame in net.frames:
+        if frame.segment is not None and frame.time_ns >= since_ns:
+            seen = used.setdefault(frame.sender, [])
+            if frame.segment.src_ip not in seen:
+                seen.append(frame.segment.src_ip)
+    return used
+
+
 def _lane_x(lane: int) -> int:
     return TIME_WIDTH + 1 + lane * (GAP + 1)
 
 
-def _arrow(source: int, target: int, label: str, lost: bool) -> tuple[int, str]:
+def _split_label(label: str, room: int) -> tuple[str, str]:
+    """The longest start of ``label`` that fits ``room`` characters, cut at a space, and
+    the rest (shown on the next line: a ladder never cuts a label short)."""
+    if len(label) <= room:
+        return label, ""
+    cut = label.rfind(" ", 0, room + 1)
+    if cut <= 0:
+        cut = room
+    return label[:cut], label[cut:].strip()
+
+
+def _arrow(source: int, target: int, label: str, lost: bool) -> tuple[int, str, str]:
+    """Where the arrow starts, its text, and what of the label did not fit on it."""
     left, right = sorted((source, target))
     span = (right - left) * (GAP + 1) - 1
-    body = f" {label} "
-    room = span - 6
-    if len(body) > room:
-        body = body[: room - 3] + "...  "[:3]
+    shown, rest = _split_label(label, span - 8)
+    body = f" {shown} "
     if source < target:
         head = "x" if lost else ">"
         text = "--" + body + "-" * (span - 3 - len(body)) + head
     else:
         head = "x" if lost else "<"
         text = head + "-" * (span - 3 - len(body)) + body + "--"
-    return _lane_x(left) + 1, text
+    return _lane_x(left) + 1, text, rest
 
 
 def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
@@ -273,16 +337,17 @@ def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
         last_time = row.time_ns
         line[: len(stamp)] = list(stamp)
         if row.target is not None and row.target != row.source:
-            x, text = _arrow(row.source, row.target, row.label, row.lost)
+            x, text, rest = _arrow(row.source, row.target, row.label, row.lost)
             line[x: x + len(text)] = list(text)
             lines.append("".join(line).rstrip())
-            if row.detail:
-                detail_line = [" "] * width
-                for i in range(len(columns)):
-                    detail_line[_lane_x(i)] = "|"
-                left = _lane_x(min(row.source, row.target)) + 4
-                detail_line[left:] = list(row.detail)
-                lines.append("".join(detail_line).rstrip())
+            for extra in (rest, row.detail):
+                if extra:
+                    detail_line = [" "] * width
+                    for i in range(len(columns)):
+                        detail_line[_lane_x(i)] = "|"
+                    left = _lane_x(min(row.source, row.target)) + 4
+                    detail_line[left:] = list(extra)
+                    lines.append("".join(detail_line).rstrip())
             continue
         text = row.label + (f"  [{row.detail}]" if row.detail else "")
         x = _lane_x(row.source) + 2
@@ -293,20 +358,24 @@ def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def column_titles(net: Network, hosts: Sequence[str] | None = None) -> list[str]:
-    """``alice 192.0.2.1`` for each host."""
+def column_titles(net: Network, hosts: Sequence[str] | None = None,
+                  since_ns: int = 0) -> list[str]:
+    """``alice 192.0.2.1`` for each host: its addresses, those it sent from first (an
+    address removed during the run included)."""
     names = list(hosts) if hosts is not None else list(net.hosts)
+    used = sent_from(net, since_ns)
     titles = []
     for name in names:
-        addrs = net.hosts[name].addresses
+        addrs = list(used.get(name, []))
+        addrs += [a for a in net.hosts[name].addresses if a not in addrs]
         titles.append(" ".join([name, *(ip_text(a) for a in addrs)][:3]))
     return titles
 
 
 def ladder(net: Network, *, hosts: Sequence[str] | None = None, since_ns: int = 0) -> str:
     """The whole ladder of a run as text (rows at or after ``since_ns``)."""
-    selected = [r for r in rows(net, hosts=hosts) if r.time_ns >= since_ns]
-    return render(selected, column_titles(net, hosts))
+    return render(rows(net, hosts=hosts, since_ns=since_ns),
+                  column_titles(net, hosts, since_ns))
 
 
 def describe_frame(frame: CapturedFrame) -> dict[str, Any]:

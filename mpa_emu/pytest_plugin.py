@@ -6,8 +6,9 @@ test once the package is installed:
 - ``mpa_seed``: the seed for the test's network (``--mpa-emu-seed``, default 1).
 - ``mpa_network``: a fresh seeded :class:`mpa_emu.net.Network`.
 - ``run_scenario``: ``run_scenario(path_or_toml_text, check=True)`` runs a scenario file
-  (or TOML text) and, with ``check``, fails the test listing every unmet expectation by
-  line; returns the :class:`mpa_emu.scenario.ScenarioRun`.
+  (a path relative to the test file) or TOML text and, with ``check``, fails the test
+  listing every unmet expectation by line (for TOML text written in the test file, its
+  line in that file); returns the :class:`mpa_emu.scenario.ScenarioRun`.
 
 ``--mpa-emu-captures DIR`` writes the pcapng of every network used by a failing test to
 ``DIR/<test name>.pcapng`` for Wireshark. The guide is docs/pytest.md.
@@ -110,9 +111,10 @@ def run_scenario(request: pytest.FixtureRequest) -> Iterator[Callable[..., Scena
                seed: int | None = None) -> ScenarioRun:
         try:
             if isinstance(source, str) and "\n" in source:
-                sc = loads(source, f"<{request.node.name}>")
+                name, text = _inline_text(request, source)
+                sc = loads(text, name)
             else:
-                sc = load_scenario(source)
+                sc = load_scenario(_scenario_path(request, source))
             if seed is not None:
                 sc = replace(sc, seed=seed)
             result = run(sc)
@@ -126,3 +128,46 @@ def run_scenario(request: pytest.FixtureRequest) -> Iterator[Callable[..., Scena
 
     yield runner
     _dump_on_failure(request)
+
+
+def _scenario_path(request: pytest.FixtureRequest, source: str | Path) -> Path:
+    """A relative path is taken from the test file's folder; when nothing is there but
+    the path exists from the current directory (how the plugin resolved it before), that
+    file is used."""
+    path = Path(source)
+    if path.is_absolute():
+        return path
+    beside = Path(request.path).parent / path
+    if not beside.exists() and path.exists():
+        return path
+    return beside
+
+
+def _inline_text(request: pytest.FixtureRequest, text: str) -> tuple[str, str]:
+    """The name and text to load TOML text with, so that its line numbers are those of
+    the test file where the text is written. The text is found line by line (it may have
+    been edited, e.g. with ``str.replace``, before the call); when it is not found it
+    keeps its own numbering under the name ``<test name>``."""
+    fallback = (f"<{request.node.name}>", text)
+    try:
+        test_file = Path(request.path)
+        file_lines = test_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return fallback
+    lines = text.splitlines()
+    wanted = sum(1 for line in lines if line.strip())
+    best, best_score = -1, 0
+    for start in range(len(file_lines) - len(lines) + 1):
+        score = sum(1 for i, line in enumerate(lines)
+                    if line.strip() and file_lines[start + i] == line)
+        if score > best_score:
+            best, best_score = start, score
+    # A text written in the file: its first line is the rest of the line opening the
+    # string (empty right after the quotes), so it matches all but that line at worst.
+    if best < 0 or best_score * 2 < wanted:
+        return fallback
+    try:
+        name = str(test_file.relative_to(request.config.rootpath))
+    except ValueError:
+        name = str(test_file)
+    return name, "\n" * best + text

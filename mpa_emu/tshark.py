@@ -15,8 +15,10 @@ results:
 * :meth:`Tshark.problems`: everything of severity Error, malformed frames and bad CRCs,
   for "tshark finds nothing wrong" assertions.
 
-tshark runs with a private, empty configuration directory and without name resolution,
-so a user's Wireshark profile cannot change a verdict. A missing tshark raises
+tshark runs with an isolated configuration (:func:`isolated_environment`: an empty
+personal configuration folder and an empty home, so neither the user's preferences nor the
+plugins in their personal plugin folder load) and without name resolution, so a user's
+Wireshark set-up cannot change a verdict. A missing tshark raises
 :class:`TsharkNotFound`: tests that use the judge fail rather than skip.
 """
 
@@ -134,6 +136,23 @@ class CrcVerdict:
         return self.status == "good"
 
 
+def isolated_environment(folder: str | os.PathLike[str],
+                         base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a tshark that sees none of the user's Wireshark set-up.
+
+    Wireshark reads preferences and profiles from ``$WIRESHARK_CONFIG_DIR`` (else
+    ``$XDG_CONFIG_HOME/wireshark``) and loads personal plugins, Lua ones included, from
+    ``$HOME/.local/lib/wireshark/plugins`` (``tshark -G folders``). All three point into
+    ``folder``, which the caller keeps empty. ``base`` defaults to ``os.environ``.
+    """
+    root = os.fspath(folder)
+    env = dict(os.environ if base is None else base)
+    env["WIRESHARK_CONFIG_DIR"] = os.path.join(root, "wireshark-config")
+    env["XDG_CONFIG_HOME"] = os.path.join(root, "config")
+    env["HOME"] = root
+    return env
+
+
 def find_tshark(path: str | None = None) -> str:
     """The tshark binary: ``path``, else $MPA_EMU_TSHARK, else ``tshark`` on PATH."""
     candidate = path or os.environ.get(TSHARK_ENV) or shutil.which("tshark")
@@ -166,10 +185,9 @@ class Tshark:
         stderr in the message.
         """
         argv = [self.path, "-n", "-r", os.fspath(capture), *self.options, *args]
-        env = dict(os.environ)
-        env["WIRESHARK_CONFIG_DIR"] = self._config.name
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, env=env,
+            done = subprocess.run(argv, capture_output=True, text=True,
+                                  env=isolated_environment(self._config.name),
                                   timeout=self.timeout, check=False)
         except subprocess.TimeoutExpired:
             raise TsharkError(f"tshark timed out after {self.timeout} s on {capture}") \
@@ -183,6 +201,7 @@ class Tshark:
     def version(self) -> str:
         """The first line of ``tshark --version``."""
         done = subprocess.run([self.path, "--version"], capture_output=True, text=True,
+                              env=isolated_environment(self._config.name),
                               timeout=self.timeout, check=False)
         return done.stdout.splitlines()[0] if done.stdout else ""
 

@@ -35,3 +35,18 @@ def strict_reachability() -> Iterator[None]:
 #     pytest -m fuzz --hypothesis-profile=fuzz-long
 settings.register_profile("fuzz-long", max_examples=25_000, deadline=None,
                           suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def isolated_wireshark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Every tshark a test starts, directly or through mpa_emu, sees none of the user's
+    Wireshark set-up: the personal configuration folder and the home (where personal
+    plugins live) point into an empty folder for the whole session. Yields that folder."""
+    from mpa_emu.tshark import isolated_environment
+
+    folder = str(tmp_path_factory.mktemp("wireshark-home"))
+    env = isolated_environment(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in ("WIRESHARK_CONFIG_DIR", "XDG_CONFIG_HOME", "HOME"):
+            patch.setenv(key, env[key])
+        yield folder

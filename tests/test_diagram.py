@@ -142,8 +142,9 @@ def test_capture_cut_short_is_drawn_up_to_the_cut(tmp_path: Path) -> None:
     # Every line of the first eight frames, then one note naming the damage.
     assert text[:-1] == whole[:len(text) - 1]
     assert "len=0" in whole[len(text) - 1]  # the ninth frame, the NIC's ACK of the RTR
-    assert text[-1].strip() == ("| capture ends after frame 8: truncated pcap record 8 at "
-                                "offset 770: 54 bytes announced")
+    assert text[-1].strip().rstrip("| ") == (
+        "| capture ends after frame 8: truncated pcap record 8 at offset 770: 54 bytes "
+        "announced")
 
 
 def test_svg_notes_wrap_before_the_next_lane_and_keep_every_word(tmp_path: Path) -> None:
@@ -159,5 +160,6 @@ def test_svg_notes_wrap_before_the_next_lane_and_keep_every_word(tmp_path: Path)
     # alice's upcall is longer than the gap to bob's lane: it continues on the next line.
     texts = ["".join(t.itertext()) for t in notes]
     start = next(i for i, t in enumerate(texts) if t.startswith("<< CONNECT_REPLY"))
-    assert " ".join(texts[start:start + 2]) == \
-        "<< CONNECT_REPLY -ECONNREFUSED ird=16 ord=16 pd=\"it's not you\"+00000000"
+    assert " ".join(texts[start:]).startswith(
+        "<< CONNECT_REPLY -ECONNREFUSED ird=16 ord=16 pd=\"it's not you\" +4 past the "
+        "frame: 00000000")

@@ -67,15 +67,21 @@ def test_scenario_expectation_fails(run_scenario):
 
 
 def run_user_tests(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    scenario = ROOT / "scenarios" / "v2_accept.toml"
+    """Run USER_TESTS from another folder than the test file's: the scenario file is
+    named relative to the test file."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mine.toml").write_bytes(
+        (ROOT / "mpa_emu" / "examples" / "v2_accept.toml").read_bytes())
     test_file = tmp_path / "test_user.py"
-    test_file.write_text(f"SCENARIO_FILE = {str(scenario)!r}\n" + USER_TESTS)
+    test_file.write_text('SCENARIO_FILE = "data/mine.toml"\n' + USER_TESTS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "mpa_emu.pytest_plugin", "-q",
          "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "--mpa-emu-seed", "5",
          *extra, str(test_file)],
-        capture_output=True, text=True, cwd=tmp_path, env=env)
+        capture_output=True, text=True, cwd=elsewhere, env=env)
 
 
 def test_fixtures_work_and_failures_name_the_scenario_line(tmp_path: Path) -> None:
@@ -84,8 +90,12 @@ def test_fixtures_work_and_failures_name_the_scenario_line(tmp_path: Path) -> No
     out = proc.stdout
     assert "1 failed, 3 passed" in out, out + proc.stderr
     assert "test_scenario_expectation_fails" in out
-    # The failing expectation is the [[expect.upcall]] at line 19 of the TOML text.
-    assert "<test_scenario_expectation_fails>:19: FAIL upcall CONNECT_REPLY" in out
+    # The failing expectation is the [[expect.upcall]] of REJECT, named by its line in
+    # the test file (not line 19 of the string).
+    lines = (tmp_path / "test_user.py").read_text().splitlines()
+    line = lines.index("[[expect.upcall]]") + 1
+    assert line > 19
+    assert f"test_user.py:{line}: FAIL upcall CONNECT_REPLY" in out
     assert "-ECONNREFUSED" in out  # what happened instead
     dumped = sorted(p.name for p in captures.iterdir())
     assert dumped == ["test_user.py_test_scenario_expectation_fails.pcapng"]

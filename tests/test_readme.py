@@ -40,3 +40,46 @@ def test_readme_python_example_runs_and_shows_the_reject(
     assert replies[0].status == -ECONNREFUSED
     assert replies[0].private_data.startswith(b"no resources")
     assert "CONNECT_REPLY -111" in capsys.readouterr().out
+
+
+def _sh_blocks() -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", README, re.S)
+
+
+def test_readme_commands_work_pasted_in_order_into_a_fresh_shell(tmp_path: Path) -> None:
+    """The set-up command, then the first-steps block, exactly as written, in a bare shell
+    (PATH without the virtual environment) in a copy of the project."""
+    import os
+    import shutil
+    import subprocess
+
+    for name in ("mpa_emu", "pyproject.toml", "README.md"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(source, tmp_path / name)
+    setup, first_steps = _sh_blocks()[:2]
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ["HOME"],
+           "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items()
+                                 if k.startswith(("PIP_", "WIRESHARK_", "XDG_"))}}
+
+    def shell(script: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+
+    done = shell(setup.splitlines()[0])
+    assert done.returncode == 0, done.stderr
+    assert "wrote demo.pcapng" in done.stdout
+    assert shell("mpa-emu --help").returncode == 127  # not on PATH until activated
+    done = shell(first_steps)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "MPA" in out and "PASS" in out
+    assert "problems:\n  none" in out
+    assert (tmp_path / "my-scenarios" / "v2_accept.toml").is_file()
+    assert (tmp_path / "v2.svg").read_text(encoding="utf-8").startswith("<?xml")
+    # The last command: tshark with the plugin, one row per MPA v2 request and reply.
+    rows = [line.split("\t") for line in out.splitlines()[-2:]]
+    assert all(len(row) == 3 and all(field.isdigit() for field in row) for row in rows), out

@@ -51,6 +51,7 @@ SCENARIOS = {
     "probability_over_1": HOSTS + "[wire]\nloss = 2\n",
     "unknown_verb": HOSTS + '[[expect.verb_failure]]\nhost = "a"\nverb = "fly"\n',
     "not_toml": "this is = = not toml\n",
+    "expect_table_typo": HOSTS + '[[expect.upcal]]\nhost = "a"\n',
 }
 
 SCENARIO_MESSAGES = {
@@ -70,7 +71,10 @@ SCENARIO_MESSAGES = {
     "listen_unknown_host": "no [[host]] named 'z'",
     "duplicate_listen_name": "[[listen]] name 'l' is already used on line 11",
     "duplicate_connect_name": "[[connect]] name 'c' is already used on line 12",
-    "connect_bad_target": "connect[1].to: not an IPv4 or IPv6 address: 'nobody'",
+    "connect_bad_target": "s.toml:10: connect[1].to: unknown host 'nobody' (hosts: a, b; or "
+                          "give an IPv4 or IPv6 address)",
+    "expect_table_typo": "s.toml:8: expect.upcal: unknown key 'upcal' (known here: frame, "
+                         "state, trace, upcall, verb_failure)",
     "time_in_the_past": 'event[1].at: expected a duration such as "10us"',
     "time_not_a_duration": "duration: expected a duration",
     "probability_over_1": "wire.loss: expected a probability between 0 and 1, got 2",
@@ -154,7 +158,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("replay_bad_ipv6", ["replay", str(GOOD_PCAP), "--emulate", "fd00::zz"],
      "--emulate: not an IPv4 or IPv6 address"),
     ("replay_absent_host", ["replay", str(GOOD_PCAP), "--emulate", "10.0.0.9"],
-     "no TCP frames sent or received by 10.0.0.9"),
+     "no TCP frames sent or received by 10.0.0.9 (addresses in the capture: 192.168.10.1, "
+     "192.168.10.2)"),
     ("replay_linux_cooked", ["replay", "{d}/sll.pcap", "--emulate", "192.168.10.2"],
      "not Ethernet (link type 113)"),
     ("replay_empty", ["replay", "{d}/empty.pcap", "--emulate", "192.168.10.2"], "empty file"),

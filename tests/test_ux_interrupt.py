@@ -62,7 +62,29 @@ def test_ctrl_c_writes_the_outputs_so_far_and_exits_130(
     data = json.loads(summary.read_text())
     assert data["ok"] is False and data["run"]["reason"] == "interrupted"
     assert len(data["frames"]) == 4
+    assert data["run"]["events"] == _events_until(STOP_NS) > 0
     assert trace.read_text().count("\n") > 0
+
+
+def _events_until(stop_ns: int) -> int:
+    """Events an uninterrupted network of the scenario runs up to ``stop_ns``."""
+    sc = load_scenario(SCENARIO)
+    net = runner.build_network(sc)
+    runner._Schedule(sc, net, runner.ScenarioRun(sc, net, RunResult("idle", 0, 0))).all()
+    return net.run(stop_ns).events
+
+
+def test_ctrl_c_inside_the_loop_keeps_the_event_count() -> None:
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    sc = load_scenario(SCENARIO)
+    net = runner.build_network(sc)
+    runner._Schedule(sc, net, runner.ScenarioRun(sc, net, RunResult("idle", 0, 0))).all()
+    net.at(STOP_NS + 1, ctrl_c)  # an odd time no frame of the scenario shares
+    with pytest.raises(KeyboardInterrupt):
+        net.run()
+    assert net.events_run == _events_until(STOP_NS + 1) + 1  # and the call that raised
 
 
 def test_ctrl_c_in_any_command_is_one_line_and_exit_130(
@@ -76,3 +98,22 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_130(
     assert main(["inspect", str(ROOT / "pcaps" / "v2_accept.pcap")]) == 130
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "mpa-emu inspect: interrupted\n")
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
+    """``mpa-emu demo | head -1``: the command stops quietly when its pipe is closed (here
+    closed before the first write, so every write meets the broken pipe)."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "mpa_emu", "demo", "-o",
+                               str(tmp_path / "d.pcapng")], stdout=write_end,
+                              stderr=subprocess.PIPE, cwd=tmp_path, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert done.stderr == b""
+    assert done.returncode == 0

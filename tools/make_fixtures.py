@@ -660,9 +660,11 @@ def fx_softiwarp_rping() -> Fixture:
     """Shaped after the one public iWARP capture found (SoftUiWARP rping against a siw
     server, spec wireshark-mpa 8): Linux TCP stacks on both sides (SACK, timestamps,
     WS 7), MPA v1 with flags 0x00 (no CRC) and no private data. Emulating the server as
-    irdma cannot match byte for byte (irdma's SYN-ACK and its C flag differ) but means
-    the same thing in --semantic mode: the v1 request is accepted (rev 1 <= 2, the C bit
-    is never checked, spec 4.2) and answered with a v1 reply."""
+    irdma cannot match byte for byte (irdma's SYN-ACK differs), and --semantic names the
+    difference in outcome: the v1 request is accepted (rev 1 <= 2, the C bit is never
+    checked, spec 4.2) and answered with a v1 reply, but irdma_build_mpa_v1 always sets C,
+    so CRC would be in use (RFC 5044 section 7.1: when either side sets C) where both
+    recorded frames have C=0."""
     cap = Capture()
     c = Conn(cap, a_ip="10.10.1.1", p_ip="10.10.1.2", a_port=42742, p_port=9999)
     isn_c, isn_s = 0x1C3F5A21, 0x77E10B4D
@@ -680,13 +682,16 @@ def fx_softiwarp_rping() -> Fixture:
     return Fixture("softiwarp_v1_semantic", "A siw-like peer with MPA v1, no CRC",
                    "Linux TCP with SACK and timestamps on both sides and an MPA v1 "
                    "exchange without CRC, as in the SoftUiWARP rping capture. Replaying the "
-                   "server as irdma diverges at its SYN-ACK (frame 2) byte for byte, and "
-                   "matches in --semantic mode, which also reports what irdma did with "
-                   "each client frame.",
+                   "server as irdma diverges at its SYN-ACK (frame 2) byte for byte; in "
+                   "--semantic mode it diverges at the reply (frame 6): irdma always sets "
+                   "C, so CRC would be in use where the recording negotiated it off.",
                    ["irdma-cm.md 4.2", "4.5", "5.2", "wireshark-mpa.md 8"], cap,
                    [run(server, exit_code=1, first_divergence=2,
                         why="irdma's SYN-ACK carries MSS+WS2+EOL and window 65535"),
-                    run(server, args=["--semantic"])], mpa_frames=[n_req, n_rep])
+                    run(server, args=["--semantic"], exit_code=1, first_divergence=n_rep,
+                        why="irdma_build_mpa_v1 always sets C; both recorded MPA frames "
+                            "have C=0 (RFC 5044 section 7.1: CRC is used when either side "
+                            "sets C)")], mpa_frames=[n_req, n_rep])
 
 
 def build_all() -> list[Fixture]:

@@ -433,10 +433,17 @@ SHOWS = {
 
 
 def write_sidecar(name: str, out: Path) -> None:
-    """Write NAME.json: the facts decoded from the capture's bytes by real_capture_facts."""
+    """Write NAME.json: the facts decoded from the capture's bytes by real_capture_facts,
+    keeping the hand-written ``replays`` expectations of an existing sidecar."""
     path = out / f"{name}.pcap"
     sidecar = {"capture": path.name, "shows": SHOWS[name], "captured_on": CLIENT_IP,
                "made_by": "tools/make_real_captures.py", **capture_facts(path)}
+    old = out / f"{name}.json"
+    if old.is_file():
+        # The replay expectations are written by hand from the kernel source: keep them.
+        kept = json.loads(old.read_text()).get("replays")
+        if kept is not None:
+            sidecar["replays"] = kept
     (out / f"{name}.json").write_text(json.dumps(sidecar, indent=1) + "\n")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -25,6 +26,8 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "mpa_emu.cli.run",
     "diagram": "mpa_emu.cli.diagram",
     "judge": "mpa_emu.cli.judge",
+    "examples": "mpa_emu.cli.examples",
+    "wireshark-plugin": "mpa_emu.cli.wireshark_plugin",
 }
 
 
@@ -94,4 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mpa-emu {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``mpa-emu demo | head``): nothing left to say to it, and
+        # the flush at exit must not fail either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return code

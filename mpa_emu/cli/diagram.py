@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
+from mpa_emu.cli.inspect import add_checksums_argument
 from mpa_emu.cli.values import capture_port
 from mpa_emu.diagram import DiagramError, Ladder, from_capture, from_run
 
@@ -17,6 +19,13 @@ A .toml argument is run as a scenario (frames, state changes, upcalls and drops)
 anything else is read as a pcap/pcapng capture (frames, with mpa_emu's frame comments).
 With -o FILE.svg the diagram is written as SVG; otherwise printed as text. A capture cut
 short is drawn up to the cut, with a last note saying where and why it ends.
+
+Every frame of a capture is decoded whatever its checksums. --checksums offload (the
+default) counts TX checksum offload artefacts (a TCP checksum holding only the
+pseudo-header sum, or zero: frames sent by the host the capture was taken on) into one
+note per sender, "TX checksum offload: not verified"; strict marks them on each frame;
+off marks no checksum. FPDUs get a CRC verdict only where C was set in the MPA request
+or reply (RFC 5044 section 7.1).
 
 exit codes: 0 drawn, 2 unreadable input, bad scenario or unwritable output
 """
@@ -31,10 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .txt name gets the text)")
+    add_checksums_argument(parser)
 
 
-def build(source: str, ports: list[int] | None = None) -> Ladder:
-    """The ladder of a capture or scenario file (CliError when unusable)."""
+def build(source: str, ports: list[int] | None = None,
+          checksums: Mode = Mode.OFFLOAD) -> Ladder:
+    """The ladder of a capture or scenario file (CliError when unusable); ``checksums``
+    is the reading of a capture's TCP checksums."""
     if source.lower().endswith(".toml"):
         from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
 
@@ -43,14 +55,14 @@ def build(source: str, ports: list[int] | None = None) -> Ladder:
         except ScenarioError as exc:
             raise CliError(str(exc)) from None
     try:
-        return from_capture(source, ports or ())
+        return from_capture(source, ports or (), checksums)
     except DiagramError as exc:
         raise CliError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Draw."""
-    ladder = build(args.source, args.port)
+    ladder = build(args.source, args.port, Mode(args.checksums))
     if args.output is None:
         sys.stdout.write(ladder.text())
         return 0

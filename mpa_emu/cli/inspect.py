@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.values import capture_error, capture_port, positive
 from mpa_emu.inspect import (
     ConnectionReport,
@@ -20,8 +22,16 @@ HELP = "tell the story of every TCP/MPA connection in a capture (pcap or pcapng)
 EPILOG = """\
 For each connection: the handshake (who, ISNs, MSS/WS/SACK/TS), the MPA request and
 reply (rev, flags, IRD/ORD, RTR offered and chosen, private data in hex and text, reject
-reason), the RTR and FPDUs (CRC checked), how it ended, and every problem found, including
-what irdma would refuse (split MPA frames, PD_Length > 512, wrong key, unknown rev).
+reason), the RTR (MPA v2 with the RFC 6581 block only), the FPDUs (CRC judged only where
+C was set in the request or reply, RFC 5044 section 7.1), RDMAP findings (Read Requests
+never answered, MSN gaps, Terminates decoded), every FIN and RST, data after a FIN, a
+fingerprint of each side, and every problem found, including what irdma would refuse
+(split MPA frames, PD_Length > 512, wrong key, unknown rev).
+
+--checksums offload (the default) reads TCP checksums as Wireshark users expect of a
+capture taken on an endpoint: a checksum holding only the pseudo-header sum (or zero) is
+a TX checksum offload artefact, noted once per side, never an error; strict makes it an
+error (what the receiving NIC would see); off never checks.
 
 exit codes: 0 no errors found, 1 errors found (in the selected connections, or frames that
 are not in any connection), 2 unreadable file or usage
@@ -43,6 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comments", action="store_true",
                         help="also list pcapng frame comments (mpa-emu captures carry the "
                              "kernel function and state change behind each frame)")
+    parser.add_argument("--fpdus", action="store_true",
+                        help="list every FPDU: opcode, QN/MSN/MO or STag/TO, length, L bit, "
+                             "CRC verdict")
+    add_checksums_argument(parser)
+    add_html_option(parser)
+
+
+def add_checksums_argument(parser: argparse.ArgumentParser) -> None:
+    """``--checksums strict|offload|off`` (default offload), shared by the reading
+    commands."""
+    parser.add_argument("--checksums", choices=[m.value for m in Mode], default="offload",
+                        help="how TCP checksums are read: strict (offload artefacts are "
+                             "errors), offload (they are notes; the default), off")
 
 
 def _selected(conn: ConnectionReport, args: argparse.Namespace) -> bool:
@@ -58,7 +81,7 @@ def _selected(conn: ConnectionReport, args: argparse.Namespace) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Inspect the capture; exit 1 when any error was found in it."""
     try:
-        report = inspect_capture(args.capture)
+        report = inspect_capture(args.capture, Mode(args.checksums))
     except InspectError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     known = {c.index for c in report.connections}
@@ -69,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     selected = [c for c in report.connections if _selected(c, args)]
     report.hidden = len(report.connections) - len(selected)
     report.connections = selected
-    out = report_json(report) if args.json else format_report(report, comments=args.comments)
+    out = report_json(report) if args.json else format_report(report, comments=args.comments,
+                                                           fpdus=args.fpdus)
     sys.stdout.write(out)
+    write_inspect_html(args.html, report)
     return 1 if report.errors else 0

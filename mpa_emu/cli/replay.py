@@ -11,9 +11,19 @@ import os
 import sys
 
 from mpa_emu.addr import ip_bytes
+from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_replay_html
 from mpa_emu.cli.values import capture_error, seed
-from mpa_emu.replay import RecordingError, ReplayOptions, replay_capture
+from mpa_emu.profiles import PROFILES, profile
+from mpa_emu.replay import (
+    ProfileSurvey,
+    RecordingError,
+    ReplayOptions,
+    ReplayReport,
+    replay_capture,
+    replay_profiles,
+)
 
 MAX_SECONDS = 1e9
 """Upper bound of the time options (about 31 years of virtual time)."""
@@ -27,8 +37,19 @@ fed every other frame of the capture at its recorded time; the report names the 
 divergence, the fields that differ, the CM state and what became of the last frame
 injected into that flow. Fixtures with their expected verdicts: pcaps/README.md.
 
-exit codes: 0 every frame of the emulated host matched, 1 a divergence, 2 unreadable
-capture, bad option or unwritable output, 130 interrupted
+--semantic compares outcomes per connection instead of bytes: MPA revision, flags
+(M, C, R), the IRD/ORD block and RTR choice, private data, accept or reject, OFFLOADED
+and ESTABLISHED, the upcalls, the NIC's events (MPA CRC error, Terminate) and who closed
+first and how. Where the emulator's stream differs in length from the recording, the
+peer's acknowledgements are re-based onto it (the report says so).
+
+--checksums: offload (default) takes TX checksum offload artefacts (the capture was taken
+on the sending host) as the good checksums the wire carried; strict drops them as the
+NIC would; off never checks.
+
+exit codes: 0 every frame of the emulated host matched (--semantic: every connection
+had the same outcome; --profile auto: at least one profile did), 1 a divergence,
+2 unreadable capture, bad option or unwritable output, 130 interrupted
 """
 
 
@@ -59,6 +80,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run timers this long after the capture's end (default 400)")
     parser.add_argument("--seed", type=seed, default=0, metavar="N",
                         help="seed of the emulated host (default 0)")
+    parser.add_argument("--checksums", choices=[m.value for m in Mode],
+                        default=Mode.OFFLOAD.value,
+                        help="TCP checksums of injected frames: offload (default: TX "
+                             "offload artefacts count as good), strict (the NIC's view), "
+                             "off (never checked)")
+    parser.add_argument("--profile", default="irdma",
+                        choices=[*sorted(PROFILES), "auto"],
+                        help="the emulated node, as in live mode and scenarios (default "
+                             "irdma); auto (with --semantic) tries each and names those "
+                             "with the recorded outcome")
+    parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=None,
+                        help="MPA revision the emulated node starts at (default: the "
+                             "profile's)")
+    add_html_option(parser)
 
 
 class _Progress:
@@ -95,32 +130,51 @@ def run(args: argparse.Namespace) -> int:
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.
         if not 0 <= seconds <= MAX_SECONDS:
             raise CliError(f"{option} must be 0..{MAX_SECONDS:g} seconds, got {seconds:g}")
+    if args.profile == "auto" and not args.semantic:
+        raise CliError("--profile auto needs --semantic (it compares outcomes)")
+    overrides = {} if args.mpa_rev is None else {"mpa_rev": args.mpa_rev}
+    config = profile("irdma" if args.profile == "auto" else args.profile, **overrides)
     options = ReplayOptions(
         emulate=ip, on_request=args.on_request, backlog=args.backlog,
         time_tolerance_ns=round(args.time_tolerance * 1e9),
         strict_offload=args.strict_offload, semantic=args.semantic,
-        horizon_ns=round(args.horizon * 1e9), seed=args.seed)
+        horizon_ns=round(args.horizon * 1e9), seed=args.seed,
+        checksums=Mode(args.checksums), config=config)
     progress = _Progress() if sys.stderr.isatty() else None
+    survey: ProfileSurvey | None = None
     try:
-        report = replay_capture(args.capture, options, progress, detail=bool(args.output))
+        if args.profile == "auto":
+            survey = replay_profiles(args.capture, options, progress, mpa_rev=args.mpa_rev,
+                                     detail=bool(args.output or args.html))
+            report: ReplayReport = survey.best
+        else:
+            report = replay_capture(args.capture, options, progress,
+                                    detail=bool(args.output or args.html))
     except RecordingError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     finally:
         if progress is not None:
             progress.close()
     try:
-        print(report.text(), flush=True)
+        print(survey.text() if survey is not None else report.text(), flush=True)
     except BrokenPipeError:
         # The reader went away (| head): keep the exit code, drop the rest quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     try:
         if args.json:
+            data = report.to_json()
+            if survey is not None:
+                data["profiles"] = {name: {"same_outcome": not r.failed,
+                                           "first_divergence": r.first_divergence or None}
+                                    for name, r in survey.reports.items()}
+                data["same_outcome_profiles"] = survey.same_outcome
             with open(args.json, "w") as out:
-                json.dump(report.to_json(), out, indent=2)
+                json.dump(data, out, indent=2)
                 out.write("\n")
         if args.output:
             report.write_pcapng(args.output)
+        write_replay_html(args.html, report)
     except OSError as exc:
         raise CliError(f"cannot write output: {exc.strerror or exc}") from None
-    return report.exit_code
+    return survey.exit_code if survey is not None else report.exit_code

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mpa_emu.cli import CliError
+from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
 from mpa_emu.scenario import (
     Scenario,
@@ -25,7 +26,8 @@ from mpa_emu.scenario.summary import summary
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
 
 EPILOG = """\
-The scenario format is described in docs/scenarios.md; examples are in scenarios/.
+The scenario format is described in docs/scenarios.md; `mpa-emu examples` lists the
+example scenarios shipped with mpa_emu (--copy DIR copies them).
 
 exit codes: 0 every expectation holds, 1 an expectation failed (each failure names its
 scenario line and what happened instead), 2 bad scenario file (file, line and key named)
@@ -39,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("scenario", nargs="+",
                         help="scenario file (.toml); several files run one after the other "
-                             "(then without -o, --trace and --json)")
+                             "(then without -o, --trace, --json and --html)")
     parser.add_argument("-o", "--output", metavar="OUT.pcapng",
                         help="write every frame to a pcapng file (one interface per host, "
                              "frame comments naming the kernel function)")
@@ -51,7 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only failures and the verdict")
     parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bar (it is shown only on a terminal anyway)")
+                        help="no progress bar (it is drawn only when stderr is a terminal, "
+                             "about ten times a second)")
+    add_html_option(parser)
 
 
 @contextlib.contextmanager
@@ -75,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     """Run one scenario with its outputs, or several and a verdict per file."""
     if len(args.scenario) == 1:
         return _run_one(args, args.scenario[0])
-    if args.output or args.trace or args.json:
-        raise CliError("-o, --trace and --json need a single scenario file")
+    if args.output or args.trace or args.json or args.html:
+        raise CliError("-o, --trace, --json and --html need a single scenario file")
     # Check every file first: a typo in the last one should not cost a long run.
     scenarios = []
     for path in args.scenario:
@@ -110,6 +114,7 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if args.json:
         _write_json(args.json, summary(result))
+    write_run_html(args.html, result)
     if result.interrupted:
         _report_interrupt(result, args)
         return INTERRUPTED
@@ -119,7 +124,8 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
 
 def _report_interrupt(result: ScenarioRun, args: argparse.Namespace) -> None:
     kept = [f"{name} {path}" for name, path in
-            (("-o", args.output), ("--trace", args.trace), ("--json", args.json)) if path]
+            (("-o", args.output), ("--trace", args.trace), ("--json", args.json),
+             ("--html", args.html)) if path]
     sys.stderr.write(
         f"mpa-emu run: interrupted at {result.net.now_ns / 1e9:.6f} s (virtual) after "
         f"{len(result.net.frames)} frames; expectations not checked"
@@ -135,13 +141,9 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
     if not args.no_progress and sys.stderr.isatty():
         bar = ProgressBar(sys.stderr, sc.name)
     try:
-        result = run_scenario(sc, trace_stream=trace, progress=bar.update if bar else None,
-                              interruptible=True)
+        result = run_scenario(sc, trace_stream=trace, progress=bar, interruptible=True)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    finally:
-        if bar is not None:
-            bar.finish()
     return result
 
 

@@ -18,6 +18,15 @@ class Quirks:
     """irdma_parse_mpa: for rev 2 the upcall private data length includes the 4-byte
     RFC 6581 block and 4 bytes past the frame are reported (spec 4.5 step 9)."""
 
+    v2_pdata_tail: str = "zeros"
+    """What the emulator reports in those 4 bytes past the frame (with ``v2_pdata_plus4``).
+    The kernel copies PD_Length bytes from after the 24-byte v2 header
+    (``memcpy(cm_node->pdata_buf, buf + mpa_hdr_len, priv_data_len)`` in irdma_parse_mpa),
+    so they are whatever follows the frame in the receive buffer: the next bytes of the
+    segment when it carries more, otherwise memory no capture shows. ``"zeros"`` reports
+    zeros; ``"segment"`` the bytes that follow the frame in the segment (zeros past its
+    end)."""
+
     pdata_len_u8: bool = True
     """irdma_send_cm_event: ``event.private_data_len`` is a u8, so lengths wrap mod 256."""
 
@@ -51,6 +60,15 @@ class Quirks:
     """irdma_process_options: an option of length 0 loops forever in the kernel. The
     emulator records it and treats the segment as lost (the CM thread is stuck);
     ``False`` rejects the options like a malformed MSS."""
+
+    def __post_init__(self) -> None:
+        if self.v2_pdata_tail not in PDATA_TAILS:
+            raise ValueError(f"v2_pdata_tail must be one of {', '.join(PDATA_TAILS)}, "
+                             f"not {self.v2_pdata_tail!r}")
+
+
+PDATA_TAILS = ("zeros", "segment")
+"""The choices of :attr:`Quirks.v2_pdata_tail`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,10 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
     return remote_ip == bytes(15) + b"\x01"
 
 
+IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
+"""``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
+the seeded generator's (replay takes each connection's ISN from the recording)."""
+
 _HOOKS: dict[tuple[str, str], Any] = {}
 
 
@@ -137,7 +141,8 @@ class CmCore:
 
     def __init__(self, name: str, mac: bytes, config: CmConfig = DEFAULT_CONFIG, *,
                  seed: int = 0, trace: Trace | None = None,
-                 qp_factory: QpFactory | None = None) -> None:
+                 qp_factory: QpFactory | None = None,
+                 isn: IsnChooser | None = None) -> None:
         if len(mac) != 6:
             raise ValueError(f"MAC must be 6 bytes, got {len(mac)}")
         if config.gen not in (1, 2):
@@ -150,6 +155,7 @@ class CmCore:
         self.trace = trace
         self._link_up = True
         self._rng = random.Random(seed)
+        self._isn = isn
         self._qp_factory = qp_factory
         self._addresses: dict[bytes, int] = {}
         self.netdevs = NetdevList()
@@ -981,7 +987,8 @@ class CmCore:
         # irdma_make_cm_node: tcp_cntxt.rcv_wnd is a u32; only the header field is cut
         # to 16 bits (htons in irdma_form_*_cm_frame, see _form)
         node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
-        node.loc_seq_num = self._rng.getrandbits(32)
+        chosen = self._isn(key[0], key[1], key[2], key[3]) if self._isn is not None else None
+        node.loc_seq_num = self._rng.getrandbits(32) if chosen is None else chosen & 0xFFFFFFFF
         node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
         self._nodes[key] = node
         self._by_conn[conn] = node
@@ -1662,7 +1669,7 @@ class CmCore:
                         ird_size=node.ird_size, ord_size=node.ord_size,
                         mpav2_ird_ord=node.mpav2_ird_ord,
                         send_rdma0_op=node.send_rdma0_op, require_p2p=self.config.p2p,
-                        prefer=self._prefer)
+                        prefer=self._prefer, tail=q.v2_pdata_tail)
         if isinstance(res, MpaParseError):
             if res.step > 4:
                 node.mpa_frame_rev = seg.payload[17]
@@ -2151,19 +2158,22 @@ class CmCore:
     def _upcall(self, event: IwEvent, node: CmNode, status: int) -> None:
         """``irdma_send_cm_event``."""
         pdata = b""
-        plen = 0
+        plen = past = 0
         ird = ord_ = 0
         if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY):
             plen = node.pdata_size & 0xFF if self.config.quirks.pdata_len_u8 \
                 else node.pdata_size
             pdata = node.pdata[:plen]
+            if node.mpa_frame_rev == 2 and self.config.quirks.v2_pdata_plus4:
+                # The last 4 bytes copied (irdma_parse_mpa) lie past the frame.
+                past = max(0, len(pdata) - max(0, node.pdata_size - 4))
             ird = node.ird_size
             ord_ = node.ord_size if event == IwEvent.CONNECT_REPLY else 0
         elif event == IwEvent.ESTABLISHED:
             ird, ord_ = node.ird_size, node.ord_size
         up = Upcall(event, node.conn, status, self._now_ns, node.loc_addr, node.loc_port,
                     node.rem_addr, node.rem_port, pdata, plen, ird, ord_,
-                    node.listener.ident if node.listener is not None else None)
+                    node.listener.ident if node.listener is not None else None, past)
         self._upcalls.append(up)
         if self.trace is not None:
             self._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,

@@ -14,9 +14,14 @@ Model choices (documented, deterministic):
   is accelerated (a passive node between accept and the RTR). The worker's decision is
   parked on the QP and delivered by :func:`establish_complete`; when the accept fails
   instead, the kernel's worker never returns, and neither upcall comes.
-* TERMINATE (``term_flags``) is not modelled: an abnormal AE on an RTS QP, where the
-  kernel would call ``irdma_terminate_connection``, moves the QP to error and
-  disconnects, and the trace says so.
+* TERMINATE (``term_flags``, utils.c and ctrl.c): an abnormal AE on a QP whose hardware
+  state is RTS or TERMINATE goes to ``irdma_terminate_connection`` (the Terminate of
+  :mod:`mpa_emu.offload.terminate`, the terminate timer, TERMINATE); its
+  ``IRDMA_AE_TERMINATE_SENT`` sends the FIN; the end of the FIN exchange or the timer
+  runs ``irdma_terminate_done`` (ERROR with ``reset_tcp_conn``, then the disconnect
+  worker, DISCONNECT(0) and CLOSE). A received Terminate goes to
+  ``irdma_terminate_received``. The timer's deadline lives in ``iwqp.terminate_at``; the
+  QP reports it as :attr:`~mpa_emu.offload.states.Ae.TERMINATE_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -24,12 +29,19 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp
 from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
 
 CLOSE_TIMER_NS = 100_000_000
 """irdma_schedule_cm_timer(IRDMA_TIMER_TYPE_CLOSE): HZ/10."""
+TERMINATE_TIMER_NS = 1_000_000_000
+"""irdma_terminate_start_timer: ``jiffies + HZ``."""
+TERM_SENT = 0x01
+TERM_RCVD = 0x02
+TERM_DONE = 0x04
+"""``IRDMA_TERM_SENT``, ``IRDMA_TERM_RCVD``, ``IRDMA_TERM_DONE`` (type.h)."""
 
 
 class DisconnectHost(Protocol):
@@ -70,8 +82,6 @@ class DisconnectHost(Protocol):
 
 # ---- hw.c: irdma_process_aeq ---------------------------------------------------------
 
-_ABNORMAL = (Ae.LLP_TOO_MANY_RETRIES, Ae.LLP_RECEIVED_MPA_CRC_ERROR)
-
 
 def _recording(core: DisconnectHost) -> bool:
     """Whether ``core.record`` keeps anything. A host with a ``trace`` attribute that is
@@ -91,6 +101,10 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
         core.record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
                     ae=ae.kernel_name, reason="qp_id is already freed")
         return
+    if ae is Ae.TERMINATE_TIMEOUT:
+        core.record("timer_fired", "irdma_terminate_timeout", now_ns, conn=conn)
+        terminate_done(core, conn, qp, now_ns, timeout=True)
+        return
     iw = qp.iwqp
     # irdma_process_aeq: every QP AE refreshes the driver's copies first.
     iw.hw_tcp_state = qp.ae_tcp_state
@@ -102,10 +116,13 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     if ae is Ae.RTS:
         iw.rts_ae_rcvd = True
         core.rts_ae_received(conn, now_ns)
-    elif ae is Ae.LLP_FIN_RECEIVED:
+    elif ae in (Ae.LLP_FIN_RECEIVED, Ae.ROE_BAD_LLP_CLOSE):
         _fin_received(core, conn, qp, now_ns)
     elif ae is Ae.LLP_CLOSE_COMPLETE:
-        cm_disconn(core, conn, now_ns)
+        if iw.term_flags:
+            terminate_done(core, conn, qp, now_ns, timeout=False)
+        else:
+            cm_disconn(core, conn, now_ns)
     elif ae in (Ae.BAD_CLOSE, Ae.RESET_SENT):
         _next_iw_state_error(core, conn, qp, now_ns)
         cm_disconn(core, conn, now_ns)
@@ -113,12 +130,17 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
         if iw.close_timer_started:
             return
         cm_disconn(core, conn, now_ns)
-    elif ae in _ABNORMAL:
-        if iw.hw_iwarp_state in (IwarpState.RTS, IwarpState.TERMINATE):
-            core.record("model_note", "irdma_terminate_connection", now_ns, conn=conn,
-                        note="TERMINATE is not modelled: the QP goes to error instead")
-        _next_iw_state_error(core, conn, qp, now_ns)
-        cm_disconn(core, conn, now_ns)
+    elif ae is Ae.TERMINATE_SENT:
+        terminate_send_fin(core, conn, qp, now_ns)
+    elif ae is Ae.LLP_TERMINATE_RECEIVED:
+        terminate_received(core, conn, qp, now_ns)
+    else:
+        # The abnormal AEs (hw.c's long case list and its default).
+        if iw.hw_iwarp_state not in (IwarpState.RTS, IwarpState.TERMINATE):
+            _next_iw_state_error(core, conn, qp, now_ns)
+            cm_disconn(core, conn, now_ns)
+        else:
+            terminate_connection(core, conn, qp, ae, qp.ae_frame, now_ns)
 
 
 def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int) -> None:
@@ -141,10 +163,90 @@ def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int)
 
 def _next_iw_state_error(core: DisconnectHost, conn: int, qp: OffloadedQp,
                          now_ns: int) -> None:
-    # irdma_next_iw_state(ERROR, del_hash=1): no RST is requested here.
-    qp.iwqp.iwarp_state = IwarpState.ERROR
-    qp.modify_qp("err", now_ns, reset_tcp_conn=False)
+    # irdma_next_iw_state(ERROR): reset_tcp_conn only when term_flags is set.
+    iw = qp.iwqp
+    iw.iwarp_state = iw.hw_iwarp_state = IwarpState.ERROR
+    qp.modify_qp("err", now_ns, reset_tcp_conn=bool(iw.term_flags))
     core.collect_qp_frames(conn)
+
+
+# ---- ctrl.c / utils.c: TERMINATE -----------------------------------------------------
+
+def _start_terminate_timer(core: DisconnectHost, conn: int, iw: IwQp, now_ns: int) -> None:
+    # irdma_terminate_start_timer: expires = jiffies + HZ.
+    if iw.terminate_at is not None:
+        core.record("kernel_bug", "irdma_terminate_start_timer", now_ns, conn=conn,
+                    reason="timer_setup + add_timer on a pending terminate_timer; the "
+                           "model restarts it")
+    iw.terminate_at = now_ns + TERMINATE_TIMER_NS
+
+
+def terminate_connection(core: DisconnectHost, conn: int, qp: OffloadedQp, ae: Ae,
+                         frame: bytes | None, now_ns: int) -> None:
+    """``irdma_terminate_connection``: build the Terminate for ``ae``
+    (``irdma_bld_terminate_hdr``), start the terminate timer, set ``IRDMA_TERM_SENT``
+    and move the QP to TERMINATE with ``IRDMAQP_TERM_SEND_TERM_ONLY``."""
+    iw = qp.iwqp
+    if iw.term_flags & TERM_SENT:
+        return
+    ulpdu = term.build_terminate(ae, frame)
+    fields = term.terminate_fields(ae, frame)
+    _start_terminate_timer(core, conn, iw, now_ns)
+    iw.term_flags |= TERM_SENT
+    core.record("terminate", "irdma_terminate_connection", now_ns, conn=conn,
+                ae=ae.kernel_name, layer=fields.layer, etype=fields.etype,
+                error_code=fields.error_code)
+    iw.iwarp_state = iw.hw_iwarp_state = IwarpState.TERMINATE
+    qp.modify_qp("terminate", now_ns, term=ulpdu)
+    core.collect_qp_frames(conn)
+
+
+def terminate_send_fin(core: DisconnectHost, conn: int, qp: OffloadedQp,
+                       now_ns: int) -> None:
+    """``irdma_terminate_send_fin``: TERMINATE with ``IRDMAQP_TERM_SEND_FIN_ONLY``."""
+    iw = qp.iwqp
+    iw.iwarp_state = iw.hw_iwarp_state = IwarpState.TERMINATE
+    qp.modify_qp("terminate", now_ns, send_fin=True)
+    core.collect_qp_frames(conn)
+
+
+def terminate_received(core: DisconnectHost, conn: int, qp: OffloadedQp,
+                       now_ns: int) -> None:
+    """``irdma_terminate_received``: check the peer's Terminate; a bad one is answered
+    by a Terminate of our own. An RDMAP remote protection/operation error closes at once
+    (``irdma_terminate_done``); anything else starts the timer and sends a FIN."""
+    iw = qp.iwqp
+    frame = qp.ae_frame
+    ulpdu = b"" if frame is None else frame[2:2 + int.from_bytes(frame[:2], "big")]
+    bad = term.check_received_terminate(ulpdu)
+    if bad is not None:
+        terminate_connection(core, conn, qp, bad, frame, now_ns)
+        return
+    iw.term_flags |= TERM_RCVD
+    remote = term.remote_error(ulpdu)
+    core.record("terminate_received", "irdma_terminate_received", now_ns, conn=conn,
+                layer_etype=ulpdu[18] if len(ulpdu) > 18 else None,
+                error_code=ulpdu[19] if len(ulpdu) > 19 else None, closes_now=remote)
+    if remote:
+        terminate_done(core, conn, qp, now_ns, timeout=False)
+    else:
+        _start_terminate_timer(core, conn, iw, now_ns)
+        terminate_send_fin(core, conn, qp, now_ns)
+
+
+def terminate_done(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int, *,
+                   timeout: bool) -> None:
+    """``irdma_terminate_done``: once only, stop the timer (unless it fired), move the
+    QP to ERROR (``reset_tcp_conn``, because ``term_flags`` is set) and disconnect."""
+    iw = qp.iwqp
+    first_time = not iw.term_flags & TERM_DONE
+    iw.term_flags |= TERM_DONE
+    if not first_time:
+        return
+    if not timeout:
+        iw.terminate_at = None
+    _next_iw_state_error(core, conn, qp, now_ns)
+    cm_disconn(core, conn, now_ns)
 
 
 # ---- verbs.c: irdma_modify_qp (iWARP, SQD and ERR) -----------------------------------
@@ -232,7 +334,7 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
     """The decision table of ``irdma_cm_disconn_true`` (iWARP) as a pure function of the
     driver's QP copies: ``(issue_disconn, disconn_status, issue_close)``.
 
-    * TERMINATE involved: DISCONNECT and CLOSE (not reachable here, ``term_flags`` is 0).
+    * TERMINATE involved (``term_flags``): DISCONNECT (status 0) and CLOSE.
     * Peer FIN (``hw_tcp_state == CLOSE_WAIT``), or a reset while RTS: DISCONNECT,
       status -ECONNRESET for the reset.
     * TCP CLOSED or TIME_WAIT, a bad close (``IRDMA_AE_RDMAP_ROE_BAD_LLP_CLOSE`` or
@@ -266,6 +368,8 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     had_cm_id = iw.cm_id
     issue_disconn, status, issue_close = disconn_decision(
         iw, device_reset=bool(getattr(core, "rf_reset", False)))
+    if iw.term_flags:
+        iw.terminate_at = None  # irdma_terminate_del_timer
     if issue_close:
         iw.cm_id = False
         iw.flush_issued = True

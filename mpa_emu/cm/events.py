@@ -49,6 +49,10 @@ class Upcall:
     ird: int = 0
     ord: int = 0
     listener: int | None = None
+    private_data_past_frame: int = 0
+    """How many of the last bytes of ``private_data`` lie past the MPA frame (the v2 +4
+    quirk): the kernel reports whatever follows the frame in its receive buffer there;
+    the emulator puts what ``Quirks.v2_pdata_tail`` chooses."""
 
 
 @fast_frozen_init

@@ -146,7 +146,8 @@ class ParsedMpa:
     pd_length: int
     private_data: bytes
     """``PD_Length`` bytes copied from after the header (v2: after 24 bytes, so the last 4
-    come from past the frame, zero when the segment ends there: spec 4.5 step 9)."""
+    come from past the frame: zeros, or the segment's next bytes with ``tail="segment"``;
+    spec 4.5 step 9)."""
     user_data: bytes
     """The private data without the RFC 6581 block (what siw reports)."""
     negotiated: Negotiated | None
@@ -167,11 +168,12 @@ class MpaParseError:
 def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,
               ord_size: int, mpav2_ird_ord: int, send_rdma0_op: Rdma0Op,
               require_p2p: bool = True, prefer: Rdma0Op = Rdma0Op.READ_ZERO,
-              ) -> ParsedMpa | MpaParseError:
+              tail: str = "zeros") -> ParsedMpa | MpaParseError:
     """``irdma_parse_mpa`` with every check in the kernel's order (spec 4.5).
 
     ``initiator`` is ``state == MPAREQ_SENT`` (expects the Rep key). The caller stores
     ``rev`` into ``mpa_frame_rev`` once step 4 passed, also when a later step fails.
+    ``tail`` fills the v2 copy's bytes past the frame (``Quirks.v2_pdata_tail``).
     """
     length = len(payload)
     if length < mpa.FRAME_SIZE:
@@ -204,7 +206,11 @@ def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,
         if isinstance(result, NegotiationError):
             return MpaParseError(result.errno, 8, result.reason, result.partial)
         negotiated = result
-    copied = payload[hdr_len:hdr_len + pd_length].ljust(pd_length, b"\0")
+    # The kernel copies PD_Length bytes from hdr_len: for v2 the last 4 lie past the
+    # frame, in whatever the receive buffer holds there (irdma_parse_mpa's memcpy).
+    frame_end = mpa.FRAME_SIZE + pd_length
+    past = payload[frame_end:hdr_len + pd_length] if tail == "segment" else b""
+    copied = (payload[hdr_len:frame_end] + past).ljust(pd_length, b"\0")
     user = payload[hdr_len:mpa.FRAME_SIZE + pd_length] if rev == 2 else copied
     return ParsedMpa(rev=rev, reject=bool(flags & mpa.FLAG_REJECT),
                      markers=bool(flags & mpa.FLAG_MARKERS), pd_length=pd_length,

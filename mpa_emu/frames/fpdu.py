@@ -3,7 +3,9 @@
 ``MPAFPDU``: ULPDU_LENGTH, the ULPDU (a DDP segment, dissected as :class:`DDP`), PAD, and
 the CRC32c written little-endian (the value Wireshark and siw expect, spec wireshark-mpa
 section 2). At build time ULPDU_LENGTH, PAD and CRC are computed when left ``None``; on
-dissection ``crc_ok`` tells whether the CRC matches.
+dissection ``crc_ok`` tells whether the CRC matches, or is ``None`` once
+:meth:`MPAFPDU.crc_not_negotiated` says the connection uses no CRC: the summary then
+gives no CRC verdict (a CRC that was never checked is neither good nor bad).
 
 Markers are not part of an FPDU's own bytes: they sit every 512 octets of TCP sequence
 space, wherever the FPDUs fall. :class:`MPAMarker` models one; the layers here dissect
@@ -109,8 +111,12 @@ class MPAFPDU(GuardedPacket):
     def describe(self) -> str:
         op = getattr(self.ulpdu, "opcode", None)
         what = OPCODE_NAMES.get(op, "?") if isinstance(op, int) else "?"
-        crc = "good" if self.crc_ok else "bad"
-        return f"MPA FPDU {what} ULPDU_Length {self.ulpdu_length} CRC {crc}"
+        head = f"MPA FPDU {what} ULPDU_Length {self.ulpdu_length}"
+        if self.crc_ok is None:
+            return head  # CRC not negotiated (RFC 5044 section 7.1): no verdict
+        if self.crc_ok:
+            return f"{head} CRC good"
+        return f"{head} CRC {'zero' if self.crc == 0 else 'bad'}"
 
 
 class MPAMarker(Packet):

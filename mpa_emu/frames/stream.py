@@ -198,6 +198,17 @@ def _take_padding(packet: Packet) -> bytes:
     return rest
 
 
+def _tcp_payload(tcp: Packet) -> bytes:
+    """The segment's data: the TCP payload without the Ethernet padding scapy hangs at
+    the end of the layer chain (the IP length ends the segment, RFC 791 section 3.1,
+    RFC 8200 section 3), so a 60-byte RST carries no data."""
+    data = bytes(tcp.payload)
+    pad = tcp.getlayer(conf.padding_layer)
+    if pad is not None:
+        data = data[:len(data) - len(bytes(pad))]
+    return data
+
+
 def _stack(frames: list[Packet]) -> Packet:
     head = frames[0]
     for frame in frames[1:]:
@@ -241,7 +252,7 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
         conv = min(key, (key[2], key[3], key[0], key[1]))
         flow = directions.setdefault(key, _Direction())
         session = sessions.setdefault(conv, {})
-        payload = bytes(tcp.payload)
+        payload = _tcp_payload(tcp)
         seq = int(tcp.seq)
         if tcp.flags.S:
             # A new connection on these ports (irdma's v1 retry reuses them after a RST):
@@ -275,7 +286,7 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
             flow.buffer = rest
             frames.append(got)
         if frames:
-            if int(tcp.seq) != first_seq or bytes(tcp.payload) != b"".join(map(bytes, frames)):
+            if int(tcp.seq) != first_seq or _tcp_payload(tcp) != b"".join(map(bytes, frames)):
                 tcp.seq = first_seq
                 tcp.chksum = None
                 if hasattr(net, "chksum"):
@@ -287,7 +298,7 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
             tcp.remove_payload()
             tcp.add_payload(_stack(frames))
             out.append(fresh)
-        elif not bytes(tcp.payload) or not payload:
+        elif not _tcp_payload(tcp) or not payload:
             out.append(fresh)
     return out
 

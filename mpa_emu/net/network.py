@@ -203,6 +203,8 @@ class Network:
             self.trace = JournalTrace(trace_stream,
                                       self._journal_record if tracing else None)
         self.frames: list[CapturedFrame] = []
+        self.events_run = 0
+        """Events run so far by every :meth:`run` call, an interrupted one included."""
         self.hosts: dict[str, Host] = {}
         self._host_list: list[Host] = []
         self._by_mac: dict[bytes, Host] = {}
@@ -312,19 +314,35 @@ class Network:
             raise ValueError(f"delay must be >= 0, got {delay_ns}")
         return self.at(self.now_ns + delay_ns, fn, *args, **kwargs)
 
-    def inject(self, frame: Any, *, via: str | Host, to: str | Host | None = None,
-               at_ns: int | None = None, comment: str = "") -> ScheduledCall:
+    def inject(self, frame: Any, *, via: str | Host | None = None,
+               to: str | Host | None = None, at_ns: int | None = None,
+               comment: str = "") -> ScheduledCall:
         """Put a frame on the wire from ``via``'s interface at ``at_ns`` (default now).
 
         ``frame`` is a scapy packet (``Ether()/IP()/TCP()/...``, mpa_emu's layers
         included) or raw bytes. It is delivered by destination MAC, or to ``to`` whatever
         its MAC. Bytes that do not decode still travel; the receiving NIC drops them.
+        Without ``via`` the sender is the host owning the frame's source MAC, else, on a
+        wire between two hosts, the one that does not receive it.
         """
         data = bytes(frame)
-        sender = self.host(via)
         target = self.host(to) if to is not None else None
+        sender = self.host(via) if via is not None else self._injector(data, target)
         when = self.now_ns if at_ns is None else at_ns
         return self.at(when, self._inject_now, sender, target, data, comment)
+
+    def _injector(self, data: bytes, target: Host | None) -> Host:
+        """The host whose interface an injected frame without ``via`` leaves from."""
+        owner = self._by_mac.get(data[6:12])
+        if owner is not None:
+            return owner
+        receiver = target or self._by_mac.get(data[:6])
+        others = [h for h in self._host_list if h is not receiver]
+        if len(self._host_list) == 2 and receiver is not None and len(others) == 1:
+            return others[0]
+        raise ValueError(
+            f"inject: say via= which host's interface the frame leaves from (source MAC "
+            f"{data[6:12].hex(':')} is no host's; hosts: {', '.join(self.hosts) or 'none'})")
 
     def _push(self, time_ns: int, kind: int, a: Any, b: Any) -> None:
         self._seq += 1
@@ -359,47 +377,51 @@ class Network:
         self.pump()
         queue = self._queue
         reason = "idle"
-        while True:
-            when = queue[0][0] if queue else None
-            timer_host: Host | None = None
-            for host in hosts:
-                # A core's deadline moves only when something calls into it: re-read it
-                # then, not on every step (get_timer is not free).
-                if host.timer_stale:
-                    host.timer_deadline = host.core.get_timer()
-                    host.timer_stale = False
-                deadline = host.timer_deadline
-                if deadline is not None and (when is None or deadline < when):
-                    when, timer_host = deadline, host
-            if when is None:
-                break
-            if until_ns is not None and when > until_ns:
-                reason = "until"
-                break
-            if events >= max_events:
-                reason = "max_events"
-                self.note("network", "run_bound", "network.run", max_events=max_events,
-                          next_ns=when)
-                break
-            events += 1
-            if when > self.now_ns:
-                self.now_ns = when
-            if timer_host is not None:
-                timer_host.timer_stale = True
-                timer_host.core.handle_timer(self.now_ns)
-            else:
-                _, _, kind, a, b = heapq.heappop(queue)
-                if kind == _DELIVER:
-                    a.timer_stale = True
-                    self._deliver(a, b)
-                    self.pump(a)
+        try:
+            while True:
+                when = queue[0][0] if queue else None
+                timer_host: Host | None = None
+                for host in hosts:
+                    # A core's deadline moves only when something calls into it: re-read it
+                    # then, not on every step (get_timer is not free).
+                    if host.timer_stale:
+                        host.timer_deadline = host.core.get_timer()
+                        host.timer_stale = False
+                    deadline = host.timer_deadline
+                    if deadline is not None and (when is None or deadline < when):
+                        when, timer_host = deadline, host
+                if when is None:
+                    break
+                if until_ns is not None and when > until_ns:
+                    reason = "until"
+                    break
+                if events >= max_events:
+                    reason = "max_events"
+                    self.note("network", "run_bound", "network.run", max_events=max_events,
+                              next_ns=when)
+                    break
+                events += 1
+                if when > self.now_ns:
+                    self.now_ns = when
+                if timer_host is not None:
+                    timer_host.timer_stale = True
+                    timer_host.core.handle_timer(self.now_ns)
+                else:
+                    _, _, kind, a, b = heapq.heappop(queue)
+                    if kind == _DELIVER:
+                        a.timer_stale = True
+                        self._deliver(a, b)
+                        self.pump(a)
+                        continue
+                    for host in hosts:  # user code may call into any core
+                        host.timer_stale = True
+                    self._call(a)
+                    self.pump()
                     continue
-                for host in hosts:  # user code may call into any core
-                    host.timer_stale = True
-                self._call(a)
-                self.pump()
-                continue
-            self.pump(timer_host)
+                self.pump(timer_host)
+        finally:
+            # Counted even when Ctrl-C (KeyboardInterrupt) cuts the loop short.
+            self.events_run += events
         if until_ns is not None and reason != "max_events" and until_ns > self.now_ns:
             self.now_ns = until_ns
         return RunResult(reason, events, self.now_ns)
@@ -591,12 +613,13 @@ class Network:
         if self.trace is not None:
             self.trace.emit(TraceRecord(self.now_ns, host, kind, fn, fields))
 
-    def packet(self, index: int) -> Any:
-        """Captured frame ``index`` as a scapy packet."""
-        try:
-            return self.frames[index].packet()
-        except IndexError:
-            raise ValueError(f"no captured frame {index} (have {len(self.frames)})") from None
+    def packet(self, number: int) -> Any:
+        """Captured frame ``number`` as a scapy packet, numbered from 1 like Wireshark,
+        tshark, ladders and frame comments (frame 1 is ``frames[0]``)."""
+        if not 1 <= number <= len(self.frames):
+            raise ValueError(f"no captured frame {number}: frames are numbered 1 to "
+                             f"{len(self.frames)}, like Wireshark's")
+        return self.frames[number - 1].packet()
 
     def packets(self) -> Iterator[Any]:
         """Every captured frame as a scapy packet, in capture order."""

@@ -32,7 +32,9 @@ class IwQp:
     flush_issued: bool = False
     rts_ae_rcvd: bool = False
     term_flags: int = 0
-    """TERMINATE handling is not modelled; stays 0."""
+    """``sc_qp.term_flags``: IRDMA_TERM_SENT, IRDMA_TERM_RCVD, IRDMA_TERM_DONE."""
+    terminate_at: int | None = None
+    """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending."""
     parked: tuple[tuple[bool, int, bool], ...] = ()
     """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
     (the node is not accelerated yet): (issue_disconn, status, issue_close). A tuple,

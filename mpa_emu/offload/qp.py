@@ -29,8 +29,31 @@ step 5). This module is what the NIC then does, kept deliberately modest:
   and the peer's received) raises :attr:`Ae.LLP_CLOSE_COMPLETE`; an acceptable peer RST
   raises :attr:`Ae.LLP_CONNECTION_RESET`.
 
+* **Checks on received FPDUs** (RFC 5044 section 8, RFC 5041 section 7, RFC 5040
+  section 7): CRC, DDP and RDMAP versions, QN, MSN and MO of untagged segments, opcodes
+  per queue, and STags. The model registers no memory, so a tagged segment that would
+  place data, or a Read Request that would read data, names an STag the NIC never
+  allocated. Each error raises its AE with the offending frame (the q2 buffer); the
+  driver answers with a Terminate (:mod:`mpa_emu.offload.terminate`).
+* **Zero-length RDMA Read.** A Read Request of size 0 (the read0 RTR of
+  ``irdma_sc_send_rtt``) is taken and only acknowledged. The sources say it should be
+  answered: RDMAP answers every Read Request with a Read Response (RFC 5040 section
+  5.2), RFC 6581 section 3 makes the read0 RTR an ordinary zero-length RDMA Read, siw
+  answers it with a zero-length Read Response, and the initiator's READ WQE
+  (``irdma_sc_send_rtt``, sink STag 0xabcd) completes only on that response. The
+  project's ``peer`` does answer it; this model does not yet, because the replay fixtures
+  and golden captures would gain a frame. The initiator's NIC accepts the zero-length
+  Read Response to 0xabcd while its RTR is outstanding.
+* **Terminate** (``irdma_term_modify_qp``): ``modify_qp("terminate", term=...)`` puts
+  the Terminate on the wire and raises :attr:`Ae.TERMINATE_SENT`;
+  ``modify_qp("terminate", send_fin=True)`` sends the FIN. FPDUs arriving in TERMINATE
+  are acknowledged and discarded. A QP in ERROR whose TCP connection is still alive
+  answers every segment with a RST (RFC 9293 section 3.10.7.1).
+* **Terminate timer.** The driver's ``terminate_timer`` (HZ) lives in ``iwqp``; the QP
+  counts it among its deadlines and reports it as :attr:`Ae.TERMINATE_TIMEOUT`.
+
 Not modelled: MPA markers (``snd_markers``/``rcv_markers`` are carried but FPDUs are sent
-and parsed without them), TERMINATE messages, keep-alives and the 2MSL timer (TIME_WAIT
+and parsed without them), memory registration, keep-alives and the 2MSL timer (TIME_WAIT
 lasts until the CM releases the connection). :attr:`Ae.RESET_SENT` and
 :attr:`Ae.BAD_CLOSE` are never raised by this model; the driver sets RESET_SENT itself
 (``irdma_handle_close_entry``, the ``dont_wait`` path of ``irdma_modify_qp``).
@@ -143,9 +166,10 @@ class OffloadedQp:
     """
 
     __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
-                 "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_retries",
-                 "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer", "_send_msn",
-                 "_unacked", "ae_iwarp_state", "ae_tcp_state", "init", "iwarp_state",
+                 "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
+                 "_recv_mo", "_recv_msn", "_retries", "_rexmit_at", "_rto_ns",
+                 "_rtr_sent", "_rx_buffer", "_rx_halted", "_send_msn", "_term_sent", "_unacked",
+                 "ae_frame", "ae_iwarp_state", "ae_tcp_state", "init", "iwarp_state",
                  "iwqp", "rcv_nxt", "received", "retransmissions", "snd_nxt", "snd_una",
                  "snd_wnd", "tcp_state")
 
@@ -162,6 +186,9 @@ class OffloadedQp:
         # The TCP and iWARP states carried by the AEQE last returned by next_ae.
         self.ae_tcp_state = self.tcp_state
         self.ae_iwarp_state = self.iwarp_state
+        # The offending frame the NIC wrote to q2 with the last AE (from its ULPDU_LENGTH
+        # on), None when it wrote none.
+        self.ae_frame: bytes | None = None
         # The driver's copies of this QP's states (struct irdma_qp).
         self.iwqp = IwQp()
         self.received: list[ReceivedMessage] = []
@@ -178,8 +205,15 @@ class OffloadedQp:
         self._rexmit_at: int | None = None
         self._rx_buffer: bytearray | None = None
         self._outbox: list[Transmit] | None = None
-        self._aes: deque[tuple[Ae, TcpState, IwarpState]] | None = None
+        self._aes: deque[tuple[Ae, TcpState, IwarpState, bytes | None]] | None = None
         self._send_msn = 0
+        # Next expected MSN and message offset per untagged queue (RFC 5041 section 5.1:
+        # the first message on a queue has MSN 1).
+        self._recv_msn = [1, 1, 1]
+        self._recv_mo = [0, 0, 0]
+        self._read_pending = False
+        self._term_sent = False
+        self._rx_halted = False
         self._rtr_sent = False
         self._lsmm_sent = False
 
@@ -211,6 +245,7 @@ class OffloadedQp:
         if self.init.rtr_op == "read":
             ulpdu = ddp.read_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA READ request"
+            self._read_pending = True
         else:
             ulpdu = ddp.write_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA WRITE"
@@ -244,6 +279,9 @@ class OffloadedQp:
         if frame.flags & RST:
             self._receive_rst(frame)
             return
+        if self.iwarp_state == IwarpState.ERROR and self.tcp_alive:
+            self._reset_reply(frame)
+            return
         if frame.flags & SYN:
             return  # a SYN on an established flow is ignored by the model
         if frame.flags & ACK:
@@ -271,16 +309,24 @@ class OffloadedQp:
         self._send_ack("hw qp: ACK")
         self._pump(now_ns)
 
-    def modify_qp(self, target: str, now_ns: int, *, reset_tcp_conn: bool | None = None
-                  ) -> None:
+    def modify_qp(self, target: str, now_ns: int, *, reset_tcp_conn: bool | None = None,
+                  term: bytes | None = None, send_fin: bool = False) -> None:
         """Move the hardware QP: ``"sqd"`` (CLOSING, graceful: FIN after the queued
-        sends) or ``"err"`` (ERROR, abortive).
+        sends), ``"err"`` (ERROR, abortive) or ``"terminate"`` (TERMINATE).
 
         For ``"err"`` the RST goes out when ``reset_tcp_conn`` is true; the driver
-        decides that in ``irdma_modify_qp`` (TCP alive, not TIME_WAIT, link up). When it
-        is ``None`` the QP decides from its own TCP state alone.
+        decides that in ``irdma_modify_qp`` (TCP alive, not TIME_WAIT, link up) or
+        ``irdma_next_iw_state`` (``term_flags`` set). When it is ``None`` the QP decides
+        from its own TCP state alone. Without the RST the TCP connection stays as it is
+        and every later segment of the peer is answered by a RST.
+
+        For ``"terminate"``, ``term`` is the Terminate DDP segment to send
+        (``IRDMAQP_TERM_SEND_TERM_ONLY``) and ``send_fin`` asks for the FIN
+        (``IRDMAQP_TERM_SEND_FIN_ONLY``).
         """
-        if target == "sqd":
+        if target == "terminate":
+            self._terminate(term, send_fin, now_ns)
+        elif target == "sqd":
             if self.iwarp_state != IwarpState.RTS:
                 return
             self.iwarp_state = IwarpState.CLOSING
@@ -292,16 +338,18 @@ class OffloadedQp:
             self.iwarp_state = IwarpState.ERROR
             if reset_tcp_conn and self.tcp_alive:
                 self._send_rst("irdma_modify_qp: QP to ERROR, reset_tcp_conn (RST)")
-            # Without the RST the flow is abandoned: the QP's hash entry goes away and
-            # the NIC no longer answers for it.
-            if self.tcp_state != TcpState.TIME_WAIT:
-                self.tcp_state = TcpState.CLOSED
             self._stop()
         else:
-            raise QpError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+            raise QpError("modify_qp target must be 'sqd', 'err' or 'terminate', "
+                          f"got {target!r}")
 
     def handle_timer(self, now_ns: int) -> None:
-        """Fire the retransmission timer if it is due at or before ``now_ns``."""
+        """Fire the retransmission timer, and the driver's terminate timer, if due at or
+        before ``now_ns``."""
+        term_at = self.iwqp.terminate_at
+        if term_at is not None and term_at <= now_ns:
+            self.iwqp.terminate_at = None
+            self._raise(Ae.TERMINATE_TIMEOUT)
         if self._rexmit_at is None or now_ns < self._rexmit_at or not self._unacked:
             return
         unacked = self._unacked
@@ -320,8 +368,13 @@ class OffloadedQp:
         self._rexmit_at = now_ns + self._rto_ns
 
     def get_timer(self) -> int | None:
-        """Absolute ns of the next retransmission, ``None`` when nothing is in flight."""
-        return self._rexmit_at if self._unacked else None
+        """Absolute ns of the next retransmission or terminate timeout, ``None`` when
+        neither is pending."""
+        rexmit = self._rexmit_at if self._unacked else None
+        term_at = self.iwqp.terminate_at
+        if term_at is None:
+            return rexmit
+        return term_at if rexmit is None else min(rexmit, term_at)
 
     def frames_to_send(self) -> list[Transmit]:
         """Drain the frames the NIC put on the wire."""
@@ -334,10 +387,10 @@ class OffloadedQp:
         aes = self._aes
         if aes is None:
             return None
-        ae, tcp, iwarp = aes.popleft()
+        ae, tcp, iwarp, q2 = aes.popleft()
         if not aes:
             self._aes = None
-        self.ae_tcp_state, self.ae_iwarp_state = tcp, iwarp
+        self.ae_tcp_state, self.ae_iwarp_state, self.ae_frame = tcp, iwarp, q2
         return ae
 
     # ---- inspection --------------------------------------------------------------------
@@ -361,10 +414,10 @@ class OffloadedQp:
         # Without negotiated CRC the field is still present; siw and irdma send 0.
         return mpa.frame_fpdu(ulpdu, crc=None if self.init.crc else 0)
 
-    def _raise(self, ae: Ae) -> None:
+    def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
         if self._aes is None:
             self._aes = deque()
-        self._aes.append((ae, self.tcp_state, self.iwarp_state))
+        self._aes.append((ae, self.tcp_state, self.iwarp_state, q2))
 
     def _stop(self) -> None:
         self._pending = None
@@ -417,13 +470,15 @@ class OffloadedQp:
         self._emit(self.snd_nxt, RST | ACK, b"", comment)
         self.tcp_state = TcpState.CLOSED
 
-    def _emit(self, seq: int, flags: int, payload: bytes, comment: str) -> None:
+    def _emit(self, seq: int, flags: int, payload: bytes, comment: str,
+              ack: int | None = None) -> None:
         init = self.init
         seg = Segment(
             src_mac=init.local_mac, dst_mac=init.remote_mac,
             src_ip=init.local_ip, dst_ip=init.remote_ip,
             sport=init.local_port, dport=init.remote_port,
-            seq=seq, ack=self.rcv_nxt, flags=flags, window=RCV_WND_FIELD,
+            seq=seq, ack=self.rcv_nxt if ack is None else ack, flags=flags,
+            window=RCV_WND_FIELD,
             payload=payload, vlan=init.vlan, pcp=init.pcp if init.vlan is not None else 0,
             ttl=init.ttl, tos=init.tos,
         )
@@ -486,6 +541,37 @@ class OffloadedQp:
             self._raise(Ae.LLP_FIN_RECEIVED)
             self._raise(Ae.LLP_CLOSE_COMPLETE)
 
+    def _reset_reply(self, frame: Segment) -> None:
+        # irdma_next_iw_state(ERROR) without reset_tcp_conn left the connection alive
+        # but gave up the QP: RFC 9293 section 3.10.7.1 answers any segment with a RST,
+        # <SEQ=SEG.ACK><CTL=RST> when it carries an ACK, else
+        # <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+        comment = "hw qp: RST, QP in ERROR (segment for a QP that gave up)"
+        if frame.flags & ACK:
+            self._emit(frame.ack, RST, b"", comment, ack=0)
+        else:
+            seg_len = len(frame.payload) + (1 if frame.flags & (SYN | FIN) else 0)
+            self._emit(0, RST | ACK, b"", comment, ack=(frame.seq + seg_len) % _SEQ_MOD)
+        self.tcp_state = TcpState.CLOSED
+        self._stop()
+
+    def _terminate(self, ulpdu: bytes | None, send_fin: bool, now_ns: int) -> None:
+        # irdma_next_iw_state(TERMINATE, ...): dont_send_term / dont_send_fin cleared.
+        if self.iwarp_state == IwarpState.ERROR:
+            return
+        self.iwarp_state = IwarpState.TERMINATE
+        self._hold_tx = False
+        if ulpdu is not None and not self._term_sent:
+            self._term_sent = True
+            self._pending = None  # the send queue stops; only the Terminate goes out
+            if self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT):
+                self._transmit_data(self._fpdu(ulpdu),
+                                    "hw qp: Terminate (irdma_bld_terminate_hdr)", now_ns)
+                self._raise(Ae.TERMINATE_SENT)
+        if send_fin and not self._fin_requested:
+            self._fin_requested = True
+            self._pump(now_ns)
+
     def _take_fpdus(self, now_ns: int) -> None:
         buffer = self._rx_buffer
         while buffer is not None and len(buffer) >= 2:
@@ -493,17 +579,88 @@ class OffloadedQp:
             total = 2 + ulen + mpa.fpdu_pad_len(ulen) + 4
             if len(buffer) < total:
                 return
-            fpdu = mpa.unframe_fpdu(bytes(buffer[:total]))
+            raw = bytes(buffer[:total])
+            fpdu = mpa.unframe_fpdu(raw)
             del buffer[:total]
             if not buffer:
                 buffer = self._rx_buffer = None
             crc_ok = fpdu.crc_ok or not self.init.crc
             self.received.append(ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
-            if not crc_ok:
-                self._raise(Ae.LLP_RECEIVED_MPA_CRC_ERROR)
+            if self._rx_halted or self.iwarp_state not in (IwarpState.RTS,
+                                                           IwarpState.CLOSING):
+                continue  # TERMINATE or ERROR: acknowledged, not placed
+            # RFC 5044 section 8: a CRC error is a fatal LLP error for the stream.
+            ae = (Ae.LLP_RECEIVED_MPA_CRC_ERROR if not crc_ok
+                  else self._check_ulpdu(fpdu.ulpdu, now_ns))
+            if ae is not None:
+                self._rx_halted = True
+                self._raise(ae, raw)
                 continue
             if not self._first_pdu_seen:
                 self._first_pdu_seen = True
                 self._hold_tx = False
                 if not self.init.active:
                     self._raise(Ae.RTS)
+
+    def _check_ulpdu(self, ulpdu: bytes, now_ns: int) -> Ae | None:
+        """The NIC's checks of one DDP segment (RFC 5041 section 7, RFC 5040 section 7);
+        the AE of the first failed check, or ``None`` when the segment is taken."""
+        if len(ulpdu) < 2:
+            return Ae.LLP_SEGMENT_TOO_SMALL
+        ctl, rctl = ulpdu[0], ulpdu[1]
+        if ctl & ddp.DDP_VERSION_MASK != ddp.DDP_VERSION:
+            return Ae.DDP_UBE_INVALID_DDP_VERSION
+        if rctl >> 6 != ddp.RDMAP_VERSION:
+            return Ae.RDMAP_ROE_INVALID_RDMAP_VERSION
+        opcode = rctl & ddp.RDMAP_OPCODE_MASK
+        last = bool(ctl & ddp.DDP_FLAG_LAST)
+        if ctl & ddp.DDP_FLAG_TAGGED:
+            if len(ulpdu) < ddp.TAGGED_HEADER_LEN:
+                return Ae.LLP_SEGMENT_TOO_SMALL
+            size = len(ulpdu) - ddp.TAGGED_HEADER_LEN
+            if opcode == ddp.Opcode.WRITE:
+                # Zero length places nothing (the write0 RTR, STag 0); any data names an
+                # STag this NIC never allocated.
+                return Ae.AMP_UNALLOCATED_STAG if size else None
+            if opcode == ddp.Opcode.READ_RESPONSE:
+                (stag,) = struct.unpack_from("!I", ulpdu, 2)
+                if not self._read_pending or stag != ddp.RTR_READ_SINK_STAG:
+                    return Ae.ROE_INVALID_RDMA_WRITE_OR_READ_RESP
+                if size:
+                    return Ae.AMP_BOUNDS_VIOLATION  # the read0 sink buffer has length 0
+                if last:
+                    self._read_pending = False
+                return None
+            return Ae.RDMAP_ROE_UNEXPECTED_OPCODE
+        if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN:
+            return Ae.LLP_SEGMENT_TOO_SMALL
+        _, qn, msn, mo = struct.unpack_from("!IIII", ulpdu, 2)
+        if qn > ddp.QN_TERMINATE:
+            return Ae.DDP_UBE_INVALID_QN
+        if msn != self._recv_msn[qn]:
+            return Ae.DDP_INVALID_MSN_GAP_IN_MSN
+        if mo != self._recv_mo[qn]:
+            return Ae.DDP_UBE_INVALID_MO
+        allowed = ((ddp.Opcode.SEND, ddp.Opcode.SEND_INVALIDATE, ddp.Opcode.SEND_SE,
+                    ddp.Opcode.SEND_SE_INVALIDATE), (ddp.Opcode.READ_REQUEST,),
+                   (ddp.Opcode.TERMINATE,))[qn]
+        if opcode not in allowed:
+            return Ae.RDMAP_ROE_UNEXPECTED_OPCODE
+        body = ulpdu[ddp.UNTAGGED_HEADER_LEN:]
+        if qn != ddp.QN_SEND and not last:
+            return Ae.DDP_NO_L_BIT  # Read Requests and Terminates are single segments
+        if last:
+            self._recv_msn[qn] = (msn + 1) % _SEQ_MOD
+            self._recv_mo[qn] = 0
+        else:
+            self._recv_mo[qn] = (mo + len(body)) % _SEQ_MOD
+        if qn == ddp.QN_TERMINATE:
+            return Ae.LLP_TERMINATE_RECEIVED
+        if qn == ddp.QN_READ_REQUEST:
+            if len(body) < ddp.READ_REQUEST_LEN:
+                return Ae.LLP_SEGMENT_TOO_SMALL
+            request = ddp.ReadRequest.from_bytes(body)
+            if request.size:
+                return Ae.AMP_UNALLOCATED_STAG  # the source STag was never allocated
+            # The read0 RTR: see the module docstring for the Read Response it should get.
+        return None

@@ -71,6 +71,42 @@ class Ae(enum.Enum):
     """The NIC gave up retransmitting (REXMIT_THRESH reached)."""
     LLP_RECEIVED_MPA_CRC_ERROR = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
     """An FPDU arrived with a bad CRC32c while CRC was negotiated."""
+    TERMINATE_SENT = "IRDMA_AE_TERMINATE_SENT"
+    """The NIC put the Terminate the driver asked for on the wire."""
+    LLP_TERMINATE_RECEIVED = "IRDMA_AE_LLP_TERMINATE_RECEIVED"
+    """The peer's Terminate arrived (untagged, QN 2)."""
+    # Errors the NIC finds in a received FPDU (RFC 5041 section 7, RFC 5040 section 7);
+    # irdma_process_aeq sends every one of them to irdma_terminate_connection.
+    AMP_UNALLOCATED_STAG = "IRDMA_AE_AMP_UNALLOCATED_STAG"
+    AMP_INVALID_STAG = "IRDMA_AE_AMP_INVALID_STAG"
+    AMP_BAD_QP = "IRDMA_AE_AMP_BAD_QP"
+    AMP_BOUNDS_VIOLATION = "IRDMA_AE_AMP_BOUNDS_VIOLATION"
+    AMP_BAD_PD = "IRDMA_AE_AMP_BAD_PD"
+    AMP_BAD_STAG_KEY = "IRDMA_AE_AMP_BAD_STAG_KEY"
+    AMP_BAD_STAG_INDEX = "IRDMA_AE_AMP_BAD_STAG_INDEX"
+    AMP_RIGHTS_VIOLATION = "IRDMA_AE_AMP_RIGHTS_VIOLATION"
+    AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS = \
+        "IRDMA_AE_AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS"
+    PRIV_OPERATION_DENIED = "IRDMA_AE_PRIV_OPERATION_DENIED"
+    AMP_TO_WRAP = "IRDMA_AE_AMP_TO_WRAP"
+    LLP_SEGMENT_TOO_SMALL = "IRDMA_AE_LLP_SEGMENT_TOO_SMALL"
+    LCE_QP_CATASTROPHIC = "IRDMA_AE_LCE_QP_CATASTROPHIC"
+    DDP_NO_L_BIT = "IRDMA_AE_DDP_NO_L_BIT"
+    DDP_INVALID_MSN_GAP_IN_MSN = "IRDMA_AE_DDP_INVALID_MSN_GAP_IN_MSN"
+    DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER = \
+        "IRDMA_AE_DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER"
+    DDP_UBE_INVALID_DDP_VERSION = "IRDMA_AE_DDP_UBE_INVALID_DDP_VERSION"
+    DDP_UBE_INVALID_MO = "IRDMA_AE_DDP_UBE_INVALID_MO"
+    DDP_UBE_INVALID_MSN_NO_BUFFER_AVAILABLE = \
+        "IRDMA_AE_DDP_UBE_INVALID_MSN_NO_BUFFER_AVAILABLE"
+    DDP_UBE_INVALID_QN = "IRDMA_AE_DDP_UBE_INVALID_QN"
+    RDMAP_ROE_INVALID_RDMAP_VERSION = "IRDMA_AE_RDMAP_ROE_INVALID_RDMAP_VERSION"
+    RDMAP_ROE_UNEXPECTED_OPCODE = "IRDMA_AE_RDMAP_ROE_UNEXPECTED_OPCODE"
+    ROE_INVALID_RDMA_WRITE_OR_READ_RESP = "IRDMA_AE_ROE_INVALID_RDMA_WRITE_OR_READ_RESP"
+    TERMINATE_TIMEOUT = "irdma_terminate_timeout"
+    """Not an AEQE: the driver's terminate timer (``irdma_terminate_start_timer``, HZ)
+    came due. The QP delivers it through the same queue so that the driver code runs at
+    the virtual time the timer fires; it refreshes none of the driver's copies."""
 
     @property
     def kernel_name(self) -> str:

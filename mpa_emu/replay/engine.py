@@ -12,11 +12,20 @@ scripted from the recording itself:
 * after offload: a disconnect (graceful for a FIN, abortive for a RST) when the recorded
   host's NIC sent its first FIN or RST.
 
-Sequence numbers: the core picks its own ISNs, so each connection gets an offset from
-the emulator's sequence space to the recording's, fixed by the first SYN or SYN-ACK the
-emulator sends and the recorded one (or by the first frames when the recorded host sent
-no SYN). Emitted ``seq`` values are compared through it and injected ``ack`` values are
-translated back through it, so the peer's frames acknowledge what the emulator sent.
+Sequence numbers: each connection's ISN is the one of the recorded host's SYN or SYN-ACK
+of that connection (the core's ISN chooser), so the emulator's frames line up seq for seq
+with the recording. Where the core picks its own ISN (a connection the recorded host never
+opened), the connection gets an offset from the emulator's sequence space to the
+recording's, fixed by the first SYN or SYN-ACK the emulator sends and the recorded one
+(or by the first frames when the recorded host sent no SYN). Emitted ``seq`` values are
+compared through it and injected ``ack`` values are translated back through it, so the
+peer's frames acknowledge what the emulator sent.
+
+Re-basing (``rebase``, semantic mode): when the emulator's byte stream differs in length
+from the recorded host's (a rev 2 request of 24 bytes where the recording has 20), the
+peer's acknowledgement numbers are moved by the difference, so they acknowledge what the
+emulator sent and the conversation continues past it (otherwise irdma_check_seq would
+drop every later segment of the peer).
 """
 
 from __future__ import annotations
@@ -53,6 +62,9 @@ class EngineOptions:
     """How long past the capture's last frame timers keep running (extra frames)."""
     seed: int = 0
     config: CmConfig = field(default_factory=CmConfig)
+    rebase: bool = False
+    """Move the peer's acknowledgements onto the emulator's stream where its length
+    differs from the recording (semantic mode)."""
     trace: bool = True
     """Give the core a trace: node states for the report and the reason behind every
     dropped frame. Without it the core runs about a third faster and the report can
@@ -119,6 +131,10 @@ class FlowRun:
     states: list[tuple[int, str]] = field(default_factory=list)
     log: list[tuple[bool, Segment]] = field(default_factory=list)
     """Frames of the flow in the order the emulator saw them: (sent by emulator, seg)."""
+    em_nxt: int | None = None
+    """End of the emulator's byte stream so far, in the recording's sequence space."""
+    shift: int = 0
+    """Bytes the peer's acknowledgements were last moved by (re-basing)."""
 
     def next_isn(self) -> int | None:
         if self.next_start < len(self.starts):
@@ -126,6 +142,33 @@ class FlowRun:
             self.next_start += 1
             return isn
         return None
+
+    def peek_isn(self) -> int | None:
+        """The recorded ISN of the next connection of the flow, without taking it."""
+        return self.starts[self.next_start] if self.next_start < len(self.starts) else None
+
+
+@dataclass(frozen=True, slots=True)
+class NicEvent:
+    """An asynchronous event the emulated NIC raised (``irdma_process_aeq``)."""
+
+    time_ns: int
+    after_frame: int
+    """Capture frame processed last when it was raised."""
+    conn: int
+    flow: FlowKey | None
+    ae: str
+    """The kernel's IRDMA_AE_* name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rebase:
+    """The peer's acknowledgements moved onto the emulator's stream from a frame on."""
+
+    frame: int
+    flow: FlowKey
+    shift: int
+    """Bytes added to the recorded ack (negative: the emulator's stream is shorter)."""
 
 
 @dataclass(slots=True)
@@ -143,6 +186,10 @@ class RunResult:
     """An exception that escaped the core (an emulator bug), or empty."""
     failure_frame: int = 0
     """Capture frame processed last before the failure."""
+    nic_events: list[NicEvent] = field(default_factory=list)
+    upcall_frames: list[int] = field(default_factory=list)
+    """For each upcall, the capture frame processed last when it was delivered."""
+    rebases: list[Rebase] = field(default_factory=list)
 
     @property
     def failed_during_capture(self) -> bool:
@@ -179,6 +226,29 @@ def connection_starts(frames: list[Frame]) -> list[Frame]:
     return starts
 
 
+def _seq_len(seg: Segment) -> int:
+    """Sequence space a segment takes: payload, SYN and FIN (RFC 9293 section 3.4)."""
+    return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
+
+
+def _after(a: int, b: int) -> bool:
+    """``a`` is after ``b`` modulo 2**32 (RFC 9293 section 3.4)."""
+    return a != b and ((a - b) & MASK32) < 0x80000000
+
+
+def _stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
+    """For each frame the recorded host sent: (frame number, end of its byte stream so
+    far), in capture order."""
+    out: list[tuple[int, int]] = []
+    nxt: int | None = None
+    for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
+        end = (f.seg.seq + _seq_len(f.seg)) & MASK32
+        if nxt is None or _after(end, nxt) or f.seg.flags & SYN:
+            nxt = end
+        out.append((f.number, nxt))
+    return out
+
+
 @contextlib.contextmanager
 def _loaded_objects_frozen() -> Iterator[None]:
     """Keep the cyclic garbage collector off the objects that exist before the run.
@@ -206,7 +276,8 @@ class Engine:
         self.progress = progress
         self.trace = Trace(keep=True)
         self.core = CmCore("replay", rec.mac or b"\x02\x00\x00\x00\x00\x01", options.config,
-                           seed=options.seed, trace=self.trace if options.trace else None)
+                           seed=options.seed, trace=self.trace if options.trace else None,
+                           isn=self._recorded_isn)
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -231,6 +302,19 @@ class Engine:
         """Recorded MPA replies of the emulated host, by frame number."""
         self._answer_times: dict[FlowKey, list[int]] = {}
         self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
+        self.nic_events: list[NicEvent] = []
+        self.upcall_frames: list[int] = []
+        self.rebases: list[Rebase] = []
+        self._rec_nxt: dict[FlowKey, list[tuple[int, int]]] = (
+            {k: _stream_ends(flow.frames) for k, flow in rec.flows.items()}
+            if options.rebase else {})
+
+    def _recorded_isn(self, local: bytes, lport: int, remote: bytes, rport: int
+                      ) -> int | None:
+        """The ISN of the recorded host's next SYN or SYN-ACK on these ports."""
+        key = self._by_ports.get((lport, remote, rport))
+        run = self.flows.get(key) if key is not None else None
+        return run.peek_isn() if run is not None else None
 
     # ---- setup ---------------------------------------------------------------------
 
@@ -311,7 +395,8 @@ class Engine:
             self.progress(len(self.rec.frames), len(self.rec.frames))
         last = max((f.number for f in self.rec.frames), default=0)
         return RunResult(self.emitted, self.injections, self.actions, self.upcalls,
-                         self.flows, last, self.notes, self.failure, self.failure_frame)
+                         self.flows, last, self.notes, self.failure, self.failure_frame,
+                         self.nic_events, self.upcall_frames, self.rebases)
 
     def _play(self) -> None:
         frames_by_number = self._by_number
@@ -385,6 +470,10 @@ class Engine:
                     self._conn_flow[conn] = key
             elif kind == "node_freed":
                 self._states[r.fields["conn"]] = "freed"
+            elif kind == "ae":
+                conn = r.fields["conn"]
+                self.nic_events.append(NicEvent(r.time_ns, self.position, conn,
+                                                self._conn_flow.get(conn), r.fields["ae"]))
         if len(records) > 4096:
             records.clear()
         self._seen = len(records)
@@ -420,8 +509,13 @@ class Engine:
             run.log.append((True, seg))
             if state:
                 run.states.append((self.now, state))
+            if self.opt.rebase:
+                end = (seg.seq + (run.delta or 0) + _seq_len(seg)) & MASK32
+                if run.em_nxt is None or _after(end, run.em_nxt):
+                    run.em_nxt = end
         while (ev := core.next_event()) is not None:
             self.upcalls.append(ev)
+            self.upcall_frames.append(self.position)
             self._on_upcall(ev)
         if self._pending:
             while self._pending:
@@ -466,7 +560,7 @@ class Engine:
             self.injections.append(skipped)
             return skipped
         if run.delta is not None and (seg.flags & ACK or seg.ack):
-            seg = with_ack(seg, (seg.ack - run.delta) & MASK32)
+            seg = with_ack(seg, (seg.ack - run.delta + self._shift(frame, run)) & MASK32)
         self._consume_trace()
         mark = len(self.trace.records)
         self.core.receive(seg, self.now)
@@ -479,6 +573,26 @@ class Engine:
         injection = Injection(frame, seg, before, after, records, [])
         self.injections.append(injection)
         return injection
+
+    def _shift(self, frame: Frame, run: FlowRun) -> int:
+        """Bytes to add to the peer's ack so it lands on the emulator's stream: the
+        difference between the emulator's stream end and the recorded host's stream end
+        before this frame (re-basing, semantic mode only)."""
+        if not self.opt.rebase or run.em_nxt is None or not frame.seg.flags & ACK:
+            return 0
+        rec_nxt = None
+        for number, end in self._rec_nxt.get(frame.flow, ()):
+            if number > frame.number:
+                break
+            rec_nxt = end
+        if rec_nxt is None:
+            return 0
+        diff = (run.em_nxt - rec_nxt) & MASK32
+        shift = diff - (1 << 32) if diff & 0x80000000 else diff
+        if shift != run.shift:
+            run.shift = shift
+            self.rebases.append(Rebase(frame.number, frame.flow, shift))
+        return shift
 
     # ---- scripted application --------------------------------------------------------
 

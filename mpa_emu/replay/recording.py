@@ -15,8 +15,8 @@ from pathlib import Path
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
-from mpa_emu.capture import LINKTYPE_ETHERNET, read_intact
-from mpa_emu.checksums import repaired
+from mpa_emu.capture import LINKTYPE_ETHERNET, CaptureRecord, read_intact
+from mpa_emu.checksums import Mode, Verdict, pseudo_header, repaired, tcp_verdict
 from mpa_emu.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
 
@@ -83,6 +83,11 @@ class Recording:
     """Absolute time of the first frame (ns since the epoch)."""
     damage: str = ""
     """Why reading stopped early, when the file is damaged part-way."""
+    checksums: Mode = Mode.OFFLOAD
+    offload_artefacts: dict[bytes, int] = field(default_factory=dict)
+    """Frames received by the emulated host whose TCP checksum is a TX offload artefact,
+    by sending address: taken as the good checksums the wire carried (``offload`` mode)
+    or dropped by the NIC (``strict``)."""
 
     @property
     def ipv6(self) -> bool:
@@ -92,8 +97,13 @@ class Recording:
 _CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
 
 
-def load(path: str | Path, ip: bytes) -> Recording:
+def load(path: str | Path, ip: bytes, checksums: Mode = Mode.OFFLOAD) -> Recording:
     """Read ``path`` and classify its TCP frames relative to the address ``ip``.
+
+    ``checksums`` decides which frames the emulated host's NIC drops: ``strict`` drops
+    every frame whose checksum is not correct (the NIC's view), ``offload`` takes TX
+    checksum offload artefacts (the capture was taken on the sending host) as the good
+    checksums the wire carried, ``off`` drops none.
 
     Raises :class:`RecordingError` for an unreadable file, a non-Ethernet capture, or a
     capture with no TCP frame sent or received by ``ip``.
@@ -104,14 +114,15 @@ def load(path: str | Path, ip: bytes) -> Recording:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(path, ip)
+        return _load(path, ip, checksums)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _load(path: str | Path, ip: bytes) -> Recording:
+def _load(path: str | Path, ip: bytes, checksums: Mode) -> Recording:
     damage = ""
+    artefacts: dict[bytes, int] = {}
     try:
         raws, fault = read_intact(path)
     except OSError as exc:
@@ -153,6 +164,13 @@ def _load(path: str | Path, ip: bytes) -> Recording:
             if not nic_dropped:
                 ignored[reason] = ignored.get(reason, 0) + 1
                 continue
+            if seg.dst_ip == ip:
+                verdict = _tcp_checksum_verdict(raw.frame, seg.src_ip, seg.dst_ip)
+                if checksums is Mode.OFF or (checksums is Mode.OFFLOAD
+                                             and verdict is Verdict.OFFLOAD):
+                    nic_dropped = ""
+                if verdict is Verdict.OFFLOAD:
+                    artefacts[seg.src_ip] = artefacts.get(seg.src_ip, 0) + 1
         if seg.src_ip == ip:
             outbound = True
             key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
@@ -176,11 +194,32 @@ def _load(path: str | Path, ip: bytes) -> Recording:
             flow = flows[key] = Flow(key)
         flow.frames.append(frame)
     if not frames:
-        raise RecordingError(f"{path}: no TCP frames sent or received by {ip_text(ip)}")
+        raise RecordingError(f"{path}: no TCP frames sent or received by {ip_text(ip)} "
+                             f"(addresses in the capture: {_addresses(raws)})")
     frames.sort(key=lambda f: (f.time_ns, f.number))
     end_ns = max(frames[-1].time_ns, last_ns - t0)
     return Recording(str(path), ip, frames, flows, mac, vlan, neighbours, len(raws), ignored,
-                     end_ns, t0, damage)
+                     end_ns, t0, damage, checksums, artefacts)
+
+
+def _tcp_checksum_verdict(frame: bytes, src: bytes, dst: bytes) -> Verdict:
+    """The verdict on the TCP checksum of an Ethernet ``frame`` whose headers decoded
+    once repaired; BAD when its IPv4 header checksum is wrong (never offloaded)."""
+    off = 14
+    ethertype = struct.unpack_from("!H", frame, 12)[0]
+    while ethertype in (0x8100, 0x88A8):
+        ethertype = struct.unpack_from("!H", frame, off + 2)[0]
+        off += 4
+    if ethertype == 0x0800:
+        ihl = (frame[off] & 0xF) * 4
+        if codec.ones_complement_sum(frame[off:off + ihl]) != 0:
+            return Verdict.BAD
+        tcp_off = off + ihl
+        tcp_len = struct.unpack_from("!H", frame, off + 2)[0] - ihl
+    else:
+        tcp_off = off + 40
+        tcp_len = struct.unpack_from("!H", frame, off + 4)[0]
+    return tcp_verdict(pseudo_header(src, dst, tcp_len), frame[tcp_off:tcp_off + tcp_len])
 
 
 # ---- what a segment carries, in MPA terms ------------------------------------------
@@ -322,3 +361,26 @@ def describe_payload(payload: bytes) -> str:
                 text += "..."
         return text
     return f"data {payload[:16].hex()}{'...' if len(payload) > 16 else ''}"
+
+
+def _addresses(raws: Sequence[CaptureRecord]) -> str:
+    """The IP addresses of the capture's TCP frames, most frequent first (for the error
+    that names an address the capture does not hold)."""
+    counts: dict[bytes, int] = {}
+    for raw in raws:
+        try:
+            seg = codec.decode(raw.frame)
+        except codec.DecodeError as exc:
+            if exc.reason not in _CHECKSUM_FAILURES:
+                continue
+            try:  # a wrong checksum still names its addresses
+                seg = codec.decode(repaired(raw.frame))
+            except (codec.DecodeError, struct.error, IndexError):
+                continue
+        for addr in (seg.src_ip, seg.dst_ip):
+            counts[addr] = counts.get(addr, 0) + 1
+    if not counts:
+        return "none"
+    ranked = sorted(counts, key=lambda a: (-counts[a], a))
+    shown = ", ".join(ip_text(a) for a in ranked[:8])
+    return shown + (f" and {len(ranked) - 8} more" if len(ranked) > 8 else "")

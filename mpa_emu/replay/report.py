@@ -3,17 +3,20 @@ form, every divergence as JSON, and the merged conversation as pcapng."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
 from mpa_emu.capture import PcapngWriter
+from mpa_emu.checksums import Mode
+from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import Upcall
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import MASK32, Emitted, Injection, RunResult
 from mpa_emu.replay.recording import FlowKey, Frame, Recording, describe, flag_names
+from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
 from mpa_emu.segment import Segment
 from mpa_emu.trace import TraceRecord
 
@@ -30,6 +33,10 @@ class ReplayOptions:
     semantic: bool = False
     horizon_ns: int = 400_000_000_000
     seed: int = 0
+    checksums: Mode = Mode.OFFLOAD
+    """Which injected frames the NIC drops for their checksum (``--checksums``)."""
+    config: CmConfig = field(default_factory=CmConfig)
+    """The emulated node: irdma, or another profile (``--profile``, ``--mpa-rev``)."""
 
 
 def _t(ns: int) -> str:
@@ -72,11 +79,29 @@ class ReplayReport:
     run: RunResult
     comparison: Comparison
     options: ReplayOptions
+    semantic: SemanticVerdict | None = None
+    """Per connection outcomes and their differences (semantic mode)."""
 
     @property
     def failed(self) -> bool:
-        """A failing divergence, or an emulator failure before the capture's end."""
-        return bool(self.comparison.errors) or self.run.failed_during_capture
+        """A failing divergence, a different outcome (semantic mode), or an emulator
+        failure before the capture's end."""
+        return (bool(self.comparison.errors) or self.run.failed_during_capture
+                or (self.semantic is not None and bool(self.semantic.divergences)))
+
+    @property
+    def first_divergence(self) -> str:
+        """The first divergence in one line ("" when there is none): the first difference
+        in outcome (semantic mode) or the first differing frame, whichever comes first, as
+        the verdict line names it."""
+        sem = self.semantic.first if self.semantic is not None else None
+        d = self.first
+        if sem is not None and (d is None or sem.frame <= d.frame):
+            return sem.text
+        if d is None:
+            return ""
+        names = ", ".join(f.name for f in d.fields)
+        return f"frame {d.frame}: {d.kind}" + (f" ({names})" if names else "")
 
     @property
     def exit_code(self) -> int:
@@ -97,7 +122,12 @@ class ReplayReport:
         tail = (f"{len(cmp.matched)}/{cmp.compared} frames of {ip} matched, "
                 f"{len(cmp.warnings)} NIC warning(s), {len(cmp.extra)} extra frame(s) "
                 "after the capture")
+        sem = self.semantic.first if self.semantic is not None else None
         first = self.first
+        if sem is not None and (first is None or sem.frame <= first.frame):
+            return (f"DIVERGENCE{mode} at frame {sem.frame}: the outcome differs; "
+                    f"{len(self.semantic.divergences) if self.semantic else 0} difference(s) "
+                    f"in outcome, {len(cmp.errors)} frame divergence(s), {tail}")
         if first is None and self.run.failed_during_capture:
             return f"EMULATOR FAILURE at frame {self.run.failure_frame}: {tail}"
         if first is None:
@@ -111,8 +141,13 @@ class ReplayReport:
 
     def first_text(self) -> str:
         """The first divergence: frame numbers, expected and actual frame, CM state and
-        the kernel function behind the emitted frame."""
+        the kernel function behind the emitted frame; in semantic mode the first
+        difference in outcome when it comes first."""
+        sem = self.semantic.first if self.semantic is not None else None
         d = self.first
+        if sem is not None and (d is None or sem.frame <= d.frame):
+            return (f"first divergence: {sem.text}\n"
+                    f"  flow      {flow_text(sem.flow)}")
         if d is None:
             return ""
         lines = [f"first divergence: {d.kind} at frame {d.frame}, flow {flow_text(d.flow)}"]
@@ -165,9 +200,16 @@ class ReplayReport:
             out.append(f"note: the capture holds no frame sent by "
                        f"{ip_text(self.recording.ip)}: the match only says that the "
                        "emulator stayed silent while the capture lasted")
+        out += self._checksum_notes()
         out += [f"note: {n}" for n in self.run.notes]
+        out += [f"note: from frame {r.frame} on, the peer's acknowledgements of "
+                f"{flow_text(r.flow)} are re-based by {r.shift:+d} byte(s) onto the "
+                "emulator's stream, whose length differs from the recording's"
+                for r in self.run.rebases]
         out += [f"note: {a.verb} at frame {a.frame} refused: {a.error}"
                 for a in self.run.actions if a.error]
+        if self.semantic is not None:
+            out += self._semantic_text()
         if self.comparison.semantic:
             out.append("injected frames:")
             out += [f"  frame {inj.frame.number} t={_t(inj.frame.time_ns)} "
@@ -180,6 +222,47 @@ class ReplayReport:
                          for a in self.run.actions if a.verb != "listen"]
             out += [f"  t={_t(t)} {text}" for t, _o, text in sorted(timeline)]
         return "\n".join(out)
+
+    def _first_frame(self) -> int | None:
+        frames = [d.frame for d in (self.first,) if d is not None]
+        if self.semantic is not None and self.semantic.first is not None:
+            frames.append(self.semantic.first.frame)
+        return min(frames) if frames else None
+
+    def _checksum_notes(self) -> list[str]:
+        rec = self.recording
+        if not rec.offload_artefacts:
+            return []
+        hosts = ", ".join(f"{ip_text(ip)} ({n})" for ip, n in
+                          sorted(rec.offload_artefacts.items()))
+        if rec.checksums is Mode.OFFLOAD:
+            return [f"note: TX checksum offload artefacts on frames from {hosts} (the "
+                    "capture was taken on that host): taken as the good checksums the "
+                    "wire carried (--checksums strict drops them as the NIC would)"]
+        if rec.checksums is Mode.STRICT:
+            return [f"note: TX checksum offload artefacts on frames from {hosts}: dropped "
+                    "by the NIC (--checksums strict); the default takes them as good"]
+        return []
+
+    def _semantic_text(self) -> list[str]:
+        sem = self.semantic
+        assert sem is not None
+        who = emulator_name(self.options.config)
+        out = ["outcome per connection (recorded host | " + who + "):"]
+        for key, r in sem.recorded.items():
+            e = sem.emulated[key]
+            out.append(f"  {flow_text(key)} ({r.role})")
+            out.append(f"    recorded  {story_text(r)}")
+            out.append(f"    emulated  {story_text(e)}")
+        if sem.divergences:
+            out.append("differences in outcome:")
+            out += [f"  {d.text}" for d in sem.divergences]
+        events = [ev for ev in self.run.nic_events]
+        if events:
+            out.append("NIC events (asynchronous events of the emulated node):")
+            out += [f"  after frame {ev.after_frame} t={_t(ev.time_ns)} {ev.ae} (conn "
+                    f"{ev.conn})" for ev in events]
+        return out
 
     # ---- JSON --------------------------------------------------------------------
 
@@ -202,7 +285,7 @@ class ReplayReport:
             "ignored_frames": self.recording.ignored,
             "compared": cmp.compared,
             "matched": len(cmp.matched),
-            "first_divergence_frame": self.first.frame if self.first else None,
+            "first_divergence_frame": self._first_frame(),
             "divergences": [self._divergence_json(d) for d in cmp.divergences],
             "extra": [_emitted_json(e) for e in cmp.extra],
             "actions": [{"time": a.time_ns / 1e9, "frame": a.frame, "verb": a.verb,
@@ -214,6 +297,17 @@ class ReplayReport:
                          "ird": u.ird, "ord": u.ord} for u in self.run.upcalls],
             "injections": ([_injection_json(i) for i in self.run.injections]
                            if o.semantic else None),
+            "checksums": o.checksums.value,
+            "profile": o.config.profile,
+            "mpa_rev": o.config.mpa_rev,
+            "offload_artefacts": {ip_text(ip): n for ip, n in
+                                  sorted(self.recording.offload_artefacts.items())},
+            "first_divergence": self.first_divergence or None,
+            "semantic": _semantic_json(self.semantic) if self.semantic is not None else None,
+            "nic_events": [{"time": ev.time_ns / 1e9, "after_frame": ev.after_frame,
+                            "conn": ev.conn, "ae": ev.ae} for ev in self.run.nic_events],
+            "rebases": [{"frame": r.frame, "flow": flow_text(r.flow), "shift": r.shift}
+                        for r in self.run.rebases],
             "notes": ([self.recording.damage] if self.recording.damage else [])
             + self.run.notes,
         }
@@ -279,6 +373,50 @@ def injection_text(inj: Injection) -> str:
         parts.append(f"state {inj.state_after}")
     parts += ["upcall " + upcall_text(u) for u in inj.upcalls]
     return "; ".join(parts)
+
+
+def story_text(s: Story) -> str:
+    """One connection's outcome in one line."""
+    mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
+    parts = [f"MPA sent: {mpa_frames or 'none'}", f"answer {s.answer or 'none'}",
+             f"OFFLOADED {'at frame ' + str(s.offloaded) if s.offloaded else 'never'}",
+             f"ESTABLISHED {'at frame ' + str(s.established) if s.established else 'never'}"]
+    if s.upcalls:
+        parts.append("upcalls " + ", ".join(name for _n, name in s.upcalls))
+    if s.nic:
+        parts.append("NIC " + ", ".join(f"{ev} at frame {n}" for n, ev in s.nic))
+    parts.append(f"first close: {s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
+                 if s.close else "no close")
+    return "; ".join(parts)
+
+
+def _flag_letters(flags: int) -> str:
+    letters = "".join(ch for bit, ch in ((0x80, "M"), (0x40, "C"), (0x20, "R"))
+                      if flags & bit)
+    return f"[{letters or '-'}]"
+
+
+def _story_json(s: Story) -> dict[str, Any]:
+    return {"role": s.role,
+            "mpa": [{"frame": m.frame, "kind": m.kind, "rev": m.rev, "flags": m.flags,
+                     "length": m.length, "private_data": m.private_data.hex(),
+                     "ird": m.rtr.ird if m.rtr else None, "ord": m.rtr.ord if m.rtr else None,
+                     "p2p": m.rtr.peer_to_peer if m.rtr else None} for m in s.sent],
+            "answer": s.answer or None, "offloaded": s.offloaded or None,
+            "established": s.established or None,
+            "upcalls": [{"frame": n, "upcall": u} for n, u in s.upcalls],
+            "nic": [{"frame": n, "event": ev} for n, ev in s.nic],
+            "close": ({"frame": s.close[0], "by": s.close[1], "how": s.close[2]}
+                      if s.close else None)}
+
+
+def _semantic_json(sem: SemanticVerdict) -> dict[str, Any]:
+    return {"same_outcome": not sem.divergences,
+            "divergences": [{"frame": d.frame, "flow": flow_text(d.flow),
+                             "aspect": d.aspect, "text": d.text} for d in sem.divergences],
+            "connections": [{"flow": flow_text(k), "recorded": _story_json(r),
+                             "emulated": _story_json(sem.emulated[k])}
+                            for k, r in sem.recorded.items()]}
 
 
 def _frame_json(f: Frame) -> dict[str, Any]:

@@ -5,7 +5,8 @@ network, with expectations checked at the end.
     run = run_scenario(load_scenario("scenarios/v2_accept.toml"))
     assert run.ok, [e.text(run.scenario.path) for e in run.failures()]
 
-The file format is documented in ``docs/scenarios.md``; examples are in ``scenarios/``.
+The file format is documented in ``docs/scenarios.md``; the examples ship in
+``mpa_emu/examples/`` (``mpa-emu examples``).
 """
 
 from mpa_emu.scenario.expect import ExpectResult

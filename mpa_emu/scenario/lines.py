@@ -44,6 +44,9 @@ class LineIndex:
                     index = self._arrays.get(names, 0)
                     self._arrays[names] = index + 1
                     table = (*self._resolve(names[:-1]), names[-1], index)
+                    # The array itself starts at its first entry (an unknown array name
+                    # is reported at that line).
+                    self._lines.setdefault(table[:-1], number)
                 else:
                     table = self._resolve(names)
                 self._lines.setdefault(table, number)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mpa_emu.addr import ip_bytes, mac_bytes
-from mpa_emu.cm.config import CmConfig, Quirks
+from mpa_emu.cm.config import PDATA_TAILS, CmConfig, Quirks
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.net.faults import FRAME_KINDS
 from mpa_emu.profiles import PROFILES
@@ -244,6 +244,9 @@ class _Loader:
                         for f in fields(Quirks) if q.has(f.name)}
             for f in fields(Quirks):
                 q.raw(f.name)
+            if qchanges.get("v2_pdata_tail") not in (None, *PDATA_TAILS):
+                raise q.error("v2_pdata_tail", "expected " + " or ".join(
+                    f'"{choice}"' for choice in PDATA_TAILS))
             q.done()
             quirks = replace(quirks, **qchanges)
         t.done()
@@ -285,7 +288,12 @@ class _Loader:
         host = self._host(t, "from", required=True)
         to = t.text("to", required=True)
         if to not in self.host_names:
-            self._address(t, "to", to)
+            try:
+                ip_bytes(to)
+            except ValueError:
+                hosts = ", ".join(sorted(self.host_names)) or "none"
+                raise t.error("to", f"unknown host {to!r} (hosts: {hosts}; or give an "
+                                    "IPv4 or IPv6 address)") from None
         local = t.text("local_address")
         if local is not None:
             self._address(t, "local_address", local)

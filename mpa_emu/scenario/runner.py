@@ -3,9 +3,9 @@ its expectations."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from mpa_emu.addr import mac_bytes
 from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
@@ -15,12 +15,15 @@ from mpa_emu.scenario.expect import ExpectResult, check_all
 from mpa_emu.scenario.fields import ScenarioError
 from mpa_emu.scenario.model import ConnectSpec, EventSpec, ListenSpec, Scenario
 
-PROGRESS_SLICES = 50
-IDLE_SLICE_NS = 5_000_000_000
-"""Virtual time per progress step when the scenario has no duration (runs until idle)."""
 
-Progress = Callable[[int, int | None, int], None]
-"""``progress(now_ns, duration_ns or None, frames)``, called between run slices."""
+class Progress(Protocol):
+    """Something that watches a running network, e.g.
+    :class:`mpa_emu.scenario.progress.ProgressBar`: ``watch(net, duration_ns)`` is entered
+    just before the run and left when it ends (normally or not)."""
+
+    def watch(self, net: Network, duration_ns: int | None) -> AbstractContextManager[None]:
+        """A context that observes ``net`` while it runs; it must not change it."""
+        ...
 
 
 @dataclass
@@ -227,7 +230,7 @@ def run_scenario(sc: Scenario, *, trace_stream: IO[str] | None = None,
         if not interruptible:
             raise
         run.interrupted = True
-        run.result = RunResult("interrupted", 0, net.now_ns)
+        run.result = RunResult("interrupted", net.events_run, net.now_ns)
         return run
     run.expectations = check_all(run)
     return run
@@ -236,16 +239,5 @@ def run_scenario(sc: Scenario, *, trace_stream: IO[str] | None = None,
 def _run(net: Network, sc: Scenario, progress: Progress | None) -> RunResult:
     if progress is None:
         return net.run(sc.duration_ns, max_events=sc.max_events)
-    step = (max(sc.duration_ns // PROGRESS_SLICES, 1) if sc.duration_ns
-            else IDLE_SLICE_NS)
-    events = 0
-    while True:
-        until = net.now_ns + step
-        if sc.duration_ns is not None:
-            until = min(until, sc.duration_ns)
-        result = net.run(until, max_events=sc.max_events - events)
-        events += result.events
-        progress(net.now_ns, sc.duration_ns, len(net.frames))
-        if result.reason != "until" or (sc.duration_ns is not None
-                                         and net.now_ns >= sc.duration_ns):
-            return RunResult(result.reason, events, net.now_ns)
+    with progress.watch(net, sc.duration_ns):
+        return net.run(sc.duration_ns, max_events=sc.max_events)

@@ -23,7 +23,9 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
                          "status": u.status,
                          "status_text": errno_text(u.status) if u.status else "0",
                          "private_data": u.private_data.hex(),
-                         "private_data_len": u.private_data_len, "ird": u.ird, "ord": u.ord,
+                         "private_data_len": u.private_data_len,
+                         "private_data_past_frame": u.private_data_past_frame,
+                         "ird": u.ird, "ord": u.ord,
                          "local": f"{ip_text(u.local_ip)}:{u.local_port}",
                          "remote": f"{ip_text(u.remote_ip)}:{u.remote_port}"}
                         for u in host.upcalls],

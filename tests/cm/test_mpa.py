@@ -41,10 +41,10 @@ def frame(key: bytes = mpa.KEY_REQ, flags: int = 0x50, rev: int = 2,
         "!H", len(body) if pd_length is None else pd_length) + body
 
 
-def parse(payload: bytes, *, node_rev: int = 2, initiator: bool = False
-          ) -> ParsedMpa | MpaParseError:
+def parse(payload: bytes, *, node_rev: int = 2, initiator: bool = False,
+          tail: str = "zeros") -> ParsedMpa | MpaParseError:
     return parse_mpa(payload, node_rev=node_rev, initiator=initiator, ird_size=127,
-                     ord_size=255, mpav2_ird_ord=0, send_rdma0_op=READ)
+                     ord_size=255, mpav2_ird_ord=0, send_rdma0_op=READ, tail=tail)
 
 
 @pytest.mark.parametrize(("payload", "node_rev", "initiator", "step", "err"), [
@@ -75,10 +75,17 @@ def test_512_bytes_of_pd_length_pass_but_the_v2_user_limit_is_508() -> None:
 
 
 def test_bytes_after_the_frame_are_ignored_up_to_544() -> None:
+    # +4 quirk: PD_Length (7) bytes copied from offset 24 reach 4 bytes past the frame.
+    # The kernel reports whatever its receive buffer holds there; the emulator reports
+    # zeros, or with tail="segment" the segment's next bytes.
     res = parse(frame(pdata=b"abc") + b"trailing")
     assert isinstance(res, ParsedMpa)
-    # +4 quirk: PD_Length (7) bytes copied from offset 24 reach past the frame
+    assert res.private_data == b"abc\0\0\0\0" and res.user_data == b"abc"
+    res = parse(frame(pdata=b"abc") + b"trailing", tail="segment")
+    assert isinstance(res, ParsedMpa)
     assert res.private_data == b"abctrai" and res.user_data == b"abc"
+    res = parse(frame(pdata=b"abc") + b"tr", tail="segment")  # the segment ends first
+    assert isinstance(res, ParsedMpa) and res.private_data == b"abctr\0\0"
 
 
 def test_v1_request_keeps_its_private_data_and_flags() -> None:

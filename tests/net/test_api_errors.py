@@ -39,6 +39,7 @@ def test_unknown_hosts_frames_and_addresses_are_refused(fake_net: Any) -> None:
     refused(lambda: net.host("mallory"), "no host named 'mallory'")
     refused(lambda: net.inject(b"\x00" * 60, via="mallory"), "mallory")
     refused(lambda: net.packet(3), "no captured frame 3")
+    refused(lambda: net.packet(0), "numbered 1 to 0, like Wireshark's")
     refused(lambda: alice.add_address("192.0.2.1", vlan=5000), "VLAN id")
     refused(lambda: alice.remove_address("192.0.2.9"), "alice has no address 192.0.2.9")
     refused(lambda: alice.address(ipv6=True), "no IPv6 address")

@@ -83,7 +83,7 @@ def test_an_injected_scapy_rst_makes_the_initiator_retry_with_mpa_v1() -> None:
     node = alice.node(conn)
     assert node.mpa_frame_rev == 1 and node.state == CmState.SYN_SENT
     assert net.frames[1].origin == "injected: RST from bob's host stack"
-    back = net.packet(1)
+    back = net.packet(2)  # frame 2, numbered like Wireshark
     assert back[TCP].flags == "RA" and bytes(back) == bytes(rst)
 
 
@@ -95,8 +95,8 @@ def test_captured_mpa_frames_come_back_as_our_scapy_layers() -> None:
     alice.connect("192.0.2.2", 31000, private_data=b"hello")
     net.run(until_ns=SECOND)
     kinds = [f.kind for f in net.frames]
-    request = net.packet(kinds.index("MPA request"))
-    reply = net.packet(kinds.index("MPA reply"))
+    request = net.packet(kinds.index("MPA request") + 1)
+    reply = net.packet(kinds.index("MPA reply") + 1)
     assert request.haslayer(MPARequest) and request[MPARequest].rev == 2
     assert reply.haslayer(MPAReply) and bytes(reply[MPAReply]).endswith(b"welcome")
 
@@ -158,7 +158,7 @@ def test_a_client_crafted_in_scapy_gets_a_connect_request_from_the_real_core() -
                      options=[("MSS", 1460), ("WScale", 2), ("EOL", None)])
     net.inject(syn, via="alice", comment="stranger's SYN")
     net.run(until_ns=100 * US)
-    synack = net.packet(1)
+    synack = net.packet(2)
     assert synack[TCP].flags == "SA" and synack[TCP].ack == isn + 1
     request = MPARequest(flags=0x5, rev=2, p2p=1, ird=8, write0=1, read0=1, ord=8,
                          private_data=b"crafted by hand")

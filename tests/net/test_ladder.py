@@ -3,7 +3,13 @@ for lost frames, upcalls and state changes on the right lane."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
+
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
 
 from mpa_emu import ladder
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
@@ -46,9 +52,40 @@ def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
 
 
 def test_options_are_spelled_out() -> None:
-    assert ladder.options_label(bytes.fromhex("020405b403030200")) == "mss=1460 ws=2"
-    assert ladder.options_label(bytes.fromhex("0101080a0000000100000002")) == "opt8"
+    # Hand-decoded: MSS (kind 2, len 4) 0x05b4, WS (kind 3, len 3) shift 2 -> x4, EOL.
+    assert ladder.options_label(bytes.fromhex("020405b403030200")) == "MSS=1460 WS=4 EOL"
+    # NOP NOP, Timestamps (kind 8, len 10) TSval 1 TSecr 2; SACK permitted (kind 4, len 2).
+    assert ladder.options_label(bytes.fromhex("0101080a0000000100000002")) == "TSval=1 TSecr=2"
+    assert ladder.options_label(bytes.fromhex("04020000")) == "SACK_PERM EOL"
     assert ladder.options_label(bytes.fromhex("1e00")) == "opt30 (bad length)"
+
+
+def test_options_read_as_tshark_reads_them(tmp_path: Path) -> None:
+    """A Linux-style SYN's options: the ladder names them as tshark's Info column does."""
+    opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (3735928559, 0)), ("NOP", None),
+            ("WScale", 7)]
+    syn = (Ether() / IP(src="192.0.2.1", dst="192.0.2.2")
+           / TCP(sport=40000, dport=31000, flags="S", options=opts))
+    path = tmp_path / "syn.pcap"
+    wrpcap(str(path), [syn])
+    info = subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "_ws.col.Info"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    theirs = info.split("Len=0 ", 1)[1].split()
+    ours = ladder.options_label(bytes(syn[TCP])[20:]).split()
+    assert ours == theirs == ["MSS=1460", "SACK_PERM", "TSval=3735928559", "TSecr=0", "WS=128"]
+
+
+def test_a_long_label_wraps_and_is_never_cut(fake_net: Any) -> None:
+    net = fake_net(1)
+    alice = net.add_host("alice", "192.0.2.1")
+    bob = net.add_host("bob", "192.0.2.2")
+    label = "40000>31000 [SYN] " + " ".join(f"word{i}" for i in range(40))
+    rows = [ladder.Row(0, 0, 1, label)]
+    text = ladder.render(rows, [alice.name, bob.name])
+    assert "..." not in text
+    arrow, rest = text.splitlines()[1:3]
+    shown = arrow.split("|-- ", 1)[1].rsplit(" -", 1)[0]
+    assert f"{shown} {rest.strip('| ')}" == label
 
 
 def test_upcall_and_state_labels() -> None:
@@ -73,7 +110,7 @@ def test_ladder_draws_arrows_both_ways_and_marks_the_lost_frame(fake_net: Any) -
     assert "bob 192.0.2.2" in lines[0]
     syn, lost, note = lines[1], lines[2], lines[3]
     assert syn.startswith("0.000000    |-- 40001>31000 [SYN] seq=") and syn.endswith("->|")
-    assert "mss=1460 ws=2" in syn
+    assert "MSS=1460 WS=4 EOL" in syn
     assert lost.startswith("0.000010    |x--") and "[SYN, ACK]" in lost and lost.endswith("--|")
     assert "wire: dropped (the first SYN-ACK)" in note
     assert lines[-1].startswith(" " * 12 + "| << CONNECT_REPLY")
@@ -90,3 +127,25 @@ def test_ladder_needs_the_journal(fake_net: Any) -> None:
         assert "tracing=True" in str(exc)
     else:
         raise AssertionError("ladder without a journal did not complain")
+
+
+def test_teardown_demo_ladder_names_the_addresses(tmp_path: Path) -> None:
+    """bob sends from two addresses: the ladder header lists both and each arrow names
+    its endpoints; the resets tshark sees from the removed address are drawn as such."""
+    from mpa_emu.demo import run_demo
+
+    result = run_demo(0)
+    title, text = result.ladders[-1]
+    assert "192.0.2.3" in title
+    lines = text.splitlines()
+    assert lines[0].split()[-3:] == ["bob", "192.0.2.2", "192.0.2.3"]
+    path = tmp_path / "demo.pcapng"
+    result.net.write_pcapng(path)
+    resets = subprocess.run(
+        ["tshark", "-n", "-r", str(path), "-Y", "tcp.flags.reset == 1", "-T", "fields",
+         "-e", "ip.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "tcp.dstport"],
+        capture_output=True, text=True, check=True).stdout.split("\n")
+    resets = [r.split("\t") for r in resets if r]
+    assert resets and all(src == "192.0.2.3" for src, *_ in resets)
+    for src, sport, dst, dport in resets:
+        assert any(f"{src}:{sport}>{dst}:{dport} [RST, ACK]" in line for line in lines)

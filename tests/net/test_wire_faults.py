@@ -191,7 +191,7 @@ def test_scapy_injection_round_trip(fake_net: Any) -> None:
     assert when == 13 * US
     assert seg == codec.from_scapy(Ether(bytes(pkt)))
     assert (seg.src_ip, seg.flags, seg.payload) == (ip_bytes("192.0.2.1"), ACK, b"payload!")
-    back = net.packet(0)
+    back = net.packet(1)
     assert bytes(back) == bytes(net.frames[0].data)
     assert back[TCP].sport == pkt[TCP].sport and back[IP].dst == "192.0.2.2"
     assert int(back[TCP].flags) & ~SYN == ACK

@@ -13,7 +13,8 @@ from test_offloaded_qp import A_IP, A_MAC, A_PORT, P_IP, P_MAC, P_PORT, P_RCV, P
 
 from mpa_emu import codec, mpa
 from mpa_emu.capture import PcapngWriter
-from mpa_emu.offload import OffloadedQp, QpInit
+from mpa_emu.offload import Ae, OffloadedQp, QpInit
+from mpa_emu.offload.terminate import build_terminate
 from mpa_emu.segment import ACK, SYN, Segment
 
 TSHARK_OPTS = ["-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
@@ -120,3 +121,27 @@ def test_tshark_sees_the_lsmm_as_the_mpa_reply(tmp_path: Path) -> None:
     assert len(replies) == 1
     # PD_Length 11 = 4-byte RFC 6581 block + "welcome" (spec 4.2); read0 chosen: 0x4010
     assert replies[0][2] == "11" and replies[0][3] == "801040107765" "6c636f6d65"
+
+
+@pytest.mark.tshark
+def test_tshark_decodes_the_terminate_for_a_crc_error(tmp_path: Path) -> None:
+    assert shutil.which("tshark") is not None, "tshark is a test dependency: install it"
+    frames = conversation("read")[:-1]  # without the closing RST
+    passive_ack = next(f for f in reversed(frames) if f.sport == P_PORT)
+    active_last = next(f for f in reversed(frames) if f.sport == A_PORT)
+    bad_ulpdu = bytes.fromhex("4143" "00000000" "00000000" "00000001" "00000000") + b"hi"
+    bad = seg(True, active_last.seq + len(active_last.payload), passive_ack.seq + len(
+        passive_ack.payload), ACK, mpa.frame_fpdu(bad_ulpdu, crc=0))
+    frames.append(bad)
+    # irdma_bld_terminate_hdr for IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR, sent by the NIC
+    term = build_terminate(Ae.LLP_RECEIVED_MPA_CRC_ERROR, bytes(bad.payload))
+    frames.append(seg(False, bad.ack, bad.seq + len(bad.payload), ACK, mpa.frame_fpdu(term)))
+    path = tmp_path / "terminate.pcapng"
+    write(frames, path)
+    rows = tshark_fields(path, "iwarp_rdma.opcode", "iwarp_ddp.qn", "iwarp_rdma.term_layer",
+                         "iwarp_rdma.term_errcode",
+                         "iwarp_rdma.term_hdrct_m", "iwarp_rdma.term_ddp_seg_len")
+    [row] = [r for r in rows if r[0] == "0x07"]
+    # RFC 5040 section 4.8: Layer 2 (LLP), EType 3 on the DDP_LLP row of irdma, error
+    # code 2 (MPA CRC); M set, DDP Segment Length 0x0014 (the bad ULPDU_LENGTH, 20)
+    assert row[1:] == ["2", "0x02", "0x02", "1", "0014"]

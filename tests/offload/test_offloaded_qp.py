@@ -320,9 +320,14 @@ def test_anything_a_peer_sends_never_raises(segments: list[tuple[int, int, int, 
             pass
 
 
-def test_qp_in_error_without_reset_no_longer_answers() -> None:
+def test_qp_in_error_with_tcp_alive_answers_with_a_reset() -> None:
     qp = OffloadedQp(qp_init(active=False))
     qp.modify_qp("err", 0, reset_tcp_conn=False)
-    qp.receive(from_peer(qp, P_RCV, P_SEQ, payload=rtr_read_fpdu()), 1)
-    assert qp.frames_to_send() == [] and qp.next_ae() is None
-    assert qp.tcp_state == TcpState.CLOSED
+    assert qp.frames_to_send() == []
+    qp.receive(from_peer(qp, P_RCV, P_SEQ + 7, payload=rtr_read_fpdu()), 1)
+    # RFC 9293 section 3.10.7.1: the segment carries an ACK, so <SEQ=SEG.ACK><CTL=RST>
+    [rst] = qp.frames_to_send()
+    assert rst.segment.flags == RST and rst.segment.seq == P_SEQ + 7
+    assert qp.next_ae() is None and qp.tcp_state == TcpState.CLOSED
+    qp.receive(from_peer(qp, P_RCV, P_SEQ + 7, payload=rtr_read_fpdu()), 2)
+    assert qp.frames_to_send() == []

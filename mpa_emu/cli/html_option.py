@@ -1,0 +1,55 @@
+"""``--html FILE`` of ``replay``, ``inspect`` and ``run``: the option and the writers (the
+renderers live in :mod:`mpa_emu.html_report` and are imported only when asked for)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mpa_emu.cli import CliError
+
+if TYPE_CHECKING:
+    from mpa_emu.inspect import CaptureReport
+    from mpa_emu.replay import ReplayReport
+    from mpa_emu.scenario import ScenarioRun
+
+
+def add_html_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--html FILE``."""
+    parser.add_argument("--html", metavar="REPORT.html",
+                        help="write a self-contained HTML report (ladder, frame fields on "
+                             "hover or click, what went wrong highlighted)")
+
+
+def _write(path: str, render: Callable[[], str]) -> None:
+    from mpa_emu.html_report import write_page
+
+    try:
+        write_page(path, render())
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_replay_html(path: str | None, report: ReplayReport) -> None:
+    """Write the replay report to ``path`` (nothing when None)."""
+    if path is not None:
+        from mpa_emu.html_report.replay_page import replay_page
+
+        _write(path, lambda: replay_page(report))
+
+
+def write_inspect_html(path: str | None, report: CaptureReport) -> None:
+    """Write the inspect report to ``path`` (nothing when None)."""
+    if path is not None:
+        from mpa_emu.html_report.inspect_page import inspect_page
+
+        _write(path, lambda: inspect_page(report))
+
+
+def write_run_html(path: str | None, run: ScenarioRun) -> None:
+    """Write the run report to ``path`` (nothing when None)."""
+    if path is not None:
+        from mpa_emu.html_report.run_page import run_page
+
+        _write(path, lambda: run_page(run))

@@ -1,0 +1,116 @@
+"""A frame's decoded fields as (name, value) pairs for the HTML reports: Ethernet and IP
+addresses, TCP header and options, and the MPA request/reply (RFC 5044 section 7.1,
+RFC 6581 section 5) or FPDU (RFC 5044 section 4) it carries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mpa_emu import codec, mpa
+from mpa_emu.addr import ip_text
+from mpa_emu.capture import read_intact
+from mpa_emu.diagram import as_ethernet
+from mpa_emu.inspect import options_text, parse_tcp_options
+from mpa_emu.ladder import flags_label, fpdu_summary, text_or_hex
+from mpa_emu.segment import Segment
+
+Fields = list[tuple[str, str]]
+"""A frame explained: field name and value, in wire order."""
+
+HEX_SHOWN = 96
+"""Payload bytes shown in hex (a frame's full bytes are in the capture itself)."""
+
+
+def _endpoint(ip: bytes, port: int) -> str:
+    text = ip_text(ip)
+    return f"[{text}]:{port}" if len(ip) == 16 else f"{text}:{port}"
+
+
+def _mac(mac: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in mac)
+
+
+def _mpa_fields(payload: bytes) -> Fields:
+    head = mpa.parse_header(payload)
+    kind = ("request" if head.is_request
+            else "reject" if head.flags & mpa.FLAG_REJECT else "reply")
+    out: Fields = [("MPA", f"{kind}, revision {head.rev}")]
+    names = [name for bit, name in ((mpa.FLAG_MARKERS, "M (markers)"), (mpa.FLAG_CRC, "C (CRC)"),
+                                    (mpa.FLAG_REJECT, "R (reject)"),
+                                    (mpa.FLAG_ENHANCED, "S (enhanced RTR block)"))
+             if head.flags & bit]
+    out.append(("MPA flags", f"0x{head.flags:02x} " + (", ".join(names) or "none")))
+    out.append(("PD_Length", str(head.pd_length)))
+    try:
+        frame = mpa.decode_frame(payload)
+    except mpa.MpaFormatError as exc:
+        out.append(("MPA problem", str(exc)))
+        return out
+    if frame.rtr is not None:
+        rtr = frame.rtr
+        out.append(("IRD / ORD", f"{rtr.ird} / {rtr.ord}"))
+        out.append(("peer-to-peer", "yes" if rtr.peer_to_peer else "no"))
+        ops = [n for ok, n in ((rtr.zero_len_send, "zero-length Send"),
+                               (rtr.write0, "zero-length RDMA Write"),
+                               (rtr.read0, "zero-length RDMA Read")) if ok]
+        out.append(("RTR offered", ", ".join(ops) or "none"))
+    if frame.private_data:
+        out.append(("private data", text_or_hex(frame.private_data, limit=200)))
+        out.append(("private data hex", frame.private_data[:HEX_SHOWN].hex(" ")
+                    + (" ..." if len(frame.private_data) > HEX_SHOWN else "")))
+    return out
+
+
+def segment_fields(seg: Segment, *, seq: int | None = None) -> Fields:
+    """The decoded fields of one segment. ``seq`` overrides the shown sequence number
+    (replay shows the emulator's frames in the capture's numbering)."""
+    out: Fields = [("from", _endpoint(seg.src_ip, seg.sport)),
+                   ("to", _endpoint(seg.dst_ip, seg.dport)),
+                   ("MACs", f"{_mac(seg.src_mac)} > {_mac(seg.dst_mac)}")]
+    if seg.vlan is not None:
+        out.append(("VLAN", f"{seg.vlan} (priority {seg.pcp})"))
+    out += [("TCP flags", flags_label(seg.flags)),
+            ("seq", str(seg.seq if seq is None else seq)),
+            ("ack", str(seg.ack)),
+            ("window", str(seg.window))]
+    if seg.options:
+        opts, problem = parse_tcp_options(seg.options)
+        text = options_text(opts)
+        if "ts" in opts:
+            text += f" (TSval {opts['ts'][0]}, TSecr {opts['ts'][1]})"
+        out.append(("TCP options", text + (f"; {problem}" if problem else "")))
+    out.append(("payload", f"{len(seg.payload)} bytes"))
+    if mpa.looks_like_mpa(seg.payload):
+        out += _mpa_fields(seg.payload)
+    elif seg.payload:
+        fpdu = fpdu_summary(seg.payload)
+        if fpdu is not None:
+            out.append(("FPDU", fpdu))
+        out.append(("payload hex", seg.payload[:HEX_SHOWN].hex(" ")
+                    + (" ..." if len(seg.payload) > HEX_SHOWN else "")))
+    return out
+
+
+def capture_fields(path: str | Path) -> dict[int, Fields]:
+    """Fields of every frame of a capture, by frame number (1-based); frames that do not
+    decode say why. A capture cut short gives the frames before the cut."""
+    records, _fault = read_intact(path)
+    base = next((r.time_ns for r in records if r.time_ns is not None), 0)
+    out: dict[int, Fields] = {}
+    for number, rec in enumerate(records, start=1):
+        head: Fields = [("frame", str(number)),
+                        ("time", f"{((rec.time_ns or base) - base) / 1e9:.6f} s")]
+        frame = as_ethernet(rec.linktype, rec.frame)
+        if isinstance(frame, str):
+            out[number] = [*head, ("not decoded", frame)]
+            continue
+        try:
+            seg = codec.decode(frame)
+        except codec.DecodeError as exc:
+            out[number] = [*head, ("not decoded", str(exc))]
+            continue
+        body = segment_fields(seg)
+        if rec.comment:
+            body.append(("comment", rec.comment.replace("\n", "; ")))
+        out[number] = head + body
+    return out

@@ -1,0 +1,53 @@
+"""The HTML report of ``mpa-emu inspect``: the capture's ladder with the frames that carry
+errors highlighted (warnings in amber), and one section per connection: handshake, MPA
+request and reply, negotiation, FPDUs, ending, findings and frame comments."""
+
+from __future__ import annotations
+
+from mpa_emu.diagram import from_capture
+from mpa_emu.html_report.fields import capture_fields
+from mpa_emu.html_report.page import Page, Section, cell, frame_link, table
+from mpa_emu.inspect import CaptureReport, ConnectionReport, format_connection
+
+_RANK = {"error": 2, "warning": 1}
+
+
+def _connection(c: ConnectionReport) -> Section:
+    findings = table(
+        ["frame", "severity", "finding"],
+        ([frame_link(f.frame), cell(f.severity), cell(f.text)] for f in c.findings))
+    lines = format_connection(c).splitlines()[1:]
+    # The findings follow the "ended" line; they get their own table below.
+    ended = next((i for i, line in enumerate(lines) if line.startswith("  ended")), len(lines))
+    story = "\n".join(lines[:ended + 1])
+    comments = table(["frame", "comment"],
+                     ([frame_link(n), cell(text)] for n, text in c.comments), cls="mono")
+    body = (f"<p>frames {frame_link(c.first_frame)} to {frame_link(c.last_frame)}</p>"
+            f'<pre class="mono">{cell(story)}</pre><h3>Findings</h3>{findings}'
+            f"<h3>Frame comments</h3>{comments}")
+    return Section(f"Connection {c.index}: {c.client} > {c.server}", body,
+                   anchor=f"connection-{c.index}")
+
+
+def inspect_page(report: CaptureReport) -> str:
+    """The whole page for one inspected capture (its selected connections)."""
+    ladder = from_capture(report.path)
+    rank: dict[int, int] = {}
+    for c in report.connections:
+        for f in c.findings:
+            if f.frame is not None and f.severity in _RANK:
+                rank[f.frame] = max(rank.get(f.frame, 0), _RANK[f.severity])
+    marks = {i: ("hl" if rank[row.frame] == 2 else "rel") for i, row in enumerate(ladder.rows)
+             if row.frame is not None and row.frame in rank}
+    errors = report.errors
+    verdict = (f"{report.frames} frames, {report.tcp_frames} TCP, "
+               f"{len(report.connections)} connection(s) shown"
+               + (f" ({report.hidden} hidden)" if report.hidden else "")
+               + f", {errors} error(s)")
+    sections = [_connection(c) for c in report.connections]
+    if report.problems:
+        sections.append(Section("Frames outside any connection",
+                                "".join(f"<p>{cell(p)}</p>" for p in report.problems)))
+    return Page(title=f"mpa-emu inspect {report.path}", verdict=verdict, failed=bool(errors),
+                ladder=ladder, frames=capture_fields(report.path), marks=marks,
+                sections=sections).html()

@@ -1,0 +1,107 @@
+"""The HTML report of ``mpa-emu replay``: the capture's ladder with the first divergence
+highlighted, the recorded and the emitted frame side by side, every divergence, the
+application's verbs and upcalls, and the emulator's trace records per injected frame."""
+
+from __future__ import annotations
+
+from mpa_emu.addr import ip_text
+from mpa_emu.diagram import from_capture
+from mpa_emu.html_report.fields import Fields, capture_fields, segment_fields
+from mpa_emu.html_report.page import Page, Section, cell, fields_table, frame_link, table, versus
+from mpa_emu.replay.compare import Divergence
+from mpa_emu.replay.engine import Emitted
+from mpa_emu.replay.recording import describe
+from mpa_emu.replay.report import (
+    ReplayReport,
+    flow_text,
+    injection_text,
+    record_text,
+    upcall_text,
+)
+
+
+def _t(ns: int) -> str:
+    return f"{ns / 1e9:.6f}"
+
+
+def emitted_fields(em: Emitted) -> Fields:
+    """An emitted frame's fields, numbered like the capture (the recorded ISN)."""
+    head: Fields = [("emitted", f"#{em.index} after frame {em.after_frame}"),
+                    ("time", f"{_t(em.time_ns)} s")]
+    tail: Fields = [("CM state", em.state or "unknown"),
+                    ("kernel function", em.comment or "unnamed")]
+    return head + segment_fields(em.seg, seq=em.mapped_seq) + tail
+
+
+def _divergence_box(report: ReplayReport, d: Divergence) -> str:
+    if d.expected is not None:
+        expected_fields: Fields = [("frame", str(d.expected.number)),
+                                   ("time", f"{_t(d.expected.time_ns)} s"),
+                                   *segment_fields(d.expected.seg)]
+    else:
+        expected_fields = []
+    actual_fields = emitted_fields(d.actual) if d.actual is not None else []
+    expected = (fields_table(expected_fields, actual_fields or None) if expected_fields
+                else '<p class="none">nothing: the capture shows no such frame</p>')
+    actual = (fields_table(actual_fields, expected_fields or None) if actual_fields
+              else '<p class="none">nothing was sent</p>')
+    differs = table(["field", "expected", "actual"],
+                    ([cell(f.name), cell(f.expected), cell(f.actual)] for f in d.fields),
+                    cls="differs") if d.fields else ""
+    first = report.first_text().splitlines()
+    lines = "".join(f"<div>{cell(line.strip())}</div>" for line in first[1:]
+                    if line.strip().startswith(("CM state", "last in", "numbers")))
+    extra = (f"<p>{cell(d.kind)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
+             f"{' (' + cell(d.why) + ')' if d.why else ''}</p>{differs}"
+             f'<div class="mono">{lines}</div>')
+    return versus("First divergence", "Expected (the capture)", expected,
+                  "Actual (the emulator)", actual, extra)
+
+
+def replay_page(report: ReplayReport) -> str:
+    """The whole page for one replay."""
+    ladder = from_capture(report.recording.path)
+    cmp = report.comparison
+    by_frame: dict[int, str] = {}
+    for rec, _em in cmp.matched:
+        by_frame[rec.number] = "ok"
+    for d in cmp.divergences:
+        mark = "hl" if d.severity == "error" else "rel"
+        if by_frame.get(d.frame) != "hl":
+            by_frame[d.frame] = mark
+    marks = {i: by_frame[row.frame] for i, row in enumerate(ladder.rows)
+             if row.frame is not None and row.frame in by_frame}
+    first = report.first
+    top = _divergence_box(report, first) if first is not None else ""
+    sections = [
+        Section("Divergences", table(
+            ["frame", "kind", "severity", "fields", "flow", "why"],
+            ([frame_link(d.frame), cell(d.kind), cell(d.severity),
+              cell(", ".join(f"{f.name}: {f.expected} / {f.actual}" for f in d.fields)),
+              cell(flow_text(d.flow)), cell(d.why)] for d in cmp.divergences))),
+        Section("Frames sent after the capture's end", table(
+            ["emitted", "time", "frame"],
+            ([cell(f"#{e.index}"), cell(_t(e.time_ns)),
+              cell(describe(e.seg))]
+             for e in cmp.extra))),
+        Section("Upcalls", table(
+            ["time", "upcall"], ([cell(_t(u.time_ns)), cell(upcall_text(u))]
+                                 for u in report.run.upcalls))),
+        Section("Application verbs", table(
+            ["time", "after", "verb", "detail", "refused"],
+            ([cell(_t(a.time_ns)), frame_link(a.frame), cell(a.verb), cell(a.detail),
+              cell(a.error)] for a in report.run.actions))),
+        Section("Trace records", table(
+            ["frame", "outcome", "trace records"],
+            ([frame_link(inj.frame.number), cell(injection_text(inj)),
+              "<br>".join(cell(record_text(r)) for r in inj.records) or "-"]
+             for inj in report.run.injections), cls="mono")),
+    ]
+    notes = ([report.recording.damage] if report.recording.damage else []) + report.run.notes
+    if notes:
+        sections.append(Section("Notes", "".join(f"<p>{cell(n)}</p>" for n in notes)))
+    title = (f"mpa-emu replay {report.recording.path} "
+             f"--emulate {ip_text(report.options.emulate)}")
+    return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
+                frames=capture_fields(report.recording.path), marks=marks, top=top,
+                sections=sections).html()

@@ -1,0 +1,260 @@
+"""Grouping a capture's TCP frames into connections and telling each one's story: the
+set-up, the FPDUs, the checksum reading, how it ended, a fingerprint of each side."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from mpa_emu.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
+from mpa_emu.inspect.fingerprint import fingerprints
+from mpa_emu.inspect.fpdus import cut_fpdus, rdmap_findings
+from mpa_emu.inspect.frames import (
+    InspectError,
+    RawFrame,
+    TcpFrame,
+    decode_frame,
+    endpoint,
+    read_frames,
+)
+from mpa_emu.inspect.mpa_exchange import (
+    Stream,
+    handshake,
+    mpa_frame,
+    negotiation,
+    side_stream,
+)
+from mpa_emu.inspect.report import CaptureReport, ConnectionReport, Direction
+from mpa_emu.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
+from mpa_emu.segment import ACK, FIN, RST, SYN
+
+
+class _Conn:
+    """Frames of one connection while the capture is read."""
+
+    def __init__(self, index: int, first: TcpFrame) -> None:
+        from_client = not (first.flags & SYN and first.flags & ACK)
+        a = (first.src, first.sport)
+        b = (first.dst, first.dport)
+        self.client, self.server = (a, b) if from_client else (b, a)
+        self.vlan = first.vlan
+        self.index = index
+        self.frames: list[TcpFrame] = []
+        self.closed = False
+
+    def is_client(self, f: TcpFrame) -> bool:
+        return (f.src, f.sport) == self.client
+
+
+def _key(f: TcpFrame) -> tuple[Any, ...]:
+    ends = sorted([(f.src, f.sport), (f.dst, f.dport)])
+    return (f.vlan, *ends[0], *ends[1])
+
+
+def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
+    """Read a capture and analyse every TCP connection in it, reading TCP checksums as
+    ``checksums`` says. A file damaged part-way is analysed up to the damage, which is
+    reported as a problem."""
+    damage: list[str] = []
+
+    def frames() -> Iterator[RawFrame]:
+        count = 0
+        try:
+            for raw in read_frames(path):
+                count += 1
+                yield raw
+        except InspectError as exc:
+            if count == 0:
+                raise
+            damage.append(str(exc))
+
+    report = inspect_frames(frames(), str(path), checksums)
+    report.problems.extend(damage)
+    return report
+
+
+def inspect_frames(frames: Iterable[RawFrame], name: str = "",
+                   checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
+    """Analyse already-read frames (see :func:`~mpa_emu.inspect.frames.read_frames`)."""
+    report = CaptureReport(path=name, checksums=str(checksums))
+    live: dict[tuple[Any, ...], _Conn] = {}
+    conns: list[_Conn] = []
+    for raw in frames:
+        report.frames += 1
+        decoded = decode_frame(raw)
+        if decoded is None:
+            continue
+        if isinstance(decoded, str):
+            report.problems.append(decoded)
+            continue
+        report.tcp_frames += 1
+        key = _key(decoded)
+        conn = live.get(key)
+        if conn is not None and _starts_new_connection(conn, decoded):
+            conn = None
+        if conn is None:
+            conn = _Conn(len(conns) + 1, decoded)
+            conns.append(conn)
+            live[key] = conn
+        conn.frames.append(decoded)
+        if decoded.flags & RST:
+            conn.closed = True
+    report.connections = [_analyse(c, checksums) for c in conns]
+    return report
+
+
+def _starts_new_connection(conn: _Conn, f: TcpFrame) -> bool:
+    """A fresh SYN (new ISN) on a 4-tuple whose previous connection was reset or whose
+    SYN had another ISN: irdma's v2 -> v1 retry reuses the 4-tuple (spec 2.2, RST row)."""
+    if not (f.flags & SYN) or f.flags & ACK:
+        return False
+    first_syn = next((x for x in conn.frames if x.flags & SYN and not x.flags & ACK), None)
+    if first_syn is None:
+        return bool(conn.frames)
+    return first_syn.seq != f.seq
+
+
+def _orient(conn: _Conn) -> None:
+    """Without a SYN in the capture, the client is the side that sent the MPA request."""
+    if any(f.flags & SYN for f in conn.frames):
+        return
+    first = next((f for f in conn.frames if f.payload.startswith((KEY_REQ, KEY_REP))), None)
+    if first is not None and conn.is_client(first) != first.payload.startswith(KEY_REQ):
+        conn.client, conn.server = conn.server, conn.client
+
+
+
+
+def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
+    _orient(conn)
+    rep = ConnectionReport(index=conn.index, client=endpoint(*conn.client),
+                           server=endpoint(*conn.server), vlan=conn.vlan,
+                           first_frame=conn.frames[0].number,
+                           last_frame=conn.frames[-1].number, frames=len(conn.frames))
+    sides = {True: Direction(), False: Direction()}
+    for f in conn.frames:
+        d = sides[conn.is_client(f)]
+        _frame_findings(rep, d, f, mode)
+        if f.comment:
+            rep.comments.append((f.number, f.comment))
+        if f.flags & SYN:
+            d.syn_count += 1
+            if d.isn is None:
+                d.isn, d.syn_frame, d.options = f.seq, f.number, f.options
+                d.option_kinds, d.syn_window = f.option_kinds, f.window
+        if f.payload:
+            d.segments.append((f.number, f.seq, f.payload))
+        if f.flags & FIN:
+            d.fins.append((f.number, (f.seq + len(f.payload)) & 0xFFFFFFFF))
+        if f.flags & RST:
+            d.rsts.append(f.number)
+    client, server = sides[True], sides[False]
+    _offload_notes(rep, client, server, mode)
+    handshake(rep, conn.frames, client, server)
+    c_stream = side_stream(rep, client, "client")
+    s_stream = side_stream(rep, server, "server")
+    rep.request = mpa_frame(rep, client, c_stream, request=True)
+    if rep.request is not None or (s_stream and s_stream[0][2].startswith(KEY_REP)):
+        rep.reply = mpa_frame(rep, server, s_stream, request=False)
+    negotiation(rep)
+    if rep.request is not None and rep.reply is not None and not rep.reply.reject:
+        crc = bool(rep.crc)
+        markers = bool((rep.request.flags | rep.reply.flags) & FLAG_MARKERS)
+        # RFC 6581 section 5: an RTR exists only with the block on both frames; in MPA
+        # v1 the first FPDU is simply the ULP's first message.
+        rtr = rep.request.has_block and rep.reply.has_block
+        cut_fpdus(rep, client, c_stream, "client", FRAME_SIZE + rep.request.pd_length, crc,
+                  markers, rtr=rtr)
+        cut_fpdus(rep, server, s_stream, "server", FRAME_SIZE + rep.reply.pd_length, crc,
+                  markers, rtr=False)
+        rdmap_findings(rep, {"client": _from_start(c_stream, client),
+                             "server": _from_start(s_stream, server)})
+    rep.ended = _ending(rep, client, server, c_stream, s_stream)
+    fingerprints(rep, client, server)
+    rep.findings.sort(key=lambda x: (x.frame or 0))
+    return rep
+
+
+def _from_start(stream: Stream, d: Direction) -> bool:
+    return bool(stream) and d.isn is not None
+
+
+def _frame_findings(rep: ConnectionReport, d: Direction, f: TcpFrame, mode: Mode) -> None:
+    for p in f.problems:
+        if p == "bad IPv4 header checksum" and mode is Mode.OFF:
+            continue
+        rep.add(f.number, "error" if p.startswith(("bad", "TCP option", "MSS")) else "note",
+                p)
+    if f.checksum is Verdict.OFFLOAD and mode is Mode.OFFLOAD:
+        d.offload_frames.append(f.number)
+    elif is_error(f.checksum, mode):
+        what = "TX offload partial sum" if f.checksum is Verdict.OFFLOAD else "bad"
+        rep.add(f.number, "error", f"bad TCP checksum ({what}; --checksums {mode})"
+                if mode is Mode.STRICT and f.checksum is Verdict.OFFLOAD
+                else "bad TCP checksum")
+
+
+def _offload_notes(rep: ConnectionReport, client: Direction, server: Direction,
+                   mode: Mode) -> None:
+    """One note per side for frames whose TCP checksum is an offload artefact: the host
+    the capture was taken on hands its NIC the pseudo-header sum (CHECKSUM_PARTIAL)."""
+    for side, d in (("client", client), ("server", server)):
+        if d.offload_frames:
+            n = len(d.offload_frames)
+            rep.add(d.offload_frames[0], "note", f"{side} frames: {OFFLOAD_NOTE} "
+                    f"({n} frame{'s' if n > 1 else ''}, {_frames(d.offload_frames)})")
+
+
+def _frames(numbers: list[int]) -> str:
+    if len(numbers) <= 6:
+        return "frames " + ", ".join(map(str, numbers)) if len(numbers) > 1 \
+            else f"frame {numbers[0]}"
+    return f"frames {numbers[0]}-{numbers[-1]}"
+
+
+def _ending(rep: ConnectionReport, client: Direction, server: Direction,
+            c_stream: Stream, s_stream: Stream) -> str:
+    """Every FIN and RST in frame order with its direction, and data a side sent after
+    the other side's FIN (which it may, TCP half-close, RFC 9293 section 3.6) or after its
+    own (which it may not)."""
+    events: list[tuple[int, str]] = []
+    for side, d in (("client", client), ("server", server)):
+        seen: set[int] = set()
+        for frame, seq in d.fins:
+            again = " again" if seq in seen else ""
+            seen.add(seq)
+            events.append((frame, f"FIN from the {side}{again} (frame {frame})"))
+        events += [(frame, f"RST from the {side} (frame {frame})") for frame in d.rsts]
+    for side, d, stream, other, other_name in (
+            ("client", client, c_stream, server, "server"),
+            ("server", server, s_stream, client, "client")):
+        after = _data_after(stream, other.fin_frame)
+        if after:
+            frames = sorted({f for f, _ in after})
+            size = sum(n for _, n in after)
+            text = (f"{side} data after the {other_name}'s FIN: {size} bytes "
+                    f"({_frames(frames)})")
+            events.append((frames[0], text))
+            rep.add(frames[0], "warning", f"{text}; the {other_name} had closed its "
+                    f"side in frame {other.fin_frame}")
+        if d.fins:
+            fin_frame, fin_seq = d.fins[0]
+            late = [f for f, seq, data in d.segments
+                    if f > fin_frame and (seq - fin_seq) & 0xFFFFFFFF < 0x80000000]
+            if late:
+                rep.add(late[0], "error", f"{side} sends data past its own FIN (frame "
+                        f"{fin_frame}): the FIN ends its stream (RFC 9293 section 3.6)")
+    events.sort()
+    if not events:
+        return "open at end of capture"
+    kind = ("reset" if client.rsts or server.rsts else
+            "closed" if client.fins and server.fins else "half-closed")
+    return f"{kind}: " + ", ".join(text for _, text in events)
+
+
+def _data_after(stream: Stream, fin_frame: int | None) -> list[tuple[int, int]]:
+    """(frame, bytes) of new stream data carried in frames after ``fin_frame``."""
+    if fin_frame is None:
+        return []
+    return [(frame, len(data)) for frame, _, data in stream if frame > fin_frame]

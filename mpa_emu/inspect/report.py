@@ -1,0 +1,184 @@
+"""The data inspect reports: findings, MPA frames, FPDUs, connections, the capture."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mpa_emu.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT, FLAG_RESERVED
+
+
+@dataclass(slots=True)
+class Finding:
+    """Something malformed or noteworthy. ``severity`` is ``error`` (violates RFC 5044 /
+    6581 or irdma would refuse it), ``warning`` (legal but trouble) or ``note``."""
+
+    frame: int | None
+    severity: str
+    text: str
+
+
+@dataclass(slots=True)
+class MpaInfo:
+    """One MPA request or reply as found on the wire."""
+
+    frame: int
+    request: bool
+    rev: int
+    flags: int
+    pd_length: int
+    key_ok: bool = True
+    ird: int | None = None
+    ord: int | None = None
+    p2p: bool | None = None
+    zero_len_send: bool | None = None
+    write_rtr: bool | None = None
+    read_rtr: bool | None = None
+    private_data: bytes = b""
+
+    @property
+    def reject(self) -> bool:
+        """R set: a reject (in a reply)."""
+        return bool(self.flags & FLAG_REJECT)
+
+    @property
+    def has_block(self) -> bool:
+        """The RFC 6581 IRD/ORD block was read from the private data."""
+        return self.ird is not None
+
+    def flag_names(self) -> str:
+        """``M C R S`` for the flags set (``none`` when none)."""
+        names = [n for bit, n in ((FLAG_MARKERS, "M"), (FLAG_CRC, "C"), (FLAG_REJECT, "R"),
+                                  (FLAG_ENHANCED, "S")) if self.flags & bit]
+        if self.flags & FLAG_RESERVED:
+            names.append(f"res=0x{self.flags & FLAG_RESERVED:x}")
+        return " ".join(names) or "none"
+
+    def rtr_names(self) -> list[str]:
+        """The RTR types offered (request) or chosen (reply)."""
+        return [n for ok, n in ((self.zero_len_send, "send"), (self.write_rtr, "write"),
+                                (self.read_rtr, "read")) if ok]
+
+
+@dataclass(slots=True)
+class FpduInfo:
+    """One FPDU as found in a side's byte stream (RFC 5044 section 4, RFC 5041 section 4,
+    RFC 5040 section 4). ``crc`` is ``good``, ``bad`` or ``zero`` when CRC was
+    negotiated, ``None`` when it was not (no verdict). Untagged segments carry ``qn``,
+    ``msn``, ``mo``; tagged ones ``stag`` and ``to``; a Read Request also its Data Sink
+    STag and TO in ``stag`` and ``to``."""
+
+    frame: int
+    side: str
+    ulpdu_length: int
+    opcode: int | None
+    what: str
+    last: bool | None = None
+    qn: int | None = None
+    msn: int | None = None
+    mo: int | None = None
+    stag: int | None = None
+    to: int | None = None
+    crc: str | None = None
+    crc_value: int = 0
+    crc_expected: int | None = None
+
+
+@dataclass(slots=True)
+class Direction:
+    """One side's byte stream and its TCP events."""
+
+    isn: int | None = None
+    syn_frame: int | None = None
+    syn_count: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    option_kinds: tuple[int, ...] = ()
+    syn_window: int | None = None
+    segments: list[tuple[int, int, bytes]] = field(default_factory=list)  # (frame, seq, data)
+    fins: list[tuple[int, int]] = field(default_factory=list)  # (frame, seq)
+    rsts: list[int] = field(default_factory=list)  # frames
+    retransmissions: int = 0
+    fpdus: int = 0
+    bad_crc: int = 0
+    opcodes: dict[str, int] = field(default_factory=dict)
+    offload_frames: list[int] = field(default_factory=list)
+
+    @property
+    def fin_frame(self) -> int | None:
+        """The first FIN's frame."""
+        return self.fins[0][0] if self.fins else None
+
+    @property
+    def rst_frame(self) -> int | None:
+        """The first RST's frame."""
+        return self.rsts[0] if self.rsts else None
+
+
+@dataclass(slots=True)
+class ConnectionReport:
+    """Everything found about one TCP connection."""
+
+    index: int
+    client: str
+    server: str
+    vlan: int | None
+    first_frame: int
+    last_frame: int
+    frames: int = 0
+    handshake: list[str] = field(default_factory=list)
+    request: MpaInfo | None = None
+    reply: MpaInfo | None = None
+    negotiated: list[str] = field(default_factory=list)
+    crc: bool | None = None
+    """CRC as negotiated (C in the request or the reply); None without both frames."""
+    rtr: str = ""
+    fpdus: list[str] = field(default_factory=list)
+    fpdu_list: list[FpduInfo] = field(default_factory=list)
+    ended: str = "open at end of capture"
+    fingerprints: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    comments: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, frame: int | None, severity: str, text: str) -> None:
+        """Record a finding."""
+        self.findings.append(Finding(frame, severity, text))
+
+    @property
+    def errors(self) -> int:
+        """Number of error findings."""
+        return sum(1 for f in self.findings if f.severity == "error")
+
+
+@dataclass(slots=True)
+class CaptureReport:
+    """All connections of a capture plus frame-level problems. ``checksums`` names the
+    reading used (``strict``, ``offload`` or ``off``)."""
+
+    path: str
+    frames: int = 0
+    tcp_frames: int = 0
+    connections: list[ConnectionReport] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    hidden: int = 0
+    """Connections of the capture left out of ``connections`` by a selection."""
+    checksums: str = "offload"
+
+    @property
+    def errors(self) -> int:
+        """Errors in the selected connections plus frame-level problems."""
+        return sum(c.errors for c in self.connections) + len(self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (bytes as hex)."""
+        return _jsonable(asdict(self))  # type: ignore[no-any-return]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+

@@ -1,0 +1,120 @@
+"""inspect's report as text and as JSON."""
+
+from __future__ import annotations
+
+import json
+
+from mpa_emu.inspect.mpa_exchange import ird_ord_text
+from mpa_emu.inspect.report import CaptureReport, ConnectionReport, FpduInfo, MpaInfo
+
+CHECKSUM_READINGS = {
+    "strict": "checksums strict: every TCP checksum verified, offload artefacts are errors",
+    "offload": "checksums offload: TX checksum offload artefacts are notes, not errors",
+    "off": "checksums off: not verified",
+}
+"""The line every report opens with, naming the reading used (``--checksums``)."""
+
+
+def _pdata_text(data: bytes) -> str:
+    if not data:
+        return "(0 bytes)"
+    hexed = data.hex()
+    shown = hexed if len(hexed) <= 96 else hexed[:96] + "..."
+    text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in data[:64])
+    return f"({len(data)} bytes) {shown} \"{text}{'...' if len(data) > 64 else ''}\""
+
+
+
+def _mpa_lines(label: str, m: MpaInfo) -> list[str]:
+    verdict = "" if m.request else (", REJECT" if m.reject else ", accept")
+    lines = [f"  {label:<12}frame {m.frame}: rev {m.rev}, flags 0x{m.flags:02x} "
+             f"({m.flag_names()}), PD_Length {m.pd_length}{verdict}"]
+    if m.has_block:
+        bits = [n for ok, n in ((m.p2p, "P2P"),) if ok] + [f"{r} RTR" for r in m.rtr_names()]
+        assert m.ird is not None and m.ord is not None
+        lines.append(f"  {'':<12}IRD {ird_ord_text(m.ird)}, ORD {ird_ord_text(m.ord)}, "
+                     f"{', '.join(bits) or 'no P2P, no RTR bits'}")
+    if m.private_data or m.pd_length:
+        what = "reject reason" if m.reject else "private data"
+        lines.append(f"  {'':<12}{what} {_pdata_text(m.private_data)}")
+    return lines
+
+
+def fpdu_line(f: FpduInfo) -> str:
+    """``frame 8 client: zero-length RDMA Read Request, QN 1 MSN 1 MO 0, ULPDU_Length 46,
+    L, CRC good``; no CRC word where CRC was not negotiated."""
+    if f.qn is not None:
+        where = f"QN {f.qn} MSN {f.msn} MO {f.mo}"
+        if f.opcode == 1 and f.stag is not None:
+            where += f", sink STag 0x{f.stag:x} TO 0x{f.to or 0:x}"
+    elif f.stag is not None:
+        where = f"STag 0x{f.stag:x} TO 0x{f.to or 0:x}"
+    else:
+        where = "no DDP header"
+    parts = [f"frame {f.frame} {f.side}: {f.what}", where,
+             f"ULPDU_Length {f.ulpdu_length}", "L" if f.last else "not last"]
+    if f.crc == "good":
+        parts.append("CRC good")
+    elif f.crc == "zero":
+        parts.append("CRC zero (negotiated: wrong)")
+    elif f.crc == "bad":
+        parts.append(f"CRC bad 0x{f.crc_value:08x}, expected 0x{f.crc_expected or 0:08x}")
+    return ", ".join(parts)
+
+
+def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
+    """One block of text for one connection; ``fpdus`` adds one line per FPDU."""
+    vlan = f" VLAN {c.vlan}" if c.vlan is not None else ""
+    lines = [f"Connection {c.index}: {c.client} -> {c.server}{vlan}  "
+             f"(frames {c.first_frame}-{c.last_frame}, {c.frames} frames)"]
+    for i, h in enumerate(c.handshake):
+        lines.append(f"  {'handshake' if i == 0 else '':<12}{h}")
+    if c.request is not None:
+        lines += _mpa_lines("MPA request", c.request)
+    if c.reply is not None:
+        lines += _mpa_lines("MPA reply", c.reply)
+    for i, n in enumerate(c.negotiated):
+        lines.append(f"  {'negotiated' if i == 0 else '':<12}{n}")
+    if c.rtr:
+        lines.append(f"  {'RTR':<12}{c.rtr}")
+    for i, fp in enumerate(c.fpdus):
+        lines.append(f"  {'FPDUs' if i == 0 else '':<12}{fp}")
+    if fpdus:
+        lines += [f"  {'':<12}{fpdu_line(f)}" for f in c.fpdu_list]
+    lines.append(f"  {'ended':<12}{c.ended}")
+    for i, fp in enumerate(c.fingerprints):
+        lines.append(f"  {'looks like' if i == 0 else '':<12}{fp}")
+    for f in c.findings:
+        where = f"frame {f.frame}: " if f.frame is not None else ""
+        lines.append(f"  {f.severity.upper() if f.severity == 'error' else f.severity:<12}"
+                     f"{where}{f.text}")
+    return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def format_report(report: CaptureReport, comments: bool = False,
+                  fpdus: bool = False) -> str:
+    """The whole report as text: a header line, the checksum reading, then one block per
+    connection (``comments``: pcapng frame comments too; ``fpdus``: every FPDU)."""
+    shown = len(report.connections)
+    total = shown + report.hidden
+    selection = f" ({shown} selected)" if report.hidden else ""
+    out = [f"{report.path}: {_count(report.frames, 'frame')}, {report.tcp_frames} TCP, "
+           f"{_count(total, 'connection')}{selection}, {_count(report.errors, 'error')}",
+           f"  {CHECKSUM_READINGS.get(report.checksums, report.checksums)}"]
+    out.extend(f"  {p}" for p in report.problems)
+    for c in report.connections:
+        out.append("")
+        out.append(format_connection(c, fpdus=fpdus))
+        if comments:
+            out.extend(f"  {'comment' if i == 0 else '':<12}frame {n}: {t}"
+                       for i, (n, t) in enumerate(c.comments))
+    return "\n".join(out) + "\n"
+
+
+def report_json(report: CaptureReport) -> str:
+    """The report as indented JSON with sorted keys."""
+    return json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,229 @@
+-- mpa_v2.lua: RFC 6581 "Enhanced RDMA Connection Establishment" data for Wireshark < 4.6.
+--
+-- Wireshark 4.0 to 4.4 dissects MPA request/reply frames (RFC 5044 section 7.1) but shows
+-- the RFC 6581 block only as the first four bytes of iwarp_mpa.privatedata. This
+-- post-dissector decodes that block for every MPA request or reply with Rev 2 and the
+-- enhanced flag (0x10, which 4.0 shows inside iwarp_mpa.res) and adds filterable fields:
+--
+--   mpa_v2.p2p             A: peer-to-peer connection model     (IRD word, 0x8000)
+--   mpa_v2.zero_len_send   B: zero-length Send as RTR            (IRD word, 0x4000)
+--   mpa_v2.write_rtr       C: zero-length RDMA Write as RTR      (ORD word, 0x8000)
+--   mpa_v2.read_rtr        D: zero-length RDMA Read as RTR       (ORD word, 0x4000)
+--   mpa_v2.ird, mpa_v2.ord 14-bit values; 0x3FFF means "no IRD/ORD" (irdma's IETF_NO_IRD_ORD)
+--   mpa_v2.no_ird_ord      true when IRD or ORD is 0x3FFF
+--   mpa_v2.request         true for a request, false for a reply
+--   mpa_v2.reject          the reply's R flag
+--   mpa_v2.private_data    the ULP private data after the block
+--   mpa_v2.private_data_len
+--   mpa_v2.private_data_text  the same bytes as text (non-printable bytes shown as '.')
+--   mpa_v2.rtr             the RTR types set, as words: "send", "write", "read"
+--
+-- Expert infos: mpa_v2.short_block (fewer than 4 bytes), mpa_v2.no_rtr and
+-- mpa_v2.many_rtr (an accepting P2P reply must choose exactly one RTR type),
+-- mpa_v2.rtr_not_offered (the reply chose a type its request did not offer).
+--
+-- Install: `mpa-emu wireshark-plugin --install` (see docs/wireshark.md, "MPA v2 Lua plugin").
+-- Tested with tshark 4.0 (Lua 5.2).
+
+-- Wireshark refuses a second protocol with the same name, so when the plugin is loaded
+-- twice (from the personal plugin folder and again with -X lua_script:) the second copy
+-- stands down and the first one dissects.
+if _G.MPA_EMU_MPA_V2_LOADED then
+    return
+end
+_G.MPA_EMU_MPA_V2_LOADED = true
+
+local mpa_v2 = Proto("mpa_v2", "MPA v2 Enhanced Connection Data (RFC 6581)")
+
+local PEER_TO_PEER = 0x8000
+local ZERO_LEN_SEND = 0x4000
+local WRITE_RTR = 0x8000
+local READ_RTR = 0x4000
+local VALUE_MASK = 0x3FFF
+local ENHANCED_FLAG = 0x10
+local BLOCK_SIZE = 4
+
+local pf = {
+    request = ProtoField.bool("mpa_v2.request", "Request"),
+    reject = ProtoField.bool("mpa_v2.reject", "Reject (R)"),
+    ird_word = ProtoField.uint16("mpa_v2.ird_word", "IRD word", base.HEX),
+    p2p = ProtoField.bool("mpa_v2.p2p", "Peer-to-peer (A)", 16, nil, PEER_TO_PEER),
+    zero_len_send = ProtoField.bool("mpa_v2.zero_len_send", "Zero-length Send RTR (B)", 16,
+        nil, ZERO_LEN_SEND),
+    ird = ProtoField.uint16("mpa_v2.ird", "IRD", base.DEC, nil, VALUE_MASK),
+    ord_word = ProtoField.uint16("mpa_v2.ord_word", "ORD word", base.HEX),
+    write_rtr = ProtoField.bool("mpa_v2.write_rtr", "Zero-length RDMA Write RTR (C)", 16, nil,
+        WRITE_RTR),
+    read_rtr = ProtoField.bool("mpa_v2.read_rtr", "Zero-length RDMA Read RTR (D)", 16, nil,
+        READ_RTR),
+    ord = ProtoField.uint16("mpa_v2.ord", "ORD", base.DEC, nil, VALUE_MASK),
+    no_ird_ord = ProtoField.bool("mpa_v2.no_ird_ord", "No IRD/ORD value (0x3FFF)"),
+    private_data = ProtoField.bytes("mpa_v2.private_data", "ULP private data"),
+    private_data_len = ProtoField.uint16("mpa_v2.private_data_len", "ULP private data length"),
+    private_data_text = ProtoField.string("mpa_v2.private_data_text", "ULP private data (text)"),
+    rtr = ProtoField.string("mpa_v2.rtr", "RTR types (send, write, read)"),
+}
+mpa_v2.fields = {
+    pf.request, pf.reject, pf.ird_word, pf.p2p, pf.zero_len_send, pf.ird, pf.ord_word,
+    pf.write_rtr, pf.read_rtr, pf.ord, pf.no_ird_ord, pf.private_data, pf.private_data_len,
+    pf.private_data_text, pf.rtr,
+}
+
+local ef_short = ProtoExpert.new("mpa_v2.short_block", "Enhanced flag set but fewer than 4 "
+    .. "bytes of private data (RFC 6581 section 5)", expert.group.MALFORMED, expert.severity.ERROR)
+local ef_no_rtr = ProtoExpert.new("mpa_v2.no_rtr", "Reply selects no RTR type while P2P is set "
+    .. "(RFC 6581 section 5)", expert.group.PROTOCOL, expert.severity.WARN)
+local ef_many_rtr = ProtoExpert.new("mpa_v2.many_rtr", "Reply selects more than one RTR "
+    .. "type (RFC 6581 section 5: exactly one)", expert.group.PROTOCOL, expert.severity.WARN)
+local ef_not_offered = ProtoExpert.new("mpa_v2.rtr_not_offered", "Reply selects an RTR type "
+    .. "the request did not offer", expert.group.PROTOCOL, expert.severity.WARN)
+mpa_v2.experts = { ef_short, ef_no_rtr, ef_many_rtr, ef_not_offered }
+
+-- RTR types offered by the request of each TCP stream, as a bit set (1 send, 2 write,
+-- 4 read), filled in when the request is dissected.
+local offered_rtr = {}
+
+-- Fields of Wireshark's own MPA dissector, read frame by frame.
+local f_key_req = Field.new("iwarp_mpa.key.req")
+local f_key_rep = Field.new("iwarp_mpa.key.rep")
+local f_rej = Field.new("iwarp_mpa.rej_flag")
+local f_res = Field.new("iwarp_mpa.res")
+local f_rev = Field.new("iwarp_mpa.rev")
+local f_pdlength = Field.new("iwarp_mpa.pdlength")
+local f_pdata = Field.new("iwarp_mpa.privatedata")
+local f_stream = Field.new("tcp.stream")
+
+local function printable(bytes)
+    local out = {}
+    for i = 0, bytes:len() - 1 do
+        local b = bytes:get_index(i)
+        if b >= 0x20 and b < 0x7F then
+            out[#out + 1] = string.char(b)
+        else
+            out[#out + 1] = "."
+        end
+    end
+    return table.concat(out)
+end
+
+-- Occurrences of a field in this frame, in order.
+local function all(field)
+    return { field() }
+end
+
+-- One MPA header in the frame: request or reply, and its fields, matched by position.
+local function headers()
+    local found = {}
+    for _, fi in ipairs(all(f_key_req)) do
+        found[#found + 1] = { request = true, offset = fi.offset, range = fi.range }
+    end
+    for _, fi in ipairs(all(f_key_rep)) do
+        found[#found + 1] = { request = false, offset = fi.offset, range = fi.range }
+    end
+    table.sort(found, function(a, b) return a.offset < b.offset end)
+    return found
+end
+
+local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
+    local subtree = tree:add(mpa_v2, pdata_fi.range)
+    subtree:add(pf.request, hdr.request)
+    if not hdr.request then
+        subtree:add(pf.reject, rej)
+    end
+    local range = pdata_fi.range
+    if range:len() < BLOCK_SIZE then
+        subtree:add_proto_expert_info(ef_short)
+        return
+    end
+    local ird_range = range(0, 2)
+    local ord_range = range(2, 2)
+    local ird_word = ird_range:uint()
+    local ord_word = ord_range:uint()
+    local ird_item = subtree:add(pf.ird_word, ird_range)
+    ird_item:add(pf.p2p, ird_range)
+    ird_item:add(pf.zero_len_send, ird_range)
+    ird_item:add(pf.ird, ird_range)
+    local ord_item = subtree:add(pf.ord_word, ord_range)
+    ord_item:add(pf.write_rtr, ord_range)
+    ord_item:add(pf.read_rtr, ord_range)
+    ord_item:add(pf.ord, ord_range)
+    local ird = bit32.band(ird_word, VALUE_MASK)
+    local ord = bit32.band(ord_word, VALUE_MASK)
+    subtree:add(pf.no_ird_ord, ird == VALUE_MASK or ord == VALUE_MASK)
+    local rtr_set, names = 0, {}
+    if bit32.band(ird_word, ZERO_LEN_SEND) ~= 0 then rtr_set, names[#names + 1] = 1, "send" end
+    if bit32.band(ord_word, WRITE_RTR) ~= 0 then
+        rtr_set, names[#names + 1] = rtr_set + 2, "write"
+    end
+    if bit32.band(ord_word, READ_RTR) ~= 0 then
+        rtr_set, names[#names + 1] = rtr_set + 4, "read"
+    end
+    subtree:add(pf.rtr, table.concat(names, " "))
+    local stream = f_stream()
+    local key = stream and stream.value
+    if hdr.request then
+        if key ~= nil then offered_rtr[key] = rtr_set end
+    elseif not rej and bit32.band(ird_word, PEER_TO_PEER) ~= 0 then
+        if rtr_set == 0 then
+            subtree:add_proto_expert_info(ef_no_rtr)
+        elseif #names > 1 then
+            subtree:add_proto_expert_info(ef_many_rtr)
+        end
+        local offer = key ~= nil and offered_rtr[key] or nil
+        if offer ~= nil and bit32.band(rtr_set, bit32.bnot(offer)) ~= 0 then
+            subtree:add_proto_expert_info(ef_not_offered)
+        end
+    end
+    local ulp_len = range:len() - BLOCK_SIZE
+    subtree:add(pf.private_data_len, ulp_len)
+    if ulp_len > 0 then
+        local ulp = range(BLOCK_SIZE, ulp_len)
+        subtree:add(pf.private_data, ulp)
+        subtree:add(pf.private_data_text, ulp, printable(ulp:bytes()))
+    end
+    subtree:append_text(string.format(": IRD %d, ORD %d", ird, ord))
+    if pinfo.cols.info then
+        pinfo.cols.info:append(string.format(" [v2 IRD=%d ORD=%d]", ird, ord))
+    end
+end
+
+-- The occurrence of a field that starts ``offset`` bytes into the same MPA frame's data.
+local function at(list, offset)
+    for _, fi in ipairs(list) do
+        if fi.offset == offset then
+            return fi
+        end
+    end
+    return nil
+end
+
+function mpa_v2.dissector(_, pinfo, tree)
+    local hdrs = headers()
+    if #hdrs == 0 then
+        return
+    end
+    local rejs, ress, revs, pdlens, pdatas =
+        all(f_rej), all(f_res), all(f_rev), all(f_pdlength), all(f_pdata)
+    for _, hdr in ipairs(hdrs) do
+        -- Flags at key + 16, Rev at + 17, PD_Length at + 18, private data at + 20
+        -- (RFC 5044 section 7.1). Wireshark omits PD_Length and the private data when
+        -- PD_Length is over 512, and the private data when it is 0.
+        local res, rev = at(ress, hdr.offset + 16), at(revs, hdr.offset + 17)
+        if res ~= nil and rev ~= nil and rev.value == 2
+                and bit32.band(res.value, ENHANCED_FLAG) ~= 0 then
+            local rej_fi = at(rejs, hdr.offset + 16)
+            local rej = (not hdr.request) and rej_fi ~= nil and rej_fi.value or false
+            local pdata_fi = at(pdatas, hdr.offset + 20)
+            local pdlen_fi = at(pdlens, hdr.offset + 18)
+            if pdata_fi ~= nil then
+                decode_block(tree, pinfo, hdr, rej, pdata_fi)
+            elseif pdlen_fi ~= nil and pdlen_fi.value < BLOCK_SIZE then
+                local subtree = tree:add(mpa_v2, hdr.range)
+                subtree:add(pf.request, hdr.request)
+                subtree:add_proto_expert_info(ef_short)
+            end
+        end
+    end
+end
+
+register_postdissector(mpa_v2)
