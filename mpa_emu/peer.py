@@ -133,6 +133,8 @@ class Message:
     msn: int | None
     payload: bytes
     read_size: int | None = None
+    read_sink: tuple[int, int] = (ddp.RTR_READ_SINK_STAG, 0)
+    """Sink STag and sink TO of a Read Request (where its Read Response goes)."""
 
     @classmethod
     def parse(cls, ulpdu: bytes) -> Message:
@@ -140,8 +142,11 @@ class Message:
         segment = ddp.parse_segment(ulpdu)
         header = segment.header
         msn = header.msn if isinstance(header, ddp.UntaggedHeader) else None
-        size = segment.read_request.size if segment.read_request is not None else None
-        return cls(segment.opcode, segment.tagged, msn, segment.payload, size)
+        request = segment.read_request
+        if request is None:
+            return cls(segment.opcode, segment.tagged, msn, segment.payload)
+        return cls(segment.opcode, segment.tagged, msn, segment.payload, request.size,
+                   (request.sink_stag, request.sink_to))
 
     @property
     def name(self) -> str:
@@ -494,7 +499,7 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
             message = run.fpdu()
             run.report.rtr_received = message.rtr_kind
             if message.rtr_kind == "read" and options.answer_read_rtr:
-                run.stream.send_ulpdu(_read_response())
+                run.stream.send_ulpdu(_read_response(message))
                 run.say("sent FPDU: RDMA Read Response (zero-length)")
         run.send_message()
         run.hold()
@@ -503,9 +508,11 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
     return run.report
 
 
-def _read_response() -> bytes:
-    # Zero-length RDMA Read Response to the sink STag/TO of the RTR's Read Request.
-    return ddp.read_response(b"", ddp.RTR_READ_SINK_STAG, 0)
+def _read_response(request: Message) -> bytes:
+    # RFC 5040 section 5.3: a zero-length RDMA Read Response to the sink STag/TO of the
+    # RTR's Read Request, as the emulated NIC answers it (mpa_emu.offload.qp).
+    stag, to = request.read_sink
+    return ddp.read_response(b"", stag, to)
 
 
 # ---- sockets ------------------------------------------------------------------------

@@ -13,6 +13,10 @@ test once the package is installed:
 ``--mpa-emu-captures DIR`` writes the pcapng of every network used by a failing test to
 ``DIR/<test name>.pcapng`` for Wireshark. The guide is docs/pytest.md.
 
+Under pytest-xdist (``-n N``) every worker writes its captures to its own directory,
+``DIR/<worker id>/`` (``gw0``, ``gw1`` ...), and takes the seed from the same option,
+so a test gets the same seed, and the same frames, whichever worker runs it.
+
 Imports of mpa_emu happen inside the fixtures: loading the plugin stays cheap and cannot
 break a pytest run that does not use it.
 """
@@ -62,6 +66,13 @@ def _remember(request: pytest.FixtureRequest, net: Any) -> None:
     request.node.stash.setdefault(_NETWORKS, []).append(net)
 
 
+def _worker_id(config: pytest.Config) -> str | None:
+    """The pytest-xdist worker running this process (None outside xdist)."""
+    workerinput = getattr(config, "workerinput", None)
+    worker = workerinput.get("workerid") if isinstance(workerinput, dict) else None
+    return worker if isinstance(worker, str) else None
+
+
 def _dump_on_failure(request: pytest.FixtureRequest) -> None:
     target = request.config.getoption("--mpa-emu-captures")
     reports = request.node.stash.get(_REPORT, {})
@@ -70,6 +81,9 @@ def _dump_on_failure(request: pytest.FixtureRequest) -> None:
     if not (target and failed and nets):
         return
     folder = Path(target)
+    worker = _worker_id(request.config)
+    if worker is not None:
+        folder = folder / worker
     folder.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)
     for i, net in enumerate(nets):

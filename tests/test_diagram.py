@@ -136,14 +136,16 @@ def test_capture_cut_short_is_drawn_up_to_the_cut(tmp_path: Path) -> None:
     source = ROOT / "pcaps" / "v2_accept.pcap"
     data = source.read_bytes()
     cut = tmp_path / "cut.pcap"
-    cut.write_bytes(data[:-10])  # the ninth and last record loses its end
+    cut.write_bytes(data[:-10])  # the tenth and last record loses its end
     whole = from_capture(source).text().splitlines()
     text = from_capture(cut).text().splitlines()
-    # Every line of the first eight frames, then one note naming the damage.
+    # Every line of the first nine frames, then one note naming the damage.
     assert text[:-1] == whole[:len(text) - 1]
-    assert "len=0" in whole[len(text) - 1]  # the ninth frame, the NIC's ACK of the RTR
+    # The tenth frame, the initiator NIC's ACK of the zero-length Read Response; record 9
+    # (the Read Response: 16-byte record header, 54 + 20 bytes) ends at 770 + 90.
+    assert "len=0" in whole[len(text) - 1]
     assert text[-1].strip().rstrip("| ") == (
-        "| capture ends after frame 8: truncated pcap record 8 at offset 770: 54 bytes "
+        "| capture ends after frame 9: truncated pcap record 9 at offset 860: 54 bytes "
         "announced")
 
 

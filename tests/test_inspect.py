@@ -300,9 +300,10 @@ def test_our_interop_captures(tmp_path: Path) -> None:
     assert first.request is not None and first.request.rev == 2
     assert retry.request is not None and retry.request.rev == 1
     # MPA v1 has no RTR (RFC 6581 is v2 only): the zero-length Read irdma still sends is
-    # its first FPDU, noted as such.
+    # its first FPDU, noted as such; the responder's zero-length Read Response (RFC 5040
+    # section 5.3) and the initiator's ACK of it follow.
     assert retry.rtr == ""
-    assert any(f.frame == retry.last_frame - 1 and "MPA v1 has no RTR" in f.text
+    assert any(f.frame == retry.last_frame - 2 and "MPA v1 has no RTR" in f.text
                for f in retry.findings)
 
 
@@ -371,7 +372,7 @@ def test_header_counts_every_connection_and_says_how_many_are_selected(
     assert main(["inspect", str(accept), "--problems"]) == 0
     # Every report names the checksum reading it used (issue 10, item 1).
     assert capsys.readouterr().out == (
-        f"{accept}: 9 frames, 9 TCP, 1 connection (0 selected), 0 errors\n"
+        f"{accept}: 10 frames, 10 TCP, 1 connection (0 selected), 0 errors\n"
         "  checksums offload: TX checksum offload artefacts are notes, not errors\n")
 
 

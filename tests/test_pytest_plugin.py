@@ -102,6 +102,20 @@ def test_fixtures_work_and_failures_name_the_scenario_line(tmp_path: Path) -> No
     assert (captures / dumped[0]).read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
 
 
+def test_under_xdist_each_worker_has_the_seed_and_its_own_capture_directory(
+        tmp_path: Path) -> None:
+    captures = tmp_path / "caps"
+    # --dist each: every test on both workers, so both write the failing test's capture
+    proc = run_user_tests(tmp_path, "-p", "xdist", "-n", "2", "--dist", "each",
+                          "--mpa-emu-captures", str(captures))
+    assert "2 failed, 6 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert sorted(p.name for p in captures.iterdir()) == ["gw0", "gw1"]
+    name = "test_user.py_test_scenario_expectation_fails.pcapng"
+    first, second = ((captures / w / name).read_bytes() for w in ("gw0", "gw1"))
+    # the seed reached both workers (test_network_fixture asserts 5): the same frames
+    assert first == second and first[:4] == b"\x0a\x0d\x0d\x0a"
+
+
 def test_plugin_import_is_light() -> None:
     code = ("import sys, mpa_emu.pytest_plugin; "
             "print(any(m.startswith(('mpa_emu.net', 'mpa_emu.scenario', 'scapy')) "

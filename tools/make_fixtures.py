@@ -125,6 +125,15 @@ def rtr_read0() -> bytes:
     return frame_fpdu(ddp + read_req)
 
 
+def read_response0() -> bytes:
+    """The responder NIC's answer to the read0 RTR: a zero-length RDMA Read Response
+    (RFC 5040 section 5.3: every Read Request gets one; RFC 6581 section 3 makes the RTR
+    an ordinary zero-length Read, and irdma_sc_send_rtt's READ completes only on it).
+    DDP tagged (T=1, L=1, DV=1), RDMAP version 1, opcode 2, the request's sink STag
+    0xabcd and sink TO 0 (RFC 5041 section 4.2), as one FPDU."""
+    return frame_fpdu(bytes([0xC1, 0x42]) + struct.pack("!IQ", 0xABCD, 0))
+
+
 @dataclass
 class Capture:
     """Frames of one fixture in order, each with an absolute time in microseconds."""
@@ -244,7 +253,8 @@ def mpa_exchange(c: Conn, t: int, req: bytes, rep: bytes, *, a_seq: int = ISN_A 
                  p_seq: int = ISN_P + 1, ack_after: int = 80,
                  ack_rtr: bool = True) -> list[int]:
     """After the handshake: A's request at ``t``, P's ACK ``ack_after`` later, P's reply
-    1 ms after that, A's ACK and READ RTR, P's ACK of the RTR (spec 2.5 lines 4-9).
+    1 ms after that, A's ACK and READ RTR (spec 2.5 lines 4-9), P's zero-length Read
+    Response carrying the ACK of the RTR and A's ACK of it (RFC 5040 section 5.3).
     ``a_seq``/``p_seq`` are each side's next sequence number. Returns the frame numbers
     of the MPA frames."""
     L, R = len(req), len(rep)
@@ -256,7 +266,9 @@ def mpa_exchange(c: Conn, t: int, req: bytes, rep: bytes, *, a_seq: int = ISN_A 
     c.a(t_ack + 1_070, "A", a_seq + L, p_seq + R)                 # CM ACK of the reply
     c.a(t_ack + 1_090, "A", a_seq + L, p_seq + R, rtr)            # [HW] RTR
     if ack_rtr:
-        c.p(t_ack + 1_170, "A", p_seq + R, a_seq + L + len(rtr))  # [HW] ACK of the RTR
+        resp = read_response0()
+        c.p(t_ack + 1_170, "A", p_seq + R, a_seq + L + len(rtr), resp)  # [HW] Read Response
+        c.a(t_ack + 1_250, "A", a_seq + L + len(rtr), p_seq + R + len(resp))  # [HW] its ACK
     return [n_req, n_rep]
 
 
@@ -290,8 +302,10 @@ def fx_v2_accept() -> Fixture:
     return Fixture("v2_accept", "MPA v2 accept (canonical)",
                    "irdma to irdma over IPv4: handshake, v2 request with RTR block offering "
                    "WRITE0|READ0, v2 reply choosing READ0 with IRD 127 / ORD 16, the RTR "
-                   "(zero-length RDMA Read Request) and the NIC's ACK of it.",
-                   ["irdma-cm.md 2.5", "4.3", "4.4", "5.2"], cap, both(), mpa_frames=mpa)
+                   "(zero-length RDMA Read Request), the responder NIC's zero-length Read "
+                   "Response carrying the ACK of it, and the initiator NIC's ACK.",
+                   ["irdma-cm.md 2.5", "4.3", "4.4", "5.2", "RFC 5040 5.3"], cap, both(),
+                   mpa_frames=mpa)
 
 
 def fx_v2_reject() -> Fixture:

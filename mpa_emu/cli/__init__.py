@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "judge": "mpa_emu.cli.judge",
     "examples": "mpa_emu.cli.examples",
     "wireshark-plugin": "mpa_emu.cli.wireshark_plugin",
+    "fuzz": "mpa_emu.cli.fuzz",
 }
 
 

@@ -18,9 +18,10 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.live import driver, netns, tap
+from mpa_emu.live.console import ObservedTrace, nic_line
 from mpa_emu.live.sinks import PcapngSink
 from mpa_emu.profiles import PROFILES, profile
-from mpa_emu.trace import Trace
+from mpa_emu.trace import TraceRecord
 
 HELP = "run an emulated irdma host on a TAP device against the real Linux TCP stack"
 DEFAULT_MAC = "02:6d:70:61:00:02"
@@ -28,10 +29,13 @@ DEFAULT_MAC = "02:6d:70:61:00:02"
 
 EPILOG = """\
 Needs root (a TAP device). Runs until --duration or Ctrl-C/SIGTERM, then closes every
-connection and flushes the capture and trace. Guide and examples: docs/live.md.
+connection and flushes the capture and trace. Prints every upcall and what the NIC did
+(AEs, Terminates sent and received, the QP's close) as it happens. Guide and examples:
+docs/live.md.
 
-exit codes: 0 ran and stopped, 1 a --connect failed, 2 bad option, unusable TAP or
-namespace
+exit codes: 0 ran and stopped (--duration or SIGTERM), 1 a --connect failed or ended
+with a non-zero CONNECT_REPLY, 2 bad option, unusable TAP or namespace, 130 stopped by
+Ctrl-C (SIGINT) with no connect failure
 """
 
 
@@ -170,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         for cidr in args.host_address:
             netns.run_ip(["addr", "replace", cidr, "dev", device.name], args.netns)
         trace_file = open(args.trace, "w") if args.trace else None  # noqa: SIM115
-        trace = Trace(stream=trace_file, keep=False)
+        trace = ObservedTrace(stream=trace_file, keep=False, observer=_print_nic)
         capture = PcapngSink(args.output, device.name, f"emulated irdma host {args.mac}") \
             if args.output else None
         core = CmCore("live", mac, _config(args), seed=args.seed, trace=trace)
@@ -184,21 +188,37 @@ def run(args: argparse.Namespace) -> int:
             trace_file.close()
 
 
+def _print_nic(record: TraceRecord) -> None:
+    line = nic_line(record)
+    if line is not None:
+        print(line, flush=True)
+
+
 def _serve(host: driver.LiveHost, args: argparse.Namespace,
            addresses: list[tuple[bytes, int | None]],
            targets: list[tuple[str, int]], private: bytes) -> int:
-    stop = {"now": False}
+    stop = {"now": False, "interrupted": False}
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop["now"] = True
+        stop["interrupted"] = stop["interrupted"] or signum == signal.SIGINT
         host.wake()
 
     previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, on_signal)
     failed = False
+    ours: set[int] = set()
+
+    def on_upcall(_host: driver.LiveHost, upcall: Upcall) -> None:
+        nonlocal failed
+        print(describe(upcall), flush=True)
+        if (upcall.event == IwEvent.CONNECT_REPLY and upcall.conn in ours
+                and upcall.status != 0):
+            failed = True  # irdma_connect's CONNECT_REPLY carried an error
+
     try:
-        host.on_upcall(lambda _host, upcall: print(describe(upcall), flush=True))
+        host.on_upcall(on_upcall)
         host.on_failure(lambda _host, failure: print(
             f"t={failure.time_ns / 1e9:.3f}s {failure.verb} refused: {failure.message}",
             file=sys.stderr, flush=True))
@@ -215,6 +235,10 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
             try:
                 conn = host.connect(ip_bytes(ip_text_), port, private_data=private,
                                     ird=args.ird, ord=args.ord)
+                ours.add(conn)
+                # A looped-back connect can be answered before connect() returns.
+                failed = failed or any(u.conn == conn and u.status != 0
+                                       for u in host.events(IwEvent.CONNECT_REPLY))
                 print(f"connecting to {ip_text_}:{port} (conn {conn})", flush=True)
             except (driver.LiveError, ValueError) as exc:
                 print(f"connect to {ip_text_}:{port} failed: {exc}", file=sys.stderr, flush=True)
@@ -232,4 +256,6 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
     print(f"frames in {host.frames_in}, out {host.frames_out}, upcalls {len(host.upcalls)}",
           flush=True)
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 130 if stop["interrupted"] else 0

@@ -170,7 +170,14 @@ def _serve(listener: socket.socket, args: argparse.Namespace, options: peer.Peer
             sock = peer.accept_one(listener, options.timeout if args.count == 1 else None)
             served += 1
             with sock:
-                say(f"accepted {peer.endpoint_text(sock.getpeername())}")
+                try:
+                    name = peer.endpoint_text(sock.getpeername())
+                except OSError as exc:
+                    # reset between the handshake and accept(): nothing to answer
+                    say(f"accepted a connection already gone: {exc.strerror or exc}")
+                    failed = True
+                    continue
+                say(f"accepted {name}")
                 report = peer.run_responder(sock, options, log=say)
             if args.json:
                 print(json.dumps(report.to_dict(), sort_keys=True), flush=True)

@@ -11,6 +11,7 @@ import os
 import sys
 
 from mpa_emu.addr import ip_bytes
+from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_replay_html
@@ -57,9 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``mpa-emu replay`` (the names and meanings are a contract)."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("capture", metavar="CAPTURE",
+    parser.add_argument("capture", metavar="CAPTURE", nargs="?",
                         help="pcap or pcapng, Ethernet with or without 802.1Q")
-    parser.add_argument("--emulate", metavar="IP", required=True,
+    parser.add_argument("--emulate", metavar="IP",
                         help="the host (IPv4 or IPv6) played by the emulator")
     parser.add_argument("--on-request", choices=("auto", "accept", "reject"), default="auto",
                         help="answer to MPA requests: as recorded (auto), or always accept "
@@ -94,6 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MPA revision the emulated node starts at (default: the "
                              "profile's)")
     add_html_option(parser)
+    parser.add_argument("--suite", metavar="SUITE.toml",
+                        help="run a conformance suite (cases with expected verdicts, see "
+                             "docs/campaigns.md); --json then writes the suite's results")
+    add_campaign_arguments(parser)
 
 
 class _Progress:
@@ -119,6 +124,16 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Replay, print the verdict (and the first divergence), write the outputs."""
+    if args.suite is not None:
+        from mpa_emu.campaign.suite_cli import run_suite
+
+        return run_suite(args)
+    if args.junit or args.jobs > 1 or args.scheduler is not None:
+        raise CliError("-j, --scheduler and --junit go with --suite SUITE.toml")
+    if args.capture is None or args.emulate is None:
+        raise CliError("the following arguments are required: "
+                       + ("CAPTURE, " if args.capture is None else "")
+                       + "--emulate (or --suite SUITE.toml)")
     try:
         ip = ip_bytes(args.emulate)
     except ValueError as exc:

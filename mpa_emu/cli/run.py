@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
@@ -56,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar (it is drawn only when stderr is a terminal, "
                              "about ten times a second)")
     add_html_option(parser)
+    add_campaign_arguments(parser)
 
 
 @contextlib.contextmanager
@@ -76,27 +78,52 @@ INTERRUPTED = 130
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one scenario with its outputs, or several and a verdict per file."""
-    if len(args.scenario) == 1:
+    """Run one scenario with its outputs, or several (or any with -j, --scheduler or
+    --junit) as a campaign with a verdict per file."""
+    campaign = (len(args.scenario) > 1 or args.junit or args.jobs > 1
+                or args.scheduler is not None)
+    if not campaign:
         return _run_one(args, args.scenario[0])
     if args.output or args.trace or args.json or args.html:
-        raise CliError("-o, --trace, --json and --html need a single scenario file")
+        raise CliError("-o, --trace, --json and --html need a single scenario file "
+                       "(without -j, --scheduler and --junit)")
     # Check every file first: a typo in the last one should not cost a long run.
-    scenarios = []
     for path in args.scenario:
         try:
-            scenarios.append(load_scenario(path))
+            load_scenario(path)
         except ScenarioError as exc:
             raise CliError(str(exc)) from None
+    return _campaign(args)
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    from mpa_emu.campaign.executor import ExecutorError, Progress, run_cases
+    from mpa_emu.campaign.junit import write_junit
+    from mpa_emu.campaign.scenarios import ScenarioCase, run_scenario_case, scenario_junit
+
+    cases = [ScenarioCase(path, args.seed) for path in args.scenario]
+    progress = None if args.no_progress else Progress(len(cases), "run")
+    try:
+        outcomes = run_cases(run_scenario_case, cases, jobs=args.jobs,
+                             scheduler=args.scheduler, progress=progress)
+    except ExecutorError as exc:
+        raise CliError(str(exc)) from None
     failed = 0
-    for sc in scenarios:
-        result = _execute(args, sc, None)
-        if result.interrupted:
-            _report_interrupt(result, args)
-            return INTERRUPTED
-        _report(result, quiet=True)
-        failed += not result.ok
-    print(f"{len(scenarios) - failed} of {len(scenarios)} scenarios pass")
+    for case, outcome in zip(cases, outcomes, strict=True):
+        res = outcome.result
+        if res is None:
+            print(f"FAIL: could not run ({case.path}): {outcome.error}")
+        else:
+            print(res.text)
+        failed += res is None or not res.ok
+    print(f"{len(cases) - failed} of {len(cases)} scenarios pass", flush=True)
+    if args.junit:
+        try:
+            write_junit(args.junit, "mpa-emu run",
+                        [scenario_junit(o.result, c.path, o.error)
+                         for c, o in zip(cases, outcomes, strict=True)])
+        except OSError as exc:
+            raise CliError(f"cannot write {args.junit}: {exc.strerror or exc}") from None
     return 1 if failed else 0
 
 

@@ -1052,7 +1052,7 @@ class CmCore:
             # the QP outlives the node while its TCP still has timers running
             qp = node.qp
             node.qp = None
-            if qp.get_timer() is None:
+            if qp.get_timer() is None and not getattr(qp, "tcp_alive", False):
                 self._release_qp(node.key)
         if self.trace is not None:
             self._tr("node_freed", "irdma_destroy_connection", conn=node.conn,
@@ -2241,7 +2241,9 @@ class CmCore:
                 heapq.heappush(self._qp_heap, (t, self._seq, key))
         else:
             self._qp_due.pop(key, None)
-            if key not in self._nodes:
+            # A QP whose TCP can still answer (FIN_WAIT_2, or ERROR with the connection
+            # alive: RST) keeps its flow after the node is gone.
+            if key not in self._nodes and not getattr(qp, "tcp_alive", False):
                 self._release_qp(key)
 
     def _release_qp(self, key: tuple[bytes, int, bytes, int, int]) -> None:

@@ -154,6 +154,8 @@ def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int)
     if iw.ibqp_state == IbQpState.RTS:
         # irdma_next_iw_state(CLOSING): the NIC answers the peer's FIN with its own.
         iw.iwarp_state = IwarpState.CLOSING
+        core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn,
+                    target="CLOSING", reset_tcp_conn=False, rst=False)
         qp.modify_qp("sqd", now_ns)
         core.collect_qp_frames(conn)
         cm_disconn(core, conn, now_ns)
@@ -166,7 +168,10 @@ def _next_iw_state_error(core: DisconnectHost, conn: int, qp: OffloadedQp,
     # irdma_next_iw_state(ERROR): reset_tcp_conn only when term_flags is set.
     iw = qp.iwqp
     iw.iwarp_state = iw.hw_iwarp_state = IwarpState.ERROR
-    qp.modify_qp("err", now_ns, reset_tcp_conn=bool(iw.term_flags))
+    reset = bool(iw.term_flags)
+    core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn, target="ERROR",
+                reset_tcp_conn=reset, rst=reset and qp.tcp_alive)
+    qp.modify_qp("err", now_ns, reset_tcp_conn=reset)
     core.collect_qp_frames(conn)
 
 
@@ -283,6 +288,8 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
         iw.ibqp_state = IbQpState.ERR
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+    core.record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
+                reset_tcp_conn=reset_tcp_conn, rst=reset_tcp_conn and qp.tcp_alive)
     if not getattr(core, "rf_reset", False):  # irdma_handle_cqp_op: no CQP op in a reset
         qp.modify_qp(target, now_ns,
                      reset_tcp_conn=reset_tcp_conn if target == "err" else None)
@@ -351,11 +358,17 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
         issue_disconn = True
         if last_ae is Ae.LLP_CONNECTION_RESET:
             status = -ECONNRESET
-    if (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
-            or last_ae in (Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
-            or device_reset or not iw.cm_id):
+    if _llp_closed(iw, device_reset) or not iw.cm_id:
         issue_close = True
     return issue_disconn, status, issue_close
+
+
+def _llp_closed(iw: IwQp, device_reset: bool) -> bool:
+    """The second test of ``irdma_cm_disconn_true``: the TCP connection is over (CLOSED,
+    TIME_WAIT, a bad close, a reset) or the device is being reset."""
+    return (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
+            or iw.last_aeq in (Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
+            or device_reset)
 
 
 def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
@@ -373,6 +386,9 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     if issue_close:
         iw.cm_id = False
         iw.flush_issued = True
+    if _llp_closed(iw, False):
+        # irdma_cm_disconn_true: with the TCP connection over, qp->term_flags = 0.
+        iw.term_flags = 0
     if _recording(core):
         core.record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
                     hw_tcp_state=iw.hw_tcp_state.name, ibqp_state=iw.ibqp_state.name,

@@ -36,14 +36,13 @@ step 5). This module is what the NIC then does, kept deliberately modest:
   allocated. Each error raises its AE with the offending frame (the q2 buffer); the
   driver answers with a Terminate (:mod:`mpa_emu.offload.terminate`).
 * **Zero-length RDMA Read.** A Read Request of size 0 (the read0 RTR of
-  ``irdma_sc_send_rtt``) is taken and only acknowledged. The sources say it should be
-  answered: RDMAP answers every Read Request with a Read Response (RFC 5040 section
-  5.2), RFC 6581 section 3 makes the read0 RTR an ordinary zero-length RDMA Read, siw
-  answers it with a zero-length Read Response, and the initiator's READ WQE
-  (``irdma_sc_send_rtt``, sink STag 0xabcd) completes only on that response. The
-  project's ``peer`` does answer it; this model does not yet, because the replay fixtures
-  and golden captures would gain a frame. The initiator's NIC accepts the zero-length
-  Read Response to 0xabcd while its RTR is outstanding.
+  ``irdma_sc_send_rtt``) is answered by a zero-length RDMA Read Response: tagged, last,
+  the request's sink STag and sink TO, CRC as negotiated (RFC 5040 section 4.4 and
+  5.3: every Read Request gets a Read Response; RFC 6581 section 3 makes the read0 RTR
+  an ordinary zero-length Read; siw's ``siw_init_rresp`` queues one for every inbound
+  Read Request, and the initiator's READ WQE, sink STag 0xabcd, completes only on it).
+  The response goes out with the ACK of the request. The initiator's NIC accepts the
+  zero-length Read Response to 0xabcd while its RTR is outstanding.
 * **Terminate** (``irdma_term_modify_qp``): ``modify_qp("terminate", term=...)`` puts
   the Terminate on the wire and raises :attr:`Ae.TERMINATE_SENT`;
   ``modify_qp("terminate", send_fin=True)`` sends the FIN. FPDUs arriving in TERMINATE
@@ -167,11 +166,11 @@ class OffloadedQp:
 
     __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
                  "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
-                 "_recv_mo", "_recv_msn", "_retries", "_rexmit_at", "_rto_ns",
-                 "_rtr_sent", "_rx_buffer", "_rx_halted", "_send_msn", "_term_sent", "_unacked",
-                 "ae_frame", "ae_iwarp_state", "ae_tcp_state", "init", "iwarp_state",
-                 "iwqp", "rcv_nxt", "received", "retransmissions", "snd_nxt", "snd_una",
-                 "snd_wnd", "tcp_state")
+                 "_read_responses", "_recv_mo", "_recv_msn", "_retries", "_rexmit_at",
+                 "_rto_ns", "_rtr_sent", "_rx_buffer", "_rx_halted", "_send_msn",
+                 "_term_sent", "_unacked", "ae_frame", "ae_iwarp_state", "ae_tcp_state",
+                 "init", "iwarp_state", "iwqp", "rcv_nxt", "received", "retransmissions",
+                 "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
@@ -212,6 +211,7 @@ class OffloadedQp:
         self._recv_msn = [1, 1, 1]
         self._recv_mo = [0, 0, 0]
         self._read_pending = False
+        self._read_responses = 0
         self._term_sent = False
         self._rx_halted = False
         self._rtr_sent = False
@@ -302,6 +302,13 @@ class OffloadedQp:
             else:
                 self._rx_buffer += frame.payload
             self._take_fpdus(now_ns)
+            if self._read_responses:
+                # The Read Responses queued by this segment carry its ACK.
+                self._read_responses = 0
+                sent = self._outbox_len()
+                self._pump(now_ns)
+                if self._outbox_len() > sent and not frame.flags & FIN:
+                    return
         elif frame.payload:
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
         if frame.flags & FIN:
@@ -429,6 +436,14 @@ class OffloadedQp:
             self._pending = deque()
         self._pending.appendleft((payload, comment))
         self._pump(now_ns)
+
+    def _queue(self, payload: bytes, comment: str) -> None:
+        if self._pending is None:
+            self._pending = deque()
+        self._pending.append((payload, comment))
+
+    def _outbox_len(self) -> int:
+        return len(self._outbox) if self._outbox is not None else 0
 
     def _can_send_data(self) -> bool:
         return (self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
@@ -662,5 +677,11 @@ class OffloadedQp:
             request = ddp.ReadRequest.from_bytes(body)
             if request.size:
                 return Ae.AMP_UNALLOCATED_STAG  # the source STag was never allocated
-            # The read0 RTR: see the module docstring for the Read Response it should get.
+            # RFC 5040 section 5.3: the Responder answers every RDMA Read Request with a
+            # Read Response; the read0 RTR of irdma_sc_send_rtt (RFC 6581 section 3) is
+            # one, and the initiator's READ WQE completes only on it.
+            self._queue(self._fpdu(ddp.read_response(b"", request.sink_stag,
+                                                     request.sink_to)),
+                        "hw qp: RDMA Read Response (zero-length, answers the read0 RTR)")
+            self._read_responses += 1
         return None

@@ -149,7 +149,7 @@ def test_live_and_peer_commands_reject_then_shut_down_on_sigint(bare_ns: Namespa
     assert '6e6f7065 "nope"' in done.stdout
     assert "received FIN" in done.stdout
     text = out.decode()
-    assert live.returncode == 0, text
+    assert live.returncode == 130, text  # Ctrl-C (SIGINT): 128 + 2
     assert "CONNECT_REQUEST" in text and "shutting down" in text
     records = list(read_capture(str(capture)))
     comments = [r.comment or "" for r in records]

@@ -99,7 +99,11 @@ def passive_host() -> Host:
 
 
 PEER_SEQ = P_RCV + len(rtr_read_fpdu())
-OUR_SEQ = P_SEQ + len(REPLY)
+READ_RESPONSE_FPDU_LEN = 2 + 14 + 4
+"""The passive NIC's answer to the read0 RTR: ULPDU_LENGTH, the RFC 5041 section 4.2
+tagged header (no pad: 16 bytes are a multiple of 4) and the CRC (RFC 5044 section 4.1);
+RFC 5040 section 5.3 makes every Read Request get one."""
+OUR_SEQ = P_SEQ + len(REPLY) + READ_RESPONSE_FPDU_LEN
 
 
 def test_rts_ae_wakes_the_accept_waiter() -> None:

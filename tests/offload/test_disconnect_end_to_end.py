@@ -153,3 +153,27 @@ def test_a_lost_rtr_is_retransmitted_by_the_nic_after_200_ms() -> None:
     assert rtrs[1].time_ns - rtrs[0].time_ns == 200 * MS
     assert "retransmission 1" in rtrs[1].comment
     assert calls(bob)[-1] == ("ESTABLISHED", 0)
+
+
+def test_a_late_fin_reaches_the_qp_after_the_node_is_gone() -> None:
+    # Bob's FIN is lost three times (sent at 0, resent at 200 and 600 ms: his RTO doubles
+    # from 200 ms). Alice's close entry frees her node before his third resend while her
+    # QP sits in FIN_WAIT_2 with no timer; the hardware QP still owns the flow, so that
+    # resend is ACKed (RFC 9293 section 3.10.7.4) and bob never sends his FIN again.
+    net, alice, _bob, conn = pair()
+    net.drop(drop_nth("FIN", 1, count=3, sender="bob"))
+    t0 = net.now_ns
+    alice.disconnect(conn, graceful=True)
+    net.run(until_ns=t0 + 5000 * MS)
+    (close,) = [u for u in alice.upcalls if u.time_ns >= t0]
+    assert close.event == IwEvent.CLOSE and alice.conns() == []
+    bob_fins = [f for f in net.frames if f.sender == "bob" and f.time_ns >= t0
+                and f.segment is not None and f.segment.flags & FIN]
+    assert [(f.time_ns - t0) // MS for f in bob_fins] == [0, 200, 600, 1400]
+    assert bob_fins[3].time_ns > close.time_ns  # the node was gone by then
+    resent = bob_fins[3].segment
+    assert resent is not None
+    answers = [f.segment for f in net.frames if f.sender == "alice"
+               and f.time_ns > bob_fins[3].time_ns and f.segment is not None]
+    assert answers and answers[0].ack == (resent.seq + 1) % 2**32
+    assert not any(s.flags & RST for s in answers)

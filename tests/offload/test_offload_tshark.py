@@ -100,12 +100,15 @@ def test_tshark_decodes_rtr_and_send_with_good_crc(tmp_path: Path, rtr_op: str,
     rows = tshark_fields(path, "frame.number", "tcp.flags.str", "iwarp_rdma.opcode")
     by_frame = {int(row[0]): row for row in rows}
     fpdu_rows = [row for row in rows if row[2]]
-    assert [row[2] for row in fpdu_rows] == [opcode, "0x03"]  # the RTR, then the Send
+    # The RTR, the responder's zero-length Read Response to a read0 RTR (RFC 5040
+    # section 5.3, opcode 0x02), then the Send.
+    expected = [opcode, "0x02", "0x03"] if rtr_op == "read" else [opcode, "0x03"]
+    assert [row[2] for row in fpdu_rows] == expected
     detail = subprocess.run(["tshark", "-r", str(path), *TSHARK_OPTS, "-O", "iwarp_mpa",
                              "-Y", "iwarp_mpa.fpdu"], capture_output=True, text=True,
                             check=True).stdout
     verdicts = [line.strip() for line in detail.splitlines() if "CRC check" in line]
-    assert len(verdicts) == 2 and all("Good CRC32" in v for v in verdicts)
+    assert len(verdicts) == len(expected) and all("Good CRC32" in v for v in verdicts)
     assert by_frame[len(frames)][1].count("R") == 1  # the abortive close is a RST
 
 

@@ -31,6 +31,18 @@ REPLY = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_CRC | mpa.FLAG_ENHANCE
                      private_data=b"welcome").to_bytes()
 
 
+def crc32c(data: bytes) -> int:
+    """Bitwise CRC32c (reflected polynomial 0x82F63B78, RFC 3385), independent of
+    mpa_emu.mpa; the FPDU carries it as in RFC 5044 appendix B (least significant byte
+    first on the wire, as tshark checks it)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
 def qp_init(active: bool, **changes: object) -> QpInit:
     if active:
         base = QpInit(conn=1, active=True, gen=2, local_mac=A_MAC, remote_mac=P_MAC,
@@ -103,7 +115,7 @@ def test_active_rtr_write_is_a_zero_length_tagged_write() -> None:
     assert fpdu.crc_ok
 
 
-def test_passive_raises_rts_when_the_rtr_arrives_and_acks_it() -> None:
+def test_passive_raises_rts_when_the_rtr_arrives_and_answers_it() -> None:
     qp = OffloadedQp(qp_init(active=False))
     qp.send_lsmm(REPLY, 0)
     qp.frames_to_send()
@@ -111,10 +123,45 @@ def test_passive_raises_rts_when_the_rtr_arrives_and_acks_it() -> None:
     rtr = rtr_read_fpdu()
     qp.receive(from_peer(qp, P_RCV, P_SEQ + len(REPLY), payload=rtr), 1000)
     assert qp.next_ae() is Ae.RTS
+    # RFC 5040 section 5.3: the Read Request is answered by a Read Response, which
+    # carries the ACK of the request.
+    [answer] = qp.frames_to_send()
+    assert answer.segment.flags == ACK and answer.segment.seq == P_SEQ + len(REPLY)
+    assert answer.segment.ack == P_RCV + len(rtr)
+    # RFC 5044 section 4.1 FPDU: ULPDU_LENGTH 14; RFC 5041 section 4.2 tagged header
+    # T|L|DV=01, RV=01|opcode 2 (Read Response), the request's sink STag 0xabcd and
+    # sink TO 0; no pad; CRC32c over all of it (RFC 5044 appendix B).
+    body = struct.pack("!HBBIQ", 14, 0xC1, 0x42, 0xABCD, 0)
+    assert answer.segment.payload == body + struct.pack("<I", crc32c(body))
+    assert qp.received[0].crc_ok
+
+
+def test_read_response_takes_the_sink_stag_and_to_of_the_request() -> None:
+    qp = OffloadedQp(qp_init(active=False, crc=False))
+    qp.send_lsmm(REPLY, 0)
+    qp.frames_to_send()
+    # A zero-length Read Request (RFC 5040 section 4.4) with its own sink STag and TO.
+    request = (bytes([0x41, 0x41]) + struct.pack("!IIII", 0, 1, 1, 0)
+               + struct.pack("!IQIIQ", 0x11223344, 0x0102030405060708, 0, 0x55, 0x99))
+    fpdu = struct.pack("!H", len(request)) + request + bytes(2) + bytes(4)
+    qp.receive(from_peer(qp, P_RCV, P_SEQ + len(REPLY), payload=fpdu), 10)
+    [answer] = qp.frames_to_send()
+    # Without negotiated CRC the field is sent as zero (RFC 5044 section 4.1).
+    assert answer.segment.payload == struct.pack("!HBBIQ", 14, 0xC1, 0x42, 0x11223344,
+                                                 0x0102030405060708) + bytes(4)
+
+
+def test_active_takes_the_zero_length_read_response_to_its_rtr() -> None:
+    qp = OffloadedQp(qp_init(active=True))
+    qp.send_rtr(0)
+    qp.frames_to_send()
+    assert qp.next_ae() is Ae.RTS
+    body = struct.pack("!HBBIQ", 14, 0xC1, 0x42, 0xABCD, 0)
+    qp.receive(from_peer(qp, qp.rcv_nxt, qp.snd_nxt,
+                         payload=body + struct.pack("<I", crc32c(body))), 10)
+    assert qp.next_ae() is None  # no error AE: the response is accepted
     [ack] = qp.frames_to_send()
     assert ack.segment.flags == ACK and ack.segment.payload == b""
-    assert ack.segment.ack == P_RCV + len(rtr)
-    assert qp.received[0].crc_ok
 
 
 def test_passive_send_waits_for_the_first_fpdu() -> None:
@@ -126,7 +173,10 @@ def test_passive_send_waits_for_the_first_fpdu() -> None:
     qp.receive(from_peer(qp, P_RCV, P_SEQ + len(REPLY), payload=rtr_read_fpdu()), 20)
     frames = qp.frames_to_send()
     sends = [f for f in frames if f.segment.payload]
-    assert len(sends) == 1 and sends[0].segment.seq == P_SEQ + len(REPLY)
+    # The Send posted first, then the Read Response to the RTR (RFC 5040 section 5.3).
+    assert [f.segment.seq for f in sends] == [P_SEQ + len(REPLY),
+                                              P_SEQ + len(REPLY) + len(sends[0].segment.payload)]
+    assert sends[1].segment.payload[3] == 0x42  # RV 01, opcode 2: Read Response
 
 
 def test_send_fpdus_fit_the_mss_and_only_the_last_has_the_l_bit() -> None:

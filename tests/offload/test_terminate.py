@@ -69,8 +69,10 @@ def test_peer_fin_after_terminate_is_acked_and_close_complete_ends_it() -> None:
     # LLP_CLOSE_COMPLETE with term_flags -> irdma_terminate_done: no RST (TCP is done),
     # DISCONNECT(0) and CLOSE (irdma_cm_disconn_true, term_flags)
     assert host.upcalls == [(IwEvent.DISCONNECT, 0, 20), (IwEvent.CLOSE, 0, 20)]
-    assert qp.iwqp.terminate_at is None and qp.iwqp.term_flags & 0x04
     assert qp.tcp_state in (TcpState.TIME_WAIT, TcpState.CLOSED)
+    # irdma_cm_disconn_true: original_hw_tcp_state TIME_WAIT (or CLOSED) -> issue_close,
+    # cm_id = NULL and qp->term_flags = 0; the terminate timer was deleted.
+    assert qp.iwqp.terminate_at is None and qp.iwqp.term_flags == 0
 
 
 def test_terminate_timer_resets_a_peer_that_stays_silent() -> None:

@@ -108,7 +108,8 @@ def test_non_tcp_frames_are_ignored_not_fatal(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout
     data = json.loads(report.read_text())
     assert data["ignored_frames"] == {"not_ip": 1}
-    assert data["frames"] == 10
+    # v2_accept.pcap holds 10 frames (tools/make_fixtures.py), plus the ARP request.
+    assert data["frames"] == 11
     # Frame numbers stay the capture's: the recorded reply is now frame 7.
     assert [(a["verb"], a["frame"]) for a in data["actions"] if a["verb"] == "accept"] == [
         ("accept", 7)]

@@ -61,4 +61,6 @@ def test_tshark_sees_resets_only_from_the_removed_address(tmp_path: Path) -> Non
          "--enable-heuristic", "iwarp_mpa_tcp", "-O", "iwarp_mpa", "-Y", "iwarp_mpa.fpdu"],
         capture_output=True, text=True, check=True).stdout
     verdicts = [line for line in crc.splitlines() if "CRC check" in line]
-    assert len(verdicts) == 4 and all("Good CRC32" in v for v in verdicts)
+    # Four RTRs (zero-length Read Requests) and the four zero-length Read Responses that
+    # answer them (RFC 5040 section 5.3).
+    assert len(verdicts) == 8 and all("Good CRC32" in v for v in verdicts)
