@@ -288,9 +288,11 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
         iw.ibqp_state = IbQpState.ERR
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+    in_reset = bool(getattr(core, "rf_reset", False))
     core.record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
-                reset_tcp_conn=reset_tcp_conn, rst=reset_tcp_conn and qp.tcp_alive)
-    if not getattr(core, "rf_reset", False):  # irdma_handle_cqp_op: no CQP op in a reset
+                reset_tcp_conn=reset_tcp_conn,
+                rst=reset_tcp_conn and qp.tcp_alive and not in_reset)
+    if not in_reset:  # irdma_handle_cqp_op: no CQP command reaches a NIC being reset
         qp.modify_qp(target, now_ns,
                      reset_tcp_conn=reset_tcp_conn if target == "err" else None)
     core.collect_qp_frames(conn)
