@@ -25,6 +25,7 @@ from mpa_emu.trace import Trace
 
 REQ_V2 = mpa.MpaFrame(request=True, rev=2, rtr=mpa.RtrBlock(16, 16, write0=True, read0=True),
                       flags=0x50, private_data=b"r").to_bytes()
+V1_REQ = mpa.MpaFrame(request=True, rev=1).to_bytes()
 
 
 class Setup:
@@ -46,7 +47,11 @@ class Setup:
                                   src_mac=MAC_A), self.now)
         return [t.segment for t in self.core.frames_to_send()]
 
-    def request_after_close(self) -> tuple[int, int]:
+    def request_after_close_v1(self) -> tuple[int, int]:
+        """As :meth:`request_after_close` with an MPA v1 request."""
+        return self.request_after_close(V1_REQ)
+
+    def request_after_close(self, request: bytes = REQ_V2) -> tuple[int, int]:
         """SYN; the application's close in SYN_RCVD (RST with seq = ISN); the peer
         ACKs the ISN and sends its MPA request: CONNECT_REQUEST. Returns (conn, ISN)."""
         assert self.peer(SYN, 100) == []  # the SYN-ACK waits for the qhash completion
@@ -58,7 +63,7 @@ class Setup:
         [rst] = [t.segment for t in self.core.frames_to_send()]
         assert rst.flags & RST and rst.seq == isn
         self.peer(ACK, 101, isn)
-        self.peer(ACK, 101, isn, REQ_V2)
+        self.peer(ACK, 101, isn, request)
         up = self.core.next_event()
         assert up is not None and up.conn == conn
         return conn, isn
@@ -147,3 +152,37 @@ def test_a_stuck_receive_path_loses_every_later_cm_segment() -> None:
     s.core.receive(to_host(MAC_P, IP_A, IP_P, 5001, PORT, flags=SYN, seq=7,
                            src_mac=MAC_A), s.now + 1)
     assert s.core.conns() == before and s.core.frames_to_send() == []
+
+
+def test_overwritten_reject_entry_then_time_wait_ends_freed_or_named() -> None:
+    # A v1 request; reject (FIN_WAIT1, the reject's entry holds a reference); the late
+    # SYN-ACK's irdma_schedule_cm_timer overwrites that entry (its reference leaks); the
+    # peer ACKs everything (FIN_WAIT2: the SYN-ACK entry is cleaned up) and sends
+    # FIN|ACK (TIME_WAIT). References, as in cm.c: the base one went with the close's
+    # RST, the qhash completion's with its callback, the SYN-ACK entry's with the
+    # cleanup; the TIME_WAIT close entry's put (irdma_handle_close_entry) then drops the
+    # one the overwritten entry leaked, and the node is freed.
+    s = Setup()
+    conn, isn = s.request_after_close_v1()
+    s.core.reject(conn, now_ns=s.now)
+    [rej] = [t.segment for t in s.core.frames_to_send()]
+    assert rej.flags == ACK | FIN
+    s.core.handle_timer(s.now + MS)
+    [synack] = [t.segment for t in s.core.frames_to_send()]
+    assert synack.flags == SYN | ACK
+    leaks = [r.fields["reason"] for r in s.core.trace.of_kind("kernel_leak")]  # type: ignore[union-attr]
+    assert "send entry overwritten: its node reference leaks" in leaks
+    view = s.core.node(conn)
+    assert view is not None and view.state == CmState.FIN_WAIT1
+    [(_, _, reason)] = s.core.leak_report()
+    assert reason is not None and "overwrote a live send entry" in reason
+    seq = 101 + len(V1_REQ)
+    s.now += MS + 10
+    s.peer(ACK, seq, view.loc_seq_num)
+    s.peer(ACK | FIN, seq, view.loc_seq_num)
+    view = s.core.node(conn)
+    assert view is not None and view.state == CmState.TIME_WAIT
+    while (t := s.core.get_timer()) is not None:
+        s.core.handle_timer(t)
+        s.core.frames_to_send()
+    assert s.core.node(conn) is None and s.core.leak_report() == []
