@@ -163,7 +163,7 @@ def test_overwritten_reject_entry_then_time_wait_ends_freed_or_named() -> None:
     # cleanup; the TIME_WAIT close entry's put (irdma_handle_close_entry) then drops the
     # one the overwritten entry leaked, and the node is freed.
     s = Setup()
-    conn, isn = s.request_after_close_v1()
+    conn, _isn = s.request_after_close_v1()
     s.core.reject(conn, now_ns=s.now)
     [rej] = [t.segment for t in s.core.frames_to_send()]
     assert rej.flags == ACK | FIN
