@@ -237,6 +237,7 @@ class CmCore:
         ``irdma_if_notify(ifup=False)``. Returns the addresses removed."""
         self._enter(now_ns)
         self._link_up = False
+        self.netdevs.up = False
         self._tr("link_down", "irdma_netdevice_event", iw_status=0)
         removed: list[bytes] = []
         if not self.config.keep_addr_on_down:

@@ -24,6 +24,9 @@ class NetdevList:
 
     def __init__(self) -> None:
         self._order: list[int] = [NO_VLAN]
+        self.up = True
+        """``IFF_UP`` of the lower device; a NETDEV_DOWN of it closes its VLAN devices
+        too (vlan_device_event), so one flag serves them all."""
 
     def register(self, vlan_id: int) -> bool:
         """Register the device of ``vlan_id`` if it is new (``register_netdevice`` of
@@ -40,7 +43,9 @@ class NetdevList:
     def walk(self, addresses: Mapping[bytes, int], ipv4: bool) -> Iterator[tuple[bytes, int]]:
         """``(address, vlan_id)`` of one family in the order ``irdma_add_mqh_4``/``_6``
         visit them; ``addresses`` maps each address to its device's VLAN id in the order
-        the addresses were added."""
+        the addresses were added. A device that is down is skipped (``IFF_UP``)."""
+        if not self.up:
+            return
         for vlan_id in self._order:
             on_dev = [a for a, v in addresses.items() if v == vlan_id and (len(a) == 4) == ipv4]
             yield from ((a, vlan_id) for a in (on_dev if ipv4 else reversed(on_dev)))

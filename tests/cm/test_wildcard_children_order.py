@@ -50,3 +50,16 @@ def test_a_vlan_device_outlives_its_last_address() -> None:
     core.remove_address(V10_A, now_ns=0)
     core.add_address(V10_B, vlan=10)  # the same device, still ahead of VLAN 20's
     assert core.netdevs.vlans() == [0xFFFF, 10, 20]
+
+
+def test_devices_that_are_down_give_no_children() -> None:
+    # irdma_add_mqh_4 skips a netdev without IFF_UP; a NETDEV_DOWN of the lower device
+    # takes its VLAN devices down with it, and IPv4 addresses stay configured
+    core = CmCore("P", MAC, CmConfig())
+    core.add_address(LOWER)
+    core.add_address(V20, vlan=20)
+    core.link_down(now_ns=0)
+    assert set(core.addresses()) == {LOWER, V20}
+    lid = core.create_listen(None, 4791)
+    view = core.listener(lid)
+    assert view is not None and view.children == ()
