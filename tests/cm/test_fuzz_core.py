@@ -30,7 +30,7 @@ from mpa_emu.trace import Trace
 pytestmark = pytest.mark.fuzz
 
 LONG = settings.default.max_examples >= 10_000
-EXAMPLES = settings.default.max_examples if LONG else 60
+EXAMPLES = settings.default.max_examples if LONG else 600
 MAX_STEPS = 80 if LONG else 50
 
 PEER_PORTS = (5000, 5001)
