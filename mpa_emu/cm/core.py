@@ -1371,6 +1371,12 @@ class CmCore:
             self._drop(seg, "irdma_receive_ilq",
                        "no listener: SYN left to the host stack (silent)")
             return
+        if seg.dst_ip not in self._addresses:
+            # the host stack has no such address (removed, the VLAN device kept):
+            # ip_route_input finds no local route and the packet is dropped
+            self._drop(seg, "irdma_receive_ilq",
+                       "no listener: the host stack has no such address (dropped)")
+            return
         self._drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
         rst = Segment(src_mac=self.mac, dst_mac=seg.src_mac, src_ip=seg.dst_ip,
                       dst_ip=seg.src_ip, sport=seg.dport, dport=seg.sport, seq=0,

@@ -31,3 +31,24 @@ def test_late_synack_reaches_the_cm_after_the_vlan_lost_its_address() -> None:
     assert after[:2] == ["ACK", "MPA request"]
     node = alice.node(conn)
     assert node is not None and node.state == CmState.MPAREQ_SENT
+
+
+def test_a_syn_to_a_removed_address_gets_no_host_stack_reset() -> None:
+    # The VLAN device stays, so the frame reaches the host; no listener's SYN qhash
+    # steers it to the CM and the Linux stack has no such local address: dropped, even
+    # with a host stack that answers unknown ports with a RST.
+    from mpa_emu.cm.config import CmConfig
+
+    net = Network(5, latency_ns=1 * MS)
+    alice = net.add_host("alice", "192.0.2.1", vlan=10)
+    bob = net.add_host("bob", ["192.0.2.2", "192.0.2.3"], vlan=10,
+                       config=CmConfig(host_stack_rst=True))
+    bob.remove_address("192.0.2.2")
+    alice.set_neighbour("192.0.2.2", bob.mac)
+    t0 = net.now_ns
+    alice.connect("192.0.2.2", 4791)
+    net.run(until_ns=t0 + 5 * MS)
+    assert [f.kind for f in net.frames if f.sender == "bob" and f.time_ns >= t0] == []
+    alice.connect("192.0.2.3", 4791)  # a port nobody listens on, on a live address
+    net.run(until_ns=t0 + 10 * MS)
+    assert "RST" in [f.kind for f in net.frames if f.sender == "bob" and f.time_ns >= t0]
