@@ -7,7 +7,7 @@ runs (the suite's strict reachability fixture), that nothing escapes, and that w
 is left once the clock ran out is a leak the kernel has, with its reason.
 
 CI runs a few thousand steps; ``pytest -m fuzz --hypothesis-profile=fuzz-long`` runs
-about 10^6 (25 000 walks of 20 to 60 steps, and 8 000 two-core runs)."""
+about 10^6 (25 000 walks of 22 to 60 steps, and 8 000 two-core runs)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.fuzz
 
 LONG = settings.default.max_examples >= 10_000
 EXAMPLES = settings.default.max_examples if LONG else 600
-MIN_STEPS, MAX_STEPS = (20, 60) if LONG else (0, 50)
+MIN_STEPS, MAX_STEPS = (22, 60) if LONG else (0, 50)
 
 PEER_PORTS = (5000, 5001)
 ACTIVE_PEER_PORT = 6000
