@@ -9,44 +9,29 @@ in order. A story from another module is added with one line in :data:`STORIES`,
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
 from mpa_emu import mpa
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.demo_context import (
+    ACCEPT_PORT,
+    CLIENT_IP,
+    CLOSE_PORT,
+    MS,
+    REJECT_PORT,
+    SERVER_IP,
+    STORY_BUDGET_NS,
+    DemoContext,
+    Story,
+)
+from mpa_emu.demo_teardown import address_removal
 from mpa_emu.ladder import errno_text, ladder, text_or_hex
 from mpa_emu.net import Accept, Host, Network, Reject
 
-CLIENT_IP = "192.0.2.1"  # RFC 5737 documentation addresses
-SERVER_IP = "192.0.2.2"
-ACCEPT_PORT = 31001
-"""Ports that tshark 4.0 leaves to the MPA heuristic (spec wireshark-mpa section 2)."""
-REJECT_PORT = 31002
-CLOSE_PORT = 31003
-MS = 1_000_000
-STORY_BUDGET_NS = 10_000 * MS
-"""Virtual time given to each story (its retransmissions and timers included); the next
-story starts when it is spent, so the stories sit at 0 s, 10 s, 20 s... in the capture."""
-
-
-@dataclass
-class DemoContext:
-    """What a story works with: the network, the two hosts, and the summary it adds to."""
-
-    net: Network
-    client: Host
-    server: Host
-    summary: list[str] = field(default_factory=list)
-
-    def run_story(self, budget_ns: int = STORY_BUDGET_NS) -> None:
-        """Run the network for the story's virtual time budget."""
-        result = self.net.run(until_ns=self.net.now_ns + budget_ns)
-        if result.bounded:
-            self.summary.append(f"  note: the run stopped at its event bound ({result.events})")
-
-
-Story = Callable[[DemoContext], None]
+__all__ = ["ACCEPT_PORT", "CLIENT_IP", "CLOSE_PORT", "MS", "REJECT_PORT", "SERVER_IP",
+           "STORIES", "STORY_BUDGET_NS", "DemoContext", "DemoResult", "Story", "resolve",
+           "run_demo"]
 
 
 def _upcall(host: Host, conn: int, event: IwEvent, since_ns: int) -> Upcall | None:
@@ -160,14 +145,15 @@ STORIES: list[Story | str] = [
     accepted_connection,
     rejected_connection,
     closed_connection,
-    "mpa_emu.demo_teardown:address_removal",
+    address_removal,
 ]
-"""The demo, in order. Add a story from another module with one line:
-``"mpa_emu.some_module:story_function"``."""
+"""The demo, in order. A story may also be given by name, ``"package.module:function"``
+(imported when the demo runs), e.g. from a user's own module."""
 
 
 def resolve(story: Story | str) -> Story:
-    """A story function from the list entry (imports ``"module:function"`` entries)."""
+    """A story function from the list entry: a ``"module:function"`` name given by the
+    user is imported here (a plug-in, not one of the package's own layers)."""
     if not isinstance(story, str):
         return story
     module_name, _, attr = story.partition(":")

@@ -2,7 +2,7 @@
 connections to each; one address is removed (``irdma_if_notify(ifup=false)`` ->
 ``irdma_cm_teardown_connections``) and only its connections are reset.
 
-Registered in :data:`mpa_emu.demo.STORIES` as ``"mpa_emu.demo_teardown:address_removal"``.
+Registered in :data:`mpa_emu.demo.STORIES`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from mpa_emu.addr import ip_bytes, ip_text
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.states import CmState
-from mpa_emu.demo import MS, SERVER_IP, DemoContext
+from mpa_emu.demo_context import MS, SERVER_IP, DemoContext
 from mpa_emu.ladder import errno_text
 from mpa_emu.net import Accept, Host
 from mpa_emu.segment import RST
@@ -75,7 +75,8 @@ def address_removal(ctx: DemoContext) -> None:
         delay = (closes[0].time_ns - removed_at) / MS
         ctx.summary.append(f"  bob: {len(closes)} CLOSE upcalls {delay:.0f} ms after the "
                            "removal (the 100 ms QP close timer on the shared CM timer, "
-                           "which may slip to an expiry already pending: errata 4)")
+                           "which may slip to an expiry already pending: "
+                           "irdma_schedule_cm_timer arms it only when idle)")
     survivors = [c for c in conns[SERVER_IP]
                  if (v := alice.node(c)) is not None and v.state == CmState.OFFLOADED]
     ctx.summary.append(f"  {len(survivors)} of {len(conns[SERVER_IP])} connections on "

@@ -85,3 +85,21 @@ class Segment:
     def four_tuple(self) -> tuple[bytes, int, bytes, int]:
         """(src_ip, sport, dst_ip, dport)."""
         return (self.src_ip, self.sport, self.dst_ip, self.dport)
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class Transmit:
+    """A frame a host puts on the wire (or loops back internally).
+
+    ``comment`` names the kernel function and the state transition behind the frame,
+    e.g. ``"irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1"``; it becomes the pcapng
+    frame comment. ``loopback`` frames never reach the wire: ``irdma_ipv4_is_lpb`` /
+    ``irdma_ipv6_is_lpb`` connections are delivered inside the host (``do_lpb`` in
+    ``irdma_make_cm_node``).
+    """
+
+    segment: Segment
+    comment: str
+    loopback: bool = False
+    conn: int | None = None

@@ -78,3 +78,16 @@ def test_a_built_wheel_carries_examples_and_plugin_without_warnings(tmp_path: Pa
         out = subprocess.run([sys.executable, "-m", "mpa_emu", *argv], capture_output=True,
                              text=True, check=True, cwd=tmp_path, env=env).stdout.strip()
         assert Path(out) == target / expected
+    # The --html reports come from the installed package alone: a copied example run and
+    # inspected with the wheel's code, outside the source tree.
+    subprocess.run([sys.executable, "-m", "mpa_emu", "examples", "--copy", "ex"],
+                   capture_output=True, text=True, check=True, cwd=tmp_path, env=env)
+    scenario = tmp_path / "ex" / "v2_accept.toml"
+    for argv in (["run", str(scenario), "-o", "run.pcapng", "--html", "run.html"],
+                 ["inspect", "run.pcapng", "--html", "inspect.html"]):
+        done = subprocess.run([sys.executable, "-m", "mpa_emu", *argv], capture_output=True,
+                              text=True, check=False, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    for page in ("run.html", "inspect.html"):
+        text = (tmp_path / page).read_text()
+        assert "<svg" in text and "http://" not in text.replace("http://www.w3.org", "")

@@ -12,13 +12,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from mpa_emu.campaign.executor import (
-    ATTEMPTS,
-    ExecutorError,
-    Outcome,
-    Progress,
-    _run_here,
-)
+from mpa_emu.campaign.cases import ATTEMPTS, ExecutorError, Outcome, Progress, run_here
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -39,7 +33,7 @@ def _client(address: str) -> Any:
 
 
 def _case(fn: Callable[[P], R], index: int, payload: P) -> Outcome[R]:
-    return _run_here(fn, index, payload)
+    return run_here(fn, index, payload)
 
 
 def run_on_dask(fn: Callable[[P], R], payloads: Sequence[P], address: str,

@@ -12,70 +12,26 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import signal
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import IO, Any, Generic, TypeVar
+from typing import Any, TypeVar
+
+from mpa_emu.campaign.cases import (
+    ATTEMPTS,
+    ExecutorError,
+    Outcome,
+    Progress,
+    run_here,
+)
+
+__all__ = ["ATTEMPTS", "ExecutorError", "Outcome", "Progress", "run_cases"]
 
 P = TypeVar("P")
 R = TypeVar("R")
-
-ATTEMPTS = 2
-"""A case runs at most this many times when its worker dies (the first try and one
-retry)."""
-
-
-class ExecutorError(Exception):
-    """The executor cannot start (no such scheduler, the dask extra missing)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome(Generic[R]):
-    """What became of one case: its result, or why there is none."""
-
-    index: int
-    result: R | None
-    error: str | None = None
-    attempts: int = 1
-
-
-class Progress:
-    """``label [#####.....] done/total cases`` redrawn on a terminal; silent elsewhere."""
-
-    WIDTH = 30
-
-    def __init__(self, total: int, label: str, stream: IO[str] | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.total = total
-        self.label = label
-        self.done = 0
-        self.enabled = self.stream.isatty() and total > 1
-        self._drawn = -1
-
-    def advance(self, count: int = 1) -> None:
-        """Count finished cases and redraw when the bar moved."""
-        self.done += count
-        if not self.enabled:
-            return
-        filled = self.WIDTH * self.done // max(self.total, 1)
-        if filled == self._drawn and self.done != self.total:
-            return
-        self._drawn = filled
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
-                          f"{self.done}/{self.total} cases")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """Clear the bar's line."""
-        if self.enabled and self._drawn >= 0:
-            self.stream.write("\r" + " " * (self.WIDTH + len(self.label) + 30) + "\r")
-            self.stream.flush()
-
 
 def run_cases(fn: Callable[[P], R], payloads: Sequence[P], *, jobs: int = 1,
               scheduler: str | None = None,
@@ -88,7 +44,7 @@ def run_cases(fn: Callable[[P], R], payloads: Sequence[P], *, jobs: int = 1,
     elif jobs <= 1 or len(payloads) <= 1:
         outcomes = []
         for i, payload in enumerate(payloads):
-            outcomes.append(_run_here(fn, i, payload))
+            outcomes.append(run_here(fn, i, payload))
             if progress is not None:
                 progress.advance()
     else:
@@ -96,19 +52,6 @@ def run_cases(fn: Callable[[P], R], payloads: Sequence[P], *, jobs: int = 1,
     if progress is not None:
         progress.close()
     return outcomes
-
-
-def _run_here(fn: Callable[[P], R], index: int, payload: P) -> Outcome[R]:
-    try:
-        return Outcome(index, fn(payload))
-    except Exception as exc:  # a case's own bug: reported with the case, not raised
-        return Outcome(index, None, _one_line(exc))
-
-
-def _one_line(exc: BaseException) -> str:
-    where = traceback.extract_tb(exc.__traceback__)
-    at = f" at {os.path.basename(where[-1].filename)}:{where[-1].lineno}" if where else ""
-    return f"{type(exc).__name__}: {exc}{at}"
 
 
 def _worker(conn: Connection, fn: Callable[[Any], Any]) -> None:
@@ -123,7 +66,7 @@ def _worker(conn: Connection, fn: Callable[[Any], Any]) -> None:
         if message is None:
             return
         index, payload = message
-        conn.send(_run_here(fn, index, payload))
+        conn.send(run_here(fn, index, payload))
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from mpa_emu.cm.events import Transmit, Upcall
-from mpa_emu.segment import Segment
+from mpa_emu.cm.events import Upcall
+from mpa_emu.segment import Segment, Transmit
 
 
 class CoreApi(Protocol):

@@ -16,7 +16,8 @@ class Quirks:
 
     v2_pdata_plus4: bool = True
     """irdma_parse_mpa: for rev 2 the upcall private data length includes the 4-byte
-    RFC 6581 block and 4 bytes past the frame are reported (spec 4.5 step 9)."""
+    RFC 6581 block and 4 bytes past the frame are reported (``priv_data_len`` is the
+    frame's PD_Length, copied from after the 24-byte v2 header)."""
 
     v2_pdata_tail: str = "zeros"
     """What the emulator reports in those 4 bytes past the frame (with ``v2_pdata_plus4``).
@@ -104,7 +105,8 @@ class CmConfig:
     ah_create_fails: bool = False
     """GEN_2: the asynchronous AH creation of a passive node completes with an error
     (``irdma_ilq_ah_cb``): the qhash is still added but the SYN-ACK cannot be built, so
-    the node stays in SYN_RCVD with no timer, holding a backlog slot (errata 2)."""
+    the node stays in SYN_RCVD with no timer, holding a backlog slot
+    (``irdma_send_syn_cqp_callback`` -> ``irdma_send_syn`` fails without an AH)."""
     rts_ae_timeout_ns: int = 12_000_000_000
     """irdma_accept waits up to 12 s for the RTS AE (the peer's RTR)."""
     quirks: Quirks = field(default_factory=Quirks)

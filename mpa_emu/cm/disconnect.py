@@ -1,5 +1,6 @@
 """Disconnect after offload: hw.c's AE handling, ``irdma_modify_qp`` (iWARP ERR/SQD),
-the QP close timer and the ``irdma_cm_disconn_true`` decision table (spec 6.3).
+the QP close timer and the ``irdma_cm_disconn_true`` decision table (``irdma_cm_disconn``
+-> ``irdma_disconnect_worker`` -> ``irdma_cm_disconn_true`` -> ``irdma_qp_disconnect``).
 
 The NIC (:class:`~mpa_emu.offload.qp.OffloadedQp`) raises asynchronous events; the core
 hands each to :func:`on_ae`. The driver's copies of the QP state live in
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.qp import OffloadedQp
+from mpa_emu.offload.nic import NicQp
 from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
 
 CLOSE_TIMER_NS = 100_000_000
@@ -44,11 +45,19 @@ TERM_DONE = 0x04
 """``IRDMA_TERM_SENT``, ``IRDMA_TERM_RCVD``, ``IRDMA_TERM_DONE`` (type.h)."""
 
 
+class AcceleratedNode(Protocol):
+    """The node field the disconnect worker reads."""
+
+    @property
+    def accelerated(self) -> bool:
+        """The node reached the end of ``irdma_accept``/``irdma_cm_event_connected``."""
+
+
 class DisconnectHost(Protocol):
     """What the disconnect path needs from the CM core (one emulated host)."""
 
-    def offloaded_qp(self, conn: int) -> OffloadedQp | None:
-        """The NIC QP of ``conn``, ``None`` before offload or after release."""
+    def qp(self, conn: int) -> NicQp | None:
+        """The NIC QP of ``conn``, ``None`` before offload or once the node is freed."""
 
     def has_node(self, conn: int) -> bool:
         """``iwqp->cm_node != NULL``: the CM node still exists."""
@@ -59,8 +68,9 @@ class DisconnectHost(Protocol):
     def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
         """``irdma_send_cm_event``: queue one upcall to the application."""
 
-    def cm_close(self, conn: int, now_ns: int) -> None:
-        """``irdma_cm_close`` on the node (for OFFLOADED: release it)."""
+    def cm_close(self, conn: int, now_ns: int) -> int:
+        """``irdma_cm_close`` on the node (for OFFLOADED: release it); its return value
+        (0 or -EINVAL) is ignored by ``irdma_qp_disconnect``."""
 
     def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         """``irdma_schedule_cm_timer(..., IRDMA_TIMER_TYPE_CLOSE)`` with the QP as the
@@ -70,7 +80,7 @@ class DisconnectHost(Protocol):
     def collect_qp_frames(self, conn: int) -> None:
         """Move the QP's transmitted frames into the host's outbox."""
 
-    def cm_node(self, conn: int) -> Any:
+    def cm_node(self, conn: int) -> AcceleratedNode | None:
         """The node of ``conn`` (its ``accelerated`` flag is read), None once freed."""
 
     def rts_ae_received(self, conn: int, now_ns: int) -> None:
@@ -96,7 +106,7 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     Call right after ``qp.next_ae()`` returned ``ae``: the AEQE's TCP and iWARP states are
     read from ``qp.ae_tcp_state`` / ``qp.ae_iwarp_state``.
     """
-    qp = core.offloaded_qp(conn)
+    qp = core.qp(conn)
     if qp is None:
         core.record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
                     ae=ae.kernel_name, reason="qp_id is already freed")
@@ -143,7 +153,7 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
             terminate_connection(core, conn, qp, ae, qp.ae_frame, now_ns)
 
 
-def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int) -> None:
+def _fin_received(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int) -> None:
     iw = qp.iwqp
     if iw.term_flags:
         return
@@ -163,7 +173,7 @@ def _fin_received(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int)
         core.schedule_close_entry(conn, now_ns)
 
 
-def _next_iw_state_error(core: DisconnectHost, conn: int, qp: OffloadedQp,
+def _next_iw_state_error(core: DisconnectHost, conn: int, qp: NicQp,
                          now_ns: int) -> None:
     # irdma_next_iw_state(ERROR): reset_tcp_conn only when term_flags is set.
     iw = qp.iwqp
@@ -186,7 +196,7 @@ def _start_terminate_timer(core: DisconnectHost, conn: int, iw: IwQp, now_ns: in
     iw.terminate_at = now_ns + TERMINATE_TIMER_NS
 
 
-def terminate_connection(core: DisconnectHost, conn: int, qp: OffloadedQp, ae: Ae,
+def terminate_connection(core: DisconnectHost, conn: int, qp: NicQp, ae: Ae,
                          frame: bytes | None, now_ns: int) -> None:
     """``irdma_terminate_connection``: build the Terminate for ``ae``
     (``irdma_bld_terminate_hdr``), start the terminate timer, set ``IRDMA_TERM_SENT``
@@ -206,7 +216,7 @@ def terminate_connection(core: DisconnectHost, conn: int, qp: OffloadedQp, ae: A
     core.collect_qp_frames(conn)
 
 
-def terminate_send_fin(core: DisconnectHost, conn: int, qp: OffloadedQp,
+def terminate_send_fin(core: DisconnectHost, conn: int, qp: NicQp,
                        now_ns: int) -> None:
     """``irdma_terminate_send_fin``: TERMINATE with ``IRDMAQP_TERM_SEND_FIN_ONLY``."""
     iw = qp.iwqp
@@ -215,7 +225,7 @@ def terminate_send_fin(core: DisconnectHost, conn: int, qp: OffloadedQp,
     core.collect_qp_frames(conn)
 
 
-def terminate_received(core: DisconnectHost, conn: int, qp: OffloadedQp,
+def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
                        now_ns: int) -> None:
     """``irdma_terminate_received``: check the peer's Terminate; a bad one is answered
     by a Terminate of our own. An RDMAP remote protection/operation error closes at once
@@ -239,7 +249,7 @@ def terminate_received(core: DisconnectHost, conn: int, qp: OffloadedQp,
         terminate_send_fin(core, conn, qp, now_ns)
 
 
-def terminate_done(core: DisconnectHost, conn: int, qp: OffloadedQp, now_ns: int, *,
+def terminate_done(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int, *,
                    timeout: bool) -> None:
     """``irdma_terminate_done``: once only, stop the timer (unless it fired), move the
     QP to ERROR (``reset_tcp_conn``, because ``term_flags`` is set) and disconnect."""
@@ -260,7 +270,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
     """``irdma_modify_qp`` to ``"sqd"`` (graceful: FIN) or ``"err"`` (abortive: RST when
     the TCP connection is alive), with the close timer or the immediate disconnect that
     follows. A QP already in error is left alone."""
-    qp = core.offloaded_qp(conn)
+    qp = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -317,7 +327,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
 def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_handle_close_entry`` for a QP close entry that came due: a QP whose
     ``cm_id`` is still set is declared closed (RESET_SENT) and disconnected."""
-    qp = core.offloaded_qp(conn)
+    qp = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -334,7 +344,7 @@ def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
 
 def cm_disconn(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_cm_disconn``: run the disconnect worker for the QP of ``conn``."""
-    if core.offloaded_qp(conn) is None:
+    if core.qp(conn) is None:
         return
     cm_disconn_true(core, conn, now_ns)
 
@@ -376,7 +386,7 @@ def _llp_closed(iw: IwQp, device_reset: bool) -> bool:
 def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_cm_disconn_true``: decide, then DISCONNECT and/or CLOSE upcalls; a CLOSE
     is followed by ``irdma_qp_disconnect`` -> ``irdma_cm_close`` on the node."""
-    qp = core.offloaded_qp(conn)
+    qp = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -402,7 +412,7 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     if not (issue_disconn or issue_close):
         return
     node = core.cm_node(conn)
-    if node is not None and not getattr(node, "accelerated", True):
+    if node is not None and not node.accelerated:
         # irdma_send_cm_event: DISCONNECT and CLOSE wait for establish_comp.
         iw.parked = (*iw.parked, (issue_disconn, status, issue_close))
         core.record("worker_blocked", "irdma_send_cm_event", now_ns, conn=conn,
@@ -425,7 +435,7 @@ def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
 def establish_complete(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``complete(&cm_node->establish_comp)`` (end of ``irdma_accept`` and
     ``irdma_cm_event_connected``): disconnect workers parked on it deliver now."""
-    qp = core.offloaded_qp(conn)
+    qp = core.qp(conn)
     if qp is None or not qp.iwqp.parked:
         return
     parked, qp.iwqp.parked = qp.iwqp.parked, ()

@@ -1,5 +1,5 @@
-"""What the core hands to its driver: upcalls to the application (iw_cm events) and
-frames to transmit."""
+"""What the core hands to its driver: upcalls to the application (iw_cm events); frames
+to transmit are :class:`mpa_emu.segment.Transmit` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from mpa_emu.fastinit import fast_frozen_init
-from mpa_emu.segment import Segment
+from mpa_emu.segment import Transmit
+
+__all__ = ["ECONNREFUSED", "ECONNRESET", "EINVAL", "ETIMEDOUT", "IwEvent", "Transmit",
+           "Upcall"]
 
 # Linux errno values used in upcall status codes.
 ECONNRESET = 104
@@ -53,19 +56,3 @@ class Upcall:
     """How many of the last bytes of ``private_data`` lie past the MPA frame (the v2 +4
     quirk): the kernel reports whatever follows the frame in its receive buffer there;
     the emulator puts what ``Quirks.v2_pdata_tail`` chooses."""
-
-
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
-class Transmit:
-    """A frame the host puts on the wire (or loops back internally).
-
-    ``comment`` names the kernel function and the state transition behind the frame,
-    e.g. ``"irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1"``; it becomes the pcapng
-    frame comment. ``loopback`` frames never reach the wire (spec 7.5).
-    """
-
-    segment: Segment
-    comment: str
-    loopback: bool = False
-    conn: int | None = None

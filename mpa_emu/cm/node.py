@@ -8,14 +8,11 @@ only as far as they decide when a node is freed or leaks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from mpa_emu.cm.mpa_frames import Rdma0Op
+from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
-from mpa_emu.segment import Segment
-
-if TYPE_CHECKING:
-    from mpa_emu.cm.events import Transmit
+from mpa_emu.offload.nic import NicQp
+from mpa_emu.segment import Segment, Transmit
 
 
 class SendEntry:
@@ -174,7 +171,8 @@ class CmNode:
         and not yet given back by a reject or a failed accept."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
-        self.qp: Any = None
+        self.qp: NicQp | None = None
+        """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.lsmm_size = 0
         self.rts_deadline: int | None = None
         self.key = (loc_addr, loc_port, rem_addr, rem_port, vlan_id)

@@ -59,11 +59,14 @@ class ListenerState(IntEnum):
 
 
 class Input(Enum):
-    """What a node reacts to: the packet classes of ``irdma_process_pkt`` and the local
-    actions of spec 2.3. ``ACK`` and ``ACK_DATA`` have passed ``irdma_check_seq``; ``MPA``
-    is ``irdma_handle_rcv_mpa``, reached from the ``ACK_DATA`` rows; ``FIN`` is
-    ``irdma_handle_fin_pkt``, reached after an accepted ACK or for a FIN-only segment
-    that passed ``irdma_check_seq``; ``NONE`` is a segment with no SYN, ACK, RST or FIN."""
+    """What a node reacts to: the packet classes of ``irdma_process_pkt``, the verbs
+    (``irdma_connect``, ``irdma_accept``, ``irdma_cm_reject``, ``irdma_cm_close``,
+    ``irdma_destroy_listen``), the timers and the asynchronous completions. ``ACK`` and
+    ``ACK_DATA`` have passed ``irdma_check_seq``; ``MPA`` is ``irdma_handle_rcv_mpa``,
+    reached from the ``ACK_DATA`` rows; ``FIN`` is ``irdma_handle_fin_pkt``, reached
+    after an accepted ACK or for a FIN-only segment that passed ``irdma_check_seq``;
+    ``NONE`` is a segment with no SYN, ACK, RST or FIN; ``TEARDOWN`` is
+    ``irdma_cm_teardown_connections`` reaching a node without QP."""
 
     SYN = "SYN"
     SYNACK = "SYNACK"
@@ -81,6 +84,7 @@ class Input(Enum):
     RETRANS_EXPIRED = "retrans_expired"
     CLOSE_TIMER = "close_timer"
     QHASH_DONE = "qhash_done"
+    TEARDOWN = "teardown"
 
 
 # atomic passive_state values (cm.h)

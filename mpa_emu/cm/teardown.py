@@ -1,11 +1,12 @@
 """Teardown by address: ``irdma_cm_teardown_connections``, ``irdma_if_notify`` and
-``irdma_qhash_ctrl`` (spec 6.1, 6.2 and errata 12).
+``irdma_qhash_ctrl``.
 
 Addresses are compared the way the kernel compares its ``u32 loc_addr[4]``: an IPv4
 address sits in the first word and the other three are zero. :func:`addr_key` gives that
 16-byte form; the compare length follows the *notified* address's family (4 bytes for
 IPv4, 16 for IPv6), never the node's, so an IPv4 removal also selects an IPv6 node whose
-first 32-bit word equals it (errata 12).
+first 32-bit word equals it (``irdma_teardown_list_prep`` compares
+``nfo->ipv4 ? 4 : 16`` bytes).
 
 The selection walks the core's index of nodes by (local address, VLAN): only the index
 keys (one per local address in use) are compared, and only the nodes under matching keys
@@ -55,6 +56,7 @@ class NodeLike(Protocol):
     client: bool
     loc_addr: bytes
     vlan_id: int
+    accelerated: bool
 
 
 class ChildLike(Protocol):
@@ -89,7 +91,7 @@ class TeardownHost(disconnect.DisconnectHost, Protocol):
     def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[NodeLike]:
         """The nodes under one key of the index."""
 
-    def all_conns(self) -> Iterable[int]:
+    def conns(self) -> Iterable[int]:
         """Every node of the table (``cm_hash_tbl``), in table order."""
 
     def cm_node(self, conn: int) -> NodeLike | None:
@@ -121,7 +123,7 @@ def select_nodes(core: TeardownHost, ipaddr: bytes, vlan: int, ipv4: bool,
     notified family's length and whose VLAN equals ``vlan``; all nodes for
     ``disconnect_all``. Offloaded nodes are included; listeners are not in the table."""
     if disconnect_all:
-        return list(core.all_conns())
+        return list(core.conns())
     selected: list[int] = []
     for key, node_vlan in core.local_keys():
         if node_vlan == vlan and addr_matches(key, ipaddr, ipv4):
@@ -168,7 +170,7 @@ def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
     node = core.cm_node(conn)
     if node is None:
         return  # freed by an earlier node's teardown (refcount_inc_not_zero failed)
-    if core.offloaded_qp(conn) is not None:
+    if core.qp(conn) is not None:
         disconnect.modify_qp(core, conn, "err", now_ns)
         if getattr(core, "rf_reset", False):
             disconnect.cm_disconn(core, conn, now_ns)  # if (iwdev->rf->reset)

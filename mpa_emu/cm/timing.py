@@ -4,7 +4,8 @@
 ``min(IRDMA_RETRY_TIMEOUT << n, IRDMA_MAX_TIMEOUT)`` where ``IRDMA_RETRY_TIMEOUT`` is
 ``HZ`` (an ``int``). Compiled for x86-64/arm64 the shift count is taken mod 32, the
 result is a 32-bit int, a negative value converts to a huge ``unsigned long`` and is capped
-at 12 s, and a result of 0 makes the entry due at once (spec errata 5).
+at 12 s, and a result of 0 makes the entry due at once (``Quirks.backoff_int_shift``;
+off: the clean ``min(HZ * 2**n, 12 s)``).
 """
 
 from __future__ import annotations

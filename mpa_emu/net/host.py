@@ -9,18 +9,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeAlias
 
 from mpa_emu.addr import ip_bytes, ip_text, mac_text
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.net.policy import Accept, Manual, Policy, Reject
-
-if TYPE_CHECKING:
-    from mpa_emu.net.network import Network
+from mpa_emu.net.policy import Accept, Manual, Reject
 
 Address = str | bytes
+
+Callback: TypeAlias = Callable[["Host", Upcall], None]
+"""A listener policy written as a function: called with the host and the
+CONNECT_REQUEST upcall."""
+Policy: TypeAlias = Accept | Reject | Manual | Callback
+"""How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
+
+
+class HostNetwork(Protocol):
+    """What a host uses of the network it sits on (:class:`mpa_emu.net.network.Network`)."""
+
+    @property
+    def now_ns(self) -> int:
+        """The network's virtual time."""
+
+    def pump(self, only: Host | None = None) -> None:
+        """Deliver what the cores produced at the current time."""
+
+    def refresh_neighbours(self) -> None:
+        """Refill the automatic neighbour entries of every host."""
+
+    def after(self, delay_ns: int, fn: Callable[..., Any], *args: Any,
+              **kwargs: Any) -> object:
+        """Run ``fn`` ``delay_ns`` after the current virtual time."""
+
+    def note(self, host: str, kind: str, fn: str, **fields: Any) -> None:
+        """Add a network-level record to the trace."""
 
 
 def as_ip(value: Address) -> bytes:
@@ -46,7 +70,7 @@ class VerbFailure:
 class Host:
     """One emulated irdma host on the network. Create it with ``Network.add_host``."""
 
-    def __init__(self, net: Network, name: str, mac: bytes, config: CmConfig, core: CoreApi,
+    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: CoreApi,
                  *, auto_neighbours: bool = True) -> None:
         self.net = net
         self.name = name

@@ -6,17 +6,16 @@ due scheduled calls, fires due core timers, and after every step drains each cor
 outbox and upcall queue; when nothing is due the clock jumps to the next deadline.
 
 Data flows one way: core -> ``Transmit`` -> :func:`mpa_emu.codec.encode` -> wire bytes
-(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames (spec 7.5)
+(captured) -> :func:`mpa_emu.codec.decode` -> receiving core. Loopback frames
+(``irdma_ipv4_is_lpb``/``irdma_ipv6_is_lpb``, ``do_lpb`` in ``irdma_make_cm_node``)
 never reach the wire: the core hands them to its own peer node, and the network only
 captures them, when asked, on a separate ``<host>/lo`` interface.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import heapq
-import importlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -27,19 +26,19 @@ from mpa_emu.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.capture import PcapngWriter
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import Transmit
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
-from mpa_emu.segment import Segment
+from mpa_emu.segment import Segment, Transmit
 from mpa_emu.trace import Trace, TraceRecord
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
                                  "kernel_leak", "kernel_bug", "verb_failed", "run_bound"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
-LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (spec 7.5)"
+LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
 
 _DELIVER = 0
 _CALL = 1
@@ -63,9 +62,7 @@ class CoreFactory(Protocol):
 
 def _default_core(name: str, mac: bytes, config: CmConfig, *, seed: int,
                   trace: Trace | None) -> CoreApi:
-    core: CoreApi = importlib.import_module("mpa_emu.cm.core").CmCore(
-        name, mac, config, seed=seed, trace=trace)
-    return core
+    return CmCore(name, mac, config, seed=seed, trace=trace)
 
 
 @dataclass(slots=True)
@@ -109,10 +106,11 @@ class CapturedFrame:
 
 
 def to_scapy_packet(data: bytes) -> Any:
-    """Dissect frame bytes with scapy, binding mpa_emu's MPA layers when available."""
-    with contextlib.suppress(ImportError):
-        importlib.import_module("mpa_emu.frames")  # installs the MPA/DDP bindings
+    """Dissect frame bytes with scapy, with mpa_emu's MPA and DDP layers bound."""
+    # imported here, not at the top: scapy is loaded only when a packet is asked for
     from scapy.layers.l2 import Ether
+
+    import mpa_emu.frames  # noqa: F401  (importing binds the MPA/DDP layers)
 
     return Ether(data)
 
@@ -278,7 +276,8 @@ class Network:
 
     def refresh_neighbours(self) -> None:
         """Fill each host's neighbour table with the addresses of the hosts it shares a
-        VLAN with (hosts on one wire resolve each other, spec 7.6)."""
+        VLAN with (hosts on one wire resolve each other: ``irdma_make_cm_node`` needs a resolved
+        neighbour)."""
         for host in self._host_list:
             vlans = set(host.addresses.values())  # ARP/ND needs an address on the VLAN
             for other in self._host_list:
@@ -496,7 +495,7 @@ class Network:
                 frame = self._capture(f"{host.name}/lo", host.name, (host.name,),
                                       codec.encode(seg), tx.comment, seg, True)
                 frame.notes.append(LOOPBACK_NOTE)
-            return  # the core has already handed it to the local peer node (spec 7.5)
+            return  # the core has already handed it to the local peer node (do_lpb)
         if not self.capture and codec.round_trips(seg):
             wire = self.wire
             dst_mac = seg.dst_mac

@@ -1,19 +1,13 @@
 """How an emulated application answers a CONNECT_REQUEST upcall.
 
 A listener carries one policy: :class:`Accept`, :class:`Reject`, :class:`Manual` (leave
-the request pending for the user) or any callable ``(host, upcall) -> None``.
+the request pending for the user) or any callable ``(host, upcall) -> None``
+(:data:`mpa_emu.net.host.Policy` is the union).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
-
-from mpa_emu.cm.events import Upcall
-
-if TYPE_CHECKING:
-    from mpa_emu.net.host import Host
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +29,3 @@ class Reject:
 @dataclass(frozen=True, slots=True)
 class Manual:
     """Leave the request pending: the user calls ``host.accept``/``host.reject`` later."""
-
-
-Callback: TypeAlias = Callable[["Host", Upcall], None]
-Policy: TypeAlias = Accept | Reject | Manual | Callback

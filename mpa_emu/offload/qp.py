@@ -1,14 +1,15 @@
 """The NIC after OFFLOADED: the hardware TCP engine and iWARP QP of one connection.
 
 Once the CM hands a connection to the hardware (``irdma_cm_init_tsa_conn`` +
-``irdma_init_tcp_ctx``, spec 5.6) the CM never touches its segments again (spec 2.1
-step 5). This module is what the NIC then does, kept deliberately modest:
+``irdma_init_tcp_ctx``) the CM never touches its segments again: the NIC's connection
+hash takes the flow before ``irdma_receive_ilq`` could see it. This module is what the
+NIC then does, kept deliberately modest:
 
 * **Continuity.** The QP starts from exactly the numbers in :class:`QpInit`:
   ``snd_nxt = snd_una = loc_seq_num`` and ``rcv_nxt`` of the CM node, the peer's window
   and scales, the MSS, the VLAN/PCP/TOS/TTL of the node.
 * **Stream mode first.** A passive QP sends the MPA reply as raw stream data (the LSMM,
-  ``irdma_sc_send_lsmm``, spec 4.7) and then waits for the first FPDU before it sends
+  ``irdma_sc_send_lsmm`` from ``irdma_accept``) and then waits for the first FPDU before it sends
   anything else (``WAITFORRCVPDU``): that FPDU, the peer's RTR, raises :attr:`Ae.RTS`.
   An active QP sends the RTR (``irdma_sc_send_rtt``) as one CRC-protected FPDU in its own
   segment and raises :attr:`Ae.RTS` when it has sent it.
@@ -67,11 +68,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from mpa_emu import ddp, mpa
-from mpa_emu.cm.events import Transmit
 from mpa_emu.fastinit import fast_frozen_init
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 REXMIT_THRESH = 8
 """IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""
@@ -97,7 +97,7 @@ def _seq_le(a: int, b: int) -> bool:
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class QpInit:
-    """What ``irdma_init_tcp_ctx`` (spec 5.6) and ``irdma_cm_init_tsa_conn`` put into the
+    """What ``irdma_init_tcp_ctx`` and ``irdma_cm_init_tsa_conn`` put into the
     QP context: the hardware continues from exactly these numbers."""
 
     conn: int
@@ -223,7 +223,8 @@ class OffloadedQp:
         """Passive accept: send the MPA reply as stream data (``irdma_sc_send_lsmm``).
 
         It goes out at once in its own segment with ``seq = loc_seq_num`` and
-        ``ack = rcv_nxt`` of the CM node (spec 4.7), ahead of anything else.
+        ``ack = rcv_nxt`` of the CM node (``irdma_accept`` hands the reply to the QP),
+        ahead of anything else.
         """
         if self.init.active or self._lsmm_sent:
             raise QpError("the LSMM is sent once, by a passive QP")
@@ -237,7 +238,8 @@ class OffloadedQp:
         """Active side: send the RTR (``irdma_sc_send_rtt``) as one FPDU with CRC.
 
         A zero-length RDMA READ (sink STag 0xabcd, source STag 0x1234, TO 0) or a
-        zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (spec 4.4).
+        zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (``irdma_sc_send_rtt``,
+        RFC 6581 section 5).
         """
         if not self.init.active or self._rtr_sent:
             raise QpError("the RTR is sent once, by an active QP")

@@ -11,6 +11,7 @@ from mpa_emu import mpa
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.ladder import errno_text, upcall_label
 from mpa_emu.net.network import CapturedFrame
+from mpa_emu.scenario.conns import RunLike, conn_ids
 from mpa_emu.segment import flags_text
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         TraceExpect,
         UpcallExpect,
     )
-    from mpa_emu.scenario.runner import ScenarioRun
 
 MAX_LISTED = 6
 
@@ -44,7 +44,7 @@ class ExpectResult:
         return f"{where}: {verdict} {self.what}{tail}"
 
 
-def check_all(run: ScenarioRun) -> list[ExpectResult]:
+def check_all(run: RunLike) -> list[ExpectResult]:
     """Every expectation of the scenario, in file order."""
     sc = run.scenario
     results = [*(_upcall(run, e) for e in sc.upcalls), *(_state(run, e) for e in sc.states),
@@ -97,9 +97,7 @@ def _upcall_text(u: Upcall) -> str:
     return f"{upcall_label(u)} (private_data_len {u.private_data_len}) at {u.time_ns / 1e9:.6f}s"
 
 
-def _upcall(run: ScenarioRun, e: UpcallExpect) -> ExpectResult:
-    from mpa_emu.scenario.runner import conn_ids
-
+def _upcall(run: RunLike, e: UpcallExpect) -> ExpectResult:
     host = run.net.host(e.host)
     want = IwEvent[e.event]
     parts = [f"{e.event} on {e.host}"]
@@ -134,9 +132,7 @@ def _upcall(run: ScenarioRun, e: UpcallExpect) -> ExpectResult:
     return ExpectResult(e.line, what, ok, actual)
 
 
-def _state(run: ScenarioRun, e: StateExpect) -> ExpectResult:
-    from mpa_emu.scenario.runner import conn_ids
-
+def _state(run: RunLike, e: StateExpect) -> ExpectResult:
     host = run.net.host(e.host)
     wanted = [f"{label} {value}" for label, value in (
         ("state", e.state), ("iwarp_state", e.iwarp_state), ("tcp_state", e.tcp_state))
@@ -168,7 +164,7 @@ def _state(run: ScenarioRun, e: StateExpect) -> ExpectResult:
         f"#{c}: " + "/".join(have for have, _ in got) for c, got in zip(ids, seen, strict=True)))
 
 
-def _listener(run: ScenarioRun, e: ListenerExpect) -> ExpectResult:
+def _listener(run: RunLike, e: ListenerExpect) -> ExpectResult:
     want = "installed" if e.syn_qhash else "not installed"
     what = f"SYN qhash of listener {e.listener} on {e.host} {want}"
     found = run.listeners.get(e.listener)
@@ -240,7 +236,7 @@ def _frame_matches(frame: CapturedFrame, e: FrameExpect) -> bool:
     return e.rtr is None or _frame_rtr(frame) == e.rtr
 
 
-def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
+def _frame(run: RunLike, e: FrameExpect) -> ExpectResult:
     parts = [e.kind or "frames"]
     if e.sender:
         parts.append(f"from {e.sender}")
@@ -270,7 +266,7 @@ def _frame(run: ScenarioRun, e: FrameExpect) -> ExpectResult:
     return ExpectResult(e.line, what, ok, actual)
 
 
-def _failure(run: ScenarioRun, e: FailureExpect) -> ExpectResult:
+def _failure(run: RunLike, e: FailureExpect) -> ExpectResult:
     host = run.net.host(e.host)
     matched = [f for f in host.failures if (e.verb is None or f.verb == e.verb)
                and (e.errno is None or f.errno == e.errno)]
@@ -290,7 +286,7 @@ def _fields_text(fields: dict[str, object]) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _trace(run: ScenarioRun, e: TraceExpect) -> ExpectResult:
+def _trace(run: RunLike, e: TraceExpect) -> ExpectResult:
     records = run.net.trace.records if run.net.trace is not None else []
     of_kind = [r for r in records if r.kind == e.kind and (e.host is None or r.host == e.host)]
     matched = [r for r in of_kind if (e.fn is None or r.fn == e.fn)

@@ -9,8 +9,8 @@ from typing import IO, Any, Protocol
 
 from mpa_emu.addr import mac_bytes
 from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
-from mpa_emu.net.host import Host
-from mpa_emu.net.policy import Policy
+from mpa_emu.net.host import Host, Policy
+from mpa_emu.scenario.conns import ConnRecord, conn_ids
 from mpa_emu.scenario.expect import ExpectResult, check_all
 from mpa_emu.scenario.fields import ScenarioError
 from mpa_emu.scenario.model import ConnectSpec, EventSpec, ListenSpec, Scenario
@@ -24,19 +24,6 @@ class Progress(Protocol):
     def watch(self, net: Network, duration_ns: int | None) -> AbstractContextManager[None]:
         """A context that observes ``net`` while it runs; it must not change it."""
         ...
-
-
-@dataclass
-class ConnRecord:
-    """One active open made by a ``[[connect]]`` entry: its host, id, and the 4-tuple
-    noted when it was created (so its peer node can be found later)."""
-
-    host: str
-    conn: int
-    local_ip: bytes | None = None
-    local_port: int | None = None
-    remote_ip: bytes | None = None
-    remote_port: int | None = None
 
 
 @dataclass
@@ -177,41 +164,6 @@ def _note_tuple(record: ConnRecord, view: Any) -> None:
     record.local_port = getattr(view, "loc_port", None)
     record.remote_ip = getattr(view, "rem_addr", None)
     record.remote_port = getattr(view, "rem_port", None)
-
-
-def conn_ids(run: ScenarioRun, name: str, host: str) -> list[int]:
-    """The ids of the named connections on ``host``: their own ids on the connecting
-    host, the peer nodes' ids (found by 4-tuple, then by CONNECT_REQUEST upcall) on
-    another host."""
-    out: list[int] = []
-    target = run.net.host(host)
-    for rec in run.connections.get(name, []):
-        if rec.host == host:
-            out.append(rec.conn)
-            continue
-        peer = peer_conn(target, rec)
-        if peer is not None:
-            out.append(peer)
-    return out
-
-
-def peer_conn(target: Host, rec: ConnRecord) -> int | None:
-    """The node on ``target`` at the other end of ``rec``."""
-    if rec.local_port is None:
-        return None
-    for conn in target.conns():
-        view = target.node(conn)
-        if view is None:
-            continue
-        if (getattr(view, "rem_port", None) == rec.local_port
-                and getattr(view, "loc_port", None) == rec.remote_port
-                and getattr(view, "rem_addr", None) == rec.local_ip):
-            return conn
-    for up in target.upcalls:
-        if (up.remote_port == rec.local_port and up.local_port == rec.remote_port
-                and up.remote_ip == rec.local_ip):
-            return up.conn
-    return None
 
 
 def run_scenario(sc: Scenario, *, trace_stream: IO[str] | None = None,

@@ -13,7 +13,7 @@ from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, IwEvent
-from mpa_emu.cm.mpa_frames import (
+from mpa_emu.cm.mpa_policy import (
     MpaParams,
     MpaParseError,
     Negotiated,

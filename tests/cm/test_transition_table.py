@@ -10,7 +10,7 @@ import pytest
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, to_host
 
 from mpa_emu import mpa
-from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.states import CmState, Input
@@ -228,6 +228,8 @@ def drive(lab: Lab, inp: Input) -> None:
         lab.advance(2 * MS)  # past the AH latency, before any CM timer
     elif inp in (Input.RETRANS_EXPIRED, Input.CLOSE_TIMER):
         lab.advance(2 * S_NS)  # past the first resend and the close timer
+    elif inp is Input.TEARDOWN:
+        core.remove_address(IP_P, now_ns=lab.now)  # irdma_cm_teardown_connections
     else:  # pragma: no cover
         raise AssertionError(inp)
     core.frames_to_send()
@@ -248,6 +250,9 @@ def before_synack(state: CmState, **cfg: object) -> Lab:
 
 
 def setup_for(r_state: CmState, inp: Input) -> Lab:
+    if inp is Input.TEARDOWN:
+        # the NULL-checked teardown: a node without QP gets the CM's RST and is freed
+        return prepared(r_state, quirks=Quirks(teardown_null_qp_oops=False))
     if inp is Input.RETRANS_EXPIRED and r_state in LATE_SYNACK:
         lab = before_synack(r_state, retrans=0)
         lab.advance(2 * MS)  # the SYN-ACK, with a send entry that never resends

@@ -23,7 +23,7 @@ class Host:
     """Just enough of a CM core for one offloaded connection."""
 
     def __init__(self, qp: OffloadedQp) -> None:
-        self.qp: OffloadedQp | None = qp
+        self.nic_qp: OffloadedQp | None = qp
         self.conn = qp.init.conn
         self.node_alive = True
         self.up = True
@@ -35,8 +35,8 @@ class Host:
         self.accelerated = True
 
     # DisconnectHost
-    def offloaded_qp(self, conn: int) -> OffloadedQp | None:
-        return self.qp if conn == self.conn else None
+    def qp(self, conn: int) -> OffloadedQp | None:
+        return self.nic_qp if conn == self.conn else None
 
     def has_node(self, conn: int) -> bool:
         return self.node_alive
@@ -58,8 +58,8 @@ class Host:
         return True
 
     def collect_qp_frames(self, conn: int) -> None:
-        if self.qp is not None:
-            self.wire.extend(self.qp.frames_to_send())
+        if self.nic_qp is not None:
+            self.wire.extend(self.nic_qp.frames_to_send())
 
     def rts_ae_received(self, conn: int, now_ns: int) -> None:
         self.rts_woken.append(now_ns)
@@ -72,14 +72,14 @@ class Host:
 
     # driving
     def deliver(self, seg_args: dict[str, Any], now_ns: int) -> None:
-        assert self.qp is not None
-        self.qp.receive(from_peer(self.qp, **seg_args), now_ns)
+        assert self.nic_qp is not None
+        self.nic_qp.receive(from_peer(self.nic_qp, **seg_args), now_ns)
         self.pump(now_ns)
 
     def pump(self, now_ns: int) -> None:
-        assert self.qp is not None
+        assert self.nic_qp is not None
         self.collect_qp_frames(self.conn)
-        while (ae := self.qp.next_ae()) is not None:
+        while (ae := self.nic_qp.next_ae()) is not None:
             disconnect.on_ae(self, self.conn, ae, now_ns)
         self.collect_qp_frames(self.conn)
 
@@ -109,7 +109,7 @@ OUR_SEQ = P_SEQ + len(REPLY) + READ_RESPONSE_FPDU_LEN
 def test_rts_ae_wakes_the_accept_waiter() -> None:
     host = passive_host()
     assert host.rts_woken == [1]
-    assert host.qp is not None and host.qp.iwqp.rts_ae_rcvd
+    assert host.nic_qp is not None and host.nic_qp.iwqp.rts_ae_rcvd
 
 
 def test_peer_fin_gives_disconnect_then_close_on_close_complete() -> None:
@@ -167,7 +167,7 @@ def test_graceful_disconnect_sends_fin_and_closes_when_the_exchange_completes() 
     # our FIN acked and theirs received: TIME_WAIT, close complete; the local closer gets
     # no DISCONNECT (close_timer_started was already 1 when the FIN AE came)
     assert host.upcalls == [(IwEvent.CLOSE, 0, 200)]
-    assert host.qp is not None and host.qp.tcp_state == TcpState.TIME_WAIT
+    assert host.nic_qp is not None and host.nic_qp.tcp_state == TcpState.TIME_WAIT
 
 
 def test_graceful_disconnect_with_a_silent_peer_closes_on_the_timer() -> None:
@@ -215,7 +215,7 @@ def test_decision_table_rows() -> None:
 
 def test_ae_for_a_released_qp_is_recorded_and_dropped() -> None:
     host = passive_host()
-    host.qp = None
+    host.nic_qp = None
     disconnect.on_ae(host, host.conn, Ae.LLP_FIN_RECEIVED, 5)
     assert host.upcalls == [] and host.records[-1][0] == "ae_dropped"
 

@@ -46,7 +46,7 @@ def test_crc_error_sends_a_terminate_with_llp_mpa_crc_and_the_copied_ddp_header(
     body = bytes.fromhex("2302c000") + struct.pack("!H", 23) + ulpdu[:18]
     assert payloads[0] == mpa.frame_fpdu(TERM_HEAD + body)
     assert fpdu[:2] == struct.pack("!H", 23)
-    qp = host.qp
+    qp = host.nic_qp
     assert qp is not None and qp.iwarp_state == IwarpState.TERMINATE
     # IRDMA_AE_TERMINATE_SENT -> irdma_terminate_send_fin: the FIN follows
     assert host.wire[-1].segment.flags == FIN | ACK
@@ -57,7 +57,7 @@ def test_crc_error_sends_a_terminate_with_llp_mpa_crc_and_the_copied_ddp_header(
 def test_peer_fin_after_terminate_is_acked_and_close_complete_ends_it() -> None:
     host = passive_host()
     fpdu = deliver_fpdu(host, send_ulpdu(b"x"), 10, crc=0)
-    qp = host.qp
+    qp = host.nic_qp
     assert qp is not None
     our_next = qp.snd_nxt
     host.wire.clear()
@@ -78,7 +78,7 @@ def test_peer_fin_after_terminate_is_acked_and_close_complete_ends_it() -> None:
 def test_terminate_timer_resets_a_peer_that_stays_silent() -> None:
     host = passive_host()
     deliver_fpdu(host, send_ulpdu(b"x"), 10, crc=0)
-    qp = host.qp
+    qp = host.nic_qp
     assert qp is not None
     host.wire.clear()
     due = qp.get_timer()
@@ -159,7 +159,7 @@ def test_received_terminate_other_error_sends_fin_and_starts_the_timer() -> None
     host = passive_host()
     deliver_fpdu(host, TERM_HEAD + bytes.fromhex("23020000"), 10)
     assert host.wire[-1].segment.flags == FIN | ACK
-    qp = host.qp
+    qp = host.nic_qp
     assert qp is not None and qp.iwqp.term_flags == 0x02
     assert qp.iwqp.terminate_at == 10 + 1_000_000_000 and host.upcalls == []
 
@@ -174,7 +174,7 @@ def test_malformed_received_terminate_is_answered_by_a_terminate() -> None:
 
 def test_qp_in_error_answers_the_peers_fin_with_a_reset() -> None:
     host = passive_host()
-    qp = host.qp
+    qp = host.nic_qp
     assert qp is not None
     qp.modify_qp("err", 5, reset_tcp_conn=False)
     host.wire.clear()

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from mpa_emu.demo import STORIES, run_demo
-from mpa_emu.demo_teardown import SECOND_IP, TEARDOWN_PORT
+from mpa_emu.demo_teardown import SECOND_IP, TEARDOWN_PORT, address_removal
 
 STORY = "mpa_emu.demo_teardown:address_removal"
 
 
 def test_story_is_registered_in_the_demo() -> None:
-    assert STORY in STORIES
+    assert address_removal in STORIES
 
 
 def test_only_the_removed_address_is_reset() -> None:

@@ -98,7 +98,7 @@ class Table:
     def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[Node]:
         return self._index().get((ip, vlan_id), [])
 
-    def all_conns(self) -> Iterable[int]:
+    def conns(self) -> Iterable[int]:
         return sorted(self.nodes)
 
     def cm_node(self, conn: int) -> Node | None:
@@ -124,7 +124,7 @@ class Table:
         return Child(addr, vlan, qhash_set=False)
 
     # DisconnectHost
-    def offloaded_qp(self, conn: int) -> OffloadedQp | None:
+    def qp(self, conn: int) -> OffloadedQp | None:
         return self.qps.get(conn)
 
     def has_node(self, conn: int) -> bool:

@@ -1,4 +1,5 @@
-"""MPA request/reply as irdma builds and checks them (spec 4): ``irdma_cm_build_mpa_frame``,
+"""MPA request/reply as irdma builds and checks them (RFC 5044 section 7.1, RFC 6581
+section 5): ``irdma_cm_build_mpa_frame``,
 ``irdma_parse_mpa`` and ``irdma_negotiate_mpa_v2_ird_ord`` as pure functions over small
 values. The bytes come from :mod:`mpa_emu.mpa`; the policy lives here.
 """
@@ -93,7 +94,7 @@ def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
                              send_rdma0_op: Rdma0Op, require_p2p: bool = True,
                              prefer: Rdma0Op = Rdma0Op.READ_ZERO,
                              ) -> Negotiated | NegotiationError:
-    """``irdma_negotiate_mpa_v2_ird_ord`` (spec 4.4), step for step.
+    """``irdma_negotiate_mpa_v2_ird_ord`` (RFC 6581 section 5), step for step.
 
     ``initiator`` is ``state == MPAREQ_SENT``. ``prefer`` is the RTR the node picks when
     the peer offers both (irdma: READ; a siw-like profile: WRITE).
@@ -147,7 +148,7 @@ class ParsedMpa:
     private_data: bytes
     """``PD_Length`` bytes copied from after the header (v2: after 24 bytes, so the last 4
     come from past the frame: zeros, or the segment's next bytes with ``tail="segment"``;
-    spec 4.5 step 9)."""
+    ``irdma_parse_mpa`` copies ``priv_data_len`` bytes from ``buf + mpa_hdr_len``)."""
     user_data: bytes
     """The private data without the RFC 6581 block (what siw reports)."""
     negotiated: Negotiated | None
@@ -155,7 +156,8 @@ class ParsedMpa:
 
 @dataclass(frozen=True, slots=True)
 class MpaParseError:
-    """A check of ``irdma_parse_mpa`` failed: errno, step (spec 4.5) and reason;
+    """A check of ``irdma_parse_mpa`` failed: errno, step (the check's place in the
+    kernel's order, counted from 1) and reason;
     ``negotiated`` carries the node fields a failed step-8 negotiation had already
     changed (:attr:`NegotiationError.partial`)."""
 
@@ -169,7 +171,7 @@ def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,
               ord_size: int, mpav2_ird_ord: int, send_rdma0_op: Rdma0Op,
               require_p2p: bool = True, prefer: Rdma0Op = Rdma0Op.READ_ZERO,
               tail: str = "zeros") -> ParsedMpa | MpaParseError:
-    """``irdma_parse_mpa`` with every check in the kernel's order (spec 4.5).
+    """``irdma_parse_mpa`` with every check in the kernel's order.
 
     ``initiator`` is ``state == MPAREQ_SENT`` (expects the Rep key). The caller stores
     ``rev`` into ``mpa_frame_rev`` once step 4 passed, also when a later step fails.

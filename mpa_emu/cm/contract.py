@@ -1,0 +1,163 @@
+"""The contract between the transition table, its actions and the core.
+
+:class:`Row` is one line of :mod:`mpa_emu.cm.transitions`; an :data:`Action` is the
+plain function a row runs, ``action(cm, node, row, rx) -> Outcome``; :class:`CoreOps` is
+all an action may touch of the core. The core (:class:`mpa_emu.cm.core.CmCore`)
+satisfies :class:`CoreOps`; the actions never import it, so the layers stay acyclic:
+``contract`` <- ``send``, ``upcalls`` <- ``actions`` <- ``transitions`` <- ``core``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.events import Upcall
+from mpa_emu.cm.mpa_policy import Rdma0Op
+from mpa_emu.cm.node import CmNode
+from mpa_emu.cm.nodes import NodeTable
+from mpa_emu.cm.states import CmEventType, CmState, Input
+from mpa_emu.cm.timers import CoreTimer, Deferred
+from mpa_emu.offload.nic import FlowKey, Nic
+from mpa_emu.segment import Segment, Transmit
+from mpa_emu.trace import Trace
+
+
+@dataclass(frozen=True, slots=True)
+class VerbArgs:
+    """What a verb hands its row: the private data of ``irdma_accept`` (the MPA reply)
+    or ``irdma_reject`` (the reject frame)."""
+
+    private_data: bytes = b""
+
+
+Rx = Segment | VerbArgs | None
+"""What a row receives: the segment for the packet inputs (and ``MPA``), the verb's
+arguments for accept and reject, None for the other local inputs and the timers."""
+
+
+class Outcome:
+    """What an action tells the code that dispatched it.
+
+    ``stop``: the kernel function returned an error, so the caller does not go on with
+    the rest of the segment (``irdma_handle_ack_pkt`` failing means its FIN is not
+    processed). ``error``: the verb fails with this error once the input is fully
+    processed (``irdma_accept`` returning -errno after its error path ran). Actions
+    return the shared :data:`GO_ON` or :data:`STOP`, or an ``Outcome`` with an error.
+    """
+
+    __slots__ = ("error", "stop")
+
+    def __init__(self, stop: bool, error: CmError | None = None) -> None:
+        self.stop = stop
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"Outcome(stop={self.stop}, error={self.error!r})"
+
+
+GO_ON = Outcome(False)
+"""The action ran; the rest of the segment (a FIN after the ACK) is processed."""
+STOP = Outcome(True)
+"""The kernel function returned an error: nothing more of this segment is processed."""
+
+
+Action = Callable[["CoreOps", CmNode, "Row", Rx], Outcome]
+"""A row's body: ``action(cm, node, row, rx) -> Outcome``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One (state, input) row of the transition table.
+
+    ``run`` is the action; ``action`` its name, for traces, tests and the docs.
+    ``next_state`` is where the row normally leaves the node, ``may_reach`` the other
+    states its error paths reach; the core checks after every row that the node is in
+    one of them (``allowed``; a node whose last reference went counts as ``CLOSED``).
+    ``kernel_fn`` is the cm.c function the row models, ``note`` what it does, and
+    ``reachable`` False for the rows no input sequence can exercise.
+    """
+
+    state: CmState
+    input: Input
+    run: Action
+    next_state: CmState
+    may_reach: frozenset[CmState]
+    kernel_fn: str
+    note: str = ""
+    reachable: bool = True
+    action: str = ""
+    allowed: frozenset[CmState] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", self.run.__name__)
+        object.__setattr__(self, "allowed", self.may_reach | {self.next_state})
+
+
+class CoreOps(Protocol):
+    """What an action (and the send and upcall helpers) may use of the core.
+
+    Everything here is internal to :mod:`mpa_emu.cm`; applications use the verbs of
+    :class:`~mpa_emu.cm.core.CmCore`.
+    """
+
+    name: str
+    mac: bytes
+    config: CmConfig
+    trace: Trace | None
+    stats: dict[str, int]
+    leaks: dict[int, str]
+    """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""
+    prefer: Rdma0Op
+    nodes: NodeTable
+    timer: CoreTimer
+    deferred: Deferred
+    nic: Nic
+
+    @property
+    def now_ns(self) -> int:
+        """The virtual time of the input being processed."""
+
+    @property
+    def jiffies(self) -> int:
+        """:attr:`now_ns` in jiffies."""
+
+    def tr(self, kind: str, fn: str, **fields: Any) -> None:
+        """Emit one trace record."""
+
+    def drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
+        """Record that ``seg`` was dropped by ``fn`` and why."""
+
+    def set_state(self, node: CmNode, new: CmState, fn: str) -> None:
+        """Move ``node`` to ``new``; only allowed while a row runs."""
+
+    def dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
+        """Run the row of ``(node.state, inp)`` (nested: ACK with data -> MPA)."""
+
+    def transmit(self, tx: Transmit) -> None:
+        """Queue a frame (and deliver it at once when it loops back)."""
+
+    def rem_ref(self, node: CmNode) -> None:
+        """``irdma_rem_ref_cm_node``: drop a reference, destroy at zero."""
+
+    def post(self, node: CmNode, etype: CmEventType | None) -> None:
+        """Queue work for after the input: a CM event (``irdma_cm_post_event``), or the
+        zero-latency qhash completion when ``etype`` is None."""
+
+    def push_upcall(self, up: Upcall) -> None:
+        """Deliver an upcall to the application's queue."""
+
+    def drain_qp(self, key: FlowKey) -> None:
+        """Take the QP's frames and asynchronous events; keep its deadline."""
+
+    def establish_complete(self, node: CmNode) -> None:
+        """``complete(&cm_node->establish_comp)``: parked disconnect workers go on."""
+
+    def record_leak(self, node: CmNode, reason: str) -> None:
+        """Name why the kernel keeps ``node``; the first cause stays."""
+
+    def has_address(self, ip: bytes) -> bool:
+        """Whether ``ip`` is one of the host's addresses."""

@@ -1,0 +1,223 @@
+"""The node table and the listen list of one CM core (``cm_core->cm_hash_tbl`` and
+``cm_core->listen_list``), with the indexes the emulator adds so lookups do not scan.
+
+Nodes are found three ways: by the 5-tuple key ``irdma_find_node`` compares (addresses,
+ports and VLAN), by connection id (the handle the application holds), and by (local
+address, VLAN) for ``irdma_teardown_list_prep``. :class:`NodeTable` keeps the three in
+step; it never calls the core and decides nothing about states or references.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Iterable
+
+from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.mpa_policy import Rdma0Op
+from mpa_emu.cm.node import ChildListener, CmNode, Listener
+from mpa_emu.cm.states import ListenerState
+from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
+
+IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
+"""``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
+the seeded generator's (replay takes each connection's ISN from the recording)."""
+
+NodeKey = tuple[bytes, int, bytes, int, int]
+"""(local address, local port, remote address, remote port, VLAN id)."""
+
+EPHEMERAL_FIRST = 49152
+EPHEMERAL_COUNT = 0x4000
+
+# ip_tos2prio (net/ipv4/route.c), indexed by IPTOS_TOS(tos) >> 1: rt_tos2priority.
+_TOS2PRIO = (0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
+
+
+def rt_tos2priority(tos: int) -> int:
+    """Linux ``rt_tos2priority``: the 802.1p priority the kernel derives from a TOS."""
+    return _TOS2PRIO[(tos & 0x1E) >> 1]
+
+
+def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
+    """``irdma_ipv4_is_lpb`` / ``irdma_ipv6_is_lpb``: 127/8 or ::1, or both ends equal."""
+    if local_ip == remote_ip:
+        return True
+    if len(remote_ip) == 4:
+        return remote_ip[0] == 127
+    return remote_ip == bytes(15) + b"\x01"
+
+
+def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
+                 cfg: CmConfig, isn: int) -> CmNode:
+    """The fields ``irdma_make_cm_node`` gives a new node (the caller files it)."""
+    node = CmNode(conn, key[0], key[1], key[2], key[3], key[4])
+    node.key = key
+    node.tos = tos
+    node.user_pri = rt_tos2priority(tos)
+    node.rem_mac = rem_mac
+    node.do_lpb = lpb
+    node.mpa_frame_rev = cfg.mpa_rev
+    node.ird_size = cfg.max_ird
+    node.ord_size = cfg.max_ord
+    node.rcv_wscale = cfg.rcv_wscale
+    # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
+    node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
+    node.loc_seq_num = isn
+    node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
+    return node
+
+
+def record_ird_ord(node: CmNode, ird: int, ord_: int, cfg: CmConfig) -> None:
+    """``irdma_record_ird_ord``: the application's IRD/ORD within the device's
+    limits; ORD 0 becomes 1 when the RTR is a zero-length read."""
+    ird = min(ird, cfg.max_ird)
+    if ord_ > cfg.max_ord:
+        ord_ = cfg.max_ord
+    elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
+        ord_ = 1
+    node.ird_size = ird
+    node.ord_size = ord_
+
+
+class NodeTable:
+    """Nodes by key, by connection id and by (local address, VLAN); listeners newest
+    first; the counters for connection ids, listener ids and ephemeral ports."""
+
+    __slots__ = ("by_conn", "by_key", "by_local", "listener_ids", "listeners",
+                 "next_conn", "next_listener", "next_port")
+
+    def __init__(self) -> None:
+        self.by_key: dict[NodeKey, CmNode] = {}
+        self.by_conn: dict[int, CmNode] = {}
+        self.by_local: dict[tuple[bytes, int], dict[int, CmNode]] = {}
+        self.listeners: list[Listener] = []
+        """Parent listeners, newest first (``cm_core->listen_list``)."""
+        self.listener_ids: dict[int, Listener] = {}
+        self.next_conn = 1
+        self.next_listener = 1
+        self.next_port = EPHEMERAL_FIRST
+
+    # ---- nodes ---------------------------------------------------------------------
+
+    def new_conn(self) -> int:
+        """The next connection id."""
+        conn = self.next_conn
+        self.next_conn += 1
+        return conn
+
+    def add(self, node: CmNode) -> None:
+        """File a new node under its key, its id and its (local address, VLAN)."""
+        self.by_key[node.key] = node
+        self.by_conn[node.conn] = node
+        self.by_local.setdefault((node.loc_addr, node.vlan_id), {})[node.conn] = node
+
+    def remove(self, node: CmNode) -> None:
+        """Take a destroyed node out of every index."""
+        if self.by_key.get(node.key) is node:
+            del self.by_key[node.key]
+        self.by_conn.pop(node.conn, None)
+        self._unindex_local(node, node.vlan_id)
+
+    def rekey_vlan(self, node: CmNode, vlan_id: int) -> None:
+        """Give ``node`` a new VLAN and file it under its new key and index entry. A
+        node already on the new key is found first (``irdma_find_node`` walks the
+        bucket from its head)."""
+        old = node.vlan_id
+        key = (node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
+        if self.by_key.get(node.key) is node:
+            del self.by_key[node.key]
+        self.by_key.setdefault(key, node)
+        self._unindex_local(node, old)
+        self.by_local.setdefault((node.loc_addr, vlan_id), {})[node.conn] = node
+        node.vlan_id = vlan_id
+        node.key = key
+
+    def _unindex_local(self, node: CmNode, vlan_id: int) -> None:
+        local = self.by_local.get((node.loc_addr, vlan_id))
+        if local is not None:
+            local.pop(node.conn, None)
+            if not local:
+                del self.by_local[(node.loc_addr, vlan_id)]
+
+    def free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
+                  vlan_id: int) -> tuple[int, int]:
+        """An ephemeral port (49152..65535, in turn) free for this tuple and not a
+        listening port, and the counter after it."""
+        port = self.next_port
+        for _ in range(EPHEMERAL_COUNT):
+            nxt = EPHEMERAL_FIRST + (port - EPHEMERAL_FIRST + 1) % EPHEMERAL_COUNT
+            if (local_ip, port, remote_ip, remote_port, vlan_id) not in self.by_key \
+                    and not any(lst.loc_port == port for lst in self.listeners):
+                return port, nxt
+            port = nxt
+        raise CmError(errno.EADDRINUSE, "no free local port")
+
+    # ---- listeners -----------------------------------------------------------------
+
+    def add_listener(self, lst: Listener) -> None:
+        """``list_add(&listener->list, &cm_core->listen_list)``: at the head."""
+        self.listeners.insert(0, lst)
+        self.listener_ids[lst.ident] = lst
+
+    def make_listen_node(self, found: Listener | None, addr: bytes, port: int, ipv4: bool,
+                         vlan_id: int, backlog: int, wildcard: bool, tos: int,
+                         addresses: Iterable[tuple[bytes, int]]) -> Listener:
+        """``irdma_make_listen_node``: reuse ``found`` (a listener being destroyed,
+        whose backlog count starts again at 0) or link a new one; a new wildcard
+        listener gets a child per local address of its family (``irdma_add_mqh``),
+        ``addresses`` given as ``(address, vlan_id)`` in ``for_each_netdev`` order
+        (:meth:`mpa_emu.cm.netdevs.NetdevList.walk`)."""
+        if found is not None:
+            lst = found
+            lst.refcnt += 1  # the reference irdma_find_listener took is kept
+            lst.reused_node = True
+        else:
+            lst = Listener(self.next_listener, addr, port, ipv4, vlan_id, backlog,
+                           wildcard)
+            self.next_listener += 1
+            self.add_listener(lst)
+        lst.ipv4 = ipv4
+        lst.vlan_id = vlan_id
+        lst.pend_accepts_cnt = 0
+        lst.backlog = backlog
+        lst.listener_state = ListenerState.ACTIVE
+        lst.tos = tos
+        if not lst.reused_node:
+            if wildcard:
+                for a, v in addresses:  # irdma_add_mqh_4/6: each child list_add-ed
+                    lst.children.insert(0, ChildListener(a, v))
+                    lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
+            else:
+                lst.qhash_set = True
+        return lst
+
+    def remove_listener(self, lst: Listener) -> None:
+        """Unlink a listener whose last reference went."""
+        if lst in self.listeners:
+            self.listeners.remove(lst)
+        self.listener_ids.pop(lst.ident, None)
+
+    def find_listener(self, addr: bytes, ipv4: bool, port: int, vlan_id: int,
+                      mask: ListenerState) -> Listener | None:
+        """``irdma_find_listener``: the newest listener on ``port`` whose state is in
+        ``mask`` and that is a wildcard or matches address and VLAN."""
+        for lst in self.listeners:
+            if lst.ipv4 != ipv4 or lst.loc_port != port or not lst.listener_state & mask:
+                continue
+            if lst.wildcard or (lst.loc_addr == addr and lst.vlan_id == vlan_id):
+                return lst
+        return None
+
+    def syn_steered(self, addr: bytes, ipv4: bool, port: int, vlan_id: int) -> bool:
+        """A SYN qhash rule (a specific listener or a wildcard child) steers this SYN
+        to the CM; otherwise it goes to the host stack."""
+        for lst in self.listeners:
+            if lst.ipv4 != ipv4 or lst.loc_port != port:
+                continue
+            if lst.wildcard:
+                if any(c.qhash_set and c.loc_addr == addr and c.vlan_id == vlan_id
+                       for c in lst.children):
+                    return True
+            elif lst.qhash_set and lst.loc_addr == addr and lst.vlan_id == vlan_id:
+                return True
+        return False

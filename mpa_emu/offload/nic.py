@@ -1,0 +1,170 @@
+"""The NIC side of a host after ``OFFLOADED``: its QPs, which flows they own, and when
+each one next needs the clock.
+
+Once ``irdma_cm_init_tsa_conn`` has handed a connection to the hardware, the NIC's TCP
+engine answers every segment of that flow and the CM never sees them again
+(``irdma_receive_ilq`` is only reached by the flows the NIC does not own). :class:`Nic`
+keeps that steering: the QP per flow (the node-table key), and the QPs' deadlines in one
+heap so the core can offer a single next deadline. A QP outlives its CM node while its
+TCP still has retransmissions running, and is released when they are done.
+
+The QP itself is anything that behaves as :class:`NicQp`;
+:class:`~mpa_emu.offload.qp.OffloadedQp` is the emulator's own. This module never calls
+the CM core: the core asks, the NIC answers.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Protocol
+
+from mpa_emu.offload.iwqp import IwQp
+from mpa_emu.offload.qp import OffloadedQp, QpInit
+from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.segment import Segment, Transmit
+
+FlowKey = tuple[bytes, int, bytes, int, int]
+"""(local address, local port, remote address, remote port, VLAN id): the node-table key
+of ``irdma_find_node``, which is also the flow the NIC's connection hash matches."""
+
+
+class NicQp(Protocol):
+    """What the CM core and the disconnect path use of one hardware QP."""
+
+    @property
+    def init(self) -> QpInit:
+        """The connection context the QP was created with (``irdma_init_tcp_ctx``)."""
+
+    @property
+    def iwqp(self) -> IwQp:
+        """The driver's copies of the QP's states (``struct irdma_qp``)."""
+
+    @property
+    def tcp_state(self) -> TcpState:
+        """The NIC's own TCP state of the connection."""
+
+    @property
+    def ae_tcp_state(self) -> TcpState:
+        """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
+
+    @property
+    def ae_iwarp_state(self) -> IwarpState:
+        """The iWARP state carried by the AEQE last returned by :meth:`next_ae`."""
+
+    @property
+    def ae_frame(self) -> bytes | None:
+        """The received frame an abnormal AE reports (the kernel's ``q2`` buffer), for
+        the Terminate it answers with."""
+
+    @property
+    def tcp_alive(self) -> bool:
+        """The QP's TCP connection can still send or answer (not CLOSED or TIME_WAIT)."""
+
+    def send_lsmm(self, mpa_reply: bytes, now_ns: int) -> None:
+        """Send the passive side's MPA reply as the QP's first message (LSMM)."""
+
+    def send_rtr(self, now_ns: int) -> None:
+        """Send the active side's ready-to-receive message (the MPA v2 RTR)."""
+
+    def receive(self, frame: Segment, now_ns: int) -> None:
+        """One segment of the flow this QP owns."""
+
+    def modify_qp(self, target: str, now_ns: int, *, reset_tcp_conn: bool | None = None,
+                  term: bytes | None = None, send_fin: bool = False) -> None:
+        """Move the QP to ``"sqd"`` (graceful), ``"err"`` (abortive) or ``"terminate"``
+        (send the Terminate ``term``, then with ``send_fin`` the FIN)."""
+
+    def handle_timer(self, now_ns: int) -> None:
+        """Fire what is due at ``now_ns``."""
+
+    def get_timer(self) -> int | None:
+        """Absolute ns of the next deadline, None when idle."""
+
+    def frames_to_send(self) -> list[Transmit]:
+        """Drain the frames the QP put on the wire."""
+
+    def next_ae(self) -> Ae | None:
+        """Pop the next asynchronous event, None when there is none."""
+
+
+QpFactory = Callable[[QpInit], NicQp]
+"""Builds the QP of a connection being offloaded (``OffloadedQp`` by default)."""
+
+
+class Nic:
+    """The QPs of one host by flow, and their deadlines."""
+
+    __slots__ = ("_due", "_factory", "_heap", "_qps", "_seq")
+
+    def __init__(self, factory: QpFactory | None = None) -> None:
+        self._factory: QpFactory = OffloadedQp if factory is None else factory
+        self._qps: dict[FlowKey, NicQp] = {}
+        self._heap: list[tuple[int, int, FlowKey]] = []
+        self._due: dict[FlowKey, int] = {}
+        """The deadline last queued per QP, so an unchanged one is not queued again."""
+        self._seq = 0
+
+    def offload(self, key: FlowKey, init: QpInit) -> NicQp:
+        """Create the QP of ``key`` (``irdma_cm_init_tsa_conn``); from now on the NIC
+        owns the flow."""
+        qp = self._factory(init)
+        self._qps[key] = qp
+        return qp
+
+    def qp(self, key: FlowKey) -> NicQp | None:
+        """The QP owning ``key``, None when the CM owns the flow."""
+        return self._qps.get(key)
+
+    def track(self, key: FlowKey, qp: NicQp, *, node_alive: bool) -> None:
+        """Note the QP's next deadline after it ran; a QP whose node is gone and whose
+        TCP has nothing left to do and can no longer answer is released."""
+        t = qp.get_timer()
+        if t is not None:
+            if self._due.get(key) != t:
+                self._due[key] = t
+                self._seq += 1
+                heapq.heappush(self._heap, (t, self._seq, key))
+        else:
+            self._due.pop(key, None)
+            # A QP whose TCP can still answer (FIN_WAIT_2, or ERROR with the connection
+            # alive: RST) keeps its flow after the node is gone.
+            if not node_alive and not qp.tcp_alive:
+                self.release(key)
+
+    def node_freed(self, key: FlowKey, qp: NicQp) -> None:
+        """The CM node of ``key`` was destroyed: its QP stays while its TCP runs or can
+        still answer."""
+        if qp.get_timer() is None and not qp.tcp_alive:
+            self.release(key)
+
+    def release(self, key: FlowKey) -> None:
+        """Stop steering ``key`` to a QP (its node is gone and its TCP is done, or a new
+        connection reuses the tuple)."""
+        self._qps.pop(key, None)
+        self._due.pop(key, None)
+
+    def release_all(self) -> None:
+        """A device reset: the hardware loses every QP, none answers any more."""
+        self._qps.clear()
+        self._due.clear()
+
+    def deadline(self) -> int | None:
+        """The earliest QP deadline still current, None when no QP waits."""
+        heap = self._heap
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def pop_due(self) -> FlowKey:
+        """Take the QP whose deadline :meth:`deadline` returned."""
+        _, _, key = heapq.heappop(self._heap)
+        self._due.pop(key, None)
+        return key
+
+    def _live(self, item: tuple[int, int, FlowKey]) -> bool:
+        qp = self._qps.get(item[2])
+        if qp is None:
+            return False
+        t = qp.get_timer()
+        return t is not None and t == item[0]
