@@ -4,15 +4,13 @@ Case ``i`` of seed ``S`` is drawn from ``random.Random(f"{S}:{i}")``, so a case 
 same wherever it runs. Each script drives a core (a passive listener with two peers and
 an active connection) and is checked for:
 
-- ``escape``: no exception but :class:`CmError` from a verb leaves ``receive``,
-  ``handle_timer`` or a verb; a refused verb changes nothing (irdma_accept's own error
-  path aside);
-- ``frame``: every emitted frame encodes, decodes back to the same segment with good
-  IPv4 and TCP checksums, and an MPA frame in it parses (RFC 5044 section 7.1);
-- ``reachability``: no node is seen in a state the transition table marks unreachable,
-  and every state change is allowed by a reachable row;
+- ``escape``, ``frame`` and ``reachability`` after every step (see
+  :mod:`mpa_emu.campaign.invariants`);
 - ``timer``: no timer is left once 3000 s of virtual time have run out;
 - ``leak``: every node left behind is a leak the kernel itself has, named.
+
+With ``--two-cores`` the cases are :mod:`mpa_emu.campaign.two_core`'s instead: two
+cores through a hostile middlebox, verbs on both sides.
 
 A failing case is shrunk (steps removed, then simplified, keeping the same invariant
 broken) and written as a reproducer: ``NAME.json`` (the script) run by
@@ -25,12 +23,10 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mpa_emu import codec, mpa
 from mpa_emu.campaign.generators import (
     OPTIONS,
     REQ,
@@ -43,11 +39,18 @@ from mpa_emu.campaign.generators import (
     Wait,
     script,
 )
-from mpa_emu.cm.config import CmConfig, Quirks
+from mpa_emu.campaign.invariants import (
+    BOUND_NS,
+    Broken,
+    CoreRun,
+    Violation,
+    config,
+    refused,
+)
+from mpa_emu.campaign.shrinking import shrink_script
+from mpa_emu.campaign.two_core import TwoScript, case_two_script, execute_two, shrink_two
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.states import CmState, Input
-from mpa_emu.cm.transitions import NEVER_SET, TRANSIENT, row
 from mpa_emu.segment import ACK, SYN, Segment
 from mpa_emu.trace import Trace
 
@@ -59,8 +62,6 @@ PORT = 4791
 PEER_PORTS = (5000, 5001)
 ACTIVE_PEER_PORT = 6000
 ACTIVE_LOCAL_PORT = 49152
-BOUND_NS = 3000 * S_NS
-"""Virtual time run after the script; every timer must be gone by then."""
 CHUNK = 200
 """Cases per task: fixed, so the cases shrunk and reported do not depend on -j."""
 
@@ -70,37 +71,8 @@ an MPA reply (accept), so the ``frame`` invariant breaks; the fuzzer's own tests
 to show a defect is found, shrunk and written."""
 
 
-def config(index: int) -> CmConfig:
-    """The core configurations the scripts choose from."""
-    return [CmConfig(retrans=8), CmConfig(retrans=8, gen=1),
-            CmConfig(retrans=8, ah_latency_ns=S_NS // 2),
-            CmConfig(retrans=8, quirks=Quirks(zero_len_option_loop=False)),
-            CmConfig(retrans=8, hz=250, host_stack_rst=True)][index]
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A broken invariant: which one and what happened."""
-
-    invariant: str
-    message: str
-
-
-class _Broken(Exception):
-    def __init__(self, violation: Violation) -> None:
-        super().__init__(violation.message)
-        self.violation = violation
-
-
 @dataclass
-class _Run:
-    core: CmCore
-    trace: Trace
-    plant: str | None
-    now: int = 0
-    frames: list[tuple[int, bytes, bool]] | None = None  # (time, bytes, sent by core)
-    stuck: set[int] = field(default_factory=set)
-
+class _Run(CoreRun):
     def build(self, step: SegStep) -> Segment:
         if step.target == 2:
             sport, dport = ACTIVE_PEER_PORT, ACTIVE_LOCAL_PORT
@@ -119,92 +91,6 @@ class _Run:
                        flags=step.flags, window=65535, options=step.options,
                        payload=step.payload)
 
-    def guarded(self, what: str, call: Callable[[], object]) -> None:
-        try:
-            call()
-        except _Broken:
-            raise
-        except Exception as exc:
-            raise _Broken(Violation("escape", f"{type(exc).__name__} escaped {what}: "
-                                    f"{exc}")) from None
-
-    def feed(self, seg: Segment) -> None:
-        if self.frames is not None:
-            self.frames.append((self.now, codec.encode(seg), False))
-        self.guarded(f"receive({seg.flag_text})", lambda: self.core.receive(seg, self.now))
-        self.drain()
-
-    def tick(self, now: int) -> None:
-        self.now = now
-        self.guarded("handle_timer", lambda: self.core.handle_timer(now))
-        self.drain()
-
-    def drain(self) -> None:
-        for tx in self.core.frames_to_send():
-            self.check_frame(tx.segment)
-        while self.core.next_event() is not None:
-            pass
-        self.check_states()
-
-    def check_frame(self, seg: Segment) -> None:
-        try:
-            raw = codec.encode(seg)
-        except codec.EncodeError as exc:
-            raise _Broken(Violation("frame", f"emitted segment does not encode: {exc}")) \
-                from None
-        if self.plant == "reply-checksum" and _is_accept_reply(seg.payload):
-            # the TCP checksum: Ethernet 14 + IPv4 20 bytes + offset 16 (RFC 9293 3.1)
-            raw = raw[:50] + bytes([raw[50] ^ 0xFF, raw[51]]) + raw[52:]
-        if self.frames is not None:
-            self.frames.append((self.now, raw, True))
-        try:
-            back = codec.decode(raw)
-        except codec.DecodeError as exc:
-            raise _Broken(Violation("frame", f"emitted {seg.flag_text} does not decode: "
-                                    f"{exc}")) from None
-        if back != seg:
-            raise _Broken(Violation("frame", f"emitted {seg.flag_text} decodes to a "
-                                    "different segment"))
-        if mpa.looks_like_mpa(seg.payload):
-            try:
-                mpa.decode_frame(seg.payload)
-            except mpa.MpaFormatError as exc:
-                raise _Broken(Violation("frame", f"emitted MPA frame does not parse: "
-                                        f"{exc}")) from None
-
-    def check_states(self) -> None:
-        for rec in self.trace.records:
-            if rec.kind == "kernel_bug" and rec.fields.get("conn") is not None:
-                self.stuck.add(rec.fields["conn"])
-        for c in self.core.conns():
-            view = self.core.node(c)
-            # a node the kernel itself leaves mid-call (the irdma_process_options loop
-            # on a zero-length option) keeps the transient state it hung in
-            if view is not None and c not in self.stuck and (
-                    view.state in NEVER_SET or view.state in TRANSIENT):
-                raise _Broken(Violation("reachability", f"node {c} held in "
-                                        f"{view.state.name}, a state the table marks "
-                                        "unreachable"))
-        for rec in self.trace.records:
-            if rec.kind == "state_changed":
-                old, new = CmState[rec.fields["old"]], CmState[rec.fields["new"]]
-                if old not in TRANSIENT and not any(
-                        r.reachable and new in r.allowed
-                        for r in (row(old, inp) for inp in Input)):
-                    raise _Broken(Violation("reachability", f"{rec.fn}: {old.name} -> "
-                                            f"{new.name} is allowed by no reachable row"))
-        self.trace.records.clear()
-
-
-def _is_accept_reply(payload: bytes) -> bool:
-    if not mpa.looks_like_mpa(payload):
-        return False
-    try:
-        frame = mpa.decode_frame(payload)
-    except mpa.MpaFormatError:
-        return False
-    return not frame.request and not frame.reject
-
 
 def plant() -> str | None:
     """The planted defect named by the test-only environment switch, if any."""
@@ -219,7 +105,7 @@ def execute(sc: Script, *, plant_name: str | None = None,
     run = _Run(core, trace, plant_name, frames=frames)
     try:
         _execute(run, sc)
-    except _Broken as broken:
+    except Broken as broken:
         return broken.violation
     return None
 
@@ -254,11 +140,11 @@ def _execute(run: _Run, sc: Script) -> None:
         run.tick(max(t, run.now))
     left = core.get_timer()
     if left is not None:
-        raise _Broken(Violation("timer", f"a timer is still set at {left / 1e9:.3f} s, "
+        raise Broken(Violation("timer", f"a timer is still set at {left / 1e9:.3f} s, "
                                 f"{BOUND_NS // S_NS} s after the script"))
     unexplained = [(c, s.name) for c, s, why in core.leak_report() if why is None]
     if unexplained:
-        raise _Broken(Violation("leak", "nodes left with no kernel leak to explain them: "
+        raise Broken(Violation("leak", "nodes left with no kernel leak to explain them: "
                                 + ", ".join(f"{c} in {s}" for c, s in unexplained)))
 
 
@@ -285,15 +171,9 @@ def _verb(run: _Run, step: VerbStep, lid: int) -> int:
         else:
             lid = core.create_listen(IP_P, PORT, backlog=step.pick, now_ns=now)
     except CmError:
-        # irdma_accept runs its error path (the node released) before returning
-        # -EINVAL/-ECONNRESET; every other refusal leaves everything as it was
-        if not (step.verb == "accept" and target is not None
-                and target.state in (CmState.MPAREQ_RCVD, CmState.LISTENER_DESTROYED)) \
-                and ([core.node(c) for c in conns] != before or core.conns() != conns):
-            raise _Broken(Violation("escape", f"refused {step.verb} on conn {conn} changed "
-                                    "the node table")) from None
+        refused(core, step.verb, conn, target, conns, before)
     except Exception as exc:
-        raise _Broken(Violation("escape", f"{type(exc).__name__} escaped {step.verb}: "
+        raise Broken(Violation("escape", f"{type(exc).__name__} escaped {step.verb}: "
                                 f"{exc}")) from None
     run.drain()
     return lid
@@ -327,42 +207,14 @@ def shrink(sc: Script, violation: Violation, plant_name: str | None,
            budget: int = 3000) -> Script:
     """A smaller script breaking the same invariant: chunks of steps removed, then steps
     and the prelude simplified, until nothing more helps (or ``budget`` runs)."""
-    runs = 0
-
     def fails(candidate: Script) -> bool:
-        nonlocal runs
-        runs += 1
         got = execute(candidate, plant_name=plant_name)
         return got is not None and got.invariant == violation.invariant
 
-    best = sc
-    progress = True
-    while progress and runs < budget:
-        progress = False
-        size = max(len(best.steps) // 2, 1)
-        while size >= 1 and runs < budget:
-            i = 0
-            while i < len(best.steps) and runs < budget:
-                candidate = replace(best, steps=best.steps[:i] + best.steps[i + size:])
-                if fails(candidate):
-                    best, progress = candidate, True
-                else:
-                    i += size
-            size //= 2
-        if best.config and runs < budget and fails(replace(best, config=0)):
-            best, progress = replace(best, config=0), True
-        for candidate in (replace(best, deep_passive=False), replace(best, deep_active=False)):
-            if candidate != best and runs < budget and fails(candidate):
-                best, progress = candidate, True
-        for i in range(len(best.steps)):
-            for simpler in _simpler(best.steps[i]):
-                if runs >= budget:
-                    break
-                candidate = replace(best, steps=(*best.steps[:i], simpler, *best.steps[i + 1:]))
-                if fails(candidate):
-                    best, progress = candidate, True
-                    break
-    return best
+    return shrink_script(sc, fails, _simpler, (
+        lambda best: [replace(best, config=0)] if best.config else [],
+        lambda best: [replace(best, deep_passive=False), replace(best, deep_active=False)],
+    ), budget)
 
 
 # ---- campaign tasks -------------------------------------------------------------------
@@ -377,6 +229,7 @@ class Chunk:
     count: int
     deadline: float | None = None
     plant: str | None = None
+    two_cores: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +239,7 @@ class Failure:
     index: int
     violation: Violation
     original_steps: int
-    script: Script
+    script: Script | TwoScript
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +252,14 @@ class ChunkResult:
     counts: tuple[tuple[str, int], ...]
 
 
+def run_script(sc: Script | TwoScript, *, plant_name: str | None = None,
+               frames: list[tuple[int, bytes, bool]] | None = None) -> Violation | None:
+    """Run a one-core or a two-core script; the first broken invariant, or None."""
+    if isinstance(sc, TwoScript):
+        return execute_two(sc, plant_name=plant_name, frames=frames)
+    return execute(sc, plant_name=plant_name, frames=frames)
+
+
 def run_chunk(chunk: Chunk) -> ChunkResult:
     """Run a chunk's cases; shrink the first failure of each invariant."""
     ran = 0
@@ -407,16 +268,18 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     for index in range(chunk.start, chunk.start + chunk.count):
         if chunk.deadline is not None and time.time() > chunk.deadline:
             break
-        sc = case_script(chunk.seed, index)
-        got = execute(sc, plant_name=chunk.plant)
+        sc = case_two_script(chunk.seed, index) if chunk.two_cores \
+            else case_script(chunk.seed, index)
+        got = run_script(sc, plant_name=chunk.plant)
         ran += 1
         if got is None:
             continue
         counts[got.invariant] = counts.get(got.invariant, 0) + 1
         if counts[got.invariant] > 1:
             continue
-        small = shrink(sc, got, chunk.plant)
-        final = execute(small, plant_name=chunk.plant) or got
+        small = shrink_two(sc, got, chunk.plant) if isinstance(sc, TwoScript) \
+            else shrink(sc, got, chunk.plant)
+        final = run_script(small, plant_name=chunk.plant) or got
         failures.append(Failure(index, final, len(sc.steps), small))
     return ChunkResult(ran, tuple(failures), tuple(sorted(counts.items())))
 
@@ -440,22 +303,37 @@ def write_reproducer(folder: Path, seed: int, failure: Failure,
         "command": f"mpa-emu fuzz --reproduce {path.name}",
         "script": failure.script.to_json(),
     }
+    two = isinstance(failure.script, TwoScript)
+    if two:
+        data["mode"] = "two-cores"
     if plant_name:
         data["planted_defect"] = plant_name
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     frames: list[tuple[int, bytes, bool]] = []
-    execute(failure.script, plant_name=plant_name, frames=frames)
+    run_script(failure.script, plant_name=plant_name, frames=frames)
     with open(stem.with_suffix(".pcapng"), "wb") as stream, PcapngWriter(stream) as out:
-        for t, raw, sent in frames:
-            out.write(t, raw, interface="fuzz",
-                      comment="sent by the core" if sent else "from the fuzzer's peer")
+        for t, raw, flag in frames:
+            if two:  # flag: emitted by A (else by P), before the middlebox
+                out.write(t, raw, interface="A" if flag else "P",
+                          comment=f"emitted by {'A' if flag else 'P'}")
+            else:
+                out.write(t, raw, interface="fuzz",
+                          comment="sent by the core" if flag else "from the fuzzer's peer")
     return path
 
 
-def load_reproducer(path: str | Path) -> tuple[Script, str | None, dict[str, Any]]:
-    """The script of a reproducer file, its planted defect, and the whole record
-    (OSError, ValueError, KeyError or TypeError on a bad file)."""
+def load_reproducer(path: str | Path) -> tuple[Script | TwoScript, str | None,
+                                               dict[str, Any]]:
+    """The script of a reproducer file (one-core, or two-core with ``"mode":
+    "two-cores"``), its planted defect, and the whole record (OSError, ValueError,
+    KeyError or TypeError on a bad file)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise ValueError("not a fuzz reproducer (a JSON object)")
+    mode = data.get("mode", "one-core")
+    if mode == "two-cores":
+        return TwoScript.from_json(data["script"]), data.get("planted_defect"), data
+    if mode != "one-core":
+        raise ValueError(f"unknown mode {mode!r}")
     return Script.from_json(data["script"]), data.get("planted_defect"), data
+

@@ -97,6 +97,30 @@ MUTATED_MPA: dict[str, bytes] = {
 }
 """Mutated and well-formed MPA frames, named (the live fuzzer uses the same list)."""
 
+MUTATED_REPLIES: dict[str, bytes] = {
+    # what a responder answers, spoiled: RFC 5044 section 7.1 header, RFC 6581 section 3
+    # IRD/ORD block; the live fuzzer's accept mode sends these to an initiator
+    "reply": REP,
+    "reject": REJ,
+    "bad key": _with(REP, 15, b"X"),
+    "request key on a reply": _with(REP, 0, REQ[:16]),
+    "rev 0": _with(REP, 17, b"\x00"),
+    "rev 3": _with(REP, 17, b"\x03"),
+    "pd_length 513": _with(REP, 18, (513).to_bytes(2, "big")) + bytes(513),
+    "pd_length 0xffff": _with(REP, 18, b"\xff\xff"),
+    "pd_length beyond the bytes": _with(REP, 18, (40).to_bytes(2, "big")),
+    "pd_length 0 with data": _with(REP, 18, b"\x00\x00"),
+    "unknown flags": _with(REP, 16, b"\x5f"),
+    "no marker/crc flags": _with(REP, 16, b"\x00"),
+    "no rtr bits": _with(REP, 20, b"\x80\x10\x00\x10"),
+    "ird 0x3fff ord 0x3fff": _with(REP, 20, b"\xbf\xff\x7f\xff"),
+    "no p2p bit": _with(REP, 20, b"\x00\x10\x00\x10"),
+    "v1 reply": _frame(request=False, rev=1),
+    "half header": REP[:10],
+    "trailing byte": REP + b"x",
+}
+"""Mutated and well-formed MPA replies and rejects, named."""
+
 FLAGS = [SYN, SYN | ACK, ACK, ACK | FIN, FIN, RST, RST | ACK, 0, SYN | FIN, SYN | RST,
          ACK | PSH, FIN | RST]
 OPTIONS = [b"", bytes.fromhex("020405b403030200"), bytes.fromhex("0203"),

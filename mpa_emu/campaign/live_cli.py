@@ -27,13 +27,18 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``--live`` options of ``mpa-emu fuzz``."""
     group = parser.add_argument_group("against a real peer (--live, needs root)")
     group.add_argument("--live", metavar="IP:PORT",
-                       help="fuzz the MPA peer listening at IP:PORT (IPv4) over a TAP")
+                       help="fuzz the MPA peer listening at IP:PORT over a TAP (IPv6 as "
+                            "[ADDR]:PORT)")
+    group.add_argument("--accept", action="store_true",
+                       help="accept mode: listen on PORT at --address; the peer at IP "
+                            "connects (start its client in a loop) and gets mutated answers")
     group.add_argument("--tap", default="mpafuzz0", metavar="NAME",
                        help="TAP interface to create (default mpafuzz0)")
     group.add_argument("--netns", metavar="NAME",
                        help="create the TAP inside this existing network namespace")
     group.add_argument("--address", metavar="IP",
-                       help="the fuzzer's own address (on the peer's subnet)")
+                       help="the fuzzer's own address (on the peer's subnet, the peer's "
+                            "family)")
     group.add_argument("--mac", default=DEFAULT_MAC, help=f"the fuzzer's MAC (default "
                        f"{DEFAULT_MAC})")
     group.add_argument("--host-address", metavar="IP/PREFIX",
@@ -46,17 +51,20 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _endpoint(text: str) -> tuple[bytes, int]:
     host, sep, port = text.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
     try:
-        ip = ip_bytes(host)
+        ip = ip_bytes(host[1:-1] if bracketed else host)
     except ValueError:
-        raise CliError(f"--live needs IPv4:PORT, got {text!r}") from None
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or len(ip) != 4:
-        raise CliError(f"--live needs IPv4:PORT, got {text!r}")
+        raise CliError(f"--live needs IPv4:PORT or [IPv6]:PORT, got {text!r}") from None
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536 \
+            or bracketed != (len(ip) == 16):
+        raise CliError(f"--live needs IPv4:PORT or [IPv6]:PORT, got {text!r}")
     return ip, int(port)
 
 
 def run_live(args: argparse.Namespace) -> int:
     """The live campaign; exit 1 when a case caused a loss of service."""
+    from mpa_emu.campaign.live_accept import AcceptFuzzer, accept_case
     from mpa_emu.campaign.live_fuzz import (
         LiveFuzzer,
         LiveResult,
@@ -70,21 +78,22 @@ def run_live(args: argparse.Namespace) -> int:
     if args.jobs > 1 or args.scheduler or args.reproduce:
         raise CliError("--live runs on one TAP: no -j, --scheduler or --reproduce")
     if args.address is None:
-        raise CliError("--live needs --address (the fuzzer's own IPv4 address)")
+        raise CliError("--live needs --address (the fuzzer's own address)")
     try:
         ip = ip_bytes(args.address)
         mac = mac_bytes(args.mac)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    if len(ip) != 4:
-        raise CliError("--address must be IPv4")
+    family = "IPv4" if len(peer_ip) == 4 else "IPv6"
+    if len(ip) != len(peer_ip):
+        raise CliError(f"--address must be {family}, as the peer's address is")
     if args.host_address is not None:
         try:
-            ipaddress.IPv4Interface(args.host_address)
-            if "/" not in args.host_address:
+            host_if = ipaddress.ip_interface(args.host_address)
+            if "/" not in args.host_address or host_if.version != (4 if len(ip) == 4 else 6):
                 raise ValueError
         except ValueError:
-            raise CliError(f"--host-address needs IPv4/PREFIX, got "
+            raise CliError(f"--host-address needs {family}/PREFIX, got "
                            f"{args.host_address!r}") from None
     check_seconds("--bound", args.bound, positive=True)
     try:
@@ -96,24 +105,32 @@ def run_live(args: argparse.Namespace) -> int:
         try:
             netns.run_ip(["link", "set", device.name, "up"], args.netns)
             if args.host_address:
-                netns.run_ip(["addr", "add", args.host_address, "dev", device.name],
-                             args.netns)
+                # nodad: an IPv6 address is usable at once, not after duplicate
+                # address detection (RFC 4862 section 5.4)
+                netns.run_ip(["addr", "add", args.host_address, "dev", device.name,
+                              *(["nodad"] if len(ip) == 16 else [])], args.netns)
         except netns.NetnsError as exc:
             raise CliError(str(exc)) from None
         wire = LiveWire(device, mac, ip, peer_ip, port)
         if not wire.resolve():
-            raise CliError(f"no ARP answer from {args.live.rpartition(':')[0]} on "
-                           f"{device.name}")
-        fuzzer = LiveFuzzer(wire, args.seed, args.bound)
+            raise CliError(f"no {'ARP' if len(ip) == 4 else 'ND'} answer from "
+                           f"{args.live.rpartition(':')[0]} on {device.name}")
+        fuzzer: LiveFuzzer | AcceptFuzzer = (
+            AcceptFuzzer(wire, port, args.seed, args.bound) if args.accept
+            else LiveFuzzer(wire, args.seed, args.bound))
+        make_case = accept_case if args.accept else case
         started = time.monotonic()
         results: list[LiveResult] = []
         kept: list[Path] = []
-        print(f"fuzz --live {args.live}: seed {args.seed}, up to {args.cases} cases, "
+        print(f"fuzz --live {args.live}"
+              + (f" --accept (listening on port {port}; the peer connects)"
+                 if args.accept else "")
+              + f": seed {args.seed}, up to {args.cases} cases, "
               f"reaction bound {args.bound:g} s", flush=True)
         for index in range(args.cases):
             if args.time_budget and time.monotonic() - started > args.time_budget:
                 break
-            c = case(args.seed, index)
+            c = make_case(args.seed, index)
             wire.frames.clear()
             reaction = fuzzer.run_case(c)
             result = LiveResult(c, reaction.text(), fuzzer.still_answers())

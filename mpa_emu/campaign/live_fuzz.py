@@ -28,6 +28,12 @@ from mpa_emu.live.tap import Tap
 from mpa_emu.segment import ACK, FIN, PSH, RST, SYN, Segment
 
 SYN_OPTIONS = bytes.fromhex("020405b4")  # MSS 1460 (RFC 9293 section 3.7.1)
+SYN_OPTIONS_V6 = bytes.fromhex("020405a0")  # MSS 1440: 1500 less 40 + 20 (RFC 8200)
+
+
+def syn_options(ip: bytes) -> bytes:
+    """The MSS option of our SYN or SYN-ACK for a 1500-byte MTU, IPv4 or IPv6."""
+    return SYN_OPTIONS if len(ip) == 4 else SYN_OPTIONS_V6
 WINDOW = 65535
 STEPS = ("synack", "established", "partial", "request")
 """Where a RST or FIN is sent: instead of the handshake's ACK, right after it, after
@@ -103,10 +109,13 @@ class Reaction:
     close: str | None = None  # "FIN", "RST"
     refused: bool = False
     no_synack: bool = False
+    no_syn: bool = False  # accept mode: the peer did not connect
     data: bytes = b""
 
     def text(self) -> str:
         """``reply``, ``reject+FIN``, ``RST``, ``silence`` ..."""
+        if self.no_syn:
+            return "no connection"
         if self.no_synack:
             return "no SYN-ACK"
         if self.refused:
@@ -211,7 +220,7 @@ class LiveFuzzer:
 
     def _open(self, flow: _Flow, reaction: Reaction) -> bool:
         """SYN, SYN-ACK; True once the peer answered (the ACK is the caller's)."""
-        self.wire.send(flow, SYN, options=SYN_OPTIONS)
+        self.wire.send(flow, SYN, options=syn_options(self.wire.ip))
         flow.snd_nxt = (flow.isn + 1) & 0xFFFFFFFF
         segs = self.wire.receive(self.bound_s * 4, flow.sport,
                                  lambda g: any(s.flags & (SYN | RST) for s in g))

@@ -19,7 +19,8 @@ EPILOG = """\
 Invariants checked on every case: no exception escapes receive, handle_timer or a verb
 (escape); every emitted frame decodes with good checksums (frame); no node in a state
 the transition table marks unreachable (reachability); no timer left 3000 s after the
-script (timer); every node left behind is a leak the kernel has (leak). Each failure is
+script (timer); every node left behind is a leak the kernel has (leak); with
+--two-cores, the cores go quiet once the middlebox is honest (quiet). Each failure is
 shrunk and written to --out as NAME.json (run it with --reproduce) and NAME.pcapng.
 See docs/campaigns.md.
 
@@ -42,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where reproducers are written (default fuzz-failures)")
     parser.add_argument("--reproduce", metavar="FILE.json",
                         help="run one reproducer written by an earlier campaign")
+    parser.add_argument("--two-cores", action="store_true",
+                        help="fuzz two cores (active and passive) through a hostile "
+                             "middlebox that loses, duplicates, reorders, corrupts and "
+                             "mutates frames, with verbs on both sides")
     add_campaign_arguments(parser, junit=False)
     from mpa_emu.campaign.live_cli import add_live_arguments
 
@@ -53,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.time_budget is not None and not (math.isfinite(args.time_budget)
                                              and args.time_budget > 0):
         raise CliError(f"--time-budget must be more than 0 seconds, got {args.time_budget:g}")
+    if args.accept and args.live is None:
+        raise CliError("--accept goes with --live IP:PORT (the peer and our port)")
     if args.live is not None:
         from mpa_emu.campaign.live_cli import run_live
 
@@ -60,13 +67,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         raise CliError("--json goes with --live (a campaign prints its failures and "
                        "writes reproducers)")
+    if args.reproduce and args.two_cores:
+        raise CliError("--reproduce reads the mode from the reproducer: no --two-cores")
     if args.reproduce:
         return _reproduce(args.reproduce)
     return _campaign(args)
 
 
 def _reproduce(path: str) -> int:
-    from mpa_emu.campaign.fuzz import execute, load_reproducer
+    from mpa_emu.campaign.fuzz import load_reproducer, run_script
 
     try:
         script, plant, data = load_reproducer(path)
@@ -75,7 +84,7 @@ def _reproduce(path: str) -> int:
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"{path}: not a fuzz reproducer ({type(exc).__name__}: {exc})") \
             from None
-    got = execute(script, plant_name=plant)
+    got = run_script(script, plant_name=plant)
     if got is None:
         print(f"PASS: no invariant broken ({len(script.steps)} steps; recorded: "
               f"{data.get('invariant', '?')})")
@@ -93,11 +102,13 @@ def _campaign(args: argparse.Namespace) -> int:
     plant = planted()
     started = time.time()
     deadline = started + args.time_budget if args.time_budget else None
-    chunks = [Chunk(args.seed, start, min(CHUNK, args.cases - start), deadline, plant)
+    chunks = [Chunk(args.seed, start, min(CHUNK, args.cases - start), deadline, plant,
+                    args.two_cores)
               for start in range(0, args.cases, CHUNK)]
     executor = (f"scheduler {args.scheduler}" if args.scheduler
                 else f"{args.jobs} process{'es' if args.jobs > 1 else ''}")
-    print(f"fuzz: seed {args.seed}, {args.cases} cases on {executor}"
+    mode = " (two cores through a hostile middlebox)" if args.two_cores else ""
+    print(f"fuzz{mode}: seed {args.seed}, {args.cases} cases on {executor}"
           + (f" (planted defect: {plant})" if plant else ""), flush=True)
     try:
         outcomes = run_cases(run_chunk, chunks, jobs=args.jobs, scheduler=args.scheduler,

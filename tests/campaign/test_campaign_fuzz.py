@@ -163,7 +163,16 @@ def test_reproducer_errors_are_one_line(tmp_path: Path) -> None:
     rc, _, err = cli("fuzz", "--json", str(tmp_path / "x.json"))
     assert rc == 2 and "--json goes with --live" in err
     rc, _, err = cli("fuzz", "--live", "192.0.2.1", "--address", "192.0.2.2")
-    assert rc == 2 and "--live needs IPv4:PORT, got '192.0.2.1'" in err
+    assert rc == 2 and "--live needs IPv4:PORT or [IPv6]:PORT, got '192.0.2.1'" in err
+    rc, _, err = cli("fuzz", "--live", "2001:db8::1:31000", "--address", "2001:db8::2")
+    assert rc == 2 and "--live needs IPv4:PORT or [IPv6]:PORT" in err
+    rc, _, err = cli("fuzz", "--live", "[2001:db8::1]:31000", "--address", "192.0.2.2")
+    assert rc == 2 and "--address must be IPv6, as the peer's address is" in err
+    rc, _, err = cli("fuzz", "--live", "[2001:db8::1]:31000", "--address", "2001:db8::2",
+                     "--host-address", "192.0.2.1/24")
+    assert rc == 2 and "--host-address needs IPv6/PREFIX, got '192.0.2.1/24'" in err
+    rc, _, err = cli("fuzz", "--accept")
+    assert rc == 2 and "--accept goes with --live" in err
     rc, _, err = cli("fuzz", "--live", "192.0.2.1:31000")
     assert rc == 2 and "--live needs --address" in err
 
