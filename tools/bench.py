@@ -185,6 +185,22 @@ def run_child(argv: list[str]) -> tuple[float, int, int]:
     return cpu, usage.ru_maxrss * 1024, proc.returncode
 
 
+def build_in_child(builder: str, path: Path, count: int, spacing_ns: int | None = None
+                   ) -> int:
+    """Run ``bench_replay.<builder>(path, count[, spacing_ns])`` in a child process and
+    return its frame count. Building a capture of 10^6 frames leaves this process a few
+    hundred MB larger, and a command forked from it would count that in its peak RSS
+    (ru_maxrss includes the pages of the forked image before exec)."""
+    code = ("import pathlib, sys; sys.path[:0] = sys.argv[1:3]; import bench_replay; "
+            "build = getattr(bench_replay, sys.argv[3]); "
+            "print(build(pathlib.Path(sys.argv[4]), *map(int, sys.argv[5:])))")
+    extra = [] if spacing_ns is None else [str(spacing_ns)]
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(ROOT / "tools"), builder,
+                          str(path), str(count), *extra], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    return int(out.split()[-1])
+
+
 def mpa_emu(*args: str) -> list[str]:
     return [sys.executable, "-m", "mpa_emu", *args]
 
@@ -196,7 +212,7 @@ def tshark_fields(path: Path) -> list[str]:
 
 def bench_p2(rounds: int, connections: int, tmp: Path) -> list[str]:
     path = tmp / "p2.pcapng"
-    frames = bench_replay.build_capture(path, connections, 200_000)
+    frames = build_in_child("build_capture", path, connections, 200_000)
     if shutil.which("tshark") is None:
         return ["P2 skipped: tshark is not installed"]
     rep, tsh = [], []
@@ -230,23 +246,35 @@ def bench_p3(rounds: int, connections: int) -> list[str]:
             f"   target <= 1024: {verdict(statistics.median(per_endpoint) <= 1024)}"]
 
 
-def bench_p6(sizes: list[int], tmp: Path) -> list[str]:
+def bench_p6(sizes: list[int], tmp: Path, flood: bool = False,
+             only: set[str] | None = None) -> list[str]:
     lines = []
     peaks: dict[str, list[int]] = {}
     for frames in sizes:
         path = tmp / f"p6_{frames}.pcapng"
-        made = bench_replay.build_capture(path, max(1, frames // 13), 200_000)
+        made = build_in_child("build_capture", path, max(1, frames // 13), 200_000)
         commands: dict[str, list[str]] = {
             "inspect": mpa_emu("inspect", str(path)),
             "replay": mpa_emu("replay", str(path), "--emulate", bench_replay.SERVER),
             "diagram": mpa_emu("diagram", str(path), "-o", str(tmp / "p6.svg")),
             "judge": mpa_emu("judge", str(path)),
         }
+        if only:
+            commands = {k: v for k, v in commands.items() if k in only}
+        if flood:
+            # A SYN flood: one connection per frame, none ever completed.
+            flood_path = tmp / f"p6_flood_{frames}.pcapng"
+            build_in_child("build_syn_flood", flood_path, frames)
+            commands["replay-flood"] = mpa_emu("replay", str(flood_path), "--emulate",
+                                               bench_replay.SERVER)
         for name, argv in commands.items():
             _cpu, rss, rc = run_child(argv)
             peaks.setdefault(name, []).append(rss)
-            lines.append(f"P6 {name:8} {made:>9} frames: peak {rss / 2**20:7.0f} MB (exit {rc})")
+            size = f"{frames:>9} SYNs" if name == "replay-flood" else f"{made:>9} frames"
+            lines.append(f"P6 {name:8} {size}: peak {rss / 2**20:7.0f} MB (exit {rc})")
         path.unlink()
+        if flood:
+            (tmp / f"p6_flood_{frames}.pcapng").unlink()
     for name, values in peaks.items():
         grows = values[-1] / values[0] if values[0] else float("inf")
         ok = max(values) <= 300 * 2**20 and grows <= 1.5
@@ -261,6 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a sanity pass")
     ap.add_argument("--only", default="p1,p2,p3,p6", help="comma-separated subset")
+    ap.add_argument("--flood", action="store_true",
+                    help="P6 also replays a SYN flood of as many SYNs as frames")
+    ap.add_argument("--p6-sizes", default="",
+                    help="P6 capture sizes in frames, comma-separated (default 10^5,10^6; "
+                    "10^4,10^5 with --quick)")
+    ap.add_argument("--commands", default="",
+                    help="P6 commands to measure, comma-separated (default all)")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5, "
                     "3 with --quick)")
     args = ap.parse_args(argv)
@@ -279,8 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     if "p3" in wanted:
         jobs.append(lambda _t: bench_p3(rounds, 10_000 if args.quick else 100_000))
     if "p6" in wanted:
-        jobs.append(lambda t: bench_p6([10_000, 100_000] if args.quick
-                                       else [100_000, 1_000_000], t))
+        sizes = ([int(float(x)) for x in args.p6_sizes.split(",")] if args.p6_sizes
+                 else [10_000, 100_000] if args.quick else [100_000, 1_000_000])
+        only = {c.strip() for c in args.commands.split(",") if c.strip()}
+        jobs.append(lambda t: bench_p6(sizes, t, args.flood, only))
     with tempfile.TemporaryDirectory(prefix="mpa_bench") as tmp:
         for job in jobs:
             lines = job(Path(tmp))

@@ -83,6 +83,27 @@ def build_capture(path: Path, connections: int, spacing_ns: int) -> int:
     return len(frames)
 
 
+def build_syn_flood(path: Path, syns: int, spacing_ns: int = 1_000) -> int:
+    """Write a SYN flood against the benchmark server: ``syns`` SYNs to its MPA port,
+    each from its own (spoofed) address and port, none answered in the capture (taken
+    upstream of the server). Returns the frame count."""
+    template = [codec.decode(r.frame) for r in read_capture(TEMPLATE)]
+    syn = template[0]
+    server_ip = ip_bytes(SERVER)
+    with open(path, "wb") as out:
+        writer = PcapngWriter(out, application="bench_replay")
+        writer.add_interface("bench")
+        base = 1_767_225_600_000_000_000
+        for i in range(syns):
+            ip = bytes([10, 64 + i // 62500 % 64, (i // 250) % 250, 1 + i % 250])
+            new = dataclasses.replace(syn, src_ip=ip, dst_ip=server_ip,
+                                      sport=1024 + i % 60000,
+                                      seq=(i * 2_654_435_761) & MASK32)
+            writer.write(base + i * spacing_ns, codec.encode(new))
+        writer.flush()
+    return syns
+
+
 def time_replay(path: Path, profile: bool) -> tuple[float, str]:
     options = ReplayOptions(emulate=ip_bytes(SERVER))
     prof = cProfile.Profile() if profile else None

@@ -7,9 +7,13 @@ sent, and returns a :class:`ReplayReport` (verdict, divergences, JSON, pcapng).
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO, cast
 
 from mpa_emu.profiles import PROFILES, profile
 from mpa_emu.replay.compare import Comparison, Divergence, compare
@@ -17,6 +21,7 @@ from mpa_emu.replay.engine import Engine, EngineOptions
 from mpa_emu.replay.recording import Recording, RecordingError, load
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 from mpa_emu.replay.semantic import SemanticVerdict, judge
+from mpa_emu.replay.stream import Fallback, _Tee, stream_replay
 
 
 def replay_capture(path: str | Path, options: ReplayOptions,
@@ -38,9 +43,21 @@ def replay_capture(path: str | Path, options: ReplayOptions,
     asks for it, the capture is replayed again with the trace; the core is
     deterministic, so both runs send the same frames.
     """
-    rec = recording if recording is not None else load(path, options.emulate,
-                                                       options.checksums)
     traced = detail or options.semantic
+    if recording is not None:
+        rec = recording
+    elif str(path) == "-":
+        got = _replay_stdin(options, progress, traced)
+        if isinstance(got, ReplayReport):
+            return got
+        rec = got
+    else:
+        if not traced:
+            try:
+                return stream_replay(str(path), str(path), options, progress)
+            except Fallback:
+                pass  # the whole-capture replay tells what differs
+        rec = load(path, options.emulate, options.checksums)
 
     def one_run(trace: bool) -> ReplayReport:
         engine = Engine(rec, EngineOptions(on_request=options.on_request,
@@ -59,6 +76,22 @@ def replay_capture(path: str | Path, options: ReplayOptions,
                        or report.run.failure or report.run.notes):
         report = one_run(True)
     return report
+
+
+def _replay_stdin(options: ReplayOptions, progress: Callable[[int, int], None] | None,
+                  traced: bool) -> Recording | ReplayReport:
+    """A capture read from standard input: streamed while a copy goes to a temporary
+    file, which the whole-capture replay reads should the stream fall back."""
+    with tempfile.TemporaryFile() as copy:
+        stdin = sys.stdin.buffer
+        if not traced:
+            try:
+                return stream_replay(cast(IO[bytes], _Tee(stdin, copy)), "-", options, progress)
+            except Fallback:
+                pass
+        shutil.copyfileobj(stdin, copy)
+        copy.seek(0)
+        return load(copy, options.emulate, options.checksums, name="-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +138,13 @@ def replay_profiles(path: str | Path, options: ReplayOptions,
                     mpa_rev: int | None = None, detail: bool = False) -> ProfileSurvey:
     """Replay ``path`` in semantic mode once per profile (``--profile auto``), each with
     ``mpa_rev`` when given, and say which profiles reach the recorded outcome."""
-    rec = load(path, options.emulate, options.checksums)
+    if str(path) == "-":
+        with tempfile.TemporaryFile() as copy:
+            shutil.copyfileobj(sys.stdin.buffer, copy)
+            copy.seek(0)
+            rec = load(copy, options.emulate, options.checksums, name="-")
+    else:
+        rec = load(path, options.emulate, options.checksums)
     reports: dict[str, ReplayReport] = {}
     for name in PROFILES:
         config = profile(name) if mpa_rev is None else profile(name, mpa_rev=mpa_rev)

@@ -129,6 +129,14 @@ class Comparison:
     extra: list[Emitted]
     compared: int
     semantic: bool
+    matched_count: int | None = None
+    """How many frames matched, when a streamed run kept only the count (``matched`` is
+    then empty)."""
+
+    @property
+    def matched_total(self) -> int:
+        """How many recorded frames matched their emitted counterpart."""
+        return len(self.matched) if self.matched_count is None else self.matched_count
 
     @property
     def errors(self) -> list[Divergence]:

@@ -281,6 +281,7 @@ class Engine:
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
+        self._emitted_count = 0
         self.injections: list[Injection] = []
         self.actions: list[AppAction] = []
         self.upcalls: list[Upcall] = []
@@ -495,8 +496,7 @@ class Engine:
                     run.delta = (isn - seg.seq) & MASK32
                     run.delta_conn = tx.conn
             if run.delta is None:
-                first = next((f.seg.seq for f in self.rec.flows[key].frames if f.outbound),
-                             None) if key in self.rec.flows else None
+                first = self._first_outbound_seq(key)
                 run.delta = ((first - seg.seq) & MASK32) if first is not None else 0
                 run.delta_conn = tx.conn
             if tx.conn is not None and tx.conn != run.conn:
@@ -504,15 +504,9 @@ class Engine:
                 self._conn_flow[tx.conn] = key
             conn = tx.conn if tx.conn is not None else run.conn
             state = self._state(conn)
-            self.emitted.append(Emitted(len(self.emitted) + 1, self.now, seg, tx.comment,
-                                        conn, key, run.delta, self.position, state))
-            run.log.append((True, seg))
-            if state:
-                run.states.append((self.now, state))
-            if self.opt.rebase:
-                end = (seg.seq + (run.delta or 0) + _seq_len(seg)) & MASK32
-                if run.em_nxt is None or _after(end, run.em_nxt):
-                    run.em_nxt = end
+            self._record_emitted(run, Emitted(self._emitted_count + 1, self.now, seg,
+                                              tx.comment, conn, key, run.delta,
+                                              self.position, state))
         while (ev := core.next_event()) is not None:
             self.upcalls.append(ev)
             self.upcall_frames.append(self.position)
@@ -522,6 +516,35 @@ class Engine:
                 verb, key, pdata = self._pending.pop(0)
                 self._decide(key, verb, pdata, self.position)
             self._drain()  # what the forced answers sent, at this same instant
+
+    def _record_emitted(self, run: FlowRun, em: Emitted) -> None:
+        """Keep a frame the emulator sent (the comparison reads them after the run)."""
+        self._emitted_count += 1
+        self.emitted.append(em)
+        seg = em.seg
+        run.log.append((True, seg))
+        if em.state:
+            run.states.append((self.now, em.state))
+        if self.opt.rebase:
+            end = (seg.seq + (run.delta or 0) + _seq_len(seg)) & MASK32
+            if run.em_nxt is None or _after(end, run.em_nxt):
+                run.em_nxt = end
+
+    def _first_outbound_seq(self, key: FlowKey) -> int | None:
+        """The seq of the first frame the recorded host sent in the flow, if any."""
+        flow = self.rec.flows.get(key)
+        if flow is None:
+            return None
+        return next((f.seg.seq for f in flow.frames if f.outbound), None)
+
+    def _recorded_request(self, key: FlowKey, number: int) -> Frame | None:
+        """The first MPA request the recorded host sent in the flow after frame
+        ``number``."""
+        return next((f for f in self.rec.flows[key].frames if f.outbound
+                     and f.number > number and mpa_kind(f.seg.payload) == "request"), None)
+
+    def _frame(self, number: int) -> Frame:
+        return self._by_number[number]
 
     def _flow_of(self, ev: Upcall) -> FlowKey | None:
         return self._by_ports.get((ev.local_port, ev.remote_ip, ev.remote_port))
@@ -597,9 +620,7 @@ class Engine:
     # ---- scripted application --------------------------------------------------------
 
     def _connect(self, key: FlowKey, number: int) -> None:
-        flow = self.rec.flows[key]
-        request = next((f for f in flow.frames if f.outbound and f.number > number
-                        and mpa_kind(f.seg.payload) == "request"), None)
+        request = self._recorded_request(key, number)
         pdata, ird, ord_ = b"", 16, 16
         detail = "no recorded MPA request: empty private data, IRD/ORD 16/16"
         if request is not None:
@@ -652,7 +673,7 @@ class Engine:
 
     def _disconnect(self, key: FlowKey, number: int) -> None:
         run = self.flows[key]
-        frame = self._by_number[number]
+        frame = self._frame(number)
         graceful = not frame.seg.flags & RST
         action = AppAction(self.now, number, "disconnect", key,
                            "graceful (FIN)" if graceful else "abortive (RST)")

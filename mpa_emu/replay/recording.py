@@ -12,6 +12,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from mpa_emu import codec
 from mpa_emu.addr import ip_text
@@ -88,6 +89,14 @@ class Recording:
     """Frames received by the emulated host whose TCP checksum is a TX offload artefact,
     by sending address: taken as the good checksums the wire carried (``offload`` mode)
     or dropped by the NIC (``strict``)."""
+    frame_count: int | None = None
+    """Frames sent or received by ``ip``, when a streamed run kept only the count
+    (``frames`` and ``flows`` are then empty)."""
+
+    @property
+    def relevant_frames(self) -> int:
+        """How many frames of the capture were sent or received by ``ip``."""
+        return len(self.frames) if self.frame_count is None else self.frame_count
 
     @property
     def ipv6(self) -> bool:
@@ -97,13 +106,17 @@ class Recording:
 _CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
 
 
-def load(path: str | Path, ip: bytes, checksums: Mode = Mode.OFFLOAD) -> Recording:
+def load(path: str | Path | IO[bytes], ip: bytes, checksums: Mode = Mode.OFFLOAD, *,
+         name: str | None = None) -> Recording:
     """Read ``path`` and classify its TCP frames relative to the address ``ip``.
 
     ``checksums`` decides which frames the emulated host's NIC drops: ``strict`` drops
     every frame whose checksum is not correct (the NIC's view), ``offload`` takes TX
     checksum offload artefacts (the capture was taken on the sending host) as the good
     checksums the wire carried, ``off`` drops none.
+
+    ``path`` is a file name or a binary file object; ``name`` is how reports call the
+    capture (default: ``path``).
 
     Raises :class:`RecordingError` for an unreadable file, a non-Ethernet capture, or a
     capture with no TCP frame sent or received by ``ip``.
@@ -114,17 +127,18 @@ def load(path: str | Path, ip: bytes, checksums: Mode = Mode.OFFLOAD) -> Recordi
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(path, ip, checksums)
+        return _load(path, ip, checksums, name if name is not None else str(path))
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _load(path: str | Path, ip: bytes, checksums: Mode) -> Recording:
+def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str
+          ) -> Recording:
     damage = ""
     artefacts: dict[bytes, int] = {}
     try:
-        raws, fault = read_intact(path)
+        raws, fault = read_intact(source)
     except OSError as exc:
         raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if fault is not None:
@@ -198,7 +212,7 @@ def _load(path: str | Path, ip: bytes, checksums: Mode) -> Recording:
                              f"(addresses in the capture: {_addresses(raws)})")
     frames.sort(key=lambda f: (f.time_ns, f.number))
     end_ns = max(frames[-1].time_ns, last_ns - t0)
-    return Recording(str(path), ip, frames, flows, mac, vlan, neighbours, len(raws), ignored,
+    return Recording(path, ip, frames, flows, mac, vlan, neighbours, len(raws), ignored,
                      end_ns, t0, damage, checksums, artefacts)
 
 
@@ -226,7 +240,19 @@ def _tcp_checksum_verdict(frame: bytes, src: bytes, dst: bytes) -> Verdict:
 
 def offload_classes(frames: Sequence[tuple[bool, Segment]]) -> list[bool]:
     """For each frame sent by the emulated host (``outbound``), in order: True when only
-    the NIC's QP produces it.
+    the NIC's QP produces it (see :class:`OffloadClassifier`)."""
+    classifier = OffloadClassifier()
+    out: list[bool] = []
+    for outbound, seg in frames:
+        nic = classifier.feed(outbound, seg)
+        if nic is not None:
+            out.append(nic)
+    return out
+
+
+class OffloadClassifier:
+    """Classifies one flow's frames as they come: which frames of the emulated host only
+    the NIC's QP produces.
 
     The hand-off point is the accepting MPA reply (R=0) sent by the responder (the side
     that received the first SYN) after a request. A passive host's frames after its reply
@@ -235,40 +261,44 @@ def offload_classes(frames: Sequence[tuple[bool, Segment]]) -> list[bool]:
     A "reply" from the initiator, or one before any request, is a malformed frame the CM
     handles (``irdma_parse_mpa``), not a hand-off.
     """
-    out: list[bool] = []
-    initiator: bool | None = None  # True: the emulated host sent the first SYN
-    requested = False
-    reply_by: bool | None = None
-    cm_ack_pending = False
-    for outbound, seg in frames:
-        if initiator is None and seg.flags & SYN and not seg.flags & ACK:
-            initiator = outbound
+
+    __slots__ = ("cm_ack_pending", "initiator", "reply_by", "requested")
+
+    def __init__(self) -> None:
+        self.initiator: bool | None = None  # True: the emulated host sent the first SYN
+        self.requested = False
+        self.reply_by: bool | None = None
+        self.cm_ack_pending = False
+
+    def feed(self, outbound: bool, seg: Segment) -> bool | None:
+        """The next frame of the flow: None for a received frame, else True when only the
+        NIC's QP sends it."""
+        if self.initiator is None and seg.flags & SYN and not seg.flags & ACK:
+            self.initiator = outbound
         kind = mpa_kind(seg.payload) if seg.payload else ""
         if kind == "request":
-            requested = True
-            if initiator is None:  # the capture began after the handshake
-                initiator = outbound
-        handoff = (kind == "reply" and reply_by is None and requested
-                   and initiator is not None and outbound != initiator)
+            self.requested = True
+            if self.initiator is None:  # the capture began after the handshake
+                self.initiator = outbound
+        handoff = (kind == "reply" and self.reply_by is None and self.requested
+                   and self.initiator is not None and outbound != self.initiator)
         if not outbound:
             if handoff:
-                reply_by = False
-                cm_ack_pending = True
-            continue
+                self.reply_by = False
+                self.cm_ack_pending = True
+            return None
         if kind in ("request", "reply", "reject"):
-            out.append(False)
             if handoff:
-                reply_by = True
-            continue
-        if reply_by is None:
-            out.append(False)
-        elif reply_by is False and cm_ack_pending and seg.flags == ACK and not seg.payload:
-            cm_ack_pending = False
-            out.append(False)
-        else:
-            cm_ack_pending = False
-            out.append(True)
-    return out
+                self.reply_by = True
+            return False
+        if self.reply_by is None:
+            return False
+        if self.reply_by is False and self.cm_ack_pending and seg.flags == ACK \
+                and not seg.payload:
+            self.cm_ack_pending = False
+            return False
+        self.cm_ack_pending = False
+        return True
 
 
 def mpa_kind(payload: bytes) -> str:

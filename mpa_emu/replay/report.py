@@ -119,7 +119,7 @@ class ReplayReport:
         cmp = self.comparison
         ip = ip_text(self.recording.ip)
         mode = " (semantic)" if cmp.semantic else ""
-        tail = (f"{len(cmp.matched)}/{cmp.compared} frames of {ip} matched, "
+        tail = (f"{cmp.matched_total}/{cmp.compared} frames of {ip} matched, "
                 f"{len(cmp.warnings)} NIC warning(s), {len(cmp.extra)} extra frame(s) "
                 "after the capture")
         sem = self.semantic.first if self.semantic is not None else None
@@ -281,10 +281,10 @@ class ReplayReport:
                         "strict_offload": o.strict_offload, "semantic": o.semantic,
                         "horizon": o.horizon_ns / 1e9, "seed": o.seed},
             "frames": self.recording.total_frames,
-            "frames_to_or_from_emulated_host": len(self.recording.frames),
+            "frames_to_or_from_emulated_host": self.recording.relevant_frames,
             "ignored_frames": self.recording.ignored,
             "compared": cmp.compared,
-            "matched": len(cmp.matched),
+            "matched": cmp.matched_total,
             "first_divergence_frame": self._first_frame(),
             "divergences": [self._divergence_json(d) for d in cmp.divergences],
             "extra": [_emitted_json(e) for e in cmp.extra],
