@@ -21,6 +21,8 @@ from mpa_emu.cm.events import IwEvent, Upcall
     (["--address", "192.0.2.2", "--mac", "02:00:00"], "not a MAC address"),
     (["--address", "192.0.2.2@5000"], "VLAN id must be 0..4094"),
     (["--address", "192.0.2.2@x"], "VLAN id must be 0..4094"),
+    (["--address", "192.0.2.2", "--device-reset-at", "-1"],
+     "--device-reset-at must be a finite number of seconds, 0 or more"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str],
                                           message: str) -> None:

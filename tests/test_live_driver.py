@@ -121,6 +121,16 @@ class ScriptedCore:
         self.calls.append(("disconnect", (conn, graceful)))
         self.states.pop(conn, None)
 
+    def device_reset(self, *, now_ns: int) -> list[int]:
+        self.calls.append(("device_reset", now_ns))
+        closed, self.states = list(self.states), {}
+        return closed
+
+    def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
+                             disconnect_all: bool = False, now_ns: int) -> list[int]:
+        self.calls.append(("teardown_connections", (ip, vlan, disconnect_all)))
+        return []
+
     def node(self, conn: int) -> Any:
         return NodeStub(StateName(self.states[conn])) if conn in self.states else None
 
@@ -332,3 +342,18 @@ def test_refused_policy_verb_is_recorded_and_reported(rig: Rig) -> None:
     rig.host.poll(0)
     assert [(f.verb, f.errno) for f in seen] == [("accept", errno.ECONNRESET)]
     assert rig.host.failures == seen
+
+
+
+def test_device_reset_reaches_the_core_and_flushes_its_frames(rig: Rig) -> None:
+    rig.core.states = {1: "OFFLOADED", 2: "SYN_SENT"}
+    assert rig.host.device_reset() == [1, 2]
+    assert len(rig.core.called("device_reset")) == 1
+    assert [r.kind for r in rig.trace.records if r.kind == "device_reset"] == ["device_reset"]
+
+
+def test_teardown_passes_the_selection_to_the_core(rig: Rig) -> None:
+    rig.host.teardown(OUR_IP, vlan=7)
+    rig.host.teardown(disconnect_all=True)
+    assert rig.core.called("teardown_connections") == [(OUR_IP, 7, False), (None, None, True)]
+

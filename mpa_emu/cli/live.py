@@ -79,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE.pcapng",
                         help="capture every frame crossing the TAP, with comments")
     parser.add_argument("--trace", metavar="FILE.jsonl", help="write the structured trace")
+    parser.add_argument("--device-reset-at", type=float, metavar="SECONDS",
+                        help="reset the emulated NIC this long after start (rf->reset: "
+                             "every connection closed, nothing sent)")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="stop after SECONDS (default: until Ctrl-C)")
     parser.add_argument("--seed", type=seed, default=0, metavar="N",
@@ -115,6 +118,7 @@ def _check(args: argparse.Namespace) -> None:
     check_seconds("--duration", args.duration, positive=True)
     check_seconds("--delay", args.delay)
     check_seconds("--grace", args.grace)
+    check_seconds("--device-reset-at", args.device_reset_at)
     if args.retrans is not None and not 0 <= args.retrans <= 64:
         raise CliError(f"--retrans must be 0..64, got {args.retrans}")
     # Before the TAP exists: a typo in an output path must not leave a device behind.
@@ -239,6 +243,10 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
             except (driver.LiveError, ValueError) as exc:
                 print(f"connect to {ip_text_}:{port} failed: {exc}", file=sys.stderr, flush=True)
                 failed = True
+        if args.device_reset_at is not None:
+            host.after(round(args.device_reset_at * 1e9), lambda: print(
+                f"device reset: closed {len(host.device_reset())} connection(s)",
+                flush=True))
         duration = args.duration if args.duration is not None else float("inf")
         host.run_for(duration, stop=lambda: stop["now"])
     finally:

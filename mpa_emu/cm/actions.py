@@ -41,7 +41,7 @@ class KernelHang(Exception):
 
 def active_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     """``irdma_active_open_err``: stop resending, maybe RST, CLOSED, ABORTED event."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.stats["connect_errs"] += 1
     old = node.state.name
     if reset:
@@ -53,7 +53,7 @@ def active_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
 
 def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     """``irdma_passive_open_err``: CLOSED, then RST (consuming the reference) or put."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.stats["passive_errs"] += 1
     old = node.state.name
     cm.set_state(node, S.CLOSED, "irdma_passive_open_err")
@@ -61,9 +61,8 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
         if not send.send_reset(cm, node, f"irdma_send_reset: irdma_passive_open_err "
                                          f"{old} -> CLOSED"):
             # Unless another put follows (the SYN path does one), the node stays.
-            cm.leaks[node.conn] = ("irdma_passive_open_err: RST not sent (no AH), its "
-                                   "reference is not consumed: CLOSED node with a leaked "
-                                   "reference")
+            cm.record_leak(node, "irdma_passive_open_err: RST not sent (no AH), its "
+                           "reference is not consumed: CLOSED node with a leaked reference")
     else:
         cm.rem_ref(node)
 
@@ -163,7 +162,7 @@ def misuse(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def cleanup(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cleanup_retrans_entry`` only; payload is neither taken nor ACKed."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     if isinstance(rx, Segment) and rx.payload:
         cm.drop(rx, r.kernel_fn, f"{node.state.name}: payload ignored, not ACKed", node)
     return GO_ON
@@ -200,14 +199,14 @@ def passive_open_err_quiet(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome
 
 def reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A CLOSED node hit again: cleanup, another RST on an extra reference."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     send.send_reset_held(cm, node, f"irdma_send_reset: {r.kernel_fn} CLOSED")
     return GO_ON
 
 
 def free_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Cleanup, CLOSED, drop the base reference."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     cm.rem_ref(node)
     return GO_ON
@@ -270,7 +269,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_handle_synack_pkt`` in SYN_SENT: ``irdma_check_syn``, options, ACK and
     the MPA request."""
     seg = _seg(rx)
-    send.cleanup(node)
+    send.cleanup(cm, node)
     if seg.ack != node.loc_seq_num:
         cm.drop(seg, "irdma_check_syn",
                 f"SYN-ACK ack {seg.ack} != loc_seq_num {node.loc_seq_num}", node)
@@ -279,7 +278,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.rem_ack_num = seg.ack
     if tcp_options(cm, node, seg, passive=False):
         return GO_ON
-    send.cleanup(node)
+    send.cleanup(cm, node)
     node.rcv_nxt = (seg.seq + 1) & MASK32
     send.send_ack(cm, node, "irdma_send_ack: SYN_SENT -> MPAREQ_SENT")
     if not send.send_mpa_request(cm, node, "irdma_send_mpa_request: SYN_SENT -> "
@@ -294,7 +293,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def synack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """SYN-ACK on a LISTENING node: ``loc_seq_num = ack``, CLOSED, RST."""
     node.loc_seq_num = _seg(rx).ack
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
@@ -310,7 +309,7 @@ def synack_reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """ACK on a LISTENING node: cleanup, CLOSED, RST."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
@@ -318,7 +317,7 @@ def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def fin_wait1_acked(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Our FIN acknowledged: FIN_WAIT2 (which has no timer)."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.FIN_WAIT2, r.kernel_fn)
     return GO_ON
 
@@ -328,7 +327,7 @@ def syn_rcvd_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     payload goes to ``irdma_handle_rcv_mpa`` (the ``MPA`` row of ESTABLISHED). An
     option error stops the segment (its FIN is not processed)."""
     seg = _seg(rx)
-    send.cleanup(node)
+    send.cleanup(cm, node)
     if tcp_options(cm, node, seg, passive=True):
         return STOP
     node.rem_ack_num = seg.ack
@@ -349,7 +348,7 @@ def mpareq_acked(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def established_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Data in ESTABLISHED: ``rcv_nxt`` past it, then ``irdma_handle_rcv_mpa``."""
     seg = _seg(rx)
-    send.cleanup(node)
+    send.cleanup(cm, node)
     node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
     cm.dispatch(node, Input.MPA, seg)
     return GO_ON
@@ -389,7 +388,7 @@ def mpa_reply(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     reject = parse(cm, node, seg, initiator=True)
     if reject is None:
         return GO_ON
-    send.cleanup(node)
+    send.cleanup(cm, node)
     if reject:
         cm.set_state(node, S.MPAREJ_RCVD, r.kernel_fn)
         etype = CmEventType.MPA_REJECT
@@ -419,7 +418,7 @@ def fin_to_last_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """The peer closes first: ``rcv_nxt++``, LAST_ACK, our FIN (retransmitted)."""
     old = node.state.name
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.LAST_ACK, r.kernel_fn)
     send.send_fin(cm, node, f"irdma_send_fin: {old} -> LAST_ACK")
     return GO_ON
@@ -429,7 +428,7 @@ def fin_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN while our MPA request waits: ABORTED, CLOSED, RST."""
     create_event(cm, node, CmEventType.ABORTED)
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_handle_fin_pkt "
                                    "MPAREQ_SENT -> CLOSED")
@@ -439,7 +438,7 @@ def fin_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def fin_simultaneous(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT1: CLOSING and an ACK (no retransmission entry is left)."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSING, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT1 -> CLOSING")
     return GO_ON
@@ -448,7 +447,7 @@ def fin_simultaneous(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def fin_time_wait(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT2: TIME_WAIT, ACK, a close entry in ``HZ/10``."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.TIME_WAIT, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT2 -> TIME_WAIT")
     send.schedule_close(cm, node)
@@ -458,7 +457,7 @@ def fin_time_wait(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def fin_again_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A second FIN in TIME_WAIT: freed at once, not ACKed."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     cm.rem_ref(node)
     return GO_ON
@@ -540,7 +539,7 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_reject`` from MPAREQ_RCVD: the reject frame with ACK|FIN
     (``irdma_send_mpa_reject``), FIN_WAIT1; after a peer RST freed without a packet."""
     pdata = _pdata(rx)
-    send.cleanup(node)
+    send.cleanup(cm, node)
     node.pdata_size = len(pdata)
     node.passive_state += 1
     if node.passive_state == SEND_RESET_EVENT:
@@ -567,7 +566,7 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def reject_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_reject`` after the listener went: freed, no packet."""
     node.held_by_app = False
-    send.cleanup(node)
+    send.cleanup(cm, node)
     node.passive_state += 1
     if node.passive_state == SEND_RESET_EVENT:
         cm.set_state(node, S.CLOSED, r.kernel_fn)
@@ -583,11 +582,11 @@ def close_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if node.send_entry is not None and node.refcnt == 1:
         raise CmError(EINVAL, f"irdma_cm_close in state {node.state.name}: the node is "
                       "held only by its retransmission entry, not by the caller")
-    send.cleanup(node)
+    send.cleanup(cm, node)
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_cm_close "
                                      f"{node.state.name}"):
-        cm.leaks[node.conn] = "irdma_cm_close: RST not sent (no AH), base reference " \
-                              "not consumed"
+        cm.record_leak(node, "irdma_cm_close: RST not sent (no AH), base reference not "
+                       "consumed")
         cm.tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
     return GO_ON
 
@@ -615,14 +614,14 @@ def listener_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     ``irdma_reset_list_prep``): cleanup, RST, LISTENER_DESTROYED; the base reference
     goes too unless the application holds the request (MPAREQ_RCVD). A RST that
     cannot be sent leaves the node CLOSED with a leaked reference."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     old = node.state
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_dec_refcnt_listen "
                                      f"{old.name} -> LISTENER_DESTROYED"):
         cm.set_state(node, S.CLOSED, r.kernel_fn)
-        cm.leaks[node.conn] = "listener destroyed, RST not sent (no AH): CLOSED with a " \
-                              "leaked reference (irdma_dec_refcnt_listen ignores " \
-                              "irdma_send_reset's failure)"
+        cm.record_leak(node, "listener destroyed, RST not sent (no AH): CLOSED with a "
+                       "leaked reference (irdma_dec_refcnt_listen ignores "
+                       "irdma_send_reset's failure)")
         cm.tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
         return GO_ON
     cm.set_state(node, S.LISTENER_DESTROYED, r.kernel_fn)
@@ -651,7 +650,7 @@ def expire_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                      "-> CLOSED"):
-        cm.leaks[node.conn] = "retransmissions expired, RST not sent (no AH)"
+        cm.record_leak(node, "retransmissions expired, RST not sent (no AH)")
     return GO_ON
 
 
@@ -678,7 +677,7 @@ def close_entry_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def teardown_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_teardown_connections`` on a node without QP, as the NULL-checked
     kernel would (``Quirks.teardown_null_qp_oops`` off): cleanup, CLOSED, RST, put."""
-    send.cleanup(node)
+    send.cleanup(cm, node)
     cm.set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_cm_teardown_connections "
                                    "-> CLOSED")

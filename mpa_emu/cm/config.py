@@ -32,7 +32,14 @@ class Quirks:
     """irdma_send_cm_event: ``event.private_data_len`` is a u8, so lengths wrap mod 256."""
 
     reject_pdata_u8: bool = True
-    """irdma_reject/irdma_cm_reject: ``pdata_len`` is a u8 (real limit 255, checked 520)."""
+    """rdma_reject/iw_cm_reject/irdma_reject: ``pdata_len`` is a u8, so a longer buffer's
+    length wraps mod 256 (256 bytes go out as 0) and the ``pdata_len + 24 > 544`` check
+    of irdma_reject can never fire; ``False`` refuses over-long data with -EINVAL."""
+
+    conn_pdata_u8: bool = True
+    """rdma_accept/rdma_connect: ``rdma_conn_param.private_data_len`` is a u8, copied
+    into ``iw_cm_conn_param`` by cma_accept_iw/cma_connect_iw, so the length wraps mod
+    256; ``False`` models a u16 length (iw_cm_conn_param) with today's refusals."""
 
     mpa_v1_fallback: bool = True
     """irdma_handle_rst_pkt: a RST in SYN_SENT/MPAREQ_SENT at rev 2 retries once at rev 1."""
@@ -89,6 +96,10 @@ class CmConfig:
     host_stack_rst: bool = False
     """A SYN matching no listener reaches the Linux host stack; ``True`` makes that stack
     answer with a RST (outside cm.c), ``False`` keeps it silent."""
+    keep_addr_on_down: bool = False
+    """net.ipv6.conf.*.keep_addr_on_down: when False (Linux's default) a link down makes
+    addrconf remove the interface's IPv6 addresses, which reaches irdma_if_notify through
+    the inet6addr notifier; IPv4 addresses always survive a link down."""
     ah_latency_ns: int = 0
     """Latency of the asynchronous AH create and qhash add before the passive SYN-ACK."""
     ah_create_fails: bool = False

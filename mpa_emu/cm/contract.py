@@ -155,3 +155,9 @@ class CoreOps(Protocol):
 
     def establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: parked disconnect workers go on."""
+
+    def record_leak(self, node: CmNode, reason: str) -> None:
+        """Name why the kernel keeps ``node``; the first cause stays."""
+
+    def has_address(self, ip: bytes) -> bool:
+        """Whether ``ip`` is one of the host's addresses."""

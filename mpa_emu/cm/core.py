@@ -40,10 +40,12 @@ from mpa_emu.cm import disconnect, refs, send, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
+from mpa_emu.cm.device import DeviceVerbs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import EINVAL, IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
+from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.nodes import (
     IsnChooser,
@@ -53,12 +55,13 @@ from mpa_emu.cm.nodes import (
     make_cm_node,
     record_ird_ord,
 )
+from mpa_emu.cm.pdata import as_u8
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq
 from mpa_emu.cm.teardown import ListenerLike
 from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
-from mpa_emu.cm.transitions import TABLE
+from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
 from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
@@ -75,7 +78,7 @@ MASK32 = 0xFFFFFFFF
 DEFAULT_CONFIG = CmConfig()
 
 
-class CmCore:
+class CmCore(DeviceVerbs):
     """One emulated host's irdma connection manager (see the module docstring).
 
     ``name`` names the host in traces, ``mac`` is its port's address, ``seed`` seeds the
@@ -110,6 +113,13 @@ class CmCore:
              "accepts", "nodes_created", "nodes_destroyed", "listen_created",
              "listen_destroyed"), 0)
         self._link_up = True
+        self.rf_reset = False
+        """``rf->reset``: a device reset is in progress (CQP commands are dropped)."""
+        self.ilq_stuck = False
+        """irdma_process_options looped on a zero-length option: the CM receive path
+        never returns, so every later CM segment is lost."""
+        self.netdevs = NetdevList()
+        """The host's devices in registration order (``for_each_netdev``)."""
         self._rng = random.Random(seed)
         self._isn = isn
         self._hz = config.hz
@@ -133,6 +143,7 @@ class CmCore:
             raise CmError(EINVAL, f"VLAN id {vlan} out of range 0..4095")
         self._enter(now_ns)
         vlan_id = NO_VLAN if vlan is None else vlan
+        self.netdevs.register(vlan_id)
         self._addresses[ip] = vlan_id
         self._if_notify_one(ip, vlan_id, ifup=True)
         self._finish()
@@ -144,15 +155,6 @@ class CmCore:
         self._enter(now_ns)
         vlan_id = self._addresses.pop(ip)
         self._if_notify_one(ip, vlan_id, ifup=False)
-        self._finish()
-
-    def link_down(self, *, now_ns: int) -> None:
-        """The port went down: every local address goes through ``irdma_if_notify``
-        with ``ifup=False`` (the addresses stay configured)."""
-        self._enter(now_ns)
-        self._link_up = False
-        for ip, vlan_id in list(self._addresses.items()):
-            self._if_notify_one(ip, vlan_id, ifup=False)
         self._finish()
 
     def set_neighbour(self, ip: bytes, mac: bytes | None) -> None:
@@ -239,7 +241,7 @@ class CmCore:
             raise CmError(ENOMEM, "a matching listener is active (irdma_make_listen_node)")
         self._enter(now_ns)
         lst = table.make_listen_node(found, addr, port, ipv4, vlan_id, backlog, wildcard,
-                                     tos, self._addresses)
+                                     tos, self.netdevs.walk(self._addresses, ipv4))
         self.stats["listen_created"] += 1
         self.tr("listen_created", "irdma_create_listen", listener=lst.ident,
                 addr=addr, port=port, vlan=vlan_id, reused=lst.reused_node)
@@ -274,6 +276,8 @@ class CmCore:
             raise CmError(EINVAL, f"MTU {self.config.mtu} too small")
         if local_ip not in self._addresses:
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
+        if self.config.quirks.conn_pdata_u8:
+            private_data = as_u8("connect", "irdma_connect", private_data, self.tr)
         if len(private_data) > MAX_PRIV_DATA_LEN:
             raise CmError(EINVAL, f"private data of {len(private_data)} bytes overflows "
                           "pdata_buf[512]")
@@ -329,6 +333,8 @@ class CmCore:
         if node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
+        if self.config.quirks.conn_pdata_u8:
+            private_data = as_u8("accept", "irdma_accept", private_data, self.tr)
         if len(private_data) + MPA_V2_HDR > 0xFFFF:
             raise CmError(EINVAL, "private data does not fit PD_Length")
         self._enter(now_ns)
@@ -344,17 +350,18 @@ class CmCore:
 
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_reject`` -> ``irdma_cm_reject``: MPA reply with R, private data and
-        FIN in one segment. Over the limit (``len + 24 > 544``, or over 255 with the u8
-        quirk) raises :class:`CmError` and sends nothing, as does a passive node the
-        application does not hold (no CONNECT_REQUEST delivered, or already given back).
-        On an active node it does nothing, as the kernel."""
+        FIN in one segment. ``pdata_len`` is a u8 (``Quirks.reject_pdata_u8``): a longer
+        buffer's length wraps mod 256, as ``rdma_reject``/``iw_cm_reject`` pass it, and the
+        trace says so; with the quirk off, over the limit (``len + 24 > 544``) raises
+        :class:`CmError` and sends nothing. A passive node the application does not hold
+        (no CONNECT_REQUEST delivered, or already given back) is refused. On an active
+        node it does nothing, as the kernel."""
         node = self._verb_node(conn)
         if not node.client:
             self._check_held(node, "reject")
+        if self.config.quirks.reject_pdata_u8:
+            private_data = as_u8("reject", "irdma_reject", private_data, self.tr)
         plen = len(private_data)
-        if self.config.quirks.reject_pdata_u8 and plen > 0xFF:
-            raise CmError(EINVAL, f"reject private data of {plen} bytes: pdata_len is a "
-                          "u8 in irdma_reject (at most 255)")
         if plen + MPA_V2_HDR > 544:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: {plen} + 24 > "
                           "544 (irdma_reject)")
@@ -376,6 +383,11 @@ class CmCore:
         for an early-state node that only its retransmission entry keeps (the caller's
         reference is gone: the kernel would free it under the timer)."""
         node = self._verb_node(conn)
+        if node.state == S.LISTENING:
+            # only irdma_receive_ilq holds it, stuck in irdma_process_options: no cm_id
+            # leads to it, so irdma_cm_close is never called on it
+            raise CmError(EINVAL, f"irdma_cm_close on connection {conn}: the node is "
+                          "held only by the receive path stuck in irdma_process_options")
         self._enter(now_ns)
         self.dispatch(node, Input.CLOSE, None)
         self._finish()
@@ -445,7 +457,7 @@ class CmCore:
         out: list[tuple[int, CmState, str | None]] = []
         for conn in self.conns():
             n = self.nodes.by_conn[conn]
-            reason = leak_reason(n, self.leaks.get(n.conn))
+            reason = leak_reason(n, self.leaks.get(n.conn), gen=self.config.gen)
             out.append((conn, n.state, reason))
             self.tr("kernel_leak", "irdma_rem_ref_cm_node", conn=conn,
                     state=n.state.name, refcnt=n.refcnt, reason=reason)
@@ -589,6 +601,8 @@ class CmCore:
     def dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` and check where it left the node."""
         r = TABLE[(node.state, inp)]
+        if not r.reachable:
+            unreachable_row_ran(r, self.tr)
         self._rows_running += 1
         try:
             result = r.run(self, node, r, rx)
@@ -645,6 +659,15 @@ class CmCore:
             disconnect.on_ae(self, conn, ae, self._now_ns)
             ae = qp.next_ae()
         self.nic.track(key, qp, node_alive=key in self.nodes.by_key)
+
+    def record_leak(self, node: CmNode, reason: str) -> None:
+        """Name why the kernel keeps ``node``; the first cause stays (a later symptom
+        of the same leak does not replace it)."""
+        self.leaks.setdefault(node.conn, reason)
+
+    def has_address(self, ip: bytes) -> bool:
+        """Whether ``ip`` is one of the host's addresses."""
+        return ip in self._addresses
 
     def establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: disconnect workers waiting in
@@ -799,6 +822,12 @@ class CmCore:
                 self.drain_qp(key)
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
+        if self.ilq_stuck:
+            # irdma_process_options never returned: the ILQ's receive path spins, so no
+            # later segment reaches the CM (offloaded QPs are served by the hardware)
+            self.drop(seg, "irdma_receive_ilq", "receive path stuck in "
+                      "irdma_process_options (zero-length option loop)")
+            return
         node = by_key.get(key)
         if node is None:
             node = self._passive_node(seg, key)
@@ -813,7 +842,8 @@ class CmCore:
         try:
             self._process_pkt(node, seg)
         except KernelHang as hang:
-            self.leaks[node.conn] = f"receive path stuck in irdma_process_options: {hang}"
+            self.ilq_stuck = True
+            self.record_leak(node, f"receive path stuck in irdma_process_options: {hang}")
             self.tr("kernel_bug", "irdma_process_options", conn=node.conn,
                     reason=f"infinite loop on {hang}; the segment is lost and the "
                            "lookup reference never released")
@@ -866,7 +896,7 @@ class CmCore:
         may carry, then a FIN alone."""
         flags = seg.flags
         if flags & RST:
-            send.cleanup(node)  # irdma_handle_rst_pkt cleans up first
+            send.cleanup(self, node)  # irdma_handle_rst_pkt cleans up first
             self.dispatch(node, Input.RST, seg)
             return
         if flags & SYN:

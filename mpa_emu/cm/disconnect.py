@@ -298,9 +298,13 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
         iw.ibqp_state = IbQpState.ERR
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
+    in_reset = bool(getattr(core, "rf_reset", False))
     core.record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
-                reset_tcp_conn=reset_tcp_conn, rst=reset_tcp_conn and qp.tcp_alive)
-    qp.modify_qp(target, now_ns, reset_tcp_conn=reset_tcp_conn if target == "err" else None)
+                reset_tcp_conn=reset_tcp_conn,
+                rst=reset_tcp_conn and qp.tcp_alive and not in_reset)
+    if not in_reset:  # irdma_handle_cqp_op: no CQP command reaches a NIC being reset
+        qp.modify_qp(target, now_ns,
+                     reset_tcp_conn=reset_tcp_conn if target == "err" else None)
     core.collect_qp_frames(conn)
     iw.iwarp_state = next_state
     if iw.ibqp_state <= IbQpState.RTS:
@@ -387,7 +391,8 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
         return
     iw = qp.iwqp
     had_cm_id = iw.cm_id
-    issue_disconn, status, issue_close = disconn_decision(iw)
+    issue_disconn, status, issue_close = disconn_decision(
+        iw, device_reset=bool(getattr(core, "rf_reset", False)))
     if iw.term_flags:
         iw.terminate_at = None  # irdma_terminate_del_timer
     if issue_close:

@@ -29,9 +29,10 @@ _BY_STATE = {
 }
 
 
-def leak_reason(n: CmNode, known: str | None) -> str | None:
-    """The reason ``n`` stays in the table; ``known`` is the one an error path recorded.
-    None while the node still counts down, or when no reason is known (a bug)."""
+def leak_reason(n: CmNode, known: str | None, *, gen: int = 2) -> str | None:
+    """The reason ``n`` stays in the table; ``known`` is the one an error path recorded
+    (the first cause). None while the node still counts down, or when no reason is known
+    (a bug). ``gen`` is the hardware generation (GEN_2 sends nothing without an AH)."""
     if known is not None:
         return known
     if n.send_entry is not None or n.close_entry is not None or n.qhash_pending:
@@ -53,4 +54,9 @@ def leak_reason(n: CmNode, known: str | None) -> str | None:
                 "irdma_send_syn_cqp_callback could not form the SYN-ACK)")
     if st == S.CLOSED and n.refcnt > 0:
         return "CLOSED node with a leaked reference"
+    if st in (S.LAST_ACK, S.FIN_WAIT1) and not n.ah_valid and gen == 2:
+        # irdma_send_fin -> irdma_form_ah_cm_frame: no AH (the asynchronous AH of a
+        # passive node not created yet, or failed), so no FIN and no entry
+        return (f"{st.name} without a FIN entry: the FIN could not be built without an "
+                "AH, nothing retransmits it and no timer ends the node")
     return None

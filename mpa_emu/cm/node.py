@@ -94,6 +94,12 @@ class ChildListener:
         self.qhash_set = True
 
 
+REFCOUNT_SATURATED = 0xC000_0000
+"""``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
+zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
+kernel)."""
+
+
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
@@ -103,7 +109,8 @@ class CmNode:
         "loc_ack_num",
         "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
         "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
-        "pdata_size", "qhash_pending", "qhash_set", "qp", "qp_linked", "rcv_mark_en",
+        "pdata_size", "qhash_pending", "qhash_set", "qp", "qp_error", "qp_linked",
+        "rcv_mark_en",
         "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_addr",
         "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
         "snd_mark_en", "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
@@ -156,6 +163,9 @@ class CmNode:
         self.qhash_set = False
         self.qhash_pending = False
         self.held_by_app = False
+        self.qp_error = False
+        """The driver QP was moved to ERR before offload (``iwarp_state`` ERROR), so
+        ``irdma_modify_qp(RTS)`` will fail."""
         """A passive node the CONNECT_REQUEST upcall handed to the application
         (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
         and not yet given back by a reject or a failed accept."""

@@ -10,7 +10,7 @@ step; it never calls the core and decides nothing about states or references.
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
@@ -193,10 +193,12 @@ class NodeTable:
 
     def make_listen_node(self, found: Listener | None, addr: bytes, port: int, ipv4: bool,
                          vlan_id: int, backlog: int, wildcard: bool, tos: int,
-                         addresses: dict[bytes, int]) -> Listener:
+                         addresses: Iterable[tuple[bytes, int]]) -> Listener:
         """``irdma_make_listen_node``: reuse ``found`` (a listener being destroyed,
         whose backlog count starts again at 0) or link a new one; a new wildcard
-        listener gets a child per local address of its family (``irdma_add_mqh``)."""
+        listener gets a child per local address of its family (``irdma_add_mqh``),
+        ``addresses`` given as ``(address, vlan_id)`` in ``for_each_netdev`` order
+        (:meth:`mpa_emu.cm.netdevs.NetdevList.walk`)."""
         if found is not None:
             lst = found
             lst.refcnt += 1  # the reference irdma_find_listener took is kept
@@ -214,10 +216,9 @@ class NodeTable:
         lst.tos = tos
         if not lst.reused_node:
             if wildcard:
-                for a, v in addresses.items():  # irdma_add_mqh
-                    if (len(a) == 4) == ipv4:
-                        lst.children.insert(0, ChildListener(a, v))
-                        lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
+                for a, v in addresses:  # irdma_add_mqh_4/6: each child list_add-ed
+                    lst.children.insert(0, ChildListener(a, v))
+                    lst.vlan_id = v  # quirk: the parent keeps the last child's VLAN
             else:
                 lst.qhash_set = True
         return lst

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.mpa_policy import MpaParams, build_mpa_frame
-from mpa_emu.cm.node import CmNode
+from mpa_emu.cm.node import REFCOUNT_SATURATED, CmNode
 from mpa_emu.cm.nodes import is_loopback
 from mpa_emu.cm.states import VLAN_N_VID
 from mpa_emu.cm.tcp import SEQ_MOD, syn_options
@@ -68,6 +68,8 @@ def schedule_send(cm: CoreOps, node: CmNode, seg: Segment, comment: str, *,
     if node.send_entry is not None:
         # The kernel overwrites the entry without freeing it; callers clean up first.
         node.send_entry.live = False
+        cm.record_leak(node, "irdma_schedule_cm_timer overwrote a live send entry: the "
+                       "old entry's node reference is never dropped")
         cm.tr("kernel_leak", "irdma_schedule_cm_timer", conn=node.conn,
               reason="send entry overwritten: its node reference leaks")
     node.refcnt += 1
@@ -90,15 +92,23 @@ def schedule_close(cm: CoreOps, node: CmNode) -> bool:
     return True
 
 
-def cleanup(node: CmNode) -> None:
+def cleanup(cm: CoreOps, node: CmNode) -> None:
     """``irdma_cleanup_retrans_entry``: stop retransmitting and drop the entry's
-    reference (``refcount_dec``, which must not reach zero)."""
+    reference with ``refcount_dec``. When that was the last reference (a late SYN-ACK's
+    entry), ``refcount_t`` warns "decrement hit 0; leaking memory" and saturates: the
+    node is never freed."""
     entry = node.send_entry
     if entry is not None:
         entry.live = False
         node.send_entry = None
         node.refcnt -= 1
-        assert node.refcnt > 0, "retransmission entry held the last reference"
+        if node.refcnt <= 0:
+            node.refcnt = REFCOUNT_SATURATED
+            cm.record_leak(node, "refcount_dec hit 0 in irdma_free_retrans_entry (the "
+                           "retransmission entry held the last reference): refcount "
+                           "saturated, the node is never freed")
+            cm.tr("kernel_bug", "irdma_free_retrans_entry", conn=node.conn,
+                  reason="refcount_t: decrement hit 0; leaking memory")
 
 
 def send_syn(cm: CoreOps, node: CmNode, sendack: bool, comment: str) -> bool:
@@ -195,6 +205,12 @@ def host_stack(cm: CoreOps, seg: Segment) -> None:
     otherwise (``tcp_v4_send_reset`` / ``tcp_v6_send_reset``, outside cm.c)."""
     if not cm.config.host_stack_rst:
         cm.drop(seg, "irdma_receive_ilq", "no listener: SYN left to the host stack (silent)")
+        return
+    if not cm.has_address(seg.dst_ip):
+        # the host stack has no such address (removed, the VLAN device kept):
+        # ip_route_input finds no local route and the packet is dropped
+        cm.drop(seg, "irdma_receive_ilq",
+                "no listener: the host stack has no such address (dropped)")
         return
     cm.drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
     cm.transmit(host_stack_reset(seg, cm.mac, is_loopback(seg.dst_ip, seg.src_ip)))

@@ -82,6 +82,9 @@ class ListenerLike(Protocol):
 class TeardownHost(disconnect.DisconnectHost, Protocol):
     """What teardown and if_notify need from the CM core on top of the disconnect path."""
 
+    rf_reset: bool
+    """``rf->reset``: a device reset is in progress."""
+
     def local_keys(self) -> Iterable[tuple[bytes, int]]:
         """The (local address, VLAN id) keys of the node index, one per address in use."""
 
@@ -150,12 +153,27 @@ def teardown_connections(core: TeardownHost, ipaddr: bytes, vlan: int,
     return selected
 
 
+def device_reset(core: TeardownHost, now_ns: int) -> list[int]:
+    """A device reset: ``rf->reset`` set, then ``irdma_cm_teardown_connections`` with
+    ``disconnect_all``, whose reset branch calls ``irdma_cm_disconn`` for every QP (the
+    CLOSE decision of ``irdma_cm_disconn_true`` holds under ``rf->reset``). Mainline
+    irdma has no caller passing ``disconnect_all``; its predecessor's close on a reset
+    (``i40iw_close``) did exactly this. Returns the conn ids torn down."""
+    core.rf_reset = True
+    try:
+        return teardown_connections(core, bytes(4), NO_VLAN, True, now_ns)
+    finally:
+        core.rf_reset = False
+
+
 def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
     node = core.cm_node(conn)
     if node is None:
         return  # freed by an earlier node's teardown (refcount_inc_not_zero failed)
     if core.qp(conn) is not None:
         disconnect.modify_qp(core, conn, "err", now_ns)
+        if getattr(core, "rf_reset", False):
+            disconnect.cm_disconn(core, conn, now_ns)  # if (iwdev->rf->reset)
         return
     if core.has_driver_qp(conn):
         # An active node before offload: its QP has no TCP state yet (hw_tcp_state 0),
@@ -163,6 +181,9 @@ def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
         core.record("teardown_node", "irdma_cm_teardown_connections", now_ns, conn=conn,
                     state=node.state.name,
                     action="QP to ERROR before offload: nothing sent, node kept")
+        mark = getattr(core, "qp_error", None)
+        if mark is not None:
+            mark(conn)  # irdma_modify_qp(RTS) will fail when the MPA reply comes
         return
     quirks = getattr(getattr(core, "config", None), "quirks", None)
     if quirks is None or quirks.teardown_null_qp_oops:

@@ -88,8 +88,9 @@ and checks the others are marked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from mpa_emu.cm import actions as a
 from mpa_emu.cm.contract import Action, Row
@@ -139,17 +140,25 @@ _REACHABLE_BY_INPUT: dict[Input, frozenset[CmState]] = {
     # to ESTABLISHED), ESTABLISHED and MPAREQ_SENT.
     Input.MPA: frozenset({S.ESTABLISHED, S.MPAREQ_SENT}),
     Input.CONNECT: frozenset({S.UNKNOWN}),
-    # listener destruction only touches passive nodes
-    Input.DESTROY_LISTEN: _HELD - _ACTIVE_ONLY,
+    # listener destruction only touches passive nodes; irdma_dec_refcnt_listen walks
+    # cm_hash_tbl, so it also meets a node left LISTENING by a receive path stuck in
+    # irdma_process_options (zero-length option loop)
+    Input.DESTROY_LISTEN: (_HELD - _ACTIVE_ONLY) | {S.LISTENING},
     # states that hold a retransmission entry when it runs out: their own SYN, MPA
     # request, reject or FIN, or a late SYN-ACK (irdma_send_syn_cqp_callback sends it
     # whatever the state) that irdma_cm_timer_tick resends until expiry: after
     # a listener destroy, or after a peer that ACKed the ISN moved the node on first
     Input.RETRANS_EXPIRED: frozenset({S.SYN_SENT, S.SYN_RCVD, S.MPAREQ_SENT, S.FIN_WAIT1,
                                       S.LAST_ACK, S.LISTENER_DESTROYED, S.ESTABLISHED,
-                                      S.MPAREQ_RCVD, S.FIN_WAIT2, S.CLOSING}),
-    # a close entry without QP is only scheduled on FIN_WAIT2 -> TIME_WAIT
-    Input.CLOSE_TIMER: frozenset({S.TIME_WAIT}),
+                                      S.MPAREQ_RCVD, S.FIN_WAIT2, S.CLOSING,
+                                      # a late SYN-ACK entry that outlived a reject's
+                                      # FIN exchange (irdma_handle_fin_pkt does not
+                                      # clean up in FIN_WAIT2)
+                                      S.TIME_WAIT}),
+    # a close entry without QP is only scheduled on FIN_WAIT2 -> TIME_WAIT; a peer RST
+    # then moves TIME_WAIT to CLOSED without cancelling it (irdma_handle_rst_pkt), and
+    # the entry fires while another reference (a late qhash completion) keeps the node
+    Input.CLOSE_TIMER: frozenset({S.TIME_WAIT, S.CLOSED}),
     # the qhash completion (AH latency) finds the passive node wherever the peer, the
     # application or a listener destroy took it meanwhile: irdma_check_seq only wants
     # ack == loc_seq_num, which before the SYN-ACK is the ISN itself
@@ -332,6 +341,25 @@ TABLE |= _rows(Input.TEARDOWN, "irdma_cm_teardown_connections", {},
                           "RST!; put (the NULL check the kernel lacks)"))
 
 assert len(TABLE) == len(_ALL) * len(Input)
+
+
+class UnreachableRowRan(AssertionError):
+    """A row marked ``reachable=False`` ran: the table or the core is wrong."""
+
+
+STRICT_REACHABILITY = False
+"""When True (the test suite sets it), a row marked unreachable that runs raises
+:class:`UnreachableRowRan`; otherwise it is recorded in the trace as ``table_bug``."""
+
+
+def unreachable_row_ran(r: Row, trace: Callable[..., Any]) -> None:
+    """Report that row ``r``, marked unreachable, is about to run."""
+    message = (f"{r.kernel_fn}: row {r.state.name} x {r.input.value} is marked "
+               "unreachable but ran")
+    if STRICT_REACHABILITY:
+        raise UnreachableRowRan(message)
+    trace("table_bug", r.kernel_fn, state=r.state.name, input=r.input.value,
+          message=message)
 
 
 def row(state: CmState, inp: Input) -> Row:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, IwEvent, Upcall
+from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, EINVAL, IwEvent, Upcall
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import VLAN_N_VID, CmEventType, CmState
 from mpa_emu.offload.qp import QpInit
@@ -81,6 +81,9 @@ def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
 def event_connected(cm: CoreOps, node: CmNode) -> None:
     """``irdma_cm_event_connected``: offload, RTR, then CONNECT_REPLY(0) (on GEN_2
     once the RTS AE came, or after ``rts_ae_timeout_ns`` anyway)."""
+    if node.qp_error:
+        connected_qp_error(cm, node)
+        return
     init_tsa_conn(cm, node, "irdma_cm_event_connected")
     node.qhash_set = False
     qp = node.qp
@@ -92,6 +95,23 @@ def event_connected(cm: CoreOps, node: CmNode) -> None:
     qp.send_rtr(cm.now_ns)
     cm.drain_qp(node.key)
     if cm.config.gen == 1:
+        connected_complete(cm, node)
+
+
+def connected_qp_error(cm: CoreOps, node: CmNode) -> None:
+    """``irdma_cm_event_connected`` on a QP already in ERR: the RTR WQE is posted but
+    ``irdma_modify_qp(RTS)`` returns -EINVAL (``iwarp_state > RTS``, verbs.c), so the QP
+    never transmits it and no TCP context is loaded; the return value is ignored, the
+    RTS AE never comes, and CONNECT_REPLY(0) follows the wait (GEN_2: 12 s, "Slow
+    Connection" logged only). The peer's accept then times out."""
+    cm.set_state(node, S.OFFLOADED, "irdma_cm_event_connected")
+    node.qhash_set = False
+    cm.tr("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
+          errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
+    if cm.config.gen == 2:
+        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        cm.deferred.add(node.rts_deadline, "rts", node)
+    else:
         connected_complete(cm, node)
 
 

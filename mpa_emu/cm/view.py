@@ -49,6 +49,11 @@ class NodeView:
     close_timer: bool
     listener: int | None
     offloaded_qp: bool
+    qhash_set: bool = False
+    """The connection's own TCP_ESTABLISHED qhash entry is installed (``irdma_connect``,
+    the passive SYN's completion); cleared when the QP takes over."""
+    qp_error: bool = False
+    """The QP went to ERR before offload (``irdma_modify_qp(RTS)`` will fail)."""
 
     @classmethod
     def of(cls, n: CmNode) -> NodeView:
@@ -65,7 +70,7 @@ class NodeView:
             do_lpb=n.do_lpb, ah_valid=n.ah_valid, refcnt=n.refcnt,
             retransmitting=n.send_entry is not None, close_timer=n.close_entry is not None,
             listener=n.listener.ident if n.listener is not None else None,
-            offloaded_qp=n.qp is not None)
+            offloaded_qp=n.qp is not None, qhash_set=n.qhash_set, qp_error=n.qp_error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,14 @@ class ListenerView:
     refcnt: int
     children: tuple[tuple[bytes, int, bool], ...]
     """(address, vlan_id, qhash_set) of each wildcard child."""
+    qhash_set: bool = False
+    """A specific listener's own TCP_SYN qhash entry is installed."""
+
+    @property
+    def syn_qhash_installed(self) -> bool:
+        """Whether a TCP_SYN qhash entry steers SYNs to this listener: its own
+        (``qhash_set``) for a specific address, any child's for a wildcard listener."""
+        return self.qhash_set or any(child[2] for child in self.children)
 
     @classmethod
     def of(cls, lst: Listener) -> ListenerView:
@@ -91,4 +104,25 @@ class ListenerView:
         return cls(lst.ident, lst.loc_addr, lst.loc_port, lst.ipv4, lst.vlan_id,
                    lst.wildcard, lst.backlog, lst.pend_accepts_cnt, lst.listener_state,
                    lst.refcnt, tuple((c.loc_addr, c.vlan_id, c.qhash_set)
-                                     for c in lst.children))
+                                     for c in lst.children), lst.qhash_set)
+
+
+@dataclass(frozen=True, slots=True)
+class QpView:
+    """The QP of one connection, read-only, with the kernel's state names.
+
+    ``iwarp_state`` is ``iwqp->iwarp_state`` (what the driver last asked for:
+    ``IDLE``, ``RTS``, ``CLOSING``, ``TERMINATE``, ``ERROR``...), ``hw_iwarp_state`` and
+    ``hw_tcp_state`` the copies the AEs keep, ``ibqp_state`` the verbs state
+    (``RTS``, ``SQD``, ``ERR``...), and ``tcp_state`` the NIC's own TCP state of the
+    offloaded connection (``NON_EXISTENT`` before offload). ``offloaded`` tells whether
+    the NIC holds the connection's TCP context (after a successful RTS).
+    """
+
+    conn: int
+    offloaded: bool
+    iwarp_state: str
+    hw_iwarp_state: str
+    ibqp_state: str
+    hw_tcp_state: str
+    tcp_state: str

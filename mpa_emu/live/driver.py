@@ -269,6 +269,28 @@ class LiveHost:
         self.core.disconnect(conn, graceful=graceful, now_ns=self.now_ns)
         self._flush()
 
+    def teardown(self, ip: bytes | None = None, *, vlan: int | None = None,
+                 disconnect_all: bool = False) -> list[int]:
+        """``irdma_cm_teardown_connections`` on ``ip`` (and ``vlan``) or on every
+        connection; returns the connection ids selected."""
+        selected = self.core.teardown_connections(ip, vlan=vlan,
+                                                  disconnect_all=disconnect_all,
+                                                  now_ns=self.now_ns)
+        self._flush()
+        return selected
+
+    def device_reset(self) -> list[int]:
+        """A reset of the emulated NIC (``rf->reset``): every connection is closed
+        without a frame on the wire; returns the connection ids."""
+        selected = self.core.device_reset(now_ns=self.now_ns)
+        self._note("device_reset", "irdma_cm_teardown_connections", conns=selected)
+        self._flush()
+        return selected
+
+    def qp_state(self, conn: int) -> Any:
+        """Read-only view of the connection's QP (iWARP and TCP states)."""
+        return self.core.qp_state(conn)
+
     def after(self, delay_ns: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` in the loop ``delay_ns`` from now (at once when 0), then flush."""
         if delay_ns <= 0:

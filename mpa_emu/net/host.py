@@ -86,7 +86,11 @@ class Host:
         self.timer_deadline: int | None = None
         self.link_up = True
         """False after :meth:`link_down`: the NIC drops every arriving frame."""
-        self.vlan_set: frozenset[int | None] = frozenset()
+        self.devices: list[int | None] = [None]
+        """VLAN ids of the host's network devices in registration order: the lower
+        (untagged, ``None``) device first, then a VLAN device for each VLAN the first time
+        an address is added on it. A device stays when its last address goes."""
+        self.vlan_set: frozenset[int | None] = frozenset(self.devices)
         """The same as :attr:`vlans`, kept up to date for the receive path."""
         self.upcalls: list[Upcall] = []
         """Every upcall delivered to this host's application, in order (``Upcall.time_ns``)."""
@@ -113,7 +117,11 @@ class Host:
 
     @property
     def vlans(self) -> frozenset[int | None]:
-        """VLANs this host has an address on (``None`` = untagged); it receives only these."""
+        """VLANs this host has a device on (``None`` = untagged, the lower device); its
+        NIC receives only these. A VLAN device outlives its addresses, so the per-
+        connection qhash entry of ``irdma_connect`` still steers a late segment to the CM
+        after the last address of the VLAN went (irdma_if_notify removes only the
+        listeners' SYN entries)."""
         return self.vlan_set
 
     def add_address(self, ip: Address, *, vlan: int | None = None) -> None:
@@ -123,7 +131,9 @@ class Host:
         packed = as_ip(ip)
         self.core.add_address(packed, vlan=vlan, now_ns=self.net.now_ns)
         self.addresses[packed] = vlan
-        self.vlan_set = frozenset(self.addresses.values())
+        if vlan not in self.devices:
+            self.devices.append(vlan)  # register_netdevice of the VLAN device
+        self.vlan_set = frozenset(self.devices)
         self.timer_stale = True
         self.net.refresh_neighbours()
 
@@ -134,13 +144,15 @@ class Host:
             raise ValueError(f"{self.name} has no address {ip_text(packed)}")
         self.core.remove_address(packed, now_ns=self.net.now_ns)
         del self.addresses[packed]
-        self.vlan_set = frozenset(self.addresses.values())
         self._acted()
 
     def link_down(self) -> None:
-        """The interface loses its link: the core is told, and frames no longer reach it."""
+        """The interface loses its link: frames no longer reach it and the core is told
+        (``irdma_netdevice_event``: IPv4 connections stay; IPv6 addresses go unless
+        ``CmConfig.keep_addr_on_down``, tearing their connections down)."""
         self.link_up = False
-        self.core.link_down(now_ns=self.net.now_ns)
+        for ip in self.core.link_down(now_ns=self.net.now_ns):
+            self.addresses.pop(ip, None)
         self._acted()
 
     def set_neighbour(self, ip: Address, mac: bytes | None) -> None:
@@ -218,6 +230,42 @@ class Host:
         """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
         self.core.disconnect(conn, graceful=graceful, now_ns=self.net.now_ns)
         self._acted()
+
+    def modify_qp_err(self, conn: int) -> None:
+        """``ib_modify_qp(IB_QPS_ERR)`` on the connection's QP: the abortive disconnect
+        after offload; before it (an active connection), the QP only goes to ERR and the
+        later ``irdma_modify_qp(RTS)`` fails, so no RTR is sent."""
+        self.core.modify_qp_err(conn, now_ns=self.net.now_ns)
+        self._acted()
+
+    def teardown(self, ip: Address | None = None, *, vlan: int | None = None,
+                 disconnect_all: bool = False) -> list[int]:
+        """``irdma_cm_teardown_connections``: move the QPs of the connections on ``ip``
+        (and ``vlan``, None = untagged), or of all connections, to ERR. Returns the
+        connection ids selected."""
+        packed = None if ip is None else as_ip(ip)
+        selected = self.core.teardown_connections(packed, vlan=vlan,
+                                                  disconnect_all=disconnect_all,
+                                                  now_ns=self.net.now_ns)
+        self._acted()
+        return selected
+
+    def device_reset(self) -> list[int]:
+        """A reset of the NIC's PCI function (``rf->reset``): every connection is torn
+        down without a frame on the wire and closed (CLOSE upcalls); returns the ids."""
+        selected = self.core.device_reset(now_ns=self.net.now_ns)
+        self._acted()
+        return selected
+
+    def qp_state(self, conn: int) -> Any:
+        """Read-only view of the connection's QP (:class:`~mpa_emu.cm.view.QpView`:
+        iWARP and TCP states), None when it has none."""
+        return self.core.qp_state(conn)
+
+    def listener(self, ident: int) -> Any:
+        """Read-only view of a listener (:class:`~mpa_emu.cm.view.ListenerView`, with
+        ``syn_qhash_installed``), None once it left the listen list."""
+        return self.core.listener(ident)
 
     def node(self, conn: int) -> Any:
         """Read-only view of a connection's cm_node (None once freed)."""

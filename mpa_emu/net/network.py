@@ -290,7 +290,7 @@ class Network:
         VLAN with (hosts on one wire resolve each other: ``irdma_make_cm_node`` needs a resolved
         neighbour)."""
         for host in self._host_list:
-            vlans = host.vlans
+            vlans = set(host.addresses.values())  # ARP/ND needs an address on the VLAN
             for other in self._host_list:
                 if other is host:
                     continue

@@ -41,6 +41,10 @@ class NicQp(Protocol):
         """The driver's copies of the QP's states (``struct irdma_qp``)."""
 
     @property
+    def tcp_state(self) -> TcpState:
+        """The NIC's own TCP state of the connection."""
+
+    @property
     def ae_tcp_state(self) -> TcpState:
         """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
 
@@ -139,6 +143,11 @@ class Nic:
         connection reuses the tuple)."""
         self._qps.pop(key, None)
         self._due.pop(key, None)
+
+    def release_all(self) -> None:
+        """A device reset: the hardware loses every QP, none answers any more."""
+        self._qps.clear()
+        self._due.clear()
 
     def deadline(self) -> int | None:
         """The earliest QP deadline still current, None when no QP waits."""

@@ -42,6 +42,10 @@ class RunLike(Protocol):
     def connections(self) -> dict[str, list[ConnRecord]]:
         """The named active opens."""
 
+    @property
+    def listeners(self) -> dict[str, tuple[str, int]]:
+        """The named listeners: (host, listener id)."""
+
 
 def conn_ids(run: RunLike, name: str, host: str) -> list[int]:
     """The ids of the named connections on ``host``: their own ids on the connecting

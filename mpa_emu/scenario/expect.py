@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mpa_emu.scenario.model import (
         FailureExpect,
         FrameExpect,
+        ListenerExpect,
         StateExpect,
         TraceExpect,
         UpcallExpect,
@@ -48,7 +49,8 @@ def check_all(run: RunLike) -> list[ExpectResult]:
     sc = run.scenario
     results = [*(_upcall(run, e) for e in sc.upcalls), *(_state(run, e) for e in sc.states),
                *(_frame(run, e) for e in sc.frames), *(_failure(run, e) for e in sc.failures),
-               *(_trace(run, e) for e in sc.traces)]
+               *(_trace(run, e) for e in sc.traces),
+               *(_listener(run, e) for e in sc.listeners)]
     if run.result.bounded:
         results.append(ExpectResult(None, "run finishes within max_events", False,
                                     f"stopped after {run.result.events} events at "
@@ -132,7 +134,10 @@ def _upcall(run: RunLike, e: UpcallExpect) -> ExpectResult:
 
 def _state(run: RunLike, e: StateExpect) -> ExpectResult:
     host = run.net.host(e.host)
-    what = f"state of {e.connection} on {e.host} is {e.state}"
+    wanted = [f"{label} {value}" for label, value in (
+        ("state", e.state), ("iwarp_state", e.iwarp_state), ("tcp_state", e.tcp_state))
+        if value is not None]
+    what = f"{' and '.join(wanted)} of {e.connection} on {e.host}"
     records = run.connections.get(e.connection, [])
     if not records:
         return ExpectResult(e.line, what, False, f"{e.connection} was never created "
@@ -144,10 +149,31 @@ def _state(run: RunLike, e: StateExpect) -> ExpectResult:
     seen = []
     for conn in ids:
         view = host.node(conn)
-        seen.append("freed" if view is None else _state_name(view))
-    ok = all(s == e.state for s in seen)
-    return ExpectResult(e.line, what, ok, ", ".join(f"#{c}: {s}" for c, s in zip(ids, seen,
-                                                                                strict=True)))
+        got = []
+        if e.state is not None:
+            got.append(("freed" if view is None else _state_name(view), e.state))
+        if e.iwarp_state is not None or e.tcp_state is not None:
+            qp = host.qp_state(conn)
+            if e.iwarp_state is not None:
+                got.append(("none" if qp is None else qp.iwarp_state, e.iwarp_state))
+            if e.tcp_state is not None:
+                got.append(("none" if qp is None else qp.tcp_state, e.tcp_state))
+        seen.append(got)
+    ok = all(have == want for got in seen for have, want in got)
+    return ExpectResult(e.line, what, ok, ", ".join(
+        f"#{c}: " + "/".join(have for have, _ in got) for c, got in zip(ids, seen, strict=True)))
+
+
+def _listener(run: RunLike, e: ListenerExpect) -> ExpectResult:
+    want = "installed" if e.syn_qhash else "not installed"
+    what = f"SYN qhash of listener {e.listener} on {e.host} {want}"
+    found = run.listeners.get(e.listener)
+    if found is None:
+        return ExpectResult(e.line, what, False, f"{e.listener} was never created")
+    view = run.net.host(found[0]).listener(found[1])
+    installed = view is not None and bool(view.syn_qhash_installed)
+    actual = "gone" if view is None else ("installed" if installed else "not installed")
+    return ExpectResult(e.line, what, installed == e.syn_qhash, actual)
 
 
 def _state_name(view: object) -> str:

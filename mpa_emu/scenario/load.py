@@ -26,6 +26,7 @@ from mpa_emu.scenario.model import (
     FailureExpect,
     FrameExpect,
     HostSpec,
+    ListenerExpect,
     ListenSpec,
     Scenario,
     StateExpect,
@@ -44,6 +45,15 @@ STATE_NAMES = ("UNKNOWN", "INITED", "LISTENING", "SYN_RCVD", "SYN_SENT",
                "CLOSE_WAIT", "TIME_WAIT", "LAST_ACK", "CLOSING", "LISTENER_DESTROYED",
                "CLOSED")
 """enum irdma_cm_node_state without the prefix, in kernel order (spec 1.1)."""
+
+IWARP_STATE_NAMES = ("none", "INVALID", "IDLE", "RTS", "CLOSING", "RTR", "TERMINATE",
+                     "ERROR")
+"""IRDMA_QP_STATE_* without the prefix; ``none`` for a node without a QP."""
+
+TCP_STATE_NAMES = ("none", "NON_EXISTENT", "CLOSED", "LISTEN", "SYN_SENT", "SYN_RECEIVED",
+                   "ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT_1", "CLOSING", "LAST_ACK",
+                   "FIN_WAIT_2", "TIME_WAIT")
+"""IRDMA_TCP_STATE_* without the prefix; ``none`` for a node without a QP."""
 
 MAX_EVENTS_DEFAULT = 2_000_000
 
@@ -128,12 +138,15 @@ class _Loader:
         frames: tuple[FrameExpect, ...] = ()
         failures: tuple[FailureExpect, ...] = ()
         traces: tuple[TraceExpect, ...] = ()
+        listeners: tuple[ListenerExpect, ...] = ()
         if expect is not None:
             upcalls = tuple(self.expect_upcall(t, conn_names) for t in expect.tables("upcall"))
             states = tuple(self.expect_state(t, conn_names) for t in expect.tables("state"))
             frames = tuple(self.expect_frame(t) for t in expect.tables("frame"))
             failures = tuple(self.expect_failure(t) for t in expect.tables("verb_failure"))
             traces = tuple(self.expect_trace(t) for t in expect.tables("trace"))
+            listeners = tuple(self.expect_listener(t, listener_names)
+                              for t in expect.tables("listener"))
             expect.done()
         top.done()
         for d in wire.drops:
@@ -143,7 +156,7 @@ class _Loader:
                         seed=seed, duration_ns=duration, max_events=max_events, wire=wire,
                         hosts=hosts, listens=listens, connects=connects, events=events,
                         upcalls=upcalls, states=states, frames=frames, failures=failures,
-                        traces=traces, tags=tags)
+                        traces=traces, tags=tags, listeners=listeners)
 
     # ---- sections --------------------------------------------------------------
 
@@ -309,7 +322,8 @@ class _Loader:
                  "set_neighbour": "address", "destroy_listener": "listener"}
         if action in needs and t.raw(needs[action]) is None:
             raise t.error(None, f"action {action!r} needs key {needs[action]!r}")
-        if action in ("disconnect", "close", "accept", "reject") and connection is None:
+        if action in ("disconnect", "close", "accept", "reject", "modify_qp_err") \
+                and connection is None:
             raise t.error(None, f"action {action!r} needs key 'connection'")
         mac = self._mac(t, "mac")
         spec = EventSpec(at_ns=t.duration("at", required=True), action=action, host=host,
@@ -317,7 +331,11 @@ class _Loader:
                          connection=connection, listener=listener,
                          graceful=bool(t.flag("graceful", default=True)),
                          private_data=t.data_bytes("private_data") or b"",
-                         mac=mac, line=t.line())
+                         mac=mac, disconnect_all=bool(t.flag("disconnect_all", default=False)),
+                         line=t.line())
+        if action == "teardown" and (address is None) == (not spec.disconnect_all):
+            raise t.error(None, "action 'teardown' needs 'address' or disconnect_all = true, "
+                                "not both")
         t.done()
         return spec
 
@@ -339,8 +357,23 @@ class _Loader:
     def expect_state(self, t: Table, conns: set[str]) -> StateExpect:
         host = self._host(t, "host", required=True)
         connection = self._reference(t, "connection", conns, "connect", required=True)
-        state = t.text("state", required=True, choices=(*STATE_NAMES, "freed"))
-        spec = StateExpect(host=host, connection=connection, state=state, line=t.line())
+        state = t.text("state", choices=(*STATE_NAMES, "freed"))
+        iwarp = t.text("iwarp_state", choices=IWARP_STATE_NAMES)
+        tcp = t.text("tcp_state", choices=TCP_STATE_NAMES)
+        if state is None and iwarp is None and tcp is None:
+            raise t.error(None, "expect.state needs 'state', 'iwarp_state' or 'tcp_state'")
+        spec = StateExpect(host=host, connection=connection, state=state, line=t.line(),
+                           iwarp_state=iwarp, tcp_state=tcp)
+        t.done()
+        return spec
+
+    def expect_listener(self, t: Table, listeners: set[str]) -> ListenerExpect:
+        host = self._host(t, "host", required=True)
+        name = self._reference(t, "listener", listeners, "listen", required=True)
+        flag = t.flag("syn_qhash")
+        if flag is None:
+            raise t.error(None, "expect.listener needs 'syn_qhash' (true or false)")
+        spec = ListenerExpect(host=host, listener=name, syn_qhash=bool(flag), line=t.line())
         t.done()
         return spec
 

@@ -60,7 +60,8 @@ class ConnectSpec:
 
 
 EVENT_ACTIONS = ("remove_address", "add_address", "link_down", "disconnect",
-                 "destroy_listener", "close", "accept", "reject", "set_neighbour")
+                 "destroy_listener", "close", "accept", "reject", "set_neighbour",
+                 "teardown", "device_reset", "modify_qp_err")
 
 VERBS = ("connect", "create_listen", *EVENT_ACTIONS)
 """Verbs a scenario runs on behalf of its application; a refusal is a verb failure."""
@@ -80,6 +81,7 @@ class EventSpec:
     graceful: bool = True
     private_data: bytes = b""
     mac: str | None = None
+    disconnect_all: bool = False
     line: int | None = None
 
 
@@ -130,7 +132,22 @@ class StateExpect:
 
     host: str
     connection: str
-    state: str
+    state: str | None
+    line: int | None
+    iwarp_state: str | None = None
+    """The QP's ``iwarp_state`` (``"none"``: the node has no QP)."""
+    tcp_state: str | None = None
+    """The NIC's TCP state of the offloaded connection (``NON_EXISTENT`` before)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerExpect:
+    """``[[expect.listener]]``: whether a named listener's TCP_SYN qhash entry is
+    installed at the end (``"freed"``-like absence counts as not installed)."""
+
+    host: str
+    listener: str
+    syn_qhash: bool
     line: int | None
 
 
@@ -197,9 +214,10 @@ class Scenario:
     failures: tuple[FailureExpect, ...] = ()
     traces: tuple[TraceExpect, ...] = ()
     tags: tuple[str, ...] = field(default=())
+    listeners: tuple[ListenerExpect, ...] = ()
 
     @property
     def expectation_count(self) -> int:
         """How many expectations the file states."""
         return (len(self.upcalls) + len(self.states) + len(self.frames) + len(self.failures)
-                + len(self.traces))
+                + len(self.traces) + len(self.listeners))

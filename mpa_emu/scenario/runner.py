@@ -128,6 +128,11 @@ class _Schedule:
             host.guarded(act, host.add_address, ev.address, vlan=ev.vlan)
         elif act == "link_down":
             host.guarded(act, host.link_down)
+        elif act == "teardown":
+            host.guarded(act, host.teardown, ev.address, vlan=ev.vlan,
+                         disconnect_all=ev.disconnect_all)
+        elif act == "device_reset":
+            host.guarded(act, host.device_reset)
         elif act == "set_neighbour":
             assert ev.address is not None
             host.set_neighbour(ev.address, mac_bytes(ev.mac) if ev.mac else None)
@@ -144,6 +149,8 @@ class _Schedule:
                     host.guarded(act, host.disconnect, conn, graceful=ev.graceful)
                 elif act == "close":
                     host.guarded(act, host.close, conn)
+                elif act == "modify_qp_err":
+                    host.guarded(act, host.modify_qp_err, conn)
                 elif act == "accept":
                     host.guarded(act, host.accept, conn, ev.private_data)
                 else:

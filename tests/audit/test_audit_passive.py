@@ -24,7 +24,7 @@ from audit_peer import (
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNRESET, EINVAL, IwEvent
+from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.segment import ACK, FIN, RST, SYN
 
@@ -184,12 +184,20 @@ def test_reject_v1_replies_with_rev_1_and_a_20_byte_header() -> None:
     assert rej.payload == KEY_REP + bytes([0x60, 1]) + struct.pack("!H", 4) + b"nope"
 
 
-def test_reject_pdata_255_is_sent_and_256_refused_by_the_u8() -> None:
+def test_reject_pdata_256_wraps_to_an_empty_reject_as_the_u8() -> None:
+    # irdma_reject(..., u8 pdata_len): 256 bytes arrive as length 0 and an ordinary
+    # reject goes out (PD_Length = the 4-byte RTR block only)
     p = make_host()
     pas = handshake(p, v2_request())
-    with pytest.raises(CmError) as err:
-        p.core.reject(pas.conn(), private_data=bytes(256), now_ns=p.now)
-    assert err.value.errno == EINVAL and p.drain() == []
+    p.core.reject(pas.conn(), private_data=bytes(range(256)), now_ns=p.now)
+    [rej] = p.drain()
+    assert struct.unpack_from("!H", rej.payload, 18)[0] == 4
+    assert len(rej.payload) == 24
+
+
+def test_reject_pdata_255_is_sent_whole() -> None:
+    p = make_host()
+    pas = handshake(p, v2_request())
     p.core.reject(pas.conn(), private_data=bytes(range(255)), now_ns=p.now)
     [rej] = p.drain()
     assert struct.unpack_from("!H", rej.payload, 18)[0] == 259

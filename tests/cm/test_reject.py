@@ -86,25 +86,36 @@ def test_reject_on_an_active_node_does_nothing(pair: Pair) -> None:
     assert pair.a.frames_to_send() == [] and pair.a.node(conn) == before
 
 
-@pytest.mark.parametrize(("quirks", "length", "refused"), [
-    (Quirks(), 255, False),
-    (Quirks(), 256, True),  # pdata_len is a u8
-    (Quirks(reject_pdata_u8=False), 520, False),
-    (Quirks(reject_pdata_u8=False), 521, True),  # 521 + 24 > 544
+@pytest.mark.parametrize(("quirks", "length", "sent"), [
+    (Quirks(), 255, 255),
+    # irdma_reject(..., u8 pdata_len) as rdma_reject and iw_cm_reject: the length wraps
+    # mod 256 and the "pdata_len + 24 > 544" check can never fire
+    (Quirks(), 256, 0),
+    (Quirks(), 512, 0),
+    (Quirks(), 513, 1),
+    (Quirks(reject_pdata_u8=False), 520, 520),
+    (Quirks(reject_pdata_u8=False), 521, None),  # 521 + 24 > 544: -EINVAL
 ])
-def test_reject_private_data_limit(quirks: Quirks, length: int, refused: bool) -> None:
+def test_reject_private_data_limit(quirks: Quirks, length: int, sent: int | None) -> None:
     pair = make_pair(cfg_p=CmConfig(quirks=quirks))
     _, pconn = requested(pair)
     before = pair.p.node(pconn)
-    if refused:
+    data = bytes(range(256)) * 3
+    if sent is None:
         with pytest.raises(CmError) as info:
-            pair.p.reject(pconn, private_data=bytes(length), now_ns=0)
+            pair.p.reject(pconn, private_data=data[:length], now_ns=0)
         assert info.value.errno == errno.EINVAL
         assert pair.p.frames_to_send() == [] and pair.p.node(pconn) == before
-    else:
-        pair.p.reject(pconn, private_data=bytes(length), now_ns=0)
-        [rej] = pair.p.frames_to_send()
-        assert len(rej.segment.payload) == 24 + length
+        return
+    pair.p.reject(pconn, private_data=data[:length], now_ns=0)
+    [rej] = pair.p.frames_to_send()
+    payload = rej.segment.payload
+    # an ordinary reject: key, R, PD_Length = RTR block (4) + the wrapped length
+    assert len(payload) == 24 + sent and payload[16] & 0x20
+    assert int.from_bytes(payload[18:20], "big") == 4 + sent
+    assert payload[24:] == data[:sent]
+    wraps = list(pair.p.trace.of_kind("pdata_len_wrapped"))  # type: ignore[union-attr]
+    assert [w.fields["length"] for w in wraps] == ([sent] if sent != length else [])
 
 
 def test_unacknowledged_reject_is_resent_identically_then_reset() -> None:

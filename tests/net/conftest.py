@@ -53,8 +53,10 @@ class FakeCore:
     def remove_address(self, ip: bytes, *, now_ns: int) -> None:
         del self.addresses[ip]
 
-    def link_down(self, *, now_ns: int) -> None:
+    def link_down(self, *, now_ns: int) -> list[bytes]:
+        removed = list(self.addresses)
         self.addresses.clear()
+        return removed
 
     def set_neighbour(self, ip: bytes, mac: bytes | None) -> None:
         self.neighbours[ip] = mac

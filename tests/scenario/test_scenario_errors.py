@@ -57,6 +57,13 @@ def error_of(text: str) -> ScenarioError:
      "expect.upcall[1].connection", "no [[connect]] named 'c9'"),
     ('[[expect.frame]]\nfrom = "carol"\n', 11, "expect.frame[1].from",
      "no [[host]] named 'carol'"),
+    ('[[event]]\nat = "1s"\naction = "teardown"\nhost = "bob"\n', 10, "event[1]",
+     "needs 'address' or disconnect_all"),
+    ('[[expect.listener]]\nhost = "bob"\nlistener = "l9"\nsyn_qhash = true\n', 12,
+     "expect.listener[1].listener", "no [[listen]] named 'l9'"),
+    ('[[expect.state]]\nhost = "bob"\nconnection = "c"\niwarp_state = "RUNNING"\n'
+     '[[connect]]\nname = "c"\nfrom = "alice"\nto = "bob"\nport = 1\n', 13,
+     "expect.state[1].iwarp_state", "expected one of"),
     ('[[expect.trace]]\nkind = "segment_dropped"\nhost = "carol"\n', 12,
      "expect.trace[1].host", "no [[host]] named 'carol'"),
     ('[[host]]\nname = "carol"\naddress = "192.0.2.3"\nmac = "zz"\n', 13, "host[3].mac",

@@ -330,18 +330,38 @@ def test_disconnect_all_tears_down_every_offloaded_connection() -> None:
     assert all(alice.node(c) is None for c in conns) and bob.conns() == []
 
 
-def test_link_down_closes_without_resets() -> None:
+def test_link_down_leaves_ipv4_connections_alone() -> None:
+    # irdma_netdevice_event(NETDEV_DOWN) only sets iw_status = 0; IPv4 addresses survive
+    # a link down, so no inetaddr notifier runs and irdma_if_notify tears nothing down
     net, alice, bob = established_pair([B4], [A4])
     bob.listen(PORT, None, policy=Accept())
     conn = alice.connect(B4, PORT)
     net.run(until_ns=50 * MS)
     t0 = net.now_ns
+    [bconn] = bob.conns()
     bob.link_down()
     net.run(until_ns=t0 + 2000 * MS)
-    # irdma_modify_qp: no reset_tcp_conn without iw_status, so nothing goes on the wire
-    assert rst_sources(net, t0) == []
-    assert [e for e, _, _ in upcalls(bob, t0)] == ["CLOSE"]
+    assert rst_sources(net, t0) == [] and upcalls(bob, t0) == []
+    assert bob.node(bconn).state == CmState.OFFLOADED
     assert alice.node(conn).state == CmState.OFFLOADED
+    assert ip_bytes(B4) in bob.addresses and not bob.core.link_up()
+
+
+@pytest.mark.parametrize(("keep", "closed"), [(False, True), (True, False)])
+def test_link_down_removes_ipv6_addresses_unless_kept(keep: bool, closed: bool) -> None:
+    # addrconf_ifdown deletes the IPv6 addresses (keep_addr_on_down = 0), firing
+    # irdma_inet6addr_event -> irdma_if_notify(ifup = false) -> teardown; the QP goes to
+    # ERR without iw_status, so no RST reaches the wire (irdma_modify_qp)
+    net, alice, bob = established_pair([B6], [A6], config=CmConfig(keep_addr_on_down=keep))
+    bob.listen(PORT, None, policy=Accept(), ipv6=True)
+    alice.connect(B6, PORT)
+    net.run(until_ns=50 * MS)
+    t0 = net.now_ns
+    bob.link_down()
+    net.run(until_ns=t0 + 2000 * MS)
+    assert rst_sources(net, t0) == []
+    assert [e for e, _, _ in upcalls(bob, t0)] == (["CLOSE"] if closed else [])
+    assert (ip_bytes(B6) in bob.addresses) is keep
 
 
 def test_teardown_is_deterministic() -> None:
