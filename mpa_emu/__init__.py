@@ -6,13 +6,13 @@ pcapng capture that Wireshark decodes as iWARP, and replay of recorded captures.
 
 The public API::
 
-    from mpa_emu import Network, Accept, Reject      # hosts on a virtual wire
-    from mpa_emu import CmCore, CmConfig, Quirks     # one host's CM, sans-IO
+    from mpa_emu import Accept, Network, Reject  # hosts on a virtual wire
+    from mpa_emu import CmConfig, CmCore, Quirks  # one host's CM, sans-IO
 """
 
 from mpa_emu.cm import CmConfig, CmCore, CmError, CmState, IwEvent, Quirks, Upcall
 from mpa_emu.net import Accept, Host, Manual, Network, Policy, Reject
-from mpa_emu.segment import Segment, Transmit
+from mpa_emu.wire.segment import Segment, Transmit
 
 __version__ = "0.1.0"
 

@@ -42,7 +42,7 @@ def isolated_wireshark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     """Every tshark a test starts, directly or through mpa_emu, sees none of the user's
     Wireshark set-up: the personal configuration folder and the home (where personal
     plugins live) point into an empty folder for the whole session. Yields that folder."""
-    from mpa_emu.tshark import isolated_environment
+    from mpa_emu.capture.tshark import isolated_environment
 
     folder = str(tmp_path_factory.mktemp("wireshark-home"))
     env = isolated_environment(folder)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpa_emu.capture import (
+from mpa_emu.capture.pcap import (
     LINKTYPE_ETHERNET,
     CaptureError,
     CaptureRecord,
@@ -218,9 +218,9 @@ def test_tshark_decodes_an_irdma_connection_written_through_codec_and_writer(
     connection, with each frame's comment and interface beside it."""
     if shutil.which("tshark") is None:
         pytest.fail("tshark is required (tools/test.sh installs it)")
-    from mpa_emu.codec import encode
-    from mpa_emu.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
-    from mpa_emu.segment import ACK, SYN, Segment
+    from mpa_emu.wire.codec import encode
+    from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
+    from mpa_emu.wire.segment import ACK, SYN, Segment
 
     mac_a, mac_p = bytes.fromhex("020000000a01"), bytes.fromhex("020000000a02")
     ip_a, ip_p = bytes([192, 168, 10, 1]), bytes([192, 168, 10, 2])

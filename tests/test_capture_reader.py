@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scapy.layers.l2 import Ether
 from scapy.utils import PcapNgWriter, PcapWriter, wrpcap
 
-from mpa_emu.capture import (
+from mpa_emu.capture.pcap import (
     CaptureError,
     CaptureRecord,
     PcapngWriter,

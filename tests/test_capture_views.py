@@ -22,13 +22,13 @@ from real_like_captures import (
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap
 
-from mpa_emu.checksums import Mode
+from mpa_emu.capture.checksums import Mode
+from mpa_emu.capture.tshark import Tshark
 from mpa_emu.cli import main
-from mpa_emu.diagram import from_capture
 from mpa_emu.frames import MPAFPDU, install_bindings
 from mpa_emu.frames.stream import dissect_stream
-from mpa_emu.inspect import inspect_capture
-from mpa_emu.tshark import Tshark
+from mpa_emu.views.diagram import from_capture
+from mpa_emu.views.inspection import inspect_capture
 
 TSHARK_FIELDS = ["tcp.checksum.status", "tcp.len", "tcp.flags.fin", "tcp.flags.reset",
                  "iwarp_ddp.qn", "iwarp_ddp.msn", "iwarp_ddp.mo", "iwarp_mpa.ulpdulength",

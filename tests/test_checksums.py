@@ -10,7 +10,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.utils import checksum
 
-from mpa_emu.checksums import Mode, Verdict, is_error, pseudo_header, repaired, tcp_verdict
+from mpa_emu.capture.checksums import Mode, Verdict, is_error, pseudo_header, repaired, tcp_verdict
 
 
 def _frame(ip: IP | IPv6, csum: int | None = None, vlan: int | None = None) -> bytes:

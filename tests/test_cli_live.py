@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mpa_emu.addr import ip_bytes
 from mpa_emu.cli import main
 from mpa_emu.cli.live import describe
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.wire.addr import ip_bytes
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.cli import live as live_command
 from mpa_emu.cli import main
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent
+from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import tap as tap_module
 from mpa_emu.live.console import nic_line
 from mpa_emu.live.driver import Accept, LiveHost, LivePolicy, Reject
-from mpa_emu.trace import TraceRecord
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 PEER_IP, CLI_IP = "192.0.2.1", "192.0.2.2"
 PEER_MAC = mac_bytes("02:00:00:00:00:01")

@@ -20,9 +20,9 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import wrpcap
 
-from mpa_emu.codec import decode, encode, from_scapy, to_scapy
-from mpa_emu.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire.codec import decode, encode, from_scapy, to_scapy
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 MAC_A = bytes.fromhex("020000000a01")
 MAC_P = bytes.fromhex("020000000a02")
@@ -333,7 +333,7 @@ def test_tshark_reads_golden_frames_with_good_checksums(tmp_path: Path) -> None:
 
 
 def test_decode_constructor_fills_unspecified_fields_with_dataclass_defaults() -> None:
-    from mpa_emu.codec import _make_segment
+    from mpa_emu.wire.codec import _make_segment
 
     required = (MAC_A, MAC_P, V4_A, V4_P, PORT_A, PORT_P, ISN_A, 0, SYN)
     made = _make_segment(*required)

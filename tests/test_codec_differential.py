@@ -16,8 +16,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 
-from mpa_emu.codec import decode, encode, internet_checksum, ones_complement_sum
-from mpa_emu.segment import Segment
+from mpa_emu.wire.codec import decode, encode, internet_checksum, ones_complement_sum
+from mpa_emu.wire.segment import Segment
 
 # TCP options as scapy takes them: (kind, value) pairs; kinds 0/1 are EOL/NOP.
 option = st.one_of(

@@ -14,8 +14,8 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Packet, Raw
 
-from mpa_emu.codec import DecodeError, DecodeFailure, EncodeError, decode, encode, from_scapy
-from mpa_emu.segment import ACK, Segment
+from mpa_emu.wire.codec import DecodeError, DecodeFailure, EncodeError, decode, encode, from_scapy
+from mpa_emu.wire.segment import ACK, Segment
 
 ETH = Ether(src="02:00:00:00:0a:01", dst="02:00:00:00:0a:02")
 V4 = IP(src="192.168.10.1", dst="192.168.10.2", flags="DF")

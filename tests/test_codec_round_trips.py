@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpa_emu.codec import decode, encode, round_trips
 from mpa_emu.net import Accept, Network
-from mpa_emu.segment import ACK, Segment
+from mpa_emu.wire.codec import decode, encode, round_trips
+from mpa_emu.wire.segment import ACK, Segment
 
 V4 = Segment(src_mac=b"\x02\x00\x00\x00\x00\x01", dst_mac=b"\x02\x00\x00\x00\x00\x02",
              src_ip=bytes([192, 0, 2, 1]), dst_ip=bytes([192, 0, 2, 2]), sport=40000,

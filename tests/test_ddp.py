@@ -1,4 +1,4 @@
-"""DDP/RDMAP header values (mpa_emu.ddp): golden bytes written out field by field from
+"""DDP/RDMAP header values (mpa_emu.wire.ddp): golden bytes written out field by field from
 the RFC 5040/5041 layouts, CRCs as tshark 4.0 judged them "Good CRC32", round trips."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpa_emu import ddp
-from mpa_emu.mpa import crc32c, frame_fpdu
+from mpa_emu.wire import ddp
+from mpa_emu.wire.mpa import crc32c, frame_fpdu
 
 H = bytes.fromhex
 # Hypothesis deadlines are timings; speed is measured by tools/bench_ddp.py instead.
@@ -195,7 +195,7 @@ def test_terminate_header_round_trips(layer: int, etype: int, code: int, m: bool
 @untimed
 @given(payload=st.binary(max_size=300), msn=u32, mo=u32)
 def test_send_fpdu_round_trips_through_mpa_framing(payload: bytes, msn: int, mo: int) -> None:
-    from mpa_emu.mpa import unframe_fpdu
+    from mpa_emu.wire.mpa import unframe_fpdu
 
     fpdu = unframe_fpdu(frame_fpdu(ddp.send(payload, msn, mo)))
     assert fpdu.crc_ok

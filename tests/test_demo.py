@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from mpa_emu.capture.tshark import Tshark
 from mpa_emu.cli import main
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent
-from mpa_emu.demo import REJECT_PORT, STORIES, run_demo
-from mpa_emu.tshark import Tshark
+from mpa_emu.demo.stories import REJECT_PORT, STORIES, run_demo
 
 KEY_REQ = b"MPA ID Req Frame".hex()
 KEY_REP = b"MPA ID Rep Frame".hex()
@@ -93,7 +93,7 @@ def test_unwritable_output_is_a_one_line_error(tmp_path: Path,
 
 
 def test_a_story_can_be_added_by_name_and_a_missing_one_is_reported() -> None:
-    result = run_demo(1, stories=["mpa_emu.demo:rejected_connection",
+    result = run_demo(1, stories=["mpa_emu.demo.stories:rejected_connection",
                                   "mpa_emu.no_such_module:story"])
     assert [r.status for r in result.net.hosts["alice"].events(IwEvent.CONNECT_REPLY)] == \
         [-ECONNREFUSED]
@@ -106,7 +106,7 @@ def test_tshark_decodes_the_demo_as_iwarp(demo_capture: tuple[Path, str]) -> Non
     path, _ = demo_capture
     judge = Tshark()
     summaries = judge.summary(path)
-    # three stories of mpa_emu.demo, then the teardown story's four accepted connections
+    # three stories of mpa_emu.demo.stories, then the teardown story's four accepted connections
     assert sum("MPA Request Frame" in s for s in summaries) == 3 + 4
     assert sum("MPA Reply Frame" in s for s in summaries) == 3 + 4
     rows = judge.fields(path, ["iwarp_mpa.key.req", "iwarp_mpa.key.rep", "iwarp_mpa.rej_flag",
@@ -126,7 +126,7 @@ def test_tshark_decodes_the_demo_as_iwarp(demo_capture: tuple[Path, str]) -> Non
 
 
 def test_a_failing_story_is_reported_and_the_others_still_run() -> None:
-    from mpa_emu.demo import DemoContext, rejected_connection
+    from mpa_emu.demo.stories import DemoContext, rejected_connection
 
     def broken(ctx: DemoContext) -> None:
         """A story with a bug."""

@@ -9,8 +9,8 @@ import pytest
 from test_inspect_builders import Conversation, write_pcap
 
 from mpa_emu.cli import main
-from mpa_emu.diagram import from_capture, from_run
 from mpa_emu.scenario import load_scenario, run_scenario
+from mpa_emu.views.diagram import from_capture, from_run
 
 ROOT = Path(__file__).resolve().parents[1]
 REJECT = ROOT / "scenarios" / "reject_with_private_data.toml"

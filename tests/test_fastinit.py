@@ -9,8 +9,8 @@ import inspect
 import pytest
 
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
-from mpa_emu.fastinit import fast_constructor, fast_frozen_init
-from mpa_emu.segment import Segment
+from mpa_emu.wire.fastinit import fast_constructor, fast_frozen_init
+from mpa_emu.wire.segment import Segment
 
 
 def _make() -> type:

@@ -18,7 +18,6 @@ from test_ddp import (
     WRITE_RTR_FPDU,
 )
 
-from mpa_emu import ddp
 from mpa_emu.frames import (
     DDP,
     MPAFPDU,
@@ -29,6 +28,7 @@ from mpa_emu.frames import (
     RDMAPTerminate,
     fpdu_wire_length,
 )
+from mpa_emu.wire import ddp
 
 H = bytes.fromhex
 
@@ -110,7 +110,7 @@ def test_nonzero_pad_is_flagged() -> None:
     raw = bytearray(SEND_FPDU)
     raw[-5] = 1
     body = bytes(raw[:-4])
-    from mpa_emu.mpa import crc32c
+    from mpa_emu.wire.mpa import crc32c
 
     pkt = MPAFPDU(body + struct.pack("<I", crc32c(body)))
     assert pkt.crc_ok is True and "PAD is not zero" in pkt.problem
@@ -127,7 +127,7 @@ def test_truncated_fpdu_keeps_its_bytes_and_says_so() -> None:
 def test_ulpdu_shorter_than_a_ddp_header_is_reported() -> None:
     ulpdu = H("4141" "0000")
     body = struct.pack("!H", len(ulpdu)) + ulpdu + b"\x00\x00"
-    from mpa_emu.mpa import crc32c
+    from mpa_emu.wire.mpa import crc32c
 
     pkt = MPAFPDU(body + struct.pack("<I", crc32c(body)))
     assert pkt.crc_ok is True
@@ -137,7 +137,7 @@ def test_ulpdu_shorter_than_a_ddp_header_is_reported() -> None:
 def test_short_read_request_body_is_reported_on_the_fpdu() -> None:
     ulpdu = READ_RTR_ULPDU[:30]
     body = struct.pack("!H", len(ulpdu)) + ulpdu
-    from mpa_emu.mpa import crc32c
+    from mpa_emu.wire.mpa import crc32c
 
     pkt = MPAFPDU(body + struct.pack("<I", crc32c(body)))
     assert pkt.crc_ok is True

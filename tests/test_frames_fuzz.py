@@ -22,7 +22,7 @@ from mpa_emu.frames import (
     dissect_stream,
 )
 from mpa_emu.frames.conversation import Conversation
-from mpa_emu.mpa import KEY_REP, KEY_REQ
+from mpa_emu.wire.mpa import KEY_REP, KEY_REQ
 
 pytestmark = pytest.mark.usefixtures("strict_dissection")
 

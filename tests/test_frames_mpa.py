@@ -1,5 +1,5 @@
 """MPA request/reply scapy layers: golden bytes both ways (spec wireshark-mpa sections
-6 and 7, irdma-cm section 4), agreement with mpa_emu.mpa, verdicts on bad frames."""
+6 and 7, irdma-cm section 4), agreement with mpa_emu.wire.mpa, verdicts on bad frames."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scapy.packet import Raw
 
 from mpa_emu.frames import MPAReply, MPARequest, has_rtr_block
-from mpa_emu.mpa import MpaFrame, RtrBlock
+from mpa_emu.wire.mpa import MpaFrame, RtrBlock
 
 H = bytes.fromhex
 # Hypothesis deadlines are timings; speed is measured by tools/bench_ddp.py instead.

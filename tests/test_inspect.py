@@ -16,7 +16,7 @@ from scapy.layers.inet import TCP
 from test_inspect_builders import Conversation, write_pcap, write_pcapng
 
 from mpa_emu.cli import main
-from mpa_emu.inspect import (
+from mpa_emu.views.inspection import (
     ConnectionReport,
     RawFrame,
     format_report,
@@ -43,7 +43,7 @@ SEND_ULPDU = bytes.fromhex("4143" "00000000" "00000000" "00000001" "00000000") +
 
 
 def crc32c_castagnoli(data: bytes) -> int:
-    """Bitwise CRC32c (reflected polynomial 0x82F63B78), independent of mpa_emu.mpa."""
+    """Bitwise CRC32c (reflected polynomial 0x82F63B78), independent of mpa_emu.wire.mpa."""
     crc = 0xFFFFFFFF
     for byte in data:
         crc ^= byte

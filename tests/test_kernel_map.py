@@ -15,7 +15,7 @@ import pytest
 
 import mpa_emu
 from mpa_emu.cli import main
-from mpa_emu.kernel_map import ENTRIES, MODELLED, NOT_YET, PLUMBING, entry, resolve
+from mpa_emu.cm.kernel_map import ENTRIES, MODELLED, NOT_YET, PLUMBING, entry, resolve
 
 # The reference's function table (irdma-cm.md section 3): number, function, kind. Kept
 # here so the test runs without the reference; test_copy_matches_the_reference checks
@@ -160,7 +160,7 @@ def test_copy_matches_the_reference() -> None:
 
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.function)
 def test_entry_is_true(e: object) -> None:
-    from mpa_emu.kernel_map import KernelEntry
+    from mpa_emu.cm.kernel_map import KernelEntry
 
     assert isinstance(e, KernelEntry)
     for path in e.models:
@@ -227,7 +227,7 @@ def _names_function(path: str, function: str) -> bool:
 def test_a_model_names_its_kernel_function(e: object) -> None:
     # A model cites the kernel function at the line that enforces it (or is named after
     # it); entries modelled only by behaviour say so in their note.
-    from mpa_emu.kernel_map import KernelEntry
+    from mpa_emu.cm.kernel_map import KernelEntry
 
     assert isinstance(e, KernelEntry)
     if e.note.startswith("by behaviour:"):
@@ -239,7 +239,7 @@ def test_a_model_names_its_kernel_function(e: object) -> None:
 def test_resolve_reports_missing_paths() -> None:
     with pytest.raises(LookupError, match=r"mpa_emu\.nowhere\.thing"):
         resolve("mpa_emu.nowhere.thing")
-    assert resolve("mpa_emu.mpa.RtrBlock.to_bytes") is mpa_emu.mpa.RtrBlock.to_bytes
+    assert resolve("mpa_emu.wire.mpa.RtrBlock.to_bytes") is mpa_emu.wire.mpa.RtrBlock.to_bytes
 
 
 def test_cli_prints_the_table_and_single_entries(capsys: pytest.CaptureFixture[str]) -> None:

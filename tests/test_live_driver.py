@@ -14,14 +14,14 @@ import pytest
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.cm.trace import Trace
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, LiveHost, Reject, VerbFailure
 from mpa_emu.live.sinks import MemorySink
-from mpa_emu.segment import ACK, SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
+from mpa_emu.wire.segment import ACK, SYN, Segment
 
 OUR_MAC = mac_bytes("02:00:00:00:00:02")
 PEER_MAC = mac_bytes("5a:11:22:33:44:55")

@@ -6,8 +6,8 @@ from scapy.layers.inet import ICMP, IP
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.live.icmp import echo_reply
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 OUR_MAC = mac_bytes("02:00:00:00:00:02")
 ADDRESSES: dict[bytes, int | None] = {ip_bytes("192.0.2.2"): None,

@@ -14,8 +14,8 @@ from scapy.layers.inet6 import (
 )
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.live.neighbour import NeighbourResponder, solicited_node
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 OUR_MAC = mac_bytes("02:00:00:00:00:02")
 KERNEL_MAC = mac_bytes("5a:11:22:33:44:55")

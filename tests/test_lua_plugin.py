@@ -136,8 +136,8 @@ def _block_words(payload: bytes) -> tuple[int, int]:
 @pytest.mark.parametrize("name", ["v2_accept", "irdma_initiator_siw_responder",
                                   "siw_initiator_irdma_responder"])
 def test_fields_match_the_bytes_of_the_projects_captures(tmp_path: Path, name: str) -> None:
-    from mpa_emu import mpa
     from mpa_emu.scenario import load_scenario, run_scenario
+    from mpa_emu.wire import mpa
 
     root = Path(__file__).resolve().parents[1]
     run = run_scenario(load_scenario(root / "scenarios" / f"{name}.toml"))

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from mpa_emu import mpa, peer
 from mpa_emu.cli import main
+from mpa_emu.live import peer
+from mpa_emu.wire import mpa
 
 
 @contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scapy.layers.inet import TCP
 
-from mpa_emu.segment import flags_text
+from mpa_emu.wire.segment import flags_text
 
 
 def test_every_eight_bit_flag_value_reads_as_scapy_renders_it() -> None:

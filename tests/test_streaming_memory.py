@@ -9,9 +9,9 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
-from mpa_emu import codec
-from mpa_emu.capture import read_capture
-from mpa_emu.inspect import CaptureReport, RawFrame, read_frames, stream_connections
+from mpa_emu.capture.pcap import read_capture
+from mpa_emu.views.inspection import CaptureReport, RawFrame, read_frames, stream_connections
+from mpa_emu.wire import codec
 
 GOLDEN = Path(__file__).resolve().parent.parent / "pcaps" / "golden" / "golden_accept_v2.pcapng"
 

@@ -14,7 +14,7 @@ from scapy.packet import Packet
 from scapy.utils import wrpcap
 from test_ddp import SEND_PAYLOAD
 
-from mpa_emu import ddp
+from mpa_emu.capture.tshark import Tshark
 from mpa_emu.frames import (
     MPAFPDU,
     DDPTagged,
@@ -25,7 +25,7 @@ from mpa_emu.frames import (
     RDMAPTerminate,
 )
 from mpa_emu.frames.conversation import Conversation
-from mpa_emu.tshark import Tshark
+from mpa_emu.wire import ddp
 
 pytestmark = pytest.mark.tshark
 

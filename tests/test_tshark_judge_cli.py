@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from scapy.utils import wrpcap
 
-from mpa_emu import ddp
 from mpa_emu.cli import main
 from mpa_emu.frames import MPAReply, MPARequest
 from mpa_emu.frames.conversation import Conversation
+from mpa_emu.wire import ddp
 
 pytestmark = pytest.mark.tshark
 

@@ -9,11 +9,7 @@ from pathlib import Path
 import pytest
 from scapy.utils import wrpcap
 
-from mpa_emu import ddp
-from mpa_emu.frames import MPAReply, MPARequest
-from mpa_emu.frames.conversation import Conversation
-from mpa_emu.mpa import KEY_REQ, frame_fpdu
-from mpa_emu.tshark import (
+from mpa_emu.capture.tshark import (
     ExpertInfo,
     Tshark,
     TsharkError,
@@ -21,6 +17,10 @@ from mpa_emu.tshark import (
     find_tshark,
     parse_expert_table,
 )
+from mpa_emu.frames import MPAReply, MPARequest
+from mpa_emu.frames.conversation import Conversation
+from mpa_emu.wire import ddp
+from mpa_emu.wire.mpa import KEY_REQ, frame_fpdu
 
 pytestmark = pytest.mark.tshark
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpa_emu.capture import read_capture
+from mpa_emu.capture.pcap import read_capture
 from mpa_emu.cli import main
 from mpa_emu.net import Network, RunResult
 from mpa_emu.scenario import load_scenario, run_scenario, runner

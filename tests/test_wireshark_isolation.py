@@ -1,5 +1,5 @@
 """A user's Wireshark set-up (personal plugins, disabled protocols) never reaches a
-verdict: ``mpa_emu.tshark`` and every tshark of the test session run isolated. The
+verdict: ``mpa_emu.capture.tshark`` and every tshark of the test session run isolated. The
 shipped Lua plugin installs where tshark looks and loading it twice is harmless."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mpa_emu.capture.tshark import MPA_OPTIONS, Tshark
 from mpa_emu.cli import main
-from mpa_emu.packaged import wireshark_plugin
-from mpa_emu.tshark import MPA_OPTIONS, Tshark
+from mpa_emu.cli.packaged import wireshark_plugin
 
 pytestmark = pytest.mark.tshark
 

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import bench_cycles  # noqa: E402
 import bench_replay  # noqa: E402
 
-from mpa_emu.segment import Segment  # noqa: E402
+from mpa_emu.wire.segment import Segment  # noqa: E402
 
 clock = time.process_time
 

@@ -8,7 +8,7 @@ loop, so the figures are the state machine's own cost.
 
 A cycle is connect, MPA v2 negotiation, accept, RTR, graceful close through the
 offloaded QPs; it is timed alone and with every frame also encoded and decoded by
-mpa_emu.codec, as a wire would. Times are process CPU time, best of rounds. Memory is
+mpa_emu.wire.codec, as a wire would. Times are process CPU time, best of rounds. Memory is
 measured with tracemalloc (both endpoints: nodes, QPs and tables) for established
 connections, and split by the package that allocated it.
 """
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent
-from mpa_emu.segment import Segment
+from mpa_emu.wire.segment import Segment
 
 IP_A, IP_P = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
 MAC_A, MAC_P = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
@@ -72,7 +72,7 @@ def run_cycles(cycles: int, use_codec: bool) -> tuple[float, float]:
     a, p = pair()
     wire = None
     if use_codec:
-        from mpa_emu import codec
+        from mpa_emu.wire import codec
 
         def wire(seg: Segment) -> Segment:
             return codec.decode(codec.encode(seg))
@@ -130,8 +130,8 @@ def one_cycle_segments() -> list[Segment]:
 
 
 def time_codec(segments: list[Segment], reps: int = 200) -> float:
-    """Seconds to encode and decode the frames of one cycle with mpa_emu.codec."""
-    from mpa_emu import codec
+    """Seconds to encode and decode the frames of one cycle with mpa_emu.wire.codec."""
+    from mpa_emu.wire import codec
     best = float("inf")
     for _ in range(5):
         t0 = time.process_time()

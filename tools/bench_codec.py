@@ -3,12 +3,12 @@
 
 Codec: the 11 frames of one irdma connection over IPv4 (SYN, SYN-ACK, ACK, MPA request,
 ACK, MPA reply, ACK, FIN/ACK, ACK, FIN/ACK, ACK) in irdma's shape (window 65535, SYN
-options 020405b4 030302 00, MPA v2 request and reply from mpa_emu.mpa), built (Segment
+options 020405b4 030302 00, MPA v2 request and reply from mpa_emu.wire.mpa), built (Segment
 to bytes) and parsed (bytes to Segment) three ways in one run:
 
 * scapy: layers built with ``bytes(Ether()/IP()/TCP()/Raw())``, parsed with ``Ether(raw)``
   and the fields read into a Segment;
-* codec: ``mpa_emu.codec.encode`` / ``decode`` (validation and checksum verification);
+* codec: ``mpa_emu.wire.codec.encode`` / ``decode`` (validation and checksum verification);
 * struct: a hand-written straight-line baseline for this one shape (IPv4, untagged):
   ``struct.pack`` plus checksums to build, ``struct.unpack_from`` into ``Segment(...)``
   to parse, no validation. "struct/tuple" parses into a tuple only, the floor.
@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpa_emu.capture import PcapngWriter, read_capture
-from mpa_emu.codec import decode, encode
-from mpa_emu.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
-from mpa_emu.segment import ACK, FIN, SYN, Segment
+from mpa_emu.capture.pcap import PcapngWriter, read_capture
+from mpa_emu.wire.codec import decode, encode
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, MpaFrame, RtrBlock
+from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 
 MAC_A = bytes.fromhex("020000000a01")
 MAC_P = bytes.fromhex("020000000a02")

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpa_emu import codec
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net import Accept, Host, Network
-from mpa_emu.segment import Segment
+from mpa_emu.wire import codec
+from mpa_emu.wire.segment import Segment
 
 CLIENT, SERVER, PORT = "192.0.2.1", "192.0.2.2", 31000
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the DDP/RDMAP hot path and the scapy layers that mirror it.
 
-* pure: ``mpa_emu.ddp`` builders framed with ``mpa_emu.mpa.frame_fpdu`` (what the NIC
+* pure: ``mpa_emu.wire.ddp`` builders framed with ``mpa_emu.wire.mpa.frame_fpdu`` (what the NIC
   model calls per message): the zero-length READ RTR, a 64-byte Send, a Terminate; and
   parsing with ``unframe_fpdu`` + ``ddp.parse_segment``.
 * scapy: the same FPDUs built from ``mpa_emu.frames`` layers and dissected with
@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu import ddp
 from mpa_emu.frames import MPAFPDU, DDPUntagged, MPARequest, RDMAPReadRequest
-from mpa_emu.mpa import frame_fpdu, unframe_fpdu
+from mpa_emu.wire import ddp
+from mpa_emu.wire.mpa import frame_fpdu, unframe_fpdu
 
 PAYLOAD = bytes(range(64))
 

@@ -30,10 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_bytes
-from mpa_emu.capture import PcapngWriter, read_capture
+from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.replay import ReplayOptions, replay_capture
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "pcaps" / "golden" / "golden_accept_v2.pcapng"

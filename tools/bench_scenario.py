@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.diagram import from_run
-from mpa_emu.inspect import inspect_capture
 from mpa_emu.scenario import loads, run_scenario
+from mpa_emu.views.diagram import from_run
+from mpa_emu.views.inspection import inspect_capture
 
 
 def scenario_text(conns: int) -> str:

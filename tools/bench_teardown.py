@@ -33,12 +33,12 @@ import sys
 import time
 from collections.abc import Callable
 
-from mpa_emu.addr import ip_bytes
 from mpa_emu.cm import teardown
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent
-from mpa_emu.segment import SYN, Segment
+from mpa_emu.wire.addr import ip_bytes
+from mpa_emu.wire.segment import SYN, Segment
 
 ALICE_MAC = bytes.fromhex("020000000001")
 BOB_MAC = bytes.fromhex("020000000002")

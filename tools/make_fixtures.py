@@ -4,7 +4,7 @@
 Every frame below is written out by hand from spec/irdma-cm.md: section 2.5 (canonical
 flows), 2.2 (per-state reactions), 4.2-4.6 (MPA bytes), 5.1-5.5 (segment shape and the
 retransmission schedule, with errata 5 for RETRANS=32 at HZ=1000) and 7.3 (backlog).
-Frames are assembled with scapy and the MPA byte layout of mpa_emu.mpa; nothing here runs
+Frames are assembled with scapy and the MPA byte layout of mpa_emu.wire.mpa; nothing here runs
 the CM state machine, so replaying these captures is an independent check of it.
 
 Each fixture NAME gets pcaps/NAME.pcap (or .pcapng) and a sidecar pcaps/NAME.json that
@@ -36,7 +36,7 @@ from scapy.utils import PcapNgWriter, PcapWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpa_emu.mpa import (
+from mpa_emu.wire.mpa import (
     FLAG_CRC,
     FLAG_ENHANCED,
     FLAG_REJECT,

@@ -51,8 +51,8 @@ from mpa_emu.campaign.shrinking import shrink_script
 from mpa_emu.campaign.two_core import TwoScript, case_two_script, execute_two, shrink_two
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.segment import ACK, SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire.segment import ACK, SYN, Segment
 
 MAC_A = bytes.fromhex("020000000001")
 MAC_P = bytes.fromhex("020000000002")
@@ -290,7 +290,7 @@ def write_reproducer(folder: Path, seed: int, failure: Failure,
                      plant_name: str | None) -> Path:
     """``fuzz-SEED-INDEX.json`` (the shrunk script, the invariant, the command) and
     ``.pcapng`` (the frames the core received and sent) in ``folder``; the JSON path."""
-    from mpa_emu.capture import PcapngWriter
+    from mpa_emu.capture.pcap import PcapngWriter
 
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"fuzz-{seed}-{failure.index}"

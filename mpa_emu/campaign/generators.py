@@ -13,8 +13,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from mpa_emu import mpa
-from mpa_emu.segment import ACK, FIN, PSH, RST, SYN
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN
 
 T = TypeVar("T")
 S_NS = 1_000_000_000

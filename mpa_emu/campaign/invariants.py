@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mpa_emu import codec, mpa
 from mpa_emu.campaign.generators import S_NS
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState, Input
+from mpa_emu.cm.trace import Trace
 from mpa_emu.cm.transitions import NEVER_SET, TRANSIENT, row
 from mpa_emu.cm.view import NodeView
-from mpa_emu.segment import Segment
-from mpa_emu.trace import Trace
+from mpa_emu.wire import codec, mpa
+from mpa_emu.wire.segment import Segment
 
 BOUND_NS = 3000 * S_NS
 """Virtual time run after the script; every timer must be gone by then."""

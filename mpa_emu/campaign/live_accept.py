@@ -20,10 +20,10 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from mpa_emu import mpa
 from mpa_emu.campaign.generators import MUTATED_REPLIES, REP
 from mpa_emu.campaign.live_fuzz import LiveCase, LiveWire, Reaction, _Flow, syn_options
-from mpa_emu.segment import ACK, FIN, PSH, RST, SYN, Segment
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
 ACCEPT_STEPS = ("syn", "established", "request", "partial", "reply")
 """Where a RST or FIN goes (no FIN instead of the SYN-ACK: only a RST refuses)."""

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.cli.values import check_seconds
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 if TYPE_CHECKING:
     from mpa_emu.campaign.live_fuzz import LiveResult

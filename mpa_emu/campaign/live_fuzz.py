@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpa_emu import codec, mpa
 from mpa_emu.campaign.generators import MUTATED_MPA, REQ
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.live.tap import Tap
-from mpa_emu.segment import ACK, FIN, PSH, RST, SYN, Segment
+from mpa_emu.wire import codec, mpa
+from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
 SYN_OPTIONS = bytes.fromhex("020405b4")  # MSS 1460 (RFC 9293 section 3.7.1)
 SYN_OPTIONS_V6 = bytes.fromhex("020405a0")  # MSS 1440: 1500 less 40 + 20 (RFC 8200)
@@ -348,7 +348,7 @@ class LiveResult:
 def write_case_capture(folder: Path, result: LiveResult,
                        frames: list[tuple[int, bytes]]) -> Path:
     """``live-CASE.pcapng`` with the case's frames (and the liveness check's)."""
-    from mpa_emu.capture import PcapngWriter
+    from mpa_emu.capture.pcap import PcapngWriter
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"live-{result.case.index}.pcapng"

@@ -28,7 +28,6 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mpa_emu import codec
 from mpa_emu.campaign.generators import (
     CONFIGS,
     FLAGS,
@@ -50,8 +49,9 @@ from mpa_emu.campaign.invariants import (
 from mpa_emu.campaign.shrinking import shrink_script
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.segment import Segment
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire import codec
+from mpa_emu.wire.segment import Segment
 
 MACS = (bytes.fromhex("020000000001"), bytes.fromhex("020000000002"))
 IPS = (bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))

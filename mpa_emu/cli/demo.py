@@ -1,4 +1,4 @@
-"""``mpa-emu demo``: two emulated irdma hosts run the stories of :mod:`mpa_emu.demo` (a
+"""``mpa-emu demo``: two emulated irdma hosts run the stories of :mod:`mpa_emu.demo.stories` (a
 connection accepted with MPA v2 IRD/ORD negotiation, one rejected with private data, one
 closed, and any story added there), write a pcapng for Wireshark, and print a ladder of
 every frame with the state transitions and upcalls, then a summary."""
@@ -42,7 +42,7 @@ def _open(path: str, mode: str) -> IO[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo stories and write the capture."""
-    from mpa_emu.demo import run_demo
+    from mpa_emu.demo.stories import run_demo
 
     output = Path(args.output)
     if output.is_dir():

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from mpa_emu.checksums import Mode
+from mpa_emu.capture.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.inspect import add_checksums_argument
 from mpa_emu.cli.values import capture_port
-from mpa_emu.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
+from mpa_emu.views.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
 
 HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with -o)"
 
@@ -64,7 +64,7 @@ def build(source: str, ports: list[int] | None = None,
 
 def run(args: argparse.Namespace) -> int:
     """Draw. A capture is read as a stream and drawn from a temporary file
-    (:func:`~mpa_emu.diagram.park_capture`), so memory does not grow with its length."""
+    (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length."""
     svg = args.output is not None and not args.output.endswith(".txt")
     if args.source.lower().endswith(".toml"):
         ladder = build(args.source, args.port, Mode(args.checksums))

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """List, locate or copy the examples."""
-    from mpa_emu.packaged import copy_examples, examples, examples_dir
+    from mpa_emu.cli.packaged import copy_examples, examples, examples_dir
 
     if args.path:
         print(examples_dir())

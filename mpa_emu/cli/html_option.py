@@ -1,5 +1,5 @@
 """``--html FILE`` of ``replay``, ``inspect`` and ``run``: the option and the writers (the
-renderers live in :mod:`mpa_emu.html_report` and are imported only when asked for)."""
+renderers live in :mod:`mpa_emu.views.html` and are imported only when asked for)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from mpa_emu.cli import CliError
 
 if TYPE_CHECKING:
-    from mpa_emu.inspect import CaptureReport
     from mpa_emu.replay import ReplayReport
     from mpa_emu.scenario import ScenarioRun
+    from mpa_emu.views.inspection import CaptureReport
 
 
 def add_html_option(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def add_html_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _write(path: str, render: Callable[[], str]) -> None:
-    from mpa_emu.html_report import write_page
+    from mpa_emu.views.html import write_page
 
     try:
         write_page(path, render())
@@ -34,7 +34,7 @@ def _write(path: str, render: Callable[[], str]) -> None:
 def write_replay_html(path: str | None, report: ReplayReport) -> None:
     """Write the replay report to ``path`` (nothing when None)."""
     if path is not None:
-        from mpa_emu.html_report.replay_page import replay_page
+        from mpa_emu.views.html.replay_page import replay_page
 
         _write(path, lambda: replay_page(report))
 
@@ -42,7 +42,7 @@ def write_replay_html(path: str | None, report: ReplayReport) -> None:
 def write_inspect_html(path: str | None, report: CaptureReport) -> None:
     """Write the inspect report to ``path`` (nothing when None)."""
     if path is not None:
-        from mpa_emu.html_report.inspect_page import inspect_page
+        from mpa_emu.views.html.inspect_page import inspect_page
 
         _write(path, lambda: inspect_page(report))
 
@@ -50,6 +50,6 @@ def write_inspect_html(path: str | None, report: CaptureReport) -> None:
 def write_run_html(path: str | None, run: ScenarioRun) -> None:
     """Write the run report to ``path`` (nothing when None)."""
     if path is not None:
-        from mpa_emu.html_report.run_page import run_page
+        from mpa_emu.views.html.run_page import run_page
 
         _write(path, lambda: run_page(run))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mpa_emu.checksums import Mode
+from mpa_emu.capture.checksums import Mode
+from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.values import capture_error, capture_port, positive
-from mpa_emu.inspect import (
+from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,
     InspectError,
@@ -22,7 +23,6 @@ from mpa_emu.inspect import (
     report_json_around,
     stream_capture,
 )
-from mpa_emu.spool import Spool
 
 HELP = "tell the story of every TCP/MPA connection in a capture (pcap or pcapng)"
 
@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     """Inspect the capture; exit 1 when any error was found in it.
 
     The capture is read as a stream and each connection is reported once it has ended
-    (:func:`~mpa_emu.inspect.stream_connections`), so memory does not grow with the
-    capture. The finished blocks wait in a :class:`~mpa_emu.spool.Spool` (a temporary
+    (:func:`~mpa_emu.views.inspection.stream_connections`), so memory does not grow with the
+    capture. The finished blocks wait in a :class:`~mpa_emu.capture.spool.Spool` (a temporary
     file) until the end, when the header (which counts everything) and the blocks in
     first-frame order are written. Reading standard input (``-``) as text, each block is
     printed as soon as its connection ends, in that order, and the header comes last.

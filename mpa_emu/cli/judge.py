@@ -10,10 +10,8 @@ import tempfile
 from collections.abc import Container
 from typing import Any, TextIO
 
-from mpa_emu.checksums import OFFLOAD_NOTE, Mode, Verdict
-from mpa_emu.cli import CliError
-from mpa_emu.inspect import InspectError, TcpFrame, decode_frame, read_frames
-from mpa_emu.tshark import (
+from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
+from mpa_emu.capture.tshark import (
     MPA_OPTIONS,
     NO_RPCRDMA_OPTIONS,
     CrcVerdict,
@@ -21,6 +19,8 @@ from mpa_emu.tshark import (
     Tshark,
     TsharkError,
 )
+from mpa_emu.cli import CliError
+from mpa_emu.views.inspection import InspectError, TcpFrame, decode_frame, read_frames
 
 HELP = "run tshark on a capture with the MPA options and report its verdicts"
 
@@ -156,7 +156,7 @@ def _checksums(judge: Tshark, capture: str,
 
 def _offload_pass(judge: Tshark, capture: str) -> tuple[dict[str, list[int]], list[int]]:
     """tshark's TCP checksum status per frame; of the bad ones, those whose field holds
-    the pseudo-header partial sum or zero (:func:`mpa_emu.checksums.tcp_verdict`) are
+    the pseudo-header partial sum or zero (:func:`mpa_emu.capture.checksums.tcp_verdict`) are
     offload artefacts, listed by sender; the rest are bad."""
     lines = judge.run_lines(capture, *TCP_CHECKSUM, "-Y", "tcp.checksum.status == 0", "-T",
                             "fields", "-E", "separator=|", "-e", "frame.number", "-e",

@@ -7,7 +7,7 @@ import json
 import sys
 
 from mpa_emu.cli import CliError
-from mpa_emu.kernel_map import (
+from mpa_emu.cm.kernel_map import (
     ENTRIES,
     MODELLED,
     NOT_YET,

@@ -10,18 +10,18 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
 
-from mpa_emu.addr import ip_bytes, ip_text, mac_bytes
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
 from mpa_emu.cli.values import check_seconds, check_writable, seed
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.profiles import PROFILES, profile
+from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.console import ObservedTrace, nic_line
 from mpa_emu.live.sinks import PcapngSink
-from mpa_emu.profiles import PROFILES, profile
-from mpa_emu.trace import TraceRecord
+from mpa_emu.wire.addr import ip_bytes, ip_text, mac_bytes
 
 HELP = "run an emulated irdma host on a TAP device against the real Linux TCP stack"
 DEFAULT_MAC = "02:6d:70:61:00:02"

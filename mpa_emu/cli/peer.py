@@ -9,10 +9,10 @@ import socket
 import sys
 from collections.abc import Callable
 
-from mpa_emu import mpa, peer
 from mpa_emu.cli import CliError
 from mpa_emu.cli.values import check_seconds
-from mpa_emu.live import netns
+from mpa_emu.live import netns, peer
+from mpa_emu.wire import mpa
 
 HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
 

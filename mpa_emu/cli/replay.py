@@ -10,13 +10,12 @@ import json
 import os
 import sys
 
-from mpa_emu.addr import ip_bytes
 from mpa_emu.campaign.options import add_campaign_arguments
-from mpa_emu.checksums import Mode
+from mpa_emu.capture.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_replay_html
 from mpa_emu.cli.values import capture_error, seed
-from mpa_emu.profiles import PROFILES, profile
+from mpa_emu.cm.profiles import PROFILES, profile
 from mpa_emu.replay import (
     ProfileSurvey,
     RecordingError,
@@ -25,6 +24,7 @@ from mpa_emu.replay import (
     replay_capture,
     replay_profiles,
 )
+from mpa_emu.wire.addr import ip_bytes
 
 MAX_SECONDS = 1e9
 """Upper bound of the time options (about 31 years of virtual time)."""

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print or install the plugin."""
-    from mpa_emu.packaged import install_wireshark_plugin, wireshark_plugin
+    from mpa_emu.cli.packaged import install_wireshark_plugin, wireshark_plugin
 
     if args.dir is not None and not args.install:
         raise CliError("--dir needs --install")

@@ -26,7 +26,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import SEQ_MOD, process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
-from mpa_emu.segment import ACK, FIN, SYN, Segment
+from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 
 S = CmState
 MASK32 = SEQ_MOD - 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mpa_emu.cm.events import Upcall
-from mpa_emu.segment import Segment, Transmit
+from mpa_emu.wire.segment import Segment, Transmit
 
 
 class CoreApi(Protocol):

@@ -112,7 +112,7 @@ class CmConfig:
     quirks: Quirks = field(default_factory=Quirks)
 
     # Peer-profile knobs: irdma's values by default; other profiles (siw-like, plain
-    # MPA v1) are built from these in mpa_emu.profiles.
+    # MPA v1) are built from these in mpa_emu.cm.profiles.
     profile: str = "irdma"
     """Name shown in traces and summaries."""
     p2p: bool = True

@@ -21,9 +21,9 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.states import CmEventType, CmState, Input
 from mpa_emu.cm.timers import CoreTimer, Deferred
+from mpa_emu.cm.trace import Trace
 from mpa_emu.offload.nic import FlowKey, Nic
-from mpa_emu.segment import Segment, Transmit
-from mpa_emu.trace import Trace
+from mpa_emu.wire.segment import Segment, Transmit
 
 
 @dataclass(frozen=True, slots=True)

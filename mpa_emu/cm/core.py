@@ -61,12 +61,12 @@ from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq
 from mpa_emu.cm.teardown import ListenerLike
 from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
+from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
 from mpa_emu.cm.view import ListenerView, NodeView
-from mpa_emu.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment, Transmit
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 S = CmState
 ENOMEM = errno.ENOMEM

@@ -1,13 +1,13 @@
 """What the core hands to its driver: upcalls to the application (iw_cm events); frames
-to transmit are :class:`mpa_emu.segment.Transmit` (re-exported here)."""
+to transmit are :class:`mpa_emu.wire.segment.Transmit` (re-exported here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
 
-from mpa_emu.fastinit import fast_frozen_init
-from mpa_emu.segment import Transmit
+from mpa_emu.wire.fastinit import fast_frozen_init
+from mpa_emu.wire.segment import Transmit
 
 __all__ = ["ECONNREFUSED", "ECONNRESET", "EINVAL", "ETIMEDOUT", "IwEvent", "Transmit",
            "Upcall"]

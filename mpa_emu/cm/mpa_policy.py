@@ -1,7 +1,7 @@
 """MPA request/reply as irdma builds and checks them (RFC 5044 section 7.1, RFC 6581
 section 5): ``irdma_cm_build_mpa_frame``,
 ``irdma_parse_mpa`` and ``irdma_negotiate_mpa_v2_ird_ord`` as pure functions over small
-values. The bytes come from :mod:`mpa_emu.mpa`; the policy lives here.
+values. The bytes come from :mod:`mpa_emu.wire.mpa`; the policy lives here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass
 from enum import Enum
 
-from mpa_emu import mpa
+from mpa_emu.wire import mpa
 
 MAX_CM_BUF = 544  # IRDMA_MAX_CM_BUF = IRDMA_MAX_IETF_SIZE (32) + IETF_MAX_PRIV_DATA_LEN
 MPA_V2_HDR = mpa.FRAME_SIZE + mpa.RTR_MSG_SIZE  # sizeof(struct ietf_mpa_v2)

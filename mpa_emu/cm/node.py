@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.offload.nic import NicQp
-from mpa_emu.segment import Segment, Transmit
+from mpa_emu.wire.segment import Segment, Transmit
 
 
 class SendEntry:

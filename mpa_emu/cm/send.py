@@ -11,7 +11,7 @@ from mpa_emu.cm.node import REFCOUNT_SATURATED, CmNode
 from mpa_emu.cm.nodes import is_loopback
 from mpa_emu.cm.states import VLAN_N_VID
 from mpa_emu.cm.tcp import SEQ_MOD, syn_options
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 MASK32 = SEQ_MOD - 1
 

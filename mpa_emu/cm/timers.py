@@ -24,7 +24,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.node import CloseEntry, CmNode, SendEntry
 from mpa_emu.cm.states import CmState, Input
 from mpa_emu.cm.timing import backoff_gap
-from mpa_emu.segment import Transmit
+from mpa_emu.wire.segment import Transmit
 
 Entry = SendEntry | CloseEntry
 

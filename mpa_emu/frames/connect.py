@@ -25,7 +25,7 @@ from scapy.fields import (
 from scapy.packet import Packet
 
 from mpa_emu.frames.base import GuardedPacket, NoteField
-from mpa_emu.mpa import (
+from mpa_emu.wire.mpa import (
     FLAG_CRC,
     FLAG_ENHANCED,
     FLAG_REJECT,

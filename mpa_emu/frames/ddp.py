@@ -5,7 +5,7 @@ DDP control bits (``T``, ``L``, ``dv``) and the RDMAP ones (``rv``, ``opcode``).
 :class:`DDP` picks :class:`DDPTagged` or :class:`DDPUntagged` from the T bit. Read
 Request and Terminate bodies follow as :class:`RDMAPReadRequest` and
 :class:`RDMAPTerminate`; Send and Write data as Raw. The byte layout is the one of
-:mod:`mpa_emu.ddp`.
+:mod:`mpa_emu.wire.ddp`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from scapy.fields import (
 )
 from scapy.packet import Packet
 
-from mpa_emu import ddp as pure
 from mpa_emu.frames.base import GuardedPacket, NoteField
+from mpa_emu.wire import ddp as pure
 
 OPCODE_NAMES = {
     0: "Write",
@@ -181,7 +181,7 @@ class RDMAPTerminate(GuardedPacket):
     """The Terminate body (RFC 5040 section 4.8): Layer, EType, Error Code, header
     control bits M, D, R; with M or D the DDP Segment Length, with D the terminated DDP
     header, with R the terminated RDMAP header (28 bytes); see
-    :class:`mpa_emu.ddp.TerminateHeader`."""
+    :class:`mpa_emu.wire.ddp.TerminateHeader`."""
 
     name = "RDMAP Terminate"
     fields_desc: ClassVar[list[Any]] = [

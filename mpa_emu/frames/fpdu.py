@@ -23,7 +23,7 @@ from scapy.packet import Packet
 
 from mpa_emu.frames.base import GuardedPacket, NoteField
 from mpa_emu.frames.ddp import DDP, OPCODE_NAMES
-from mpa_emu.mpa import crc32c, fpdu_pad_len
+from mpa_emu.wire.mpa import crc32c, fpdu_pad_len
 
 ULPDU_LENGTH_SIZE = 2
 CRC_SIZE = 4

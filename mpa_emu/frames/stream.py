@@ -29,7 +29,7 @@ from scapy.sessions import streamcls
 
 from mpa_emu.frames.connect import MPAReply, MPARequest
 from mpa_emu.frames.fpdu import MPAFPDU, ULPDU_LENGTH_SIZE, fpdu_wire_length
-from mpa_emu.mpa import (
+from mpa_emu.wire.mpa import (
     FLAG_CRC,
     FLAG_REJECT,
     FRAME_SIZE,
@@ -39,7 +39,7 @@ from mpa_emu.mpa import (
     MAX_PRIV_DATA_LEN,
 )
 
-STATE_KEY = "mpa_emu.mpa"
+STATE_KEY = "mpa_emu.wire.mpa"
 
 
 KEY_STEM = KEY_REQ[:8]  # "MPA ID R", shared by both keys

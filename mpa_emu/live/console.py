@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any
 
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.cm.trace import Trace, TraceRecord
 
 LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP/MPA"}
 """RFC 5040 section 4.8: the Layer nibble of a Terminate's control field."""
 
 
 class ObservedTrace(Trace):
-    """A :class:`~mpa_emu.trace.Trace` that also calls ``observer(record)`` for every
+    """A :class:`~mpa_emu.cm.trace.Trace` that also calls ``observer(record)`` for every
     record, after keeping or streaming it."""
 
     def __init__(self, stream: IO[str] | None = None, keep: bool = True, *,

@@ -3,7 +3,7 @@
 This is the same :class:`~mpa_emu.cm.core.CmCore` the virtual wire drives; only the edges
 differ. A frame read from the TAP is answered by the host stack when it is ARP/ND or an
 echo request; otherwise the NIC's filters (our MAC or a group address, a configured VLAN)
-and the fault hook decide whether the codec's :class:`~mpa_emu.segment.Segment` reaches
+and the fault hook decide whether the codec's :class:`~mpa_emu.wire.segment.Segment` reaches
 ``core.receive``. Whatever the core emits is encoded and written to the TAP; its timers
 fire when ``time.monotonic_ns()`` reaches them. ``now_ns`` is the monotonic clock
 minus the instant the driver started, so the core sees time starting at 0 as it does on
@@ -29,15 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_text, mac_text
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.live import icmp
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.net.policy import Accept, Manual, Reject
-from mpa_emu.segment import Segment
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_text, mac_text
+from mpa_emu.wire.segment import Segment
 
 __all__ = [
     "RX", "TX", "Accept", "Clock", "CoreApi", "DropMatching", "FaultHook", "FrameSink",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from mpa_emu import codec
 from mpa_emu.live.neighbour import ETH_P_8021Q, ETH_P_IPV6, icmpv6_checksum, tagged
+from mpa_emu.wire import codec
 
 ETH_P_IP = 0x0800
 IPPROTO_ICMP = 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from mpa_emu import codec
+from mpa_emu.wire import codec
 
 ETH_P_ARP = 0x0806
 ETH_P_IPV6 = 0x86DD

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from mpa_emu.capture import PcapngWriter
+from mpa_emu.capture.pcap import PcapngWriter
 
 
 class PcapngSink:

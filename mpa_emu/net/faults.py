@@ -3,7 +3,7 @@
 Random faults (loss, duplication, reordering, corruption) draw from the wire's own
 ``random.Random`` seeded from the network seed, so a scenario replays identically.
 Named-frame rules ("drop the first SYN-ACK", "drop the 2nd MPA request") are predicates
-over the decoded :class:`~mpa_emu.segment.Segment`, counted in the order frames reach
+over the decoded :class:`~mpa_emu.wire.segment.Segment`, counted in the order frames reach
 the wire (retransmissions count: the 2nd MPA request may be the first one's resend).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mpa_emu import mpa
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 SegmentPredicate = Callable[[Segment], bool]
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
-from mpa_emu.addr import ip_bytes, ip_text, mac_text
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
 
 Address = str | bytes
 

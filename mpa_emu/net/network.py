@@ -8,11 +8,11 @@ outbox and upcall queue; when nothing is due the clock jumps to the next deadlin
 Data flows one way: core -> ``Transmit`` -> wire -> receiving core. When a frame is
 turned into bytes and back:
 
-* :func:`mpa_emu.codec.encode` runs once per frame, and only when something needs the
+* :func:`mpa_emu.wire.codec.encode` runs once per frame, and only when something needs the
   bytes: the capture is on, the wire has drop rules or faults (they act on bytes), or
-  :func:`mpa_emu.codec.round_trips` cannot promise that the bytes decode to the same
+  :func:`mpa_emu.wire.codec.round_trips` cannot promise that the bytes decode to the same
   segment. With capture off on a perfect wire the receiver gets the sender's segment.
-* :func:`mpa_emu.codec.decode` runs only where the segment behind the bytes is not
+* :func:`mpa_emu.wire.codec.decode` runs only where the segment behind the bytes is not
   known: bytes that went through the wire's rules and faults, segments that may not
   round-trip, and injected bytes (decoded when injected). On a perfect wire a captured
   frame is encoded once and never decoded: the receiver gets the segment it came from.
@@ -32,18 +32,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Protocol
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_text, mac_bytes, mac_text
-from mpa_emu.capture import PcapngWriter
+from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
-from mpa_emu.segment import Segment, Transmit
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
+from mpa_emu.wire.segment import Segment, Transmit
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
                                  "kernel_leak", "kernel_bug", "verb_failed", "run_bound"})
@@ -146,7 +146,7 @@ class JournalTrace(Trace):
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
     (:class:`CapturedFrame`), an ``upcall`` (:class:`~mpa_emu.cm.events.Upcall`) or a
-    ``trace`` record (state changes and drops, as :class:`~mpa_emu.trace.TraceRecord`)."""
+    ``trace`` record (state changes and drops, as :class:`~mpa_emu.cm.trace.TraceRecord`)."""
 
     kind: str
     host: str
@@ -190,7 +190,7 @@ class Network:
     ``latency_ns`` is the one-way wire latency, ``faults`` the random faults.
     ``capture`` keeps every frame (see :attr:`frames`, :meth:`write_pcapng`);
     ``capture_loopback`` adds loopback frames on ``<host>/lo``. ``tracing`` keeps a
-    :class:`~mpa_emu.trace.Trace` of the cores and the wire (streamed as JSON Lines to
+    :class:`~mpa_emu.cm.trace.Trace` of the cores and the wire (streamed as JSON Lines to
     ``trace_stream`` when given). ``keep_upcalls`` records upcalls in ``Host.upcalls``.
     """
 

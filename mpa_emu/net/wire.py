@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from mpa_emu.net.faults import DropRule, FaultConfig
-from mpa_emu.segment import Segment
+from mpa_emu.wire.segment import Segment
 
 ETH_HEADER = 14
 VLAN_TAG = 4

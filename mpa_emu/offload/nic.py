@@ -22,7 +22,7 @@ from typing import Protocol
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp, QpInit
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
-from mpa_emu.segment import Segment, Transmit
+from mpa_emu.wire.segment import Segment, Transmit
 
 FlowKey = tuple[bytes, int, bytes, int, int]
 """(local address, local port, remote address, remote port, VLAN id): the node-table key

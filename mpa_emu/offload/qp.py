@@ -67,11 +67,11 @@ import struct
 from collections import deque
 from dataclasses import dataclass
 
-from mpa_emu import ddp, mpa
-from mpa_emu.fastinit import fast_frozen_init
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire import ddp, mpa
+from mpa_emu.wire.fastinit import fast_frozen_init
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 REXMIT_THRESH = 8
 """IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""

@@ -23,8 +23,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from mpa_emu import ddp
 from mpa_emu.offload.states import Ae
+from mpa_emu.wire import ddp
 
 # irdma type.h: enum irdma_term_layers, irdma_term_error_types and the error codes.
 LAYER_RDMA = 0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, cast
 
-from mpa_emu.profiles import PROFILES, profile
+from mpa_emu.cm.profiles import PROFILES, profile
 from mpa_emu.replay.compare import Comparison, Divergence, compare
 from mpa_emu.replay.engine import Engine, EngineOptions
 from mpa_emu.replay.recording import Recording, RecordingError, load
@@ -99,7 +99,7 @@ class ProfileSurvey:
     """``--profile auto``: the capture replayed in semantic mode once per profile."""
 
     reports: dict[str, ReplayReport]
-    """Profile name -> its report, in the order of :data:`mpa_emu.profiles.PROFILES`."""
+    """Profile name -> its report, in the order of :data:`mpa_emu.cm.profiles.PROFILES`."""
 
     @property
     def same_outcome(self) -> list[str]:

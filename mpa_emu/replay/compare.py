@@ -24,7 +24,7 @@ from mpa_emu.replay.recording import (
     mpa_kind,
     offload_classes,
 )
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 _LOOKAHEAD = 4
 

@@ -40,10 +40,10 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.mpa import MpaFormatError, decode_frame
+from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.replay.recording import FlowKey, Frame, Recording, mpa_kind, offload_classes
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 MASK32 = 0xFFFFFFFF
 _RESTART_WINDOW = 1 << 16

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_text
-from mpa_emu.capture import LINKTYPE_ETHERNET, CaptureRecord, read_intact
-from mpa_emu.checksums import Mode, Verdict, pseudo_header, repaired, tcp_verdict
-from mpa_emu.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.capture.checksums import Mode, Verdict, pseudo_header, repaired, tcp_verdict
+from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
 FlowKey = tuple[bytes, int, bytes, int, int | None]

@@ -7,18 +7,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_text
-from mpa_emu.capture import PcapngWriter
-from mpa_emu.checksums import Mode
+from mpa_emu.capture.checksums import Mode
+from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import Upcall
+from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import MASK32, Emitted, Injection, RunResult
 from mpa_emu.replay.recording import FlowKey, Frame, Recording, describe, flag_names
 from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
-from mpa_emu.segment import Segment
-from mpa_emu.trace import TraceRecord
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.segment import Segment
 
 
 @dataclass(frozen=True, slots=True)

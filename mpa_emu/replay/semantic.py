@@ -25,13 +25,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from mpa_emu import ddp, mpa
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
 from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay.engine import MASK32, RunResult
 from mpa_emu.replay.recording import FlowKey, Recording, mpa_kind
-from mpa_emu.segment import FIN, RST, Segment
+from mpa_emu.wire import ddp, mpa
+from mpa_emu.wire.segment import FIN, RST, Segment
 
 CRC_ERROR_AE = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
 RDMAP_TERMINATE = 0x7

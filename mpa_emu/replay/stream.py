@@ -30,9 +30,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TypeVar, cast, overload
 
-from mpa_emu import codec
-from mpa_emu.capture import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
-from mpa_emu.checksums import Mode, Verdict, repaired
+from mpa_emu.capture.checksums import Mode, Verdict, repaired
+from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
 from mpa_emu.replay.compare import Comparison
@@ -58,7 +57,8 @@ from mpa_emu.replay.recording import (
     mpa_kind,
 )
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
-from mpa_emu.segment import ACK, FIN, RST, SYN
+from mpa_emu.wire import codec
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 WINDOW = 1024
 """Frames read ahead of the one being replayed."""

@@ -7,12 +7,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mpa_emu import mpa
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.ladder import errno_text, upcall_label
 from mpa_emu.net.network import CapturedFrame
 from mpa_emu.scenario.conns import RunLike, conn_ids
-from mpa_emu.segment import flags_text
+from mpa_emu.views.ladder import errno_text, upcall_label
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import flags_text
 
 if TYPE_CHECKING:
     from mpa_emu.scenario.model import (

@@ -11,11 +11,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.cm.config import PDATA_TAILS, CmConfig, Quirks
 from mpa_emu.cm.events import IwEvent
+from mpa_emu.cm.profiles import PROFILES
 from mpa_emu.net.faults import FRAME_KINDS
-from mpa_emu.profiles import PROFILES
 from mpa_emu.scenario.fields import ScenarioError, Source, Table
 from mpa_emu.scenario.model import (
     EVENT_ACTIONS,
@@ -34,6 +33,7 @@ from mpa_emu.scenario.model import (
     UpcallExpect,
     WireSpec,
 )
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 CAPTURE_MAGICS = frozenset(bytes.fromhex(m) for m in (
     "d4c3b2a1", "a1b2c3d4", "4d3cb2a1", "a1b23c4d", "0a0d0d0a"))

@@ -7,13 +7,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from mpa_emu.addr import mac_bytes
 from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
 from mpa_emu.net.host import Host, Policy
 from mpa_emu.scenario.conns import ConnRecord, conn_ids
 from mpa_emu.scenario.expect import ExpectResult, check_all
 from mpa_emu.scenario.fields import ScenarioError
 from mpa_emu.scenario.model import ConnectSpec, EventSpec, ListenSpec, Scenario
+from mpa_emu.wire.addr import mac_bytes
 
 
 class Progress(Protocol):

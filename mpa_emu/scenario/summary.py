@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.addr import ip_text
-from mpa_emu.ladder import describe_frame, errno_text
+from mpa_emu.views.ladder import describe_frame, errno_text
+from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:
     from mpa_emu.scenario.runner import ScenarioRun

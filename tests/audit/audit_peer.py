@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import Upcall
-from mpa_emu.segment import ACK, SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire.segment import ACK, SYN, Segment
 
 MAC_H = bytes.fromhex("02000000aa01")
 MAC_X = bytes.fromhex("02000000bb02")

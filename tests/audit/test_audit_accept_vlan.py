@@ -6,7 +6,7 @@ from audit_peer import Passive, listen, make_host, v2_request
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK
+from mpa_emu.wire.segment import ACK
 
 
 def test_accept_takes_the_vlan_of_the_local_address_not_the_dcb_vlan_0() -> None:

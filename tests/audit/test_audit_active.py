@@ -23,7 +23,7 @@ from audit_peer import (
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, FIN, RST, SYN
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 
 def test_syn_then_ack_and_v2_request_have_the_kernel_shape() -> None:

@@ -27,7 +27,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import ECONNRESET
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, RST, SYN, Segment
+from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 
 
 def _kinds(p: Peer, kind: str) -> list[dict[str, object]]:

@@ -20,7 +20,7 @@ from audit_peer import (
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import EINVAL, IwEvent
 from mpa_emu.cm.states import CmState, ListenerState
-from mpa_emu.segment import ACK, FIN, RST
+from mpa_emu.wire.segment import ACK, FIN, RST
 
 ENOMEM = 12
 

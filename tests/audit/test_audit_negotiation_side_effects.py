@@ -6,7 +6,7 @@ from __future__ import annotations
 from audit_peer import make_host, to_mpareq_sent, v2_reply
 
 from mpa_emu.cm.events import ECONNRESET, IwEvent
-from mpa_emu.segment import ACK
+from mpa_emu.wire.segment import ACK
 
 
 def test_connect_reply_econnreset_reports_the_ord_lowered_before_the_einval() -> None:

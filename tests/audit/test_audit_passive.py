@@ -26,7 +26,7 @@ from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, FIN, RST, SYN
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 
 def _opts(mss: int) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from audit_peer import Passive, listen, make_host, v1_request
 
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.segment import ACK
+from mpa_emu.wire.segment import ACK
 
 
 def test_check_seq_uses_the_32_bit_rcv_wnd_when_rcv_wscale_is_0() -> None:

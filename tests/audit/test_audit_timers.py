@@ -22,7 +22,7 @@ from audit_peer import (
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, FIN, RST, SYN
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 # HZ=1000, RETRANS=32 (errata 5): 1, 3, 7, 15, 27, every 12 s to 315, three one jiffy apart
 RESENDS_32_HZ1000 = ([1000, 3000, 7000, 15000] + [27000 + 12000 * k for k in range(25)]

@@ -24,7 +24,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, RST, SYN
+from mpa_emu.wire.segment import ACK, RST, SYN
 
 
 def test_gen1_accept_sends_the_reply_at_the_cm_sequence_numbers() -> None:

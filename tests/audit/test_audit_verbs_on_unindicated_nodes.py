@@ -11,7 +11,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, RST, SYN
+from mpa_emu.wire.segment import ACK, RST, SYN
 
 
 def test_second_close_of_a_node_kept_alive_by_its_synack_entry_is_refused() -> None:

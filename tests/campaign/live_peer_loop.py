@@ -1,4 +1,4 @@
-"""A looped MPA initiator (``mpa_emu.peer``'s code on Linux sockets) in a namespace: the
+"""A looped MPA initiator (``mpa_emu.live.peer``'s code on Linux sockets) in a namespace: the
 peer that ``mpa-emu fuzz --live --accept`` waits for."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from mpa_emu import peer
+from mpa_emu.live import peer
 from mpa_emu.live.netns import entered
 
 

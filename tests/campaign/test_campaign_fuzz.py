@@ -18,7 +18,7 @@ from mpa_emu.campaign import fuzz
 from mpa_emu.campaign.generators import Script, SegStep, Wait
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import SYN
+from mpa_emu.wire.segment import SYN
 
 
 def _stable(out: str) -> list[str]:

@@ -1,5 +1,5 @@
 """``mpa-emu fuzz --live --accept`` and IPv6 ``--live``: the emulated side listens and
-``mpa_emu.peer``'s initiator (on the Linux TCP stack, looped in a namespace the test
+``mpa_emu.live.peer``'s initiator (on the Linux TCP stack, looped in a namespace the test
 creates) connects; and the initiate mode over IPv6 against ``mpa-emu peer --listen``.
 Bounded in cases and time; every address and device is inside the namespace."""
 

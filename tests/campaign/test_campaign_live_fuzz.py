@@ -68,7 +68,7 @@ def test_live_fuzz_against_the_peer_prints_the_reaction_table(namespace: str,
     assert rc == 0, out
     assert len(cases) == 90 and all(c["answers_after"] for c in cases)
     by_name = {c["name"]: c["reaction"] for c in cases}
-    # mpa_emu.peer answers a well-formed request and then waits for the RTR FPDU
+    # mpa_emu.live.peer answers a well-formed request and then waits for the RTR FPDU
     assert by_name["mpa request"] == "reply"
     # it reads PD_Length (40) bytes of private data that never come: nothing happens
     assert by_name["mpa pd_length beyond the bytes"] == "silence"

@@ -19,7 +19,7 @@ from mpa_emu.campaign.generators import Wait
 from mpa_emu.campaign.two_core import Net, SideVerb, TwoScript, execute_two
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import Segment
+from mpa_emu.wire.segment import Segment
 
 
 def _stable(out: str) -> list[str]:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import Transmit, Upcall
-from mpa_emu.segment import SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire.segment import SYN, Segment
 
 MAC_A = bytes.fromhex("020000000001")
 MAC_P = bytes.fromhex("020000000002")

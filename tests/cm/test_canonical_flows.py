@@ -9,7 +9,7 @@ from cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, answer, make_pair
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, FIN, SYN
+from mpa_emu.wire.segment import ACK, FIN, SYN
 
 SYN_OPTS_1460 = bytes.fromhex("020405b403030200")  # MSS 1460, WS 2, EOL (spec 5.2)
 

@@ -18,14 +18,14 @@ from cm_harness import IP6_A, IP6_P, IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.trace import Trace
 from mpa_emu.net import Accept, Network
 from mpa_emu.net.faults import FaultConfig
-from mpa_emu.segment import ACK, FIN, PSH, RST, SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
 pytestmark = pytest.mark.fuzz
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 import pytest
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, to_host
 
-from mpa_emu import mpa
 from mpa_emu.cm import transitions
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.node import REFCOUNT_SATURATED
 from mpa_emu.cm.states import CmState, Input
+from mpa_emu.cm.trace import Trace
 from mpa_emu.cm.transitions import UnreachableRowRan, row
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 REQ_V2 = mpa.MpaFrame(request=True, rev=2, rtr=mpa.RtrBlock(16, 16, write0=True, read0=True),
                       flags=0x50, private_data=b"r").to_bytes()

@@ -25,8 +25,8 @@ from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState, ListenerState
-from mpa_emu.segment import ACK, RST, SYN
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire.segment import ACK, RST, SYN
 
 PEER = bytes.fromhex("02000000ee01")
 

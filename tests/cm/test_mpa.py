@@ -9,7 +9,6 @@ import struct
 import pytest
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
 
-from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, IwEvent
@@ -25,8 +24,9 @@ from mpa_emu.cm.mpa_policy import (
     parse_mpa,
 )
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, RST, SYN
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, RST, SYN
 
 READ = Rdma0Op.READ_ZERO
 WRITE = Rdma0Op.WRITE_ZERO

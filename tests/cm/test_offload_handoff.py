@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, syn_rcvd, to_host
 
-from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK
 
 REQ = mpa.MpaFrame(request=True, rev=2, flags=0x50,
                    rtr=mpa.RtrBlock(ird=8, ord=4, write0=True, read0=True),

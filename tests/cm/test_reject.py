@@ -7,12 +7,12 @@ import errno
 import pytest
 from cm_harness import IP_A, IP_P, PORT, S_NS, Pair, answer, make_pair
 
-from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import ECONNRESET, EINVAL, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, FIN, RST
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST
 
 
 def requested(pair: Pair) -> tuple[int, int]:

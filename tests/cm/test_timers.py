@@ -9,8 +9,8 @@ from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.timing import backoff_gap, c_int_shift, retransmit_schedule
-from mpa_emu.segment import ACK, RST, SYN
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire.segment import ACK, RST, SYN
 
 
 def test_int_shift_is_taken_mod_32_and_wraps_to_a_negative_int() -> None:

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import pytest
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, to_host
 
-from mpa_emu import mpa
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.states import CmState, Input
+from mpa_emu.cm.trace import Trace
 from mpa_emu.cm.transitions import TABLE, row
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
-from mpa_emu.trace import Trace
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 S = CmState
 PEER_PORT = 5000

@@ -11,8 +11,8 @@ from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
-from mpa_emu.segment import ACK, RST, SYN
-from mpa_emu.trace import Trace
+from mpa_emu.cm.trace import Trace
+from mpa_emu.wire.segment import ACK, RST, SYN
 
 
 def test_refused_syn_is_retried_once_in_v1_then_aborted() -> None:

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_bytes, mac_bytes
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.live.driver import FaultHook, LiveHost
 from mpa_emu.live.netns import Namespace, entered
 from mpa_emu.live.sinks import MemorySink, SeenFrame
 from mpa_emu.live.tap import Tap, link_mac
-from mpa_emu.segment import Segment
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
+from mpa_emu.wire.segment import Segment
 
 TAP_NAME = "mpatap0"
 KERNEL_V4, EMU_V4 = "192.0.2.1", "192.0.2.2"

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from live_lab import EMU_V4, TAP_NAME, Lab, make_host
 
-from mpa_emu import codec, peer
-from mpa_emu.capture import PcapngWriter, read_capture
+from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.cm.events import IwEvent
+from mpa_emu.live import peer
 from mpa_emu.live.driver import Accept
 from mpa_emu.live.netns import Namespace
+from mpa_emu.wire import codec
 
 pytestmark = pytest.mark.live
 

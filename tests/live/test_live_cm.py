@@ -1,6 +1,6 @@
 """The emulated irdma CM against the real Linux TCP stack, through a TAP device.
 
-The kernel's side is an MPA peer (mpa_emu.peer) on ordinary sockets inside the lab
+The kernel's side is an MPA peer (mpa_emu.live.peer) on ordinary sockets inside the lab
 namespace; the emulated host is the real CM core driven by the live driver.
 """
 
@@ -21,11 +21,12 @@ from live_lab import (
     packed,
 )
 
-from mpa_emu import mpa, peer
 from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.live import peer
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, Manual, Reject
 from mpa_emu.live.netns import entered
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 pytestmark = pytest.mark.live
 

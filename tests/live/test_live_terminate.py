@@ -26,7 +26,7 @@ from live_lab import EMU_V4, Lab, make_host
 
 from mpa_emu.live.driver import Accept
 from mpa_emu.live.netns import Namespace, entered
-from mpa_emu.segment import FIN, RST
+from mpa_emu.wire.segment import FIN, RST
 
 pytestmark = pytest.mark.live
 

@@ -19,9 +19,9 @@ import pytest
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.net import Network
-from mpa_emu.segment import ACK, SYN, Segment
-from mpa_emu.trace import Trace, TraceRecord
+from mpa_emu.wire.segment import ACK, SYN, Segment
 
 SECOND = 1_000_000_000
 SYN_OPTIONS = bytes.fromhex("020405b4 030302 00".replace(" ", ""))

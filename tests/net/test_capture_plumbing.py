@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mpa_emu.capture import read_capture
+from mpa_emu.capture.pcap import read_capture
 from mpa_emu.net import FaultConfig, Network
 
 SECOND = 1_000_000_000

@@ -11,9 +11,9 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from mpa_emu import ladder
 from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
-from mpa_emu.trace import TraceRecord
+from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.views import ladder
 
 KEY_REQ = b"MPA ID Req Frame".hex()
 KEY_REP = b"MPA ID Rep Frame".hex()
@@ -41,7 +41,7 @@ def test_mpa_summary_reports_a_truncated_frame() -> None:
 
 
 def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
-    from mpa_emu.mpa import frame_fpdu
+    from mpa_emu.wire.mpa import frame_fpdu
 
     # DDP tagged+last (0xc1), RDMAP v1 opcode 1 (Read Request): spec 9's RTR READ.
     read_request = bytes.fromhex("c141") + bytes(26)
@@ -132,7 +132,7 @@ def test_ladder_needs_the_journal(fake_net: Any) -> None:
 def test_teardown_demo_ladder_names_the_addresses(tmp_path: Path) -> None:
     """bob sends from two addresses: the ladder header lists both and each arrow names
     its endpoints; the resets tshark sees from the removed address are drawn as such."""
-    from mpa_emu.demo import run_demo
+    from mpa_emu.demo.stories import run_demo
 
     result = run_demo(0)
     title, text = result.ladders[-1]

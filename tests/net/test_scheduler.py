@@ -6,9 +6,9 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from mpa_emu.addr import ip_bytes
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net import Accept, Host, Manual, Reject, derive_seed
+from mpa_emu.wire.addr import ip_bytes
 
 US = 1_000
 SECOND = 1_000_000_000

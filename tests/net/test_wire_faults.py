@@ -8,10 +8,10 @@ from typing import Any
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_bytes
 from mpa_emu.net import FaultConfig, Network
-from mpa_emu.segment import ACK, SYN
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_bytes
+from mpa_emu.wire.segment import ACK, SYN
 
 US = 1_000
 SECOND = 1_000_000_000

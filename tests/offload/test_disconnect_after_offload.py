@@ -16,7 +16,7 @@ from test_offloaded_qp import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_
 from mpa_emu.cm import disconnect
 from mpa_emu.cm.events import ECONNRESET, IwEvent, Transmit
 from mpa_emu.offload import Ae, IbQpState, OffloadedQp, TcpState
-from mpa_emu.segment import ACK, FIN, RST
+from mpa_emu.wire.segment import ACK, FIN, RST
 
 
 class Host:

@@ -7,7 +7,7 @@ from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.net import Accept, Host, Network, drop_nth
 from mpa_emu.offload import TcpState
-from mpa_emu.segment import FIN, RST
+from mpa_emu.wire.segment import FIN, RST
 
 MS = 1_000_000
 PORT = 31020

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from test_offloaded_qp import A_IP, A_MAC, A_PORT, P_IP, P_MAC, P_PORT, P_RCV, P_SEQ, REPLY
 
-from mpa_emu import codec, mpa
-from mpa_emu.capture import PcapngWriter
+from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.offload import Ae, OffloadedQp, QpInit
 from mpa_emu.offload.terminate import build_terminate
-from mpa_emu.segment import ACK, SYN, Segment
+from mpa_emu.wire import codec, mpa
+from mpa_emu.wire.segment import ACK, SYN, Segment
 
 TSHARK_OPTS = ["-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
                "--disable-heuristic", "rpcrdma_iwarp"]

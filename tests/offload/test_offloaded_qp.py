@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpa_emu import mpa
 from mpa_emu.offload import Ae, OffloadedQp, QpError, QpInit, TcpState
 from mpa_emu.offload.qp import REXMIT_THRESH, RTO_INITIAL_NS
-from mpa_emu.segment import ACK, FIN, RST, Segment
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST, Segment
 
 A_MAC = bytes.fromhex("020000000001")
 P_MAC = bytes.fromhex("020000000002")
@@ -33,7 +33,7 @@ REPLY = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_CRC | mpa.FLAG_ENHANCE
 
 def crc32c(data: bytes) -> int:
     """Bitwise CRC32c (reflected polynomial 0x82F63B78, RFC 3385), independent of
-    mpa_emu.mpa; the FPDU carries it as in RFC 5044 appendix B (least significant byte
+    mpa_emu.wire.mpa; the FPDU carries it as in RFC 5044 appendix B (least significant byte
     first on the wire, as tshark checks it)."""
     crc = 0xFFFFFFFF
     for byte in data:

@@ -14,11 +14,11 @@ import pytest
 from test_disconnect_after_offload import OUR_SEQ, PEER_SEQ, Host, passive_host
 from test_offloaded_qp import from_peer
 
-from mpa_emu import mpa
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.offload import Ae, IwarpState, TcpState
 from mpa_emu.offload.terminate import build_terminate, terminate_fields
-from mpa_emu.segment import ACK, FIN, RST
+from mpa_emu.wire import mpa
+from mpa_emu.wire.segment import ACK, FIN, RST
 
 TERM_HEAD = bytes.fromhex("4147" "00000000" "00000002" "00000001" "00000000")
 """Untagged, L, DV 1; RV 1, opcode 7 (Terminate); RsvdULP 0; QN 2; MSN 1; MO 0."""

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from mpa_emu.checksums import Mode
+from mpa_emu.capture.checksums import Mode
 from mpa_emu.cli import main
-from mpa_emu.diagram import from_capture
-from mpa_emu.inspect import ConnectionReport, inspect_capture
+from mpa_emu.views.diagram import from_capture
+from mpa_emu.views.inspection import ConnectionReport, inspect_capture
 
 REAL = Path(__file__).resolve().parents[2] / "pcaps" / "real"
 CAPTURES = sorted(p.stem for p in REAL.glob("*.pcap"))

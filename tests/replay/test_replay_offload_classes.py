@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mpa_emu.mpa import FLAG_CRC, FLAG_REJECT, MpaFrame
 from mpa_emu.replay.recording import offload_classes
-from mpa_emu.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_REJECT, MpaFrame
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 REQ = MpaFrame(request=True, rev=1).to_bytes()
 REP = MpaFrame(request=False, rev=1).to_bytes()

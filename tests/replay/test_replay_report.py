@@ -12,7 +12,7 @@ from replay_cli import PCAPS, replay
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap, wrpcap
 
-from mpa_emu.capture import read_capture
+from mpa_emu.capture.pcap import read_capture
 from mpa_emu.cli import main
 
 A, P = "192.168.10.1", "192.168.10.2"
@@ -247,9 +247,9 @@ def test_a_four_tuple_reused_by_a_second_connection_replays_from_both_sides(
 
 def test_fast_and_traced_runs_send_the_same_frames() -> None:
     # replay_capture relies on it: a first run without the core's trace, a second with.
-    from mpa_emu.addr import ip_bytes
     from mpa_emu.replay.engine import Engine, EngineOptions
     from mpa_emu.replay.recording import load
+    from mpa_emu.wire.addr import ip_bytes
 
     for name, ip in (("v2_reject.pcap", A), ("backlog_drop.pcap", P),
                      ("retrans_reject_expiry.pcap", P), ("fallback_v2_to_v1.pcap", A)):

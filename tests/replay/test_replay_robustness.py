@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mpa_emu.addr import ip_bytes
 from mpa_emu.replay import RecordingError, ReplayOptions, replay_capture
+from mpa_emu.wire.addr import ip_bytes
 
 PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
 ORIGINAL = (PCAPS / "v2_accept.pcap").read_bytes()

@@ -17,7 +17,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from mpa_emu.capture import read_capture
+from mpa_emu.capture.pcap import read_capture
 
 CLIENT, SERVER = "10.0.0.1", "10.0.0.2"
 CPORT, SPORT = 50000, 4000

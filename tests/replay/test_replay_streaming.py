@@ -16,11 +16,11 @@ import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_bytes
-from mpa_emu.capture import PcapngWriter, read_capture
+from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.replay import ReplayOptions, replay_capture
-from mpa_emu.segment import ACK, Segment
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_bytes
+from mpa_emu.wire.segment import ACK, Segment
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "pcaps" / "golden" / "golden_accept_v2.pcapng"

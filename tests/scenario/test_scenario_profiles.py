@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.profiles import PROFILES, irdma, mpa_v1, profile, siw
+from mpa_emu.cm.profiles import PROFILES, irdma, mpa_v1, profile, siw
 
 
 def test_irdma_is_the_default_configuration() -> None:

@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import pytest
 
-from mpa_emu.addr import ip_bytes
 from mpa_emu.cm import teardown
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.events import ECONNRESET, IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.net import Accept, Host, Manual, Network, Reject
-from mpa_emu.segment import ACK, RST, SYN, Segment
+from mpa_emu.wire.addr import ip_bytes
+from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 
 MS = 1_000_000
 PORT = 31010

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mpa_emu.demo import STORIES, run_demo
-from mpa_emu.demo_teardown import SECOND_IP, TEARDOWN_PORT, address_removal
+from mpa_emu.demo.stories import STORIES, run_demo
+from mpa_emu.demo.teardown import SECOND_IP, TEARDOWN_PORT, address_removal
 
-STORY = "mpa_emu.demo_teardown:address_removal"
+STORY = "mpa_emu.demo.teardown:address_removal"
 
 
 def test_story_is_registered_in_the_demo() -> None:

@@ -14,7 +14,7 @@ import pytest
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.net import Accept, Host, Network
-from mpa_emu.segment import RST
+from mpa_emu.wire.segment import RST
 
 MS = 1_000_000
 

@@ -19,7 +19,7 @@ from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.cm.teardown import NO_VLAN
 from mpa_emu.offload import OffloadedQp, QpInit
-from mpa_emu.segment import RST
+from mpa_emu.wire.segment import RST
 
 V4_A = bytes([192, 168, 10, 2])
 V4_B = bytes([192, 168, 20, 2])

@@ -2,18 +2,18 @@
 connections to each; one address is removed (``irdma_if_notify(ifup=false)`` ->
 ``irdma_cm_teardown_connections``) and only its connections are reset.
 
-Registered in :data:`mpa_emu.demo.STORIES`.
+Registered in :data:`mpa_emu.demo.stories.STORIES`.
 """
 
 from __future__ import annotations
 
-from mpa_emu.addr import ip_bytes, ip_text
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.states import CmState
-from mpa_emu.demo_context import MS, SERVER_IP, DemoContext
-from mpa_emu.ladder import errno_text
+from mpa_emu.demo.context import MS, SERVER_IP, DemoContext
 from mpa_emu.net import Accept, Host
-from mpa_emu.segment import RST
+from mpa_emu.views.ladder import errno_text
+from mpa_emu.wire.addr import ip_bytes, ip_text
+from mpa_emu.wire.segment import RST
 
 SECOND_IP = "192.0.2.3"
 """The address bob brings up for this story and then loses."""

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu import mpa
-from mpa_emu.addr import ip_text
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.segment import Segment
-from mpa_emu.trace import TraceRecord
+from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.wire import mpa
+from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.segment import Segment
 
 if TYPE_CHECKING:
     from mpa_emu.net.network import CapturedFrame, Network

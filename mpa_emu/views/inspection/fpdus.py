@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import struct
 
-from mpa_emu.ddp import DdpFormatError, Opcode, ReadRequest, TerminateHeader
-from mpa_emu.inspect.mpa_exchange import Stream, bytes_at, frame_at
-from mpa_emu.inspect.report import ConnectionReport, Direction, FpduInfo
-from mpa_emu.ladder import RDMAP_OPCODES
-from mpa_emu.mpa import MpaFormatError, crc32c, unframe_fpdu
+from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
+from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
+from mpa_emu.views.ladder import RDMAP_OPCODES
+from mpa_emu.wire.ddp import DdpFormatError, Opcode, ReadRequest, TerminateHeader
+from mpa_emu.wire.mpa import MpaFormatError, crc32c, unframe_fpdu
 
 _TAGGED, _LAST = 0x80, 0x40
 _UNTAGGED_HEADER = 18  # control (2), RsvdULP (4), QN, MSN, MO (4 each): RFC 5041 4.4

@@ -1,5 +1,5 @@
 """An MPA peer over ordinary kernel sockets: the Linux kernel does TCP, this module only
-frames MPA (RFC 5044 section 7, RFC 6581) with :mod:`mpa_emu.mpa`.
+frames MPA (RFC 5044 section 7, RFC 6581) with :mod:`mpa_emu.wire.mpa`.
 
 It is the tool to poke an emulated or a real iWARP node: as initiator it sends an MPA
 request and reads the reply; as responder it reads the request and accepts or rejects.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpa_emu import ddp, mpa
+from mpa_emu.wire import ddp, mpa
 
 Log = Callable[[str], None]
 
@@ -138,7 +138,7 @@ class Message:
 
     @classmethod
     def parse(cls, ulpdu: bytes) -> Message:
-        """Decode a ULPDU with :func:`mpa_emu.ddp.parse_segment`."""
+        """Decode a ULPDU with :func:`mpa_emu.wire.ddp.parse_segment`."""
         segment = ddp.parse_segment(ulpdu)
         header = segment.header
         msn = header.msn if isinstance(header, ddp.UntaggedHeader) else None

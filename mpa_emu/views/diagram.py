@@ -1,5 +1,5 @@
 """Ladder diagrams of a scenario run or of a capture: text for the terminal (the network's
-own :mod:`mpa_emu.ladder` renderer) and SVG for a file.
+own :mod:`mpa_emu.views.ladder` renderer) and SVG for a file.
 
 For a scenario the rows come from the run's journal: frames with their MPA summary,
 state changes, upcalls and drops. For a capture (ours or not) the lanes are the IP
@@ -22,10 +22,7 @@ from pathlib import Path
 from typing import IO, TextIO
 from xml.sax.saxutils import escape
 
-from mpa_emu import codec
-from mpa_emu.addr import ip_text
-from mpa_emu.capture import CaptureError, CaptureRecord, read_capture
-from mpa_emu.checksums import (
+from mpa_emu.capture.checksums import (
     OFFLOAD_NOTE,
     Mode,
     Verdict,
@@ -35,10 +32,20 @@ from mpa_emu.checksums import (
     repaired,
     tcp_verdict,
 )
-from mpa_emu.inspect import LINK_ETHERNET, LINK_IPV4, LINK_IPV6, LINK_RAW, LINK_SLL, LINK_SLL2
-from mpa_emu.ladder import Row, fpdu_summary, mpa_summary, render, render_lines, segment_label
-from mpa_emu.mpa import FLAG_CRC
-from mpa_emu.segment import Segment
+from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
+from mpa_emu.views.inspection import (
+    LINK_ETHERNET,
+    LINK_IPV4,
+    LINK_IPV6,
+    LINK_RAW,
+    LINK_SLL,
+    LINK_SLL2,
+)
+from mpa_emu.views.ladder import Row, fpdu_summary, mpa_summary, render, render_lines, segment_label
+from mpa_emu.wire import codec
+from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.mpa import FLAG_CRC
+from mpa_emu.wire.segment import Segment
 
 
 class DiagramError(ValueError):
@@ -63,8 +70,8 @@ class Ladder:
 
 def from_run(net: object) -> Ladder:
     """The ladder of a finished network run (a :class:`mpa_emu.net.Network`)."""
-    from mpa_emu import ladder
     from mpa_emu.net import Network
+    from mpa_emu.views import ladder
 
     assert isinstance(net, Network)
     return Ladder(ladder.column_titles(net), ladder.rows(net))
@@ -259,7 +266,7 @@ def decode_leniently(frame: bytes) -> tuple[Segment, Verdict, bool] | str:
     """``frame`` decoded whatever its checksums, with the verdict on its TCP checksum and
     whether its IPv4 header checksum holds; or why it cannot be decoded. A frame whose
     checksums fail is decoded from a copy with them recomputed
-    (:func:`mpa_emu.checksums.repaired`): every other field is as captured."""
+    (:func:`mpa_emu.capture.checksums.repaired`): every other field is as captured."""
     try:
         return codec.decode(frame), Verdict.GOOD, True
     except codec.DecodeError as exc:

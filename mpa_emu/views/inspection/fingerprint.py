@@ -15,8 +15,8 @@ Three shapes are told apart, each from what is on the wire:
 
 from __future__ import annotations
 
-from mpa_emu.inspect.report import ConnectionReport, Direction, MpaInfo
-from mpa_emu.mpa import FLAG_CRC, FLAG_ENHANCED
+from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED
 
 _KIND_NAMES = {0: "EOL", 1: "NOP", 2: "MSS", 3: "WS", 4: "SACK", 8: "TS"}
 IRDMA_WINDOW = 65535

@@ -3,8 +3,8 @@
 Any pcap or pcapng: Ethernet with or without 802.1Q, Linux cooked (v1 and v2), raw IP.
 The TCP payload ends where the IP header's length says (IPv4 total length, IPv6 payload
 length), so Ethernet padding of a short frame is never read as TCP data. Each TCP
-checksum gets a :class:`~mpa_emu.checksums.Verdict`; what it means for a report is the
-caller's choice of :class:`~mpa_emu.checksums.Mode`.
+checksum gets a :class:`~mpa_emu.capture.checksums.Verdict`; what it means for a report is the
+caller's choice of :class:`~mpa_emu.capture.checksums.Mode`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.addr import ip_text
-from mpa_emu.capture import CaptureError, read_capture
-from mpa_emu.checksums import Verdict, ip_header_ok, pseudo_header, tcp_verdict
+from mpa_emu.capture.checksums import Verdict, ip_header_ok, pseudo_header, tcp_verdict
+from mpa_emu.capture.pcap import CaptureError, read_capture
+from mpa_emu.wire.addr import ip_text
 
 # Link-layer types (pcap LINKTYPE_*).
 LINK_ETHERNET = 1
@@ -48,7 +48,7 @@ class RawFrame:
 
 
 def read_frames(path: str | Path) -> Iterator[RawFrame]:
-    """Frames of a pcap or pcapng file, read by :func:`mpa_emu.capture.read_capture`.
+    """Frames of a pcap or pcapng file, read by :func:`mpa_emu.capture.pcap.read_capture`.
 
     ``-`` reads standard input. Raises :class:`InspectError` for an unreadable file, or
     when the file turns out damaged part-way (the frames before the damage have been yielded).

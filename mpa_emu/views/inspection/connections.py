@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
-from mpa_emu.inspect.fingerprint import fingerprints
-from mpa_emu.inspect.fpdus import cut_fpdus, rdmap_findings
-from mpa_emu.inspect.frames import (
+from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
+from mpa_emu.views.inspection.fingerprint import fingerprints
+from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
+from mpa_emu.views.inspection.frames import (
     InspectError,
     RawFrame,
     TcpFrame,
@@ -18,16 +18,16 @@ from mpa_emu.inspect.frames import (
     endpoint,
     read_frames,
 )
-from mpa_emu.inspect.mpa_exchange import (
+from mpa_emu.views.inspection.mpa_exchange import (
     Stream,
     handshake,
     mpa_frame,
     negotiation,
     side_stream,
 )
-from mpa_emu.inspect.report import CaptureReport, ConnectionReport, Direction
-from mpa_emu.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
-from mpa_emu.segment import ACK, FIN, RST, SYN
+from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
+from mpa_emu.wire.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 LINGER_FRAMES = 10_000
 """A closed connection (an RST seen, or both FINs seen and each acknowledged by the other
@@ -123,7 +123,7 @@ def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> Capture
 
 def inspect_frames(frames: Iterable[RawFrame], name: str = "",
                    checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
-    """Analyse already-read frames (see :func:`~mpa_emu.inspect.frames.read_frames`)."""
+    """Analyse already-read frames (see :func:`~mpa_emu.views.inspection.frames.read_frames`)."""
     report = CaptureReport(path=name, checksums=str(checksums))
     conns = list(stream_connections(frames, report, checksums))
     conns.sort(key=lambda c: c.index)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mpa_emu import codec, mpa
-from mpa_emu.addr import ip_text
-from mpa_emu.capture import read_intact
-from mpa_emu.diagram import as_ethernet
-from mpa_emu.inspect import options_text, parse_tcp_options
-from mpa_emu.ladder import flags_label, fpdu_summary, text_or_hex
-from mpa_emu.segment import Segment
+from mpa_emu.capture.pcap import read_intact
+from mpa_emu.views.diagram import as_ethernet
+from mpa_emu.views.inspection import options_text, parse_tcp_options
+from mpa_emu.views.ladder import flags_label, fpdu_summary, text_or_hex
+from mpa_emu.wire import codec, mpa
+from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.segment import Segment
 
 Fields = list[tuple[str, str]]
 """A frame explained: field name and value, in wire order."""

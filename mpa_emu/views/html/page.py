@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from mpa_emu.diagram import Ladder
-from mpa_emu.html_report.fields import Fields
+from mpa_emu.views.diagram import Ladder
+from mpa_emu.views.html.fields import Fields
 
 MARKS = ("hl", "rel", "ok")
 

@@ -9,19 +9,20 @@ fields and, where CRC was negotiated, its CRC verdict, RDMAP-level findings (Rea
 Requests never answered, MSN gaps, Terminates), every FIN and RST, data after a FIN, a
 fingerprint of each side, and everything malformed, including what irdma would refuse
 (``irdma_parse_mpa`` has no reassembly). TCP checksums are read as a capture tool reads
-them (:mod:`mpa_emu.checksums`): by default a TX checksum offload artefact is a note.
+them (:mod:`mpa_emu.capture.checksums`): by default a TX checksum offload artefact is a note.
 Bad bytes never raise: they become findings.
 
-The work is split over :mod:`~mpa_emu.inspect.frames` (reading and decoding frames),
-:mod:`~mpa_emu.inspect.mpa_exchange` (handshake, streams, MPA frames),
-:mod:`~mpa_emu.inspect.fpdus` (FPDUs and RDMAP), :mod:`~mpa_emu.inspect.fingerprint`,
-:mod:`~mpa_emu.inspect.connections` (the story per connection) and
-:mod:`~mpa_emu.inspect.text` (output).
+The work is split over :mod:`~mpa_emu.views.inspection.frames` (reading and decoding frames),
+:mod:`~mpa_emu.views.inspection.mpa_exchange` (handshake, streams, MPA frames),
+:mod:`~mpa_emu.views.inspection.fpdus` (FPDUs and RDMAP),
+:mod:`~mpa_emu.views.inspection.fingerprint`,
+:mod:`~mpa_emu.views.inspection.connections` (the story per connection) and
+:mod:`~mpa_emu.views.inspection.text` (output).
 """
 
 from __future__ import annotations
 
-from mpa_emu.inspect.connections import (
+from mpa_emu.views.inspection.connections import (
     IDLE_FRAMES,
     LINGER_FRAMES,
     inspect_capture,
@@ -29,7 +30,7 @@ from mpa_emu.inspect.connections import (
     stream_capture,
     stream_connections,
 )
-from mpa_emu.inspect.frames import (
+from mpa_emu.views.inspection.frames import (
     LINK_ETHERNET,
     LINK_IPV4,
     LINK_IPV6,
@@ -44,7 +45,7 @@ from mpa_emu.inspect.frames import (
     parse_tcp_options,
     read_frames,
 )
-from mpa_emu.inspect.report import (
+from mpa_emu.views.inspection.report import (
     CaptureReport,
     ConnectionReport,
     Direction,
@@ -52,7 +53,7 @@ from mpa_emu.inspect.report import (
     FpduInfo,
     MpaInfo,
 )
-from mpa_emu.inspect.text import (
+from mpa_emu.views.inspection.text import (
     connection_block,
     connection_json,
     format_connection,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import struct
 from enum import StrEnum
 
-from mpa_emu.codec import internet_checksum, ones_complement_sum
+from mpa_emu.wire.codec import internet_checksum, ones_complement_sum
 
 __all__ = [
     "OFFLOAD_NOTE",

@@ -4,10 +4,6 @@ application's verbs and upcalls, and the emulator's trace records per injected f
 
 from __future__ import annotations
 
-from mpa_emu.addr import ip_text
-from mpa_emu.diagram import from_capture
-from mpa_emu.html_report.fields import Fields, capture_fields, segment_fields
-from mpa_emu.html_report.page import Page, Section, cell, fields_table, frame_link, table, versus
 from mpa_emu.replay.compare import Divergence
 from mpa_emu.replay.engine import Emitted
 from mpa_emu.replay.recording import describe
@@ -18,6 +14,10 @@ from mpa_emu.replay.report import (
     record_text,
     upcall_text,
 )
+from mpa_emu.views.diagram import from_capture
+from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
+from mpa_emu.views.html.page import Page, Section, cell, fields_table, frame_link, table, versus
+from mpa_emu.wire.addr import ip_text
 
 
 def _t(ns: int) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import struct
 
-from mpa_emu.inspect.frames import TcpFrame, options_text
-from mpa_emu.inspect.report import ConnectionReport, Direction, MpaInfo
-from mpa_emu.mpa import (
+from mpa_emu.views.inspection.frames import TcpFrame, options_text
+from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
+from mpa_emu.wire.mpa import (
     FLAG_CRC,
     FLAG_ENHANCED,
     FLAG_MARKERS,

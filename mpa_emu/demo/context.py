@@ -1,5 +1,5 @@
 """What every demo story works with: the two hosts' addresses, the ports, the time
-budget per story and :class:`DemoContext` (see :mod:`mpa_emu.demo`)."""
+budget per story and :class:`DemoContext` (see :mod:`mpa_emu.demo.stories`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """The core's value for one TCP segment on the wire, with its L2 and L3 envelope.
 
 The state machine never touches scapy objects: it consumes and produces ``Segment``
-values, and :mod:`mpa_emu.codec` turns them into wire bytes and back.
+values, and :mod:`mpa_emu.wire.codec` turns them into wire bytes and back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpa_emu.fastinit import fast_frozen_init
+from mpa_emu.wire.fastinit import fast_frozen_init
 
 # TCP flag bits (RFC 9293 section 3.1).
 FIN = 0x01

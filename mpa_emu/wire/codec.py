@@ -1,4 +1,4 @@
-"""Wire codec: :class:`~mpa_emu.segment.Segment` values to Ethernet frames and back.
+"""Wire codec: :class:`~mpa_emu.wire.segment.Segment` values to Ethernet frames and back.
 
 Every frame the emulator sends or receives passes through :func:`encode` or
 :func:`decode`, so both are written for speed (one precompiled ``struct`` format per
@@ -43,8 +43,8 @@ import struct
 from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
-from mpa_emu.fastinit import fast_constructor
-from mpa_emu.segment import Segment
+from mpa_emu.wire.fastinit import fast_constructor
+from mpa_emu.wire.segment import Segment
 
 if TYPE_CHECKING:
     from scapy.packet import Packet

@@ -4,10 +4,10 @@ request and reply, negotiation, FPDUs, ending, findings and frame comments."""
 
 from __future__ import annotations
 
-from mpa_emu.diagram import from_capture
-from mpa_emu.html_report.fields import capture_fields
-from mpa_emu.html_report.page import Page, Section, cell, frame_link, table
-from mpa_emu.inspect import CaptureReport, ConnectionReport, format_connection
+from mpa_emu.views.diagram import from_capture
+from mpa_emu.views.html.fields import capture_fields
+from mpa_emu.views.html.page import Page, Section, cell, frame_link, table
+from mpa_emu.views.inspection import CaptureReport, ConnectionReport, format_connection
 
 _RANK = {"error": 2, "warning": 1}
 

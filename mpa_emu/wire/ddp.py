@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypedDict
 
-from mpa_emu.mpa import frame_fpdu
+from mpa_emu.wire.mpa import frame_fpdu
 
 DDP_FLAG_TAGGED = 0x80  # T
 DDP_FLAG_LAST = 0x40  # L
@@ -425,5 +425,5 @@ def terminate(layer: int, etype: int, error_code: int, *, msn: int = 1,
 
 
 def fpdu(ulpdu: bytes) -> bytes:
-    """Frame a DDP segment as an FPDU with its CRC32c (see :func:`mpa_emu.mpa.frame_fpdu`)."""
+    """Frame a DDP segment as an FPDU with its CRC32c (see :func:`mpa_emu.wire.mpa.frame_fpdu`)."""
     return frame_fpdu(ulpdu)

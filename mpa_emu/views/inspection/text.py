@@ -6,8 +6,8 @@ import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 
-from mpa_emu.inspect.mpa_exchange import ird_ord_text
-from mpa_emu.inspect.report import (
+from mpa_emu.views.inspection.mpa_exchange import ird_ord_text
+from mpa_emu.views.inspection.report import (
     CaptureReport,
     ConnectionReport,
     FpduInfo,

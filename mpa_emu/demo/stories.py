@@ -12,9 +12,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import IO
 
-from mpa_emu import mpa
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.demo_context import (
+from mpa_emu.demo.context import (
     ACCEPT_PORT,
     CLIENT_IP,
     CLOSE_PORT,
@@ -25,9 +24,10 @@ from mpa_emu.demo_context import (
     DemoContext,
     Story,
 )
-from mpa_emu.demo_teardown import address_removal
-from mpa_emu.ladder import errno_text, ladder, text_or_hex
+from mpa_emu.demo.teardown import address_removal
 from mpa_emu.net import Accept, Host, Network, Reject
+from mpa_emu.views.ladder import errno_text, ladder, text_or_hex
+from mpa_emu.wire import mpa
 
 __all__ = ["ACCEPT_PORT", "CLIENT_IP", "CLOSE_PORT", "MS", "REJECT_PORT", "SERVER_IP",
            "STORIES", "STORY_BUDGET_NS", "DemoContext", "DemoResult", "Story", "resolve",

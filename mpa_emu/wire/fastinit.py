@@ -2,7 +2,7 @@
 
 The ``__init__`` that ``dataclasses`` writes for a frozen class stores every field with
 ``object.__setattr__(self, name, value)``, which looks the attribute up again for each
-field; for a 20-field :class:`~mpa_emu.segment.Segment` that is most of its cost. The
+field; for a 20-field :class:`~mpa_emu.wire.segment.Segment` that is most of its cost. The
 ``__init__`` made here has the same parameters and defaults and stores each field through
 its slot descriptor directly. Nothing else about the class changes: it stays frozen,
 compares, hashes and ``dataclasses.replace``-s as before.
