@@ -8,13 +8,13 @@ hosts and non-TCP frames are kept out of the replay and counted.
 from __future__ import annotations
 
 import gc
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from mpa_emu.capture.checksums import Mode, Verdict, pseudo_header, repaired, tcp_verdict
+from mpa_emu.capture.checksums import Mode, Verdict
+from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
@@ -103,9 +103,6 @@ class Recording:
         return len(self.ip) == 16
 
 
-_CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
-
-
 def load(path: str | Path | IO[bytes], ip: bytes, checksums: Mode = Mode.OFFLOAD, *,
          name: str | None = None) -> Recording:
     """Read ``path`` and classify its TCP frames relative to the address ``ip``.
@@ -168,22 +165,14 @@ def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str
         try:
             seg = decode(raw.frame)
         except codec.DecodeError as exc:
-            reason = str(exc.reason)
-            if exc.reason in _CHECKSUM_FAILURES:
-                try:
-                    seg = decode(repaired(raw.frame))
-                    nic_dropped = str(exc)
-                except (codec.DecodeError, struct.error, IndexError) as again:
-                    reason = str(getattr(again, "reason", reason))
-            if not nic_dropped:
-                ignored[reason] = ignored.get(reason, 0) + 1
+            lenient = after_refusal(raw.frame, exc)
+            if isinstance(lenient, Undecodable):
+                ignored[lenient.reason] = ignored.get(lenient.reason, 0) + 1
                 continue
+            seg = lenient.seg
             if seg.dst_ip == ip:
-                verdict = _tcp_checksum_verdict(raw.frame, seg.src_ip, seg.dst_ip)
-                if checksums is Mode.OFF or (checksums is Mode.OFFLOAD
-                                             and verdict is Verdict.OFFLOAD):
-                    nic_dropped = ""
-                if verdict is Verdict.OFFLOAD:
+                nic_dropped, artefact = nic_verdict(lenient, checksums)
+                if artefact:
                     artefacts[seg.src_ip] = artefacts.get(seg.src_ip, 0) + 1
         if seg.src_ip == ip:
             outbound = True
@@ -216,24 +205,16 @@ def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str
                      end_ns, t0, damage, checksums, artefacts)
 
 
-def _tcp_checksum_verdict(frame: bytes, src: bytes, dst: bytes) -> Verdict:
-    """The verdict on the TCP checksum of an Ethernet ``frame`` whose headers decoded
-    once repaired; BAD when its IPv4 header checksum is wrong (never offloaded)."""
-    off = 14
-    ethertype = struct.unpack_from("!H", frame, 12)[0]
-    while ethertype in (0x8100, 0x88A8):
-        ethertype = struct.unpack_from("!H", frame, off + 2)[0]
-        off += 4
-    if ethertype == 0x0800:
-        ihl = (frame[off] & 0xF) * 4
-        if codec.ones_complement_sum(frame[off:off + ihl]) != 0:
-            return Verdict.BAD
-        tcp_off = off + ihl
-        tcp_len = struct.unpack_from("!H", frame, off + 2)[0] - ihl
-    else:
-        tcp_off = off + 40
-        tcp_len = struct.unpack_from("!H", frame, off + 4)[0]
-    return tcp_verdict(pseudo_header(src, dst, tcp_len), frame[tcp_off:tcp_off + tcp_len])
+def nic_verdict(lenient: Lenient, checksums: Mode) -> tuple[str, bool]:
+    """For a frame the emulated host receives that the strict decoder refused (a
+    checksum): why its NIC drops it under ``checksums`` (empty when it takes it), and
+    whether its TCP checksum is a TX offload artefact."""
+    # A wrong IPv4 header checksum is never an offload artefact: the stack computes it.
+    verdict = lenient.checksum if lenient.ip_ok else Verdict.BAD
+    artefact = verdict is Verdict.OFFLOAD
+    if checksums is Mode.OFF or (checksums is Mode.OFFLOAD and artefact):
+        return "", artefact
+    return lenient.refusal, artefact
 
 
 # ---- what a segment carries, in MPA terms ------------------------------------------
@@ -398,15 +379,10 @@ def _addresses(raws: Sequence[CaptureRecord]) -> str:
     that names an address the capture does not hold)."""
     counts: dict[bytes, int] = {}
     for raw in raws:
-        try:
-            seg = codec.decode(raw.frame)
-        except codec.DecodeError as exc:
-            if exc.reason not in _CHECKSUM_FAILURES:
-                continue
-            try:  # a wrong checksum still names its addresses
-                seg = codec.decode(repaired(raw.frame))
-            except (codec.DecodeError, struct.error, IndexError):
-                continue
+        lenient = decode_leniently(raw.frame)  # a wrong checksum still names its addresses
+        if isinstance(lenient, Undecodable):
+            continue
+        seg = lenient.seg
         for addr in (seg.src_ip, seg.dst_ip):
             counts[addr] = counts.get(addr, 0) + 1
     if not counts:

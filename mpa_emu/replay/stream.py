@@ -23,14 +23,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-import struct
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TypeVar, cast, overload
 
-from mpa_emu.capture.checksums import Mode, Verdict, repaired
+from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
@@ -48,13 +47,12 @@ from mpa_emu.replay.engine import (
     with_ack,
 )
 from mpa_emu.replay.recording import (
-    _CHECKSUM_FAILURES,
     FlowKey,
     Frame,
     OffloadClassifier,
     Recording,
-    _tcp_checksum_verdict,
     mpa_kind,
+    nic_verdict,
 )
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 from mpa_emu.wire import codec
@@ -294,23 +292,14 @@ class StreamEngine(Engine):
         try:
             seg = codec.decode(raw.frame)
         except codec.DecodeError as exc:
-            reason = str(exc.reason)
-            if exc.reason in _CHECKSUM_FAILURES:
-                try:
-                    seg = codec.decode(repaired(raw.frame))
-                    nic_dropped = str(exc)
-                except (codec.DecodeError, struct.error, IndexError) as again:
-                    reason = str(getattr(again, "reason", reason))
-            if not nic_dropped:
-                self.ignored[reason] = self.ignored.get(reason, 0) + 1
+            lenient = after_refusal(raw.frame, exc)
+            if isinstance(lenient, Undecodable):
+                self.ignored[lenient.reason] = self.ignored.get(lenient.reason, 0) + 1
                 return
+            seg = lenient.seg
             if seg.dst_ip == ip:
-                verdict = _tcp_checksum_verdict(raw.frame, seg.src_ip, seg.dst_ip)
-                checksums = self.ropt.checksums
-                if checksums is Mode.OFF or (checksums is Mode.OFFLOAD
-                                             and verdict is Verdict.OFFLOAD):
-                    nic_dropped = ""
-                if verdict is Verdict.OFFLOAD:
+                nic_dropped, artefact = nic_verdict(lenient, self.ropt.checksums)
+                if artefact:
                     self.artefacts[seg.src_ip] = self.artefacts.get(seg.src_ip, 0) + 1
         if seg.src_ip == ip:
             outbound = True

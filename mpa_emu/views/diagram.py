@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import pickle
 import shutil
-import struct
 import sys
 import tempfile
 import textwrap
@@ -22,30 +21,12 @@ from pathlib import Path
 from typing import IO, TextIO
 from xml.sax.saxutils import escape
 
-from mpa_emu.capture.checksums import (
-    OFFLOAD_NOTE,
-    Mode,
-    Verdict,
-    ip_header_ok,
-    is_error,
-    pseudo_header,
-    repaired,
-    tcp_verdict,
-)
+from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
+from mpa_emu.capture.decode import Undecodable, as_ethernet, decode_leniently
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
-from mpa_emu.views.inspection import (
-    LINK_ETHERNET,
-    LINK_IPV4,
-    LINK_IPV6,
-    LINK_RAW,
-    LINK_SLL,
-    LINK_SLL2,
-)
 from mpa_emu.views.ladder import Row, fpdu_summary, mpa_summary, render, render_lines, segment_label
-from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.mpa import FLAG_CRC
-from mpa_emu.wire.segment import Segment
 
 
 class DiagramError(ValueError):
@@ -161,9 +142,9 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
     if isinstance(frame, str):
         return Row(t, 0, None, f"frame {number}: not decoded ({frame})", frame=number)
     decoded = decode_leniently(frame)
-    if isinstance(decoded, str):
-        return Row(t, 0, None, f"frame {number}: not decoded ({decoded})", frame=number)
-    seg, verdict, ip_ok = decoded
+    if isinstance(decoded, Undecodable):
+        return Row(t, 0, None, f"frame {number}: not decoded ({decoded.text})", frame=number)
+    seg, verdict, ip_ok = decoded.seg, decoded.checksum, decoded.ip_ok
     if ports and seg.sport not in ports and seg.dport not in ports:
         return None
     src_name = ip_text(seg.src_ip)
@@ -260,69 +241,6 @@ def _checksum_marks(verdict: Verdict, ip_ok: bool, mode: Mode) -> list[str]:
         marks.append("TCP checksum: offload artefact" if verdict is Verdict.OFFLOAD
                      else "bad TCP checksum")
     return marks
-
-
-def decode_leniently(frame: bytes) -> tuple[Segment, Verdict, bool] | str:
-    """``frame`` decoded whatever its checksums, with the verdict on its TCP checksum and
-    whether its IPv4 header checksum holds; or why it cannot be decoded. A frame whose
-    checksums fail is decoded from a copy with them recomputed
-    (:func:`mpa_emu.capture.checksums.repaired`): every other field is as captured."""
-    try:
-        return codec.decode(frame), Verdict.GOOD, True
-    except codec.DecodeError as exc:
-        if exc.reason not in (codec.DecodeFailure.BAD_TCP_CHECKSUM,
-                              codec.DecodeFailure.BAD_IP_CHECKSUM):
-            return str(exc)
-    try:
-        fixed = repaired(frame)
-        seg = codec.decode(fixed)
-    except (codec.DecodeError, struct.error, IndexError) as exc:
-        return str(exc)
-    return seg, _tcp_verdict(frame), ip_header_ok(_ip_header(frame))
-
-
-def _ip_header(frame: bytes) -> bytes:
-    off = 18 if frame[12:14] == b"\x81\x00" else 14
-    if frame[off - 2:off] != b"\x08\x00":
-        return b""  # IPv6: no header checksum
-    return frame[off:off + (frame[off] & 0xF) * 4]
-
-
-def _tcp_verdict(frame: bytes) -> Verdict:
-    off = 18 if frame[12:14] == b"\x81\x00" else 14
-    if frame[off - 2:off] == b"\x08\x00":
-        ihl = (frame[off] & 0xF) * 4
-        total = struct.unpack_from("!H", frame, off + 2)[0]
-        src, dst = frame[off + 12:off + 16], frame[off + 16:off + 20]
-        tcp = frame[off + ihl:off + total]
-    else:
-        plen = struct.unpack_from("!H", frame, off + 4)[0]
-        src, dst = frame[off + 8:off + 24], frame[off + 24:off + 40]
-        tcp = frame[off + 40:off + 40 + plen]
-    return tcp_verdict(pseudo_header(src, dst, len(tcp)), tcp)
-
-
-_NO_MACS = bytes(12)
-
-
-def as_ethernet(linktype: int, frame: bytes) -> bytes | str:
-    """``frame`` of a capture with link type ``linktype`` as an Ethernet frame (MACs
-    zero when the capture has none), or why it cannot be: Linux cooked captures
-    (``tcpdump -i any``) and raw IP captures are as common as Ethernet ones."""
-    if linktype == LINK_ETHERNET:
-        return frame
-    if linktype == LINK_SLL:
-        return _NO_MACS + frame[14:] if len(frame) >= 16 else "Linux cooked header truncated"
-    if linktype == LINK_SLL2:
-        if len(frame) < 20:
-            return "Linux cooked v2 header truncated"
-        return _NO_MACS + frame[0:2] + frame[20:]
-    if linktype in (*LINK_RAW, LINK_IPV4, LINK_IPV6):
-        if not frame:
-            return "empty"
-        ethertype = b"\x08\x00" if frame[0] >> 4 == 4 else b"\x86\xdd"
-        return _NO_MACS + ethertype + frame
-    return f"link type {linktype} not supported"
 
 
 # ---- SVG ---------------------------------------------------------------------------

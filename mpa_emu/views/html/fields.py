@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mpa_emu.capture.decode import as_ethernet
 from mpa_emu.capture.pcap import read_intact
-from mpa_emu.views.diagram import as_ethernet
 from mpa_emu.views.inspection import options_text, parse_tcp_options
 from mpa_emu.views.ladder import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.wire import codec, mpa

@@ -12,7 +12,8 @@ fingerprint of each side, and everything malformed, including what irdma would r
 them (:mod:`mpa_emu.capture.checksums`): by default a TX checksum offload artefact is a note.
 Bad bytes never raise: they become findings.
 
-The work is split over :mod:`~mpa_emu.views.inspection.frames` (reading and decoding frames),
+The work is split over :mod:`~mpa_emu.capture.decode` (reading and decoding frames,
+shared with diagram and replay),
 :mod:`~mpa_emu.views.inspection.mpa_exchange` (handshake, streams, MPA frames),
 :mod:`~mpa_emu.views.inspection.fpdus` (FPDUs and RDMAP),
 :mod:`~mpa_emu.views.inspection.fingerprint`,
@@ -22,15 +23,7 @@ The work is split over :mod:`~mpa_emu.views.inspection.frames` (reading and deco
 
 from __future__ import annotations
 
-from mpa_emu.views.inspection.connections import (
-    IDLE_FRAMES,
-    LINGER_FRAMES,
-    inspect_capture,
-    inspect_frames,
-    stream_capture,
-    stream_connections,
-)
-from mpa_emu.views.inspection.frames import (
+from mpa_emu.capture.decode import (
     LINK_ETHERNET,
     LINK_IPV4,
     LINK_IPV6,
@@ -44,6 +37,14 @@ from mpa_emu.views.inspection.frames import (
     options_text,
     parse_tcp_options,
     read_frames,
+)
+from mpa_emu.views.inspection.connections import (
+    IDLE_FRAMES,
+    LINGER_FRAMES,
+    inspect_capture,
+    inspect_frames,
+    stream_capture,
+    stream_connections,
 )
 from mpa_emu.views.inspection.report import (
     CaptureReport,

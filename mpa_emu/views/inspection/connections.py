@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
-from mpa_emu.views.inspection.fingerprint import fingerprints
-from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
-from mpa_emu.views.inspection.frames import (
+from mpa_emu.capture.decode import (
     InspectError,
     RawFrame,
     TcpFrame,
@@ -18,6 +16,8 @@ from mpa_emu.views.inspection.frames import (
     endpoint,
     read_frames,
 )
+from mpa_emu.views.inspection.fingerprint import fingerprints
+from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
 from mpa_emu.views.inspection.mpa_exchange import (
     Stream,
     handshake,
@@ -123,7 +123,7 @@ def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> Capture
 
 def inspect_frames(frames: Iterable[RawFrame], name: str = "",
                    checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
-    """Analyse already-read frames (see :func:`~mpa_emu.views.inspection.frames.read_frames`)."""
+    """Analyse already-read frames (see :func:`~mpa_emu.capture.decode.read_frames`)."""
     report = CaptureReport(path=name, checksums=str(checksums))
     conns = list(stream_connections(frames, report, checksums))
     conns.sort(key=lambda c: c.index)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 
-from mpa_emu.views.inspection.frames import TcpFrame, options_text
+from mpa_emu.capture.decode import TcpFrame, options_text
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
 from mpa_emu.wire.mpa import (
     FLAG_CRC,

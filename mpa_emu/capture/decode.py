@@ -1,10 +1,16 @@
-"""Reading captures and decoding each frame down to its TCP segment, for inspect.
+"""The one lenient decoder of captured frames, shared by inspect, diagram and replay.
 
 Any pcap or pcapng: Ethernet with or without 802.1Q, Linux cooked (v1 and v2), raw IP.
 The TCP payload ends where the IP header's length says (IPv4 total length, IPv6 payload
 length), so Ethernet padding of a short frame is never read as TCP data. Each TCP
 checksum gets a :class:`~mpa_emu.capture.checksums.Verdict`; what it means for a report is the
 caller's choice of :class:`~mpa_emu.capture.checksums.Mode`.
+
+Two views of a frame come out of here: :func:`decode_frame` reads the fields a
+connection analysis needs from any link type (:class:`TcpFrame`, used by inspect), and
+:func:`decode_leniently` turns an Ethernet frame into the emulator's own
+:class:`~mpa_emu.wire.segment.Segment` whatever its checksums, with the verdict on them
+(used by diagram and replay; :func:`as_ethernet` brings other link types to Ethernet).
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.capture.checksums import Verdict, ip_header_ok, pseudo_header, tcp_verdict
+from mpa_emu.capture.checksums import Verdict, ip_header_ok, pseudo_header, repaired, tcp_verdict
 from mpa_emu.capture.pcap import CaptureError, read_capture
+from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.segment import Segment
 
 # Link-layer types (pcap LINKTYPE_*).
 LINK_ETHERNET = 1
@@ -275,3 +283,89 @@ def options_text(opts: dict[str, Any]) -> str:
     parts.extend(f"option {k}" for k in opts.get("other", []))
     return ", ".join(parts) if parts else "no options"
 
+
+
+# ---- Ethernet frames as the emulator's segments, whatever their checksums ---------------
+
+_NO_MACS = bytes(12)
+
+
+def as_ethernet(linktype: int, frame: bytes) -> bytes | str:
+    """``frame`` of a capture with link type ``linktype`` as an Ethernet frame (MACs
+    zero when the capture has none), or why it cannot be: Linux cooked captures
+    (``tcpdump -i any``) and raw IP captures are as common as Ethernet ones."""
+    if linktype == LINK_ETHERNET:
+        return frame
+    if linktype == LINK_SLL:
+        return _NO_MACS + frame[14:] if len(frame) >= 16 else "Linux cooked header truncated"
+    if linktype == LINK_SLL2:
+        if len(frame) < 20:
+            return "Linux cooked v2 header truncated"
+        return _NO_MACS + frame[0:2] + frame[20:]
+    if linktype in (*LINK_RAW, LINK_IPV4, LINK_IPV6):
+        if not frame:
+            return "empty"
+        ethertype = b"\x08\x00" if frame[0] >> 4 == 4 else b"\x86\xdd"
+        return _NO_MACS + ethertype + frame
+    return f"link type {linktype} not supported"
+
+
+@dataclass(frozen=True, slots=True)
+class Lenient:
+    """An Ethernet frame decoded whatever its checksums."""
+
+    seg: Segment
+    checksum: Verdict
+    """The verdict on the TCP checksum as captured."""
+    ip_ok: bool
+    """Whether the IPv4 header checksum holds (always true for IPv6)."""
+    refusal: str = ""
+    """Why the strict decoder (:func:`mpa_emu.wire.codec.decode`) refused the frame as
+    captured (a checksum), empty when it took it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """An Ethernet frame that does not decode even with its checksums repaired."""
+
+    reason: str
+    """The :class:`~mpa_emu.wire.codec.DecodeFailure` behind it, as text (for counts)."""
+    text: str
+    """The one-line explanation."""
+
+
+_CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
+
+
+def decode_leniently(frame: bytes) -> Lenient | Undecodable:
+    """``frame`` (Ethernet) decoded whatever its checksums, or why it cannot be."""
+    try:
+        return Lenient(codec.decode(frame), Verdict.GOOD, True)
+    except codec.DecodeError as exc:
+        return after_refusal(frame, exc)
+
+
+def after_refusal(frame: bytes, exc: codec.DecodeError) -> Lenient | Undecodable:
+    """``frame`` (Ethernet) that :func:`~mpa_emu.wire.codec.decode` refused with ``exc``,
+    decoded from a copy with its checksums recomputed
+    (:func:`~mpa_emu.capture.checksums.repaired`) when a checksum was all that failed:
+    every other field is as captured. For callers that try the strict decoder first."""
+    if exc.reason not in _CHECKSUM_FAILURES:
+        return Undecodable(str(exc.reason), str(exc))
+    try:
+        seg = codec.decode(repaired(frame))
+    except codec.DecodeError as again:
+        return Undecodable(str(again.reason), str(again))
+    except (struct.error, IndexError) as again:
+        return Undecodable(str(exc.reason), str(again))
+    verdict, ip_ok = _verdicts(frame)
+    return Lenient(seg, verdict, ip_ok, str(exc))
+
+
+def _verdicts(frame: bytes) -> tuple[Verdict, bool]:
+    """The TCP checksum verdict and IPv4 header verdict of an Ethernet frame whose
+    headers decode, as :func:`decode_frame` reads them."""
+    tcp = decode_frame(RawFrame(0, 0.0, LINK_ETHERNET, frame, len(frame)))
+    if not isinstance(tcp, TcpFrame):  # the strict decoder took these headers
+        return Verdict.BAD, False
+    return tcp.checksum, tcp.ip_ok
