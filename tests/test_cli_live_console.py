@@ -11,6 +11,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from errno import ECONNREFUSED
 
 import pytest
 
@@ -18,7 +19,7 @@ from mpa_emu.cli import live as live_command
 from mpa_emu.cli import main
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import ECONNREFUSED, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import tap as tap_module
 from mpa_emu.live.console import nic_line

@@ -4,13 +4,14 @@ replies, the reject's R flag and private data, no Error or Malformed), reproduci
 from __future__ import annotations
 
 import json
+from errno import ECONNREFUSED
 from pathlib import Path
 
 import pytest
 
 from mpa_emu.capture.tshark import Tshark
 from mpa_emu.cli import main
-from mpa_emu.cm.events import ECONNREFUSED, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.demo.stories import REJECT_PORT, STORIES, run_demo
 
 KEY_REQ = b"MPA ID Req Frame".hex()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from errno import ECONNREFUSED
 from pathlib import Path
 
 import pytest
 
-from mpa_emu.cm.events import ECONNREFUSED, IwEvent
+from mpa_emu.cm.events import IwEvent
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

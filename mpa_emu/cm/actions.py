@@ -16,11 +16,11 @@ the application of ``irdma_parse_mpa``).
 from __future__ import annotations
 
 import errno
+from errno import ECONNRESET, EINVAL
 
 from mpa_emu.cm import send
 from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNRESET, EINVAL
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input

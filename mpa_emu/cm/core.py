@@ -34,6 +34,7 @@ from __future__ import annotations
 import errno
 import random
 from collections import deque
+from errno import EINVAL
 from typing import Any
 
 from mpa_emu.cm import disconnect, refs, send, teardown, upcalls
@@ -42,7 +43,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
 from mpa_emu.cm.device import DeviceVerbs
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import EINVAL, IwEvent, Upcall
+from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList

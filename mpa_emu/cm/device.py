@@ -8,12 +8,12 @@ use the core through :class:`_Core`.
 
 from __future__ import annotations
 
+from errno import EINVAL
 from typing import Any, Protocol
 
 from mpa_emu.cm import teardown
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import EINVAL
 from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.nodes import NodeTable

@@ -27,9 +27,10 @@ Model choices (documented, deterministic):
 
 from __future__ import annotations
 
+from errno import ECONNRESET
 from typing import Any, Protocol
 
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.nic import NicQp

@@ -9,14 +9,10 @@ from enum import IntEnum
 from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Transmit
 
-__all__ = ["ECONNREFUSED", "ECONNRESET", "EINVAL", "ETIMEDOUT", "IwEvent", "Transmit",
-           "Upcall"]
+__all__ = ["IwEvent", "Transmit", "Upcall"]
 
-# Linux errno values used in upcall status codes.
-ECONNRESET = 104
-ECONNREFUSED = 111
-ETIMEDOUT = 110
-EINVAL = 22
+# Upcall status codes are negated Linux errno values: the standard library's errno module
+# holds them.
 
 
 class IwEvent(IntEnum):

@@ -5,9 +5,11 @@ ends of ``irdma_accept`` and ``irdma_cm_event_connected``, and ``irdma_send_cm_e
 
 from __future__ import annotations
 
+from errno import ECONNREFUSED, ECONNRESET, EINVAL
+
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, EINVAL, IwEvent, Upcall
+from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import VLAN_N_VID, CmEventType, CmState
 from mpa_emu.offload.qp import QpInit

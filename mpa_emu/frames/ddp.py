@@ -29,16 +29,7 @@ from scapy.packet import Packet
 from mpa_emu.frames.base import GuardedPacket, NoteField
 from mpa_emu.wire import ddp as pure
 
-OPCODE_NAMES = {
-    0: "Write",
-    1: "Read Request",
-    2: "Read Response",
-    3: "Send",
-    4: "Send with Invalidate",
-    5: "Send with SE",
-    6: "Send with SE and Invalidate",
-    7: "Terminate",
-}
+OPCODE_NAMES = {op: name.removeprefix("RDMA ") for op, name in pure.OPCODE_NAMES.items()}
 TERM_LAYER_NAMES = {0: "RDMAP", 1: "DDP", 2: "LLP"}
 
 

@@ -152,7 +152,7 @@ class Message:
     def name(self) -> str:
         """The RDMAP opcode as tshark names it."""
         try:
-            return _OPCODE_NAMES[ddp.Opcode(self.opcode)]
+            return ddp.OPCODE_NAMES[ddp.Opcode(self.opcode)]
         except ValueError:
             return f"opcode {self.opcode}"
 
@@ -172,16 +172,6 @@ class Message:
         if self.opcode == ddp.Opcode.SEND:
             return f"{self.name} msn={self.msn} len={len(self.payload)}"
         return self.name
-
-
-_OPCODE_NAMES = {
-    ddp.Opcode.WRITE: "RDMA Write", ddp.Opcode.READ_REQUEST: "RDMA Read Request",
-    ddp.Opcode.READ_RESPONSE: "RDMA Read Response", ddp.Opcode.SEND: "Send",
-    ddp.Opcode.SEND_INVALIDATE: "Send with Invalidate",
-    ddp.Opcode.SEND_SE: "Send with Solicited Event",
-    ddp.Opcode.SEND_SE_INVALIDATE: "Send with SE and Invalidate",
-    ddp.Opcode.TERMINATE: "Terminate",
-}
 
 
 # ---- frames -------------------------------------------------------------------------

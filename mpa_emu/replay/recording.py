@@ -19,7 +19,8 @@ from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
-from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire.segment import ACK, SYN, Segment
+from mpa_emu.wire.segment import flag_names as segment_flag_names
 
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
 FlowKey = tuple[bytes, int, bytes, int, int | None]
@@ -311,10 +312,8 @@ def describe(seg: Segment) -> str:
 
 
 def flag_names(flags: int) -> str:
-    names = [n for bit, n in ((SYN, "SYN"), (FIN, "FIN"), (RST, "RST"), (0x08, "PSH"),
-                              (ACK, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"))
-             if flags & bit]
-    return "|".join(names) or "none"
+    """``SYN|ACK`` (``none`` when no flag is set)."""
+    return "|".join(segment_flag_names(flags)) or "none"
 
 
 def describe_options(opts: bytes) -> str:

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
+from errno import ECONNREFUSED
 
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
+from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay.engine import MASK32, RunResult
 from mpa_emu.replay.recording import FlowKey, Recording, mpa_kind

@@ -20,7 +20,8 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.segment import Segment
+from mpa_emu.wire.ddp import OPCODE_NAMES
+from mpa_emu.wire.segment import Segment, flag_names
 
 if TYPE_CHECKING:
     from mpa_emu.net.network import CapturedFrame, Network
@@ -28,11 +29,6 @@ if TYPE_CHECKING:
 GAP = 88
 """Characters between two adjacent host lanes."""
 TIME_WIDTH = 11
-
-RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response",
-                 3: "Send", 4: "Send with Invalidate", 5: "Send with SE",
-                 6: "Send with SE and Invalidate", 7: "Terminate"}
-"""RDMAP opcodes (RFC 5040 section 4.3)."""
 
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
@@ -98,20 +94,16 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     if fpdu.wire_length != len(payload) or len(fpdu.ulpdu) < 2:
         return None
     opcode = fpdu.ulpdu[1] & 0x0F
-    name = RDMAP_OPCODES.get(opcode, f"RDMAP opcode {opcode}")
+    name = OPCODE_NAMES.get(opcode, f"RDMAP opcode {opcode}")
     verdict = ""
     if crc and not fpdu.crc_ok:
         verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
     return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{verdict}"
 
 
-_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"),
-               (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"))
-
-
 def flags_label(flags: int) -> str:
     """Wireshark's way: ``[SYN, ACK]``, ``[FIN, ACK]``, ``[RST, ACK]``."""
-    return "[" + ", ".join(name for bit, name in _FLAG_NAMES if flags & bit) + "]"
+    return "[" + ", ".join(flag_names(flags)) + "]"
 
 
 def options_label(options: bytes) -> str:

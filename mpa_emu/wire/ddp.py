@@ -69,6 +69,20 @@ class Opcode(IntEnum):
     TERMINATE = 7
 
 
+OPCODE_NAMES: dict[int, str] = {
+    Opcode.WRITE: "RDMA Write",
+    Opcode.READ_REQUEST: "RDMA Read Request",
+    Opcode.READ_RESPONSE: "RDMA Read Response",
+    Opcode.SEND: "Send",
+    Opcode.SEND_INVALIDATE: "Send with Invalidate",
+    Opcode.SEND_SE: "Send with SE",
+    Opcode.SEND_SE_INVALIDATE: "Send with SE and Invalidate",
+    Opcode.TERMINATE: "Terminate",
+}
+"""The name of each RDMAP opcode (RFC 5040 section 4.2, table 1), as reports print it.
+The scapy layer drops the ``RDMA`` prefix, as tshark's opcode field does."""
+
+
 class TermLayer(IntEnum):
     """The Layer nibble of a Terminate (RFC 5040 section 4.8)."""
 

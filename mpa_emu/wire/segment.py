@@ -20,12 +20,22 @@ URG = 0x20
 ECE = 0x40
 CWR = 0x80
 
-_FLAG_LETTERS = ((FIN, "F"), (SYN, "S"), (RST, "R"), (PSH, "P"), (ACK, "A"),
-                 (URG, "U"), (ECE, "E"), (CWR, "C"))
+FLAGS = ((FIN, "FIN"), (SYN, "SYN"), (RST, "RST"), (PSH, "PSH"), (ACK, "ACK"), (URG, "URG"),
+         (ECE, "ECE"), (CWR, "CWR"))
+"""Each TCP flag bit with its name, in bit order. A flag's letter (scapy's way of
+writing flags) is its name's first."""
+
+# Reports list SYN before FIN, as Wireshark's Info column does ("[SYN, ACK]").
+_NAMED_ORDER = (FLAGS[1], FLAGS[0], *FLAGS[2:])
+
+
+def flag_names(flags: int) -> list[str]:
+    """The names of the TCP flags set in ``flags``: ``["SYN", "ACK"]``."""
+    return [name for bit, name in _NAMED_ORDER if flags & bit]
 
 
 def _render_flags(flags: int) -> str:
-    return "".join(ch for bit, ch in _FLAG_LETTERS if flags & bit)
+    return "".join(name[0] for bit, name in FLAGS if flags & bit)
 
 
 # Every value of the 12 flag bits of the TCP header (RFC 9293 section 3.1: 4 reserved

@@ -6,6 +6,7 @@ irdma_handle_rst_pkt v2 -> v1, irdma_handle_fin_pkt in MPAREQ_SENT and MPAREJ_RC
 from __future__ import annotations
 
 import struct
+from errno import ECONNREFUSED, ECONNRESET
 
 import pytest
 from audit_peer import (
@@ -21,7 +22,7 @@ from audit_peer import (
 )
 
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 

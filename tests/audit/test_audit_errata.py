@@ -4,6 +4,7 @@ modules), each driven through the public API against what cm.c does."""
 from __future__ import annotations
 
 from dataclasses import replace
+from errno import ECONNRESET
 
 from audit_peer import (
     IP_H,
@@ -25,7 +26,6 @@ from audit_peer import (
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNRESET
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 

@@ -4,6 +4,8 @@ being destroyed), irdma_dec_refcnt_listen (RST the pending nodes, keep MPAREQ_RC
 
 from __future__ import annotations
 
+from errno import EINVAL
+
 import pytest
 from audit_peer import (
     LPORT,
@@ -18,7 +20,7 @@ from audit_peer import (
 )
 
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import EINVAL, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.wire.segment import ACK, FIN, RST
 

@@ -5,6 +5,7 @@ irdma_handle_fin_pkt, irdma_handle_rst_pkt). Expected bytes come from spec 4.2/5
 from __future__ import annotations
 
 import struct
+from errno import ECONNRESET
 
 import pytest
 from audit_peer import (
@@ -24,7 +25,7 @@ from audit_peer import (
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 

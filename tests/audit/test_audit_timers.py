@@ -4,6 +4,8 @@ when idle), irdma_cm_timer_tick (C int back-off, ack_rcvd, expiry), irdma_retran
 
 from __future__ import annotations
 
+from errno import ECONNRESET
+
 import pytest
 from audit_peer import (
     LPORT,
@@ -20,7 +22,7 @@ from audit_peer import (
 )
 
 from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 

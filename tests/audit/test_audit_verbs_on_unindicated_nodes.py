@@ -4,12 +4,14 @@ its CONNECT_REQUEST (event.provider_data)."""
 
 from __future__ import annotations
 
+from errno import ECONNRESET
+
 import pytest
 from audit_peer import MS, Passive, Peer, listen, listener_destroyed_gen1, make_host, v2_request
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, RST, SYN
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import struct
+from errno import ECONNREFUSED
 
 from cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, answer, make_pair
 
 from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import ECONNREFUSED, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, SYN
 

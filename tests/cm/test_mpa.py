@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import errno
 import struct
+from errno import ECONNREFUSED, ECONNRESET
 
 import pytest
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import ECONNREFUSED, ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.mpa_policy import (
     MpaParams,
     MpaParseError,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import errno
+from errno import ECONNRESET, EINVAL
 
 import pytest
 from cm_harness import IP_A, IP_P, PORT, S_NS, Pair, answer, make_pair
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import ECONNRESET, EINVAL, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from errno import ECONNRESET
+
 from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, answer
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.timing import backoff_gap, c_int_shift, retransmit_schedule
 from mpa_emu.cm.trace import Trace
 from mpa_emu.wire.segment import ACK, RST, SYN

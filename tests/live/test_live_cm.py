@@ -7,6 +7,7 @@ namespace; the emulated host is the real CM core driven by the live driver.
 from __future__ import annotations
 
 import socket
+from errno import ECONNRESET
 
 import pytest
 from live_lab import (
@@ -21,7 +22,7 @@ from live_lab import (
     packed,
 )
 
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.live import peer
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, Manual, Reject
 from mpa_emu.live.netns import entered

@@ -4,6 +4,7 @@ for lost frames, upcalls and state changes on the right lane."""
 from __future__ import annotations
 
 import subprocess
+from errno import ECONNREFUSED
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from mpa_emu.cm.events import ECONNREFUSED, IwEvent, Upcall
+from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.views import ladder
 

@@ -8,13 +8,14 @@ the core's contract says.
 
 from __future__ import annotations
 
+from errno import ECONNRESET
 from types import SimpleNamespace
 from typing import Any
 
 from test_offloaded_qp import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_fpdu
 
 from mpa_emu.cm import disconnect
-from mpa_emu.cm.events import ECONNRESET, IwEvent, Transmit
+from mpa_emu.cm.events import IwEvent, Transmit
 from mpa_emu.offload import Ae, IbQpState, OffloadedQp, TcpState
 from mpa_emu.wire.segment import ACK, FIN, RST
 

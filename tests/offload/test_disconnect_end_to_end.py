@@ -3,7 +3,9 @@ and abortive disconnects, and what each side's application is told (spec 2.5, 6.
 
 from __future__ import annotations
 
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from errno import ECONNRESET
+
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.net import Accept, Host, Network, drop_nth
 from mpa_emu.offload import TcpState

@@ -6,7 +6,9 @@ the peer's irdma_accept waits for the RTS AE in vain and fails with -ECONNRESET.
 
 from __future__ import annotations
 
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from errno import ECONNRESET
+
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.net import Accept, Network
 

@@ -9,12 +9,13 @@ spec 6.1, 6.2, 6.3 and errata 4 and 12.
 from __future__ import annotations
 
 from dataclasses import replace
+from errno import ECONNRESET
 
 import pytest
 
 from mpa_emu.cm import teardown
 from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.events import ECONNRESET, IwEvent
+from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.net import Accept, Host, Manual, Network, Reject
 from mpa_emu.wire.addr import ip_bytes

@@ -15,8 +15,7 @@ import struct
 
 from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
-from mpa_emu.views.ladder import RDMAP_OPCODES
-from mpa_emu.wire.ddp import DdpFormatError, Opcode, ReadRequest, TerminateHeader
+from mpa_emu.wire.ddp import OPCODE_NAMES, DdpFormatError, Opcode, ReadRequest, TerminateHeader
 from mpa_emu.wire.mpa import MpaFormatError, crc32c, unframe_fpdu
 
 _TAGGED, _LAST = 0x80, 0x40
@@ -96,7 +95,7 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
         return info
     opcode = ulpdu[1] & 0x0F
     info.opcode, info.last = opcode, bool(ulpdu[0] & _LAST)
-    name = RDMAP_OPCODES.get(opcode, f"RDMAP opcode {opcode}")
+    name = OPCODE_NAMES.get(opcode, f"RDMAP opcode {opcode}")
     if ulpdu[0] & _TAGGED:
         if len(ulpdu) < _TAGGED_HEADER:
             return info
