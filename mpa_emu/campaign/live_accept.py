@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from mpa_emu.campaign.generators import MUTATED_REPLIES, REP
 from mpa_emu.campaign.live_fuzz import LiveCase, LiveWire, Reaction, _Flow, syn_options
 from mpa_emu.wire import mpa
+from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
 ACCEPT_STEPS = ("syn", "established", "request", "partial", "reply")
@@ -111,7 +112,7 @@ class AcceptFuzzer:
         isn = random.Random(f"{self.seed}:accept-isn:{self._count}").getrandbits(32)
         self.wire.port = first.sport
         flow = _Flow(self.listen_port, isn, snd_nxt=isn, peer_isn=first.seq)
-        flow.rcv_nxt = (first.seq + 1) & 0xFFFFFFFF
+        flow.rcv_nxt = seq_space.add(first.seq, 1)
         return flow
 
     def _take(self, flow: _Flow, seg: Segment, reaction: Reaction | None,
@@ -124,11 +125,11 @@ class AcceptFuzzer:
             return
         if seg.payload and seg.seq == flow.rcv_nxt:
             into += seg.payload
-            flow.rcv_nxt = (flow.rcv_nxt + len(seg.payload)) & 0xFFFFFFFF
+            flow.rcv_nxt = seq_space.add(flow.rcv_nxt, len(seg.payload))
         if seg.flags & FIN and seg.seq == flow.rcv_nxt:
             if reaction is not None:
                 reaction.close = reaction.close or "FIN"
-            flow.rcv_nxt = (flow.rcv_nxt + 1) & 0xFFFFFFFF
+            flow.rcv_nxt = seq_space.add(flow.rcv_nxt, 1)
         if seg.payload or seg.flags & FIN:
             self.wire.send(flow, ACK)
 
@@ -157,7 +158,7 @@ class AcceptFuzzer:
     def _abort(self, flow: _Flow, flag: int) -> None:
         self.wire.send(flow, flag | ACK)
         if flag & FIN:
-            flow.snd_nxt = (flow.snd_nxt + 1) & 0xFFFFFFFF
+            flow.snd_nxt = seq_space.add(flow.snd_nxt, 1)
 
     def run_case(self, c: LiveCase) -> Reaction:
         """Accept one connection, play the case, return the peer's reaction (the
@@ -174,7 +175,7 @@ class AcceptFuzzer:
             self._observe(flow, reaction, after)
             return reaction
         self.wire.send(flow, SYN | ACK, options=syn_options(self.wire.ip))
-        flow.snd_nxt = (flow.isn + 1) & 0xFFFFFFFF
+        flow.snd_nxt = seq_space.add(flow.isn, 1)
         if step == "established":
             self._abort(flow, flag)
         elif not self._read_request(flow, reaction):
@@ -191,7 +192,7 @@ class AcceptFuzzer:
                 self.wire.send(flow, ACK | PSH, c.request[offset:offset + length],
                                seq=base + offset)
                 sent = max(sent, offset + length)
-                flow.snd_nxt = (base + sent) & 0xFFFFFFFF
+                flow.snd_nxt = seq_space.add(base, sent)
                 if step == "partial":
                     break
             if step in ("partial", "reply"):
@@ -221,12 +222,12 @@ class AcceptFuzzer:
         if flow is None:
             return False
         self.wire.send(flow, SYN | ACK, options=syn_options(self.wire.ip))
-        flow.snd_nxt = (flow.isn + 1) & 0xFFFFFFFF
+        flow.snd_nxt = seq_space.add(flow.isn, 1)
         if not self._read_request(flow, reaction):
             self._end(flow, reaction)
             return False
         self.wire.send(flow, ACK | PSH, REP)
-        flow.snd_nxt = (flow.snd_nxt + len(REP)) & 0xFFFFFFFF
+        flow.snd_nxt = seq_space.add(flow.snd_nxt, len(REP))
         after = bytearray()
         deadline = time.monotonic() + self.bound_s * 4
         while not after and reaction.close is None and time.monotonic() < deadline:

@@ -25,6 +25,7 @@ from mpa_emu.campaign.generators import MUTATED_MPA, REQ
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.live.tap import Tap
 from mpa_emu.wire import codec, mpa
+from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
 SYN_OPTIONS = bytes.fromhex("020405b4")  # MSS 1460 (RFC 9293 section 3.7.1)
@@ -221,7 +222,7 @@ class LiveFuzzer:
     def _open(self, flow: _Flow, reaction: Reaction) -> bool:
         """SYN, SYN-ACK; True once the peer answered (the ACK is the caller's)."""
         self.wire.send(flow, SYN, options=syn_options(self.wire.ip))
-        flow.snd_nxt = (flow.isn + 1) & 0xFFFFFFFF
+        flow.snd_nxt = seq_space.add(flow.isn, 1)
         segs = self.wire.receive(self.bound_s * 4, flow.sport,
                                  lambda g: any(s.flags & (SYN | RST) for s in g))
         synack = next((s for s in segs if s.flags & SYN and s.flags & ACK), None)
@@ -230,7 +231,7 @@ class LiveFuzzer:
             reaction.no_synack = not reaction.refused
             return False
         flow.peer_isn = synack.seq
-        flow.rcv_nxt = (synack.seq + 1) & 0xFFFFFFFF
+        flow.rcv_nxt = seq_space.add(synack.seq, 1)
         return True
 
     def _observe(self, flow: _Flow, reaction: Reaction) -> None:
@@ -245,11 +246,11 @@ class LiveFuzzer:
             return
         if seg.payload and seg.seq == flow.rcv_nxt:
             reaction.data += seg.payload
-            flow.rcv_nxt = (flow.rcv_nxt + len(seg.payload)) & 0xFFFFFFFF
+            flow.rcv_nxt = seq_space.add(flow.rcv_nxt, len(seg.payload))
             reaction.mpa = _answer(reaction.data)
         if seg.flags & FIN:
             reaction.close = reaction.close or "FIN"
-            flow.rcv_nxt = (flow.rcv_nxt + 1) & 0xFFFFFFFF
+            flow.rcv_nxt = seq_space.add(flow.rcv_nxt, 1)
         if seg.payload or seg.flags & FIN:
             self.wire.send(flow, ACK)
 
@@ -281,7 +282,7 @@ class LiveFuzzer:
                 self.wire.send(flow, ACK | PSH, c.request[offset:offset + length],
                                seq=base + offset)
                 sent_upto = max(sent_upto, offset + length)
-                flow.snd_nxt = (base + sent_upto) & 0xFFFFFFFF
+                flow.snd_nxt = seq_space.add(base, sent_upto)
                 if step == "partial":
                     break
                 if len(c.pieces) > 1:
@@ -297,7 +298,7 @@ class LiveFuzzer:
     def _abort(self, flow: _Flow, flag: int) -> None:
         self.wire.send(flow, flag | (ACK if flag & RST == 0 else 0))
         if flag & FIN:
-            flow.snd_nxt = (flow.snd_nxt + 1) & 0xFFFFFFFF
+            flow.snd_nxt = seq_space.add(flow.snd_nxt, 1)
 
     def still_answers(self) -> bool:
         """A well-formed v2 connection: True when the peer answers the request."""
@@ -307,7 +308,7 @@ class LiveFuzzer:
             return False
         self.wire.send(flow, ACK)
         self.wire.send(flow, ACK | PSH, REQ)
-        flow.snd_nxt = (flow.snd_nxt + len(REQ)) & 0xFFFFFFFF
+        flow.snd_nxt = seq_space.add(flow.snd_nxt, len(REQ))
         deadline = time.monotonic() + self.bound_s * 4
         while reaction.mpa is None and reaction.close is None \
                 and time.monotonic() < deadline:

@@ -24,12 +24,12 @@ from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
-from mpa_emu.cm.tcp import SEQ_MOD, process_options
+from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
+from mpa_emu.wire.seq import MASK as MASK32
 
 S = CmState
-MASK32 = SEQ_MOD - 1
 
 
 class KernelHang(Exception):

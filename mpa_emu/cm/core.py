@@ -68,13 +68,13 @@ from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
 from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire.seq import MASK as MASK32
 
 S = CmState
 ENOMEM = errno.ENOMEM
 EADDRINUSE = errno.EADDRINUSE
 EADDRNOTAVAIL = errno.EADDRNOTAVAIL
 IRD_ORD_MAX = 0xFFFF
-MASK32 = 0xFFFFFFFF
 
 DEFAULT_CONFIG = CmConfig()
 

@@ -10,10 +10,9 @@ from mpa_emu.cm.mpa_policy import MpaParams, build_mpa_frame
 from mpa_emu.cm.node import REFCOUNT_SATURATED, CmNode
 from mpa_emu.cm.nodes import is_loopback
 from mpa_emu.cm.states import VLAN_N_VID
-from mpa_emu.cm.tcp import SEQ_MOD, syn_options
+from mpa_emu.cm.tcp import syn_options
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
-
-MASK32 = SEQ_MOD - 1
+from mpa_emu.wire.seq import MASK as MASK32
 
 
 def form(node: CmNode, flags: int, mac: bytes, *, gen1: bool, options: bytes = b"",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-SEQ_MOD = 1 << 32
+from mpa_emu.wire.seq import add, between
 
 OPTION_NUM_EOL = 0
 OPTION_NUM_NONE = 1
@@ -23,16 +23,11 @@ CM_DEFAULT_MSS = 536  # IRDMA_CM_DEFAULT_MSS
 CM_DEFAULT_RCV_WND_SCALED = 0x3FFFC  # IRDMA_CM_DEFAULT_RCV_WND_SCALED
 
 
-def between(seq: int, low: int, high: int) -> bool:
-    """The kernel's wrap-safe ``between(seq1, seq2, seq3)``: ``seq2 <= seq1 <= seq3``."""
-    return (high - low) % SEQ_MOD >= (seq - low) % SEQ_MOD
-
-
 def check_seq(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int, rcv_wnd: int) -> bool:
     """``irdma_check_seq``: the peer acknowledged everything we sent, and its sequence
     number lies in ``[rcv_nxt, rcv_nxt + rcv_wnd]``. The ACK field is compared even when
     the ACK flag is clear."""
-    return ack == loc_seq_num and between(seq, rcv_nxt, (rcv_nxt + rcv_wnd) % SEQ_MOD)
+    return ack == loc_seq_num and between(seq, rcv_nxt, add(rcv_nxt, rcv_wnd))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 
+from mpa_emu.wire import seq as seq_space
+
 
 @dataclass
 class Endpoint:
@@ -64,7 +66,7 @@ class Conversation:
         if payload:
             pkt = pkt / Raw(payload)
         pkt.time = len(self.packets) * self.step
-        src.seq = (src.seq + len(payload) + ("S" in flags) + ("F" in flags)) & 0xFFFFFFFF
+        src.seq = seq_space.add(src.seq, len(payload) + ("S" in flags) + ("F" in flags))
         self.packets.append(pkt)
         return pkt
 

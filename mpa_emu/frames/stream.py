@@ -29,6 +29,7 @@ from scapy.sessions import streamcls
 
 from mpa_emu.frames.connect import MPAReply, MPARequest
 from mpa_emu.frames.fpdu import MPAFPDU, ULPDU_LENGTH_SIZE, fpdu_wire_length
+from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.mpa import (
     FLAG_CRC,
     FLAG_REJECT,
@@ -182,12 +183,6 @@ class _Direction:
     next_seq: int | None = None  # the next new byte expected
 
 
-def _seq_delta(a: int, b: int) -> int:
-    """a - b in 32-bit sequence space, as a signed value (RFC 9293 section 3.4)."""
-    d = (a - b) & 0xFFFFFFFF
-    return d - (1 << 32) if d >= 1 << 31 else d
-
-
 def _take_padding(packet: Packet) -> bytes:
     pad = packet.getlayer(conf.padding_layer)
     if pad is None:
@@ -258,10 +253,10 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
             # A new connection on these ports (irdma's v1 retry reuses them after a RST):
             # forget the old one's MPA state and bytes.
             session.clear()
-            flow.buffer, flow.next_seq = b"", (seq + 1) & 0xFFFFFFFF
-            seq = (seq + 1) & 0xFFFFFFFF
+            flow.buffer, flow.next_seq = b"", seq_space.add(seq, 1)
+            seq = seq_space.add(seq, 1)
         if payload and flow.next_seq is not None:
-            behind = _seq_delta(flow.next_seq, seq)
+            behind = seq_space.diff(flow.next_seq, seq)
             if behind >= len(payload):
                 payload = b""  # all retransmitted
             elif behind > 0:
@@ -272,7 +267,7 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
             if not flow.buffer:
                 flow.start_seq = seq
             flow.buffer += payload
-            flow.next_seq = (seq + len(payload)) & 0xFFFFFFFF
+            flow.next_seq = seq_space.add(seq, len(payload))
         ended = bool(tcp.flags.F or tcp.flags.R)
         frames: list[Packet] = []
         first_seq = flow.start_seq
@@ -282,7 +277,7 @@ def dissect_stream(packets: Iterable[Packet]) -> list[Packet]:
             if got is None:
                 break
             rest = _take_padding(got)
-            flow.start_seq = (flow.start_seq + len(flow.buffer) - len(rest)) & 0xFFFFFFFF
+            flow.start_seq = seq_space.add(flow.start_seq, len(flow.buffer) - len(rest))
             flow.buffer = rest
             frames.append(got)
         if frames:

@@ -44,8 +44,10 @@ from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.replay.recording import FlowKey, Frame, Recording, mpa_kind, offload_classes
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire.seq import MASK as MASK32
+from mpa_emu.wire.seq import after
+from mpa_emu.wire.seq import diff as seq_diff
 
-MASK32 = 0xFFFFFFFF
 _RESTART_WINDOW = 1 << 16
 """A recorded SYN whose seq is within this distance after the previous one continues the
 same connection (a v2 to v1 retry SYN carries ISN+1+L); further away it starts a new one."""
@@ -231,11 +233,6 @@ def _seq_len(seg: Segment) -> int:
     return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
 
 
-def _after(a: int, b: int) -> bool:
-    """``a`` is after ``b`` modulo 2**32 (RFC 9293 section 3.4)."""
-    return a != b and ((a - b) & MASK32) < 0x80000000
-
-
 def _stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
     """For each frame the recorded host sent: (frame number, end of its byte stream so
     far), in capture order."""
@@ -243,7 +240,7 @@ def _stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
     nxt: int | None = None
     for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
         end = (f.seg.seq + _seq_len(f.seg)) & MASK32
-        if nxt is None or _after(end, nxt) or f.seg.flags & SYN:
+        if nxt is None or after(end, nxt) or f.seg.flags & SYN:
             nxt = end
         out.append((f.number, nxt))
     return out
@@ -527,7 +524,7 @@ class Engine:
             run.states.append((self.now, em.state))
         if self.opt.rebase:
             end = (seg.seq + (run.delta or 0) + _seq_len(seg)) & MASK32
-            if run.em_nxt is None or _after(end, run.em_nxt):
+            if run.em_nxt is None or after(end, run.em_nxt):
                 run.em_nxt = end
 
     def _first_outbound_seq(self, key: FlowKey) -> int | None:
@@ -610,8 +607,7 @@ class Engine:
             rec_nxt = end
         if rec_nxt is None:
             return 0
-        diff = (run.em_nxt - rec_nxt) & MASK32
-        shift = diff - (1 << 32) if diff & 0x80000000 else diff
+        shift = seq_diff(run.em_nxt, rec_nxt)
         if shift != run.shift:
             run.shift = shift
             self.rebases.append(Rebase(frame.number, frame.flow, shift))

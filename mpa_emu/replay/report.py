@@ -13,7 +13,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import Upcall
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
-from mpa_emu.replay.engine import MASK32, Emitted, Injection, RunResult
+from mpa_emu.replay.engine import Emitted, Injection, RunResult
 from mpa_emu.replay.recording import FlowKey, Frame, Recording, describe, flag_names
 from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
 from mpa_emu.wire import codec
@@ -453,4 +453,4 @@ def _injection_json(inj: Injection) -> dict[str, Any]:
             "upcalls": [upcall_text(u) for u in inj.upcalls]}
 
 
-__all__ = ["MASK32", "ReplayOptions", "ReplayReport", "injection_text"]
+__all__ = ["ReplayOptions", "ReplayReport", "injection_text"]

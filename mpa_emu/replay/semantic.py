@@ -29,10 +29,12 @@ from errno import ECONNREFUSED
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.offload.terminate import MPA_CRC
-from mpa_emu.replay.engine import MASK32, RunResult
+from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import FlowKey, Recording, mpa_kind
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import FIN, RST, Segment
+from mpa_emu.wire.seq import MASK as MASK32
+from mpa_emu.wire.seq import at_or_after
 
 CRC_ERROR_AE = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
 RDMAP_TERMINATE = 0x7
@@ -112,10 +114,6 @@ def _mpa_sent(frame: int, payload: bytes) -> MpaSent | None:
     return MpaSent(frame, kind, f.rev, f.flags, f.rtr, f.private_data, len(payload))
 
 
-def _after_eq(a: int, b: int) -> bool:
-    return ((a - b) & MASK32) < 0x80000000
-
-
 Conversation = list[tuple[int, bool, Segment]]
 """One flow as (capture frame number, sent by the host, segment), in order."""
 
@@ -133,9 +131,9 @@ def _fpdus(conv: Conversation, outbound: bool, after: int, start: int | None
             continue
         seq, payload = seg.seq, seg.payload
         if nxt is not None and seq != nxt:
-            if _after_eq(nxt, (seq + len(payload)) & MASK32):
+            if at_or_after(nxt, (seq + len(payload)) & MASK32):
                 continue
-            if not _after_eq(nxt, seq):
+            if not at_or_after(nxt, seq):
                 break
             payload = payload[(nxt - seq) & MASK32:]
         buf += payload

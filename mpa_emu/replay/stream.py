@@ -36,7 +36,6 @@ from mpa_emu.cm.events import Upcall
 from mpa_emu.replay.compare import Comparison
 from mpa_emu.replay.engine import (
     _RESTART_WINDOW,
-    MASK32,
     AppAction,
     Emitted,
     Engine,
@@ -57,6 +56,7 @@ from mpa_emu.replay.recording import (
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 from mpa_emu.wire import codec
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
+from mpa_emu.wire.seq import MASK as MASK32
 
 WINDOW = 1024
 """Frames read ahead of the one being replayed."""

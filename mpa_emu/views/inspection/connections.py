@@ -26,6 +26,7 @@ from mpa_emu.views.inspection.mpa_exchange import (
     side_stream,
 )
 from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
+from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
@@ -85,10 +86,10 @@ class _Conn:
             return
         sender = (f.src, f.sport)
         if f.flags & FIN and sender not in self.fin_ends:
-            self.fin_ends[sender] = (f.seq + len(f.payload) + 1) & 0xFFFFFFFF
+            self.fin_ends[sender] = seq_space.add(f.seq, len(f.payload) + 1)
         if f.flags & ACK:
             end = self.fin_ends.get((f.dst, f.dport))
-            if end is not None and (f.ack - end) & 0xFFFFFFFF < 0x80000000:
+            if end is not None and seq_space.at_or_after(f.ack, end):
                 self.fins_acked.add((f.dst, f.dport))
                 if len(self.fins_acked) == 2:
                     self.closed = True
@@ -239,7 +240,7 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
         if f.payload:
             d.segments.append((f.number, f.seq, f.payload))
         if f.flags & FIN:
-            d.fins.append((f.number, (f.seq + len(f.payload)) & 0xFFFFFFFF))
+            d.fins.append((f.number, seq_space.add(f.seq, len(f.payload))))
         if f.flags & RST:
             d.rsts.append(f.number)
     client, server = sides[True], sides[False]
@@ -334,7 +335,7 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
         if d.fins:
             fin_frame, fin_seq = d.fins[0]
             late = [f for f, seq, data in d.segments
-                    if f > fin_frame and (seq - fin_seq) & 0xFFFFFFFF < 0x80000000]
+                    if f > fin_frame and seq_space.at_or_after(seq, fin_seq)]
             if late:
                 rep.add(late[0], "error", f"{side} sends data past its own FIN (frame "
                         f"{fin_frame}): the FIN ends its stream (RFC 9293 section 3.6)")

@@ -8,6 +8,7 @@ import struct
 
 from mpa_emu.capture.decode import TcpFrame, options_text
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
+from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.mpa import (
     FLAG_CRC,
     FLAG_ENHANCED,
@@ -47,9 +48,9 @@ def handshake(rep: ConnectionReport, frames: list[TcpFrame], client: Direction,
                              f"[{options_text(server.options)}]{retr}")
         if client.isn is not None:
             synack = next(f for f in frames if f.number == server.syn_frame)
-            if synack.ack != (client.isn + 1) & 0xFFFFFFFF:
+            if synack.ack != seq_space.add(client.isn, 1):
                 rep.add(synack.number, "error", f"SYN-ACK acks {synack.ack}, expected "
-                        f"{(client.isn + 1) & 0xFFFFFFFF} (irdma_check_syn: RST)")
+                        f"{seq_space.add(client.isn, 1)} (irdma_check_syn: RST)")
     elif client.syn_frame is not None:
         if server.rst_frame is not None:
             rep.handshake.append(f"refused: RST from the server in frame {server.rst_frame}")
@@ -67,13 +68,13 @@ def side_stream(rep: ConnectionReport, d: Direction, side: str) -> Stream:
     overlaps dropped, gaps reported."""
     if not d.segments:
         return []
-    base = (d.isn + 1) & 0xFFFFFFFF if d.isn is not None else d.segments[0][1]
+    base = seq_space.add(d.isn, 1) if d.isn is not None else d.segments[0][1]
     out: Stream = []
     seen: dict[int, int] = {}
     for frame, seq, data in d.segments:
-        off = (seq - base) & 0xFFFFFFFF
-        if off >= 0x80000000:
+        if not seq_space.at_or_after(seq, base):
             continue  # before the ISN: not ours to place
+        off = seq_space.diff(seq, base)
         if off in seen and seen[off] >= len(data):
             d.retransmissions += 1
             continue

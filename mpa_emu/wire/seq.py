@@ -1,0 +1,41 @@
+"""TCP sequence numbers: arithmetic modulo 2**32 (RFC 9293 section 3.4).
+
+Every comparison of two sequence numbers is a comparison of their difference modulo
+2**32 against half the space: ``a`` is after ``b`` when ``a - b`` (mod 2**32) is below
+2**31.
+"""
+
+from __future__ import annotations
+
+MOD = 1 << 32
+"""The size of the sequence space."""
+MASK = MOD - 1
+"""``x & MASK`` is ``x`` modulo 2**32."""
+_HALF = 1 << 31
+
+
+def add(seq: int, n: int) -> int:
+    """``seq + n`` modulo 2**32 (``n`` may be negative)."""
+    return (seq + n) & MASK
+
+
+def diff(a: int, b: int) -> int:
+    """``a - b`` in sequence space as a signed value in [-2**31, 2**31)."""
+    d = (a - b) & MASK
+    return d - MOD if d >= _HALF else d
+
+
+def after(a: int, b: int) -> bool:
+    """``a`` comes strictly after ``b``."""
+    return a != b and (a - b) & MASK < _HALF
+
+
+def at_or_after(a: int, b: int) -> bool:
+    """``a`` is ``b`` or comes after it."""
+    return (a - b) & MASK < _HALF
+
+
+def between(seq: int, low: int, high: int) -> bool:
+    """``low <= seq <= high`` in sequence space, as cm.c's ``between(seq1, seq2, seq3)``
+    computes it: ``high - low >= seq - low``, both modulo 2**32."""
+    return (high - low) & MASK >= (seq - low) & MASK
