@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mpa_emu.cli import main
-from mpa_emu.cli.live import describe
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.views.describe import upcall_line
 from mpa_emu.wire.addr import ip_bytes
 
 
@@ -69,7 +69,7 @@ def test_upcall_line_shows_event_addresses_ird_ord_and_private_data() -> None:
     upcall = Upcall(IwEvent.CONNECT_REQUEST, 1, 0, 12_000_000, ip_bytes("192.0.2.2"), 4791,
                     ip_bytes("192.0.2.1"), 40000, private_data=b"hi\x00\x00\x00\x00",
                     private_data_len=6, ird=127, ord=0)
-    assert describe(upcall) == ("t=0.012s CONNECT_REQUEST conn 1 192.0.2.2:4791 <-> "
+    assert upcall_line(upcall) == ("t=0.012s CONNECT_REQUEST conn 1 192.0.2.2:4791 <-> "
                                 "192.0.2.1:40000 ird 127 ord 0 private data len 6: "
                                 '686900000000 "hi...."')
 
@@ -77,5 +77,5 @@ def test_upcall_line_shows_event_addresses_ird_ord_and_private_data() -> None:
 def test_failed_connect_reply_shows_the_status() -> None:
     upcall = Upcall(IwEvent.CONNECT_REPLY, 2, -104, 0, ip_bytes("2001:db8::2"), 5000,
                     ip_bytes("2001:db8::1"), 4999)
-    assert describe(upcall).startswith("t=0.000s CONNECT_REPLY conn 2 status -104 "
+    assert upcall_line(upcall).startswith("t=0.000s CONNECT_REPLY conn 2 status -104 "
                                        "2001:db8::2:5000 <-> 2001:db8::1:4999")

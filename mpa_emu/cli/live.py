@@ -21,7 +21,8 @@ from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.console import ObservedTrace, nic_line
 from mpa_emu.live.sinks import PcapngSink
-from mpa_emu.wire.addr import ip_bytes, ip_text, mac_bytes
+from mpa_emu.views.describe import upcall_line
+from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 HELP = "run an emulated irdma host on a TAP device against the real Linux TCP stack"
 DEFAULT_MAC = "02:6d:70:61:00:02"
@@ -136,21 +137,6 @@ def _config(args: argparse.Namespace) -> CmConfig:
     return profile(args.profile, **overrides)
 
 
-def describe(upcall: Upcall) -> str:
-    """One line per upcall, as the application sees it."""
-    status = "" if upcall.status == 0 else f" status {upcall.status}"
-    text = (f"t={upcall.time_ns / 1e9:.3f}s {IwEvent(upcall.event).name} conn {upcall.conn}"
-            f"{status} {ip_text(upcall.local_ip)}:{upcall.local_port} <-> "
-            f"{ip_text(upcall.remote_ip)}:{upcall.remote_port}")
-    if upcall.event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY, IwEvent.ESTABLISHED):
-        text += f" ird {upcall.ird} ord {upcall.ord}"
-    if upcall.private_data or upcall.private_data_len:
-        data = upcall.private_data
-        printable = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in data)
-        text += (f" private data len {upcall.private_data_len}: {data.hex()} \"{printable}\"")
-    return text
-
-
 def run(args: argparse.Namespace) -> int:
     """Run until ``--duration`` passes or SIGINT/SIGTERM; then close every connection
     and flush the capture."""
@@ -212,7 +198,7 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
 
     def on_upcall(_host: driver.LiveHost, upcall: Upcall) -> None:
         nonlocal failed
-        print(describe(upcall), flush=True)
+        print(upcall_line(upcall), flush=True)
         if (upcall.event == IwEvent.CONNECT_REPLY and upcall.conn in ours
                 and upcall.status != 0):
             failed = True  # irdma_connect's CONNECT_REPLY carried an error

@@ -26,7 +26,8 @@ from mpa_emu.demo.context import (
 )
 from mpa_emu.demo.teardown import address_removal
 from mpa_emu.net import Accept, Host, Network, Reject
-from mpa_emu.views.ladder import errno_text, ladder, text_or_hex
+from mpa_emu.views.describe import errno_text, text_or_hex
+from mpa_emu.views.ladder import ladder
 from mpa_emu.wire import mpa
 
 __all__ = ["ACCEPT_PORT", "CLIENT_IP", "CLOSE_PORT", "MS", "REJECT_PORT", "SERVER_IP",

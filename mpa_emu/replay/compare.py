@@ -16,14 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpa_emu.replay.engine import Emitted, RunResult
-from mpa_emu.replay.recording import (
-    FlowKey,
-    Frame,
-    Recording,
-    flag_names,
-    mpa_kind,
-    offload_classes,
-)
+from mpa_emu.replay.recording import FlowKey, Frame, Recording, offload_classes
+from mpa_emu.views.describe import flags_joined, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 _LOOKAHEAD = 4
@@ -52,7 +46,7 @@ def field_diffs(rec: Frame, em: Emitted, tolerance_ns: int, *, semantic: bool = 
             diffs.append(FieldDiff("kind", shape_text(r), shape_text(a)))
         return diffs
     if r.flags != a.flags:
-        diffs.append(FieldDiff("flags", flag_names(r.flags), flag_names(a.flags)))
+        diffs.append(FieldDiff("flags", flags_joined(r.flags), flags_joined(a.flags)))
     if r.seq != em.mapped_seq:
         diffs.append(FieldDiff("seq", str(r.seq), str(em.mapped_seq)))
     if r.ack != a.ack:
@@ -85,7 +79,7 @@ def shape(seg: Segment) -> tuple[int, str]:
 
 def shape_text(seg: Segment) -> str:
     bits, kind = shape(seg)
-    return flag_names(bits) + (f" + {kind}" if kind else "")
+    return flags_joined(bits) + (f" + {kind}" if kind else "")
 
 
 def _same_frame(rec: Frame, em: Emitted, semantic: bool) -> bool:

@@ -16,11 +16,10 @@ from typing import IO
 from mpa_emu.capture.checksums import Mode, Verdict
 from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
+from mpa_emu.views.describe import mpa_kind
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.wire.segment import ACK, SYN, Segment
-from mpa_emu.wire.segment import flag_names as segment_flag_names
 
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
 FlowKey = tuple[bytes, int, bytes, int, int | None]
@@ -281,96 +280,6 @@ class OffloadClassifier:
             return False
         self.cm_ack_pending = False
         return True
-
-
-def mpa_kind(payload: bytes) -> str:
-    """"request", "reply", "reject", "data" or "" for an empty payload."""
-    if not payload:
-        return ""
-    key = payload[:16]
-    if len(payload) >= 20 and key in (KEY_REQ, KEY_REP):
-        if key == KEY_REQ:
-            return "request"
-        return "reject" if payload[16] & FLAG_REJECT else "reply"
-    return "data"
-
-
-def describe(seg: Segment) -> str:
-    """One line for a segment: addresses, flags, numbers, options and payload summary."""
-    src = ip_text(seg.src_ip)
-    dst = ip_text(seg.dst_ip)
-    if len(seg.src_ip) == 16:
-        src, dst = f"[{src}]", f"[{dst}]"
-    vlan = f" vlan {seg.vlan}" if seg.vlan is not None else ""
-    text = (f"{src}:{seg.sport} > {dst}:{seg.dport}{vlan} [{flag_names(seg.flags)}] "
-            f"seq={seg.seq} ack={seg.ack} win={seg.window}")
-    if seg.options:
-        text += f" opts={describe_options(seg.options)}"
-    if seg.payload:
-        text += f" len={len(seg.payload)} {describe_payload(seg.payload)}"
-    return text
-
-
-def flag_names(flags: int) -> str:
-    """``SYN|ACK`` (``none`` when no flag is set)."""
-    return "|".join(segment_flag_names(flags)) or "none"
-
-
-def describe_options(opts: bytes) -> str:
-    """TCP options in words: MSS=1460,WS=2,EOL."""
-    out: list[str] = []
-    i = 0
-    while i < len(opts):
-        kind = opts[i]
-        if kind == 0:
-            out.append("EOL")
-            break
-        if kind == 1:
-            out.append("NOP")
-            i += 1
-            continue
-        if i + 1 >= len(opts) or opts[i + 1] < 2:
-            out.append(f"bad({opts[i:].hex()})")
-            break
-        length = opts[i + 1]
-        body = opts[i + 2:i + length]
-        if kind == 2 and len(body) == 2:
-            out.append(f"MSS={int.from_bytes(body, 'big')}")
-        elif kind == 3 and len(body) == 1:
-            out.append(f"WS={body[0]}")
-        elif kind == 4:
-            out.append("SACK_PERM")
-        elif kind == 8 and len(body) == 8:
-            out.append(f"TS={int.from_bytes(body[:4], 'big')}/{int.from_bytes(body[4:], 'big')}")
-        else:
-            out.append(f"opt{kind}({body.hex()})")
-        i += length
-    return ",".join(out)
-
-
-def describe_payload(payload: bytes) -> str:
-    """MPA frames in words; other payloads as their first bytes."""
-    kind = mpa_kind(payload)
-    if kind in ("request", "reply", "reject"):
-        try:
-            frame = decode_frame(payload)
-        except MpaFormatError as exc:
-            return f"MPA {kind} (malformed: {exc})"
-        flags = "".join(ch for bit, ch in ((0x80, "M"), (0x40, "C"), (0x20, "R"), (0x10, "S"))
-                        if frame.flags & bit) or "-"
-        text = f"MPA {kind} rev {frame.rev} flags {flags} PD_Length {frame.wire_pd_length}"
-        if frame.rtr is not None:
-            r = frame.rtr
-            rtr = "".join(n for on, n in ((r.peer_to_peer, "P2P "), (r.write0, "WRITE0 "),
-                                          (r.read0, "READ0 "), (r.zero_len_send, "SEND0 "))
-                          if on)
-            text += f" [IRD {r.ird} ORD {r.ord} {rtr.strip()}]"
-        if frame.private_data:
-            text += f" pdata={frame.private_data[:24].hex()}"
-            if len(frame.private_data) > 24:
-                text += "..."
-        return text
-    return f"data {payload[:16].hex()}{'...' if len(payload) > 16 else ''}"
 
 
 def _addresses(raws: Sequence[CaptureRecord]) -> str:

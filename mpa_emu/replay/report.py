@@ -10,12 +10,12 @@ from typing import Any
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.events import Upcall
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import Emitted, Injection, RunResult
-from mpa_emu.replay.recording import FlowKey, Frame, Recording, describe, flag_names
+from mpa_emu.replay.recording import FlowKey, Frame, Recording
 from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
+from mpa_emu.views.describe import flags_joined, segment_line, upcall_text
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.segment import Segment
@@ -52,7 +52,7 @@ def flow_text(key: FlowKey) -> str:
 
 
 def _emitted_text(em: Emitted) -> str:
-    text = describe(em.seg)
+    text = segment_line(em.seg)
     if em.seq_delta:
         text = text.replace(f"seq={em.seg.seq} ", f"seq={em.mapped_seq} ", 1)
     return text
@@ -63,12 +63,6 @@ def record_text(rec: TraceRecord) -> str:
     fields = " ".join(f"{k}={v.hex() if isinstance(v, bytes) else v}"
                       for k, v in sorted(rec.fields.items()))
     return f"{rec.fn}: {rec.kind}" + (f" {fields}" if fields else "")
-
-
-def upcall_text(up: Upcall) -> str:
-    status = f" status {up.status}" if up.status else ""
-    pd = f" pdata_len {up.private_data_len}" if up.private_data_len else ""
-    return f"{up.event.name}{status}{pd} (conn {up.conn})"
 
 
 @dataclass(slots=True)
@@ -153,7 +147,7 @@ class ReplayReport:
         lines = [f"first divergence: {d.kind} at frame {d.frame}, flow {flow_text(d.flow)}"]
         if d.expected is not None:
             lines.append(f"  expected  frame {d.expected.number} t={_t(d.expected.time_ns)}  "
-                         f"{describe(d.expected.seg)}")
+                         f"{segment_line(d.expected.seg)}")
         else:
             lines.append("  expected  nothing (the capture shows no such frame)")
         if d.actual is not None:
@@ -421,16 +415,16 @@ def _semantic_json(sem: SemanticVerdict) -> dict[str, Any]:
 
 def _frame_json(f: Frame) -> dict[str, Any]:
     s = f.seg
-    return {"frame": f.number, "time": f.time_ns / 1e9, "flags": flag_names(s.flags),
+    return {"frame": f.number, "time": f.time_ns / 1e9, "flags": flags_joined(s.flags),
             "seq": s.seq, "ack": s.ack, "window": s.window, "options": s.options.hex(),
-            "payload": s.payload.hex(), "summary": describe(s)}
+            "payload": s.payload.hex(), "summary": segment_line(s)}
 
 
 def _emitted_json(e: Emitted) -> dict[str, Any]:
     s = e.seg
-    return {"emitted": e.index, "time": e.time_ns / 1e9, "flags": flag_names(s.flags),
+    return {"emitted": e.index, "time": e.time_ns / 1e9, "flags": flags_joined(s.flags),
             "seq": e.mapped_seq, "emulator_seq": s.seq, "ack": s.ack, "window": s.window,
-            "options": s.options.hex(), "payload": s.payload.hex(), "summary": describe(s),
+            "options": s.options.hex(), "payload": s.payload.hex(), "summary": segment_line(s),
             "comment": e.comment, "state": e.state, "conn": e.conn}
 
 

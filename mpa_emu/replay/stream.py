@@ -45,15 +45,9 @@ from mpa_emu.replay.engine import (
     RunResult,
     with_ack,
 )
-from mpa_emu.replay.recording import (
-    FlowKey,
-    Frame,
-    OffloadClassifier,
-    Recording,
-    mpa_kind,
-    nic_verdict,
-)
+from mpa_emu.replay.recording import FlowKey, Frame, OffloadClassifier, Recording, nic_verdict
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
+from mpa_emu.views.describe import mpa_kind
 from mpa_emu.wire import codec
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 from mpa_emu.wire.seq import MASK as MASK32

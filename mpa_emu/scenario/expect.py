@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net.network import CapturedFrame
 from mpa_emu.scenario.conns import RunLike, conn_ids
-from mpa_emu.views.ladder import errno_text, upcall_label
+from mpa_emu.views.describe import errno_text, upcall_label
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import flags_text
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.views.ladder import describe_frame, errno_text
+from mpa_emu.views.describe import errno_text
+from mpa_emu.views.ladder import describe_frame
 from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:

@@ -24,7 +24,8 @@ from xml.sax.saxutils import escape
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
 from mpa_emu.capture.decode import Undecodable, as_ethernet, decode_leniently
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
-from mpa_emu.views.ladder import Row, fpdu_summary, mpa_summary, render, render_lines, segment_label
+from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
+from mpa_emu.views.ladder import Row, render, render_lines
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.mpa import FLAG_CRC
 

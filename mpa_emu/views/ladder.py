@@ -11,17 +11,13 @@ it and the diagram command reuses :func:`render`.
 
 from __future__ import annotations
 
-import errno as errno_names
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import TraceRecord
-from mpa_emu.wire import mpa
+from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label, upcall_label
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.ddp import OPCODE_NAMES
-from mpa_emu.wire.segment import Segment, flag_names
 
 if TYPE_CHECKING:
     from mpa_emu.net.network import CapturedFrame, Network
@@ -29,149 +25,6 @@ if TYPE_CHECKING:
 GAP = 88
 """Characters between two adjacent host lanes."""
 TIME_WIDTH = 11
-
-
-def text_or_hex(data: bytes, limit: int = 40) -> str:
-    """Private data for people: printable ASCII in quotes, anything else as hex, and a
-    printable start followed by other bytes as both (``"busy"+0a0b``). Long values are
-    cut with '...'."""
-    printable = 0
-    while printable < len(data) and 32 <= data[printable] < 127:
-        printable += 1
-    if printable == len(data) and data:
-        shown = data[:limit].decode("ascii")
-        return f'"{shown}"' + ("..." if len(data) > limit else "")
-    if printable >= 4:
-        return text_or_hex(data[:printable], limit) + "+" + \
-            text_or_hex(data[printable:], limit).removeprefix("0x")
-    shown_hex = data[: limit // 2].hex()
-    return f"0x{shown_hex}" + ("..." if len(data) > limit // 2 else "")
-
-
-def mpa_summary(payload: bytes) -> str | None:
-    """``MPA Req v2 IRD 16 ORD 16 P2P RTR=RW pd="hello"`` for a request, reply or reject
-    (RFC 5044 section 7.1, RFC 6581 section 5); None when the payload is not one."""
-    if not mpa.looks_like_mpa(payload):
-        return None
-    head = mpa.parse_header(payload)
-    kind = "Req" if head.is_request else ("Rej" if head.flags & mpa.FLAG_REJECT else "Rep")
-    parts = [f"MPA {kind} v{head.rev}"]
-    try:
-        frame = mpa.decode_frame(payload)
-    except mpa.MpaFormatError:
-        parts.append(f"PD_Length {head.pd_length} (truncated)")
-        return " ".join(parts)
-    if frame.rtr is not None:
-        rtr = frame.rtr
-        ird = "none" if rtr.ird == mpa.IRD_ORD_MASK else str(rtr.ird)
-        ord_ = "none" if rtr.ord == mpa.IRD_ORD_MASK else str(rtr.ord)
-        parts.append(f"IRD {ird} ORD {ord_}")
-        if rtr.peer_to_peer:
-            parts.append("P2P")
-        ops = ("R" if rtr.read0 else "") + ("W" if rtr.write0 else "") + \
-            ("S" if rtr.zero_len_send else "")
-        parts.append(f"RTR={ops or '-'}")
-    flag_names = [name for bit, name in ((mpa.FLAG_MARKERS, "M"), (mpa.FLAG_CRC, "CRC"))
-                  if head.flags & bit]
-    if flag_names:
-        parts.append("+".join(flag_names))
-    if frame.private_data:
-        parts.append(f"pd={text_or_hex(frame.private_data)}")
-    return " ".join(parts)
-
-
-def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
-    """``FPDU RDMA Read Request`` for a payload that is one FPDU without markers
-    (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise.
-
-    ``crc`` says whether CRC was negotiated (RFC 5044 section 7.1: C in the request or
-    reply): only then is a wrong CRC named ("bad CRC", or "zero CRC" for a CRC field of
-    zero); with ``False`` or ``None`` (not known) the summary gives no CRC verdict."""
-    try:
-        fpdu = mpa.unframe_fpdu(payload)
-    except mpa.MpaFormatError:
-        return None
-    if fpdu.wire_length != len(payload) or len(fpdu.ulpdu) < 2:
-        return None
-    opcode = fpdu.ulpdu[1] & 0x0F
-    name = OPCODE_NAMES.get(opcode, f"RDMAP opcode {opcode}")
-    verdict = ""
-    if crc and not fpdu.crc_ok:
-        verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
-    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{verdict}"
-
-
-def flags_label(flags: int) -> str:
-    """Wireshark's way: ``[SYN, ACK]``, ``[FIN, ACK]``, ``[RST, ACK]``."""
-    return "[" + ", ".join(flag_names(flags)) + "]"
-
-
-def options_label(options: bytes) -> str:
-    """TCP options as Wireshark's Info column names them: ``MSS=1460 WS=4 SACK_PERM
-    TSval=1 TSecr=0`` (RFC 9293 section 3.2, RFC 7323 sections 2.2 and 3.2, RFC 2018
-    section 2; WS is the multiplier 2^shift), plus ``EOL`` for an end-of-list option
-    (irdma ends its SYN options with one) and ``opt<kind>`` for any other kind."""
-    parts: list[str] = []
-    i = 0
-    while i < len(options):
-        kind = options[i]
-        if kind == 0:
-            parts.append("EOL")
-            break
-        if kind == 1:
-            i += 1
-            continue
-        length = options[i + 1] if i + 1 < len(options) else 0
-        value = options[i + 2: i + length] if length >= 2 else b""
-        if kind == 2 and len(value) == 2:
-            parts.append(f"MSS={int.from_bytes(value, 'big')}")
-        elif kind == 3 and len(value) == 1:
-            parts.append(f"WS={1 << min(value[0], 14)}")  # RFC 7323 2.3: shift <= 14
-        elif kind == 4 and length == 2:
-            parts.append("SACK_PERM")
-        elif kind == 8 and len(value) == 8:
-            parts.append(f"TSval={int.from_bytes(value[:4], 'big')} "
-                         f"TSecr={int.from_bytes(value[4:], 'big')}")
-        else:
-            parts.append(f"opt{kind}")
-        if length < 2:  # malformed: stop rather than loop
-            parts.append("(bad length)")
-            break
-        i += length
-    return " ".join(parts)
-
-
-def segment_label(seg: Segment) -> str:
-    """``[SYN] seq=.. ack=.. len=.. MSS=1460 WS=4 EOL``."""
-    text = f"{flags_label(seg.flags)} seq={seg.seq} ack={seg.ack} len={len(seg.payload)}"
-    if seg.options:
-        text += " " + options_label(seg.options)
-    return text
-
-
-def upcall_label(upcall: Upcall) -> str:
-    """``<< CONNECT_REPLY -ECONNREFUSED pd="no"`` as the application sees it."""
-    name = IwEvent(upcall.event).name
-    status = "" if upcall.status == 0 else " " + errno_text(upcall.status)
-    text = f"<< {name}{status}"
-    if upcall.event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY, IwEvent.ESTABLISHED):
-        text += f" ird={upcall.ird} ord={upcall.ord}"
-    if upcall.private_data:
-        data = upcall.private_data
-        past = upcall.private_data_past_frame
-        sent = data[: len(data) - past]
-        text += f" pd={text_or_hex(sent) if sent else chr(34) * 2}"
-        if past:
-            # The v2 +4 quirk: bytes from past the MPA frame (irdma_parse_mpa), not
-            # something the peer sent.
-            text += f" +{past} past the frame: {data[len(sent):].hex()}"
-    return text
-
-
-def errno_text(status: int) -> str:
-    """``-111`` -> ``-ECONNREFUSED``."""
-    name = errno_names.errorcode.get(-status)
-    return f"-{name}" if name else str(status)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net import Manual, Network
 from mpa_emu.scenario import ScenarioError, loads
-from mpa_emu.views.ladder import upcall_label
+from mpa_emu.views.describe import upcall_label
 
 US = 1_000
 # RFC 5044 7.1 + RFC 6581 5: key, flags 0x50 (CRC, enhanced), rev 2, PD_Length 24;

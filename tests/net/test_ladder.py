@@ -14,7 +14,7 @@ from scapy.utils import wrpcap
 
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import TraceRecord
-from mpa_emu.views import ladder
+from mpa_emu.views import describe, ladder
 
 KEY_REQ = b"MPA ID Req Frame".hex()
 KEY_REP = b"MPA ID Rep Frame".hex()
@@ -26,19 +26,19 @@ V1_REPLY = bytes.fromhex(KEY_REP + "00010000")
 
 
 def test_mpa_summary_of_a_v2_request_shows_ird_ord_p2p_rtr_and_private_data() -> None:
-    assert ladder.mpa_summary(V2_REQUEST) == \
+    assert describe.mpa_summary(V2_REQUEST) == \
         'MPA Req v2 IRD 16 ORD 16 P2P RTR=RW CRC pd="hello from initiator"'
 
 
 def test_mpa_summary_of_a_reject_and_a_v1_reply() -> None:
-    assert ladder.mpa_summary(V2_REJECT) == \
+    assert describe.mpa_summary(V2_REJECT) == \
         'MPA Rej v2 IRD 16 ORD 16 P2P RTR=R CRC pd="it\'s not you"'
-    assert ladder.mpa_summary(V1_REPLY) == "MPA Rep v1"
-    assert ladder.mpa_summary(b"GET / HTTP/1.1\r\n\r\n....") is None
+    assert describe.mpa_summary(V1_REPLY) == "MPA Rep v1"
+    assert describe.mpa_summary(b"GET / HTTP/1.1\r\n\r\n....") is None
 
 
 def test_mpa_summary_reports_a_truncated_frame() -> None:
-    assert ladder.mpa_summary(V2_REQUEST[:30]) == "MPA Req v2 PD_Length 24 (truncated)"
+    assert describe.mpa_summary(V2_REQUEST[:30]) == "MPA Req v2 PD_Length 24 (truncated)"
 
 
 def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
@@ -47,18 +47,18 @@ def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
     # DDP tagged+last (0xc1), RDMAP v1 opcode 1 (Read Request): spec 9's RTR READ.
     read_request = bytes.fromhex("c141") + bytes(26)
     fpdu = frame_fpdu(read_request)
-    assert ladder.fpdu_summary(fpdu) == "FPDU RDMA Read Request ulpdu=28"
+    assert describe.fpdu_summary(fpdu) == "FPDU RDMA Read Request ulpdu=28"
     broken = fpdu[:-1] + bytes([fpdu[-1] ^ 1])
-    assert ladder.fpdu_summary(broken) == "FPDU RDMA Read Request ulpdu=28 bad CRC"
+    assert describe.fpdu_summary(broken) == "FPDU RDMA Read Request ulpdu=28 bad CRC"
 
 
 def test_options_are_spelled_out() -> None:
     # Hand-decoded: MSS (kind 2, len 4) 0x05b4, WS (kind 3, len 3) shift 2 -> x4, EOL.
-    assert ladder.options_label(bytes.fromhex("020405b403030200")) == "MSS=1460 WS=4 EOL"
+    assert describe.options_label(bytes.fromhex("020405b403030200")) == "MSS=1460 WS=4 EOL"
     # NOP NOP, Timestamps (kind 8, len 10) TSval 1 TSecr 2; SACK permitted (kind 4, len 2).
-    assert ladder.options_label(bytes.fromhex("0101080a0000000100000002")) == "TSval=1 TSecr=2"
-    assert ladder.options_label(bytes.fromhex("04020000")) == "SACK_PERM EOL"
-    assert ladder.options_label(bytes.fromhex("1e00")) == "opt30 (bad length)"
+    assert describe.options_label(bytes.fromhex("0101080a0000000100000002")) == "TSval=1 TSecr=2"
+    assert describe.options_label(bytes.fromhex("04020000")) == "SACK_PERM EOL"
+    assert describe.options_label(bytes.fromhex("1e00")) == "opt30 (bad length)"
 
 
 def test_options_read_as_tshark_reads_them(tmp_path: Path) -> None:
@@ -72,7 +72,7 @@ def test_options_read_as_tshark_reads_them(tmp_path: Path) -> None:
     info = subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "_ws.col.Info"],
                           capture_output=True, text=True, check=True).stdout.strip()
     theirs = info.split("Len=0 ", 1)[1].split()
-    ours = ladder.options_label(bytes(syn[TCP])[20:]).split()
+    ours = describe.options_label(bytes(syn[TCP])[20:]).split()
     assert ours == theirs == ["MSS=1460", "SACK_PERM", "TSval=3735928559", "TSecr=0", "WS=128"]
 
 
@@ -92,7 +92,7 @@ def test_a_long_label_wraps_and_is_never_cut(fake_net: Any) -> None:
 def test_upcall_and_state_labels() -> None:
     up = Upcall(IwEvent.CONNECT_REPLY, 3, -ECONNREFUSED, 0, b"\xc0\x00\x02\x01", 1,
                 b"\xc0\x00\x02\x02", 2, private_data=b"busy", private_data_len=4)
-    assert ladder.upcall_label(up) == '<< CONNECT_REPLY -ECONNREFUSED ird=0 ord=0 pd="busy"'
+    assert describe.upcall_label(up) == '<< CONNECT_REPLY -ECONNREFUSED ird=0 ord=0 pd="busy"'
     record = TraceRecord(0, "bob", "state_changed", "irdma_send_mpa_reject",
                          {"conn": 2, "old": "MPAREQ_RCVD", "new": "FIN_WAIT1"})
     assert ladder.state_change_text(record) == "[#2] MPAREQ_RCVD -> FIN_WAIT1"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mpa_emu.capture.decode import as_ethernet
 from mpa_emu.capture.pcap import read_intact
+from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.views.inspection import options_text, parse_tcp_options
-from mpa_emu.views.ladder import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.wire import codec, mpa
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.segment import Segment

@@ -6,14 +6,8 @@ from __future__ import annotations
 
 from mpa_emu.replay.compare import Divergence
 from mpa_emu.replay.engine import Emitted
-from mpa_emu.replay.recording import describe
-from mpa_emu.replay.report import (
-    ReplayReport,
-    flow_text,
-    injection_text,
-    record_text,
-    upcall_text,
-)
+from mpa_emu.replay.report import ReplayReport, flow_text, injection_text, record_text
+from mpa_emu.views.describe import segment_line, upcall_text
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
 from mpa_emu.views.html.page import Page, Section, cell, fields_table, frame_link, table, versus
@@ -82,7 +76,7 @@ def replay_page(report: ReplayReport) -> str:
         Section("Frames sent after the capture's end", table(
             ["emitted", "time", "frame"],
             ([cell(f"#{e.index}"), cell(_t(e.time_ns)),
-              cell(describe(e.seg))]
+              cell(segment_line(e.seg))]
              for e in cmp.extra))),
         Section("Upcalls", table(
             ["time", "upcall"], ([cell(_t(u.time_ns)), cell(upcall_text(u))]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mpa_emu.views.describe import upcall_label
 from mpa_emu.views.diagram import Ladder, from_run
 from mpa_emu.views.html.fields import Fields, segment_fields
 from mpa_emu.views.html.page import Page, Section, cell, table, versus
-from mpa_emu.views.ladder import upcall_label
 
 if TYPE_CHECKING:
     from mpa_emu.scenario import ScenarioRun
