@@ -288,7 +288,8 @@ def _fields(seg: Segment) -> dict[str, object]:
 TSHARK_FIELDS = ["tcp.flags", "tcp.window_size_value", "tcp.options", "ip.ttl",
                  "ip.flags.df", "ipv6.hlim", "vlan.id", "vlan.priority",
                  "tcp.checksum.status", "ip.checksum.status", "tcp.len"]
-EXPECTED_TCP = {  # tcp.flags, tcp.options, tcp.len from spec 5.1/5.2 and the MPA request
+# tcp.flags, tcp.options, tcp.len as irdma_form_ah_cm_frame and irdma_send_syn fill them
+EXPECTED_TCP = {
     "syn": ("0x0002", "020405b403030200", "0"),
     "synack": ("0x0012", "020405b403030200", "0"),
     "ack_mpa": ("0x0010", "", str(MPA_LEN)),

@@ -18,7 +18,7 @@ untimed = settings(deadline=None)
 
 # RDMA Read Request used as RTR: DDP control 0x41 (T=0, L=1, DV=1), RDMAP control 0x41
 # (RV=1, opcode 1), RsvdULP 0, QN 1, MSN 1, MO 0, sink STag 0xabcd, sink TO 0, size 0,
-# source STag 0x1234, source TO 0 (irdma_sc_send_rtt, spec irdma-cm section 4.4).
+# source STag 0x1234, source TO 0 (irdma_sc_send_rtt, ctrl.c).
 READ_RTR_ULPDU = H("41" "41" "00000000" "00000001" "00000001" "00000000"
                    "0000abcd" "0000000000000000" "00000000" "00001234" "0000000000000000")
 # tshark: "ULPDU length: 46 bytes", "CRC check: 0x90aa1e5d (Good CRC32)".

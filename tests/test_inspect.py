@@ -33,9 +33,10 @@ V2_REJECT = KEY_REP + bytes.fromhex("70020010" "80104010") + b"it's not you"
 V1_REQUEST = KEY_REQ + bytes.fromhex("40010000")
 V1_REPLY = KEY_REP + bytes.fromhex("40010000")
 
-# Zero-length RDMA Read Request as irdma's RTR (spec 4.4): untagged DDP (L, DV=1), RDMAP
+# Zero-length RDMA Read Request as irdma's RTR (irdma_sc_send_rtt, RFC 6581 section 5): untagged DDP
+# (L, DV=1), RDMAP
 # v1 opcode 1, QN 1, MSN 1, MO 0; sink STag 0xabcd, TO 0, size 0, source STag 0x1234,
-# TO 0. ULPDU 46 bytes, as tshark reports for the spec's capture (section 7).
+# TO 0. ULPDU 46 bytes, as tshark reports it.
 RTR_READ_ULPDU = (bytes.fromhex("4141" "00000000" "00000001" "00000001" "00000000")
                   + bytes.fromhex("0000abcd" "0000000000000000" "00000000" "00001234"
                                   "0000000000000000"))

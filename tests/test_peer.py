@@ -76,7 +76,7 @@ def test_read_rtr_is_a_zero_length_read_request_with_irdma_stags() -> None:
     ulpdu = _rtr_sent_after(reply)
     # RFC 5041 section 4: untagged, L, DV 1; RFC 5040: RV 1, opcode 1; QN 1, MSN 1, MO 0;
     # then the Read Request header: sink STag 0xabcd, sink TO 0, size 0, source STag
-    # 0x1234, source TO 0 (irdma_sc_send_rtt, spec irdma-cm 4.4). 46 bytes, as tshark
+    # 0x1234, source TO 0 (irdma_sc_send_rtt, ctrl.c). 46 bytes, as tshark
     # shows for the reference capture (spec wireshark-mpa section 7).
     assert ulpdu == (b"\x41\x41" + struct.pack("!IIII", 0, 1, 1, 0)
                      + struct.pack("!IQIIQ", 0xABCD, 0, 0, 0x1234, 0))

@@ -153,7 +153,7 @@ def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
         net.at(net.now_ns + (i // 8) * 100 * US, alice.connect, server, PORT + i // per_port,
                local_port=10000 + i % per_port)
     # Run until nothing is due: handshakes, RTRs, and the timer ticks that free the
-    # retransmission entries of offloaded nodes (spec 5.5) are all over.
+    # retransmission entries of offloaded nodes (irdma_cm_timer_tick) are all over.
     result = net.run(max_events=count * 50)
     gc.collect()
     sites: list[str] = []

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Build the replay fixtures in pcaps/ from the reference behaviour, not from the emulator.
 
-Every frame below is written out by hand from spec/irdma-cm.md: section 2.5 (canonical
-flows), 2.2 (per-state reactions), 4.2-4.6 (MPA bytes), 5.1-5.5 (segment shape and the
-retransmission schedule, with errata 5 for RETRANS=32 at HZ=1000) and 7.3 (backlog).
+Every frame below is written out by hand from the kernel behaviour: the canonical flows,
+the per-state reactions (irdma_handle_*_pkt), the MPA bytes (irdma_build_mpa_v1/v2,
+irdma_parse_mpa; RFC 5044 section 7.1, RFC 6581 section 5), the segment shape
+(irdma_form_ah_cm_frame), the retransmission schedule (irdma_cm_timer_tick's C int HZ << n
+for RETRANS=32 at HZ=1000) and the backlog (irdma_handle_syn_pkt).
 Frames are assembled with scapy and the MPA byte layout of mpa_emu.wire.mpa; nothing here runs
 the CM state machine, so replaying these captures is an independent check of it.
 
@@ -46,7 +48,7 @@ from mpa_emu.wire.mpa import (
 )
 
 BASE_TIME = Decimal(1767225600)  # 2026-01-01T00:00:00Z: a fixed epoch, so files are stable
-WINDOW = 65535  # IRDMA_CM_DEFAULT_RCV_WND_SCALED >> 2, the unscaled field (spec 5.1)
+WINDOW = 65535  # IRDMA_CM_DEFAULT_RCV_WND_SCALED >> 2, the unscaled field (irdma_form_ah_cm_frame)
 MASK32 = 0xFFFFFFFF
 
 MAC_A = "02:00:00:0a:00:01"
@@ -59,7 +61,8 @@ PORT_A, PORT_P = 40001, 31000
 ISN_A = 0x6B8B4567
 ISN_P = 0x327B23C6
 
-# Passive irdma defaults (spec 4.4): ird_size = max_hw_ird 127, ord_size = max_hw_ord 255.
+# Passive irdma defaults (irdma_negotiate_mpa_v2_ird_ord): ird_size = max_hw_ird 127, ord_size =
+# max_hw_ord 255.
 P_IRD, P_ORD = 127, 255
 # Active defaults used by the fixtures' applications (iw_cm conn_param).
 A_IRD, A_ORD = 16, 16
@@ -74,7 +77,7 @@ def s32(x: int) -> int:
 
 
 def syn_options(mss: int) -> list[tuple[str, Any]]:
-    """irdma_send_syn: MSS + WS(2) + EOL, 8 bytes, doff 7 (spec 5.2)."""
+    """irdma_send_syn: MSS + WS(2) + EOL, 8 bytes, doff 7 (RFC 9293 section 3.1)."""
     return [("MSS", mss), ("WScale", 2), ("EOL", None)]
 
 
@@ -99,7 +102,7 @@ def mpa_request_v1(pd: bytes, flags: int = FLAG_CRC) -> bytes:
 def responder_block(peer_ird: int = A_IRD, peer_ord: int = A_ORD) -> RtrBlock:
     """What a passive irdma node advertises after irdma_negotiate_mpa_v2_ird_ord on a
     request offering READ0: IRD stays 127 (or 1 when the peer ORD is 0), ORD = min(255,
-    peer IRD), READ0 chosen over WRITE0 (spec 4.4)."""
+    peer IRD), READ0 chosen over WRITE0 (irdma_negotiate_mpa_v2_ird_ord)."""
     ird = 1 if peer_ord == 0 else P_IRD
     return RtrBlock(ird=ird, ord=min(P_ORD, peer_ird), read0=True)
 
@@ -116,7 +119,7 @@ def mpa_reply_v1(pd: bytes, reject: bool = False) -> bytes:
 
 
 def rtr_read0() -> bytes:
-    """The active side's RTR (irdma_sc_send_rtt with read0, spec 4.4): a zero-length RDMA
+    """The active side's RTR (irdma_sc_send_rtt with read0, RFC 6581 section 5): a zero-length RDMA
     Read Request, sink STag 0xabcd, source STag 0x1234, TO 0, as one FPDU. DDP untagged
     (L=1, DV=1), QN 1 (RDMA Read Request queue), MSN 1, MO 0 (RFC 5041 section 5);
     RDMAP version 1, opcode 1 (RFC 5040 section 4)."""
@@ -188,16 +191,16 @@ class Conn:
 
     @property
     def mss(self) -> int:
-        return 1440 if ":" in self.a_ip else 1460  # MTU 1500 - 60 / - 40 (spec 9)
+        return 1440 if ":" in self.a_ip else 1460  # IRDMA_MTU_TO_MSS_IPV6/_IPV4
 
 
-# ---- retransmission schedule (spec 5.5, errata 5) ----------------------------------
+# ---- retransmission schedule (irdma_cm_timer_tick) ----------------------------------
 
 def resend_times_ms(retrans: int = 32, hz: int = 1000) -> tuple[list[int], int]:
     """Resend times (ms after the original send) and the expiry time, computed the way
     the compiled kernel does: the gap after the n-th resend is the C int ``HZ << n``
     with the shift count taken mod 32, a negative result capped at 12 s, and a zero gap
-    meaning the next jiffy (errata 5)."""
+    meaning the next jiffy (irdma_cm_timer_tick)."""
     times: list[int] = []
     due = hz  # IRDMA_RETRY_TIMEOUT after the first send
     for n in range(1, retrans + 1):
@@ -217,7 +220,8 @@ class Fixture:
     name: str
     title: str
     shows: str
-    spec: list[str]
+    cites: list[str]
+    """The kernel functions (with their file) and RFC sections the fixture shows."""
     cap: Capture
     replays: list[dict[str, Any]]
     pcapng: bool = False
@@ -241,7 +245,8 @@ def run(emulate: str, *, args: list[str] | None = None, exit_code: int = 0,
 
 
 def handshake(c: Conn, t0: int, mss_a: int | None = None) -> tuple[int, int]:
-    """SYN, SYN-ACK (MSS = min of both), ACK: spec 2.5 lines 1-3. Returns the times."""
+    """SYN, SYN-ACK (MSS = min of both), ACK (irdma_send_syn, irdma_handle_syn_pkt,
+    irdma_handle_synack_pkt). Returns the times."""
     mss = c.mss if mss_a is None else mss_a
     c.a(t0, "S", ISN_A, 0, options=syn_options(mss))
     c.p(t0 + 60, "SA", ISN_P, ISN_A + 1, options=syn_options(min(c.mss, mss)))
@@ -253,7 +258,8 @@ def mpa_exchange(c: Conn, t: int, req: bytes, rep: bytes, *, a_seq: int = ISN_A 
                  p_seq: int = ISN_P + 1, ack_after: int = 80,
                  ack_rtr: bool = True) -> list[int]:
     """After the handshake: A's request at ``t``, P's ACK ``ack_after`` later, P's reply
-    1 ms after that, A's ACK and READ RTR (spec 2.5 lines 4-9), P's zero-length Read
+    1 ms after that, A's ACK and READ RTR (irdma_send_mpa_request, irdma_accept, irdma_sc_send_rtt),
+    P's zero-length Read
     Response carrying the ACK of the RTR and A's ACK of it (RFC 5040 section 5.3).
     ``a_seq``/``p_seq`` are each side's next sequence number. Returns the frame numbers
     of the MPA frames."""
@@ -304,7 +310,10 @@ def fx_v2_accept() -> Fixture:
                    "WRITE0|READ0, v2 reply choosing READ0 with IRD 127 / ORD 16, the RTR "
                    "(zero-length RDMA Read Request), the responder NIC's zero-length Read "
                    "Response carrying the ACK of it, and the initiator NIC's ACK.",
-                   ["irdma-cm.md 2.5", "4.3", "4.4", "5.2", "RFC 5040 5.3"], cap, both(),
+                   ["irdma_send_mpa_request (cm.c)", "irdma_accept (cm.c)",
+                    "irdma_build_mpa_v2 (cm.c)", "irdma_negotiate_mpa_v2_ird_ord (cm.c)",
+                    "irdma_send_syn (cm.c)", "irdma_sc_send_rtt (ctrl.c)", "RFC 5044 section 7.1",
+                    "RFC 6581 section 5", "RFC 5040 section 5.3"], cap, both(),
                    mpa_frames=mpa)
 
 
@@ -318,7 +327,9 @@ def fx_v2_reject() -> Fixture:
                    "LAST_ACK. P's check_seq drops A's first ACK silently (it does not ack "
                    "the FIN); the FIN|ACK takes P through FIN_WAIT2 to TIME_WAIT and P "
                    "sends one ACK.",
-                   ["irdma-cm.md 2.5", "4.6"], cap, both(), mpa_frames=mpa)
+                   ["irdma_reject (cm.c)", "irdma_send_mpa_reject (cm.c)",
+                    "irdma_handle_fin_pkt (cm.c)", "RFC 5044 section 7.1"],
+                   cap, both(), mpa_frames=mpa)
 
 
 def fx_reject_variant(name: str, rev: int, pd: bytes) -> Fixture:
@@ -338,14 +349,16 @@ def fx_reject_variant(name: str, rev: int, pd: bytes) -> Fixture:
     return Fixture(name, f"MPA v{rev} reject, {len(pd)} bytes of private data",
                    f"Reject variant: rev {rev} request and reject, reject private data of "
                    f"{len(pd)} bytes (the u8 limit of irdma_reject is 255).",
-                   ["irdma-cm.md 2.5", "4.6"], cap, runs, mpa_frames=mpa)
+                   ["irdma_reject (cm.c)", "irdma_send_mpa_reject (cm.c)",
+                    "irdma_handle_fin_pkt (cm.c)", "RFC 5044 section 7.1"],
+                   cap, runs, mpa_frames=mpa)
 
 
 def fx_parse_failure(name: str, payload: bytes, what: str, errno: str,
                      tshark_errors: list[str] | None = None, decoded: bool = True) -> Fixture:
     """Passive irdma in ESTABLISHED receives a bad MPA request: irdma_parse_mpa fails,
     passive_open_err(reset=1) sends RST|ACK seq=loc_seq_num ack=rcv_nxt, where rcv_nxt
-    was already advanced over the payload (spec 2.2 ACK row, 4.5)."""
+    was already advanced over the payload (irdma_handle_ack_pkt, irdma_parse_mpa)."""
     cap = Capture()
     c = Conn(cap)
     handshake(c, 0)
@@ -356,7 +369,9 @@ def fx_parse_failure(name: str, payload: bytes, what: str, errno: str,
                    f"A bad MPA request ({what}, {errno}) makes the passive node answer "
                    "with RST|ACK and close without an upcall; A's later RST finds no node "
                    "and is dropped silently.",
-                   ["irdma-cm.md 4.5", "2.2"], cap, [run(IP4_P)],
+                   ["irdma_parse_mpa (cm.c)", "irdma_handle_ack_pkt (cm.c)",
+                    "RFC 5044 section 7.1"],
+                   cap, [run(IP4_P)],
                    tshark_errors=tshark_errors or [], mpa_frames=[4] if decoded else [])
 
 
@@ -376,11 +391,13 @@ def fx_parse_failure_active() -> Fixture:
     return Fixture("parse_active_wrong_key", "irdma_parse_mpa failure on the active side",
                    "The initiator receives a frame with the request key in MPAREQ_SENT: "
                    "-EINVAL, RST|ACK and CONNECT_REPLY(-ECONNRESET).",
-                   ["irdma-cm.md 4.5", "2.2"], cap, [run(IP4_A)], mpa_frames=[4])
+                   ["irdma_parse_mpa (cm.c)", "irdma_handle_ack_pkt (cm.c)",
+                    "RFC 5044 section 7.1"],
+                   cap, [run(IP4_A)], mpa_frames=[4])
 
 
 def fx_check_seq() -> Fixture:
-    """check_seq drops (spec 2.1): bad ack and out-of-window seq are dropped silently."""
+    """irdma_check_seq drops: bad ack and out-of-window seq are dropped silently."""
     cap = Capture()
     c = Conn(cap)
     req = mpa_request_v2(PD_REQ)
@@ -401,7 +418,8 @@ def fx_check_seq() -> Fixture:
                    "resent by the timer at 1 s only; after MPAREQ_RCVD a bad ACK and a FIN "
                    "get no answer (the application never decides). The capture's silence "
                    "after each of them is the proof.",
-                   ["irdma-cm.md 2.1", "2.2"], cap, [run(IP4_P)])
+                   ["irdma_check_seq (cm.c)", "irdma_process_pkt (cm.c)",
+                    "RFC 9293 section 3.10.7.4"], cap, [run(IP4_P)])
 
 
 def fx_duplicate_syn() -> Fixture:
@@ -417,7 +435,8 @@ def fx_duplicate_syn() -> Fixture:
                    "A retransmits its SYN at 0.5 s; the passive node in SYN_RCVD ignores "
                    "it (no SYN-ACK until its own timer fires at 1 s), then the connection "
                    "completes normally.",
-                   ["irdma-cm.md 2.2 (SYN)", "5.5"], cap, [run(IP4_P)], mpa_frames=[n_req, n_rep])
+                   ["irdma_handle_syn_pkt (cm.c)", "irdma_cm_timer_tick (cm.c)"],
+                   cap, [run(IP4_P)], mpa_frames=[n_req, n_rep])
 
 
 def fx_retrans_syn() -> Fixture:
@@ -433,7 +452,8 @@ def fx_retrans_syn() -> Fixture:
                    "An unanswered SYN is resent at 1, 3, 7, 15, 27 s, then every 12 s up to "
                    "315 s, then three times one jiffy apart; at 316.003 s the entry expires "
                    "and the active node sends RST|ACK (ack 0) and aborts.",
-                   ["irdma-cm.md 5.5", "errata 5", "2.3 (timer expiry)"], cap,
+                   ["irdma_schedule_cm_timer (cm.c)", "irdma_cm_timer_tick (cm.c)",
+                    "irdma_retrans_expired (cm.c)"], cap,
                    [run(IP4_A, args=["--time-tolerance", "0.002"])])
 
 
@@ -451,7 +471,8 @@ def fx_retrans_synack() -> Fixture:
                    "The initiator's third ACK never arrives: the passive node resends its "
                    "SYN-ACK on the RETRANS 32 schedule and is then freed silently (no RST); "
                    "a late RST from A meets no node and gets no answer.",
-                   ["irdma-cm.md 5.5", "errata 5", "2.3 (timer expiry)"], cap,
+                   ["irdma_schedule_cm_timer (cm.c)", "irdma_cm_timer_tick (cm.c)",
+                    "irdma_retrans_expired (cm.c)"], cap,
                    [run(IP4_P, args=["--time-tolerance", "0.002"])])
 
 
@@ -482,7 +503,8 @@ def fx_retrans_mpareq(acked: bool) -> Fixture:
         shows = ("The responder never ACKs the MPA request: it is resent with the same "
                  "seq and ack on the RETRANS 32 schedule; expiry sends RST|ACK.")
         runs = [run(IP4_A, args=["--time-tolerance", "0.002"])]
-    return Fixture(name, title, shows, ["irdma-cm.md 5.5", "errata 5", "2.2 (ACK)"], cap, runs)
+    return Fixture(name, title, shows,
+                   ["irdma_cm_timer_tick (cm.c)", "irdma_handle_ack_pkt (cm.c)"], cap, runs)
 
 
 def fx_retrans_reject_fin() -> Fixture:
@@ -504,7 +526,8 @@ def fx_retrans_reject_fin() -> Fixture:
                    "The initiator vanishes after the reject: the ACK|FIN + reject segment is "
                    "resent identically on the RETRANS 32 schedule, then FIN_WAIT1 expiry "
                    "sends RST|ACK.",
-                   ["irdma-cm.md 4.6", "5.5", "errata 5", "2.3"], cap,
+                   ["irdma_reject (cm.c)", "irdma_cm_timer_tick (cm.c)",
+                    "irdma_retrans_expired (cm.c)"], cap,
                    [run(IP4_P, args=["--time-tolerance", "0.002"])], mpa_frames=[4, 6])
 
 
@@ -522,14 +545,15 @@ def fx_fallback_v1() -> Fixture:
     c.a(260, "S", s2, 0, options=syn_options(1460))
     c.p(330, "SA", isn_p2, s2 + 1, options=syn_options(1460))
     c.a(400, "A", s2 + 1, isn_p2 + 1)
-    # The READ RTR is sent even after a v1 reply (spec 4.4).
+    # The READ RTR is sent even after a v1 reply (irdma_cm_init_tsa_conn).
     n_req, n_rep = mpa_exchange(c, 410, mpa_request_v1(PD_REQ), mpa_reply_v1(PD_REP),
                                 a_seq=s2 + 1, p_seq=isn_p2 + 1, ack_rtr=False)
     return Fixture("fallback_v2_to_v1", "MPA v2 to v1 fall back after a RST",
                    "A v1-only responder resets the v2 request; the irdma initiator retries "
                    "once on the same ports with MPA v1 (SYN seq = loc_seq_num), then "
                    "completes with a v1 request and reply and still sends the READ RTR.",
-                   ["irdma-cm.md 2.2 (RST)", "4.2", "4.4", "errata 3"], cap,
+                   ["irdma_handle_rst_pkt (cm.c)", "irdma_build_mpa_v1 (cm.c)",
+                    "irdma_negotiate_mpa_v2_ird_ord (cm.c)", "RFC 5044 section 7.1"], cap,
                    [run(IP4_A)], mpa_frames=[4, n_req, n_rep])
 
 
@@ -537,7 +561,7 @@ def fx_syn_refused() -> Fixture:
     """A connection refused at TCP level (the host stack RSTs the SYN) is retried once
     with MPA v1 on the same ports, the SYN carrying seq = loc_seq_num = ISN+1; the second
     RST finds rev 1 and ends in active_open_err(false): CLOSED, CONNECT_REPLY(-ECONNRESET),
-    no RST and no more SYNs (spec 2.2 RST row, 7.5)."""
+    no RST and no more SYNs (irdma_handle_rst_pkt; the host stack answers unmatched SYNs)."""
     cap = Capture()
     c = Conn(cap)
     c.a(0, "S", ISN_A, 0, options=syn_options(1460))
@@ -550,12 +574,12 @@ def fx_syn_refused() -> Fixture:
                    "v1 on the same 4-tuple (SYN seq = ISN+1, no ACK); the second RST aborts "
                    "the connection silently. Five seconds of silence prove that neither "
                    "SYN is retransmitted afterwards.",
-                   ["irdma-cm.md 2.2 (RST)", "7.5"], cap, [run(IP4_A)])
+                   ["irdma_handle_rst_pkt (cm.c)", "irdma_find_listener (cm.c)"], cap, [run(IP4_A)])
 
 
 def fx_mss_min_piggyback() -> Fixture:
-    """The SYN-ACK advertises min(own MSS, peer MSS) (spec 5.2), and an MPA request
-    carried by the third handshake ACK itself is fine (spec 2.2 ACK row, SYN_RCVD)."""
+    """The SYN-ACK advertises min(own MSS, peer MSS) (irdma_process_options), and an MPA request
+    carried by the third handshake ACK itself is fine (irdma_handle_ack_pkt in SYN_RCVD)."""
     cap = Capture()
     c = Conn(cap)
     c.a(0, "S", ISN_A, 0, options=syn_options(1400))
@@ -567,14 +591,15 @@ def fx_mss_min_piggyback() -> Fixture:
                    "The initiator offers MSS 1400, so the SYN-ACK advertises 1400; it sends "
                    "its MPA request in the third handshake segment (no separate pure ACK), "
                    "which the passive node takes straight from SYN_RCVD to MPAREQ_RCVD.",
-                   ["irdma-cm.md 5.2", "2.2 (ACK, SYN_RCVD)"], cap, [run(IP4_P)],
+                   ["irdma_process_options (cm.c)", "irdma_handle_ack_pkt (cm.c)"],
+                   cap, [run(IP4_P)],
                    mpa_frames=[n_req, n_rep])
 
 
 def fx_syn_bad_mss() -> Fixture:
     """GEN_2 (the default): a SYN whose MSS is below 536 fails irdma_handle_tcp_options;
     without an address handle nothing can be sent, so the SYN is dropped silently (errata
-    1, overriding the RST of spec 5.2), and so is every resend."""
+    1, no RST although irdma_handle_tcp_options asks for one), and so is every resend."""
     cap = Capture()
     c = Conn(cap)
     for t in (0, 1_000_000, 3_000_000, 7_000_000):
@@ -584,7 +609,8 @@ def fx_syn_bad_mss() -> Fixture:
                    "MSS 500 is below the IPv4 minimum of 536: the option check fails and, "
                    "on GEN_2, no RST can be built, so the passive side stays silent through "
                    "all the initiator's resends.",
-                   ["irdma-cm.md errata 1", "5.2", "2.2 (SYN, LISTENING)"], cap, [run(IP4_P)])
+                   ["irdma_form_ah_cm_frame (cm.c)", "irdma_handle_tcp_options (cm.c)",
+                    "irdma_handle_syn_pkt (cm.c)"], cap, [run(IP4_P)])
 
 
 def fx_ipv6() -> Fixture:
@@ -592,7 +618,8 @@ def fx_ipv6() -> Fixture:
     mpa = accept_flow(Conn(cap, a_ip=IP6_A, p_ip=IP6_P))
     return Fixture("v2_accept_ipv6", "MPA v2 accept over IPv6",
                    "The canonical accept flow over IPv6: MSS 1440 (MTU - 60), hop limit 64.",
-                   ["irdma-cm.md 2.5", "5.2", "9"], cap,
+                   ["irdma_send_syn (cm.c)", "irdma_process_options (cm.c)",
+                    "IRDMA_MTU_TO_MSS_IPV6 (cm.h)", "RFC 8200 section 5"], cap,
                    [run(IP6_P), run(IP6_A)], pcapng=True, mpa_frames=mpa)
 
 
@@ -601,12 +628,14 @@ def fx_vlan() -> Fixture:
     mpa = accept_flow(Conn(cap, vlan=100))
     return Fixture("v2_accept_vlan", "MPA v2 accept on VLAN 100",
                    "The canonical accept flow tagged 802.1Q VLAN 100, priority 0.",
-                   ["irdma-cm.md 2.5", "5.1", "7.2"], cap, both(), mpa_frames=mpa)
+                   ["irdma_form_ah_cm_frame (cm.c)", "irdma_find_listener (cm.c)"],
+                   cap, both(), mpa_frames=mpa)
 
 
 def fx_backlog() -> Fixture:
     """Backlog 1: pend_accepts_cnt > backlog drops, so two handshakes are admitted and the
-    third SYN (and its retransmissions) get no answer (spec 7.3)."""
+    third SYN (and its retransmissions) get no answer (irdma_handle_syn_pkt: pend_accepts_cnt >
+    backlog)."""
     cap = Capture()
     req = mpa_request_v2(PD_REQ)
     L = len(req)
@@ -625,7 +654,7 @@ def fx_backlog() -> Fixture:
     return Fixture("backlog_drop", "Backlog drop (backlog 1 admits 2)",
                    "With --backlog 1 two handshakes are pending (the check is strictly "
                    "greater); the third client's SYN and its resends are dropped silently.",
-                   ["irdma-cm.md 7.3", "2.2 (SYN, LISTENING)"], cap,
+                   ["irdma_handle_syn_pkt (cm.c)"], cap,
                    [run(IP4_P, args=["--backlog", "1"]),
                     run(IP4_P, args=["--backlog", "2"], exit_code=1, first_divergence=11,
                         why="with backlog 2 the third SYN is admitted and answered, which "
@@ -647,7 +676,7 @@ def fx_linux_peer_synack() -> Fixture:
                    "The responder is a Linux TCP stack (SACK, timestamps, WS 7, window "
                    "64240). Replaying it as irdma must report the SYN-ACK (frame 2) as the "
                    "first divergence; --semantic accepts it.",
-                   ["irdma-cm.md 5.2"], cap,
+                   ["irdma_process_options (cm.c)", "irdma_handle_tcp_options (cm.c)"], cap,
                    [run(IP4_P, exit_code=1, first_divergence=2,
                         why="irdma's SYN-ACK has window 65535 and MSS+WS2+EOL only"),
                     run(IP4_P, args=["--semantic"])])
@@ -655,7 +684,7 @@ def fx_linux_peer_synack() -> Fixture:
 
 def fx_no_p2p_peer() -> Fixture:
     """A siw initiator with default settings (v2, no P2P) is reset by an irdma responder
-    (spec 10, 4.4 step 2: -EOPNOTSUPP)."""
+    (irdma_negotiate_mpa_v2_ird_ord: -EOPNOTSUPP)."""
     cap = Capture()
     c = Conn(cap)
     handshake(c, 0)
@@ -667,7 +696,8 @@ def fx_no_p2p_peer() -> Fixture:
     return Fixture("parse_v2_no_p2p", "v2 request without P2P (siw default) is reset",
                    "irdma_negotiate_mpa_v2_ird_ord requires the P2P bit: -EOPNOTSUPP, so "
                    "the passive node answers RST|ACK with no upcall.",
-                   ["irdma-cm.md 4.4", "4.5", "10"], cap, [run(IP4_P)], mpa_frames=[4])
+                   ["irdma_negotiate_mpa_v2_ird_ord (cm.c)", "irdma_parse_mpa (cm.c)", "siw_cm.c",
+                    "RFC 6581 section 5"], cap, [run(IP4_P)], mpa_frames=[4])
 
 
 def fx_softiwarp_rping() -> Fixture:
@@ -676,7 +706,7 @@ def fx_softiwarp_rping() -> Fixture:
     WS 7), MPA v1 with flags 0x00 (no CRC) and no private data. Emulating the server as
     irdma cannot match byte for byte (irdma's SYN-ACK differs), and --semantic names the
     difference in outcome: the v1 request is accepted (rev 1 <= 2, the C bit is never
-    checked, spec 4.2) and answered with a v1 reply, but irdma_build_mpa_v1 always sets C,
+    checked by irdma_parse_mpa) and answered with a v1 reply, but irdma_build_mpa_v1 always sets C,
     so CRC would be in use (RFC 5044 section 7.1: when either side sets C) where both
     recorded frames have C=0."""
     cap = Capture()
@@ -699,7 +729,8 @@ def fx_softiwarp_rping() -> Fixture:
                    "server as irdma diverges at its SYN-ACK (frame 2) byte for byte; in "
                    "--semantic mode it diverges at the reply (frame 6): irdma always sets "
                    "C, so CRC would be in use where the recording negotiated it off.",
-                   ["irdma-cm.md 4.2", "4.5", "5.2", "wireshark-mpa.md 8"], cap,
+                   ["irdma_build_mpa_v1 (cm.c)", "irdma_parse_mpa (cm.c)",
+                    "irdma_process_options (cm.c)", "RFC 5044 section 7.1"], cap,
                    [run(server, exit_code=1, first_divergence=2,
                         why="irdma's SYN-ACK carries MSS+WS2+EOL and window 65535"),
                     run(server, args=["--semantic"], exit_code=1, first_divergence=n_rep,
@@ -786,7 +817,7 @@ def write_fixture(out: Path, fx: Fixture) -> Path:
         "capture": cap_path.name,
         "title": fx.title,
         "shows": fx.shows,
-        "spec": fx.spec,
+        "cites": fx.cites,
         "frames": len(fx.cap.frames),
         "tshark": {"mpa_frames": fx.mpa_frames, "expected_errors": fx.tshark_errors},
         "replays": fx.replays,

@@ -7,7 +7,8 @@ results:
 
 * :meth:`Tshark.fields`: per-frame field values (``-T json -e ...``), every occurrence;
 * :meth:`Tshark.expert`: the ``-q -z expert`` table (the only place tshark 4.0 shows the
-  MPA Rev/Res/Reject expert infos; their counts are doubled there, spec section 2);
+  MPA Rev/Res/Reject expert infos; their counts are doubled there: packet-iwarp-mpa.c dissects each
+  frame twice);
 * :meth:`Tshark.tree_experts`: the expert infos visible in the tree (``_ws.expert``),
   frame by frame, including ``_ws.malformed``;
 * :meth:`Tshark.crc_verdicts`: the FPDU CRC verdict text ("Good CRC32" / "Bad CRC32,

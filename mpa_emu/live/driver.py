@@ -201,7 +201,7 @@ class LiveHost:
     def resolve(self, ip: bytes, timeout_s: float = 3.0, source: bytes | None = None) -> bytes:
         """The MAC of neighbour ``ip``: ask with ARP or NS from ``source`` (default: our
         first address of that family) until it answers (the kernel's neighbour lookup
-        before irdma_make_cm_node, spec 7.6)."""
+        in irdma_make_cm_node: irdma_addr_resolve_neigh / _ipv6)."""
         if ip in self.known:
             return self.known[ip]
         if source is None:
@@ -411,7 +411,7 @@ class LiveHost:
             self._capture(data, f"received: not for the CM ({exc.reason})")
             return
         # The NIC's own filters: our MAC (or a group address) on a VLAN it has. What
-        # passes goes to the CM whatever the IP: the CM's lookup decides (spec 2.1).
+        # passes goes to the CM whatever the IP: the CM's lookup decides (irdma_receive_ilq).
         if seg.dst_mac != self.mac and not seg.dst_mac[0] & 1:
             self._nic_drop(data, f"destination MAC {mac_text(seg.dst_mac)} is not ours")
             return
@@ -456,7 +456,7 @@ class LiveHost:
     def _transmit(self, tx: Transmit) -> None:
         seg = tx.segment
         if tx.loopback:
-            # spec 7.5: looped inside the NIC, never on the wire.
+            # irdma_ipv4_is_lpb/irdma_ipv6_is_lpb: looped inside the NIC, never on the wire.
             self.core.receive(seg, self.now_ns)
             return
         if self.fault is not None and self.fault(TX, seg):

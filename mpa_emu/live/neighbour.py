@@ -3,8 +3,8 @@ addresses, built and parsed with ``struct`` (this sits on the hot receive path).
 
 The responder answers requests for its own addresses and learns the link-layer address
 of every neighbour that speaks to it; it also builds the requests the driver sends to
-resolve a peer before ``connect`` (``irdma_make_cm_node`` needs a valid neighbour entry,
-spec irdma-cm 7.6).
+resolve a peer before ``connect`` (``irdma_make_cm_node`` needs a valid neighbour entry:
+``irdma_addr_resolve_neigh``).
 """
 
 from __future__ import annotations

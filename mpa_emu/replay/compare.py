@@ -8,7 +8,7 @@ while the capture still runs (the capture's silence is the proof) and *extra* af
 Frames only the NIC's QP produces after OFFLOADED (the RTR, acknowledgements of data,
 the QP's FIN or RST) are compared as warnings: their exact shape belongs to the NIC
 model. The MPA reply a passive node sends at accept is built by the CM
-(``irdma_accept`` -> ``irdma_cm_build_mpa_frame``, spec 4.7) and is always compared.
+(``irdma_accept`` -> ``irdma_cm_build_mpa_frame``) and is always compared.
 """
 
 from __future__ import annotations

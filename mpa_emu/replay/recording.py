@@ -238,7 +238,7 @@ class OffloadClassifier:
     The hand-off point is the accepting MPA reply (R=0) sent by the responder (the side
     that received the first SYN) after a request. A passive host's frames after its reply
     are the QP's. An active host's first pure ACK after the reply is the CM's
-    (``irdma_handle_rcv_mpa`` acks the reply in OFFLOADED, spec 2.2); the rest is the QP's.
+    (``irdma_handle_rcv_mpa`` acks the reply in OFFLOADED); the rest is the QP's.
     A "reply" from the initiator, or one before any request, is a malformed frame the CM
     handles (``irdma_parse_mpa``), not a hand-off.
     """

@@ -44,7 +44,7 @@ STATE_NAMES = ("UNKNOWN", "INITED", "LISTENING", "SYN_RCVD", "SYN_SENT",
                "MPAREQ_RCVD", "MPAREJ_RCVD", "OFFLOADED", "FIN_WAIT1", "FIN_WAIT2",
                "CLOSE_WAIT", "TIME_WAIT", "LAST_ACK", "CLOSING", "LISTENER_DESTROYED",
                "CLOSED")
-"""enum irdma_cm_node_state without the prefix, in kernel order (spec 1.1)."""
+"""enum irdma_cm_node_state without the prefix, in kernel order (cm.h)."""
 
 IWARP_STATE_NAMES = ("none", "INVALID", "IDLE", "RTS", "CLOSING", "RTR", "TERMINATE",
                      "ERROR")

@@ -46,7 +46,7 @@ QN_SEND = 0
 QN_READ_REQUEST = 1
 QN_TERMINATE = 2
 
-# irdma_sc_send_rtt: the zero-length RDMA READ used as RTR (spec irdma-cm section 4.4).
+# irdma_sc_send_rtt: the zero-length RDMA READ used as RTR (ctrl.c; RFC 6581 section 5).
 RTR_READ_SINK_STAG = 0xABCD
 RTR_READ_SOURCE_STAG = 0x1234
 

@@ -1,5 +1,6 @@
 """A hand-made TCP/MPA peer for the audit tests: one ``CmCore`` is driven with segments
-built here from the byte layouts of spec/irdma-cm.md (sections 4.2, 5.1, 5.2), never
+built here from the byte layouts of RFC 5044 section 7.1, RFC 6581 section 5 and RFC 9293 section
+3.1 (as irdma_form_ah_cm_frame and irdma_send_syn fill them), never
 from the emulator's own builders, so the tests compare the core against the spec."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ SYN_OPTS_1460 = bytes.fromhex("020405b4") + bytes.fromhex("030302") + b"\x00"
 
 def mpa_frame(*, key: bytes, rev: int, flags: int, pdata: bytes = b"",
               rtr: tuple[int, int] | None = None, pd_length: int | None = None) -> bytes:
-    """An MPA request/reply laid out as spec 4.2: key, flags, rev, PD_Length (BE), then
+    """An MPA request/reply laid out as RFC 5044 section 7.1: key, flags, rev, PD_Length (BE), then
     for v2 the two RTR words (BE) counted in PD_Length, then the private data."""
     block = b"" if rtr is None else struct.pack("!HH", *rtr)
     if pd_length is None:
@@ -172,7 +173,8 @@ def handshake(p: Peer, request: bytes, *, sport: int = XPORT, backlog: int = 16,
 
 def listener_destroyed_gen1(ah_latency_ns: int = 5 * MS) -> tuple[Peer, int]:
     """GEN_1 with a qhash latency: a peer's SYN, then the listener destroyed before the
-    qhash completion sends the SYN-ACK (errata 1 and 2). The host (the listener's RST not
+    qhash completion sends the SYN-ACK (irdma_form_ah_cm_frame, irdma_send_syn_cqp_callback). The
+    host (the listener's RST not
     yet drained) and the node's conn."""
     p = make_host(CmConfig(gen=1, ah_latency_ns=ah_latency_ns))
     listen(p)

@@ -1,4 +1,5 @@
-"""The errata of spec/irdma-cm.md one by one (those not pinned in the other audit
+"""Kernel behaviours that contradict a first reading of cm.c, one by one (those not pinned in the
+other audit
 modules), each driven through the public API against what cm.c does."""
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def _kinds(p: Peer, kind: str) -> list[dict[str, object]]:
 def test_errata1_destroy_listen_before_the_ah_leaves_a_closed_node_and_a_stray_synack(
         ) -> None:
     # GEN_2: the node has no valid AH until the asynchronous AH/qhash completion, so
-    # the listener's RST is never built: CLOSED with a leaked reference (errata 1); the
-    # completion then sends one SYN-ACK that is never resent (errata 2).
+    # the listener's RST is never built: CLOSED with a leaked reference (irdma_form_ah_cm_frame);
+    # the
+    # completion then sends one SYN-ACK that is never resent (irdma_send_syn_cqp_callback).
     p = make_host(CmConfig(ah_latency_ns=5 * MS))
     listen(p)
     assert Passive(p, 1).syn() == []
@@ -91,7 +93,8 @@ def test_errata3_lost_v1_retry_is_never_resent_and_expires_at_316_003() -> None:
     assert (retry.flags, retry.seq) == (SYN, end)
     got = p.run_out()
     [(t, rst)] = got
-    # the retry's entry was scheduled at 2 s; errata 5 expiry 316.003 s later; the timer
+    # the retry's entry was scheduled at 2 s; irdma_cm_timer_tick expires it 316.003 s later; the
+    # timer
     # was already pending for the request's entry (1 s), which only delays nothing here
     assert t == 2 * S_NS + 316_003 * MS
     assert (rst.flags, rst.seq, rst.ack) == (RST | ACK, end + 1, 5001)
@@ -177,7 +180,7 @@ def test_errata2_on_gen1_the_stray_synack_of_a_destroyed_listener_is_retransmitt
     # LISTENER_DESTROYED (irdma_dec_refcnt_listen). The qhash completion then sends the
     # SYN-ACK (irdma_send_syn_cqp_callback), and irdma_cm_timer_tick resends it, since
     # only OFFLOADED and CLOSED entries are dropped; at expiry irdma_retrans_expired takes
-    # the default branch: RST and an ABORTED event on a passive node (spec 8.4.5).
+    # the default branch: RST and an ABORTED event on a passive node (irdma_event_handler, ABORTED).
     p, conn = listener_destroyed_gen1()
     [rst] = p.drain()
     assert (rst.flags, rst.ack) == (RST | ACK, 1001)

@@ -117,7 +117,8 @@ def test_syn_to_a_listener_being_destroyed_is_dropped_silently() -> None:
 
 
 def test_reused_listener_resets_the_backlog_count_and_it_goes_negative() -> None:
-    # errata 9: children of the old incarnation still decrement pend_accepts_cnt
+    # irdma_make_listen_node resets pend_accepts_cnt: children of the old incarnation still
+    # decrement pend_accepts_cnt
     p = make_host()
     listen(p, backlog=0)
     pas = handshake(p, v2_request(), listener=1)
@@ -178,7 +179,7 @@ def test_destroy_listen_leaves_nodes_at_or_after_fin_wait1_alone(target: str) ->
 def test_gen2_destroy_listen_while_accept_waits_for_the_rtr_cannot_send_its_rst() -> None:
     # irdma_accept freed the AH (cm_free_ah) and the node is not accelerated until the
     # RTS AE: irdma_dec_refcnt_listen selects it (OFFLOADED < FIN_WAIT1), the RST cannot
-    # be built, the node goes CLOSED and keeps the temporary reference (spec 7.4).
+    # be built, the node goes CLOSED and keeps the temporary reference (irdma_dec_refcnt_listen).
     p = make_host()
     listen(p)
     pas = handshake(p, v2_request(), listener=1)

@@ -1,6 +1,7 @@
 """Audit of the passive side against cm.c (irdma_handle_syn_pkt, irdma_handle_ack_pkt,
 irdma_handle_rcv_mpa, irdma_parse_mpa, irdma_negotiate_mpa_v2_ird_ord, irdma_cm_reject,
-irdma_handle_fin_pkt, irdma_handle_rst_pkt). Expected bytes come from spec 4.2/5.1/5.2."""
+irdma_handle_fin_pkt, irdma_handle_rst_pkt). Expected bytes come from RFC 5044 section 7.1 and RFC
+9293 section 3.1."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def test_window_scale_option_sets_snd_wscale_and_scales_the_window() -> None:
 
 
 def test_ipv4_syn_with_mss_535_is_dropped_silently_on_gen2() -> None:
-    # errata 1: no AH before irdma_cm_create_ah, so the RST of passive_open_err(true)
+    # irdma_form_ah_cm_frame: no AH before irdma_cm_create_ah, so the RST of passive_open_err(true)
     # is never built, and the second passive_open_err(false) frees the node.
     p = make_host()
     listen(p)
@@ -228,7 +229,8 @@ def test_fin_only_segment_acking_our_fin_moves_fin_wait1_to_closing() -> None:
 
 
 def test_time_wait_close_entry_slips_to_the_pending_core_timer() -> None:
-    # errata 4: the SYN-ACK armed the one core timer for t = 1 s; cleanup never disarms
+    # irdma_schedule_cm_timer: the SYN-ACK armed the one core timer for t = 1 s; cleanup never
+    # disarms
     # it, so the 100 ms TIME_WAIT entry scheduled at t = 0 waits for that expiry.
     p, conn, seq, fin_end = _fin_wait1()
     # the peer's ACK of the reply bytes only (FIN not counted) fails check_seq
@@ -258,7 +260,7 @@ def test_time_wait_frees_after_100ms_when_the_core_timer_is_idle() -> None:
 
 
 def test_fin_wait2_without_the_peer_fin_has_no_timer_and_lingers() -> None:
-    # errata 10
+    # irdma_handle_ack_pkt: FIN_WAIT2 has no timer
     p, conn, seq, fin_end = _fin_wait1()
     p.send(p.seg(flags=ACK, seq=seq, ack=fin_end))
     assert p.run_out() == [] and p.core.get_timer() is None
@@ -353,7 +355,7 @@ def test_mpa_request_with_trailing_bytes_up_to_544(trailing: int, ok: bool) -> N
     (v1_request(bytes(512)), 0),               # PD_Length 512: accepted, u8 -> 0
     (v2_request(bytes(508)), 0),               # 508 + 4 = 512: accepted, u8 -> 0
     (v2_request(bytes(251)), 255),             # 251 + 4 = 255
-    (v2_request(bytes(252)), 0),               # 252 + 4 = 256 -> 0 (spec 1.4)
+    (v2_request(bytes(252)), 0),               # 252 + 4 = 256 -> 0 (a u8 in the upcall)
 ])
 def test_pd_length_limits_and_the_u8_upcall_length(request_bytes: bytes,
                                                    reported: int) -> None:

@@ -19,7 +19,8 @@ def test_listener_destroyed_node_can_run_out_of_retransmissions() -> None:
 
 
 def test_late_synack_rows_are_marked_reachable() -> None:
-    # the qhash completion sends its SYN-ACK whatever the state (errata 2); a peer that
+    # the qhash completion sends its SYN-ACK whatever the state (irdma_send_syn_cqp_callback, hw.c);
+    # a peer that
     # ACKs the ISN takes the node to ESTABLISHED and on (LAST_ACK after its FIN) first
     for st in (CmState.ESTABLISHED, CmState.LAST_ACK, CmState.MPAREQ_RCVD,
                CmState.OFFLOADED, CmState.LISTENER_DESTROYED):

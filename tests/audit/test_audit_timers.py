@@ -1,6 +1,6 @@
 """Audit of the timers against cm.c: irdma_schedule_cm_timer (arms the one core timer only
 when idle), irdma_cm_timer_tick (C int back-off, ack_rcvd, expiry), irdma_retrans_expired
-(errata 4, 5, 11; spec 5.4, 5.5)."""
+(irdma_schedule_cm_timer, irdma_cm_timer_tick, irdma_retrans_expired)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
-# HZ=1000, RETRANS=32 (errata 5): 1, 3, 7, 15, 27, every 12 s to 315, three one jiffy apart
+# HZ=1000, RETRANS=32 (irdma_cm_timer_tick: the C int HZ << n): 1, 3, 7, 15, 27, every 12 s to 315,
+# three one jiffy apart
 RESENDS_32_HZ1000 = ([1000, 3000, 7000, 15000] + [27000 + 12000 * k for k in range(25)]
                      + [315001, 315002, 315003])
 
@@ -124,7 +125,7 @@ def test_last_ack_expiry_sends_a_rst_and_frees() -> None:
 
 
 def test_a_new_entry_slips_to_the_pending_expiry_of_another_node() -> None:
-    # errata 4: node 1 is between its 5th resend (27 s) and the next (39 s); node 2's
+    # irdma_schedule_cm_timer: node 1 is between its 5th resend (27 s) and the next (39 s); node 2's
     # first SYN at 28 s would be due at 29 s but the core timer is pending until 39 s.
     p = make_host()
     connect(p)
@@ -140,7 +141,7 @@ def test_a_new_entry_slips_to_the_pending_expiry_of_another_node() -> None:
 
 
 def test_expired_syn_sent_is_closed_before_the_reset_and_aborted() -> None:
-    # errata 11: irdma_retrans_expired sets CLOSED first; the RST then the ABORTED upcall
+    # irdma_retrans_expired sets CLOSED first; the RST then the ABORTED upcall
     p = make_host(CmConfig(retrans=1))
     a = connect(p)
     got = p.run_out()

@@ -51,7 +51,7 @@ def test_reject_on_a_listener_destroyed_node_the_application_never_saw_is_refuse
 
 
 def test_accept_on_a_node_stuck_in_the_option_loop_is_refused() -> None:
-    # errata 7: the zero-length option leaves the node LISTENING with the lookup
+    # irdma_process_options: the zero-length option leaves the node LISTENING with the lookup
     # reference never released; destroy_listen makes it LISTENER_DESTROYED; accept()
     # then drops one reference, the node survives, and the row's check
     # ("table allows CLOSED") raises AssertionError out of the verb.
@@ -103,7 +103,8 @@ def early_request(p: Peer) -> tuple[Passive, int]:
 def test_failed_accept_leaves_the_node_to_its_qhash_reference_and_gives_it_back() -> None:
     # irdma_accept after a peer RST: -ECONNRESET and irdma_rem_ref_cm_node; the pending
     # qhash completion still holds the node, which stays in MPAREQ_RCVD until the
-    # completion's SYN-ACK (sent whatever the state, errata 2) runs out of retransmissions
+    # completion's SYN-ACK (sent whatever the state, irdma_send_syn_cqp_callback) runs out of
+    # retransmissions
     p = make_host(CmConfig(gen=1, ah_latency_ns=3 * MS))
     pas, conn = early_request(p)
     pas.ack(extra=RST)

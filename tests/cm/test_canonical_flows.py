@@ -1,4 +1,5 @@
-"""The canonical wire flows of spec 2.5, byte for byte, between two CM cores."""
+"""The canonical wire flows (accept, reject, close; RFC 5044 section 7), byte for byte, between two
+CM cores."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, SYN
 
-SYN_OPTS_1460 = bytes.fromhex("020405b403030200")  # MSS 1460, WS 2, EOL (spec 5.2)
+SYN_OPTS_1460 = bytes.fromhex("020405b403030200")  # MSS 1460, WS 2, EOL (irdma_send_syn)
 
 
 def mpa(key: bytes, flags: int, pd: bytes, ird_word: int, ord_word: int) -> bytes:
-    """An MPA v2 frame written out field by field from spec 4.2."""
+    """An MPA v2 frame written out field by field from RFC 5044 section 7.1 and RFC 6581 section
+    5."""
     return key + bytes([flags, 2]) + struct.pack("!HHH", len(pd) + 4, ird_word,
                                                  ord_word) + pd
 
@@ -133,7 +135,8 @@ def test_time_wait_frees_after_the_close_timer_which_waits_for_a_pending_tick(
     pair.p.reject(req.conn, now_ns=0)
     pair.pump()
     # The reject armed the core timer for +1 s; the TIME_WAIT close entry (HZ/10) finds
-    # it pending and is handled at that tick (errata 4), not at 100 ms.
+    # it pending and is handled at that tick (irdma_schedule_cm_timer arms only an idle timer), not
+    # at 100 ms.
     assert pair.p.get_timer() == 1 * S_NS
     pair.at(999 * MS)
     assert pair.p.node(req.conn) is not None
@@ -153,7 +156,7 @@ def test_time_wait_lasts_100_ms_when_the_core_timer_is_idle(pair: Pair) -> None:
     fin_seq = pair.frames("A")[-1].seg.seq + 0  # A's last delivered frame: MPA request
     a_next = fin_seq + len(pair.frames("A")[-1].seg.payload)
     after_fin = rej.seq + len(rej.payload) + 1
-    # the peer acknowledges the reject and its FIN: FIN_WAIT2, no timer (errata 10)
+    # the peer acknowledges the reject and its FIN: FIN_WAIT2, no timer (irdma_handle_ack_pkt)
     ack = answer(rej, flags=ACK, seq=a_next, ack=after_fin)
     pair.p.receive(ack, 0)
     assert pair.p.node(req.conn).state is CmState.FIN_WAIT2  # type: ignore[union-attr]

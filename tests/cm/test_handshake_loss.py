@@ -1,4 +1,4 @@
-"""Loss of each handshake frame: the kernel's retransmission recovers (spec 2.2, 5.5)."""
+"""Loss of each handshake frame: the kernel's retransmission recovers (irdma_cm_timer_tick)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Listeners, backlog, wildcard children, VLAN and family matching, destroy_listen,
 SYN without listener, the neighbour table, loopback and the hardware generations
-(spec 2.1, 3, 5.1, 7, errata 1, 9)."""
+(irdma_create_listen, irdma_find_listener, irdma_destroy_listen, irdma_form_ah_cm_frame)."""
 
 from __future__ import annotations
 
@@ -249,7 +249,7 @@ def test_gen2_sends_nothing_before_the_address_handle_gen1_always_sends() -> Non
             assert core.node(conn).state is CmState.CLOSED  # type: ignore[union-attr]
             leaks = list(core.trace.of_kind("kernel_leak"))  # type: ignore[union-attr]
             assert leaks and "leaked reference" in leaks[-1].fields["reason"]
-        # the qhash completion still sends one stray SYN-ACK (errata 2)
+        # the qhash completion still sends one stray SYN-ACK (irdma_send_syn_cqp_callback, hw.c)
         core.handle_timer(S_NS)
         assert [tx.segment.flags for tx in core.frames_to_send()] == [SYN | ACK]
 
@@ -281,7 +281,7 @@ def test_bad_syn_options_gen1_reset_and_double_put_gen2_silent() -> None:
             assert flags == [RST | ACK]
             assert bugs and "refcount underflow" in bugs[0]  # the double put
         else:
-            assert flags == [] and bugs == []  # errata 1: no AH, no RST, no double put
+            assert flags == [] and bugs == []  # irdma_form_ah_cm_frame: no AH, no RST
 
 
 def test_zero_length_option_would_hang_the_kernel_and_is_recorded() -> None:

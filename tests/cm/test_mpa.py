@@ -1,5 +1,6 @@
 """irdma_parse_mpa in the kernel's order, irdma_negotiate_mpa_v2_ird_ord as a matrix, the
-frames irdma builds, and the reaction of each side to a bad frame (spec 4)."""
+frames irdma builds, and the reaction of each side to a bad frame (irdma_build_mpa_v1/v2,
+irdma_parse_mpa; RFC 5044 section 7.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The hand-off to the offloaded QP (spec 2.3 accept, 4.7, 5.6, 1.3 CONNECTED)."""
+"""The hand-off to the offloaded QP (irdma_accept, irdma_cm_build_mpa_frame, irdma_init_tcp_ctx, the
+CONNECTED event)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""irdma_cm_reject and its variants (spec 2.3, 4.6, errata 10), both sides."""
+"""irdma_cm_reject and its variants (irdma_reject, irdma_send_mpa_reject, irdma_handle_ack_pkt in
+FIN_WAIT1), both sides."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""irdma's TCP arithmetic: check_seq, option parsing bounds, the SYN options (spec 2.1,
+"""irdma's TCP arithmetic: check_seq, option parsing bounds, the SYN options (irdma_check_seq,
 5.2)."""
 
 from __future__ import annotations

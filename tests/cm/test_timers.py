@@ -1,5 +1,5 @@
 """Retransmission schedule, expiry and the single shared core timer in virtual time
-(spec 5.4, 5.5 and errata 4, 5)."""
+(irdma_schedule_cm_timer, irdma_cm_timer_tick)."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def test_a_new_entry_waits_for_the_pending_tick_of_another_node() -> None:
     assert core.get_timer() == 27 * S_NS
     c2 = core.connect(IP_A, IP_P, PORT + 1, now_ns=16 * S_NS)
     core.frames_to_send()
-    assert core.get_timer() == 27 * S_NS  # not 17 s: the timer is pending (errata 4)
+    assert core.get_timer() == 27 * S_NS  # not 17 s: the timer is pending (irdma_schedule_cm_timer)
     log = run_alone(core, 34 * S_NS)
     second = [t for t, c, _ in log if c.endswith("SYN_SENT") and "#" in c
               and t >= 27 * S_NS]

@@ -163,7 +163,7 @@ def offloaded(lab: Lab) -> None:
 
 
 def closed_leaked(lab: Lab) -> None:
-    # GEN_2, AH not yet valid: the listener's RST cannot be sent (errata 1)
+    # GEN_2, AH not yet valid: the listener's RST cannot be sent (irdma_form_ah_cm_frame)
     syn_rcvd(lab)
     lab.core.destroy_listen(lab.listener, now_ns=0)
 

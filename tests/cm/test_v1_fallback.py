@@ -1,5 +1,5 @@
-"""The active side's MPA v2 -> v1 retry on a RST in SYN_SENT or MPAREQ_SENT (spec 2.2,
-errata 3), and the SYN-ACK in MPAREQ_RCVD (errata 6)."""
+"""The active side's MPA v2 -> v1 retry on a RST in SYN_SENT or MPAREQ_SENT
+(irdma_handle_rst_pkt), and the SYN-ACK in MPAREQ_RCVD (irdma_handle_synack_pkt)."""
 
 from __future__ import annotations
 
@@ -106,4 +106,4 @@ def test_dcb_vlan_mode_stores_vlan_0_and_misses_later_untagged_segments() -> Non
     core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=SYN, seq=10,
                          src_mac=MAC_A), S_NS)  # the client's SYN resend
     core.frames_to_send()
-    assert len(core.conns()) == 2  # errata 13: looked up with 0xFFFF, a second node
+    assert len(core.conns()) == 2  # irdma_receive_ilq looks up with 0xFFFF, a second node

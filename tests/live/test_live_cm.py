@@ -70,7 +70,7 @@ def test_kernel_client_reads_the_v2_accept_with_the_listener_ird_ord(lab: Lab, e
     assert reply is not None and reply.rtr is not None
     assert (reply.rev, reply.flags) == (2, mpa.FLAG_CRC | mpa.FLAG_ENHANCED)
     # irdma_negotiate_mpa_v2_ird_ord (responder): ORD = min(max_hw_ord 255, peer IRD 8),
-    # IRD stays max_hw_ird 127; the READ RTR is chosen (spec 4.4).
+    # IRD stays max_hw_ird 127; the READ RTR is chosen (irdma_negotiate_mpa_v2_ird_ord).
     assert (reply.rtr.ird, reply.rtr.ord) == (127, 8)
     assert reply.rtr.peer_to_peer and reply.rtr.read0 and not reply.rtr.write0
     assert reply.private_data == b"welcome"
@@ -163,7 +163,7 @@ def test_emulated_syns_lost_twice_are_resent_after_1_then_2_seconds(lab: Lab) ->
     assert len(syns) == 1 and syns[0][1] == drop.dropped[0] == drop.dropped[1]
     delivered = syns[0][0].time_ns - emu.host.wall_origin_ns
     # irdma_cm_timer_tick: first resend IRDMA_RETRY_TIMEOUT (1 s) after the send, then
-    # HZ << 1 = 2 s later (spec 5.5: resends at 1, 3, 7 ... s). Real time, so allow for
+    # HZ << 1 = 2 s later (irdma_cm_timer_tick: resends at 1, 3, 7 ... s). Real time, so allow for
     # a loaded machine on the late side only.
     assert 0.95 <= (lost[1] - lost[0]) / 1e9 <= 1.5
     assert 1.95 <= (delivered - lost[1]) / 1e9 <= 2.5

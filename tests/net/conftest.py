@@ -4,7 +4,7 @@ It speaks just enough TCP to exercise the network: connect sends a SYN (resent e
 second until answered), a listener answers a SYN with a SYN-ACK and a CONNECT_REQUEST
 upcall, the SYN-ACK is acknowledged and reported as CONNECT_REPLY(0). Frames to one of
 its own addresses are marked loopback and handed to itself, as the real core does
-(spec 7.5): the network must only capture them.
+(irdma_ipv4_is_lpb/irdma_ipv6_is_lpb): the network must only capture them.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_mpa_summary_reports_a_truncated_frame() -> None:
 def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
     from mpa_emu.wire.mpa import frame_fpdu
 
-    # DDP tagged+last (0xc1), RDMAP v1 opcode 1 (Read Request): spec 9's RTR READ.
+    # DDP tagged+last (0xc1), RDMAP v1 opcode 1 (Read Request): irdma_sc_send_rtt's RTR READ.
     read_request = bytes.fromhex("c141") + bytes(26)
     fpdu = frame_fpdu(read_request)
     assert describe.fpdu_summary(fpdu) == "FPDU RDMA Read Request ulpdu=28"

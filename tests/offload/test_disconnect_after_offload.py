@@ -1,4 +1,4 @@
-"""The disconnect decision table after offload (spec 6.3): hw.c AE handling,
+"""The disconnect decision table after offload (irdma_cm_disconn_true): hw.c AE handling,
 irdma_modify_qp (ERR/SQD), the 100 ms QP close timer and irdma_cm_disconn_true.
 
 A small host stands in for the CM core: it keeps one QP, its upcalls, one close entry

@@ -1,5 +1,6 @@
 """Life after offload between two emulated irdma hosts: RTR and ESTABLISHED, graceful
-and abortive disconnects, and what each side's application is told (spec 2.5, 6.3)."""
+and abortive disconnects, and what each side's application is told (irdma_cm_disconn_true,
+irdma_qp_disconnect)."""
 
 from __future__ import annotations
 

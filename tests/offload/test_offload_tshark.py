@@ -122,7 +122,7 @@ def test_tshark_sees_the_lsmm_as_the_mpa_reply(tmp_path: Path) -> None:
                          "iwarp_mpa.privatedata")
     replies = [row for row in rows if row[1]]
     assert len(replies) == 1
-    # PD_Length 11 = 4-byte RFC 6581 block + "welcome" (spec 4.2); read0 chosen: 0x4010
+    # PD_Length 11 = 4-byte RFC 6581 block + "welcome" (RFC 6581 section 5); read0 chosen: 0x4010
     assert replies[0][2] == "11" and replies[0][3] == "801040107765" "6c636f6d65"
 
 

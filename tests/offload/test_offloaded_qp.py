@@ -24,7 +24,7 @@ P_MAC = bytes.fromhex("020000000002")
 A_IP = bytes([192, 168, 10, 1])
 P_IP = bytes([192, 168, 10, 2])
 A_PORT, P_PORT = 40001, 31000
-# Passive side numbers after the handshake of spec 2.5: Ip = 5000, MPA request L = 44.
+# Passive side numbers after the canonical handshake: Ip = 5000, MPA request L = 44.
 P_SEQ, P_RCV = 5001, 70001 + 44
 REPLY = mpa.MpaFrame(request=False, rev=2, flags=mpa.FLAG_CRC | mpa.FLAG_ENHANCED,
                      rtr=mpa.RtrBlock(ird=16, ord=16, read0=True),

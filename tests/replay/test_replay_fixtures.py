@@ -29,7 +29,7 @@ def test_every_fixture_has_a_capture_and_at_least_one_replay() -> None:
         meta = json.loads(sidecar.read_text())
         assert (PCAPS / meta["capture"]).is_file(), sidecar.name
         assert meta["replays"], sidecar.name
-        assert meta["shows"] and meta["spec"], sidecar.name
+        assert meta["shows"] and meta["cites"], sidecar.name
 
 
 @pytest.mark.parametrize(("meta", "run"), _cases())

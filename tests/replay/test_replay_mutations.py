@@ -116,7 +116,7 @@ def test_request_bytes_chosen_by_the_cm_are_reported_when_emulating_the_initiato
     # The application connects with the recorded IRD/ORD, so the rebuilt request carries
     # ORD 18 too and nothing diverges: IRD/ORD are the application's choice.
     assert rc == 0
-    # The M flag is the CM's choice (set only with iw_ooo, spec 4.2): a divergence.
+    # The M flag is the CM's choice (set only with iw_ooo, irdma_build_mpa_v2): a divergence.
     cap = mutated(tmp_path, "v2_accept.pcap", 4, _payload_byte(16, 0x80))
     rc, _, report = replay(cap, "--emulate", A, tmp_path=tmp_path)
     assert rc == 1

@@ -1,4 +1,4 @@
-"""Peer profiles: each differs from irdma exactly as its docstring says (spec section 10)."""
+"""Peer profiles: each differs from irdma exactly as its docstring says (siw_cm.c for siw)."""
 
 from __future__ import annotations
 

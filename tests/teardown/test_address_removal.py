@@ -3,7 +3,7 @@ irdma_cm_teardown_connections), end to end on the real CM core and the virtual w
 
 alice (the initiator) and bob (the listener, several addresses) run the irdma CM; bob
 loses an address; what goes on the wire and what each application is told must follow
-spec 6.1, 6.2, 6.3 and errata 4 and 12.
+irdma_cm_teardown_connections, irdma_if_notify, irdma_cm_disconn_true and irdma_schedule_cm_timer.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def test_close_upcall_follows_the_close_timer_on_the_shared_core_timer() -> None
     net.run(until_ns=t0 + 3000 * MS)
     [(event, _, _)] = upcalls(bob, t0)
     close_at = next(u.time_ns for u in bob.upcalls if u.time_ns >= t0)
-    # HZ/10 after the teardown at the earliest; errata 4: it may slip to an expiry the
+    # HZ/10 after the teardown at the earliest; irdma_schedule_cm_timer: it may slip to an expiry
+    # the
     # shared timer already had pending (here the SYN-ACK's first resend at ~1 s).
     assert event == "CLOSE" and close_at - t0 >= 100 * MS
     assert close_at <= 1000 * MS + 20 * MS
@@ -112,7 +113,7 @@ def test_ipv6_removal_resets_only_ipv6_connections() -> None:
 
 
 def test_ipv4_removal_also_tears_down_an_ipv6_connection_sharing_the_first_word() -> None:
-    # errata 12: memcmp over 4 bytes because the removed address is IPv4
+    # irdma_cm_teardown_connections: memcmp over 4 bytes because the removed address is IPv4
     shadow6 = "c000:202::77"  # first 32-bit word 192.0.2.2
     net, alice, bob = established_pair([B4, shadow6], [A4, A6])
     bob.listen(PORT, None, policy=Accept(), ipv6=True)

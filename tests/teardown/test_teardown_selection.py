@@ -1,5 +1,5 @@
-"""irdma_cm_teardown_connections' selection (spec 6.1 + errata 12) and
-irdma_if_notify / irdma_qhash_ctrl (spec 6.2), on a table of plain nodes.
+"""irdma_cm_teardown_connections' selection (its compare length follows nfo->ipv4) and
+irdma_if_notify / irdma_qhash_ctrl (utils.c), on a table of plain nodes.
 
 The host here is a table and an index by (local address key, VLAN) with the QP
 behaviour of ``mpa_emu.cm.disconnect`` behind it, so the selection rules are checked
@@ -25,7 +25,7 @@ V4_A = bytes([192, 168, 10, 2])
 V4_B = bytes([192, 168, 20, 2])
 V6_A = bytes.fromhex("fd000000000000000000000000000002")
 V6_SHADOW = bytes([192, 168, 10, 2]) + bytes.fromhex("000000000000000000000077")
-"""An IPv6 address whose first 32-bit word equals V4_A (errata 12)."""
+"""An IPv6 address whose first 32-bit word equals V4_A (irdma_cm_teardown_connections)."""
 V6_OF_V4 = V4_A + bytes(12)
 """The IPv6 address c0a8:a02:: that an IPv4 node's loc_addr[4] equals word for word."""
 

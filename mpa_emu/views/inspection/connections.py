@@ -200,7 +200,8 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
 
 def _starts_new_connection(conn: _Conn, f: TcpFrame) -> bool:
     """A fresh SYN (new ISN) on a 4-tuple whose previous connection was reset or whose
-    SYN had another ISN: irdma's v2 -> v1 retry reuses the 4-tuple (spec 2.2, RST row)."""
+    SYN had another ISN: irdma's v2 -> v1 retry reuses the 4-tuple (irdma_handle_rst_pkt in
+    SYN_SENT/MPAREQ_SENT)."""
     if not (f.flags & SYN) or f.flags & ACK:
         return False
     first_syn = next((x for x in conn.frames if x.flags & SYN and not x.flags & ACK), None)
