@@ -4,7 +4,7 @@ One entry per function of ``drivers/infiniband/hw/irdma/cm.c`` (97 in the newest
 numbered as in the reference's function table). An entry either names what models the
 function (dotted paths into mpa_emu: a module attribute, or ``Class.method``) or says why
 nothing does (hardware or OS plumbing whose guarantee is kept another way). The test
-``tests/test_kernel_map.py`` keeps the map complete and true: every path must import.
+``tests/cm/test_kernel_map.py`` keeps the map complete and true: every path must import.
 
 ``mpa-emu kernel-map`` prints it.
 """

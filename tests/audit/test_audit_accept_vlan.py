@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit_peer import Passive, listen, make_host, v2_request
+from helpers.audit_peer import Passive, listen, make_host, v2_request
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.states import CmState

@@ -9,7 +9,7 @@ import struct
 from errno import ECONNREFUSED, ECONNRESET
 
 import pytest
-from audit_peer import (
+from helpers.audit_peer import (
     KEY_REP,
     KEY_REQ,
     S_NS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from errno import ECONNRESET
 
-from audit_peer import (
+from helpers.audit_peer import (
     IP_H,
     LPORT,
     MS,

@@ -4,7 +4,7 @@ seen again."""
 
 from __future__ import annotations
 
-from audit_peer import MS, listener_destroyed_gen1
+from helpers.audit_peer import MS, listener_destroyed_gen1
 
 from mpa_emu.cm.states import CmState
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from errno import ECONNRESET
 
-from audit_peer import make_host, to_mpareq_sent, v2_reply
+from helpers.audit_peer import make_host, to_mpareq_sent, v2_reply
 
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.wire.segment import ACK

@@ -3,7 +3,7 @@ were right; the marks are what the transition-table test walks)."""
 
 from __future__ import annotations
 
-from audit_peer import listener_destroyed_gen1
+from helpers.audit_peer import listener_destroyed_gen1
 
 from mpa_emu.cm.states import CmState, Input
 from mpa_emu.cm.transitions import row

@@ -7,7 +7,7 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 import pytest
-from audit_peer import (
+from helpers.audit_peer import (
     LPORT,
     MS,
     S_NS,

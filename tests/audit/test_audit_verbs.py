@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from audit_peer import (
+from helpers.audit_peer import (
     KEY_REP,
     LPORT,
     Passive,

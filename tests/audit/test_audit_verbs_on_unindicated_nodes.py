@@ -7,7 +7,15 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 import pytest
-from audit_peer import MS, Passive, Peer, listen, listener_destroyed_gen1, make_host, v2_request
+from helpers.audit_peer import (
+    MS,
+    Passive,
+    Peer,
+    listen,
+    listener_destroyed_gen1,
+    make_host,
+    v2_request,
+)
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError

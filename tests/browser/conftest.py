@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from rendered import browser_tool
+from helpers.rendered import browser_tool
 
 
 @pytest.fixture(scope="module")

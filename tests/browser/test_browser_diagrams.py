@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rendered import colour_count, overflow
+from helpers.rendered import colour_count, overflow
 
 from mpa_emu.cli import main
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rendered import colour_count, inside_viewport, overflow, viewport_box
+from helpers.rendered import colour_count, inside_viewport, overflow, viewport_box
 
 from mpa_emu.cli import main
 

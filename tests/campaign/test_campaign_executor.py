@@ -8,7 +8,7 @@ import io
 import os
 from pathlib import Path
 
-from campaign_lab import dask_cluster
+from helpers.campaign_lab import dask_cluster
 
 from mpa_emu.campaign.executor import Progress, run_cases
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from campaign_lab import cli, dask_cluster
+from helpers.campaign_lab import cli, dask_cluster
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from campaign_lab import cli
-from live_peer_loop import ConnectLoop
+from helpers.campaign_lab import cli
+from helpers.live_peer_loop import ConnectLoop
 from scapy.layers.inet import TCP
 from scapy.layers.inet6 import IPv6
 from scapy.utils import rdpcap

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from campaign_lab import cli
+from helpers.campaign_lab import cli
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap
 

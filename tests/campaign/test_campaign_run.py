@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign_lab import ROOT, cli
+from helpers.campaign_lab import ROOT, cli
 from junitparser import JUnitXml
 
 SCENARIOS = sorted(str(p) for p in (ROOT / "scenarios").glob("*.toml"))

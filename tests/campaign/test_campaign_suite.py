@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from campaign_lab import PCAPS, ROOT, cli, dask_cluster
+from helpers.campaign_lab import PCAPS, ROOT, cli, dask_cluster
 from junitparser import Failure, JUnitXml
 
 SUITE = PCAPS / "suite.toml"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cm_harness import Pair, make_pair
+from helpers.cm_harness import Pair, make_pair
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from errno import ECONNREFUSED
 
-from cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, answer, make_pair
+from helpers.cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, answer, make_pair
 
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent
@@ -185,7 +185,7 @@ def test_passive_close_of_a_rejected_initiator_ends_in_closed(pair: Pair) -> Non
 
 def test_ipv6_flow_advertises_mss_1440() -> None:
     pair = make_pair(ipv6=True)
-    from cm_harness import IP6_A, IP6_P
+    from helpers.cm_harness import IP6_A, IP6_P
     pair.p.create_listen(IP6_P, PORT)
     pair.a.connect(IP6_A, IP6_P, PORT, now_ns=0)
     pair.pump()

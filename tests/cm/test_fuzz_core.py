@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from cm_harness import IP6_A, IP6_P, IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS
+from helpers.cm_harness import IP6_A, IP6_P, IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from errno import ECONNREFUSED
 
 import pytest
-from cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, Sent, make_pair
+from helpers.cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, Sent, make_pair
 
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.cm.states import CmState

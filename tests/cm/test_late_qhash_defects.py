@@ -10,7 +10,7 @@ does not name, and ``irdma_handle_close_entry`` puts a reference whatever the st
 from __future__ import annotations
 
 import pytest
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, to_host
+from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, to_host
 
 from mpa_emu.cm import transitions
 from mpa_emu.cm.config import CmConfig

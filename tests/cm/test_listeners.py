@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 
 import pytest
-from cm_harness import (
+from helpers.cm_harness import (
     IP6_A,
     IP6_P,
     IP_A,
@@ -81,7 +81,7 @@ def test_reused_listener_resets_the_backlog_count_and_it_can_go_negative() -> No
     core.receive(to_host(MAC_P, IP_A, IP_P, 5002, PORT, flags=ACK, seq=6003,
                          ack=core.node(conn).loc_seq_num), 0)  # type: ignore[union-attr]
     # an MPA request holds the node for the application through the destroy
-    from test_mpa import frame
+    from helpers.mpa_bytes import frame
     core.receive(to_host(MAC_P, IP_A, IP_P, 5002, PORT, flags=ACK, seq=6003,
                          ack=core.node(conn).loc_seq_num, payload=frame()), 0)  # type: ignore[union-attr]
     core.destroy_listen(lid, now_ns=0)

@@ -5,11 +5,11 @@ irdma_parse_mpa; RFC 5044 section 7.1)."""
 from __future__ import annotations
 
 import errno
-import struct
 from errno import ECONNREFUSED, ECONNRESET
 
 import pytest
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
+from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
+from helpers.mpa_bytes import frame
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
@@ -34,13 +34,6 @@ READ = Rdma0Op.READ_ZERO
 WRITE = Rdma0Op.WRITE_ZERO
 
 
-def frame(key: bytes = mpa.KEY_REQ, flags: int = 0x50, rev: int = 2,
-          pd_length: int | None = None, ctrl: tuple[int, int] | None = (0x8010, 0xC010),
-          pdata: bytes = b"") -> bytes:
-    block = b"" if ctrl is None else struct.pack("!HH", *ctrl)
-    body = block + pdata
-    return key + bytes([flags, rev]) + struct.pack(
-        "!H", len(body) if pd_length is None else pd_length) + body
 
 
 def parse(payload: bytes, *, node_rev: int = 2, initiator: bool = False,

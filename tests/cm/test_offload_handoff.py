@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from errno import ECONNRESET
 
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, syn_rcvd, to_host
+from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, syn_rcvd, to_host
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
@@ -96,7 +96,7 @@ def test_listener_destroyed_before_rts_cannot_reset_without_ah_and_leaks() -> No
 
 
 def test_established_connection_leaves_no_deadline_behind() -> None:
-    from cm_harness import make_pair
+    from helpers.cm_harness import make_pair
     pair = make_pair()
     pair.p.create_listen(IP_P, PORT)
     pair.a.connect(IP_A, IP_P, PORT, now_ns=0)

@@ -6,7 +6,7 @@ length mod 256. With ``conn_pdata_u8`` off the length is taken whole."""
 from __future__ import annotations
 
 import pytest
-from cm_harness import IP_P, PORT, Pair, make_pair
+from helpers.cm_harness import IP_P, PORT, Pair, make_pair
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.events import IwEvent

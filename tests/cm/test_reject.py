@@ -7,7 +7,7 @@ import errno
 from errno import ECONNRESET, EINVAL
 
 import pytest
-from cm_harness import IP_A, IP_P, PORT, S_NS, Pair, answer, make_pair
+from helpers.cm_harness import IP_A, IP_P, PORT, S_NS, Pair, answer, make_pair
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.errors import CmError

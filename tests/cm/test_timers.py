@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from errno import ECONNRESET
 
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, answer
+from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, answer
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, to_host
+from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, to_host
 
 import mpa_emu
 from mpa_emu.cm.core import CmCore

@@ -6,7 +6,7 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 import pytest
-from cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, answer, make_pair, to_host
+from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, answer, make_pair, to_host
 
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from live_lab import Lab, make_lab
+from helpers.live_lab import Lab, make_lab
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_lab import EMU_V4, TAP_NAME, Lab, make_host
+from helpers.live_lab import EMU_V4, TAP_NAME, Lab, make_host
 
 from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.cm.events import IwEvent

@@ -10,7 +10,7 @@ import socket
 from errno import ECONNRESET
 
 import pytest
-from live_lab import (
+from helpers.live_lab import (
     EMU_V4,
     EMU_V6,
     KERNEL_V4,

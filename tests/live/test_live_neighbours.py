@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from live_lab import EMU_MAC, EMU_V4, EMU_V6, KERNEL_V4, KERNEL_V6, Lab, make_host, packed
+from helpers.live_lab import EMU_MAC, EMU_V4, EMU_V6, KERNEL_V4, KERNEL_V6, Lab, make_host, packed
 
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.wire import codec

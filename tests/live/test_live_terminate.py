@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from live_lab import EMU_V4, Lab, make_host
+from helpers.live_lab import EMU_V4, Lab, make_host
 
 from mpa_emu.live.driver import Accept
 from mpa_emu.live.netns import Namespace, entered

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_offloaded_qp import A_IP, A_MAC, A_PORT, P_IP, P_MAC, P_PORT, P_RCV, P_SEQ, REPLY
+from helpers.offload_peer import A_IP, A_MAC, A_PORT, P_IP, P_MAC, P_PORT, P_RCV, P_SEQ, REPLY
 
 from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.offload import Ae, OffloadedQp, QpInit

@@ -11,8 +11,8 @@ from __future__ import annotations
 import struct
 
 import pytest
-from test_disconnect_after_offload import OUR_SEQ, PEER_SEQ, Host, passive_host
-from test_offloaded_qp import from_peer
+from helpers.offload_host import OUR_SEQ, PEER_SEQ, Host, passive_host
+from helpers.offload_peer import from_peer
 
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.offload import Ae, IwarpState, TcpState

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_cli import PCAPS, replay
+from helpers.replay_cli import PCAPS, replay
 
 
 def _cases() -> list[Any]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from replay_cli import PCAPS, replay
+from helpers.replay_cli import PCAPS, replay
 from scapy.layers.inet import IP, TCP
 from scapy.packet import Packet, Raw
 from scapy.utils import rdpcap, wrpcap

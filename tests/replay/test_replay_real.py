@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_cli import PCAPS, replay
+from helpers.replay_cli import PCAPS, replay
 from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from replay_cli import PCAPS, replay
+from helpers.replay_cli import PCAPS, replay
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap, wrpcap
 

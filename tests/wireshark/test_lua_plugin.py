@@ -11,11 +11,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_inspect_builders import Conversation, write_pcap, write_pcapng
+from helpers.inspect_builders import Conversation, write_pcap, write_pcapng
 
 pytestmark = pytest.mark.tshark
 
-PLUGIN = Path(__file__).resolve().parent.parent / "tools" / "mpa_v2.lua"
+PLUGIN = Path(__file__).resolve().parents[2] / "tools" / "mpa_v2.lua"
 OPTS = ["-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwarp_mpa_tcp"]
 FIELDS = ["frame.number", "mpa_v2.request", "mpa_v2.reject", "mpa_v2.p2p",
           "mpa_v2.zero_len_send", "mpa_v2.write_rtr", "mpa_v2.read_rtr", "mpa_v2.ird",
@@ -139,7 +139,7 @@ def test_fields_match_the_bytes_of_the_projects_captures(tmp_path: Path, name: s
     from mpa_emu.scenario import load_scenario, run_scenario
     from mpa_emu.wire import mpa
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     run = run_scenario(load_scenario(root / "scenarios" / f"{name}.toml"))
     cap = tmp_path / f"{name}.pcapng"
     run.net.write_pcapng(cap)

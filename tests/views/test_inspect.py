@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.inspect_builders import Conversation, write_pcap, write_pcapng
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.layers.inet import TCP
-from test_inspect_builders import Conversation, write_pcap, write_pcapng
 
 from mpa_emu.cli import main
 from mpa_emu.views.inspection import (
@@ -271,7 +271,7 @@ def test_capture_cut_inside_the_last_frame_keeps_the_rest(tmp_path: Path) -> Non
 def _scenario_capture(tmp_path: Path, name: str) -> Path:
     from mpa_emu.scenario import load_scenario, run_scenario
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     run = run_scenario(load_scenario(root / "scenarios" / f"{name}.toml"))
     out = tmp_path / f"{name}.pcapng"
     run.net.write_pcapng(out)
@@ -345,7 +345,7 @@ def test_request_without_rtr_types_and_reset_order(tmp_path: Path) -> None:
 def test_segment_beyond_irdma_window_is_named_as_a_check_seq_drop() -> None:
     # The fixture's frame 5 starts 69937 bytes past rcv_nxt (sidecar: outside
     # [rcv_nxt, rcv_nxt + 65535]), not a hole in the capture.
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     (conn,) = inspect_capture(root / "pcaps" / "check_seq_drops.pcap").connections
     (finding,) = [f for f in conn.findings if f.frame == 5]
     assert finding.severity == "warning"
@@ -355,7 +355,7 @@ def test_segment_beyond_irdma_window_is_named_as_a_check_seq_drop() -> None:
 
 
 def test_short_request_names_the_header_size_and_irdmas_answer() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     (conn,) = inspect_capture(root / "pcaps" / "parse_short.pcap").connections
     assert [(f.frame, f.severity, f.text) for f in conn.findings if f.severity == "error"] == [
         (4, "error", "MPA request cut short: only 10 bytes of the 20-byte header "
@@ -364,7 +364,7 @@ def test_short_request_names_the_header_size_and_irdmas_answer() -> None:
 
 def test_header_counts_every_connection_and_says_how_many_are_selected(
         capsys: pytest.CaptureFixture[str]) -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     backlog = root / "pcaps" / "backlog_drop.pcap"  # three clients, ports 40001-40003
     assert main(["inspect", str(backlog), "-c", "2"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
@@ -378,7 +378,7 @@ def test_header_counts_every_connection_and_says_how_many_are_selected(
 
 
 def test_empty_private_data_is_just_its_length() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     report = inspect_capture(root / "pcaps" / "reject_v2_empty.pcap")
     text = format_report(report)
     assert "              reject reason (0 bytes)\n" in text

@@ -10,7 +10,7 @@ import pytest
 
 from mpa_emu.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD_PCAP = ROOT / "pcaps" / "v2_accept.pcap"
 GOOD_PCAPNG = ROOT / "pcaps" / "v2_accept_ipv6.pcapng"
 SCENARIO = ROOT / "scenarios" / "v2_accept.toml"

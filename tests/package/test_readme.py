@@ -10,7 +10,7 @@ import pytest
 
 from mpa_emu.cm.events import IwEvent
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

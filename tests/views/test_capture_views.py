@@ -2,7 +2,7 @@
 TX checksum offload artefacts, MPA v1 without CRC and zero CRC fields, data after a
 FIN, 60-byte RSTs with Ethernet padding, a v2 connection with CRC errors and a Terminate.
 
-Expected values come from the captures' construction (tests/real_like_captures.py),
+Expected values come from the captures' construction (tests/helpers/real_like_captures.py),
 RFC 5040/5041/5044, and tshark's own decode of the same files.
 """
 
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from real_like_captures import (
+from helpers.real_like_captures import (
     FRAMES,
     OFFLOAD_FRAMES,
     V2_FRAMES,

@@ -6,13 +6,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_inspect_builders import Conversation, write_pcap
+from helpers.inspect_builders import Conversation, write_pcap
 
 from mpa_emu.cli import main
 from mpa_emu.scenario import load_scenario, run_scenario
 from mpa_emu.views.diagram import from_capture, from_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REJECT = ROOT / "scenarios" / "reject_with_private_data.toml"
 SVG = "{http://www.w3.org/2000/svg}"
 

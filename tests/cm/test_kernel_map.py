@@ -132,7 +132,7 @@ def spec_rows(text: str) -> list[tuple[int, str, str]]:
 def reference_path() -> Path | None:
     env = os.environ.get("MPA_EMU_SPEC")
     candidates = [Path(env)] if env else []
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     candidates += [root.parent / "shared" / "spec" / "irdma-cm.md",
                    root / "spec" / "irdma-cm.md"]
     return next((p for p in candidates if p.is_file()), None)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from scapy.packet import Raw
-from test_ddp import (
+from helpers.golden_ddp import (
     READ_RTR_FPDU,
     READ_RTR_ULPDU,
     SEND_FPDU,
@@ -17,6 +16,7 @@ from test_ddp import (
     TERM_FPDU,
     WRITE_RTR_FPDU,
 )
+from scapy.packet import Raw
 
 from mpa_emu.frames import (
     DDP,

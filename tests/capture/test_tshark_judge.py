@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.golden_ddp import SEND_PAYLOAD
 from scapy.packet import Packet
 from scapy.utils import wrpcap
-from test_ddp import SEND_PAYLOAD
 
 from mpa_emu.capture.tshark import Tshark
 from mpa_emu.frames import (

@@ -14,7 +14,7 @@ import pytest
 
 from mpa_emu.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE_EXAMPLES = sorted(p.name for p in (ROOT / "mpa_emu" / "examples").glob("*.toml"))
 
 

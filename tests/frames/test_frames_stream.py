@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.golden_ddp import READ_RTR_FPDU, SEND_FPDU, WRITE_RTR_FPDU
+from helpers.golden_mpa import V1_REQUEST, V2_REJECT, V2_REPLY, V2_REQUEST
 from scapy.layers.http import HTTP, HTTPRequest
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
@@ -15,8 +17,6 @@ from scapy.packet import Packet, Raw
 from scapy.sendrecv import sniff
 from scapy.sessions import TCPSession
 from scapy.utils import wrpcap
-from test_ddp import READ_RTR_FPDU, SEND_FPDU, WRITE_RTR_FPDU
-from test_frames_mpa import V1_REQUEST, V2_REJECT, V2_REPLY, V2_REQUEST
 
 from mpa_emu.frames import (
     MPA,

@@ -16,7 +16,7 @@ from mpa_emu.cli.packaged import wireshark_plugin
 
 pytestmark = pytest.mark.tshark
 
-GOLDEN = Path(__file__).resolve().parent.parent / "pcaps" / "golden" / "golden_accept_v2.pcapng"
+GOLDEN = Path(__file__).resolve().parents[2] / "pcaps" / "golden" / "golden_accept_v2.pcapng"
 
 # A personal plugin that marks every frame with an Error expert info: were it loaded,
 # the judge would report problems on a clean capture.

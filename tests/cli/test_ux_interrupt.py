@@ -13,7 +13,7 @@ from mpa_emu.cli import main
 from mpa_emu.net import Network, RunResult
 from mpa_emu.scenario import load_scenario, run_scenario, runner
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "v2_accept.toml"
 STOP_NS = 25_000
 """Virtual time at which the simulated Ctrl-C arrives: after the handshake, before the

@@ -21,7 +21,7 @@ from mpa_emu.capture.pcap import (
     write_pcapng,
 )
 
-# A 60-byte IPv4 ACK (frame from tests/test_codec.py, v4 fin_ack).
+# A 60-byte IPv4 ACK (frame from tests/wire/test_codec.py, v4 fin_ack).
 FRAME = bytes.fromhex(
     "020000000a01020000000a020800450000283b4940004006"
     "6a33c0a80a02c0a80a0179189c41556677891122335d5011"

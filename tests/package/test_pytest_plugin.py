@@ -10,7 +10,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 USER_TESTS = '''
 from mpa_emu.cm.events import IwEvent

@@ -13,7 +13,7 @@ from mpa_emu.capture.pcap import read_capture
 from mpa_emu.views.inspection import CaptureReport, RawFrame, read_frames, stream_connections
 from mpa_emu.wire import codec
 
-GOLDEN = Path(__file__).resolve().parent.parent / "pcaps" / "golden" / "golden_accept_v2.pcapng"
+GOLDEN = Path(__file__).resolve().parents[2] / "pcaps" / "golden" / "golden_accept_v2.pcapng"
 
 
 def _frames(connections: int) -> Iterator[RawFrame]:

@@ -11,7 +11,7 @@ import pytest
 
 from mpa_emu.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REJECT = ROOT / "scenarios" / "reject_with_private_data.toml"
 
 

@@ -1,0 +1,1 @@
+"""Shared builders, harnesses and hand-decoded frames of the test suite (no tests here)."""
