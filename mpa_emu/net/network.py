@@ -507,17 +507,28 @@ class Network:
                                       codec.encode(seg), tx.comment, seg, True)
                 frame.notes.append(LOOPBACK_NOTE)
             return  # the core has already handed it to the local peer node (do_lpb)
-        if not self.capture and codec.round_trips(seg):
-            wire = self.wire
+        wire = self.wire
+        if not wire.rules and not wire.faults.any:
             dst_mac = seg.dst_mac
             owner = self._by_mac.get(dst_mac) if not dst_mac[0] & 1 else None
-            if owner is not None and not wire.rules and not wire.faults.any:
-                # Nobody looks at the bytes: the receiver would decode exactly this
-                # segment, so it gets the segment itself (no encode, no decode).
+            if owner is not None and codec.round_trips(seg):
+                # A perfect wire to one known host, in one pass: the frame is encoded
+                # only for the capture, and the receiver gets the segment itself (the
+                # bytes would decode to exactly it), never decoding anything.
                 self._frame_count += 1
+                now = self.now_ns
+                frame: CapturedFrame | None = None
+                if self.capture:
+                    frames = self.frames
+                    frame = CapturedFrame(len(frames), now, host.name, host.name,
+                                          (owner.name,), codec.encode(seg), tx.comment,
+                                          seg, False)
+                    frames.append(frame)
+                    if self.journal is not None:
+                        self.journal.append(JournalEntry("frame", host.name, now, frame))
                 self._seq += 1
-                heapq.heappush(self._queue, (self.now_ns + wire.latency_ns, self._seq,
-                                             _DELIVER, owner, (seg, None, False)))
+                heapq.heappush(self._queue, (now + wire.latency_ns, self._seq,
+                                             _DELIVER, owner, (seg, frame, False)))
                 return
         self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
 
@@ -600,7 +611,9 @@ class Network:
             return
         # Only a frame longer than the MTU plus the Ethernet header can carry an IP
         # packet over the MTU; a segment without its bytes is measured directly.
-        if isinstance(data, Segment) or len(data) - 14 > host.mtu:
+        # A segment's IP header, TCP header and options take at most 100 bytes.
+        if len(data) - 14 > host.mtu if type(data) is bytes \
+                else len(seg.payload) + 100 > host.mtu:
             ip_len = (20 if seg.ipv4 else 40) + 20 + (len(seg.options) + 3) // 4 * 4 \
                 + len(seg.payload)
             if ip_len > host.mtu:
