@@ -517,18 +517,18 @@ class Network:
                 # bytes would decode to exactly it), never decoding anything.
                 self._frame_count += 1
                 now = self.now_ns
-                frame: CapturedFrame | None = None
+                captured: CapturedFrame | None = None
                 if self.capture:
                     frames = self.frames
-                    frame = CapturedFrame(len(frames), now, host.name, host.name,
-                                          (owner.name,), codec.encode(seg), tx.comment,
-                                          seg, False)
-                    frames.append(frame)
+                    captured = CapturedFrame(len(frames), now, host.name, host.name,
+                                             (owner.name,), codec.encode(seg), tx.comment,
+                                             seg, False)
+                    frames.append(captured)
                     if self.journal is not None:
-                        self.journal.append(JournalEntry("frame", host.name, now, frame))
+                        self.journal.append(JournalEntry("frame", host.name, now, captured))
                 self._seq += 1
                 heapq.heappush(self._queue, (now + wire.latency_ns, self._seq,
-                                             _DELIVER, owner, (seg, frame, False)))
+                                             _DELIVER, owner, (seg, captured, False)))
                 return
         self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
 

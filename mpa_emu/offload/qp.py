@@ -209,14 +209,15 @@ class OffloadedQp:
     only while they hold something: ``None`` when empty.
     """
 
-    __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
+    __slots__ = ("_active", "_aes", "_conn", "_ctx", "_fin_requested", "_fin_sent",
+                 "_first_pdu_seen", "_hold_tx", "_irs", "_isn", "_local_port",
                  "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
-                 "_read_responses", "_received", "_recv_mo", "_recv_msn", "_retries",
-                 "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer", "_rx_halted",
-                 "_send_msn", "_term_sent", "_unacked", "ae_frame", "ae_iwarp_state",
-                 "ae_tcp_state", "_active", "_conn", "_ctx", "_irs", "_isn", "_local_port",
-                 "_remote_port", "_wnd0", "iwarp_state", "iwqp", "rcv_nxt", "received_count",
-                 "retransmissions", "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
+                 "_read_responses", "_received", "_recv_mo", "_recv_msn", "_remote_port",
+                 "_retries", "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer",
+                 "_rx_halted", "_send_msn", "_term_sent", "_unacked", "_wnd0", "ae_frame",
+                 "ae_iwarp_state", "ae_tcp_state", "iwarp_state", "iwqp", "rcv_nxt",
+                 "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
+                 "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
