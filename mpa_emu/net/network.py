@@ -37,12 +37,13 @@ from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.cm.trace import Trace, TraceRecord, make_record
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
+from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Segment, Transmit
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
@@ -137,11 +138,15 @@ class JournalTrace(Trace):
 
     def emit(self, record: TraceRecord) -> None:
         """Record one entry and show it to the observer."""
-        super().emit(record)
+        if self._keep:
+            self.records.append(record)
+        if self._stream is not None:
+            self._stream.write(record.to_json() + "\n")
         if self.observer is not None:
             self.observer(record)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
@@ -634,7 +639,7 @@ class Network:
     def note(self, host: str, kind: str, fn: str, **fields: Any) -> None:
         """Add a network-level record (wire faults, NIC drops, run bounds) to the trace."""
         if self.trace is not None:
-            self.trace.emit(TraceRecord(self.now_ns, host, kind, fn, fields))
+            self.trace.emit(make_record(self.now_ns, host, kind, fn, fields))
 
     def packet(self, number: int) -> Any:
         """Captured frame ``number`` as a scapy packet, numbered from 1 like Wireshark,
