@@ -72,6 +72,7 @@ from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
+from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 REXMIT_THRESH = 8
@@ -160,11 +161,12 @@ _FIRST_MOS = (0, 0, 0)
 
 
 def _replace_at(values: tuple[int, int, int], index: int, value: int) -> tuple[int, int, int]:
+    # shared: most QPs hold the same counters (one message each way)
     if index == 0:
-        return (value, values[1], values[2])
+        return shared((value, values[1], values[2]))
     if index == 1:
-        return (values[0], value, values[2])
-    return (values[0], values[1], value)
+        return shared((values[0], value, values[2]))
+    return shared((values[0], values[1], value))
 
 
 RECEIVED_KEPT = 8
@@ -612,7 +614,7 @@ class OffloadedQp:
             self._rexmit_at = now_ns + self._rto_ns if self._unacked else None
             if self._fin_sent and ack == self.snd_nxt:
                 self._our_fin_acked()
-        self.snd_wnd = frame.window << self._ctx[_SND_WSCALE]
+        self.snd_wnd = shared(frame.window << self._ctx[_SND_WSCALE])
 
     def _our_fin_acked(self) -> None:
         if self.tcp_state == TcpState.FIN_WAIT_1:
