@@ -642,8 +642,10 @@ class CmCore(DeviceVerbs):
     def drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         qp = self.nic.qp(key)
-        if qp is None:
-            return
+        if qp is not None:
+            self._drain_qp(key, qp)
+
+    def _drain_qp(self, key: FlowKey, qp: NicQp) -> None:
         node = self.nodes.by_key.get(key)
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
@@ -819,7 +821,7 @@ class CmCore(DeviceVerbs):
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if key in by_key or not seg.flags & SYN or seg.flags & ACK:
                 qp.receive(seg, self._now_ns)
-                self.drain_qp(key)
+                self._drain_qp(key, qp)
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
         if self.ilq_stuck:
