@@ -40,6 +40,8 @@ CLIENT, SERVER, PORT = "192.0.2.1", "192.0.2.2", 31000
 # neighbours as much as the code. ``--wall`` switches to time.perf_counter.
 clock = time.process_time
 US = 1_000
+SITES = 8
+"""Allocation sites listed by memory_per_connection."""
 MS = 1_000_000
 
 
@@ -160,7 +162,7 @@ def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
     if method == "tracemalloc" and snapshot is not None:
         used = tracemalloc.get_traced_memory()[0] - base
         root = str(Path(__file__).resolve().parent.parent) + "/"
-        for stat in tracemalloc.take_snapshot().compare_to(snapshot, "lineno")[:8]:
+        for stat in tracemalloc.take_snapshot().compare_to(snapshot, "lineno")[:SITES]:
             frame = stat.traceback[0]
             where = frame.filename.replace(root, "")
             sites.append(f"    {stat.size_diff / count:8.0f} B/conn  {where}:{frame.lineno}")

@@ -26,6 +26,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
+from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -83,7 +84,7 @@ def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bo
             return True
         node.mss = res.mss
         node.snd_wscale = res.snd_wscale
-    node.snd_wnd = (seg.window << (node.snd_wscale & 31)) & MASK32
+    node.snd_wnd = shared((seg.window << (node.snd_wscale & 31)) & MASK32)
     node.max_snd_wnd = max(node.max_snd_wnd, node.snd_wnd)
     return False
 

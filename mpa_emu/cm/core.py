@@ -62,7 +62,7 @@ from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq
 from mpa_emu.cm.teardown import ListenerLike
 from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
 from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
@@ -516,7 +516,7 @@ class CmCore(DeviceVerbs):
     def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         """Emit one trace record on behalf of another module."""
         if self.trace is not None:
-            self.trace.emit(TraceRecord(max(now_ns, self._now_ns), self.name, kind, fn,
+            self.trace.emit(make_record(max(now_ns, self._now_ns), self.name, kind, fn,
                                         fields))
 
     def cm_node(self, conn: int) -> CmNode | None:
@@ -577,7 +577,7 @@ class CmCore(DeviceVerbs):
     def tr(self, kind: str, fn: str, **fields: Any) -> None:
         """Emit one trace record at the current time."""
         if self.trace is not None:
-            self.trace.emit(TraceRecord(self._now_ns, self.name, kind, fn, fields))
+            self.trace.emit(make_record(self._now_ns, self.name, kind, fn, fields))
 
     def drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
         """Record that ``fn`` dropped ``seg`` and why."""
@@ -643,8 +643,10 @@ class CmCore(DeviceVerbs):
     def drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         qp = self.nic.qp(key)
-        if qp is None:
-            return
+        if qp is not None:
+            self._drain_qp(key, qp)
+
+    def _drain_qp(self, key: FlowKey, qp: NicQp) -> None:
         node = self.nodes.by_key.get(key)
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
@@ -820,7 +822,7 @@ class CmCore(DeviceVerbs):
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if key in by_key or not seg.flags & SYN or seg.flags & ACK:
                 qp.receive(seg, self._now_ns)
-                self.drain_qp(key)
+                self._drain_qp(key, qp)
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
         if self.ilq_stuck:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from mpa_emu.wire import mpa
+from mpa_emu.wire.fastinit import fast_frozen_init
 
 MAX_CM_BUF = 544  # IRDMA_MAX_CM_BUF = IRDMA_MAX_IETF_SIZE (32) + IETF_MAX_PRIV_DATA_LEN
 MPA_V2_HDR = mpa.FRAME_SIZE + mpa.RTR_MSG_SIZE  # sizeof(struct ietf_mpa_v2)
@@ -24,6 +25,7 @@ class Rdma0Op(Enum):
     WRITE_ZERO = "write"
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class MpaParams:
     """The node fields ``irdma_build_mpa_v1/v2`` read."""
@@ -68,6 +70,7 @@ def build_mpa_frame(p: MpaParams, *, request: bool, private_data: bytes,
                         private_data=private_data).to_bytes()
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Negotiated:
     """Node fields after ``irdma_negotiate_mpa_v2_ird_ord``."""
@@ -78,6 +81,7 @@ class Negotiated:
     send_rdma0_op: Rdma0Op
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class NegotiationError:
     """A non-zero return of the negotiation: errno and reason, and ``partial``, the node
@@ -137,6 +141,7 @@ def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
     return Negotiated(ird_size, ord_size, mpav2_ird_ord, send_rdma0_op)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ParsedMpa:
     """A frame ``irdma_parse_mpa`` accepted."""
@@ -154,6 +159,7 @@ class ParsedMpa:
     negotiated: Negotiated | None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class MpaParseError:
     """A check of ``irdma_parse_mpa`` failed: errno, step (the check's place in the

@@ -18,6 +18,7 @@ from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
+from mpa_emu.wire.interning import shared
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
 """``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
@@ -65,9 +66,9 @@ def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
     node.ord_size = cfg.max_ord
     node.rcv_wscale = cfg.rcv_wscale
     # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
-    node.rcv_wnd = 0x3FFFC >> cfg.rcv_wscale
+    node.rcv_wnd = shared(0x3FFFC >> cfg.rcv_wscale)
     node.loc_seq_num = isn
-    node.mss = cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)
+    node.mss = shared(cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6))
     return node
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.seq import add, between
 
 OPTION_NUM_EOL = 0
@@ -30,6 +31,7 @@ def check_seq(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int, rcv_wnd: in
     return ack == loc_seq_num and between(seq, rcv_nxt, add(rcv_nxt, rcv_wnd))
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class OptionResult:
     """Outcome of ``irdma_process_options``.

@@ -37,12 +37,13 @@ from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.cm.trace import Trace, TraceRecord, make_record
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
+from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Segment, Transmit
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
@@ -137,11 +138,15 @@ class JournalTrace(Trace):
 
     def emit(self, record: TraceRecord) -> None:
         """Record one entry and show it to the observer."""
-        super().emit(record)
+        if self._keep:
+            self.records.append(record)
+        if self._stream is not None:
+            self._stream.write(record.to_json() + "\n")
         if self.observer is not None:
             self.observer(record)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
@@ -507,17 +512,28 @@ class Network:
                                       codec.encode(seg), tx.comment, seg, True)
                 frame.notes.append(LOOPBACK_NOTE)
             return  # the core has already handed it to the local peer node (do_lpb)
-        if not self.capture and codec.round_trips(seg):
-            wire = self.wire
+        wire = self.wire
+        if not wire.rules and not wire.faults.any:
             dst_mac = seg.dst_mac
             owner = self._by_mac.get(dst_mac) if not dst_mac[0] & 1 else None
-            if owner is not None and not wire.rules and not wire.faults.any:
-                # Nobody looks at the bytes: the receiver would decode exactly this
-                # segment, so it gets the segment itself (no encode, no decode).
+            if owner is not None and codec.round_trips(seg):
+                # A perfect wire to one known host, in one pass: the frame is encoded
+                # only for the capture, and the receiver gets the segment itself (the
+                # bytes would decode to exactly it), never decoding anything.
                 self._frame_count += 1
+                now = self.now_ns
+                captured: CapturedFrame | None = None
+                if self.capture:
+                    frames = self.frames
+                    captured = CapturedFrame(len(frames), now, host.name, host.name,
+                                             (owner.name,), codec.encode(seg), tx.comment,
+                                             seg, False)
+                    frames.append(captured)
+                    if self.journal is not None:
+                        self.journal.append(JournalEntry("frame", host.name, now, captured))
                 self._seq += 1
-                heapq.heappush(self._queue, (self.now_ns + wire.latency_ns, self._seq,
-                                             _DELIVER, owner, (seg, None, False)))
+                heapq.heappush(self._queue, (now + wire.latency_ns, self._seq,
+                                             _DELIVER, owner, (seg, captured, False)))
                 return
         self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
 
@@ -600,7 +616,9 @@ class Network:
             return
         # Only a frame longer than the MTU plus the Ethernet header can carry an IP
         # packet over the MTU; a segment without its bytes is measured directly.
-        if isinstance(data, Segment) or len(data) - 14 > host.mtu:
+        # A segment's IP header, TCP header and options take at most 100 bytes.
+        if len(data) - 14 > host.mtu if type(data) is bytes \
+                else len(seg.payload) + 100 > host.mtu:
             ip_len = (20 if seg.ipv4 else 40) + 20 + (len(seg.options) + 3) // 4 * 4 \
                 + len(seg.payload)
             if ip_len > host.mtu:
@@ -621,7 +639,7 @@ class Network:
     def note(self, host: str, kind: str, fn: str, **fields: Any) -> None:
         """Add a network-level record (wire faults, NIC drops, run bounds) to the trace."""
         if self.trace is not None:
-            self.trace.emit(TraceRecord(self.now_ns, host, kind, fn, fields))
+            self.trace.emit(make_record(self.now_ns, host, kind, fn, fields))
 
     def packet(self, number: int) -> Any:
         """Captured frame ``number`` as a scapy packet, numbered from 1 like Wireshark,

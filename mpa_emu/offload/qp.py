@@ -66,11 +66,13 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
+from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 REXMIT_THRESH = 8
@@ -159,15 +161,42 @@ _FIRST_MOS = (0, 0, 0)
 
 
 def _replace_at(values: tuple[int, int, int], index: int, value: int) -> tuple[int, int, int]:
+    # shared: most QPs hold the same counters (one message each way)
     if index == 0:
-        return (value, values[1], values[2])
+        return shared((value, values[1], values[2]))
     if index == 1:
-        return (values[0], value, values[2])
-    return (values[0], values[1], value)
+        return shared((values[0], value, values[2]))
+    return shared((values[0], values[1], value))
 
 
 RECEIVED_KEPT = 8
 """How many of the last received FPDUs a QP keeps for inspection."""
+
+
+# Positions in the shared part of a QP's context (see _shared_ctx).
+(_GEN, _LOCAL_MAC, _REMOTE_MAC, _LOCAL_IP, _REMOTE_IP, _VLAN, _PCP, _TOS, _TTL, _SND_WSCALE,
+ _RCV_WSCALE, _MSS, _RTR_OP, _IRD, _ORD, _MPA_REV, _CRC, _SND_MARKERS,
+ _RCV_MARKERS) = range(19)
+
+_SharedCtx = tuple[Any, ...]
+_SHARED_CTX: dict[_SharedCtx, _SharedCtx] = {}
+_SHARED_CTX_MAX = 4096
+"""Distinct shared contexts kept for reuse; past this many the table starts over."""
+
+
+def _shared_ctx(init: QpInit) -> _SharedCtx:
+    """The part of ``init`` that connections between the same two addresses with the
+    same settings have in common, one tuple for all of them."""
+    ctx = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
+           init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
+           init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
+           init.snd_markers, init.rcv_markers)
+    shared = _SHARED_CTX.get(ctx)
+    if shared is None:
+        if len(_SHARED_CTX) >= _SHARED_CTX_MAX:
+            _SHARED_CTX.clear()
+        shared = _SHARED_CTX[ctx] = ctx
+    return shared
 
 
 class QpError(ValueError):
@@ -182,18 +211,30 @@ class OffloadedQp:
     only while they hold something: ``None`` when empty.
     """
 
-    __slots__ = ("_aes", "_fin_requested", "_fin_sent", "_first_pdu_seen", "_hold_tx",
+    __slots__ = ("_active", "_aes", "_conn", "_ctx", "_fin_requested", "_fin_sent",
+                 "_first_pdu_seen", "_hold_tx", "_irs", "_isn", "_local_port",
                  "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
-                 "_read_responses", "_received", "_recv_mo", "_recv_msn", "_retries",
-                 "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer", "_rx_halted",
-                 "_send_msn", "_term_sent", "_unacked", "ae_frame", "ae_iwarp_state",
-                 "ae_tcp_state", "init", "iwarp_state", "iwqp", "rcv_nxt", "received_count",
-                 "retransmissions", "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
+                 "_read_responses", "_received", "_recv_mo", "_recv_msn", "_remote_port",
+                 "_retries", "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer",
+                 "_rx_halted", "_send_msn", "_term_sent", "_unacked", "_wnd0", "ae_frame",
+                 "ae_iwarp_state", "ae_tcp_state", "iwarp_state", "iwqp", "rcv_nxt",
+                 "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
+                 "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
             raise QpError(f"rtr_op must be 'read' or 'write', got {init.rtr_op!r}")
-        self.init = init
+        # The context is kept as the per-connection numbers plus a tuple of what many
+        # connections share (addresses, VLAN, negotiated settings), interned so that
+        # 100,000 QPs between two hosts hold one copy: :attr:`init` rebuilds the record.
+        self._conn = init.conn
+        self._active = init.active
+        self._local_port = init.local_port
+        self._remote_port = init.remote_port
+        self._isn = init.snd_nxt
+        self._irs = init.rcv_nxt
+        self._wnd0 = init.snd_wnd
+        self._ctx = _shared_ctx(init)
         self.tcp_state = TcpState.ESTABLISHED
         self.iwarp_state = IwarpState.RTS
         self.snd_una = init.snd_nxt
@@ -238,6 +279,21 @@ class OffloadedQp:
         self._lsmm_sent = False
 
     @property
+    def init(self) -> QpInit:
+        """The connection context the QP was created with (``irdma_init_tcp_ctx``),
+        rebuilt from the QP's own fields."""
+        c = self._ctx
+        return QpInit(conn=self._conn, active=self._active, gen=c[_GEN],
+                      local_mac=c[_LOCAL_MAC], remote_mac=c[_REMOTE_MAC],
+                      local_ip=c[_LOCAL_IP], remote_ip=c[_REMOTE_IP],
+                      local_port=self._local_port, remote_port=self._remote_port,
+                      vlan=c[_VLAN], pcp=c[_PCP], tos=c[_TOS], ttl=c[_TTL],
+                      snd_nxt=self._isn, rcv_nxt=self._irs, snd_wnd=self._wnd0,
+                      snd_wscale=c[_SND_WSCALE], rcv_wscale=c[_RCV_WSCALE], mss=c[_MSS],
+                      rtr_op=c[_RTR_OP], ird=c[_IRD], ord=c[_ORD], mpa_rev=c[_MPA_REV],
+                      crc=c[_CRC], snd_markers=c[_SND_MARKERS], rcv_markers=c[_RCV_MARKERS])
+
+    @property
     def received(self) -> list[ReceivedMessage]:
         """The last :data:`RECEIVED_KEPT` FPDUs taken off the stream, oldest first (a
         long-lived connection does not keep every message it ever got; the count is
@@ -253,7 +309,7 @@ class OffloadedQp:
         ``ack = rcv_nxt`` of the CM node (``irdma_accept`` hands the reply to the QP),
         ahead of anything else.
         """
-        if self.init.active or self._lsmm_sent:
+        if self._active or self._lsmm_sent:
             raise QpError("the LSMM is sent once, by a passive QP")
         self._lsmm_sent = True
         self._transmit_data(mpa_reply, "irdma_sc_send_lsmm: MPA reply as stream data",
@@ -268,10 +324,10 @@ class OffloadedQp:
         zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (``irdma_sc_send_rtt``,
         RFC 6581 section 5).
         """
-        if not self.init.active or self._rtr_sent:
+        if not self._active or self._rtr_sent:
             raise QpError("the RTR is sent once, by an active QP")
         self._rtr_sent = True
-        if self.init.rtr_op == "read":
+        if self._ctx[_RTR_OP] == "read":
             ulpdu = ddp.read_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA READ request"
             self._read_pending = True
@@ -289,7 +345,7 @@ class OffloadedQp:
         if self.iwarp_state != IwarpState.RTS or self._fin_requested:
             raise QpError(f"post_send needs an RTS QP, the QP is {self.iwarp_state.name}")
         self._send_msn += 1
-        room = max(1, self.init.mss - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
+        room = max(1, self._ctx[_MSS] - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
         chunks = [data[i:i + room] for i in range(0, len(data), room)] or [b""]
         offset = 0
         for index, chunk in enumerate(chunks):
@@ -448,7 +504,7 @@ class OffloadedQp:
 
     def _fpdu(self, ulpdu: bytes) -> bytes:
         # Without negotiated CRC the field is still present; siw and irdma send 0.
-        return mpa.frame_fpdu(ulpdu, crc=None if self.init.crc else 0)
+        return mpa.frame_fpdu(ulpdu, crc=None if self._ctx[_CRC] else 0)
 
     def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
         if self._aes is None:
@@ -516,25 +572,26 @@ class OffloadedQp:
 
     def _emit(self, seq: int, flags: int, payload: bytes, comment: str,
               ack: int | None = None) -> None:
-        init = self.init
+        c = self._ctx
+        vlan = c[_VLAN]
         seg = Segment(
-            src_mac=init.local_mac, dst_mac=init.remote_mac,
-            src_ip=init.local_ip, dst_ip=init.remote_ip,
-            sport=init.local_port, dport=init.remote_port,
+            src_mac=c[_LOCAL_MAC], dst_mac=c[_REMOTE_MAC],
+            src_ip=c[_LOCAL_IP], dst_ip=c[_REMOTE_IP],
+            sport=self._local_port, dport=self._remote_port,
             seq=seq, ack=self.rcv_nxt if ack is None else ack, flags=flags,
             window=RCV_WND_FIELD,
-            payload=payload, vlan=init.vlan, pcp=init.pcp if init.vlan is not None else 0,
-            ttl=init.ttl, tos=init.tos,
+            payload=payload, vlan=vlan, pcp=c[_PCP] if vlan is not None else 0,
+            ttl=c[_TTL], tos=c[_TOS],
         )
         if self._outbox is None:
             self._outbox = []
-        self._outbox.append(Transmit(seg, comment, conn=init.conn))
+        self._outbox.append(Transmit(seg, comment, conn=self._conn))
 
     def _receive_rst(self, frame: Segment) -> None:
         # RFC 9293 section 3.10.7.1: a RST is acceptable when its sequence number is in
         # the receive window.
         if not (_seq_le(self.rcv_nxt, frame.seq)
-                and _seq_lt(frame.seq, (self.rcv_nxt + (RCV_WND_FIELD << self.init.rcv_wscale))
+                and _seq_lt(frame.seq, (self.rcv_nxt + (RCV_WND_FIELD << self._ctx[_RCV_WSCALE]))
                             % _SEQ_MOD)):
             return
         was_time_wait = self.tcp_state == TcpState.TIME_WAIT
@@ -557,7 +614,7 @@ class OffloadedQp:
             self._rexmit_at = now_ns + self._rto_ns if self._unacked else None
             if self._fin_sent and ack == self.snd_nxt:
                 self._our_fin_acked()
-        self.snd_wnd = frame.window << self.init.snd_wscale
+        self.snd_wnd = shared(frame.window << self._ctx[_SND_WSCALE])
 
     def _our_fin_acked(self) -> None:
         if self.tcp_state == TcpState.FIN_WAIT_1:
@@ -628,7 +685,7 @@ class OffloadedQp:
             del buffer[:total]
             if not buffer:
                 buffer = self._rx_buffer = None
-            crc_ok = fpdu.crc_ok or not self.init.crc
+            crc_ok = fpdu.crc_ok or not self._ctx[_CRC]
             self.received_count += 1
             self._received = (*self._received[1 - RECEIVED_KEPT:],
                               ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
@@ -645,7 +702,7 @@ class OffloadedQp:
             if not self._first_pdu_seen:
                 self._first_pdu_seen = True
                 self._hold_tx = False
-                if not self.init.active:
+                if not self._active:
                     self._raise(Ae.RTS)
 
     def _check_ulpdu(self, ulpdu: bytes, now_ns: int) -> Ae | None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import crc32c as _crc32c
 
+from mpa_emu.wire.fastinit import fast_frozen_init
+
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
 KEY_SIZE = 16  # IETF_MPA_KEY_SIZE
@@ -197,6 +199,7 @@ def frame_fpdu(ulpdu: bytes, crc: int | None = None) -> bytes:
     return body + struct.pack("<I", value & 0xFFFFFFFF)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Fpdu:
     """A received FPDU without markers."""

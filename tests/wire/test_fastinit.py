@@ -9,6 +9,7 @@ import inspect
 import pytest
 
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
+from mpa_emu.cm.trace import TraceRecord, make_record
 from mpa_emu.wire.fastinit import fast_constructor, fast_frozen_init
 from mpa_emu.wire.segment import Segment
 
@@ -89,3 +90,15 @@ def test_fast_constructor_of_a_class_it_cannot_serve_is_the_class() -> None:
         items: list[int] = dataclasses.field(default_factory=list)
 
     assert fast_constructor(WithFactory) is WithFactory
+
+
+def test_make_record_is_the_trace_record_its_constructor_makes() -> None:
+    fields = {"conn": 3, "old": "SYN_SENT"}
+    made = make_record(42, "alice", "state_changed", "irdma_send_syn", fields)
+    built = TraceRecord(42, "alice", "state_changed", "irdma_send_syn", fields)
+    assert type(made) is TraceRecord and made == built
+    assert made.fields is fields
+    assert made.to_json() == ('{"conn":3,"fn":"irdma_send_syn","host":"alice",'
+                              '"kind":"state_changed","old":"SYN_SENT","t_ns":42}')
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.kind = "other"  # type: ignore[misc]
