@@ -58,13 +58,13 @@ from mpa_emu.cm.nodes import (
 )
 from mpa_emu.cm.pdata import as_u8
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
-from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq
+from mpa_emu.cm.table_views import TableViews
+from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
 from mpa_emu.cm.teardown import ListenerLike
 from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
 from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
@@ -79,7 +79,7 @@ IRD_ORD_MAX = 0xFFFF
 DEFAULT_CONFIG = CmConfig()
 
 
-class CmCore(DeviceVerbs):
+class CmCore(DeviceVerbs, TableViews):
     """One emulated host's irdma connection manager (see the module docstring).
 
     ``name`` names the host in traces, ``mac`` is its port's address, ``seed`` seeds the
@@ -420,36 +420,7 @@ class CmCore(DeviceVerbs):
         self.drain_qp(node.key)
         self._finish()
 
-    # ---- inspection --------------------------------------------------------------
-
-    def node(self, conn: int) -> NodeView | None:
-        """A read-only snapshot of connection ``conn``, None once freed."""
-        n = self.nodes.by_conn.get(conn)
-        return None if n is None else NodeView.of(n)
-
-    def conns(self) -> list[int]:
-        """Ids of the nodes in the node table (``cm_hash_tbl``), in creation order."""
-        return sorted(self.nodes.by_conn)
-
-    def listener(self, ident: int) -> ListenerView | None:
-        """A snapshot of a listener still in the listen list."""
-        lst = self.nodes.listener_ids.get(ident)
-        return None if lst is None else ListenerView.of(lst)
-
-    def nodes_on(self, ip: bytes, vlan_id: int) -> list[CmNode]:
-        """Nodes whose local address is ``ip`` on ``vlan_id`` (0xFFFF untagged): the
-        selection of ``irdma_teardown_list_prep`` without scanning the table."""
-        return list(self.nodes.by_local.get((ip, vlan_id), {}).values())
-
-    def local_keys(self) -> list[tuple[bytes, int]]:
-        """The (local address, VLAN id) keys of the node index: one per local address in
-        use, so a teardown can match addresses without touching every node."""
-        return list(self.nodes.by_local)
-
-    def qp(self, conn: int) -> NicQp | None:
-        """The offloaded QP of a connection, None before offload or once freed."""
-        n = self.nodes.by_conn.get(conn)
-        return None if n is None else n.qp
+    # ---- inspection (node, conns, listener, nodes_on, local_keys, qp: TableViews) ----
 
     def leak_report(self) -> list[tuple[int, CmState, str | None]]:
         """Every node still in the table with the reason the kernel keeps it (None when
@@ -921,12 +892,8 @@ class CmCore(DeviceVerbs):
 
     def _check_seq(self, node: CmNode, seg: Segment, fn: str) -> bool:
         """``irdma_check_seq``: False (and the drop recorded) when it refuses."""
-        if check_seq(seg.seq, seg.ack, loc_seq_num=node.loc_seq_num, rcv_nxt=node.rcv_nxt,
-                     rcv_wnd=node.rcv_wnd):
-            return True
-        if seg.ack != node.loc_seq_num:
-            why = f"ack {seg.ack} != loc_seq_num {node.loc_seq_num}"
-        else:
-            why = f"seq {seg.seq} outside [{node.rcv_nxt}, rcv_nxt + {node.rcv_wnd}]"
-        self.drop(seg, fn, f"irdma_check_seq: {why}", node)
-        return False
+        why = check_seq_refusal(seg.seq, seg.ack, loc_seq_num=node.loc_seq_num,
+                                rcv_nxt=node.rcv_nxt, rcv_wnd=node.rcv_wnd)
+        if why is not None:
+            self.drop(seg, fn, why, node)
+        return why is None

@@ -31,6 +31,16 @@ def check_seq(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int, rcv_wnd: in
     return ack == loc_seq_num and between(seq, rcv_nxt, add(rcv_nxt, rcv_wnd))
 
 
+def check_seq_refusal(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int,
+                      rcv_wnd: int) -> str | None:
+    """Why ``irdma_check_seq`` refuses a segment, or None when it passes."""
+    if check_seq(seq, ack, loc_seq_num=loc_seq_num, rcv_nxt=rcv_nxt, rcv_wnd=rcv_wnd):
+        return None
+    if ack != loc_seq_num:
+        return f"irdma_check_seq: ack {ack} != loc_seq_num {loc_seq_num}"
+    return f"irdma_check_seq: seq {seq} outside [{rcv_nxt}, rcv_nxt + {rcv_wnd}]"
+
+
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class OptionResult:
