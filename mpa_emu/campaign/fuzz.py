@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mpa_emu.campaign.generators import (
+    CONN_VERBS,
     OPTIONS,
     REQ,
     S_NS,
@@ -37,6 +38,7 @@ from mpa_emu.campaign.generators import (
     Step,
     VerbStep,
     Wait,
+    conn_verb,
     script,
 )
 from mpa_emu.campaign.invariants import (
@@ -155,14 +157,8 @@ def _verb(run: _Run, step: VerbStep, lid: int) -> int:
     before = [core.node(c) for c in conns]
     target = core.node(conn)
     try:
-        if step.verb == "accept":
-            core.accept(conn, private_data=step.data, now_ns=now)
-        elif step.verb == "reject":
-            core.reject(conn, private_data=step.data, now_ns=now)
-        elif step.verb == "close":
-            core.close(conn, now_ns=now)
-        elif step.verb == "disconnect":
-            core.disconnect(conn, graceful=bool(step.pick & 1), now_ns=now)
+        if step.verb in CONN_VERBS:
+            conn_verb(core, step.verb, conn, data=step.data, pick=step.pick, now=now)
         elif step.verb == "connect":
             core.connect(IP_P, IP_A, ACTIVE_PEER_PORT, local_port=ACTIVE_LOCAL_PORT,
                          now_ns=now)

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from mpa_emu.cm.core import CmCore
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN
 
@@ -254,3 +255,21 @@ def script(d: Draw, max_steps: int = 60) -> Script:
     deep_active = bool(d.integer(0, 1))
     steps = tuple(step(d) for _ in range(d.integer(0, max_steps)))
     return Script(config, deep_passive, deep_active, steps)
+
+
+CONN_VERBS = ("accept", "reject", "close", "disconnect")
+"""The verbs the fuzzers apply to one connection, through :func:`conn_verb`."""
+
+
+def conn_verb(core: CmCore, verb: str, conn: int, *, data: bytes, pick: int,
+              now: int) -> None:
+    """Apply ``verb`` (one of :data:`CONN_VERBS`) to connection ``conn`` of ``core``; a
+    disconnect is graceful when ``pick`` is odd. Raises what the verb raises."""
+    if verb == "accept":
+        core.accept(conn, private_data=data, now_ns=now)
+    elif verb == "reject":
+        core.reject(conn, private_data=data, now_ns=now)
+    elif verb == "close":
+        core.close(conn, now_ns=now)
+    else:
+        core.disconnect(conn, graceful=bool(pick & 1), now_ns=now)

@@ -30,6 +30,7 @@ from typing import Any
 
 from mpa_emu.campaign.generators import (
     CONFIGS,
+    CONN_VERBS,
     FLAGS,
     MUTATED_MPA,
     S_NS,
@@ -37,6 +38,7 @@ from mpa_emu.campaign.generators import (
     Draw,
     RandomDraw,
     Wait,
+    conn_verb,
 )
 from mpa_emu.campaign.invariants import (
     BOUND_NS,
@@ -337,14 +339,8 @@ def _verb(pair: _Pair, step: SideVerb) -> None:
     target = core.node(conn)
     what = f"{step.verb} on {SIDES[step.side]}"
     try:
-        if step.verb == "accept":
-            core.accept(conn, private_data=step.data, now_ns=now)
-        elif step.verb == "reject":
-            core.reject(conn, private_data=step.data, now_ns=now)
-        elif step.verb == "close":
-            core.close(conn, now_ns=now)
-        elif step.verb == "disconnect":
-            core.disconnect(conn, graceful=bool(step.pick & 1), now_ns=now)
+        if step.verb in CONN_VERBS:
+            conn_verb(core, step.verb, conn, data=step.data, pick=step.pick, now=now)
         elif step.verb == "connect":
             core.connect(ip, other, PORT, private_data=step.data, now_ns=now)
         elif step.verb == "remove_address":

@@ -18,6 +18,7 @@ from helpers.cm_harness import IP6_A, IP6_P, IP_A, IP_P, MAC_A, MAC_P, MS, PORT,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mpa_emu.campaign.generators import CONN_VERBS, conn_verb
 from mpa_emu.cm.config import CmConfig, Quirks
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
@@ -157,14 +158,8 @@ class Walk:
         conns = core.conns()
         conn = conns[step.pick % len(conns)] if conns else step.pick
         try:
-            if step.verb == "accept":
-                core.accept(conn, private_data=step.data, now_ns=now)
-            elif step.verb == "reject":
-                core.reject(conn, private_data=step.data, now_ns=now)
-            elif step.verb == "close":
-                core.close(conn, now_ns=now)
-            elif step.verb == "disconnect":
-                core.disconnect(conn, graceful=bool(step.pick & 1), now_ns=now)
+            if step.verb in CONN_VERBS:
+                conn_verb(core, step.verb, conn, data=step.data, pick=step.pick, now=now)
             elif step.verb == "modify_qp_err":
                 core.modify_qp_err(conn, now_ns=now)
             elif step.verb == "connect":
