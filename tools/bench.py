@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_cycles  # noqa: E402
 import bench_replay  # noqa: E402
+from bench_codec import struct_build as floor_build  # noqa: E402
 
 from mpa_emu.wire.segment import Segment  # noqa: E402
 
@@ -71,24 +72,9 @@ def verdict(ok: bool) -> str:
 _HDR = struct.Struct("!6s6sHBBHHHBBH4s4sHHIIHHHH")
 
 
-def floor_build(s: Segment) -> bytes:
-    """Hand-written IPv4/TCP frame with both checksums (the floor's build half)."""
-    olen = len(s.options)
-    total = 40 + olen + len(s.payload)
-    hdr = bytearray(_HDR.pack(s.dst_mac, s.src_mac, 0x0800, 0x45, s.tos, total, s.ip_id,
-                              0x4000, s.ttl, 6, 0, s.src_ip, s.dst_ip, s.sport, s.dport,
-                              s.seq, s.ack, (5 + olen // 4) << 12 | s.flags, s.window, 0, 0))
-    ip_sum = int.from_bytes(hdr[14:34], "big") % 0xFFFF
-    hdr[24:26] = ((-ip_sum) % 0xFFFF).to_bytes(2, "big")
-    tcp = bytes(hdr[34:]) + s.options + s.payload
-    value = int.from_bytes(tcp, "big") << (8 * (len(tcp) & 1))
-    tcp_sum = (value + int.from_bytes(s.src_ip + s.dst_ip, "big") + 6 + len(tcp)) % 0xFFFF
-    frame = bytes(hdr[:34]) + tcp[:16] + ((-tcp_sum) % 0xFFFF).to_bytes(2, "big") + tcp[18:]
-    return frame if len(frame) >= 60 else frame + bytes(60 - len(frame))
-
-
 def floor_parse(raw: bytes) -> Segment:
-    """Hand-written parse into a Segment, checksums verified (the floor's parse half)."""
+    """Hand-written parse into a Segment, checksums verified (the floor's parse half; the
+    build half is bench_codec's hand-written struct_build)."""
     (dst, src, _t, _vi, tos, total, ip_id, frag, ttl, _p, _c, sip, dip, sport, dport, seq,
      ack, off_flags, window, _tc, urg) = _HDR.unpack_from(raw)
     if int.from_bytes(raw[14:34], "big") % 0xFFFF:
