@@ -15,13 +15,19 @@ peer still connects and goes on after a good reply (``loss of service`` otherwis
 
 from __future__ import annotations
 
-import itertools
 import random
 import time
 from dataclasses import dataclass, field
 
 from mpa_emu.campaign.generators import MUTATED_REPLIES, REP
-from mpa_emu.campaign.live_fuzz import LiveCase, LiveWire, Reaction, _Flow, syn_options
+from mpa_emu.campaign.live_fuzz import (
+    LiveCase,
+    LiveWire,
+    Reaction,
+    _Flow,
+    random_case,
+    syn_options,
+)
 from mpa_emu.wire import mpa
 from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
@@ -58,20 +64,8 @@ def accept_case(seed: int, index: int) -> LiveCase:
     fixed = accept_catalogue()
     if index < len(fixed):
         return fixed[index]
-    rng = random.Random(f"{seed}:accept:{index}")
-    if rng.randrange(2):
-        name = rng.choice(list(MUTATED_REPLIES))
-        frame = MUTATED_REPLIES[name]
-        cuts = sorted(rng.sample(range(1, len(frame)), min(rng.randint(1, 3),
-                                                            len(frame) - 1)))
-        edges = [0, *cuts, len(frame)]
-        pieces = tuple((a, b - a) for a, b in itertools.pairwise(edges))
-        return LiveCase(index, f"split {name} at {','.join(map(str, cuts))}", frame, pieces)
-    flipped = bytearray(REP)
-    where = rng.randrange(len(flipped))
-    flipped[where] = rng.randrange(256)
-    return LiveCase(index, f"answer byte {where} = 0x{flipped[where]:02x}", bytes(flipped),
-                    ((0, len(flipped)),))
+    return random_case(random.Random(f"{seed}:accept:{index}"), index, MUTATED_REPLIES, REP,
+                       "answer byte")
 
 
 @dataclass

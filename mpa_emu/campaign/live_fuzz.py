@@ -85,20 +85,26 @@ def case(seed: int, index: int) -> LiveCase:
     fixed = catalogue()
     if index < len(fixed):
         return fixed[index]
-    rng = random.Random(f"{seed}:live:{index}")
-    names = list(MUTATED_MPA)
+    return random_case(random.Random(f"{seed}:live:{index}"), index, MUTATED_MPA, REQ, "byte")
+
+
+def random_case(rng: random.Random, index: int, frames: dict[str, bytes], sound: bytes,
+                label: str) -> LiveCase:
+    """A seeded case past the catalogue: one of ``frames`` split at up to three random
+    places, or ``sound`` with one random byte (header, RFC 6581 IRD/ORD block or data)
+    replaced; ``label`` names the flipped frame in the case's name."""
     if rng.randrange(2):
-        name = rng.choice(names)
-        frame = MUTATED_MPA[name]
+        name = rng.choice(list(frames))
+        frame = frames[name]
         cuts = sorted(rng.sample(range(1, len(frame)), min(rng.randint(1, 3),
                                                             len(frame) - 1)))
         edges = [0, *cuts, len(frame)]
         pieces = tuple((a, b - a) for a, b in itertools.pairwise(edges))
         return LiveCase(index, f"split {name} at {','.join(map(str, cuts))}", frame, pieces)
-    flipped = bytearray(REQ)
-    where = rng.randrange(len(flipped))  # header, RFC 6581 IRD/ORD block, data
+    flipped = bytearray(sound)
+    where = rng.randrange(len(flipped))
     flipped[where] = rng.randrange(256)
-    return LiveCase(index, f"byte {where} = 0x{flipped[where]:02x}", bytes(flipped),
+    return LiveCase(index, f"{label} {where} = 0x{flipped[where]:02x}", bytes(flipped),
                     _whole(bytes(flipped)))
 
 
