@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from errno import ECONNREFUSED
 
 import pytest
+from helpers.pair_tap import PairTap
 
 from mpa_emu.cli import live as live_command
 from mpa_emu.cli import main
@@ -29,29 +30,6 @@ from mpa_emu.wire.addr import ip_bytes, mac_bytes
 PEER_IP, CLI_IP = "192.0.2.1", "192.0.2.2"
 PEER_MAC = mac_bytes("02:00:00:00:00:01")
 PORT = 4000
-
-
-class PairTap:
-    """One end of a SOCK_DGRAM pair: frame boundaries kept, like a TAP fd."""
-
-    def __init__(self, sock: socket.socket, name: str) -> None:
-        self.sock, self.name = sock, name
-        sock.setblocking(False)
-
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
-    def read(self) -> bytes | None:
-        try:
-            return self.sock.recv(65536)
-        except BlockingIOError:
-            return None
-
-    def write(self, frame: bytes) -> None:
-        self.sock.send(frame)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from helpers.pair_tap import PairTap
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
@@ -26,28 +27,6 @@ from mpa_emu.wire.segment import ACK, SYN, Segment
 OUR_MAC = mac_bytes("02:00:00:00:00:02")
 PEER_MAC = mac_bytes("5a:11:22:33:44:55")
 OUR_IP, PEER_IP = ip_bytes("192.0.2.2"), ip_bytes("192.0.2.1")
-
-
-class PairTap:
-    """One end of a SOCK_DGRAM pair: frame boundaries kept, like a TAP fd."""
-
-    name = "pair0"
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        sock.setblocking(False)
-
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
-    def read(self) -> bytes | None:
-        try:
-            return self.sock.recv(65536)
-        except BlockingIOError:
-            return None
-
-    def write(self, frame: bytes) -> None:
-        self.sock.send(frame)
 
 
 @dataclass
