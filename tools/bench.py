@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import resource
 import shutil
@@ -43,13 +44,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The installed package is measured (the pure-Python one, or the compiled build in its own
+# environment, see docs/compiling.md); the checkout's own only when none is installed.
+INSTALLED = importlib.util.find_spec("mpa_emu") is not None
+if not INSTALLED:
+    sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_cycles  # noqa: E402
 import bench_replay  # noqa: E402
 from bench_codec import struct_build as floor_build  # noqa: E402
 
+from mpa_emu.compiled import build_name  # noqa: E402
 from mpa_emu.wire.segment import Segment  # noqa: E402
 
 clock = time.process_time
@@ -181,14 +187,21 @@ def build_in_child(builder: str, path: Path, count: int, spacing_ns: int | None 
             "build = getattr(bench_replay, sys.argv[3]); "
             "print(build(pathlib.Path(sys.argv[4]), *map(int, sys.argv[5:])))")
     extra = [] if spacing_ns is None else [str(spacing_ns)]
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(ROOT / "tools"), builder,
+    out = subprocess.run([sys.executable, "-P", "-c", code, *_paths(), builder,
                           str(path), str(count), *extra], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout
     return int(out.split()[-1])
 
 
+def _paths() -> list[str]:
+    """The two entries a child's sys.path starts with: the checkout (only when the package is
+    not installed, else a harmless repeat of tools/) and tools/."""
+    return [str(ROOT if not INSTALLED else ROOT / "tools"), str(ROOT / "tools")]
+
+
 def mpa_emu(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mpa_emu", *args]
+    # -P: the current directory (the checkout) must not shadow the installed package.
+    return [sys.executable, "-P", "-m", "mpa_emu", *args]
 
 
 def tshark_fields(path: Path) -> list[str]:
@@ -221,11 +234,11 @@ def bench_p2(rounds: int, connections: int, tmp: Path) -> list[str]:
 def bench_p3(rounds: int, connections: int) -> list[str]:
     per_endpoint = []
     for _ in range(rounds):
-        code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tools')!r}]; "
+        code = (f"import sys; sys.path[:0] = {_paths()!r}; "
                 "import bench_cycles; "
                 f"b, _s, d = bench_cycles.memory_per_connection({connections}, 'rss'); "
                 "print(b, d)")
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                              cwd=ROOT, check=True).stdout
         per_endpoint.append(float(out.split()[0]) / 2)
     return [f"P3 {connections} connections: {summary(per_endpoint, '{:.0f}')} B per endpoint"
@@ -290,8 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = wanted - {"p1", "p2", "p3", "p6"}
     if unknown:
         ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from p1, p2, p3, p6")
-    out: list[str] = [f"mpa_emu benchmarks: median [min-max] of {rounds} interleaved rounds, "
-                      "CPU time"]
+    out: list[str] = [f"mpa_emu benchmarks ({build_name()}, Python "
+                      f"{sys.version.split()[0]}): median [min-max] of {rounds} interleaved "
+                      "rounds, CPU time"]
+    print(out[0], flush=True)
     jobs: list[Callable[[Path], list[str]]] = []
     if "p1" in wanted:
         jobs.append(lambda _t: bench_p1(rounds, 200 if args.quick else 2000))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import importlib.util
 import pstats
 import sys
 import time
@@ -25,7 +26,8 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore

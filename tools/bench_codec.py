@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import io
 import struct
 import sys
@@ -31,7 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.wire.codec import decode, encode

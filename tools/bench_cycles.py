@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import importlib.util
 import io
 import os
 import pstats
@@ -27,7 +28,8 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net import Accept, Host, Network

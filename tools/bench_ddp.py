@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether

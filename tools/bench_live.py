@@ -21,6 +21,7 @@ Usage: python tools/bench_live.py [--count 200] [--v6]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -28,7 +29,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore

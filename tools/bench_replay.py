@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import importlib.util
 import io
 import os
 import pstats
@@ -28,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.replay import ReplayOptions, replay_capture

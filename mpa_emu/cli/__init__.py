@@ -52,6 +52,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Packet-level emulator of the Linux irdma iWARP connection manager.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 bad input, 130 interrupted (Ctrl-C).",
     )
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and the build (pure Python or compiled)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
         if command is not None and name != command:
@@ -61,6 +63,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: ``mpa-emu <version> (<build>, Python <version>)``, worked out only
+    when asked (it imports the compiled modules' candidates). Which build answers matters
+    when comparing figures (docs/compiling.md)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from mpa_emu import __version__
+        from mpa_emu.compiled import build_name
+
+        print(f"mpa-emu {__version__} ({build_name()}, Python {sys.version.split()[0]})")
+        parser.exit(0)
 
 
 def _chosen(argv: Sequence[str]) -> str | None:

@@ -25,7 +25,6 @@ class IwEvent(IntEnum):
     CLOSE = 5
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Upcall:
     """One iw_cm event as the application (rdma_cm) would see it.
@@ -52,3 +51,6 @@ class Upcall:
     """How many of the last bytes of ``private_data`` lie past the MPA frame (the v2 +4
     quirk): the kernel reports whatever follows the frame in its receive buffer there;
     the emulator puts what ``Quirks.v2_pdata_tail`` chooses."""
+
+
+fast_frozen_init(Upcall)

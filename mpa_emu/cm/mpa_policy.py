@@ -25,7 +25,6 @@ class Rdma0Op(Enum):
     WRITE_ZERO = "write"
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class MpaParams:
     """The node fields ``irdma_build_mpa_v1/v2`` read."""
@@ -37,6 +36,9 @@ class MpaParams:
     send_rdma0_op: Rdma0Op
     markers: bool = False
     p2p: bool = True
+
+
+fast_frozen_init(MpaParams)
 
 
 def build_mpa_frame(p: MpaParams, *, request: bool, private_data: bytes,
@@ -70,7 +72,6 @@ def build_mpa_frame(p: MpaParams, *, request: bool, private_data: bytes,
                         private_data=private_data).to_bytes()
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Negotiated:
     """Node fields after ``irdma_negotiate_mpa_v2_ird_ord``."""
@@ -81,7 +82,9 @@ class Negotiated:
     send_rdma0_op: Rdma0Op
 
 
-@fast_frozen_init
+fast_frozen_init(Negotiated)
+
+
 @dataclass(frozen=True, slots=True)
 class NegotiationError:
     """A non-zero return of the negotiation: errno and reason, and ``partial``, the node
@@ -91,6 +94,9 @@ class NegotiationError:
     errno: int
     reason: str
     partial: Negotiated | None = None
+
+
+fast_frozen_init(NegotiationError)
 
 
 def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
@@ -141,7 +147,6 @@ def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
     return Negotiated(ird_size, ord_size, mpav2_ird_ord, send_rdma0_op)
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ParsedMpa:
     """A frame ``irdma_parse_mpa`` accepted."""
@@ -159,7 +164,9 @@ class ParsedMpa:
     negotiated: Negotiated | None
 
 
-@fast_frozen_init
+fast_frozen_init(ParsedMpa)
+
+
 @dataclass(frozen=True, slots=True)
 class MpaParseError:
     """A check of ``irdma_parse_mpa`` failed: errno, step (the check's place in the
@@ -171,6 +178,9 @@ class MpaParseError:
     step: int
     reason: str
     negotiated: Negotiated | None = None
+
+
+fast_frozen_init(MpaParseError)
 
 
 def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,

@@ -86,6 +86,10 @@ class Input(Enum):
     QHASH_DONE = "qhash_done"
     TEARDOWN = "teardown"
 
+    # Every frame looks its row up by (state, input): Enum's own hash runs Python code
+    # on each lookup. Members are singletons, so identity is a faithful hash.
+    __hash__ = object.__hash__
+
 
 # atomic passive_state values (cm.h)
 PASSIVE_STATE_INDICATED = 0

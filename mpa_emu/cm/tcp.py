@@ -41,7 +41,6 @@ def check_seq_refusal(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int,
     return f"irdma_check_seq: seq {seq} outside [{rcv_nxt}, rcv_nxt + {rcv_wnd}]"
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class OptionResult:
     """Outcome of ``irdma_process_options``.
@@ -56,6 +55,9 @@ class OptionResult:
     snd_wscale: int
     error: str | None = None
     hang: bool = False
+
+
+fast_frozen_init(OptionResult)
 
 
 def process_options(options: bytes, *, syn: bool, ipv4: bool, mss: int,

@@ -146,7 +146,6 @@ class JournalTrace(Trace):
             self.observer(record)
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
@@ -157,6 +156,9 @@ class JournalEntry:
     host: str
     time_ns: int
     item: Any
+
+
+fast_frozen_init(JournalEntry)
 
 
 @dataclass(slots=True)

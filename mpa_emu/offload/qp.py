@@ -96,7 +96,6 @@ def _seq_le(a: int, b: int) -> bool:
     return a == b or _seq_lt(a, b)
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class QpInit:
     """What ``irdma_init_tcp_ctx`` and ``irdma_cm_init_tsa_conn`` put into the
@@ -130,6 +129,9 @@ class QpInit:
     rcv_markers: bool
 
 
+fast_frozen_init(QpInit)
+
+
 @dataclass(slots=True)
 class _Unacked:
     """One transmitted segment still waiting for its acknowledgement."""
@@ -144,7 +146,6 @@ class _Unacked:
         return len(self.payload) + (1 if self.flags & (FIN | SYN) else 0)
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ReceivedMessage:
     """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
@@ -152,6 +153,9 @@ class ReceivedMessage:
     ulpdu: bytes
     crc_ok: bool
     time_ns: int
+
+
+fast_frozen_init(ReceivedMessage)
 
 
 # Expected MSN and message offset per untagged queue before any message: shared tuples,

@@ -6,6 +6,11 @@ field; for a 20-field :class:`~mpa_emu.wire.segment.Segment` that is most of its
 ``__init__`` made here has the same parameters and defaults and stores each field through
 its slot descriptor directly. Nothing else about the class changes: it stays frozen,
 compares, hashes and ``dataclasses.replace``-s as before.
+
+It is called on the class after its definition (``fast_frozen_init(Segment)``), not used
+as a decorator: in the compiled build (docs/compiling.md) a class decorated with anything
+but ``@dataclass`` would stay an interpreted class, and a compiled class already stores its
+fields directly, so both functions leave a compiled class as it is.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ T = TypeVar("T")
 def _servable_fields(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
     """The fields of ``cls`` when a slot filler can stand in for its ``__init__`` exactly
     (slots, no ``__post_init__``, every field positional with no default factory)."""
+    if "__mypyc_attrs__" in cls.__dict__:  # compiled: fields are stored directly already
+        return None
     fields = dataclasses.fields(cls)
     if (not hasattr(cls, "__slots__") or hasattr(cls, "__post_init__")
             or any(f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only
@@ -50,7 +57,8 @@ def _slot_filler(cls: type, fields: tuple[dataclasses.Field[Any], ...], name: st
 
 
 def fast_frozen_init(cls: type[T]) -> type[T]:
-    """Class decorator, applied above ``@dataclass(frozen=True, slots=True)``.
+    """Give ``cls``, a ``@dataclass(frozen=True, slots=True)`` class, the faster ``__init__``
+    (in place; ``cls`` is returned).
 
     A class it cannot serve exactly (a field with a default factory, keyword-only or
     left out of ``__init__``, a ``__post_init__``, no slots) keeps the dataclass ``__init__``.

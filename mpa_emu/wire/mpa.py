@@ -199,7 +199,6 @@ def frame_fpdu(ulpdu: bytes, crc: int | None = None) -> bytes:
     return body + struct.pack("<I", value & 0xFFFFFFFF)
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Fpdu:
     """A received FPDU without markers."""
@@ -213,6 +212,9 @@ class Fpdu:
     def wire_length(self) -> int:
         """Bytes the FPDU takes on the stream."""
         return 2 + len(self.ulpdu) + len(self.pad) + 4
+
+
+fast_frozen_init(Fpdu)
 
 
 def unframe_fpdu(data: bytes) -> Fpdu:

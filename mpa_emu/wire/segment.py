@@ -50,7 +50,6 @@ def flags_text(flags: int) -> str:
     return _render_flags(flags)
 
 
-@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One Ethernet frame carrying IPv4 or IPv6 and a TCP segment.
@@ -97,7 +96,9 @@ class Segment:
         return (self.src_ip, self.sport, self.dst_ip, self.dport)
 
 
-@fast_frozen_init
+fast_frozen_init(Segment)
+
+
 @dataclass(frozen=True, slots=True)
 class Transmit:
     """A frame a host puts on the wire (or loops back internally).
@@ -113,3 +114,6 @@ class Transmit:
     comment: str
     loopback: bool = False
     conn: int | None = None
+
+
+fast_frozen_init(Transmit)

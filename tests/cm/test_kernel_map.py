@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ast
 import importlib
-import inspect
 import os
 import pkgutil
 import re
 from pathlib import Path
 
 import pytest
+from helpers.source import definition_source, module_file
 
 import mpa_emu
 from mpa_emu.cli import main
@@ -178,10 +178,10 @@ def _defined_names() -> dict[str, str]:
     for pkg in ("mpa_emu.cm", "mpa_emu.offload"):
         module = importlib.import_module(pkg)
         for info in pkgutil.iter_modules(module.__path__, pkg + "."):
-            spec = importlib.util.find_spec(info.name)
-            if spec is None or spec.origin is None:
+            source = module_file(info.name)
+            if source is None:
                 continue
-            tree = ast.parse(Path(spec.origin).read_text())
+            tree = ast.parse(source.read_text())
             for node in _models_in(tree.body):
                 names.setdefault(node.name, info.name)
     return names
@@ -211,12 +211,9 @@ def test_not_modelled_entries_are_not_stale() -> None:
 
 
 def _names_function(path: str, function: str) -> bool:
-    obj = resolve(path)
-    if isinstance(obj, property) and obj.fget is not None:
-        obj = obj.fget
-    try:
-        source = inspect.getsource(obj)
-    except (TypeError, OSError):
+    resolve(path)  # it exists in the package as imported
+    source = definition_source(path)
+    if source is None:
         return False
     short = function.removeprefix("irdma_")
     return function in source or re.search(rf"\b_?{short}\b", source) is not None

@@ -1,0 +1,67 @@
+"""Which build is running: the pure-Python package, or the optional compiled build in
+which the modules every frame goes through are compiled with mypyc
+(``MPA_EMU_COMPILE=1 pip install --no-build-isolation .``, see setup.py and
+docs/compiling.md). Both builds behave the same; the compiled one is faster.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+
+COMPILED_MODULES: tuple[str, ...] = (
+    "mpa_emu.wire.segment",
+    "mpa_emu.wire.codec",
+    "mpa_emu.wire.mpa",
+    "mpa_emu.wire.ddp",
+    "mpa_emu.wire.seq",
+    "mpa_emu.wire.interning",
+    "mpa_emu.wire.addr",
+    "mpa_emu.capture.pcap",
+    "mpa_emu.net.network",
+    "mpa_emu.net.host",
+    "mpa_emu.net.wire",
+    "mpa_emu.net.policy",
+    "mpa_emu.cm.config",
+    "mpa_emu.cm.events",
+    "mpa_emu.cm.contract",
+    "mpa_emu.cm.core",
+    "mpa_emu.cm.actions",
+    "mpa_emu.cm.nodes",
+    "mpa_emu.cm.node",
+    "mpa_emu.cm.send",
+    "mpa_emu.cm.timers",
+    "mpa_emu.cm.timing",
+    "mpa_emu.cm.upcalls",
+    "mpa_emu.cm.refs",
+    "mpa_emu.cm.disconnect",
+    "mpa_emu.cm.mpa_policy",
+    "mpa_emu.cm.tcp",
+    "mpa_emu.cm.pdata",
+    "mpa_emu.cm.table_views",
+    "mpa_emu.offload.qp",
+    "mpa_emu.offload.nic",
+    "mpa_emu.offload.iwqp",
+    "mpa_emu.offload.terminate",
+)
+"""The modules the compiled build compiles: those a frame passes through between two
+emulated hosts (the codec, the capture writer, the network, the CM core and the QP)."""
+
+
+def compiled_modules() -> list[str]:
+    """The modules of :data:`COMPILED_MODULES` that were loaded from a compiled extension."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    found = []
+    for name in COMPILED_MODULES:
+        origin = getattr(importlib.import_module(name), "__file__", None) or ""
+        if origin.endswith(suffixes):
+            found.append(name)
+    return found
+
+
+def build_name() -> str:
+    """``"pure Python"`` or ``"compiled (N of M hot modules)"``."""
+    count = len(compiled_modules())
+    if count == 0:
+        return "pure Python"
+    return f"compiled ({count} of {len(COMPILED_MODULES)} hot modules)"

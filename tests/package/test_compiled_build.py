@@ -1,0 +1,57 @@
+"""The optional compiled build (setup.py, docs/compiling.md): its module list is one list,
+every module on it exists, and the build a test run sees is the one it asked for. tools/
+test.sh runs the whole suite twice: on the pure-Python package, then on the compiled build
+with MPA_EMU_EXPECT_COMPILED=1."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.source import PACKAGE, module_file
+
+from mpa_emu.compiled import COMPILED_MODULES, build_name, compiled_modules
+
+ROOT = PACKAGE.parent
+
+
+def test_setup_compiles_exactly_the_listed_modules() -> None:
+    read = runpy.run_path(str(ROOT / "setup.py"), run_name="not_main")
+    assert read["_compiled_modules"]() == list(COMPILED_MODULES)
+
+
+def test_every_listed_module_is_a_source_module_of_the_package() -> None:
+    assert len(set(COMPILED_MODULES)) == len(COMPILED_MODULES)
+    for name in COMPILED_MODULES:
+        assert module_file(name) is not None, name
+        assert module_file(name).name != "__init__.py", name  # type: ignore[union-attr]
+
+
+def test_the_build_under_test_is_the_one_asked_for() -> None:
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    loaded_compiled = [m for m, mod in sys.modules.items()
+                       if m.startswith("mpa_emu.") and (getattr(mod, "__file__", "") or ""
+                                                        ).endswith(suffixes)]
+    if os.environ.get("MPA_EMU_EXPECT_COMPILED") == "1":
+        assert compiled_modules() == list(COMPILED_MODULES)
+        assert build_name() == f"compiled ({len(COMPILED_MODULES)} of " \
+            f"{len(COMPILED_MODULES)} hot modules)"
+        # the installed copy, not the checkout, is what the suite imports
+        assert not Path(sys.modules["mpa_emu"].__file__ or "").is_relative_to(ROOT)
+    else:
+        # no stale compiled module shadows the source of the pure-Python run
+        assert compiled_modules() == []
+        assert loaded_compiled == []
+        assert build_name() == "pure Python"
+
+
+def test_version_names_the_build() -> None:
+    out = subprocess.run([sys.executable, "-P", "-m", "mpa_emu", "--version"],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.startswith("mpa-emu 0.1.0 (")
+    expected = "compiled" if os.environ.get("MPA_EMU_EXPECT_COMPILED") == "1" else "pure Python"
+    assert expected in out
