@@ -213,6 +213,10 @@ class Network:
         self.capture_loopback = capture_loopback
         self.keep_upcalls = keep_upcalls
         self.journal: list[JournalEntry] | None = [] if tracing else None
+        self.delivery_tap: Callable[[Host, bytes | Segment], None] | None = None
+        """Called with every frame handed to a host's NIC, before the NIC's checks: the
+        bytes as the wire carried them (a fault may have changed them), or the segment
+        itself when a perfect wire carried it without encoding."""
         """Frames, upcalls and trace records in causal order (kept when ``tracing``)."""
         self.trace: Trace | None = None
         if tracing or trace_stream is not None:
@@ -598,6 +602,8 @@ class Network:
     def _deliver(self, host: Host,
                  item: tuple[bytes | Segment, CapturedFrame | None, bool]) -> None:
         data, frame, forced = item
+        if self.delivery_tap is not None:
+            self.delivery_tap(host, data)
         if not host.link_up:
             self._nic_drop(host, frame, "link is down")
             return

@@ -40,9 +40,10 @@ class Host:
     def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
         self.upcalls.append((event, status, now_ns))
 
-    def cm_close(self, conn: int, now_ns: int) -> None:
+    def cm_close(self, conn: int, now_ns: int) -> int:
         self.node_alive = False
         self.close_due = None
+        return 0
 
     def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         if self.close_due is not None:

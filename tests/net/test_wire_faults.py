@@ -89,13 +89,7 @@ def test_corruption_flips_exactly_one_bit_inside_the_tcp_segment(fake_net: Any) 
     net, _alice, _bob = two_hosts(fake_net, faults=FaultConfig(corrupt=1.0), seed=7)
     flipped: list[bytes] = []
     original = bytes(syn_from_alice(dport=9))
-    real_deliver = net._deliver
-
-    def spy(host: Any, item: Any) -> None:
-        flipped.append(item[0])
-        real_deliver(host, item)
-
-    net._deliver = spy
+    net.delivery_tap = lambda _host, data: flipped.append(data)
     net.inject(original, via="alice")
     net.run()
     diff = [i for i, (a, b) in enumerate(zip(original, flipped[0], strict=True)) if a != b]
