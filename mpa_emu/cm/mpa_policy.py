@@ -37,6 +37,19 @@ class MpaParams:
     markers: bool = False
     p2p: bool = True
 
+    def __init__(self, rev: int, ird_size: int, ord_size: int, mpav2_ird_ord: int,
+                 send_rdma0_op: Rdma0Op, markers: bool = False, p2p: bool = True) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.rev = rev  # type: ignore[misc]
+        self.ird_size = ird_size  # type: ignore[misc]
+        self.ord_size = ord_size  # type: ignore[misc]
+        self.mpav2_ird_ord = mpav2_ird_ord  # type: ignore[misc]
+        self.send_rdma0_op = send_rdma0_op  # type: ignore[misc]
+        self.markers = markers  # type: ignore[misc]
+        self.p2p = p2p  # type: ignore[misc]
+
 
 fast_frozen_init(MpaParams)
 
@@ -80,6 +93,16 @@ class Negotiated:
     ord_size: int
     mpav2_ird_ord: int
     send_rdma0_op: Rdma0Op
+
+    def __init__(self, ird_size: int, ord_size: int, mpav2_ird_ord: int,
+                 send_rdma0_op: Rdma0Op) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.ird_size = ird_size  # type: ignore[misc]
+        self.ord_size = ord_size  # type: ignore[misc]
+        self.mpav2_ird_ord = mpav2_ird_ord  # type: ignore[misc]
+        self.send_rdma0_op = send_rdma0_op  # type: ignore[misc]
 
 
 fast_frozen_init(Negotiated)
@@ -162,6 +185,19 @@ class ParsedMpa:
     user_data: bytes
     """The private data without the RFC 6581 block (what siw reports)."""
     negotiated: Negotiated | None
+
+    def __init__(self, rev: int, reject: bool, markers: bool, pd_length: int,
+                 private_data: bytes, user_data: bytes, negotiated: Negotiated | None) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.rev = rev  # type: ignore[misc]
+        self.reject = reject  # type: ignore[misc]
+        self.markers = markers  # type: ignore[misc]
+        self.pd_length = pd_length  # type: ignore[misc]
+        self.private_data = private_data  # type: ignore[misc]
+        self.user_data = user_data  # type: ignore[misc]
+        self.negotiated = negotiated  # type: ignore[misc]
 
 
 fast_frozen_init(ParsedMpa)

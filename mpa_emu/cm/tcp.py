@@ -56,6 +56,16 @@ class OptionResult:
     error: str | None = None
     hang: bool = False
 
+    def __init__(self, mss: int, snd_wscale: int, error: str | None = None,
+                 hang: bool = False) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.mss = mss  # type: ignore[misc]
+        self.snd_wscale = snd_wscale  # type: ignore[misc]
+        self.error = error  # type: ignore[misc]
+        self.hang = hang  # type: ignore[misc]
+
 
 fast_frozen_init(OptionResult)
 

@@ -102,6 +102,23 @@ class CapturedFrame:
     notes: list[str] = field(default_factory=list)
     delivered: int = 0
 
+    def __init__(self, index: int, time_ns: int, interface: str, sender: str,
+                 receivers: tuple[str, ...], data: bytes, origin: str, segment: Segment | None,
+                 loopback: bool = False, notes: list[str] | None = None,
+                 delivered: int = 0) -> None:
+        # Written out: the compiled build then stores each field directly.
+        self.index = index
+        self.time_ns = time_ns
+        self.interface = interface
+        self.sender = sender
+        self.receivers = receivers
+        self.data = data
+        self.origin = origin
+        self.segment = segment
+        self.loopback = loopback
+        self.notes = [] if notes is None else notes
+        self.delivered = delivered
+
     @property
     def comment(self) -> str:
         """The pcapng comment: kernel function and transition, then the frame's fate."""
@@ -174,6 +191,18 @@ class ScheduledCall:
     done: bool = False
     result: Any = None
     error: CmError | None = None
+
+    def __init__(self, time_ns: int, fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any], done: bool = False, result: Any = None,
+                 error: CmError | None = None) -> None:
+        # Written out: the compiled build then stores each field directly.
+        self.time_ns = time_ns
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.done = done
+        self.result = result
+        self.error = error
 
 
 @dataclass(frozen=True, slots=True)

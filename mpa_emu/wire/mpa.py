@@ -51,6 +51,19 @@ class RtrBlock:
     write0: bool = False
     read0: bool = False
 
+    def __init__(self, ird: int, ord: int, peer_to_peer: bool = True,
+                 zero_len_send: bool = False, write0: bool = False,
+                 read0: bool = False) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.ird = ird  # type: ignore[misc]
+        self.ord = ord  # type: ignore[misc]
+        self.peer_to_peer = peer_to_peer  # type: ignore[misc]
+        self.zero_len_send = zero_len_send  # type: ignore[misc]
+        self.write0 = write0  # type: ignore[misc]
+        self.read0 = read0  # type: ignore[misc]
+
     def to_bytes(self) -> bytes:
         """Two big-endian u16 words: A|B|IRD, C|D|ORD."""
         ird_word = (self.ird & IRD_ORD_MASK) | (RTR_PEER_TO_PEER if self.peer_to_peer else 0)
@@ -75,6 +88,9 @@ class RtrBlock:
         )
 
 
+fast_frozen_init(RtrBlock)
+
+
 @dataclass(frozen=True, slots=True)
 class MpaFrame:
     """An MPA request or reply as it sits in a TCP payload.
@@ -90,6 +106,18 @@ class MpaFrame:
     rtr: RtrBlock | None = None
     private_data: bytes = b""
     pd_length: int | None = None
+
+    def __init__(self, request: bool, rev: int, flags: int = 64, rtr: RtrBlock | None = None,
+                 private_data: bytes = b"", pd_length: int | None = None) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.request = request  # type: ignore[misc]
+        self.rev = rev  # type: ignore[misc]
+        self.flags = flags  # type: ignore[misc]
+        self.rtr = rtr  # type: ignore[misc]
+        self.private_data = private_data  # type: ignore[misc]
+        self.pd_length = pd_length  # type: ignore[misc]
 
     @property
     def key(self) -> bytes:
@@ -116,6 +144,9 @@ class MpaFrame:
         return head + block + self.private_data
 
 
+fast_frozen_init(MpaFrame)
+
+
 @dataclass(frozen=True, slots=True)
 class MpaHeader:
     """The fixed 20 bytes of a received frame, before any policy is applied."""
@@ -124,6 +155,15 @@ class MpaHeader:
     flags: int
     rev: int
     pd_length: int
+
+    def __init__(self, key: bytes, flags: int, rev: int, pd_length: int) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.key = key  # type: ignore[misc]
+        self.flags = flags  # type: ignore[misc]
+        self.rev = rev  # type: ignore[misc]
+        self.pd_length = pd_length  # type: ignore[misc]
 
     @property
     def is_request(self) -> bool:
@@ -134,6 +174,9 @@ class MpaHeader:
     def is_reply(self) -> bool:
         """Key equals "MPA ID Rep Frame"."""
         return self.key == KEY_REP
+
+
+fast_frozen_init(MpaHeader)
 
 
 def parse_header(payload: bytes) -> MpaHeader:
@@ -207,6 +250,15 @@ class Fpdu:
     pad: bytes
     crc: int
     crc_ok: bool
+
+    def __init__(self, ulpdu: bytes, pad: bytes, crc: int, crc_ok: bool) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.ulpdu = ulpdu  # type: ignore[misc]
+        self.pad = pad  # type: ignore[misc]
+        self.crc = crc  # type: ignore[misc]
+        self.crc_ok = crc_ok  # type: ignore[misc]
 
     @property
     def wire_length(self) -> int:

@@ -81,6 +81,35 @@ class Segment:
     urg_ptr: int = 0
     flow_label: int = 0  # IPv6 flow label (20 bits); Linux peers set it by default
 
+    def __init__(self, src_mac: bytes, dst_mac: bytes, src_ip: bytes, dst_ip: bytes, sport: int,
+                 dport: int, seq: int, ack: int, flags: int, window: int = 65535,
+                 options: bytes = b"", payload: bytes = b"", vlan: int | None = None,
+                 pcp: int = 0, ttl: int = 64, tos: int = 0, ip_id: int = 0, df: bool = True,
+                 urg_ptr: int = 0, flow_label: int = 0) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.src_mac = src_mac  # type: ignore[misc]
+        self.dst_mac = dst_mac  # type: ignore[misc]
+        self.src_ip = src_ip  # type: ignore[misc]
+        self.dst_ip = dst_ip  # type: ignore[misc]
+        self.sport = sport  # type: ignore[misc]
+        self.dport = dport  # type: ignore[misc]
+        self.seq = seq  # type: ignore[misc]
+        self.ack = ack  # type: ignore[misc]
+        self.flags = flags  # type: ignore[misc]
+        self.window = window  # type: ignore[misc]
+        self.options = options  # type: ignore[misc]
+        self.payload = payload  # type: ignore[misc]
+        self.vlan = vlan  # type: ignore[misc]
+        self.pcp = pcp  # type: ignore[misc]
+        self.ttl = ttl  # type: ignore[misc]
+        self.tos = tos  # type: ignore[misc]
+        self.ip_id = ip_id  # type: ignore[misc]
+        self.df = df  # type: ignore[misc]
+        self.urg_ptr = urg_ptr  # type: ignore[misc]
+        self.flow_label = flow_label  # type: ignore[misc]
+
     @property
     def ipv4(self) -> bool:
         """True when the segment is carried in IPv4."""
@@ -114,6 +143,16 @@ class Transmit:
     comment: str
     loopback: bool = False
     conn: int | None = None
+
+    def __init__(self, segment: Segment, comment: str, loopback: bool = False,
+                 conn: int | None = None) -> None:
+        # Compiled build: each field is stored directly (the dataclass __init__ would go
+        # through object.__setattr__). The pure build never runs this body: Python refuses
+        # these stores on a frozen class, and fast_frozen_init gives the class its own.
+        self.segment = segment  # type: ignore[misc]
+        self.comment = comment  # type: ignore[misc]
+        self.loopback = loopback  # type: ignore[misc]
+        self.conn = conn  # type: ignore[misc]
 
 
 fast_frozen_init(Transmit)

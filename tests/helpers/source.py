@@ -17,7 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mpa_emu"
 
 def module_file(module: str) -> Path | None:
     """The ``.py`` file of ``module`` (``mpa_emu.x.y``) in the checkout, None if it has none."""
-    rel = Path(*module.split(".")[1:])
+    parts = module.split(".")[1:]
+    if not parts:
+        return PACKAGE / "__init__.py"
+    rel = Path(*parts)
     for path in (PACKAGE / rel.with_suffix(".py"), PACKAGE / rel / "__init__.py"):
         if path.is_file():
             return path
