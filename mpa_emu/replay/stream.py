@@ -276,11 +276,13 @@ class StreamEngine(Engine):
         self.consumed += len(data) + 32
         if raw.linktype != LINKTYPE_ETHERNET:
             raise Fallback("not Ethernet")
-        if raw.time_ns is not None:
-            if self.t0 is None:
-                self.t0 = raw.time_ns
-            self.last_ns = raw.time_ns
-        elif self.t0 is None:
+        stamp = raw.time_ns
+        t0 = self.t0
+        if stamp is not None:
+            if t0 is None:
+                self.t0 = t0 = stamp
+            self.last_ns = stamp
+        elif t0 is None:
             raise Fallback("a frame without a timestamp before the first timestamp")
         ip = self.ip
         nic_dropped = ""
@@ -296,29 +298,29 @@ class StreamEngine(Engine):
                 nic_dropped, artefact = nic_verdict(lenient, self.ropt.checksums)
                 if artefact:
                     self.artefacts[seg.src_ip] = self.artefacts.get(seg.src_ip, 0) + 1
-        if seg.src_ip == ip:
+        src, dst = seg.src_ip, seg.dst_ip
+        if src == ip:
             outbound = True
-            key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+            key: FlowKey = (ip, seg.sport, dst, seg.dport, seg.vlan)
             nic_dropped = ""
             if not self.mac:
                 self.mac, self.vlan = seg.src_mac, seg.vlan
-            if seg.dst_ip not in self.nb:
-                self._neighbour(seg.dst_ip, seg.dst_mac)
-        elif seg.dst_ip == ip:
+            if dst not in self.nb:
+                self._neighbour(dst, seg.dst_mac)
+        elif dst == ip:
             outbound = False
-            key = (ip, seg.dport, seg.src_ip, seg.sport, seg.vlan)
+            key = (ip, seg.dport, src, seg.sport, seg.vlan)
             if not self.mac:
                 self.mac, self.vlan = seg.dst_mac, seg.vlan
-            known = self.nb.get(seg.src_ip)
+            known = self.nb.get(src)
             if known is None:
-                self._neighbour(seg.src_ip, seg.src_mac)
+                self._neighbour(src, seg.src_mac)
             elif known != seg.src_mac:
                 raise Fallback("a neighbour's MAC changes")  # the last one wins there
         else:
             self.ignored["other hosts"] = self.ignored.get("other hosts", 0) + 1
             return
-        assert self.t0 is not None
-        time_ns = self.last_ns - self.t0
+        time_ns = self.last_ns - t0
         if time_ns < self.last_time:
             raise Fallback("frames out of time order")
         self.last_time = time_ns
@@ -348,8 +350,8 @@ class StreamEngine(Engine):
                 if not outbound:
                     self._want_listener(key, run)
         payload = seg.payload
-        kind = mpa_kind(payload) if payload else ""
         if outbound:
+            kind = mpa_kind(payload) if payload else ""
             if run.first_out_seq is None:
                 run.first_out_seq = seg.seq
             self.compared_count += 1
@@ -366,10 +368,13 @@ class StreamEngine(Engine):
                     run.answered.add(seg.seq)
                     run.answer_times.append(time_ns)
                     marks |= _ANSWER
-        if run.classifier.feed(outbound, seg, kind) and flags & (FIN | RST) \
-                and not run.nic_closed:
-            run.nic_closed = True
-            marks |= _CLOSE
+            if run.classifier.feed(True, seg, kind) and flags & (FIN | RST) \
+                    and not run.nic_closed:
+                run.nic_closed = True
+                marks |= _CLOSE
+        elif payload or flags & SYN:
+            # A received frame without payload or SYN leaves the classifier as it is.
+            run.classifier.feed(False, seg, mpa_kind(payload) if payload else "")
         self.pending.append((frame, marks))
 
     def _new_flow(self, key: FlowKey) -> StreamFlow:
