@@ -35,7 +35,7 @@ from typing import IO, TypeVar, cast, overload
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import Upcall
+from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.replay.compare import Comparison
 from mpa_emu.replay.engine import (
     _RESTART_WINDOW,
@@ -542,12 +542,20 @@ class StreamEngine(Engine):
         return key
 
     def _on_upcall(self, ev: Upcall) -> None:
-        key = self._conn_flow.get(ev.conn) or self._flow_of(ev)
-        if key is not None:
-            run = self.flows.get(key)
-            if isinstance(run, StreamFlow):
-                run.conns.add(ev.conn)
-        super()._on_upcall(ev)
+        # Engine._on_upcall without the injection record (the streamed pass keeps none),
+        # plus the connection noted on its flow for forgetting.
+        conn = ev.conn
+        key = self._conn_flow.get(conn) or self._flow_of(ev)
+        if key is None:
+            return
+        self._conn_flow[conn] = key
+        run = self.flows[key]
+        run.conn = conn
+        if isinstance(run, StreamFlow):
+            run.conns.add(conn)
+        if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
+                and not self._answer_pending(key):
+            self._pending.append((self.opt.on_request, key, b""))
 
     def _connect(self, key: FlowKey, number: int) -> None:
         super()._connect(key, number)
@@ -644,6 +652,7 @@ class StreamEngine(Engine):
         flows = self.flows
         idle = self.idle
         receive = self.core.receive
+        get_timer = self.core.get_timer
         advance = self._advance
         drain = self._drain
         progress = self.progress
@@ -673,9 +682,11 @@ class StreamEngine(Engine):
                 for what in (_CONNECT, _ANSWER, _CLOSE):
                     if not marks & what:
                         continue
-                    if not due_known or (due is not None and due <= time_ns):
-                        due = advance(time_ns)
+                    if not due_known:
+                        due = get_timer()
                         due_known = True
+                    if due is not None and due <= time_ns:
+                        due = advance(time_ns)
                     if self.now < time_ns:
                         self.now = time_ns
                     if what == _CONNECT:
@@ -686,9 +697,11 @@ class StreamEngine(Engine):
                         self._disconnect(key, number)
                     due_known = False
                     drain()
-            if not due_known or (due is not None and due <= time_ns):
-                due = advance(time_ns)
+            if not due_known:
+                due = get_timer()
                 due_known = True
+            if due is not None and due <= time_ns:
+                due = advance(time_ns)
             if self.now < time_ns:
                 self.now = time_ns
             self.position = number
