@@ -212,7 +212,8 @@ class StreamEngine(Engine):
         self.mac = b""
         self.vlan: int | None = None
         self.nb: dict[bytes, bytes] = {}
-        self.pending: deque[tuple[Frame, int]] = deque()
+        self.pending: deque[tuple[Frame, int, StreamFlow]] = deque()
+        """Frames read, not replayed yet: each with its scripted verbs and its flow."""
         self.evicted: set[int] = set()
         self.idle: deque[StreamFlow] = deque()
         """Flows whose read frames are all replayed, oldest first."""
@@ -375,7 +376,7 @@ class StreamEngine(Engine):
         elif payload or flags & SYN:
             # A received frame without payload or SYN leaves the classifier as it is.
             run.classifier.feed(False, seg, mpa_kind(payload) if payload else "")
-        self.pending.append((frame, marks))
+        self.pending.append((frame, marks, run))
 
     def _new_flow(self, key: FlowKey) -> StreamFlow:
         ports = _ports(key)
@@ -649,7 +650,6 @@ class StreamEngine(Engine):
         due_known = False  # the core has not been called since ``due`` was read
         done = 0
         pending = self.pending
-        flows = self.flows
         idle = self.idle
         receive = self.core.receive
         get_timer = self.core.get_timer
@@ -664,11 +664,9 @@ class StreamEngine(Engine):
                     read()
             if not pending:
                 break
-            frame, marks = pending.popleft()
+            frame, marks, run = pending.popleft()
             self.frame = frame
             key = frame.flow
-            run = flows[key]
-            assert isinstance(run, StreamFlow)
             window = run.window
             window.popleft()
             if not window:
