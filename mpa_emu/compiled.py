@@ -18,6 +18,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.wire.interning",
     "mpa_emu.wire.addr",
     "mpa_emu.capture.pcap",
+    "mpa_emu.capture.decode",
+    "mpa_emu.capture.spool",
     "mpa_emu.net.network",
     "mpa_emu.net.host",
     "mpa_emu.net.wire",
@@ -43,9 +45,13 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.offload.nic",
     "mpa_emu.offload.iwqp",
     "mpa_emu.offload.terminate",
+    "mpa_emu.replay.recording",
+    "mpa_emu.replay.engine",
+    "mpa_emu.replay.stream",
 )
 """The modules the compiled build compiles: those a frame passes through between two
-emulated hosts (the codec, the capture writer, the network, the CM core and the QP)."""
+emulated hosts (the codec, the capture writer, the network, the CM core and the QP), and
+those replay reads a capture with (the capture reader and decoder, the streamed pass)."""
 
 
 def compiled_modules() -> list[str]:

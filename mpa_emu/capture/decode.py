@@ -35,6 +35,8 @@ LINK_IPV4 = 228
 LINK_IPV6 = 229
 LINK_SLL = 113
 LINK_SLL2 = 276
+_LINK_IP = (*LINK_RAW, LINK_IPV4, LINK_IPV6)
+"""Link types whose frames start with the IP header."""
 
 
 class InspectError(Exception):
@@ -146,7 +148,7 @@ def decode_frame(raw: RawFrame) -> TcpFrame | str | None:
             if len(data) < 20:
                 return f"frame {raw.number}: Linux cooked v2 header truncated"
             ethertype, off = struct.unpack_from("!H", data, 0)[0], 20
-        elif raw.linktype in (*LINK_RAW, LINK_IPV4, LINK_IPV6):
+        elif raw.linktype in _LINK_IP:
             if not data:
                 return f"frame {raw.number}: empty"
             ethertype, off = (0x0800 if data[0] >> 4 == 4 else 0x86DD), 0
@@ -302,7 +304,7 @@ def as_ethernet(linktype: int, frame: bytes) -> bytes | str:
         if len(frame) < 20:
             return "Linux cooked v2 header truncated"
         return _NO_MACS + frame[0:2] + frame[20:]
-    if linktype in (*LINK_RAW, LINK_IPV4, LINK_IPV6):
+    if linktype in _LINK_IP:
         if not frame:
             return "empty"
         ethertype = b"\x08\x00" if frame[0] >> 4 == 4 else b"\x86\xdd"
@@ -356,8 +358,8 @@ def after_refusal(frame: bytes, exc: codec.DecodeError) -> Lenient | Undecodable
         seg = codec.decode(repaired(frame))
     except codec.DecodeError as again:
         return Undecodable(str(again.reason), str(again))
-    except (struct.error, IndexError) as again:
-        return Undecodable(str(exc.reason), str(again))
+    except (struct.error, IndexError) as broken:
+        return Undecodable(str(exc.reason), str(broken))
     verdict, ip_ok = _verdicts(frame)
     return Lenient(seg, verdict, ip_ok, str(exc))
 

@@ -35,6 +35,7 @@ import dataclasses
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
@@ -174,14 +175,28 @@ class Rebase:
     """Bytes added to the recorded ack (negative: the emulator's stream is shorter)."""
 
 
+T = TypeVar("T")
+
+
+class Log(Protocol[T]):
+    """What a run keeps its verbs, upcalls and upcall frames in: a list, or in the
+    streamed pass a spool on disk or a log that keeps nothing."""
+
+    def append(self, item: T, /) -> None: ...
+
+    def __iter__(self) -> Iterator[T]: ...
+
+    def __len__(self) -> int: ...
+
+
 @dataclass(slots=True)
 class RunResult:
     """Everything the comparison and the report need."""
 
     emitted: list[Emitted]
     injections: list[Injection]
-    actions: list[AppAction]
-    upcalls: list[Upcall]
+    actions: Log[AppAction]
+    upcalls: Log[Upcall]
     flows: dict[FlowKey, FlowRun]
     last_frame: int
     notes: list[str]
@@ -190,7 +205,7 @@ class RunResult:
     failure_frame: int = 0
     """Capture frame processed last before the failure."""
     nic_events: list[NicEvent] = field(default_factory=list)
-    upcall_frames: list[int] = field(default_factory=list)
+    upcall_frames: Log[int] = field(default_factory=list)
     """For each upcall, the capture frame processed last when it was delivered."""
     rebases: list[Rebase] = field(default_factory=list)
 
@@ -281,8 +296,8 @@ class Engine:
         self.emitted: list[Emitted] = []
         self._emitted_count = 0
         self.injections: list[Injection] = []
-        self.actions: list[AppAction] = []
-        self.upcalls: list[Upcall] = []
+        self.actions: Log[AppAction] = []
+        self.upcalls: Log[Upcall] = []
         self.notes: list[str] = []
         self.failure = ""
         self.failure_frame = 0
@@ -302,7 +317,7 @@ class Engine:
         self._answer_times: dict[FlowKey, list[int]] = {}
         self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
         self.nic_events: list[NicEvent] = []
-        self.upcall_frames: list[int] = []
+        self.upcall_frames: Log[int] = []
         self.rebases: list[Rebase] = []
         self._rec_nxt: dict[FlowKey, list[tuple[int, int]]] = (
             {k: _stream_ends(flow.frames) for k, flow in rec.flows.items()}
@@ -387,9 +402,9 @@ class Engine:
                 self._play()
         except CmError as exc:
             self.notes.append(f"a verb was refused unexpectedly: {exc}")
-        except Exception as exc:
+        except Exception as failure:
             self.notes.append(f"emulator failure after frame {self.position}: "
-                              f"{type(exc).__name__}: {exc}")
+                              f"{type(failure).__name__}: {failure}")
         if self.progress is not None:
             self.progress(len(self.rec.frames), len(self.rec.frames))
         last = max((f.number for f in self.rec.frames), default=0)
@@ -628,8 +643,9 @@ class Engine:
                     ird, ord_ = mpa.rtr.ird, mpa.rtr.ord
                 detail = (f"private data {len(pdata)} bytes and IRD/ORD {ird}/{ord_} from "
                           f"frame {request.number}")
-            except MpaFormatError as exc:
-                detail = f"recorded MPA request (frame {request.number}) unreadable: {exc}"
+            except MpaFormatError as unreadable:
+                detail = (f"recorded MPA request (frame {request.number}) unreadable: "
+                          f"{unreadable}")
         action = AppAction(self.now, number, "connect", key, detail)
         self.actions.append(action)
         try:

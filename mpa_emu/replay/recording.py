@@ -136,8 +136,9 @@ def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str
     artefacts: dict[bytes, int] = {}
     try:
         raws, fault = read_intact(source)
-    except OSError as exc:
-        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except OSError as unreadable:
+        raise RecordingError(f"{path}: cannot read: {unreadable.strerror or unreadable}"
+                             ) from None
     if fault is not None:
         if not raws:
             raise RecordingError(f"{path}: {fault}")

@@ -30,7 +30,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TypeVar, cast, overload
+from typing import IO, TypeVar, overload
 
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
@@ -87,10 +87,12 @@ class Spool(Sequence[T]):
         # item is slower and kept memory alive.
         self._cls = cls
         names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        getter = operator.attrgetter(*names)
         # attrgetter of one name gives the value itself, of several a tuple.
-        self._row: Callable[[T], tuple[object, ...]] = (
-            getter if len(names) > 1 else lambda item: (getter(item),))
+        if len(names) > 1:
+            self._row: Callable[[T], tuple[object, ...]] = operator.attrgetter(*names)
+        else:
+            one: Callable[[T], object] = operator.attrgetter(names[0])
+            self._row = lambda item: (one(item),)
         self._head: list[T] = []
         self._file: IO[bytes] | None = None
         self._spilled = 0
@@ -190,6 +192,11 @@ class _Tee:
 class StreamEngine(Engine):
     """One streamed replay: build with a capture source, call :meth:`replay`."""
 
+    vlan: int | None = None
+    """The emulated host's VLAN, from its first frame. Not set in ``__init__``: after a
+    store of None there, the type checker (and so the compiled build) would take the
+    attribute for None until the end of ``__init__``, though reading frames sets it."""
+
     def __init__(self, source: str | IO[bytes], label: str, options: ReplayOptions,
                  progress: Callable[[int, int], None] | None = None,
                  size: int | None = None) -> None:
@@ -210,7 +217,6 @@ class StreamEngine(Engine):
         self.ignored: dict[str, int] = {}
         self.artefacts: dict[bytes, int] = {}
         self.mac = b""
-        self.vlan: int | None = None
         self.nb: dict[bytes, bytes] = {}
         self.pending: deque[tuple[Frame, int, StreamFlow]] = deque()
         """Frames read, not replayed yet: each with its scripted verbs and its flow."""
@@ -246,8 +252,8 @@ class StreamEngine(Engine):
         self._by_ports = self._sports
         self.pending = pre
         # Sequences, not lists: only the JSON report reads them again.
-        self.actions = cast(list[AppAction], Spool(AppAction))
-        self.upcalls = cast(list[Upcall], Spool(Upcall))
+        self.actions = Spool(AppAction)
+        self.upcalls = Spool(Upcall)
         self.upcall_frames = _Discard()
         self.core.add_address(self.ip, vlan=self.vlan, now_ns=0)
         for ip, mac in self.nb.items():
@@ -265,10 +271,10 @@ class StreamEngine(Engine):
         except StopIteration:
             self.eof = True
             return
-        except CaptureError as exc:
+        except CaptureError as damaged:
             if self.total == 0:
-                raise Fallback(str(exc)) from None
-            self.damage = (f"the capture is damaged after frame {self.total} ({exc}); "
+                raise Fallback(str(damaged)) from None
+            self.damage = (f"the capture is damaged after frame {self.total} ({damaged}); "
                            "replayed up to it")
             self.eof = True
             return
@@ -640,7 +646,7 @@ class StreamEngine(Engine):
             actions.append(action)
         for action in self.actions:
             actions.append(action)
-        result = RunResult([], [], cast(list[AppAction], actions), self.upcalls, {},
+        result = RunResult([], [], actions, self.upcalls, {},
                         self.last_number, [], "", 0, [], [], [])
         cmp = Comparison([], [], [], self.compared_count, False, matched_count=self.matched)
         return ReplayReport(rec, result, cmp, self.ropt, None)
@@ -730,11 +736,17 @@ class StreamEngine(Engine):
         return max(done + len(self.pending), self.relevant * self.size // self.consumed)
 
 
-class _Discard(list[int]):
+class _Discard:
     """Upcall frame numbers, which only the semantic verdict reads: not kept."""
 
-    def append(self, item: int) -> None:
+    def append(self, item: int, /) -> None:
         pass
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 @contextlib.contextmanager

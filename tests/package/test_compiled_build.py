@@ -5,6 +5,7 @@ with MPA_EMU_EXPECT_COMPILED=1."""
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import os
 import runpy
@@ -55,3 +56,22 @@ def test_version_names_the_build() -> None:
     assert out.startswith("mpa-emu 0.1.0 (")
     expected = "compiled" if os.environ.get("MPA_EMU_EXPECT_COMPILED") == "1" else "pure Python"
     assert expected in out
+
+
+def test_a_compiled_function_names_each_caught_exception_once() -> None:
+    # A compiled function gives a local one type: ``except A as exc`` and later
+    # ``except B as exc`` in the same function make the second raise TypeError there.
+    reused = []
+    for name in COMPILED_MODULES:
+        path = module_file(name)
+        assert path is not None
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            caught: dict[str, set[str]] = {}
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ExceptHandler) and node.name and node.type:
+                    caught.setdefault(node.name, set()).add(ast.unparse(node.type))
+            reused += [f"{name}.{fn.name}: {var}" for var, kinds in caught.items()
+                       if len(kinds) > 1]
+    assert reused == []
