@@ -46,6 +46,12 @@ sender, not a problem. strict (a bare --checksums): tshark verifies IP and TCP c
 while decoding, every bad one is a problem (and tshark does not reassemble such
 segments). off: no checksum is verified. inspect reads checksums the same way.
 
+A capture of more than 50,000 frames is judged in pieces, each connection whole in one
+piece (the frames so far of a connection open at a cut are carried into the next), so
+tshark's memory stays bounded; the report is the one of the whole file, printed at the
+end. Captures that cannot be cut safely (not all TCP on Ethernet, one endless connection,
+...) are judged in one tshark run.
+
 exit codes: 0 tshark found no problem, 1 it found some, 2 no tshark or unreadable file
 """
 

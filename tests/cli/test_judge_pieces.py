@@ -10,9 +10,11 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scapy.layers.inet import TCP
+from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet
 from scapy.utils import rdpcap, wrpcap, wrpcapng
 
@@ -106,16 +108,23 @@ def _expected(judge: Tshark, path: Path) -> dict[str, object]:
     }
 
 
-def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
     code = main(["judge", str(path), "--checksums", "--json"])
     report = json.loads(capsys.readouterr().out)
     return code, {k: report[k] for k in ("frames", "crc", "expert", "problems")}
 
 
 def _piece_count(path: Path) -> int:
-    pieces = list(cut_capture(str(path)))
-    for piece in pieces:
-        piece.remove()
+    """How many pieces the judge cuts the capture into; 0 when it judges it whole."""
+    pieces: list[tshark_pieces.Piece] = []
+    try:
+        for piece in cut_capture(str(path)):
+            pieces.append(piece)
+    except tshark_pieces.Unsplittable:
+        return 0
+    finally:
+        for piece in pieces:
+            piece.remove()
     return 0 if pieces[0].whole else len(pieces)
 
 
@@ -142,11 +151,10 @@ def test_frame_numbers_and_times_are_the_captures_own(
     bad_frame = 4 * 12 + 8
     assert bytes(packets[bad_frame - 1][TCP].payload) != b""
     assert [v["frame"] for v in report["crc"] if v["status"] == "bad"] == [bad_frame]
-    assert f"frame {bad_frame}: " in " ".join(report["problems"])  # type: ignore[arg-type]
+    assert f"frame {bad_frame}: " in " ".join(report["problems"])
     # The MPA Request of connection 5 is the capture's frame 5 * 12 + 4, sent 0.25 ms
     # per frame after the first.
-    frames: list[str] = report["frames"]  # type: ignore[assignment]
-    line = next(f for f in frames if f.startswith(f"{5 * 12 + 4} "))
+    line = next(f for f in report["frames"] if f.startswith(f"{5 * 12 + 4} "))
     assert "MPA Request Frame" in line
     assert line.split()[1] == f"{(5 * 12 + 3) * 0.000250:.6f}"
 
@@ -211,4 +219,15 @@ def test_a_frame_after_its_connection_ended_in_an_earlier_piece_means_one_piece(
     with pytest.raises(tshark_pieces.Unsplittable):
         for piece in cut_capture(str(path)):
             piece.remove()
+    assert _report(path, capsys)[1] == _expected(judge, path)
+
+
+def test_a_capture_with_other_traffic_than_tcp_is_judged_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], judge: Tshark) -> None:
+    packets = _sequential()
+    packets.insert(40, Ether(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01") /
+                   ARP(psrc="192.168.10.1", pdst="192.168.10.200"))
+    path = tmp_path / "arp.pcap"
+    wrpcap(str(path), _timed(packets))
+    assert _piece_count(path) == 0
     assert _report(path, capsys)[1] == _expected(judge, path)
