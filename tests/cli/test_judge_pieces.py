@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scapy.layers.inet import TCP
+from helpers.real_like_captures import partial_sum
+from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet
 from scapy.utils import rdpcap, wrpcap, wrpcapng
@@ -231,3 +232,30 @@ def test_a_capture_with_other_traffic_than_tcp_is_judged_whole(
     wrpcap(str(path), _timed(packets))
     assert _piece_count(path) == 0
     assert _report(path, capsys)[1] == _expected(judge, path)
+
+
+def test_offload_artefacts_and_bad_checksums_keep_the_captures_frame_numbers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], judge: Tshark) -> None:
+    packets = _sequential()
+    # The initiators of connections 2 and 4 (in different pieces) send partial sums.
+    artefacts: dict[str, list[int]] = {"192.168.10.3": [], "192.168.10.5": []}
+    for number, pkt in enumerate(packets, 1):
+        if pkt[IP].src in artefacts:
+            pkt[TCP].chksum = partial_sum(pkt[IP].src, pkt[IP].dst, len(bytes(pkt[TCP])))
+            artefacts[pkt[IP].src].append(number)
+    wrong = 5 * 12 + 2  # the SYN/ACK of connection 5
+    packets[wrong - 1][TCP].chksum = 0x1234
+    path = tmp_path / "offload.pcap"
+    wrpcap(str(path), packets)
+    assert _piece_count(path) >= 3
+    assert main(["judge", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["checksums"] == {"mode": "offload", "offload": artefacts, "bad": [wrong]}
+    # SYN, ACK, request, ACK of the reply, RTR, FIN, last ACK: 7 frames each.
+    assert [len(v) for v in artefacts.values()] == [7, 7]
+    assert artefacts["192.168.10.3"][0] == 2 * 12 + 1
+    expected = _expected(Tshark(extra_options=("-o", "ip.check_checksum:TRUE")), path)
+    assert report["frames"] == expected["frames"]
+    assert report["problems"] == [*expected["problems"],  # type: ignore[misc]
+                                  f"frame {wrong}: bad TCP checksum (not a TX offload "
+                                  "partial sum)"]
