@@ -100,28 +100,44 @@ zero. Far from zero, so later gets and puts never free the node (it leaks, as in
 kernel)."""
 
 
+# Bits of CmNode._flags: the node's yes/no fields in one int (a slot each would cost 8
+# bytes per connection); those an established node usually has set come first, so that
+# the usual values are small ints every node shares.
+_IPV4 = 0x1
+_CLIENT = 0x2
+_ACCELERATED = 0x4
+_AH_VALID = 0x8
+_CM_ID = 0x10
+_QHASH_SET = 0x20
+_QP_LINKED = 0x40
+_ACK_RCVD = 0x80
+_ACCEPT_PEND = 0x100
+_DO_LPB = 0x200
+_HELD_BY_APP = 0x400
+_QHASH_PENDING = 0x800
+_QP_ERROR = 0x1000
+_RCV_MARK_EN = 0x2000
+_SND_MARK_EN = 0x4000
+
+
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "accelerated", "accept_pend", "ack_rcvd", "ah_valid", "client", "close_entry",
-        "cm_id", "conn", "do_lpb", "held_by_app", "ipv4", "ird_size", "key", "listener",
-        "loc_ack_num",
+        "_flags", "close_entry", "conn", "ird_size", "key", "listener", "loc_ack_num",
         "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
         "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
-        "pdata_size", "qhash_pending", "qhash_set", "qp", "qp_error", "qp_linked",
-        "rcv_mark_en",
-        "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_addr",
-        "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
-        "snd_mark_en", "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
+        "pdata_size", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num",
+        "rem_addr", "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
+        "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
     )
 
     def __init__(self, conn: int, loc_addr: bytes, loc_port: int, rem_addr: bytes,
                  rem_port: int, vlan_id: int) -> None:
         self.conn = conn
+        self._flags = _IPV4 if len(loc_addr) == 4 else 0
         self.state = CmState.UNKNOWN
         self.refcnt = 1
-        self.ipv4 = len(loc_addr) == 4
         self.loc_addr = loc_addr
         self.loc_port = loc_port
         self.rem_addr = rem_addr
@@ -130,11 +146,7 @@ class CmNode:
         self.user_pri = 0
         self.tos = 0
         self.rem_mac = b""
-        self.do_lpb = False
-        self.client = False
         self.listener: Listener | None = None
-        self.cm_id = False
-        self.qp_linked = False
         self.loc_seq_num = 0
         self.loc_ack_num = 0
         self.rem_ack_num = 0
@@ -152,23 +164,8 @@ class CmNode:
         self.ord_size = 0
         self.send_rdma0_op = Rdma0Op.READ_ZERO
         self.passive_state = 0
-        self.accept_pend = False
-        self.accelerated = False
-        self.ack_rcvd = False
-        self.snd_mark_en = False
-        self.rcv_mark_en = False
         self.pdata = b""
         self.pdata_size = 0
-        self.ah_valid = False
-        self.qhash_set = False
-        self.qhash_pending = False
-        self.held_by_app = False
-        self.qp_error = False
-        """The driver QP was moved to ERR before offload (``iwarp_state`` ERROR), so
-        ``irdma_modify_qp(RTS)`` will fail."""
-        """A passive node the CONNECT_REQUEST upcall handed to the application
-        (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
-        and not yet given back by a reject or a failed accept."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
         self.qp: NicQp | None = None
@@ -177,6 +174,144 @@ class CmNode:
         self.rts_deadline: int | None = None
         self.key = (loc_addr, loc_port, rem_addr, rem_port, vlan_id)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN."""
+
+    @property
+    def ipv4(self) -> bool:
+        """The node's addresses are IPv4."""
+        return bool(self._flags & _IPV4)
+
+    @ipv4.setter
+    def ipv4(self, value: bool) -> None:
+        self._flags = self._flags | _IPV4 if value else self._flags & ~_IPV4
+
+    @property
+    def client(self) -> bool:
+        """``tcp_cntxt.client``: the active side."""
+        return bool(self._flags & _CLIENT)
+
+    @client.setter
+    def client(self, value: bool) -> None:
+        self._flags = self._flags | _CLIENT if value else self._flags & ~_CLIENT
+
+    @property
+    def accelerated(self) -> bool:
+        """The connection was handed to the NIC (``cm_node->accelerated``)."""
+        return bool(self._flags & _ACCELERATED)
+
+    @accelerated.setter
+    def accelerated(self, value: bool) -> None:
+        self._flags = self._flags | _ACCELERATED if value else self._flags & ~_ACCELERATED
+
+    @property
+    def ah_valid(self) -> bool:
+        """The address handle was created (``cm_node->ah``)."""
+        return bool(self._flags & _AH_VALID)
+
+    @ah_valid.setter
+    def ah_valid(self, value: bool) -> None:
+        self._flags = self._flags | _AH_VALID if value else self._flags & ~_AH_VALID
+
+    @property
+    def cm_id(self) -> bool:
+        """``cm_node->cm_id != NULL``."""
+        return bool(self._flags & _CM_ID)
+
+    @cm_id.setter
+    def cm_id(self, value: bool) -> None:
+        self._flags = self._flags | _CM_ID if value else self._flags & ~_CM_ID
+
+    @property
+    def qhash_set(self) -> bool:
+        """The connection's qhash rule is installed."""
+        return bool(self._flags & _QHASH_SET)
+
+    @qhash_set.setter
+    def qhash_set(self, value: bool) -> None:
+        self._flags = self._flags | _QHASH_SET if value else self._flags & ~_QHASH_SET
+
+    @property
+    def qp_linked(self) -> bool:
+        """``iwqp->cm_node`` points to this node."""
+        return bool(self._flags & _QP_LINKED)
+
+    @qp_linked.setter
+    def qp_linked(self, value: bool) -> None:
+        self._flags = self._flags | _QP_LINKED if value else self._flags & ~_QP_LINKED
+
+    @property
+    def ack_rcvd(self) -> bool:
+        """The last frame sent was acknowledged (no resend needed)."""
+        return bool(self._flags & _ACK_RCVD)
+
+    @ack_rcvd.setter
+    def ack_rcvd(self, value: bool) -> None:
+        self._flags = self._flags | _ACK_RCVD if value else self._flags & ~_ACK_RCVD
+
+    @property
+    def accept_pend(self) -> bool:
+        """The passive node counts in the listener's ``pend_accepts_cnt``."""
+        return bool(self._flags & _ACCEPT_PEND)
+
+    @accept_pend.setter
+    def accept_pend(self, value: bool) -> None:
+        self._flags = self._flags | _ACCEPT_PEND if value else self._flags & ~_ACCEPT_PEND
+
+    @property
+    def do_lpb(self) -> bool:
+        """Loopback: frames stay inside the host."""
+        return bool(self._flags & _DO_LPB)
+
+    @do_lpb.setter
+    def do_lpb(self, value: bool) -> None:
+        self._flags = self._flags | _DO_LPB if value else self._flags & ~_DO_LPB
+
+    @property
+    def held_by_app(self) -> bool:
+        """A passive node the CONNECT_REQUEST upcall handed to the application
+        (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
+        and not yet given back by a reject or a failed accept."""
+        return bool(self._flags & _HELD_BY_APP)
+
+    @held_by_app.setter
+    def held_by_app(self, value: bool) -> None:
+        self._flags = self._flags | _HELD_BY_APP if value else self._flags & ~_HELD_BY_APP
+
+    @property
+    def qhash_pending(self) -> bool:
+        """The conn-established qhash/AH completion has not arrived yet."""
+        return bool(self._flags & _QHASH_PENDING)
+
+    @qhash_pending.setter
+    def qhash_pending(self, value: bool) -> None:
+        self._flags = self._flags | _QHASH_PENDING if value else self._flags & ~_QHASH_PENDING
+
+    @property
+    def qp_error(self) -> bool:
+        """The driver QP was moved to ERR before offload (``iwarp_state`` ERROR), so
+        ``irdma_modify_qp(RTS)`` will fail."""
+        return bool(self._flags & _QP_ERROR)
+
+    @qp_error.setter
+    def qp_error(self, value: bool) -> None:
+        self._flags = self._flags | _QP_ERROR if value else self._flags & ~_QP_ERROR
+
+    @property
+    def rcv_mark_en(self) -> bool:
+        """MPA markers expected on receive."""
+        return bool(self._flags & _RCV_MARK_EN)
+
+    @rcv_mark_en.setter
+    def rcv_mark_en(self, value: bool) -> None:
+        self._flags = self._flags | _RCV_MARK_EN if value else self._flags & ~_RCV_MARK_EN
+
+    @property
+    def snd_mark_en(self) -> bool:
+        """MPA markers to be sent."""
+        return bool(self._flags & _SND_MARK_EN)
+
+    @snd_mark_en.setter
+    def snd_mark_en(self, value: bool) -> None:
+        self._flags = self._flags | _SND_MARK_EN if value else self._flags & ~_SND_MARK_EN
 
     @property
     def tcp_cntxt(self) -> TcpContext:

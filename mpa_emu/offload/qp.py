@@ -200,22 +200,23 @@ def _shared_ctx(init: QpInit) -> _SharedCtx:
 
 
 # Bits of OffloadedQp._flags: one int for the QP's yes/no facts (each a slot of its own
-# would cost 8 bytes per connection).
+# would cost 8 bytes per connection). Those an established QP usually has set come
+# first, so that the usual values are small ints every QP shares.
 _ACTIVE = 0x1
 """The QP is the active side (sends the RTR)."""
-_HOLD_TX = 0x2
-"""WAITFORRCVPDU: a passive QP sends nothing after its LSMM until the first FPDU."""
-_FIRST_PDU_SEEN = 0x4
-_FIN_REQUESTED = 0x8
-_FIN_SENT = 0x10
-_PEER_FIN = 0x20
-_READ_PENDING = 0x40
+_FIRST_PDU_SEEN = 0x2
+_RTR_SENT = 0x4
+_LSMM_SENT = 0x8
+_READ_PENDING = 0x10
 """The read0 RTR was sent and its Read Response has not arrived."""
-_TERM_SENT = 0x80
-_RX_HALTED = 0x100
+_HOLD_TX = 0x20
+"""WAITFORRCVPDU: a passive QP sends nothing after its LSMM until the first FPDU."""
+_FIN_REQUESTED = 0x40
+_FIN_SENT = 0x80
+_PEER_FIN = 0x100
+_TERM_SENT = 0x200
+_RX_HALTED = 0x400
 """An FPDU failed a check: later ones are acknowledged, not placed."""
-_RTR_SENT = 0x200
-_LSMM_SENT = 0x400
 
 
 class QpError(ValueError):
