@@ -219,6 +219,15 @@ _RX_HALTED = 0x400
 """An FPDU failed a check: later ones are acknowledged, not placed."""
 
 
+_AeRecord = tuple["Ae | None", TcpState, IwarpState, "bytes | None"]
+_NO_AE: _AeRecord = (None, TcpState.ESTABLISHED, IwarpState.RTS, None)
+"""The AE record before any AE: the states a QP starts in."""
+_AE_RECORDS: dict[tuple[Ae, TcpState, IwarpState, None],
+                  tuple[Ae, TcpState, IwarpState, None]] = {}
+"""One shared record per (AE, TCP state, iWARP state) without a q2 frame (a few hundred
+at most)."""
+
+
 class QpError(ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
@@ -231,12 +240,12 @@ class OffloadedQp:
     only while they hold something: ``None`` when empty.
     """
 
-    __slots__ = ("_aes", "_conn", "_ctx", "_flags", "_irs", "_isn", "_local_port",
+    __slots__ = ("_ae", "_aes", "_conn", "_ctx", "_flags", "_irs", "_isn", "_local_port",
                  "_outbox", "_pending", "_read_responses", "_received", "_recv_mo",
                  "_recv_msn", "_remote_port", "_retries", "_rexmit_at", "_rto_ns",
-                 "_rx_buffer", "_send_msn", "_unacked", "_wnd0", "ae_frame", "ae_iwarp_state",
-                 "ae_tcp_state", "iwarp_state", "iwqp", "rcv_nxt", "received_count",
-                 "retransmissions", "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
+                 "_rx_buffer", "_send_msn", "_unacked", "_wnd0", "iwarp_state", "iwqp",
+                 "rcv_nxt", "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
+                 "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
@@ -258,12 +267,8 @@ class OffloadedQp:
         self.snd_nxt = init.snd_nxt
         self.rcv_nxt = init.rcv_nxt
         self.snd_wnd = init.snd_wnd
-        # The TCP and iWARP states carried by the AEQE last returned by next_ae.
-        self.ae_tcp_state = self.tcp_state
-        self.ae_iwarp_state = self.iwarp_state
-        # The offending frame the NIC wrote to q2 with the last AE (from its ULPDU_LENGTH
-        # on), None when it wrote none.
-        self.ae_frame: bytes | None = None
+        # The AEQE last returned by next_ae: (AE, TCP state, iWARP state, q2 frame).
+        self._ae: _AeRecord = _NO_AE
         # The driver's copies of this QP's states (struct irdma_qp).
         self.iwqp = IwQp()
         # The last few FPDUs: one message on its own (most connections only ever get the
@@ -492,11 +497,27 @@ class OffloadedQp:
         aes = self._aes
         if aes is None:
             return None
-        ae, tcp, iwarp, q2 = aes.popleft()
+        record = aes.popleft()
         if not aes:
             self._aes = None
-        self.ae_tcp_state, self.ae_iwarp_state, self.ae_frame = tcp, iwarp, q2
-        return ae
+        self._ae = record
+        return record[0]
+
+    @property
+    def ae_tcp_state(self) -> TcpState:
+        """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
+        return self._ae[1]
+
+    @property
+    def ae_iwarp_state(self) -> IwarpState:
+        """The iWARP state carried by the AEQE last returned by :meth:`next_ae`."""
+        return self._ae[2]
+
+    @property
+    def ae_frame(self) -> bytes | None:
+        """The offending frame the NIC wrote to q2 with the last AE (from its
+        ULPDU_LENGTH on), None when it wrote none."""
+        return self._ae[3]
 
     # ---- inspection --------------------------------------------------------------------
 
@@ -522,7 +543,12 @@ class OffloadedQp:
     def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
         if self._aes is None:
             self._aes = deque()
-        self._aes.append((ae, self.tcp_state, self.iwarp_state, q2))
+        if q2 is None:
+            # shared: a QP keeps its last AE, and most QPs' last AE is the same RTS
+            plain = (ae, self.tcp_state, self.iwarp_state, None)
+            self._aes.append(_AE_RECORDS.setdefault(plain, plain))
+        else:
+            self._aes.append((ae, self.tcp_state, self.iwarp_state, q2))
 
     def _stop(self) -> None:
         self._pending = None
@@ -617,6 +643,8 @@ class OffloadedQp:
         ack = frame.ack
         if _seq_lt(self.snd_una, ack) and _seq_le(ack, self.snd_nxt):
             self.snd_una = ack
+            if ack == self.snd_nxt:
+                self.snd_nxt = ack  # the same number: keep one int object, not two
             unacked = self._unacked
             while unacked and _seq_le((unacked[0].seq + unacked[0].seq_len) % _SEQ_MOD, ack):
                 unacked.popleft()
