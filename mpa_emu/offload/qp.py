@@ -242,7 +242,7 @@ class OffloadedQp:
 
     __slots__ = ("_ae", "_aes", "_conn", "_ctx", "_flags", "_irs", "_isn", "_local_port",
                  "_outbox", "_pending", "_read_responses", "_received", "_recv_mo",
-                 "_recv_msn", "_remote_port", "_retries", "_rexmit_at", "_rto_ns",
+                 "_recv_msn", "_remote_port", "_retries", "_rexmit_at",
                  "_rx_buffer", "_send_msn", "_unacked", "_wnd0", "iwarp_state", "iwqp",
                  "rcv_nxt", "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
                  "tcp_state")
@@ -279,7 +279,7 @@ class OffloadedQp:
         self.retransmissions = 0
         self._pending: deque[tuple[bytes, str]] | None = None
         self._unacked: deque[_Unacked] | None = None
-        self._rto_ns = RTO_INITIAL_NS
+        # The RTO is RTO_INITIAL_NS << _retries: it doubles with each retransmission.
         self._retries = 0
         self._rexmit_at: int | None = None
         self._rx_buffer: bytearray | None = None
@@ -474,8 +474,7 @@ class OffloadedQp:
         oldest = unacked[0]
         self._emit(oldest.seq, oldest.flags, oldest.payload,
                    f"hw qp: retransmission {self._retries} of {oldest.comment}")
-        self._rto_ns *= 2
-        self._rexmit_at = now_ns + self._rto_ns
+        self._rexmit_at = now_ns + (RTO_INITIAL_NS << self._retries)
 
     def get_timer(self) -> int | None:
         """Absolute ns of the next retransmission or terminate timeout, ``None`` when
@@ -595,9 +594,8 @@ class OffloadedQp:
         self._emit(entry.seq, flags, payload, comment)
         self.snd_nxt = (self.snd_nxt + entry.seq_len) % _SEQ_MOD
         if not self._unacked:
-            self._rto_ns = RTO_INITIAL_NS
             self._retries = 0
-            self._rexmit_at = now_ns + self._rto_ns
+            self._rexmit_at = now_ns + RTO_INITIAL_NS
         if self._unacked is None:
             self._unacked = deque()
         self._unacked.append(entry)
@@ -650,9 +648,8 @@ class OffloadedQp:
                 unacked.popleft()
             if not unacked:
                 self._unacked = None
-            self._rto_ns = RTO_INITIAL_NS
             self._retries = 0
-            self._rexmit_at = now_ns + self._rto_ns if self._unacked else None
+            self._rexmit_at = now_ns + RTO_INITIAL_NS if self._unacked else None
             if self._flags & _FIN_SENT and ack == self.snd_nxt:
                 self._our_fin_acked()
         self.snd_wnd = shared(frame.window << self._ctx[_SND_WSCALE])
