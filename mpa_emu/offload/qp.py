@@ -217,6 +217,8 @@ _PEER_FIN = 0x100
 _TERM_SENT = 0x200
 _RX_HALTED = 0x400
 """An FPDU failed a check: later ones are acknowledged, not placed."""
+_CRC_BAD = 0x800
+"""The one FPDU kept in ``_received`` failed its CRC check."""
 
 
 _AeRecord = tuple["Ae | None", TcpState, IwarpState, "bytes | None"]
@@ -241,7 +243,7 @@ class OffloadedQp:
     """
 
     __slots__ = ("_ae", "_aes", "_conn", "_ctx", "_flags", "_irs", "_isn", "_local_port",
-                 "_outbox", "_pending", "_read_responses", "_received", "_recv_mo",
+                 "_outbox", "_pending", "_read_responses", "_received", "_received_at", "_recv_mo",
                  "_recv_msn", "_remote_port", "_retries", "_rexmit_at",
                  "_rx_buffer", "_send_msn", "_unacked", "_wnd0", "iwarp_state", "iwqp",
                  "rcv_nxt", "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
@@ -271,9 +273,11 @@ class OffloadedQp:
         self._ae: _AeRecord = _NO_AE
         # The driver's copies of this QP's states (struct irdma_qp).
         self.iwqp = IwQp()
-        # The last few FPDUs: one message on its own (most connections only ever get the
-        # RTR or its Read Response), else a tuple.
-        self._received: ReceivedMessage | tuple[ReceivedMessage, ...] = ()
+        # The last few FPDUs. Most connections only ever get one (the RTR or its Read
+        # Response): that one is kept as its ULPDU, _received_at and the _CRC_BAD bit, not
+        # as an object of its own; two or more as a tuple.
+        self._received: bytes | tuple[ReceivedMessage, ...] = ()
+        self._received_at = 0
         self.received_count = 0
         """FPDUs taken off the stream so far (:attr:`received` keeps the last few)."""
         self.retransmissions = 0
@@ -313,7 +317,9 @@ class OffloadedQp:
         long-lived connection does not keep every message it ever got; the count is
         :attr:`received_count`)."""
         kept = self._received
-        return [kept] if isinstance(kept, ReceivedMessage) else list(kept)
+        if isinstance(kept, bytes):
+            return [ReceivedMessage(kept, not self._flags & _CRC_BAD, self._received_at)]
+        return list(kept)
 
     # ---- the contract ----------------------------------------------------------------
 
@@ -725,12 +731,19 @@ class OffloadedQp:
                 buffer = self._rx_buffer = None
             crc_ok = fpdu.crc_ok or not self._ctx[_CRC]
             self.received_count += 1
-            msg = ReceivedMessage(shared_bytes(fpdu.ulpdu), crc_ok, now_ns)
             kept = self._received
-            if isinstance(kept, ReceivedMessage):
-                self._received = (kept, msg)
+            if isinstance(kept, bytes):
+                first = ReceivedMessage(kept, not self._flags & _CRC_BAD, self._received_at)
+                self._received = (first, ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
+                self._received_at = 0
+            elif kept:
+                self._received = (*kept[1 - RECEIVED_KEPT:],
+                                  ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
             else:
-                self._received = (*kept[1 - RECEIVED_KEPT:], msg) if kept else msg
+                self._received = shared_bytes(fpdu.ulpdu)
+                self._received_at = now_ns
+                if not crc_ok:
+                    self._flags |= _CRC_BAD
             if self._flags & _RX_HALTED or self.iwarp_state not in (IwarpState.RTS,
                                                            IwarpState.CLOSING):
                 continue  # TERMINATE or ERROR: acknowledged, not placed
