@@ -94,6 +94,9 @@ class ChildListener:
         self.qhash_set = True
 
 
+NodeKey = tuple[bytes, int, bytes, int, int]
+"""(local address, local port, remote address, remote port, VLAN id)."""
+
 REFCOUNT_SATURATED = 0xC000_0000
 """``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
 zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
@@ -125,24 +128,22 @@ class CmNode:
 
     __slots__ = (
         "_flags", "close_entry", "conn", "ird_size", "key", "listener", "loc_ack_num",
-        "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
-        "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
-        "pdata_size", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num",
-        "rem_addr", "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
-        "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
+        "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
+        "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata", "pdata_size", "qp",
+        "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_mac",
+        "rts_deadline", "send_entry", "send_rdma0_op", "snd_wnd", "snd_wscale", "state",
+        "tos", "user_pri",
     )
 
-    def __init__(self, conn: int, loc_addr: bytes, loc_port: int, rem_addr: bytes,
-                 rem_port: int, vlan_id: int) -> None:
+    def __init__(self, conn: int, key: NodeKey) -> None:
         self.conn = conn
-        self._flags = _IPV4 if len(loc_addr) == 4 else 0
+        self.key = key
+        """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
+        node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
+        which the table holds anyway, so the node keeps them only here)."""
+        self._flags = _IPV4 if len(key[0]) == 4 else 0
         self.state = CmState.UNKNOWN
         self.refcnt = 1
-        self.loc_addr = loc_addr
-        self.loc_port = loc_port
-        self.rem_addr = rem_addr
-        self.rem_port = rem_port
-        self.vlan_id = vlan_id
         self.user_pri = 0
         self.tos = 0
         self.rem_mac = b""
@@ -172,8 +173,32 @@ class CmNode:
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.lsmm_size = 0
         self.rts_deadline: int | None = None
-        self.key = (loc_addr, loc_port, rem_addr, rem_port, vlan_id)
-        """The node-table key of ``irdma_find_node``: addresses, ports and VLAN."""
+
+    @property
+    def loc_addr(self) -> bytes:
+        """Local address (4 or 16 bytes)."""
+        return self.key[0]
+
+    @property
+    def loc_port(self) -> int:
+        """Local TCP port."""
+        return self.key[1]
+
+    @property
+    def rem_addr(self) -> bytes:
+        """Remote address."""
+        return self.key[2]
+
+    @property
+    def rem_port(self) -> int:
+        """Remote TCP port."""
+        return self.key[3]
+
+    @property
+    def vlan_id(self) -> int:
+        """VLAN id, 0xFFFF when untagged (changed only with the key,
+        :meth:`mpa_emu.cm.nodes.NodeTable.rekey_vlan`)."""
+        return self.key[4]
 
     @property
     def ipv4(self) -> bool:
