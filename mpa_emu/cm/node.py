@@ -116,19 +116,18 @@ _QP_LINKED = 0x40
 _HELD_BY_APP = 0x80
 _ACK_RCVD = 0x100
 _ACCEPT_PEND = 0x200
-_DO_LPB = 0x400
-_QHASH_PENDING = 0x800
-_QP_ERROR = 0x1000
-_RCV_MARK_EN = 0x2000
-_SND_MARK_EN = 0x4000
+_QHASH_PENDING = 0x400
+_QP_ERROR = 0x800
+_RCV_MARK_EN = 0x1000
+_SND_MARK_EN = 0x2000
 
 
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "_flags", "close_entry", "conn", "ird_size", "key", "listener", "loc_ack_num",
-        "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
+        "_flags", "close_entry", "conn", "do_lpb", "ird_size", "key", "listener",
+        "loc_ack_num", "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
         "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata", "pdata_size", "qp",
         "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_mac",
         "rts_deadline", "send_entry", "send_rdma0_op", "snd_wnd", "snd_wscale", "state",
@@ -144,6 +143,8 @@ class CmNode:
         self._flags = _IPV4 if len(key[0]) == 4 else 0
         self.state = CmState.UNKNOWN
         self.refcnt = 1
+        self.do_lpb = False
+        """Loopback: frames stay inside the host (read for every frame: a slot)."""
         self.user_pri = 0
         self.tos = 0
         self.rem_mac = b""
@@ -280,15 +281,6 @@ class CmNode:
     @accept_pend.setter
     def accept_pend(self, value: bool) -> None:
         self._flags = self._flags | _ACCEPT_PEND if value else self._flags & ~_ACCEPT_PEND
-
-    @property
-    def do_lpb(self) -> bool:
-        """Loopback: frames stay inside the host."""
-        return bool(self._flags & _DO_LPB)
-
-    @do_lpb.setter
-    def do_lpb(self, value: bool) -> None:
-        self._flags = self._flags | _DO_LPB if value else self._flags & ~_DO_LPB
 
     @property
     def held_by_app(self) -> bool:

@@ -130,14 +130,15 @@ class NodeTable:
         """File a new node under its key, its id and its (local address, VLAN)."""
         self._file(node.key, node)
         self.by_conn[node.conn] = node
-        self.by_local.setdefault((node.loc_addr, node.vlan_id), {})[node.conn] = node
+        key = node.key
+        self.by_local.setdefault((key[0], key[4]), {})[node.conn] = node
 
     def remove(self, node: CmNode) -> None:
         """Take a destroyed node out of every index."""
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         self.by_conn.pop(node.conn, None)
-        self._unindex_local(node, node.vlan_id)
+        self._unindex_local(node, node.key[4])
 
     def rekey_vlan(self, node: CmNode, vlan_id: int) -> None:
         """Give ``node`` a new VLAN and file it under its new key and index entry. A
@@ -154,11 +155,11 @@ class NodeTable:
         node.key = key
 
     def _unindex_local(self, node: CmNode, vlan_id: int) -> None:
-        local = self.by_local.get((node.loc_addr, vlan_id))
+        local = self.by_local.get((node.key[0], vlan_id))
         if local is not None:
             local.pop(node.conn, None)
             if not local:
-                del self.by_local[(node.loc_addr, vlan_id)]
+                del self.by_local[(node.key[0], vlan_id)]
 
     def free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                   vlan_id: int) -> tuple[int, int]:

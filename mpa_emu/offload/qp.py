@@ -224,10 +224,8 @@ _CRC_BAD = 0x800
 _AeRecord = tuple["Ae | None", TcpState, IwarpState, "bytes | None"]
 _NO_AE: _AeRecord = (None, TcpState.ESTABLISHED, IwarpState.RTS, None)
 """The AE record before any AE: the states a QP starts in."""
-_AE_RECORDS: dict[tuple[Ae, TcpState, IwarpState, None],
-                  tuple[Ae, TcpState, IwarpState, None]] = {}
-"""One shared record per (AE, TCP state, iWARP state) without a q2 frame (a few hundred
-at most)."""
+_RTS_AE = (Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
+"""The record of the RTS AE of an established QP, the last AE of most QPs: shared."""
 
 
 class QpError(ValueError):
@@ -548,12 +546,13 @@ class OffloadedQp:
     def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
         if self._aes is None:
             self._aes = deque()
-        if q2 is None:
-            # shared: a QP keeps its last AE, and most QPs' last AE is the same RTS
-            plain = (ae, self.tcp_state, self.iwarp_state, None)
-            self._aes.append(_AE_RECORDS.setdefault(plain, plain))
+        tcp, iwarp = self.tcp_state, self.iwarp_state
+        if ae is Ae.RTS and tcp is TcpState.ESTABLISHED and iwarp is IwarpState.RTS \
+                and q2 is None:
+            # shared: a QP keeps its last AE, and most QPs' last AE is this RTS
+            self._aes.append(_RTS_AE)
         else:
-            self._aes.append((ae, self.tcp_state, self.iwarp_state, q2))
+            self._aes.append((ae, tcp, iwarp, q2))
 
     def _stop(self) -> None:
         self._pending = None
