@@ -107,31 +107,27 @@ kernel)."""
 # bytes per connection); those an established node usually has set come first, so that
 # the usual values are small ints every node shares.
 _IPV4 = 0x1
-_CLIENT = 0x2
-_ACCELERATED = 0x4
-_AH_VALID = 0x8
-_CM_ID = 0x10
-_QHASH_SET = 0x20
-_QP_LINKED = 0x40
-_HELD_BY_APP = 0x80
-_ACK_RCVD = 0x100
-_ACCEPT_PEND = 0x200
-_QHASH_PENDING = 0x400
-_QP_ERROR = 0x800
-_RCV_MARK_EN = 0x1000
-_SND_MARK_EN = 0x2000
+_QHASH_SET = 0x2
+_QP_LINKED = 0x4
+_HELD_BY_APP = 0x8
+_ACK_RCVD = 0x10
+_ACCEPT_PEND = 0x20
+_QHASH_PENDING = 0x40
+_QP_ERROR = 0x80
+_RCV_MARK_EN = 0x100
+_SND_MARK_EN = 0x200
 
 
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "_flags", "close_entry", "conn", "do_lpb", "ird_size", "key", "listener",
-        "loc_ack_num", "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
-        "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata", "pdata_size", "qp",
-        "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_mac",
-        "rts_deadline", "send_entry", "send_rdma0_op", "snd_wnd", "snd_wscale", "state",
-        "tos", "user_pri",
+        "_flags", "accelerated", "ah_valid", "client", "close_entry", "cm_id", "conn",
+        "do_lpb", "ird_size", "key", "listener", "loc_ack_num", "loc_id", "loc_seq_num",
+        "lsmm_size", "max_snd_wnd", "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size",
+        "passive_state", "pdata", "pdata_size", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale",
+        "refcnt", "rem_ack_num", "rem_mac", "rts_deadline", "send_entry", "send_rdma0_op",
+        "snd_wnd", "snd_wscale", "state", "tos", "user_pri",
     )
 
     def __init__(self, conn: int, key: NodeKey) -> None:
@@ -143,8 +139,17 @@ class CmNode:
         self._flags = _IPV4 if len(key[0]) == 4 else 0
         self.state = CmState.UNKNOWN
         self.refcnt = 1
+        # Read for nearly every frame or input: slots of their own, not _flags bits.
         self.do_lpb = False
-        """Loopback: frames stay inside the host (read for every frame: a slot)."""
+        """Loopback: frames stay inside the host."""
+        self.client = False
+        """``tcp_cntxt.client``: the active side."""
+        self.accelerated = False
+        """The connection was handed to the NIC (``cm_node->accelerated``)."""
+        self.ah_valid = False
+        """The address handle was created (``cm_node->ah``)."""
+        self.cm_id = False
+        """``cm_node->cm_id != NULL``."""
         self.user_pri = 0
         self.tos = 0
         self.rem_mac = b""
@@ -209,42 +214,6 @@ class CmNode:
     @ipv4.setter
     def ipv4(self, value: bool) -> None:
         self._flags = self._flags | _IPV4 if value else self._flags & ~_IPV4
-
-    @property
-    def client(self) -> bool:
-        """``tcp_cntxt.client``: the active side."""
-        return bool(self._flags & _CLIENT)
-
-    @client.setter
-    def client(self, value: bool) -> None:
-        self._flags = self._flags | _CLIENT if value else self._flags & ~_CLIENT
-
-    @property
-    def accelerated(self) -> bool:
-        """The connection was handed to the NIC (``cm_node->accelerated``)."""
-        return bool(self._flags & _ACCELERATED)
-
-    @accelerated.setter
-    def accelerated(self, value: bool) -> None:
-        self._flags = self._flags | _ACCELERATED if value else self._flags & ~_ACCELERATED
-
-    @property
-    def ah_valid(self) -> bool:
-        """The address handle was created (``cm_node->ah``)."""
-        return bool(self._flags & _AH_VALID)
-
-    @ah_valid.setter
-    def ah_valid(self, value: bool) -> None:
-        self._flags = self._flags | _AH_VALID if value else self._flags & ~_AH_VALID
-
-    @property
-    def cm_id(self) -> bool:
-        """``cm_node->cm_id != NULL``."""
-        return bool(self._flags & _CM_ID)
-
-    @cm_id.setter
-    def cm_id(self, value: bool) -> None:
-        self._flags = self._flags | _CM_ID if value else self._flags & ~_CM_ID
 
     @property
     def qhash_set(self) -> bool:
