@@ -251,12 +251,13 @@ class OffloadClassifier:
         self.reply_by: bool | None = None
         self.cm_ack_pending = False
 
-    def feed(self, outbound: bool, seg: Segment) -> bool | None:
+    def feed(self, outbound: bool, seg: Segment, kind: str | None = None) -> bool | None:
         """The next frame of the flow: None for a received frame, else True when only the
-        NIC's QP sends it."""
+        NIC's QP sends it. ``kind`` is ``mpa_kind(seg.payload)`` when the caller has it."""
         if self.initiator is None and seg.flags & SYN and not seg.flags & ACK:
             self.initiator = outbound
-        kind = mpa_kind(seg.payload) if seg.payload else ""
+        if kind is None:
+            kind = mpa_kind(seg.payload) if seg.payload else ""
         if kind == "request":
             self.requested = True
             if self.initiator is None:  # the capture began after the handshake

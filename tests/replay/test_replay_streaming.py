@@ -126,3 +126,30 @@ def test_semantic_replay_reads_stdin() -> None:
     proc = _cli(["-", "--emulate", "192.168.20.2", "--semantic"], fixture.read_bytes())
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.decode().startswith("MATCH (semantic)")
+
+
+def test_spool_gives_back_what_was_appended_past_its_memory_chunk() -> None:
+    # Items beyond the first chunk go to disk as rows of their fields; a class of one
+    # field and one of several must both come back equal and in order.
+    from dataclasses import dataclass
+
+    from mpa_emu.replay.stream import Spool
+
+    @dataclass(frozen=True)
+    class One:
+        x: int
+
+    @dataclass(frozen=True)
+    class Two:
+        x: int
+        name: str
+
+    ones: Spool[One] = Spool(One)
+    twos: Spool[Two] = Spool(Two)
+    for i in range(700):
+        ones.append(One(i))
+        twos.append(Two(i, f"n{i}"))
+    assert len(ones) == len(twos) == 700
+    assert list(ones) == [One(i) for i in range(700)]
+    assert list(twos) == [Two(i, f"n{i}") for i in range(700)]
+    assert twos[699] == Two(699, "n699")
