@@ -103,31 +103,28 @@ zero. Far from zero, so later gets and puts never free the node (it leaks, as in
 kernel)."""
 
 
-# Bits of CmNode._flags: the node's yes/no fields in one int (a slot each would cost 8
-# bytes per connection); those an established node usually has set come first, so that
-# the usual values are small ints every node shares.
-_IPV4 = 0x1
-_QHASH_SET = 0x2
-_QP_LINKED = 0x4
-_HELD_BY_APP = 0x8
-_ACK_RCVD = 0x10
-_ACCEPT_PEND = 0x20
-_QHASH_PENDING = 0x40
-_QP_ERROR = 0x80
-_RCV_MARK_EN = 0x100
-_SND_MARK_EN = 0x200
+# Bits of CmNode._flags: the node's yes/no fields read only a few times per connection,
+# in one int (a slot each would cost 8 bytes per connection). The flags read on nearly
+# every input stay slots of their own: a property costs the cycle more than it saves.
+_QP_LINKED = 0x1
+_HELD_BY_APP = 0x2
+_ACK_RCVD = 0x4
+_QP_ERROR = 0x8
+_RCV_MARK_EN = 0x10
+_SND_MARK_EN = 0x20
 
 
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "_flags", "accelerated", "ah_valid", "client", "close_entry", "cm_id", "conn",
-        "do_lpb", "ird_size", "key", "listener", "loc_ack_num", "loc_id", "loc_seq_num",
-        "lsmm_size", "max_snd_wnd", "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size",
-        "passive_state", "pdata", "pdata_size", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale",
-        "refcnt", "rem_ack_num", "rem_mac", "rts_deadline", "send_entry", "send_rdma0_op",
-        "snd_wnd", "snd_wscale", "state", "tos", "user_pri",
+        "_flags", "accelerated", "accept_pend", "ah_valid", "client", "close_entry",
+        "cm_id", "conn", "do_lpb", "ipv4", "ird_size", "key", "listener", "loc_ack_num",
+        "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
+        "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata", "pdata_size",
+        "qhash_pending", "qhash_set", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt",
+        "rem_ack_num", "rem_mac", "rts_deadline", "send_entry", "send_rdma0_op", "snd_wnd",
+        "snd_wscale", "state", "tos", "user_pri",
     )
 
     def __init__(self, conn: int, key: NodeKey) -> None:
@@ -136,7 +133,7 @@ class CmNode:
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
         node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
         which the table holds anyway, so the node keeps them only here)."""
-        self._flags = _IPV4 if len(key[0]) == 4 else 0
+        self._flags = 0
         self.state = CmState.UNKNOWN
         self.refcnt = 1
         # Read for nearly every frame or input: slots of their own, not _flags bits.
@@ -150,6 +147,14 @@ class CmNode:
         """The address handle was created (``cm_node->ah``)."""
         self.cm_id = False
         """``cm_node->cm_id != NULL``."""
+        self.ipv4 = len(key[0]) == 4
+        """The node's addresses are IPv4."""
+        self.qhash_set = False
+        """The connection's qhash rule is installed."""
+        self.qhash_pending = False
+        """The conn-established qhash/AH completion has not arrived yet."""
+        self.accept_pend = False
+        """The passive node counts in the listener's ``pend_accepts_cnt``."""
         self.user_pri = 0
         self.tos = 0
         self.rem_mac = b""
@@ -207,24 +212,6 @@ class CmNode:
         return self.key[4]
 
     @property
-    def ipv4(self) -> bool:
-        """The node's addresses are IPv4."""
-        return bool(self._flags & _IPV4)
-
-    @ipv4.setter
-    def ipv4(self, value: bool) -> None:
-        self._flags = self._flags | _IPV4 if value else self._flags & ~_IPV4
-
-    @property
-    def qhash_set(self) -> bool:
-        """The connection's qhash rule is installed."""
-        return bool(self._flags & _QHASH_SET)
-
-    @qhash_set.setter
-    def qhash_set(self, value: bool) -> None:
-        self._flags = self._flags | _QHASH_SET if value else self._flags & ~_QHASH_SET
-
-    @property
     def qp_linked(self) -> bool:
         """``iwqp->cm_node`` points to this node."""
         return bool(self._flags & _QP_LINKED)
@@ -243,15 +230,6 @@ class CmNode:
         self._flags = self._flags | _ACK_RCVD if value else self._flags & ~_ACK_RCVD
 
     @property
-    def accept_pend(self) -> bool:
-        """The passive node counts in the listener's ``pend_accepts_cnt``."""
-        return bool(self._flags & _ACCEPT_PEND)
-
-    @accept_pend.setter
-    def accept_pend(self, value: bool) -> None:
-        self._flags = self._flags | _ACCEPT_PEND if value else self._flags & ~_ACCEPT_PEND
-
-    @property
     def held_by_app(self) -> bool:
         """A passive node the CONNECT_REQUEST upcall handed to the application
         (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
@@ -261,15 +239,6 @@ class CmNode:
     @held_by_app.setter
     def held_by_app(self, value: bool) -> None:
         self._flags = self._flags | _HELD_BY_APP if value else self._flags & ~_HELD_BY_APP
-
-    @property
-    def qhash_pending(self) -> bool:
-        """The conn-established qhash/AH completion has not arrived yet."""
-        return bool(self._flags & _QHASH_PENDING)
-
-    @qhash_pending.setter
-    def qhash_pending(self, value: bool) -> None:
-        self._flags = self._flags | _QHASH_PENDING if value else self._flags & ~_QHASH_PENDING
 
     @property
     def qp_error(self) -> bool:
