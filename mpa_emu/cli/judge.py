@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Container
+from collections.abc import Container, Iterator
 from typing import Any, TextIO
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
 from mpa_emu.capture.tshark import (
     MPA_OPTIONS,
     NO_RPCRDMA_OPTIONS,
+    SEVERITY_RANK,
     CrcVerdict,
     ExpertInfo,
     Tshark,
     TsharkError,
 )
+from mpa_emu.capture.tshark_pieces import Piece, Unsplittable, cut_capture
 from mpa_emu.cli import CliError
 from mpa_emu.views.inspection import InspectError, TcpFrame, decode_frame, read_frames
 
@@ -42,6 +45,12 @@ only the pseudo-header sum (or zero) is a TX checksum offload artefact, noted on
 sender, not a problem. strict (a bare --checksums): tshark verifies IP and TCP checksums
 while decoding, every bad one is a problem (and tshark does not reassemble such
 segments). off: no checksum is verified. inspect reads checksums the same way.
+
+A capture of more than 50,000 frames is judged in pieces, each connection whole in one
+piece (the frames so far of a connection open at a cut are carried into the next), so
+tshark's memory stays bounded; the report is the one of the whole file, printed at the
+end. Captures that cannot be cut safely (not all TCP on Ethernet, one endless connection,
+...) are judged in one tshark run.
 
 exit codes: 0 tshark found no problem, 1 it found some, 2 no tshark or unreadable file
 """
@@ -73,50 +82,47 @@ def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict
     """Every verdict on ``capture`` as plain data (the JSON form of the report).
 
     ``judge`` must run with :data:`MODE_OPTIONS` of ``mode``; with ``offload`` the TCP
-    checksums are judged by a second tshark pass and sorted here."""
-    checksums, bad_checksums = _checksums(judge, capture, mode)
-    frames = list(judge.summary_lines(capture, "iwarp_mpa || iwarp_ddp_rdmap"))
-    crcs = judge.crc_verdicts(capture)
-    table = judge.expert(capture)
+    checksums are judged by a second tshark pass and sorted here. A long capture is
+    judged in pieces (:mod:`mpa_emu.capture.tshark_pieces`) with the same verdicts."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        verdicts = _judge_pieces(judge, capture, mode, spool, keep_crcs=True)
+        spool.seek(0)
+        frames = [line.rstrip("\n") for line in spool]
     return {
         "capture": capture,
         "tshark": judge.version(),
-        "checksums": checksums,
+        "checksums": verdicts.checksums,
         "frames": frames,
-        "crc": [{"frame": v.frame, "status": v.status, "text": v.text} for v in crcs],
-        "expert": _iwarp_experts(table),
-        "problems": _problems(judge, capture, table, [v for v in crcs if v.status == "bad"])
-        + bad_checksums,
+        "crc": [{"frame": v.frame, "status": v.status, "text": v.text}
+                for v in verdicts.crcs],
+        "expert": _iwarp_experts(verdicts.experts.table()),
+        "problems": verdicts.problems(),
     }
 
 
 def write_verdicts(judge: Tshark, capture: str, mode: Mode, out: TextIO,
                    name: str | None = None) -> bool:
-    """:func:`format_verdicts` of :func:`judge_capture`, written as tshark's passes
-    run: the MPA/DDP summary lines go out as tshark prints them and of the CRC verdicts
-    only the counts and the bad ones are kept, so memory does not grow with the
-    capture. ``name`` is the capture's name in the header. True when tshark found a
-    problem."""
-    checksums, bad_checksums = _checksums(judge, capture, mode)
-    out.write("\n".join(_head_lines(name or capture, judge.version(), checksums)) + "\n")
-    out.write("\nMPA/DDP frames:\n")
-    any_frame = False
-    for line in judge.summary_lines(capture, "iwarp_mpa || iwarp_ddp_rdmap"):
-        out.write(f"  {line}\n")
-        any_frame = True
+    """:func:`format_verdicts` of :func:`judge_capture`, in memory that does not grow
+    with the capture: the capture is judged in pieces, the MPA/DDP summary lines wait
+    in a temporary file until the checksum reading of the whole capture heads the
+    report, and of the CRC verdicts only the counts and the bad ones are kept. ``name``
+    is the capture's name in the header. True when tshark found a problem."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        verdicts = _judge_pieces(judge, capture, mode, spool, keep_crcs=False)
+        out.write("\n".join(_head_lines(name or capture, judge.version(),
+                                        verdicts.checksums)) + "\n")
+        out.write("\nMPA/DDP frames:\n")
+        spool.seek(0)
+        any_frame = False
+        for line in spool:
+            out.write(f"  {line}")
+            any_frame = True
     if not any_frame:
         out.write("  (none)\n")
-    out.flush()
-    counts = {"good": 0, "bad": 0, "unchecked": 0}
-    bad: list[CrcVerdict] = []
-    for v in judge.crc_verdict_stream(capture):
-        counts[v.status] = counts.get(v.status, 0) + 1
-        if v.status == "bad":
-            bad.append(v)
-    table = judge.expert(capture)
-    problems = _problems(judge, capture, table, bad) + bad_checksums
-    lines = _crc_lines(counts, [{"frame": v.frame, "text": v.text} for v in bad])
-    lines += _tail_lines(_iwarp_experts(table), problems)
+    problems = verdicts.problems()
+    lines = _crc_lines(verdicts.crc_counts, [{"frame": v.frame, "text": v.text}
+                                             for v in verdicts.bad_crcs])
+    lines += _tail_lines(_iwarp_experts(verdicts.experts.table()), problems)
     out.write("\n".join(lines) + "\n")
     return bool(problems)
 
@@ -127,56 +133,150 @@ def _iwarp_experts(table: list[ExpertInfo]) -> list[dict[str, Any]]:
             for e in table if e.protocol.startswith("IWARP")]
 
 
-def _problems(judge: Tshark, capture: str, table: list[ExpertInfo],
-              bad_crcs: list[CrcVerdict]) -> list[str]:
-    """:meth:`Tshark.problems` from a table and CRC verdicts already read (one tshark
-    pass for the tree instead of three more)."""
-    out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
-           for e in table if e.severity == "Error"]
-    out += [f"frame {e.frame}: {e.severity}/{e.group}: {e.message}"
-            for e in judge.tree_expert_stream(capture)
-            if e.severity == "Error" or e.group == "Malformed"]
-    out += [f"frame {v.frame}: {v.text}" for v in bad_crcs]
-    return out
+class _ExpertTotals:
+    """The ``-z expert`` tables of the pieces added up as tshark adds up one table:
+    an entry per severity, protocol and summary (its group the first one seen), in the
+    order entries first appear, each severity's entries together."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str], list[Any]] = {}
+
+    def add(self, table: list[ExpertInfo], carried: list[ExpertInfo]) -> None:
+        """Add a piece's table less the table of its carried frames alone: the carried
+        frames were counted in earlier pieces, so every entry they raise is known."""
+        minus = {(e.severity, e.protocol, e.summary): e.count for e in carried}
+        if any(key not in self.rows for key in minus):
+            raise Unsplittable("carried frames raise an expert info not seen before")
+        for e in table:
+            key = (e.severity, e.protocol, e.summary)
+            count = e.count - minus.pop(key, 0)
+            if count < 0:
+                raise Unsplittable("carried frames count more than their piece")
+            if key in self.rows:
+                self.rows[key][1] += count
+            elif count:
+                self.rows[key] = [e.group, count]
+        if minus:
+            raise Unsplittable("carried frames raise an expert info their piece lacks")
+
+    def table(self) -> list[ExpertInfo]:
+        """The added-up table, as :meth:`Tshark.expert` reads one."""
+        rows = [ExpertInfo(severity=sev, group=group, protocol=proto, summary=summary,
+                           count=count)
+                for (sev, proto, summary), (group, count) in self.rows.items()]
+        return sorted(rows, key=lambda e: -SEVERITY_RANK.get(e.severity, -1))
 
 
-def _checksums(judge: Tshark, capture: str,
-               mode: Mode) -> tuple[dict[str, Any], list[str]]:
-    """The report's ``checksums`` entry and the problems of the offload pass."""
-    checksums: dict[str, Any] = {"mode": str(mode)}
-    problems: list[str] = []
-    if mode is Mode.OFFLOAD:
-        artefacts, bad = _offload_pass(judge, capture)
-        checksums["offload"] = artefacts
-        checksums["bad"] = bad
-        problems = [f"frame {n}: bad TCP checksum (not a TX offload partial sum)"
-                    for n in bad]
-    return checksums, problems
+class _Verdicts:
+    """What the passes over the pieces found, in the capture's frame numbers."""
+
+    def __init__(self, mode: Mode, keep_crcs: bool) -> None:
+        self.mode = mode
+        self.keep_crcs = keep_crcs
+        self.artefacts: dict[str, list[int]] = {}
+        self.bad_checksums: list[int] = []
+        self.crc_counts = {"good": 0, "bad": 0, "unchecked": 0}
+        self.crcs: list[CrcVerdict] = []
+        self.bad_crcs: list[CrcVerdict] = []
+        self.experts = _ExpertTotals()
+        self.tree_problems: list[str] = []
+
+    @property
+    def checksums(self) -> dict[str, Any]:
+        """The report's ``checksums`` entry."""
+        checksums: dict[str, Any] = {"mode": str(self.mode)}
+        if self.mode is Mode.OFFLOAD:
+            checksums["offload"] = self.artefacts
+            checksums["bad"] = self.bad_checksums
+        return checksums
+
+    def problems(self) -> list[str]:
+        """Error-level expert infos (table, then tree), malformed frames, bad CRCs and
+        bad TCP checksums, one line each."""
+        out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
+               for e in self.experts.table() if e.severity == "Error"]
+        out += self.tree_problems
+        out += [f"frame {v.frame}: {v.text}" for v in self.bad_crcs]
+        out += [f"frame {n}: bad TCP checksum (not a TX offload partial sum)"
+                for n in self.bad_checksums]
+        return out
 
 
-def _offload_pass(judge: Tshark, capture: str) -> tuple[dict[str, list[int]], list[int]]:
+def _judge_pieces(judge: Tshark, capture: str, mode: Mode, spool: TextIO,
+                  keep_crcs: bool) -> _Verdicts:
+    """Run every pass of tshark on each piece of ``capture``; the summary lines go to
+    ``spool``. Should the capture prove unsafe to cut once pieces were judged, or tshark
+    fail on a piece, everything is judged again on the whole capture, as one run."""
+    verdicts = _Verdicts(mode, keep_crcs)
+    try:
+        for piece in cut_capture(capture):
+            if piece.whole:
+                break
+            try:
+                _passes(judge, piece, verdicts, spool)
+            finally:
+                piece.remove()
+        else:
+            return verdicts
+    except (Unsplittable, TsharkError):
+        pass  # judged whole below
+    spool.seek(0)
+    spool.truncate()
+    verdicts = _Verdicts(mode, keep_crcs)
+    _passes(judge, Piece(capture, whole=True), verdicts, spool)
+    return verdicts
+
+
+def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> None:
+    if verdicts.mode is Mode.OFFLOAD:
+        for number, sender, artefact in _offload_pass(judge, piece):
+            if artefact:
+                verdicts.artefacts.setdefault(sender, []).append(number)
+            else:
+                verdicts.bad_checksums.append(number)
+    for line in judge.summary_lines(piece.path, "iwarp_mpa || iwarp_ddp_rdmap"):
+        shown = piece.summary_line(line)
+        if shown is not None:
+            spool.write(shown + "\n")
+    for found in judge.crc_verdict_stream(piece.path):
+        at = piece.number(found.frame)
+        if at is None:
+            continue
+        v = dataclasses.replace(found, frame=at)
+        verdicts.crc_counts[v.status] = verdicts.crc_counts.get(v.status, 0) + 1
+        if verdicts.keep_crcs:
+            verdicts.crcs.append(v)
+        if v.status == "bad":
+            verdicts.bad_crcs.append(v)
+    carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
+    verdicts.experts.add(judge.expert(piece.path), carried)
+    for e in judge.tree_expert_stream(piece.path):
+        where = piece.number(e.frame)
+        if where is not None and (e.severity == "Error" or e.group == "Malformed"):
+            verdicts.tree_problems.append(
+                f"frame {where}: {e.severity}/{e.group}: {e.message}")
+
+
+def _offload_pass(judge: Tshark, piece: Piece) -> Iterator[tuple[int, str, bool]]:
     """tshark's TCP checksum status per frame; of the bad ones, those whose field holds
-    the pseudo-header partial sum or zero (:func:`mpa_emu.capture.checksums.tcp_verdict`) are
-    offload artefacts, listed by sender; the rest are bad."""
-    lines = judge.run_lines(capture, *TCP_CHECKSUM, "-Y", "tcp.checksum.status == 0", "-T",
-                            "fields", "-E", "separator=|", "-e", "frame.number", "-e",
+    the pseudo-header partial sum or zero (:func:`mpa_emu.capture.checksums.tcp_verdict`)
+    are offload artefacts. Yields (capture frame number, sender, artefact) in order."""
+    lines = judge.run_lines(piece.path, *TCP_CHECKSUM, "-Y", "tcp.checksum.status == 0",
+                            "-T", "fields", "-E", "separator=|", "-e", "frame.number", "-e",
                             "ip.src", "-e", "ipv6.src")
     flagged: dict[int, str] = {}
     for line in lines:
         if line.strip():
             number_text, ip4, ip6 = [*line.rstrip("\n").split("|"), "", ""][:3]
-            flagged[int(number_text)] = ip4 or ip6 or "?"
+            if piece.number(int(number_text)) is not None:
+                flagged[int(number_text)] = ip4 or ip6 or "?"
     if not flagged:
-        return {}, []
-    offload = _offload_frames(capture, flagged)
-    artefacts: dict[str, list[int]] = {}
-    bad: list[int] = []
-    for number, sender in flagged.items():
-        if number in offload:
-            artefacts.setdefault(sender, []).append(number)
-        else:
-            bad.append(number)
-    return artefacts, bad
+        return
+    offload = _offload_frames(piece.path, flagged)
+    for local, sender in flagged.items():
+        number = piece.number(local)
+        assert number is not None
+        yield number, sender, local in offload
 
 
 def _offload_frames(capture: str, wanted: Container[int]) -> set[int]:
