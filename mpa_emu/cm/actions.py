@@ -26,7 +26,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
-from mpa_emu.wire.interning import shared
+from mpa_emu.wire.interning import shared, shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -121,8 +121,9 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
         if cm.trace is not None:
             cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
                   ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
-    node.pdata = res.private_data if (cfg.quirks.v2_pdata_plus4 or res.rev == 1) \
-        else res.user_data
+    # shared: 100,000 connections with the same private data hold one copy
+    node.pdata = shared_bytes(res.private_data if (cfg.quirks.v2_pdata_plus4 or res.rev == 1)
+                              else res.user_data)
     node.pdata_size = len(node.pdata)
     if res.markers:
         node.snd_mark_en = True

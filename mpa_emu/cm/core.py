@@ -47,10 +47,9 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
-from mpa_emu.cm.node import ChildListener, CmNode, Listener
+from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.nodes import (
     IsnChooser,
-    NodeKey,
     NodeTable,
     is_loopback,
     make_cm_node,

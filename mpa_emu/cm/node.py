@@ -94,47 +94,71 @@ class ChildListener:
         self.qhash_set = True
 
 
+NodeKey = tuple[bytes, int, bytes, int, int]
+"""(local address, local port, remote address, remote port, VLAN id)."""
+
 REFCOUNT_SATURATED = 0xC000_0000
 """``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
 zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
 kernel)."""
 
 
+# Bits of CmNode._flags: the node's yes/no fields read only a few times per connection,
+# in one int (a slot each would cost 8 bytes per connection). The flags read on nearly
+# every input stay slots of their own: a property costs the cycle more than it saves.
+_QP_LINKED = 0x1
+_HELD_BY_APP = 0x2
+_ACK_RCVD = 0x4
+_QP_ERROR = 0x8
+_RCV_MARK_EN = 0x10
+_SND_MARK_EN = 0x20
+
+
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "accelerated", "accept_pend", "ack_rcvd", "ah_valid", "client", "close_entry",
-        "cm_id", "conn", "do_lpb", "held_by_app", "ipv4", "ird_size", "key", "listener",
-        "loc_ack_num",
-        "loc_addr", "loc_id", "loc_port", "loc_seq_num", "lsmm_size", "max_snd_wnd",
-        "mpa_frame_rev", "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata",
-        "pdata_size", "qhash_pending", "qhash_set", "qp", "qp_error", "qp_linked",
-        "rcv_mark_en",
-        "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt", "rem_ack_num", "rem_addr",
-        "rem_mac", "rem_port", "rts_deadline", "send_entry", "send_rdma0_op",
-        "snd_mark_en", "snd_wnd", "snd_wscale", "state", "tos", "user_pri", "vlan_id",
+        "_flags", "accelerated", "accept_pend", "ah_valid", "client", "close_entry",
+        "cm_id", "conn", "do_lpb", "ipv4", "ird_size", "key", "listener", "loc_ack_num",
+        "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
+        "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata", "pdata_size",
+        "qhash_pending", "qhash_set", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt",
+        "rem_ack_num", "rem_mac", "rts_deadline", "send_entry", "send_rdma0_op", "snd_wnd",
+        "snd_wscale", "state", "tos", "user_pri",
     )
 
-    def __init__(self, conn: int, loc_addr: bytes, loc_port: int, rem_addr: bytes,
-                 rem_port: int, vlan_id: int) -> None:
+    def __init__(self, conn: int, key: NodeKey) -> None:
         self.conn = conn
+        self.key = key
+        """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
+        node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
+        which the table holds anyway, so the node keeps them only here)."""
+        self._flags = 0
         self.state = CmState.UNKNOWN
         self.refcnt = 1
-        self.ipv4 = len(loc_addr) == 4
-        self.loc_addr = loc_addr
-        self.loc_port = loc_port
-        self.rem_addr = rem_addr
-        self.rem_port = rem_port
-        self.vlan_id = vlan_id
+        # Read for nearly every frame or input: slots of their own, not _flags bits.
+        self.do_lpb = False
+        """Loopback: frames stay inside the host."""
+        self.client = False
+        """``tcp_cntxt.client``: the active side."""
+        self.accelerated = False
+        """The connection was handed to the NIC (``cm_node->accelerated``)."""
+        self.ah_valid = False
+        """The address handle was created (``cm_node->ah``)."""
+        self.cm_id = False
+        """``cm_node->cm_id != NULL``."""
+        self.ipv4 = len(key[0]) == 4
+        """The node's addresses are IPv4."""
+        self.qhash_set = False
+        """The connection's qhash rule is installed."""
+        self.qhash_pending = False
+        """The conn-established qhash/AH completion has not arrived yet."""
+        self.accept_pend = False
+        """The passive node counts in the listener's ``pend_accepts_cnt``."""
         self.user_pri = 0
         self.tos = 0
         self.rem_mac = b""
-        self.do_lpb = False
-        self.client = False
         self.listener: Listener | None = None
-        self.cm_id = False
-        self.qp_linked = False
         self.loc_seq_num = 0
         self.loc_ack_num = 0
         self.rem_ack_num = 0
@@ -152,31 +176,97 @@ class CmNode:
         self.ord_size = 0
         self.send_rdma0_op = Rdma0Op.READ_ZERO
         self.passive_state = 0
-        self.accept_pend = False
-        self.accelerated = False
-        self.ack_rcvd = False
-        self.snd_mark_en = False
-        self.rcv_mark_en = False
         self.pdata = b""
         self.pdata_size = 0
-        self.ah_valid = False
-        self.qhash_set = False
-        self.qhash_pending = False
-        self.held_by_app = False
-        self.qp_error = False
-        """The driver QP was moved to ERR before offload (``iwarp_state`` ERROR), so
-        ``irdma_modify_qp(RTS)`` will fail."""
-        """A passive node the CONNECT_REQUEST upcall handed to the application
-        (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
-        and not yet given back by a reject or a failed accept."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
         self.qp: NicQp | None = None
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.lsmm_size = 0
         self.rts_deadline: int | None = None
-        self.key = (loc_addr, loc_port, rem_addr, rem_port, vlan_id)
-        """The node-table key of ``irdma_find_node``: addresses, ports and VLAN."""
+
+    @property
+    def loc_addr(self) -> bytes:
+        """Local address (4 or 16 bytes)."""
+        return self.key[0]
+
+    @property
+    def loc_port(self) -> int:
+        """Local TCP port."""
+        return self.key[1]
+
+    @property
+    def rem_addr(self) -> bytes:
+        """Remote address."""
+        return self.key[2]
+
+    @property
+    def rem_port(self) -> int:
+        """Remote TCP port."""
+        return self.key[3]
+
+    @property
+    def vlan_id(self) -> int:
+        """VLAN id, 0xFFFF when untagged (changed only with the key,
+        :meth:`mpa_emu.cm.nodes.NodeTable.rekey_vlan`)."""
+        return self.key[4]
+
+    @property
+    def qp_linked(self) -> bool:
+        """``iwqp->cm_node`` points to this node."""
+        return bool(self._flags & _QP_LINKED)
+
+    @qp_linked.setter
+    def qp_linked(self, value: bool) -> None:
+        self._flags = self._flags | _QP_LINKED if value else self._flags & ~_QP_LINKED
+
+    @property
+    def ack_rcvd(self) -> bool:
+        """The last frame sent was acknowledged (no resend needed)."""
+        return bool(self._flags & _ACK_RCVD)
+
+    @ack_rcvd.setter
+    def ack_rcvd(self, value: bool) -> None:
+        self._flags = self._flags | _ACK_RCVD if value else self._flags & ~_ACK_RCVD
+
+    @property
+    def held_by_app(self) -> bool:
+        """A passive node the CONNECT_REQUEST upcall handed to the application
+        (``event.provider_data``, the only way ``irdma_accept``/``irdma_reject`` get it)
+        and not yet given back by a reject or a failed accept."""
+        return bool(self._flags & _HELD_BY_APP)
+
+    @held_by_app.setter
+    def held_by_app(self, value: bool) -> None:
+        self._flags = self._flags | _HELD_BY_APP if value else self._flags & ~_HELD_BY_APP
+
+    @property
+    def qp_error(self) -> bool:
+        """The driver QP was moved to ERR before offload (``iwarp_state`` ERROR), so
+        ``irdma_modify_qp(RTS)`` will fail."""
+        return bool(self._flags & _QP_ERROR)
+
+    @qp_error.setter
+    def qp_error(self, value: bool) -> None:
+        self._flags = self._flags | _QP_ERROR if value else self._flags & ~_QP_ERROR
+
+    @property
+    def rcv_mark_en(self) -> bool:
+        """MPA markers expected on receive."""
+        return bool(self._flags & _RCV_MARK_EN)
+
+    @rcv_mark_en.setter
+    def rcv_mark_en(self, value: bool) -> None:
+        self._flags = self._flags | _RCV_MARK_EN if value else self._flags & ~_RCV_MARK_EN
+
+    @property
+    def snd_mark_en(self) -> bool:
+        """MPA markers to be sent."""
+        return bool(self._flags & _SND_MARK_EN)
+
+    @snd_mark_en.setter
+    def snd_mark_en(self, value: bool) -> None:
+        self._flags = self._flags | _SND_MARK_EN if value else self._flags & ~_SND_MARK_EN
 
     @property
     def tcp_cntxt(self) -> TcpContext:

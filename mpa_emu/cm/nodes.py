@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import Rdma0Op
-from mpa_emu.cm.node import ChildListener, CmNode, Listener
+from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
 from mpa_emu.wire.interning import shared
@@ -23,9 +23,6 @@ from mpa_emu.wire.interning import shared
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
 """``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
 the seeded generator's (replay takes each connection's ISN from the recording)."""
-
-NodeKey = tuple[bytes, int, bytes, int, int]
-"""(local address, local port, remote address, remote port, VLAN id)."""
 
 PortDest = tuple[bytes, bytes, int, int]
 """(local address, remote address, remote port, VLAN id): the keys that compete for
@@ -55,8 +52,7 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
 def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
                  cfg: CmConfig, isn: int) -> CmNode:
     """The fields ``irdma_make_cm_node`` gives a new node (the caller files it)."""
-    node = CmNode(conn, key[0], key[1], key[2], key[3], key[4])
-    node.key = key
+    node = CmNode(conn, key)
     node.tos = tos
     node.user_pri = rt_tos2priority(tos)
     node.rem_mac = rem_mac
@@ -134,14 +130,15 @@ class NodeTable:
         """File a new node under its key, its id and its (local address, VLAN)."""
         self._file(node.key, node)
         self.by_conn[node.conn] = node
-        self.by_local.setdefault((node.loc_addr, node.vlan_id), {})[node.conn] = node
+        key = node.key
+        self.by_local.setdefault((key[0], key[4]), {})[node.conn] = node
 
     def remove(self, node: CmNode) -> None:
         """Take a destroyed node out of every index."""
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         self.by_conn.pop(node.conn, None)
-        self._unindex_local(node, node.vlan_id)
+        self._unindex_local(node, node.key[4])
 
     def rekey_vlan(self, node: CmNode, vlan_id: int) -> None:
         """Give ``node`` a new VLAN and file it under its new key and index entry. A
@@ -155,15 +152,14 @@ class NodeTable:
             self._file(key, node)
         self._unindex_local(node, old)
         self.by_local.setdefault((node.loc_addr, vlan_id), {})[node.conn] = node
-        node.vlan_id = vlan_id
         node.key = key
 
     def _unindex_local(self, node: CmNode, vlan_id: int) -> None:
-        local = self.by_local.get((node.loc_addr, vlan_id))
+        local = self.by_local.get((node.key[0], vlan_id))
         if local is not None:
             local.pop(node.conn, None)
             if not local:
-                del self.by_local[(node.loc_addr, vlan_id)]
+                del self.by_local[(node.key[0], vlan_id)]
 
     def free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                   vlan_id: int) -> tuple[int, int]:

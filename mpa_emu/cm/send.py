@@ -43,13 +43,14 @@ def form(node: CmNode, flags: int, mac: bytes, *, gen1: bool, options: bytes = b
             ip_id = node.loc_id
         else:
             ttl = 128
+    loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
     # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (htons)
     return Segment(
-        src_mac=mac, dst_mac=node.rem_mac, src_ip=node.loc_addr,
-        dst_ip=node.rem_addr, sport=node.loc_port, dport=node.rem_port, seq=seq,
+        src_mac=mac, dst_mac=node.rem_mac, src_ip=loc_addr,
+        dst_ip=rem_addr, sport=loc_port, dport=rem_port, seq=seq,
         ack=ack, flags=flags, window=node.rcv_wnd & 0xFFFF, options=options,
         payload=payload,
-        vlan=node.vlan_id if node.vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
+        vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
         ttl=ttl, tos=node.tos, ip_id=ip_id, df=True)
 
 

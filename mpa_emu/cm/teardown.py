@@ -54,9 +54,15 @@ class NodeLike(Protocol):
     conn: int
     state: CmState
     client: bool
-    loc_addr: bytes
-    vlan_id: int
     accelerated: bool
+
+    @property
+    def loc_addr(self) -> bytes:
+        """Local address."""
+
+    @property
+    def vlan_id(self) -> int:
+        """VLAN id (0xFFFF untagged)."""
 
 
 class ChildLike(Protocol):

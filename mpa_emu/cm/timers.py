@@ -28,11 +28,14 @@ from mpa_emu.wire.segment import Transmit
 
 Entry = SendEntry | CloseEntry
 
+COMPACT_MIN = 1024
+"""Heap length from which :class:`CoreTimer` drops the items of cleaned-up entries."""
+
 
 class CoreTimer:
     """``cm_core->tcp_timer`` and the entries hanging off the nodes."""
 
-    __slots__ = ("_heap", "_seq", "expires", "hz")
+    __slots__ = ("_compact_at", "_heap", "_seq", "expires", "hz")
 
     def __init__(self, hz: int) -> None:
         self.hz = hz
@@ -40,10 +43,25 @@ class CoreTimer:
         """The jiffy the timer fires at, None when it is not pending."""
         self._heap: list[tuple[int, int, Entry]] = []
         self._seq = 0
+        self._compact_at = COMPACT_MIN
 
     def _push(self, entry: Entry) -> None:
+        heap = self._heap
+        if len(heap) >= self._compact_at:
+            self._compact()
         self._seq += 1
-        heapq.heappush(self._heap, (entry.due, self._seq, entry))
+        heapq.heappush(heap, (entry.due, self._seq, entry))
+
+    def _compact(self) -> None:
+        # An entry cleaned up (live False, never live again) would wait in the heap until
+        # its due jiffy, a second away, holding its frame: with many connections opening
+        # per second that is most of their memory. Dropping such items early changes no
+        # pop order, as (due, seq) is unique. Amortised O(1): the next compaction waits
+        # until the heap has doubled.
+        heap = self._heap
+        heap[:] = [item for item in heap if item[2].live]
+        heapq.heapify(heap)
+        self._compact_at = max(COMPACT_MIN, 2 * len(heap))
 
     def arm(self, due: int, now_j: int) -> None:
         """``add_timer`` only when the timer is not pending (``irdma_schedule_cm_timer``

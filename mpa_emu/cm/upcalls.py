@@ -67,11 +67,12 @@ def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
     the NIC's QP takes the flow over with the node's TCP context."""
     cm.set_state(node, S.OFFLOADED, fn)
     cfg = cm.config
+    loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
     init = QpInit(
         conn=node.conn, active=node.client, gen=cfg.gen, local_mac=cm.mac,
-        remote_mac=node.rem_mac, local_ip=node.loc_addr, remote_ip=node.rem_addr,
-        local_port=node.loc_port, remote_port=node.rem_port,
-        vlan=node.vlan_id if node.vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
+        remote_mac=node.rem_mac, local_ip=loc_addr, remote_ip=rem_addr,
+        local_port=loc_port, remote_port=rem_port,
+        vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
         tos=node.tos, ttl=64, snd_nxt=node.loc_seq_num, rcv_nxt=node.rcv_nxt,
         snd_wnd=node.snd_wnd, snd_wscale=node.snd_wscale, rcv_wscale=node.rcv_wscale,
         mss=node.mss, rtr_op=node.send_rdma0_op.value, ird=node.ird_size,
@@ -186,8 +187,9 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
         ord_ = node.ord_size if event == IwEvent.CONNECT_REPLY else 0
     elif event == IwEvent.ESTABLISHED:
         ird, ord_ = node.ird_size, node.ord_size
-    up = Upcall(event, node.conn, status, cm.now_ns, node.loc_addr, node.loc_port,
-                node.rem_addr, node.rem_port, pdata, plen, ird, ord_,
+    loc_addr, loc_port, rem_addr, rem_port, _ = node.key
+    up = Upcall(event, node.conn, status, cm.now_ns, loc_addr, loc_port,
+                rem_addr, rem_port, pdata, plen, ird, ord_,
                 node.listener.ident if node.listener is not None else None, past)
     cm.push_upcall(up)
     if cm.trace is not None:

@@ -72,7 +72,7 @@ from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
-from mpa_emu.wire.interning import shared
+from mpa_emu.wire.interning import shared, shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 
 REXMIT_THRESH = 8
@@ -203,6 +203,35 @@ def _shared_ctx(init: QpInit) -> _SharedCtx:
     return shared
 
 
+# Bits of OffloadedQp._flags: one int for the QP's yes/no facts (each a slot of its own
+# would cost 8 bytes per connection). Those an established QP usually has set come
+# first, so that the usual values are small ints every QP shares.
+_ACTIVE = 0x1
+"""The QP is the active side (sends the RTR)."""
+_FIRST_PDU_SEEN = 0x2
+_RTR_SENT = 0x4
+_LSMM_SENT = 0x8
+_READ_PENDING = 0x10
+"""The read0 RTR was sent and its Read Response has not arrived."""
+_HOLD_TX = 0x20
+"""WAITFORRCVPDU: a passive QP sends nothing after its LSMM until the first FPDU."""
+_FIN_REQUESTED = 0x40
+_FIN_SENT = 0x80
+_PEER_FIN = 0x100
+_TERM_SENT = 0x200
+_RX_HALTED = 0x400
+"""An FPDU failed a check: later ones are acknowledged, not placed."""
+_CRC_BAD = 0x800
+"""The one FPDU kept in ``_received`` failed its CRC check."""
+
+
+_AeRecord = tuple["Ae | None", TcpState, IwarpState, "bytes | None"]
+_NO_AE: _AeRecord = (None, TcpState.ESTABLISHED, IwarpState.RTS, None)
+"""The AE record before any AE: the states a QP starts in."""
+_RTS_AE = (Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
+"""The record of the RTS AE of an established QP, the last AE of most QPs: shared."""
+
+
 class QpError(ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
@@ -215,14 +244,11 @@ class OffloadedQp:
     only while they hold something: ``None`` when empty.
     """
 
-    __slots__ = ("_active", "_aes", "_conn", "_ctx", "_fin_requested", "_fin_sent",
-                 "_first_pdu_seen", "_hold_tx", "_irs", "_isn", "_local_port",
-                 "_lsmm_sent", "_outbox", "_peer_fin", "_pending", "_read_pending",
-                 "_read_responses", "_received", "_recv_mo", "_recv_msn", "_remote_port",
-                 "_retries", "_rexmit_at", "_rto_ns", "_rtr_sent", "_rx_buffer",
-                 "_rx_halted", "_send_msn", "_term_sent", "_unacked", "_wnd0", "ae_frame",
-                 "ae_iwarp_state", "ae_tcp_state", "iwarp_state", "iwqp", "rcv_nxt",
-                 "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
+    __slots__ = ("_ae", "_aes", "_conn", "_ctx", "_flags", "_irs", "_isn", "_local_port",
+                 "_outbox", "_pending", "_read_responses", "_received", "_received_at", "_recv_mo",
+                 "_recv_msn", "_remote_port", "_retries", "_rexmit_at",
+                 "_rx_buffer", "_send_msn", "_unacked", "_wnd0", "iwarp_state", "iwqp",
+                 "rcv_nxt", "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
                  "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
@@ -232,7 +258,7 @@ class OffloadedQp:
         # connections share (addresses, VLAN, negotiated settings), interned so that
         # 100,000 QPs between two hosts hold one copy: :attr:`init` rebuilds the record.
         self._conn = init.conn
-        self._active = init.active
+        self._flags = _ACTIVE if init.active else 0
         self._local_port = init.local_port
         self._remote_port = init.remote_port
         self._isn = init.snd_nxt
@@ -245,26 +271,21 @@ class OffloadedQp:
         self.snd_nxt = init.snd_nxt
         self.rcv_nxt = init.rcv_nxt
         self.snd_wnd = init.snd_wnd
-        # The TCP and iWARP states carried by the AEQE last returned by next_ae.
-        self.ae_tcp_state = self.tcp_state
-        self.ae_iwarp_state = self.iwarp_state
-        # The offending frame the NIC wrote to q2 with the last AE (from its ULPDU_LENGTH
-        # on), None when it wrote none.
-        self.ae_frame: bytes | None = None
+        # The AEQE last returned by next_ae: (AE, TCP state, iWARP state, q2 frame).
+        self._ae: _AeRecord = _NO_AE
         # The driver's copies of this QP's states (struct irdma_qp).
         self.iwqp = IwQp()
-        self._received: tuple[ReceivedMessage, ...] = ()
+        # The last few FPDUs. Most connections only ever get one (the RTR or its Read
+        # Response): that one is kept as its ULPDU, _received_at and the _CRC_BAD bit, not
+        # as an object of its own; two or more as a tuple.
+        self._received: bytes | tuple[ReceivedMessage, ...] = ()
+        self._received_at = 0
         self.received_count = 0
         """FPDUs taken off the stream so far (:attr:`received` keeps the last few)."""
         self.retransmissions = 0
-        self._hold_tx = False
-        self._first_pdu_seen = False
-        self._fin_requested = False
-        self._fin_sent = False
-        self._peer_fin = False
         self._pending: deque[tuple[bytes, str]] | None = None
         self._unacked: deque[_Unacked] | None = None
-        self._rto_ns = RTO_INITIAL_NS
+        # The RTO is RTO_INITIAL_NS << _retries: it doubles with each retransmission.
         self._retries = 0
         self._rexmit_at: int | None = None
         self._rx_buffer: bytearray | None = None
@@ -275,19 +296,14 @@ class OffloadedQp:
         # the first message on a queue has MSN 1).
         self._recv_msn = _FIRST_MSNS
         self._recv_mo = _FIRST_MOS
-        self._read_pending = False
         self._read_responses = 0
-        self._term_sent = False
-        self._rx_halted = False
-        self._rtr_sent = False
-        self._lsmm_sent = False
 
     @property
     def init(self) -> QpInit:
         """The connection context the QP was created with (``irdma_init_tcp_ctx``),
         rebuilt from the QP's own fields."""
         c = self._ctx
-        return QpInit(conn=self._conn, active=self._active, gen=c[_GEN],
+        return QpInit(conn=self._conn, active=bool(self._flags & _ACTIVE), gen=c[_GEN],
                       local_mac=c[_LOCAL_MAC], remote_mac=c[_REMOTE_MAC],
                       local_ip=c[_LOCAL_IP], remote_ip=c[_REMOTE_IP],
                       local_port=self._local_port, remote_port=self._remote_port,
@@ -302,7 +318,10 @@ class OffloadedQp:
         """The last :data:`RECEIVED_KEPT` FPDUs taken off the stream, oldest first (a
         long-lived connection does not keep every message it ever got; the count is
         :attr:`received_count`)."""
-        return list(self._received)
+        kept = self._received
+        if isinstance(kept, bytes):
+            return [ReceivedMessage(kept, not self._flags & _CRC_BAD, self._received_at)]
+        return list(kept)
 
     # ---- the contract ----------------------------------------------------------------
 
@@ -313,13 +332,16 @@ class OffloadedQp:
         ``ack = rcv_nxt`` of the CM node (``irdma_accept`` hands the reply to the QP),
         ahead of anything else.
         """
-        if self._active or self._lsmm_sent:
+        if self._flags & (_ACTIVE | _LSMM_SENT):
             raise QpError("the LSMM is sent once, by a passive QP")
-        self._lsmm_sent = True
+        self._flags |= _LSMM_SENT
         self._transmit_data(mpa_reply, "irdma_sc_send_lsmm: MPA reply as stream data",
                             now_ns)
         # WAITFORRCVPDU: nothing more leaves a passive QP before the peer's first FPDU.
-        self._hold_tx = not self._first_pdu_seen
+        if not self._flags & _FIRST_PDU_SEEN:
+            self._flags |= _HOLD_TX
+        else:
+            self._flags &= ~_HOLD_TX
 
     def send_rtr(self, now_ns: int) -> None:
         """Active side: send the RTR (``irdma_sc_send_rtt``) as one FPDU with CRC.
@@ -328,13 +350,13 @@ class OffloadedQp:
         zero-length RDMA WRITE (STag 0, TO 0), as ``rtr_op`` says (``irdma_sc_send_rtt``,
         RFC 6581 section 5).
         """
-        if not self._active or self._rtr_sent:
+        if not self._flags & _ACTIVE or self._flags & _RTR_SENT:
             raise QpError("the RTR is sent once, by an active QP")
-        self._rtr_sent = True
+        self._flags |= _RTR_SENT
         if self._ctx[_RTR_OP] == "read":
             ulpdu = ddp.read_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA READ request"
-            self._read_pending = True
+            self._flags |= _READ_PENDING
         else:
             ulpdu = ddp.write_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA WRITE"
@@ -346,7 +368,7 @@ class OffloadedQp:
 
         Raises :class:`QpError` when the QP no longer accepts work requests.
         """
-        if self.iwarp_state != IwarpState.RTS or self._fin_requested:
+        if self.iwarp_state != IwarpState.RTS or self._flags & _FIN_REQUESTED:
             raise QpError(f"post_send needs an RTS QP, the QP is {self.iwarp_state.name}")
         self._send_msn += 1
         room = max(1, self._ctx[_MSS] - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
@@ -426,7 +448,7 @@ class OffloadedQp:
             if self.iwarp_state != IwarpState.RTS:
                 return
             self.iwarp_state = IwarpState.CLOSING
-            self._fin_requested = True
+            self._flags |= _FIN_REQUESTED
             self._pump(now_ns)
         elif target == "err":
             if reset_tcp_conn is None:
@@ -460,8 +482,7 @@ class OffloadedQp:
         oldest = unacked[0]
         self._emit(oldest.seq, oldest.flags, oldest.payload,
                    f"hw qp: retransmission {self._retries} of {oldest.comment}")
-        self._rto_ns *= 2
-        self._rexmit_at = now_ns + self._rto_ns
+        self._rexmit_at = now_ns + (RTO_INITIAL_NS << self._retries)
 
     def get_timer(self) -> int | None:
         """Absolute ns of the next retransmission or terminate timeout, ``None`` when
@@ -483,11 +504,27 @@ class OffloadedQp:
         aes = self._aes
         if aes is None:
             return None
-        ae, tcp, iwarp, q2 = aes.popleft()
+        record = aes.popleft()
         if not aes:
             self._aes = None
-        self.ae_tcp_state, self.ae_iwarp_state, self.ae_frame = tcp, iwarp, q2
-        return ae
+        self._ae = record
+        return record[0]
+
+    @property
+    def ae_tcp_state(self) -> TcpState:
+        """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
+        return self._ae[1]
+
+    @property
+    def ae_iwarp_state(self) -> IwarpState:
+        """The iWARP state carried by the AEQE last returned by :meth:`next_ae`."""
+        return self._ae[2]
+
+    @property
+    def ae_frame(self) -> bytes | None:
+        """The offending frame the NIC wrote to q2 with the last AE (from its
+        ULPDU_LENGTH on), None when it wrote none."""
+        return self._ae[3]
 
     # ---- inspection --------------------------------------------------------------------
 
@@ -513,7 +550,13 @@ class OffloadedQp:
     def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
         if self._aes is None:
             self._aes = deque()
-        self._aes.append((ae, self.tcp_state, self.iwarp_state, q2))
+        tcp, iwarp = self.tcp_state, self.iwarp_state
+        if ae is Ae.RTS and tcp is TcpState.ESTABLISHED and iwarp is IwarpState.RTS \
+                and q2 is None:
+            # shared: a QP keeps its last AE, and most QPs' last AE is this RTS
+            self._aes.append(_RTS_AE)
+        else:
+            self._aes.append((ae, tcp, iwarp, q2))
 
     def _stop(self) -> None:
         self._pending = None
@@ -536,7 +579,7 @@ class OffloadedQp:
 
     def _can_send_data(self) -> bool:
         return (self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
-                and not self._hold_tx)
+                and not self._flags & _HOLD_TX)
 
     def _pump(self, now_ns: int) -> None:
         pending = self._pending
@@ -548,9 +591,9 @@ class OffloadedQp:
             if not pending:
                 self._pending = None
             self._send_segment(ACK, payload, comment, now_ns)
-        if (self._fin_requested and not self._fin_sent and not self._pending
+        if (self._flags & _FIN_REQUESTED and not self._flags & _FIN_SENT and not self._pending
                 and self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)):
-            self._fin_sent = True
+            self._flags |= _FIN_SENT
             self.tcp_state = (TcpState.FIN_WAIT_1 if self.tcp_state == TcpState.ESTABLISHED
                               else TcpState.LAST_ACK)
             self._send_segment(FIN | ACK, b"", "hw qp: FIN (QP CLOSING)", now_ns)
@@ -560,9 +603,8 @@ class OffloadedQp:
         self._emit(entry.seq, flags, payload, comment)
         self.snd_nxt = (self.snd_nxt + entry.seq_len) % _SEQ_MOD
         if not self._unacked:
-            self._rto_ns = RTO_INITIAL_NS
             self._retries = 0
-            self._rexmit_at = now_ns + self._rto_ns
+            self._rexmit_at = now_ns + RTO_INITIAL_NS
         if self._unacked is None:
             self._unacked = deque()
         self._unacked.append(entry)
@@ -608,15 +650,16 @@ class OffloadedQp:
         ack = frame.ack
         if _seq_lt(self.snd_una, ack) and _seq_le(ack, self.snd_nxt):
             self.snd_una = ack
+            if ack == self.snd_nxt:
+                self.snd_nxt = ack  # the same number: keep one int object, not two
             unacked = self._unacked
             while unacked and _seq_le((unacked[0].seq + unacked[0].seq_len) % _SEQ_MOD, ack):
                 unacked.popleft()
             if not unacked:
                 self._unacked = None
-            self._rto_ns = RTO_INITIAL_NS
             self._retries = 0
-            self._rexmit_at = now_ns + self._rto_ns if self._unacked else None
-            if self._fin_sent and ack == self.snd_nxt:
+            self._rexmit_at = now_ns + RTO_INITIAL_NS if self._unacked else None
+            if self._flags & _FIN_SENT and ack == self.snd_nxt:
                 self._our_fin_acked()
         self.snd_wnd = shared(frame.window << self._ctx[_SND_WSCALE])
 
@@ -631,9 +674,9 @@ class OffloadedQp:
             self._raise(Ae.LLP_CLOSE_COMPLETE)
 
     def _receive_fin(self) -> None:
-        if self._peer_fin:
+        if self._flags & _PEER_FIN:
             return  # a retransmitted FIN: only re-ACKed
-        self._peer_fin = True
+        self._flags |= _PEER_FIN
         self.rcv_nxt = (self.rcv_nxt + 1) % _SEQ_MOD
         if self.tcp_state == TcpState.ESTABLISHED:
             self.tcp_state = TcpState.CLOSE_WAIT
@@ -665,16 +708,16 @@ class OffloadedQp:
         if self.iwarp_state == IwarpState.ERROR:
             return
         self.iwarp_state = IwarpState.TERMINATE
-        self._hold_tx = False
-        if ulpdu is not None and not self._term_sent:
-            self._term_sent = True
+        self._flags &= ~_HOLD_TX
+        if ulpdu is not None and not self._flags & _TERM_SENT:
+            self._flags |= _TERM_SENT
             self._pending = None  # the send queue stops; only the Terminate goes out
             if self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT):
                 self._transmit_data(self._fpdu(ulpdu),
                                     "hw qp: Terminate (irdma_bld_terminate_hdr)", now_ns)
                 self._raise(Ae.TERMINATE_SENT)
-        if send_fin and not self._fin_requested:
-            self._fin_requested = True
+        if send_fin and not self._flags & _FIN_REQUESTED:
+            self._flags |= _FIN_REQUESTED
             self._pump(now_ns)
 
     def _take_fpdus(self, now_ns: int) -> None:
@@ -691,22 +734,33 @@ class OffloadedQp:
                 buffer = self._rx_buffer = None
             crc_ok = fpdu.crc_ok or not self._ctx[_CRC]
             self.received_count += 1
-            self._received = (*self._received[1 - RECEIVED_KEPT:],
-                              ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
-            if self._rx_halted or self.iwarp_state not in (IwarpState.RTS,
+            kept = self._received
+            if isinstance(kept, bytes):
+                first = ReceivedMessage(kept, not self._flags & _CRC_BAD, self._received_at)
+                self._received = (first, ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
+                self._received_at = 0
+            elif kept:
+                self._received = (*kept[1 - RECEIVED_KEPT:],
+                                  ReceivedMessage(fpdu.ulpdu, crc_ok, now_ns))
+            else:
+                self._received = shared_bytes(fpdu.ulpdu)
+                self._received_at = now_ns
+                if not crc_ok:
+                    self._flags |= _CRC_BAD
+            if self._flags & _RX_HALTED or self.iwarp_state not in (IwarpState.RTS,
                                                            IwarpState.CLOSING):
                 continue  # TERMINATE or ERROR: acknowledged, not placed
             # RFC 5044 section 8: a CRC error is a fatal LLP error for the stream.
             ae = (Ae.LLP_RECEIVED_MPA_CRC_ERROR if not crc_ok
                   else self._check_ulpdu(fpdu.ulpdu, now_ns))
             if ae is not None:
-                self._rx_halted = True
+                self._flags |= _RX_HALTED
                 self._raise(ae, raw)
                 continue
-            if not self._first_pdu_seen:
-                self._first_pdu_seen = True
-                self._hold_tx = False
-                if not self._active:
+            if not self._flags & _FIRST_PDU_SEEN:
+                self._flags |= _FIRST_PDU_SEEN
+                self._flags &= ~_HOLD_TX
+                if not self._flags & _ACTIVE:
                     self._raise(Ae.RTS)
 
     def _check_ulpdu(self, ulpdu: bytes, now_ns: int) -> Ae | None:
@@ -731,12 +785,12 @@ class OffloadedQp:
                 return Ae.AMP_UNALLOCATED_STAG if size else None
             if opcode == ddp.Opcode.READ_RESPONSE:
                 (stag,) = struct.unpack_from("!I", ulpdu, 2)
-                if not self._read_pending or stag != ddp.RTR_READ_SINK_STAG:
+                if not self._flags & _READ_PENDING or stag != ddp.RTR_READ_SINK_STAG:
                     return Ae.ROE_INVALID_RDMA_WRITE_OR_READ_RESP
                 if size:
                     return Ae.AMP_BOUNDS_VIOLATION  # the read0 sink buffer has length 0
                 if last:
-                    self._read_pending = False
+                    self._flags &= ~_READ_PENDING
                 return None
             return Ae.RDMAP_ROE_UNEXPECTED_OPCODE
         if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN:

@@ -5,7 +5,8 @@ MSS or a per-queue tuple of counters that 100,000 connections hold with the same
 costs 100,000 objects unless they share one. :func:`shared` returns the first object
 seen with a value (ints and tuples of ints), from a table bounded at :data:`SHARED_MAX`
 entries (it starts over when full, so a stream of distinct values costs no more than
-the table).
+the table). :func:`shared_bytes` does the same for short byte strings (private data, the
+RTR every connection receives).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ H = TypeVar("H", bound=Hashable)
 
 SHARED_MAX = 4096
 """Distinct values kept for reuse; past this many the table starts over."""
+SHARED_BYTES_MAX = 64
+"""Longest byte string :func:`shared_bytes` shares (so the table stays small)."""
 
 _TABLE: dict[object, object] = {}
 
@@ -32,3 +35,9 @@ def shared(value: H) -> H:
         _TABLE[value] = value
         return value
     return found if type(found) is type(value) else value
+
+
+def shared_bytes(value: bytes) -> bytes:
+    """:func:`shared` for a byte string of at most :data:`SHARED_BYTES_MAX` bytes;
+    a longer one is returned as it is."""
+    return shared(value) if len(value) <= SHARED_BYTES_MAX else value

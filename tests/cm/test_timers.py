@@ -163,3 +163,28 @@ def test_idle_core_has_no_deadline_and_costs_nothing() -> None:
     assert core.get_timer() is None
     core.handle_timer(10 * S_NS)
     assert core.frames_to_send() == [] and core.next_event() is None
+
+
+def test_cleaned_entries_leave_the_heap_and_live_ones_come_due_in_order() -> None:
+    """The core timer drops cleaned-up entries early (so their frames go), yet hands out
+    the live ones exactly as a heap keeping everything would: by due jiffy, then in the
+    order they were queued."""
+    from mpa_emu.cm.node import CmNode
+    from mpa_emu.cm.timers import COMPACT_MIN, CoreTimer
+
+    timer = CoreTimer(hz=1000)
+    expected: list[tuple[int, int, CmNode]] = []
+    count = 3 * COMPACT_MIN
+    for i in range(count):
+        node = CmNode(i + 1, (b"\xc0\x00\x02\x01", 10000 + i, b"\xc0\x00\x02\x02", PORT,
+                              0xFFFF))
+        # dues 100..(100 + 36): many entries share a jiffy
+        entry = timer.arm_close(node, (i * 7919) % 37)
+        if i % 3:
+            entry.live = False  # cleaned up, as irdma_cleanup_retrans_entry does
+        else:
+            expected.append((entry.due, i, node))
+    assert len(timer._heap) < count  # the dead ones did not all wait for their jiffy
+    expected.sort(key=lambda item: (item[0], item[1]))
+    got = [(e.due, e.node) for j in range(200) for e in timer.due(j)]
+    assert got == [(due, node) for due, _, node in expected]
