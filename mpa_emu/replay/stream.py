@@ -491,14 +491,7 @@ class StreamEngine(Engine):
                                             conn, key, delta, self.position, ""))
                     if len(run.sent) > MAX_UNPAIRED:
                         raise Fallback("emitted frames wait too long for the recorded ones")
-        while (ev := core.next_event()) is not None:
-            self.upcalls.append(ev)
-            self._on_upcall(ev)
-        if self._pending:
-            while self._pending:
-                verb, key, pdata = self._pending.pop(0)
-                self._decide(key, verb, pdata, self.position)
-            self._drain()  # what the forced answers sent, at this same instant
+        self._take_upcalls()  # upcall_frames is a log that keeps nothing here
 
     def _first_outbound_seq(self, key: FlowKey) -> int | None:
         run = self.flows.get(key)
