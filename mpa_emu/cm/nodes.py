@@ -18,6 +18,7 @@ from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
+from mpa_emu.offload.nic import StoredKey
 from mpa_emu.wire.interning import shared
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
@@ -117,7 +118,7 @@ class NodeTable:
         self.next_conn += 1
         return conn
 
-    def _file(self, key: NodeKey, node: CmNode) -> None:
+    def _file(self, key: StoredKey, node: CmNode) -> None:
         if key not in self.by_key and key[1] >= EPHEMERAL_FIRST:
             dest = (key[0], key[2], key[3], key[4])
             self.eph_in_use[dest] = self.eph_in_use.get(dest, 0) + 1
@@ -152,7 +153,7 @@ class NodeTable:
         node already on the new key is found first (``irdma_find_node`` walks the
         bucket from its head)."""
         old = node.vlan_id
-        key = (node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
+        key = StoredKey(node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         if key not in self.by_key:
