@@ -10,35 +10,29 @@ from __future__ import annotations
 
 from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
 
-# One lives per offloaded connection, so the states, yes/no fields, term_flags and
-# close_timer_started share one int, each stored as its difference (XOR) from the value
-# a new QP has: a fresh QP holds 0 and an established one 1 (rts_ae_rcvd), small ints
-# every QP shares.
+# One lives per offloaded connection, so the states and yes/no fields read only a few
+# times per connection share one int, each stored as its difference (XOR) from the
+# value a new QP has: a fresh QP holds 0 and an established one 1 (rts_ae_rcvd), small
+# ints every QP shares.
 _RTS_AE_RCVD = 0x1
 _FLUSH_ISSUED = 0x2
 _NO_CM_ID = 0x4
 _IBQP_SHIFT = 4
 _IWARP_SHIFT = 8
-_HW_TCP_SHIFT = 12
-_HW_IWARP_SHIFT = 16
+_HW_IWARP_SHIFT = 12
 _STATE_MASK = 0xF
-_TERM_SHIFT = 20
-_TERM_MASK = 0xFF
-_CLOSE_TIMER_SHIFT = 28
-_LOW_MASK = (1 << _CLOSE_TIMER_SHIFT) - 1
 
 _IBQP = tuple(sorted(IbQpState, key=int))
 _IWARP = tuple(sorted(IwarpState, key=int))
-_TCP = tuple(sorted(TcpState, key=int))
 _IBQP0 = int(IbQpState.RTS)
 _IWARP0 = int(IwarpState.RTS)
-_TCP0 = int(TcpState.ESTABLISHED)
 
 
 class IwQp:
     """``struct irdma_qp`` fields used by the disconnect decision table."""
 
-    __slots__ = ("_bits", "last_aeq", "parked", "terminate_at")
+    __slots__ = ("_bits", "close_timer_started", "hw_tcp_state", "last_aeq", "parked",
+                 "term_flags", "terminate_at")
 
     def __init__(self, ibqp_state: IbQpState = IbQpState.RTS,
                  iwarp_state: IwarpState = IwarpState.RTS,
@@ -49,6 +43,15 @@ class IwQp:
                  term_flags: int = 0, terminate_at: int | None = None,
                  parked: tuple[tuple[bool, int, bool], ...] = ()) -> None:
         self._bits = 0
+        # Read on every AE: slots of their own (as properties they cost the cycle time).
+        self.hw_tcp_state = hw_tcp_state
+        """``iwqp->hw_tcp_state``: set to ESTABLISHED by the RTS modify, then from each
+        AE."""
+        self.term_flags = term_flags
+        """``sc_qp.term_flags``: IRDMA_TERM_SENT, IRDMA_TERM_RCVD, IRDMA_TERM_DONE."""
+        self.close_timer_started = close_timer_started
+        """``atomic_t close_timer_started``: only the first increment schedules the
+        timer."""
         self.last_aeq = last_aeq
         self.terminate_at = terminate_at
         """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending."""
@@ -56,26 +59,17 @@ class IwQp:
         """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
         (the node is not accelerated yet): (issue_disconn, status, issue_close). A tuple,
         so that the many QPs with nothing parked share the empty one."""
-        if (ibqp_state is not IbQpState.RTS or iwarp_state is not IwarpState.RTS
-                or hw_tcp_state is not TcpState.ESTABLISHED
-                or hw_iwarp_state is not IwarpState.RTS):
+        if ibqp_state is not IbQpState.RTS or iwarp_state is not IwarpState.RTS \
+                or hw_iwarp_state is not IwarpState.RTS:
             self.ibqp_state = ibqp_state
             self.iwarp_state = iwarp_state
-            self.hw_tcp_state = hw_tcp_state
             self.hw_iwarp_state = hw_iwarp_state
-        if close_timer_started:
-            self.close_timer_started = close_timer_started
         if not cm_id:
             self.cm_id = False
         if flush_issued:
             self.flush_issued = True
         if rts_ae_rcvd:
             self.rts_ae_rcvd = True
-        if term_flags:
-            self.term_flags = term_flags
-
-    def _set(self, mask: int, value: int) -> None:
-        self._bits = (self._bits & ~mask) | value
 
     @property
     def ibqp_state(self) -> IbQpState:
@@ -84,7 +78,8 @@ class IwQp:
 
     @ibqp_state.setter
     def ibqp_state(self, value: IbQpState) -> None:
-        self._set(_STATE_MASK << _IBQP_SHIFT, (int(value) ^ _IBQP0) << _IBQP_SHIFT)
+        self._bits = ((self._bits & ~(_STATE_MASK << _IBQP_SHIFT))
+                      | ((value ^ _IBQP0) << _IBQP_SHIFT))
 
     @property
     def iwarp_state(self) -> IwarpState:
@@ -93,17 +88,8 @@ class IwQp:
 
     @iwarp_state.setter
     def iwarp_state(self, value: IwarpState) -> None:
-        self._set(_STATE_MASK << _IWARP_SHIFT, (int(value) ^ _IWARP0) << _IWARP_SHIFT)
-
-    @property
-    def hw_tcp_state(self) -> TcpState:
-        """``iwqp->hw_tcp_state``: set to ESTABLISHED by the RTS modify, then from each
-        AE."""
-        return _TCP[((self._bits >> _HW_TCP_SHIFT) & _STATE_MASK) ^ _TCP0]
-
-    @hw_tcp_state.setter
-    def hw_tcp_state(self, value: TcpState) -> None:
-        self._set(_STATE_MASK << _HW_TCP_SHIFT, (int(value) ^ _TCP0) << _HW_TCP_SHIFT)
+        self._bits = ((self._bits & ~(_STATE_MASK << _IWARP_SHIFT))
+                      | ((value ^ _IWARP0) << _IWARP_SHIFT))
 
     @property
     def hw_iwarp_state(self) -> IwarpState:
@@ -112,20 +98,8 @@ class IwQp:
 
     @hw_iwarp_state.setter
     def hw_iwarp_state(self, value: IwarpState) -> None:
-        self._set(_STATE_MASK << _HW_IWARP_SHIFT,
-                  (int(value) ^ _IWARP0) << _HW_IWARP_SHIFT)
-
-    @property
-    def close_timer_started(self) -> int:
-        """``atomic_t close_timer_started``: only the first increment schedules the
-        timer."""
-        return self._bits >> _CLOSE_TIMER_SHIFT
-
-    @close_timer_started.setter
-    def close_timer_started(self, value: int) -> None:
-        if value < 0:
-            raise ValueError("close_timer_started counts up from 0")
-        self._bits = (self._bits & _LOW_MASK) | (value << _CLOSE_TIMER_SHIFT)
+        self._bits = ((self._bits & ~(_STATE_MASK << _HW_IWARP_SHIFT))
+                      | ((value ^ _IWARP0) << _HW_IWARP_SHIFT))
 
     @property
     def cm_id(self) -> bool:
@@ -134,7 +108,7 @@ class IwQp:
 
     @cm_id.setter
     def cm_id(self, value: bool) -> None:
-        self._set(_NO_CM_ID, 0 if value else _NO_CM_ID)
+        self._bits = self._bits & ~_NO_CM_ID if value else self._bits | _NO_CM_ID
 
     @property
     def flush_issued(self) -> bool:
@@ -143,7 +117,7 @@ class IwQp:
 
     @flush_issued.setter
     def flush_issued(self, value: bool) -> None:
-        self._set(_FLUSH_ISSUED, _FLUSH_ISSUED if value else 0)
+        self._bits = self._bits | _FLUSH_ISSUED if value else self._bits & ~_FLUSH_ISSUED
 
     @property
     def rts_ae_rcvd(self) -> bool:
@@ -152,18 +126,7 @@ class IwQp:
 
     @rts_ae_rcvd.setter
     def rts_ae_rcvd(self, value: bool) -> None:
-        self._set(_RTS_AE_RCVD, _RTS_AE_RCVD if value else 0)
-
-    @property
-    def term_flags(self) -> int:
-        """``sc_qp.term_flags``: IRDMA_TERM_SENT, IRDMA_TERM_RCVD, IRDMA_TERM_DONE."""
-        return (self._bits >> _TERM_SHIFT) & _TERM_MASK
-
-    @term_flags.setter
-    def term_flags(self, value: int) -> None:
-        if not 0 <= value <= _TERM_MASK:
-            raise ValueError(f"term_flags out of range: {value}")
-        self._set(_TERM_MASK << _TERM_SHIFT, value << _TERM_SHIFT)
+        self._bits = self._bits | _RTS_AE_RCVD if value else self._bits & ~_RTS_AE_RCVD
 
     def __repr__(self) -> str:
         return (f"IwQp(ibqp_state={self.ibqp_state!r}, iwarp_state={self.iwarp_state!r}, "
