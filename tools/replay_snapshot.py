@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
+    sys.path.insert(0, str(ROOT))
 
 from mpa_emu.capture.decode import Undecodable, decode_leniently  # noqa: E402
 from mpa_emu.capture.pcap import read_capture  # noqa: E402

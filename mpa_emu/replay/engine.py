@@ -520,6 +520,12 @@ class Engine:
             self._record_emitted(run, Emitted(self._emitted_count + 1, self.now, seg,
                                               tx.comment, conn, key, run.delta,
                                               self.position, state))
+        self._take_upcalls()
+
+    def _take_upcalls(self) -> None:
+        """The core's upcalls, to the scripted application; then the answers it was forced
+        to give, and what they sent, at this same instant."""
+        core = self.core
         while (ev := core.next_event()) is not None:
             self.upcalls.append(ev)
             self.upcall_frames.append(self.position)
@@ -528,7 +534,7 @@ class Engine:
             while self._pending:
                 verb, key, pdata = self._pending.pop(0)
                 self._decide(key, verb, pdata, self.position)
-            self._drain()  # what the forced answers sent, at this same instant
+            self._drain()
 
     def _record_emitted(self, run: FlowRun, em: Emitted) -> None:
         """Keep a frame the emulator sent (the comparison reads them after the run)."""

@@ -20,9 +20,7 @@ times, so a clean streamed pass reports exactly what the other would.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import operator
 import os
 import pickle
@@ -36,6 +34,7 @@ from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.gc_tuning import fewer_young_collections
 from mpa_emu.replay.compare import Comparison
 from mpa_emu.replay.engine import (
     _RESTART_WINDOW,
@@ -64,8 +63,6 @@ MAX_UNPAIRED = 4096
 """Emitted (or recorded) frames of one flow waiting for their counterpart."""
 EVICT_EVERY = 512
 """Replayed frames between two passes over the flows that may be forgotten."""
-YOUNG_COLLECTION = 20_000
-"""Allocations between two young-generation collections during the streamed pass."""
 
 _CONNECT, _ANSWER, _CLOSE = 1, 2, 4
 
@@ -494,14 +491,7 @@ class StreamEngine(Engine):
                                             conn, key, delta, self.position, ""))
                     if len(run.sent) > MAX_UNPAIRED:
                         raise Fallback("emitted frames wait too long for the recorded ones")
-        while (ev := core.next_event()) is not None:
-            self.upcalls.append(ev)
-            self._on_upcall(ev)
-        if self._pending:
-            while self._pending:
-                verb, key, pdata = self._pending.pop(0)
-                self._decide(key, verb, pdata, self.position)
-            self._drain()  # what the forced answers sent, at this same instant
+        self._take_upcalls()  # upcall_frames is a log that keeps nothing here
 
     def _first_outbound_seq(self, key: FlowKey) -> int | None:
         run = self.flows.get(key)
@@ -749,23 +739,6 @@ class _Discard:
         return 0
 
 
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Run the cyclic garbage collector's young generation less often.
-
-    The streamed pass makes a few short-lived objects per frame (a segment, a frame, a
-    tuple) and almost no cycles, so a young collection every 700 allocations (the
-    default) mostly walks live objects: about 4% of a replay. Collections still happen,
-    only rarer; the memory they bound stays bounded. The old thresholds come back after.
-    """
-    old = gc.get_threshold()
-    gc.set_threshold(max(old[0], YOUNG_COLLECTION), *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
 def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
                   progress: Callable[[int, int], None] | None = None) -> ReplayReport:
     """The report of a clean match of the capture, replayed as a stream; raises
@@ -776,7 +749,7 @@ def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
             size = os.path.getsize(source)
         except OSError:
             raise Fallback("unreadable") from None
-    with _fewer_collections():
+    with fewer_young_collections():
         return StreamEngine(source, label, options, progress, size).replay()
 
 
