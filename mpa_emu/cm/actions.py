@@ -267,6 +267,12 @@ def send_synack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 # ---- irdma_handle_synack_pkt --------------------------------------------------------------
 
+def _set_rem_ack(node: CmNode, ack: int) -> None:
+    # Usually the peer acknowledges all we sent: then one int object serves both fields
+    # (an int above 256 is an object of its own, 32 bytes a connection).
+    node.rem_ack_num = node.loc_seq_num if ack == node.loc_seq_num else ack
+
+
 def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_handle_synack_pkt`` in SYN_SENT: ``irdma_check_syn``, options, ACK and
     the MPA request."""
@@ -277,7 +283,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
                 f"SYN-ACK ack {seg.ack} != loc_seq_num {node.loc_seq_num}", node)
         active_open_err(cm, node, reset=True)
         return GO_ON
-    node.rem_ack_num = seg.ack
+    _set_rem_ack(node, seg.ack)
     if tcp_options(cm, node, seg, passive=False):
         return GO_ON
     send.cleanup(cm, node)
@@ -332,7 +338,7 @@ def syn_rcvd_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     send.cleanup(cm, node)
     if tcp_options(cm, node, seg, passive=True):
         return STOP
-    node.rem_ack_num = seg.ack
+    _set_rem_ack(node, seg.ack)
     cm.set_state(node, S.ESTABLISHED, r.kernel_fn)
     if seg.payload:
         node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
@@ -342,7 +348,7 @@ def syn_rcvd_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def mpareq_acked(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A pure ACK of our MPA request: ``ack_rcvd``, resends stop, the countdown not."""
-    node.rem_ack_num = _seg(rx).ack
+    _set_rem_ack(node, _seg(rx).ack)
     node.ack_rcvd = True
     return GO_ON
 
@@ -359,7 +365,7 @@ def established_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def mpareq_sent_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Data in MPAREQ_SENT (the reply): ``ack_rcvd`` cleared, ``irdma_handle_rcv_mpa``."""
     seg = _seg(rx)
-    node.rem_ack_num = seg.ack
+    _set_rem_ack(node, seg.ack)
     node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
     node.ack_rcvd = False
     cm.dispatch(node, Input.MPA, seg)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
-from mpa_emu.offload.nic import NicQp
+from mpa_emu.offload.nic import NicQp, StoredKey
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -97,6 +97,7 @@ class ChildListener:
 NodeKey = tuple[bytes, int, bytes, int, int]
 """(local address, local port, remote address, remote port, VLAN id)."""
 
+
 REFCOUNT_SATURATED = 0xC000_0000
 """``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
 zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
@@ -129,7 +130,7 @@ class CmNode:
 
     def __init__(self, conn: int, key: NodeKey) -> None:
         self.conn = conn
-        self.key = key
+        self.key = key if isinstance(key, StoredKey) else StoredKey._make(key)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
         node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
         which the table holds anyway, so the node keeps them only here)."""

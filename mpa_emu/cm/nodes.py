@@ -18,6 +18,7 @@ from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
+from mpa_emu.offload.nic import StoredKey
 from mpa_emu.wire.interning import shared
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
@@ -85,12 +86,19 @@ class NodeTable:
     first; the counters for connection ids, listener ids and ephemeral ports."""
 
     __slots__ = ("by_conn", "by_key", "by_local", "eph_in_use", "listen_ports",
-                 "listener_ids", "listeners", "next_conn", "next_listener", "next_port")
+                 "listener_ids", "listeners", "local_dead", "next_conn", "next_listener",
+                 "next_port")
 
     def __init__(self) -> None:
         self.by_key: dict[NodeKey, CmNode] = {}
         self.by_conn: dict[int, CmNode] = {}
-        self.by_local: dict[tuple[bytes, int], dict[int, CmNode]] = {}
+        self.by_local: dict[tuple[bytes, int], list[CmNode]] = {}
+        """Nodes per (local address, VLAN) in filing order, the order
+        ``irdma_teardown_list_prep`` walks them. A list rather than a dict (8 bytes a
+        node, not about 50): a removed node stays until :meth:`local_nodes` skips it or
+        the list is compacted once half of it is gone."""
+        self.local_dead: dict[tuple[bytes, int], int] = {}
+        """Removed nodes still in each ``by_local`` list."""
         self.listeners: list[Listener] = []
         """Parent listeners, newest first (``cm_core->listen_list``)."""
         self.listener_ids: dict[int, Listener] = {}
@@ -110,7 +118,7 @@ class NodeTable:
         self.next_conn += 1
         return conn
 
-    def _file(self, key: NodeKey, node: CmNode) -> None:
+    def _file(self, key: StoredKey, node: CmNode) -> None:
         if key not in self.by_key and key[1] >= EPHEMERAL_FIRST:
             dest = (key[0], key[2], key[3], key[4])
             self.eph_in_use[dest] = self.eph_in_use.get(dest, 0) + 1
@@ -131,35 +139,74 @@ class NodeTable:
         self._file(node.key, node)
         self.by_conn[node.conn] = node
         key = node.key
-        self.by_local.setdefault((key[0], key[4]), {})[node.conn] = node
+        self._index_local((key[0], key[4]), node)
 
     def remove(self, node: CmNode) -> None:
         """Take a destroyed node out of every index."""
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         self.by_conn.pop(node.conn, None)
-        self._unindex_local(node, node.key[4])
+        self._unindex_local(node, node.key[4], lazy=True)
 
     def rekey_vlan(self, node: CmNode, vlan_id: int) -> None:
         """Give ``node`` a new VLAN and file it under its new key and index entry. A
         node already on the new key is found first (``irdma_find_node`` walks the
         bucket from its head)."""
         old = node.vlan_id
-        key = (node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
+        key = StoredKey(node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         if key not in self.by_key:
             self._file(key, node)
-        self._unindex_local(node, old)
-        self.by_local.setdefault((node.loc_addr, vlan_id), {})[node.conn] = node
+        self._unindex_local(node, old, lazy=False)
+        self._index_local((node.loc_addr, vlan_id), node)
         node.key = key
 
-    def _unindex_local(self, node: CmNode, vlan_id: int) -> None:
-        local = self.by_local.get((node.key[0], vlan_id))
-        if local is not None:
-            local.pop(node.conn, None)
-            if not local:
-                del self.by_local[(node.key[0], vlan_id)]
+    def _index_local(self, local_key: tuple[bytes, int], node: CmNode) -> None:
+        local = self.by_local.get(local_key)
+        if local is None:
+            self.by_local[local_key] = [node]
+        else:
+            local.append(node)
+
+    def _unindex_local(self, node: CmNode, vlan_id: int, *, lazy: bool) -> None:
+        """Take ``node`` out of its (local address, VLAN) list: at once when it stays
+        filed (a new VLAN), else by counting it dead (it is no longer in ``by_conn``)
+        and compacting the list once half of it is dead."""
+        local_key = (node.key[0], vlan_id)
+        local = self.by_local.get(local_key)
+        if local is None:
+            return
+        if not lazy:
+            for i, other in enumerate(local):
+                if other is node:
+                    del local[i]
+                    break
+            if len(local) <= self.local_dead.get(local_key, 0):  # none left alive
+                del self.by_local[local_key]
+                self.local_dead.pop(local_key, None)
+            return
+        dead = self.local_dead.get(local_key, 0) + 1
+        if 2 * dead <= len(local):
+            self.local_dead[local_key] = dead
+            return
+        by_conn = self.by_conn
+        live = [n for n in local if by_conn.get(n.conn) is n]
+        self.local_dead.pop(local_key, None)
+        if live:
+            self.by_local[local_key] = live
+        else:
+            del self.by_local[local_key]
+
+    def local_nodes(self, ip: bytes, vlan_id: int) -> list[CmNode]:
+        """The nodes filed under (``ip``, ``vlan_id``), in filing order."""
+        local = self.by_local.get((ip, vlan_id))
+        if local is None:
+            return []
+        if not self.local_dead.get((ip, vlan_id)):
+            return list(local)
+        by_conn = self.by_conn
+        return [n for n in local if by_conn.get(n.conn) is n]
 
     def free_port(self, local_ip: bytes, remote_ip: bytes, remote_port: int,
                   vlan_id: int) -> tuple[int, int]:

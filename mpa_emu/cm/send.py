@@ -31,7 +31,7 @@ def form(node: CmNode, flags: int, mac: bytes, *, gen1: bool, options: bytes = b
         ack = 0
     if flags & SYN:
         node.loc_seq_num = (node.loc_seq_num + 1) & MASK32
-    else:
+    elif payload:  # a pure ACK keeps the int object (shared with rem_ack_num)
         node.loc_seq_num = (node.loc_seq_num + len(payload)) & MASK32
     if flags & FIN:
         node.loc_seq_num = (node.loc_seq_num + 1) & MASK32

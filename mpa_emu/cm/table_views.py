@@ -35,7 +35,7 @@ class TableViews:
     def nodes_on(self, ip: bytes, vlan_id: int) -> list[CmNode]:
         """Nodes whose local address is ``ip`` on ``vlan_id`` (0xFFFF untagged): the
         selection of ``irdma_teardown_list_prep`` without scanning the table."""
-        return list(self.nodes.by_local.get((ip, vlan_id), {}).values())
+        return self.nodes.local_nodes(ip, vlan_id)
 
     def local_keys(self) -> list[tuple[bytes, int]]:
         """The (local address, VLAN id) keys of the node index: one per local address in

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp, QpInit
@@ -27,6 +27,20 @@ from mpa_emu.wire.segment import Segment, Transmit
 FlowKey = tuple[bytes, int, bytes, int, int]
 """(local address, local port, remote address, remote port, VLAN id): the node-table key
 of ``irdma_find_node``, which is also the flow the NIC's connection hash matches."""
+
+
+class StoredKey(NamedTuple):
+    """A :data:`FlowKey` as a CM node keeps it (``CmNode.key``) and the node table and
+    this NIC file it. Equal to (and hashed as) the plain tuple. Declared as a named tuple
+    because the compiled build keeps a value declared as a plain fixed-size tuple
+    unboxed and boxes a new copy wherever it is read: declared so, one tuple per
+    connection is shared by the node and both tables, as in the pure build."""
+
+    loc_addr: bytes
+    loc_port: int
+    rem_addr: bytes
+    rem_port: int
+    vlan_id: int
 
 
 class NicQp(Protocol):
@@ -105,7 +119,7 @@ class Nic:
         """The deadline last queued per QP, so an unchanged one is not queued again."""
         self._seq = 0
 
-    def offload(self, key: FlowKey, init: QpInit) -> NicQp:
+    def offload(self, key: StoredKey, init: QpInit) -> NicQp:
         """Create the QP of ``key`` (``irdma_cm_init_tsa_conn``); from now on the NIC
         owns the flow."""
         qp = self._factory(init)

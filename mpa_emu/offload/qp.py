@@ -160,11 +160,11 @@ fast_frozen_init(ReceivedMessage)
 
 # Expected MSN and message offset per untagged queue before any message: shared tuples,
 # replaced on the first message, so that a QP that never receives one costs nothing.
-_FIRST_MSNS = (1, 1, 1)
-_FIRST_MOS = (0, 0, 0)
+_FIRST_MSNS: tuple[int, ...] = (1, 1, 1)
+_FIRST_MOS: tuple[int, ...] = (0, 0, 0)
 
 
-def _replace_at(values: tuple[int, int, int], index: int, value: int) -> tuple[int, int, int]:
+def _replace_at(values: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
     # shared: most QPs hold the same counters (one message each way)
     if index == 0:
         return shared((value, values[1], values[2]))
@@ -225,10 +225,24 @@ _CRC_BAD = 0x800
 """The one FPDU kept in ``_received`` failed its CRC check."""
 
 
-_AeRecord = tuple["Ae | None", TcpState, IwarpState, "bytes | None"]
-_NO_AE: _AeRecord = (None, TcpState.ESTABLISHED, IwarpState.RTS, None)
+class _AeRecord:
+    """One AEQE: the AE, the TCP and iWARP states reported with it, the q2 frame. An
+    object rather than a tuple so that the compiled build keeps a reference to a
+    shared record in the QP, not the four fields unboxed."""
+
+    __slots__ = ("ae", "frame", "iwarp", "tcp")
+
+    def __init__(self, ae: Ae | None, tcp: TcpState, iwarp: IwarpState,
+                 frame: bytes | None) -> None:
+        self.ae = ae
+        self.tcp = tcp
+        self.iwarp = iwarp
+        self.frame = frame
+
+
+_NO_AE = _AeRecord(None, TcpState.ESTABLISHED, IwarpState.RTS, None)
 """The AE record before any AE: the states a QP starts in."""
-_RTS_AE = (Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
+_RTS_AE = _AeRecord(Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
 """The record of the RTS AE of an established QP, the last AE of most QPs: shared."""
 
 
@@ -290,12 +304,12 @@ class OffloadedQp:
         self._rexmit_at: int | None = None
         self._rx_buffer: bytearray | None = None
         self._outbox: list[Transmit] | None = None
-        self._aes: deque[tuple[Ae, TcpState, IwarpState, bytes | None]] | None = None
+        self._aes: deque[_AeRecord] | None = None
         self._send_msn = 0
         # Next expected MSN and message offset per untagged queue (RFC 5041 section 5.1:
         # the first message on a queue has MSN 1).
-        self._recv_msn = _FIRST_MSNS
-        self._recv_mo = _FIRST_MOS
+        self._recv_msn: tuple[int, ...] = _FIRST_MSNS
+        self._recv_mo: tuple[int, ...] = _FIRST_MOS
         self._read_responses = 0
 
     @property
@@ -508,23 +522,23 @@ class OffloadedQp:
         if not aes:
             self._aes = None
         self._ae = record
-        return record[0]
+        return record.ae
 
     @property
     def ae_tcp_state(self) -> TcpState:
         """The TCP state carried by the AEQE last returned by :meth:`next_ae`."""
-        return self._ae[1]
+        return self._ae.tcp
 
     @property
     def ae_iwarp_state(self) -> IwarpState:
         """The iWARP state carried by the AEQE last returned by :meth:`next_ae`."""
-        return self._ae[2]
+        return self._ae.iwarp
 
     @property
     def ae_frame(self) -> bytes | None:
         """The offending frame the NIC wrote to q2 with the last AE (from its
         ULPDU_LENGTH on), None when it wrote none."""
-        return self._ae[3]
+        return self._ae.frame
 
     # ---- inspection --------------------------------------------------------------------
 
@@ -556,7 +570,7 @@ class OffloadedQp:
             # shared: a QP keeps its last AE, and most QPs' last AE is this RTS
             self._aes.append(_RTS_AE)
         else:
-            self._aes.append((ae, tcp, iwarp, q2))
+            self._aes.append(_AeRecord(ae, tcp, iwarp, q2))
 
     def _stop(self) -> None:
         self._pending = None
