@@ -72,22 +72,29 @@ def _with(frame: bytes, offset: int, value: bytes) -> bytes:
     return frame[:offset] + value + frame[offset + len(value):]
 
 
+def _spoiled(frame: bytes, other: bytes, other_key: str) -> dict[str, bytes]:
+    """``frame`` (a request or a reply) spoiled one field at a time, named: the RFC 5044
+    section 7.1 header (key 0-15, flags 16, rev 17, PD_Length 18-19) and the RFC 6581
+    section 3 IRD/ORD block (the first 4 bytes of private data). ``other`` lends its key."""
+    return {
+        "bad key": _with(frame, 15, b"X"),
+        other_key: _with(frame, 0, other[:16]),
+        "rev 0": _with(frame, 17, b"\x00"),
+        "rev 3": _with(frame, 17, b"\x03"),
+        "pd_length 513": _with(frame, 18, (513).to_bytes(2, "big")) + bytes(513),
+        "pd_length 0xffff": _with(frame, 18, b"\xff\xff"),
+        "pd_length beyond the bytes": _with(frame, 18, (40).to_bytes(2, "big")),
+        "pd_length 0 with data": _with(frame, 18, b"\x00\x00"),
+        "unknown flags": _with(frame, 16, b"\x5f"),
+        "no marker/crc flags": _with(frame, 16, b"\x00"),
+        "no rtr bits": _with(frame, 20, b"\x80\x10\x00\x10"),
+        "ird 0x3fff ord 0x3fff": _with(frame, 20, b"\xbf\xff\x7f\xff"),
+        "no p2p bit": _with(frame, 20, b"\x00\x10\x00\x10"),
+    }
+
+
 MUTATED_MPA: dict[str, bytes] = {
-    # RFC 5044 section 7.1 frame layout: key 0-15, flags 16, rev 17, PD_Length 18-19.
-    "bad key": _with(REQ, 15, b"X"),
-    "reply key on a request": _with(REQ, 0, REP[:16]),
-    "rev 0": _with(REQ, 17, b"\x00"),
-    "rev 3": _with(REQ, 17, b"\x03"),
-    "pd_length 513": _with(REQ, 18, (513).to_bytes(2, "big")) + bytes(513),
-    "pd_length 0xffff": _with(REQ, 18, b"\xff\xff"),
-    "pd_length beyond the bytes": _with(REQ, 18, (40).to_bytes(2, "big")),
-    "pd_length 0 with data": _with(REQ, 18, b"\x00\x00"),
-    "unknown flags": _with(REQ, 16, b"\x5f"),
-    "no marker/crc flags": _with(REQ, 16, b"\x00"),
-    # RFC 6581 section 3: the first 4 bytes of private data are IRD/ORD and RTR bits.
-    "no rtr bits": _with(REQ, 20, b"\x80\x10\x00\x10"),
-    "ird 0x3fff ord 0x3fff": _with(REQ, 20, b"\xbf\xff\x7f\xff"),
-    "no p2p bit": _with(REQ, 20, b"\x00\x10\x00\x10"),
+    **_spoiled(REQ, REP, "reply key on a request"),
     "v1 request": V1REQ,
     "half header": REQ[:10],
     "trailing byte": REQ + b"x",
@@ -99,23 +106,11 @@ MUTATED_MPA: dict[str, bytes] = {
 """Mutated and well-formed MPA frames, named (the live fuzzer uses the same list)."""
 
 MUTATED_REPLIES: dict[str, bytes] = {
-    # what a responder answers, spoiled: RFC 5044 section 7.1 header, RFC 6581 section 3
-    # IRD/ORD block; the live fuzzer's accept mode sends these to an initiator
+    # what a responder answers, spoiled; the live fuzzer's accept mode sends these to an
+    # initiator
     "reply": REP,
     "reject": REJ,
-    "bad key": _with(REP, 15, b"X"),
-    "request key on a reply": _with(REP, 0, REQ[:16]),
-    "rev 0": _with(REP, 17, b"\x00"),
-    "rev 3": _with(REP, 17, b"\x03"),
-    "pd_length 513": _with(REP, 18, (513).to_bytes(2, "big")) + bytes(513),
-    "pd_length 0xffff": _with(REP, 18, b"\xff\xff"),
-    "pd_length beyond the bytes": _with(REP, 18, (40).to_bytes(2, "big")),
-    "pd_length 0 with data": _with(REP, 18, b"\x00\x00"),
-    "unknown flags": _with(REP, 16, b"\x5f"),
-    "no marker/crc flags": _with(REP, 16, b"\x00"),
-    "no rtr bits": _with(REP, 20, b"\x80\x10\x00\x10"),
-    "ird 0x3fff ord 0x3fff": _with(REP, 20, b"\xbf\xff\x7f\xff"),
-    "no p2p bit": _with(REP, 20, b"\x00\x10\x00\x10"),
+    **_spoiled(REP, REQ, "request key on a reply"),
     "v1 reply": _frame(request=False, rev=1),
     "half header": REP[:10],
     "trailing byte": REP + b"x",
