@@ -111,14 +111,19 @@ def test_accepted_connect_prints_the_nic_events_and_exits_0(
         assert closing < complete < close
 
 
-def test_ctrl_c_stops_the_run_and_exits_130(
-        wire: tuple[socket.socket, socket.socket], capsys: pytest.CaptureFixture[str]) -> None:
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+def _listen_until(signum: int) -> int:
+    """Exit code of a 20 s listening run that gets ``signum`` after half a second."""
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signum))
     timer.start()
     try:
-        code = main(_live("--listen", str(PORT), "--duration", "20"))
+        return main(_live("--listen", str(PORT), "--duration", "20"))
     finally:
         timer.cancel()
+
+
+def test_ctrl_c_stops_the_run_and_exits_130(
+        wire: tuple[socket.socket, socket.socket], capsys: pytest.CaptureFixture[str]) -> None:
+    code = _listen_until(signal.SIGINT)
     out = capsys.readouterr().out
     assert code == 130, out
     assert f"listening on port {PORT}" in out and "shutting down" in out
@@ -128,12 +133,7 @@ def test_ctrl_c_stops_the_run_and_exits_130(
 
 def test_sigterm_stops_the_run_and_exits_0(
         wire: tuple[socket.socket, socket.socket], capsys: pytest.CaptureFixture[str]) -> None:
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
-    try:
-        code = main(_live("--listen", str(PORT), "--duration", "20"))
-    finally:
-        timer.cancel()
+    code = _listen_until(signal.SIGTERM)
     assert code == 0, capsys.readouterr().out
 
 
