@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpa_emu.offload.iwqp import IwQp
+from mpa_emu.offload.qp_records import NO_AE, RTS_AE, AeRecord, Busy, Unacked
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
@@ -132,20 +133,6 @@ class QpInit:
 fast_frozen_init(QpInit)
 
 
-@dataclass(slots=True)
-class _Unacked:
-    """One transmitted segment still waiting for its acknowledgement."""
-
-    seq: int
-    flags: int
-    payload: bytes
-    comment: str
-
-    @property
-    def seq_len(self) -> int:
-        return len(self.payload) + (1 if self.flags & (FIN | SYN) else 0)
-
-
 @dataclass(frozen=True, slots=True)
 class ReceivedMessage:
     """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
@@ -173,6 +160,7 @@ def _next_recv(values: tuple[int, ...], qn: int, msn: int, mo: int) -> tuple[int
     changed[qn] = msn
     changed[qn + _MO] = mo
     return shared(tuple(changed))
+
 
 _MSN_MASK = 0xFFFF_FFFF
 """OffloadedQp._counts: the last MSN sent (low 32 bits, RFC 5041 section 5.1), above it
@@ -232,54 +220,6 @@ _CRC_BAD = 0x800
 """The one FPDU kept in ``_received`` failed its CRC check."""
 
 
-class _AeRecord:
-    """One AEQE: the AE, the TCP and iWARP states reported with it, the q2 frame. An
-    object rather than a tuple so that the compiled build keeps a reference to a
-    shared record in the QP, not the four fields unboxed."""
-
-    __slots__ = ("ae", "frame", "iwarp", "tcp")
-
-    def __init__(self, ae: Ae | None, tcp: TcpState, iwarp: IwarpState,
-                 frame: bytes | None) -> None:
-        self.ae = ae
-        self.tcp = tcp
-        self.iwarp = iwarp
-        self.frame = frame
-
-
-_NO_AE = _AeRecord(None, TcpState.ESTABLISHED, IwarpState.RTS, None)
-"""The AE record before any AE: the states a QP starts in."""
-_RTS_AE = _AeRecord(Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
-"""The record of the RTS AE of an established QP, the last AE of most QPs: shared."""
-
-
-class _Busy:
-    """The part of a QP that holds something only while the connection is busy: sends
-    waiting for the window, segments waiting for their ACK and their retransmission
-    timer, bytes of an incomplete FPDU, AEs the driver has not taken yet, Read
-    Responses to send with the next ACK. An idle established QP has none of these, so
-    the QP keeps this record only while one of them is set (``OffloadedQp._busy``)."""
-
-    __slots__ = ("aes", "pending", "read_responses", "retries", "rexmit_at", "rx_buffer",
-                 "unacked")
-
-    def __init__(self) -> None:
-        self.pending: deque[tuple[bytes, str]] | None = None
-        self.unacked: deque[_Unacked] | None = None
-        # The RTO is RTO_INITIAL_NS << retries: it doubles with each retransmission.
-        # Both are meaningful only while ``unacked`` holds a segment.
-        self.retries = 0
-        self.rexmit_at = 0
-        self.rx_buffer: bytearray | None = None
-        self.aes: deque[_AeRecord] | None = None
-        self.read_responses = 0
-
-    def idle(self) -> bool:
-        """Nothing queued, unacknowledged, buffered or unread: the QP can drop it."""
-        return (self.unacked is None and self.pending is None and self.aes is None
-                and self.rx_buffer is None and not self.read_responses)
-
-
 class QpError(ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
@@ -292,7 +232,7 @@ class OffloadedQp(IwQp):
     ``struct irdma_qp`` embeds the hardware QP ``struct irdma_sc_qp``), which
     :attr:`iwqp` returns. What only a busy connection holds (pending sends,
     unacknowledged segments and their timer, asynchronous events, receive buffer) lives
-    in a :class:`_Busy` record that exists only while it holds something, and the
+    in a :class:`Busy` record that exists only while it holds something, and the
     outbox is ``None`` when empty.
     """
 
@@ -326,7 +266,7 @@ class OffloadedQp(IwQp):
         self.rcv_nxt = init.rcv_nxt
         self.snd_wnd = init.snd_wnd
         # The AEQE last returned by next_ae: (AE, TCP state, iWARP state, q2 frame).
-        self._ae: _AeRecord = _NO_AE
+        self._ae: AeRecord = NO_AE
         # The last few FPDUs. Most connections only ever get one (the RTR or its Read
         # Response): that one is kept as its ULPDU, _received_at and the _CRC_BAD bit, not
         # as an object of its own; two or more as a tuple.
@@ -334,7 +274,7 @@ class OffloadedQp(IwQp):
         self._received_at = 0
         self.received_count = 0
         """FPDUs taken off the stream so far (:attr:`received` keeps the last few)."""
-        self._busy: _Busy | None = None
+        self._busy: Busy | None = None
         self._outbox: list[Transmit] | None = None
         self._counts = 0
         self._recv: tuple[int, ...] = _FIRST_RECV
@@ -353,10 +293,10 @@ class OffloadedQp(IwQp):
         """Segments retransmitted so far."""
         return self._counts >> _RETX_SHIFT
 
-    def _work(self) -> _Busy:
+    def _work(self) -> Busy:
         busy = self._busy
         if busy is None:
-            busy = self._busy = _Busy()
+            busy = self._busy = Busy()
         return busy
 
     def _settle(self) -> None:
@@ -627,9 +567,9 @@ class OffloadedQp(IwQp):
         if ae is Ae.RTS and tcp is TcpState.ESTABLISHED and iwarp is IwarpState.RTS \
                 and q2 is None:
             # shared: a QP keeps its last AE, and most QPs' last AE is this RTS
-            busy.aes.append(_RTS_AE)
+            busy.aes.append(RTS_AE)
         else:
-            busy.aes.append(_AeRecord(ae, tcp, iwarp, q2))
+            busy.aes.append(AeRecord(ae, tcp, iwarp, q2))
 
     def _stop(self) -> None:
         busy = self._busy
@@ -678,7 +618,7 @@ class OffloadedQp(IwQp):
             self._send_segment(FIN | ACK, b"", "hw qp: FIN (QP CLOSING)", now_ns)
 
     def _send_segment(self, flags: int, payload: bytes, comment: str, now_ns: int) -> None:
-        entry = _Unacked(self.snd_nxt, flags, payload, comment)
+        entry = Unacked(self.snd_nxt, flags, payload, comment)
         self._emit(entry.seq, flags, payload, comment)
         self.snd_nxt = (self.snd_nxt + entry.seq_len) % _SEQ_MOD
         busy = self._work()
@@ -807,7 +747,7 @@ class OffloadedQp(IwQp):
             self._pump(now_ns)
         self._settle()
 
-    def _take_fpdus(self, busy: _Busy, now_ns: int) -> None:
+    def _take_fpdus(self, busy: Busy, now_ns: int) -> None:
         buffer = busy.rx_buffer
         while buffer is not None and len(buffer) >= 2:
             (ulen,) = struct.unpack_from("!H", buffer)
