@@ -414,13 +414,16 @@ class OffloadedQp(IwQp):
         if frame.payload and self.tcp_state in (TcpState.ESTABLISHED, TcpState.FIN_WAIT_1,
                                                 TcpState.FIN_WAIT_2):
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
-            busy = self._work()
-            if busy.rx_buffer is None:
-                busy.rx_buffer = bytearray(frame.payload)
-            else:
+            busy = self._busy
+            if busy is not None and busy.rx_buffer is not None:
                 busy.rx_buffer += frame.payload
-            self._take_fpdus(busy, now_ns)
-            if busy.read_responses:
+                stream = bytes(busy.rx_buffer)
+                busy.rx_buffer = None
+            else:
+                stream = frame.payload  # the usual case: whole FPDUs, nothing buffered
+            self._take_fpdus(stream, now_ns)
+            busy = self._busy
+            if busy is not None and busy.read_responses:
                 # The Read Responses queued by this segment carry its ACK.
                 busy.read_responses = 0
                 sent = self._outbox_len()
@@ -747,18 +750,18 @@ class OffloadedQp(IwQp):
             self._pump(now_ns)
         self._settle()
 
-    def _take_fpdus(self, busy: Busy, now_ns: int) -> None:
-        buffer = busy.rx_buffer
-        while buffer is not None and len(buffer) >= 2:
-            (ulen,) = struct.unpack_from("!H", buffer)
+    def _take_fpdus(self, stream: bytes, now_ns: int) -> None:
+        """Take the complete FPDUs off the front of ``stream`` (the received bytes from
+        an FPDU boundary on) and keep the rest in the receive buffer."""
+        start, end = 0, len(stream)
+        while end - start >= 2:
+            (ulen,) = struct.unpack_from("!H", stream, start)
             total = 2 + ulen + mpa.fpdu_pad_len(ulen) + 4
-            if len(buffer) < total:
-                return
-            raw = bytes(buffer[:total])
+            if end - start < total:
+                break
+            raw = stream[start:start + total]
+            start += total
             fpdu = mpa.unframe_fpdu(raw)
-            del buffer[:total]
-            if not buffer:
-                buffer = busy.rx_buffer = None
             crc_ok = fpdu.crc_ok or not self._ctx[_CRC]
             self.received_count += 1
             kept = self._received
@@ -774,8 +777,8 @@ class OffloadedQp(IwQp):
                 self._received_at = now_ns
                 if not crc_ok:
                     self._flags |= _CRC_BAD
-            if self._flags & _RX_HALTED or self.nic_iwarp_state not in (IwarpState.RTS,
-                                                           IwarpState.CLOSING):
+            if self._flags & _RX_HALTED or self.nic_iwarp_state not in (
+                    IwarpState.RTS, IwarpState.CLOSING):
                 continue  # TERMINATE or ERROR: acknowledged, not placed
             # RFC 5044 section 8: a CRC error is a fatal LLP error for the stream.
             ae = (Ae.LLP_RECEIVED_MPA_CRC_ERROR if not crc_ok
@@ -789,6 +792,8 @@ class OffloadedQp(IwQp):
                 self._flags &= ~_HOLD_TX
                 if not self._flags & _ACTIVE:
                     self._raise(Ae.RTS)
+        if start < end:
+            self._work().rx_buffer = bytearray(stream[start:])
 
     def _check_ulpdu(self, ulpdu: bytes, now_ns: int) -> Ae | None:
         """The NIC's checks of one DDP segment (RFC 5041 section 7, RFC 5040 section 7);

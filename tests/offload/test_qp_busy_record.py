@@ -103,6 +103,32 @@ def test_retransmissions_back_off_and_the_ack_drops_the_record_but_keeps_the_cou
     assert struct.unpack_from("!I", send.segment.payload, 2 + 2 + 8)[0] == 1  # MSN 1
 
 
+def test_part_of_an_fpdu_waits_in_the_record_until_the_rest_arrives() -> None:
+    rtr, request = rtr_read_fpdu(), read_request(2)
+    alone = OffloadedQp(qp_init(active=False))
+    alone.receive(from_peer(alone, P_RCV, P_SEQ, payload=rtr[:10]), 0)
+    assert busy(alone) and alone.next_ae() is None  # only the 10 buffered bytes
+    qp = OffloadedQp(qp_init(active=False))
+    # RFC 5040 section 5.3: each Read Request is answered by a zero-length Read
+    # Response: ULPDU_LENGTH 14 (the tagged header), no pad, CRC: 20 bytes.
+    response_len = 2 + 14 + 4
+    # One segment: the whole RTR and the first 5 bytes of a second Read Request.
+    qp.receive(from_peer(qp, P_RCV, P_SEQ, payload=rtr + request[:5]), 0)
+    assert qp.next_ae() is Ae.RTS and qp.received_count == 1
+    [first] = qp.frames_to_send()
+    assert first.segment.payload[:2] == b"\x00\x0e" and busy(qp)
+    # The rest, acknowledging the first Read Response.
+    qp.receive(from_peer(qp, P_RCV + RTR_LEN + 5, P_SEQ + response_len,
+                         payload=request[5:]), 1)
+    assert qp.received_count == 2 and qp.next_ae() is None
+    [second] = qp.frames_to_send()
+    assert (second.segment.seq, second.segment.ack) == (P_SEQ + response_len,
+                                                        P_RCV + 2 * RTR_LEN)
+    assert busy(qp)  # the second Read Response is in flight
+    qp.receive(from_peer(qp, P_RCV + 2 * RTR_LEN, P_SEQ + 2 * response_len), 2)
+    assert not busy(qp) and qp.get_timer() is None
+
+
 def test_expected_msns_are_shared_until_one_qp_advances_alone() -> None:
     a = OffloadedQp(qp_init(active=False))
     b = OffloadedQp(qp_init(active=False, conn=8, local_port=31001))
