@@ -43,6 +43,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.cm.pdata",
     "mpa_emu.cm.table_views",
     "mpa_emu.offload.qp",
+    "mpa_emu.offload.qp_records",
     "mpa_emu.offload.nic",
     "mpa_emu.offload.iwqp",
     "mpa_emu.offload.terminate",
