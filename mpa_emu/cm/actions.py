@@ -26,7 +26,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
-from mpa_emu.wire.interning import shared, shared_bytes
+from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -82,10 +82,12 @@ def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bo
             else:
                 active_open_err(cm, node, reset=True)
             return True
-        node.mss = res.mss
-        node.snd_wscale = res.snd_wscale
-    node.snd_wnd = shared((seg.window << (node.snd_wscale & 31)) & MASK32)
-    node.max_snd_wnd = max(node.max_snd_wnd, node.snd_wnd)
+        mss, snd_wscale = res.mss, res.snd_wscale
+    else:
+        mss, snd_wscale = node.mss, node.snd_wscale
+    snd_wnd = (seg.window << (snd_wscale & 31)) & MASK32
+    node.settle(node.settings._replace(mss=mss, snd_wscale=snd_wscale, snd_wnd=snd_wnd,
+                                       max_snd_wnd=max(node.max_snd_wnd, snd_wnd)))
     return False
 
 
@@ -132,10 +134,9 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
 
 def apply_negotiated(node: CmNode, neg: Negotiated) -> None:
     """Store the IRD/ORD and RTR type ``irdma_negotiate_mpa_v2_ird_ord`` settled on."""
-    node.ird_size = neg.ird_size
-    node.ord_size = neg.ord_size
-    node.mpav2_ird_ord = neg.mpav2_ird_ord
-    node.send_rdma0_op = neg.send_rdma0_op
+    node.settle(node.settings._replace(
+        ird_size=neg.ird_size, ord_size=neg.ord_size, mpav2_ird_ord=neg.mpav2_ird_ord,
+        send_rdma0_op=neg.send_rdma0_op))
 
 
 def _seg(rx: Rx) -> Segment:
@@ -514,8 +515,7 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         return Outcome(True, accept_failed(cm, node, -ECONNRESET,
                                            "peer reset before accept", returned=True))
     reply = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata)
-    node.lsmm_size = len(reply)
-    node.pdata_size = len(pdata)
+    node.settle(node.settings._replace(lsmm_size=len(reply), pdata_size=len(pdata)))
     node.cm_id = True
     node.qp_linked = True
     cm.stats["accepts"] += 1

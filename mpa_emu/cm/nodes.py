@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import Rdma0Op
-from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
+from mpa_emu.cm.node import INITIAL_SETTINGS, ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
 from mpa_emu.offload.nic import StoredKey
-from mpa_emu.wire.interning import shared
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
 """``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
@@ -54,18 +53,15 @@ def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
                  cfg: CmConfig, isn: int) -> CmNode:
     """The fields ``irdma_make_cm_node`` gives a new node (the caller files it)."""
     node = CmNode(conn, key)
-    node.tos = tos
-    node.user_pri = rt_tos2priority(tos)
-    node.rem_mac = rem_mac
     node.do_lpb = lpb
-    node.mpa_frame_rev = cfg.mpa_rev
-    node.ird_size = cfg.max_ird
-    node.ord_size = cfg.max_ord
-    node.rcv_wscale = cfg.rcv_wscale
-    # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
-    node.rcv_wnd = shared(0x3FFFC >> cfg.rcv_wscale)
     node.loc_seq_num = isn
-    node.mss = shared(cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6))
+    # one shared record for all of them (CmNode.settings)
+    node.settle(INITIAL_SETTINGS._replace(
+        tos=tos, user_pri=rt_tos2priority(tos), rem_mac=rem_mac,
+        mpa_frame_rev=cfg.mpa_rev, ird_size=cfg.max_ird, ord_size=cfg.max_ord,
+        # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
+        rcv_wscale=cfg.rcv_wscale, rcv_wnd=0x3FFFC >> cfg.rcv_wscale,
+        mss=cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)))
     return node
 
 
@@ -77,8 +73,7 @@ def record_ird_ord(node: CmNode, ird: int, ord_: int, cfg: CmConfig) -> None:
         ord_ = cfg.max_ord
     elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
         ord_ = 1
-    node.ird_size = ird
-    node.ord_size = ord_
+    node.settle(node.settings._replace(ird_size=ird, ord_size=ord_))
 
 
 class NodeTable:
