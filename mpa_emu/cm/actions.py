@@ -70,9 +70,10 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
 
 def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bool:
     """``irdma_handle_tcp_options``; True on error (after the kernel's open error)."""
+    st = node.settings
     if seg.options:
         res = process_options(seg.options, syn=bool(seg.flags & SYN), ipv4=node.ipv4,
-                              mss=node.mss, snd_wscale=node.snd_wscale)
+                              mss=st.mss, snd_wscale=st.snd_wscale)
         if res.hang and cm.config.quirks.zero_len_option_loop:
             raise KernelHang(res.error)
         if res.error is not None:
@@ -84,10 +85,8 @@ def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bo
             return True
         mss, snd_wscale = res.mss, res.snd_wscale
     else:
-        mss, snd_wscale = node.mss, node.snd_wscale
-    snd_wnd = (seg.window << (snd_wscale & 31)) & MASK32
-    node.settle(node.settings._replace(mss=mss, snd_wscale=snd_wscale, snd_wnd=snd_wnd,
-                                       max_snd_wnd=max(node.max_snd_wnd, snd_wnd)))
+        mss, snd_wscale = st.mss, st.snd_wscale
+    node.record_tcp_options(mss, snd_wscale, (seg.window << (snd_wscale & 31)) & MASK32)
     return False
 
 
@@ -95,9 +94,10 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
     """``irdma_parse_mpa`` applied to the node: the frame's R (reject) flag, or None
     after the error reaction (the open error with a RST)."""
     cfg = cm.config
-    res = parse_mpa(seg.payload, node_rev=node.mpa_frame_rev, initiator=initiator,
-                    ird_size=node.ird_size, ord_size=node.ord_size,
-                    mpav2_ird_ord=node.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
+    st = node.settings
+    res = parse_mpa(seg.payload, node_rev=st.mpa_frame_rev, initiator=initiator,
+                    ird_size=st.ird_size, ord_size=st.ord_size,
+                    mpav2_ird_ord=st.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
                     require_p2p=cfg.p2p, prefer=cm.prefer, tail=cfg.quirks.v2_pdata_tail)
     if isinstance(res, MpaParseError):
         if res.step > 4:
@@ -117,16 +117,13 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
         cm.drop(seg, "irdma_parse_mpa", "M flag set and the profile refuses markers", node)
         passive_open_err(cm, node, reset=True)
         return None
-    node.mpa_frame_rev = res.rev
-    if res.negotiated is not None:
-        apply_negotiated(node, res.negotiated)
-        if cm.trace is not None:
-            cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
-                  ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
     # shared: 100,000 connections with the same private data hold one copy
     node.pdata = shared_bytes(res.private_data if (cfg.quirks.v2_pdata_plus4 or res.rev == 1)
                               else res.user_data)
-    node.pdata_size = len(node.pdata)
+    node.record_mpa(res.rev, len(node.pdata), res.negotiated)
+    if res.negotiated is not None and cm.trace is not None:
+        cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
+              ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
     if res.markers:
         node.snd_mark_en = True
     return res.reject
@@ -134,9 +131,10 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
 
 def apply_negotiated(node: CmNode, neg: Negotiated) -> None:
     """Store the IRD/ORD and RTR type ``irdma_negotiate_mpa_v2_ird_ord`` settled on."""
-    node.settle(node.settings._replace(
-        ird_size=neg.ird_size, ord_size=neg.ord_size, mpav2_ird_ord=neg.mpav2_ird_ord,
-        send_rdma0_op=neg.send_rdma0_op))
+    node.ird_size = neg.ird_size
+    node.ord_size = neg.ord_size
+    node.mpav2_ird_ord = neg.mpav2_ird_ord
+    node.send_rdma0_op = neg.send_rdma0_op
 
 
 def _seg(rx: Rx) -> Segment:
@@ -515,7 +513,7 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         return Outcome(True, accept_failed(cm, node, -ECONNRESET,
                                            "peer reset before accept", returned=True))
     reply = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata)
-    node.settle(node.settings._replace(lsmm_size=len(reply), pdata_size=len(pdata)))
+    node.record_lsmm(len(reply), len(pdata))
     node.cm_id = True
     node.qp_linked = True
     cm.stats["accepts"] += 1

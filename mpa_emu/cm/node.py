@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from mpa_emu.cm.mpa_policy import Rdma0Op
+from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.offload.nic import NicQp, StoredKey
 from mpa_emu.wire.interning import shared
@@ -132,7 +132,7 @@ _MPA_FRAME_REV = 10
 _MPAV2_IRD_ORD = 11
 _IRD_SIZE = 12
 _ORD_SIZE = 13
-_SEND_RDMA0_OP = 14
+_RDMA0_WRITE = 14
 _PDATA_SIZE = 15
 _LSMM_SIZE = 16
 _PASSIVE_STATE = 17
@@ -181,8 +181,9 @@ class NodeSettings(NamedTuple):
     """Inbound RDMA reads."""
     ord_size: int
     """Outbound RDMA reads."""
-    send_rdma0_op: Rdma0Op
-    """The RTR's zero-length operation."""
+    rdma0_write: int
+    """``send_rdma0_op``, the RTR's zero-length operation: 1 for a write, 0 for a read
+    (an int: an enum member would hash in Python code each time a record is shared)."""
     pdata_size: int
     """Length of the private data (``pdata.size``)."""
     lsmm_size: int
@@ -193,13 +194,27 @@ class NodeSettings(NamedTuple):
     """The listener of a passive node, None on the active side."""
 
 
+RDMA0_OPS = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
+"""The :class:`Rdma0Op` of each ``NodeSettings.rdma0_write`` code."""
+
+
+def rdma0_code(op: Rdma0Op) -> int:
+    """``NodeSettings.rdma0_write`` for ``op``."""
+    return 1 if op is Rdma0Op.WRITE_ZERO else 0
+
+
 INITIAL_SETTINGS = NodeSettings(
     tos=0, user_pri=0, rem_mac=b"", loc_id=0x3B47, rcv_wnd=0xFFFF, rcv_wscale=2,
     mss=1460, snd_wscale=0, snd_wnd=0, max_snd_wnd=0, mpa_frame_rev=2, mpav2_ird_ord=0,
-    ird_size=0, ord_size=0, send_rdma0_op=Rdma0Op.READ_ZERO, pdata_size=0, lsmm_size=0,
+    ird_size=0, ord_size=0, rdma0_write=0, pdata_size=0, lsmm_size=0,
     passive_state=0, listener=None)
 """The settings of a node ``CmNode()`` just made (``irdma_make_cm_node`` then fills
 them in, :func:`mpa_emu.cm.nodes.make_cm_node`)."""
+
+
+STEPS_MAX = 1024
+"""Record-to-record steps :meth:`CmNode._put` remembers; past this many it starts over."""
+_STEPS: dict[tuple[int, tuple[tuple[int, object], ...]], tuple[NodeSettings, NodeSettings]] = {}
 
 
 class CmNode:
@@ -255,20 +270,68 @@ class CmNode:
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.rts_deadline: int | None = None
 
-    def settle(self, settings: NodeSettings) -> None:
-        """Take ``settings`` (several fields changed at once, e.g.
-        ``node.settle(node.settings._replace(ird_size=4, ord_size=4))``) as the shared
-        record of equal value."""
-        self.settings = shared(settings)
+    def make_settings(self, *, tos: int, user_pri: int, rem_mac: bytes, rcv_wscale: int,
+                      rcv_wnd: int, mss: int, mpa_frame_rev: int, ird_size: int,
+                      ord_size: int, listener: Listener | None) -> None:
+        """The settings ``irdma_make_cm_node`` gives a new node (the others keep
+        :data:`INITIAL_SETTINGS`)."""
+        self._assign(((_TOS, tos), (_USER_PRI, user_pri), (_REM_MAC, rem_mac),
+                      (_RCV_WSCALE, rcv_wscale), (_RCV_WND, rcv_wnd), (_MSS, mss),
+                      (_MPA_FRAME_REV, mpa_frame_rev), (_IRD_SIZE, ird_size),
+                      (_ORD_SIZE, ord_size), (_LISTENER, listener)))
+
+    def record_ird_ord(self, ird_size: int, ord_size: int) -> None:
+        """IRD and ORD at once (``irdma_record_ird_ord``)."""
+        self._assign(((_IRD_SIZE, ird_size), (_ORD_SIZE, ord_size)))
+
+    def record_lsmm(self, lsmm_size: int, pdata_size: int) -> None:
+        """The MPA reply ``irdma_accept`` hands the QP as its LSMM, and its private
+        data length."""
+        self._assign(((_LSMM_SIZE, lsmm_size), (_PDATA_SIZE, pdata_size)))
+
+    def record_tcp_options(self, mss: int, snd_wscale: int, snd_wnd: int) -> None:
+        """What ``irdma_handle_tcp_options`` stores: the MSS and window scale the
+        options gave, the peer's scaled window and the largest one seen."""
+        self._assign(((_MSS, mss), (_SND_WSCALE, snd_wscale), (_SND_WND, snd_wnd),
+                      (_MAX_SND_WND, max(self.settings.max_snd_wnd, snd_wnd))))
+
+    def record_mpa(self, rev: int, pdata_size: int, neg: Negotiated | None) -> None:
+        """What ``irdma_parse_mpa`` stores: the revision, the private data length and
+        the IRD/ORD and RTR ``irdma_negotiate_mpa_v2_ird_ord`` settled on, if any."""
+        if neg is None:
+            self._assign(((_MPA_FRAME_REV, rev), (_PDATA_SIZE, pdata_size)))
+        else:
+            self._assign(((_MPA_FRAME_REV, rev), (_PDATA_SIZE, pdata_size),
+                          (_IRD_SIZE, neg.ird_size), (_ORD_SIZE, neg.ord_size),
+                          (_MPAV2_IRD_ORD, neg.mpav2_ird_ord),
+                          (_RDMA0_WRITE, rdma0_code(neg.send_rdma0_op))))
 
     def _put(self, index: int, value: object) -> None:
-        """One field of the settings changed: the shared record with it in place."""
+        """One field of the settings changed."""
+        self._assign(((index, value),))
+
+    def _assign(self, changes: tuple[tuple[int, object], ...]) -> None:
+        """Fields of the settings changed (``(index, value)`` pairs): the shared
+        record with them in place. The step from a record to its successor is
+        remembered (:data:`_STEPS`), so a write the connections before made costs one
+        small dict lookup."""
         old = self.settings
-        if old[index] == value and type(old[index]) is type(value):
+        step_key = (id(old), changes)
+        step = _STEPS.get(step_key)
+        if step is not None and step[0] is old:
+            self.settings = step[1]
             return
         fields: list[object] = list(old)
-        fields[index] = value
-        self.settings = shared(NodeSettings._make(fields))
+        for index, value in changes:
+            fields[index] = value
+        new = shared(tuple.__new__(NodeSettings, fields))
+        if new == old:
+            new = old
+        if len(_STEPS) >= STEPS_MAX:
+            _STEPS.clear()
+        # The entry holds ``old``, so its id is not reused while the entry exists.
+        _STEPS[step_key] = (old, new)
+        self.settings = new
 
     @property
     def tos(self) -> int:
@@ -398,12 +461,13 @@ class CmNode:
 
     @property
     def send_rdma0_op(self) -> Rdma0Op:
-        """``send_rdma0_op`` of :attr:`settings`."""
-        return self.settings.send_rdma0_op
+        """``send_rdma0_op``: the RTR's zero-length operation (``rdma0_write`` of
+        :attr:`settings`)."""
+        return RDMA0_OPS[self.settings.rdma0_write]
 
     @send_rdma0_op.setter
     def send_rdma0_op(self, value: Rdma0Op) -> None:
-        self._put(_SEND_RDMA0_OP, value)
+        self._put(_RDMA0_WRITE, rdma0_code(value))
 
     @property
     def pdata_size(self) -> int:

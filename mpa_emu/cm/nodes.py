@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import Rdma0Op
-from mpa_emu.cm.node import INITIAL_SETTINGS, ChildListener, CmNode, Listener, NodeKey
+from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
 from mpa_emu.offload.nic import StoredKey
@@ -50,18 +50,19 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
 
 
 def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
-                 cfg: CmConfig, isn: int) -> CmNode:
-    """The fields ``irdma_make_cm_node`` gives a new node (the caller files it)."""
+                 cfg: CmConfig, isn: int, listener: Listener | None = None) -> CmNode:
+    """The fields ``irdma_make_cm_node`` gives a new node (the caller files it), with
+    the ``listener`` of a passive node (``irdma_handle_syn_pkt``)."""
     node = CmNode(conn, key)
     node.do_lpb = lpb
     node.loc_seq_num = isn
-    # one shared record for all of them (CmNode.settings)
-    node.settle(INITIAL_SETTINGS._replace(
+    node.make_settings(
         tos=tos, user_pri=rt_tos2priority(tos), rem_mac=rem_mac,
         mpa_frame_rev=cfg.mpa_rev, ird_size=cfg.max_ird, ord_size=cfg.max_ord,
         # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
         rcv_wscale=cfg.rcv_wscale, rcv_wnd=0x3FFFC >> cfg.rcv_wscale,
-        mss=cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6)))
+        mss=cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6),
+        listener=listener)
     return node
 
 
@@ -73,7 +74,7 @@ def record_ird_ord(node: CmNode, ird: int, ord_: int, cfg: CmConfig) -> None:
         ord_ = cfg.max_ord
     elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
         ord_ = 1
-    node.settle(node.settings._replace(ird_size=ird, ord_size=ord_))
+    node.record_ird_ord(ird, ord_)
 
 
 class NodeTable:
