@@ -1,8 +1,10 @@
 """The per-connection ``irdma_cm_node`` and the listener, small and slotted.
 
 Fields keep the kernel's names (``tcp_cntxt`` members are flattened onto the node; the
-``tcp_cntxt`` property gives the kernel's grouping as a snapshot). Refcounts are kept
-only as far as they decide when a node is freed or leaks.
+``tcp_cntxt`` property gives the kernel's grouping as a snapshot). The fields written
+only a few times per connection live in one :class:`NodeSettings` record that nodes with
+equal values share. Refcounts are kept only as far as they decide when a node is freed
+or leaks.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ _RCV_MARK_EN = 0x10
 _SND_MARK_EN = 0x20
 
 
-# Indexes of the NodeSettings fields, for CmNode._put.
+# Indexes of the NodeSettings fields, for CmNode._assign.
 _TOS = 0
 _USER_PRI = 1
 _REM_MAC = 2
@@ -213,7 +215,8 @@ them in, :func:`mpa_emu.cm.nodes.make_cm_node`)."""
 
 
 STEPS_MAX = 1024
-"""Record-to-record steps :meth:`CmNode._put` remembers; past this many it starts over."""
+"""Record-to-record steps :meth:`CmNode._assign` remembers; past this many it starts
+over."""
 _STEPS: dict[tuple[int, tuple[tuple[int, object], ...]], tuple[NodeSettings, NodeSettings]] = {}
 
 
