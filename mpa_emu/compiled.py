@@ -30,6 +30,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.cm.core",
     "mpa_emu.cm.actions",
     "mpa_emu.cm.nodes",
+    "mpa_emu.cm.conn_index",
     "mpa_emu.cm.node",
     "mpa_emu.cm.send",
     "mpa_emu.cm.timers",
