@@ -26,7 +26,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
-from mpa_emu.wire.interning import shared, shared_bytes
+from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -70,9 +70,10 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
 
 def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bool:
     """``irdma_handle_tcp_options``; True on error (after the kernel's open error)."""
+    st = node.settings
     if seg.options:
         res = process_options(seg.options, syn=bool(seg.flags & SYN), ipv4=node.ipv4,
-                              mss=node.mss, snd_wscale=node.snd_wscale)
+                              mss=st.mss, snd_wscale=st.snd_wscale)
         if res.hang and cm.config.quirks.zero_len_option_loop:
             raise KernelHang(res.error)
         if res.error is not None:
@@ -82,10 +83,10 @@ def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bo
             else:
                 active_open_err(cm, node, reset=True)
             return True
-        node.mss = res.mss
-        node.snd_wscale = res.snd_wscale
-    node.snd_wnd = shared((seg.window << (node.snd_wscale & 31)) & MASK32)
-    node.max_snd_wnd = max(node.max_snd_wnd, node.snd_wnd)
+        mss, snd_wscale = res.mss, res.snd_wscale
+    else:
+        mss, snd_wscale = st.mss, st.snd_wscale
+    node.record_tcp_options(mss, snd_wscale, (seg.window << (snd_wscale & 31)) & MASK32)
     return False
 
 
@@ -93,9 +94,10 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
     """``irdma_parse_mpa`` applied to the node: the frame's R (reject) flag, or None
     after the error reaction (the open error with a RST)."""
     cfg = cm.config
-    res = parse_mpa(seg.payload, node_rev=node.mpa_frame_rev, initiator=initiator,
-                    ird_size=node.ird_size, ord_size=node.ord_size,
-                    mpav2_ird_ord=node.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
+    st = node.settings
+    res = parse_mpa(seg.payload, node_rev=st.mpa_frame_rev, initiator=initiator,
+                    ird_size=st.ird_size, ord_size=st.ord_size,
+                    mpav2_ird_ord=st.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
                     require_p2p=cfg.p2p, prefer=cm.prefer, tail=cfg.quirks.v2_pdata_tail)
     if isinstance(res, MpaParseError):
         if res.step > 4:
@@ -115,16 +117,13 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
         cm.drop(seg, "irdma_parse_mpa", "M flag set and the profile refuses markers", node)
         passive_open_err(cm, node, reset=True)
         return None
-    node.mpa_frame_rev = res.rev
-    if res.negotiated is not None:
-        apply_negotiated(node, res.negotiated)
-        if cm.trace is not None:
-            cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
-                  ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
     # shared: 100,000 connections with the same private data hold one copy
     node.pdata = shared_bytes(res.private_data if (cfg.quirks.v2_pdata_plus4 or res.rev == 1)
                               else res.user_data)
-    node.pdata_size = len(node.pdata)
+    node.record_mpa(res.rev, len(node.pdata), res.negotiated)
+    if res.negotiated is not None and cm.trace is not None:
+        cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
+              ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
     if res.markers:
         node.snd_mark_en = True
     return res.reject
@@ -514,8 +513,7 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         return Outcome(True, accept_failed(cm, node, -ECONNRESET,
                                            "peer reset before accept", returned=True))
     reply = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata)
-    node.lsmm_size = len(reply)
-    node.pdata_size = len(pdata)
+    node.record_lsmm(len(reply), len(pdata))
     node.cm_id = True
     node.qp_linked = True
     cm.stats["accepts"] += 1

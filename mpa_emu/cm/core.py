@@ -759,12 +759,14 @@ class CmCore(DeviceVerbs, TableViews):
         if self.trace is not None:
             self.tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
-    def _make_cm_node(self, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int) -> CmNode:
+    def _make_cm_node(self, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
+                      listener: Listener | None = None) -> CmNode:
         """``irdma_make_cm_node`` after the neighbour was resolved."""
         conn = self.nodes.new_conn()
         chosen = self._isn(key[0], key[1], key[2], key[3]) if self._isn is not None else None
         node = make_cm_node(conn, key, rem_mac, lpb, tos, self.config,
-                            self._rng.getrandbits(32) if chosen is None else chosen & MASK32)
+                            self._rng.getrandbits(32) if chosen is None else chosen & MASK32,
+                            listener)
         self.nodes.add(node)
         self.stats["nodes_created"] += 1
         if self.trace is not None:
@@ -853,8 +855,7 @@ class CmCore(DeviceVerbs, TableViews):
             vlan_id = 0
         lst.refcnt += 1  # the find_listener reference, kept by the node
         node = self._make_cm_node((key[0], key[1], key[2], key[3], vlan_id), rem_mac, lpb,
-                                  max(lst.tos, seg.tos))
-        node.listener = lst
+                                  max(lst.tos, seg.tos), lst)
         node.cm_id = True
         if seg.flags & (RST | FIN):
             self.drop(seg, fn, "SYN with RST or FIN: node freed", node)
@@ -892,7 +893,7 @@ class CmCore(DeviceVerbs, TableViews):
     def _check_seq(self, node: CmNode, seg: Segment, fn: str) -> bool:
         """``irdma_check_seq``: False (and the drop recorded) when it refuses."""
         why = check_seq_refusal(seg.seq, seg.ack, loc_seq_num=node.loc_seq_num,
-                                rcv_nxt=node.rcv_nxt, rcv_wnd=node.rcv_wnd)
+                                rcv_nxt=node.rcv_nxt, rcv_wnd=node.settings.rcv_wnd)
         if why is not None:
             self.drop(seg, fn, why, node)
         return why is None

@@ -1,17 +1,21 @@
 """The per-connection ``irdma_cm_node`` and the listener, small and slotted.
 
 Fields keep the kernel's names (``tcp_cntxt`` members are flattened onto the node; the
-``tcp_cntxt`` property gives the kernel's grouping as a snapshot). Refcounts are kept
-only as far as they decide when a node is freed or leaks.
+``tcp_cntxt`` property gives the kernel's grouping as a snapshot). The fields written
+only a few times per connection live in one :class:`NodeSettings` record that nodes with
+equal values share. Refcounts are kept only as far as they decide when a node is freed
+or leaks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from mpa_emu.cm.mpa_policy import Rdma0Op
+from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.offload.nic import NicQp, StoredKey
+from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -115,17 +119,115 @@ _RCV_MARK_EN = 0x10
 _SND_MARK_EN = 0x20
 
 
+# Indexes of the NodeSettings fields, for CmNode._assign.
+_TOS = 0
+_USER_PRI = 1
+_REM_MAC = 2
+_LOC_ID = 3
+_RCV_WND = 4
+_RCV_WSCALE = 5
+_MSS = 6
+_SND_WSCALE = 7
+_SND_WND = 8
+_MAX_SND_WND = 9
+_MPA_FRAME_REV = 10
+_MPAV2_IRD_ORD = 11
+_IRD_SIZE = 12
+_ORD_SIZE = 13
+_RDMA0_WRITE = 14
+_PDATA_SIZE = 15
+_LSMM_SIZE = 16
+_PASSIVE_STATE = 17
+_LISTENER = 18
+
+
+class NodeSettings(NamedTuple):
+    """The fields of ``irdma_cm_node`` (and its ``tcp_cntxt``) that are written only a
+    few times per connection (at ``irdma_make_cm_node``, by the TCP options, the MPA
+    negotiation, ``irdma_record_ird_ord``, accept and reject) and that nearly every
+    connection of a host holds with the same values. A node holds one record, shared
+    through :func:`mpa_emu.wire.interning.shared`; writing a field puts the shared
+    record with that one field changed in its place, so nodes never see each other's
+    writes. A named tuple rather than a plain one: the compiled build would keep a
+    plain fixed-size tuple unboxed in the node and box a new copy at every read (see
+    :class:`mpa_emu.offload.nic.StoredKey`).
+
+    Every field holds exactly its declared type (never a bool for an int), so records
+    that compare equal are interchangeable."""
+
+    tos: int
+    """IP TOS of the node's frames."""
+    user_pri: int
+    """802.1p priority (``rt_tos2priority(tos)``)."""
+    rem_mac: bytes
+    """The peer's (or, on loopback, our own) MAC address."""
+    loc_id: int
+    """``tcp_cntxt.loc_id``: the last IPv4 id of a GEN_1 frame."""
+    rcv_wnd: int
+    """``tcp_cntxt.rcv_wnd`` (a u32; the header field is cut to 16 bits)."""
+    rcv_wscale: int
+    """``tcp_cntxt.rcv_wscale``."""
+    mss: int
+    """``tcp_cntxt.mss``."""
+    snd_wscale: int
+    """``tcp_cntxt.snd_wscale``."""
+    snd_wnd: int
+    """``tcp_cntxt.snd_wnd``."""
+    max_snd_wnd: int
+    """``tcp_cntxt.max_snd_wnd``."""
+    mpa_frame_rev: int
+    """MPA revision of the connection (1 or 2)."""
+    mpav2_ird_ord: int
+    """The IRD/ORD word of an MPA v2 request or reply."""
+    ird_size: int
+    """Inbound RDMA reads."""
+    ord_size: int
+    """Outbound RDMA reads."""
+    rdma0_write: int
+    """``send_rdma0_op``, the RTR's zero-length operation: 1 for a write, 0 for a read
+    (an int: an enum member would hash in Python code each time a record is shared)."""
+    pdata_size: int
+    """Length of the private data (``pdata.size``)."""
+    lsmm_size: int
+    """Length of the MPA reply the QP sends as its LSMM."""
+    passive_state: int
+    """Peer resets seen after the CONNECT_REQUEST (``SEND_RESET_EVENT``)."""
+    listener: Listener | None
+    """The listener of a passive node, None on the active side."""
+
+
+RDMA0_OPS = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
+"""The :class:`Rdma0Op` of each ``NodeSettings.rdma0_write`` code."""
+
+
+def rdma0_code(op: Rdma0Op) -> int:
+    """``NodeSettings.rdma0_write`` for ``op``."""
+    return 1 if op is Rdma0Op.WRITE_ZERO else 0
+
+
+INITIAL_SETTINGS = NodeSettings(
+    tos=0, user_pri=0, rem_mac=b"", loc_id=0x3B47, rcv_wnd=0xFFFF, rcv_wscale=2,
+    mss=1460, snd_wscale=0, snd_wnd=0, max_snd_wnd=0, mpa_frame_rev=2, mpav2_ird_ord=0,
+    ird_size=0, ord_size=0, rdma0_write=0, pdata_size=0, lsmm_size=0,
+    passive_state=0, listener=None)
+"""The settings of a node ``CmNode()`` just made (``irdma_make_cm_node`` then fills
+them in, :func:`mpa_emu.cm.nodes.make_cm_node`)."""
+
+
+STEPS_MAX = 1024
+"""Record-to-record steps :meth:`CmNode._assign` remembers; past this many it starts
+over."""
+_STEPS: dict[tuple[int, tuple[tuple[int, object], ...]], tuple[NodeSettings, NodeSettings]] = {}
+
+
 class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
         "_flags", "accelerated", "accept_pend", "ah_valid", "client", "close_entry",
-        "cm_id", "conn", "do_lpb", "ipv4", "ird_size", "key", "listener", "loc_ack_num",
-        "loc_id", "loc_seq_num", "lsmm_size", "max_snd_wnd", "mpa_frame_rev",
-        "mpav2_ird_ord", "mss", "ord_size", "passive_state", "pdata", "pdata_size",
-        "qhash_pending", "qhash_set", "qp", "rcv_nxt", "rcv_wnd", "rcv_wscale", "refcnt",
-        "rem_ack_num", "rem_mac", "rts_deadline", "send_entry", "send_rdma0_op", "snd_wnd",
-        "snd_wscale", "state", "tos", "user_pri",
+        "cm_id", "conn", "do_lpb", "ipv4", "key", "loc_ack_num", "loc_seq_num", "pdata",
+        "qhash_pending", "qhash_set", "qp", "rcv_nxt", "refcnt", "rem_ack_num",
+        "rts_deadline", "send_entry", "settings", "state",
     )
 
     def __init__(self, conn: int, key: NodeKey) -> None:
@@ -156,35 +258,255 @@ class CmNode:
         """The conn-established qhash/AH completion has not arrived yet."""
         self.accept_pend = False
         """The passive node counts in the listener's ``pend_accepts_cnt``."""
-        self.user_pri = 0
-        self.tos = 0
-        self.rem_mac = b""
-        self.listener: Listener | None = None
+        self.settings = INITIAL_SETTINGS
+        """The node's per-connection settings, one record shared by every node with the
+        same values (read and written through the properties of the same names)."""
         self.loc_seq_num = 0
         self.loc_ack_num = 0
         self.rem_ack_num = 0
         self.rcv_nxt = 0
-        self.rcv_wnd = 0xFFFF
-        self.snd_wnd = 0
-        self.max_snd_wnd = 0
-        self.snd_wscale = 0
-        self.rcv_wscale = 2
-        self.mss = 1460
-        self.loc_id = 0x3B47
-        self.mpa_frame_rev = 2
-        self.mpav2_ird_ord = 0
-        self.ird_size = 0
-        self.ord_size = 0
-        self.send_rdma0_op = Rdma0Op.READ_ZERO
-        self.passive_state = 0
         self.pdata = b""
-        self.pdata_size = 0
+        """Private data (a slot: it may differ for every connection)."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
         self.qp: NicQp | None = None
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
-        self.lsmm_size = 0
         self.rts_deadline: int | None = None
+
+    def make_settings(self, *, tos: int, user_pri: int, rem_mac: bytes, rcv_wscale: int,
+                      rcv_wnd: int, mss: int, mpa_frame_rev: int, ird_size: int,
+                      ord_size: int, listener: Listener | None) -> None:
+        """The settings ``irdma_make_cm_node`` gives a new node (the others keep
+        :data:`INITIAL_SETTINGS`)."""
+        self._assign(((_TOS, tos), (_USER_PRI, user_pri), (_REM_MAC, rem_mac),
+                      (_RCV_WSCALE, rcv_wscale), (_RCV_WND, rcv_wnd), (_MSS, mss),
+                      (_MPA_FRAME_REV, mpa_frame_rev), (_IRD_SIZE, ird_size),
+                      (_ORD_SIZE, ord_size), (_LISTENER, listener)))
+
+    def record_ird_ord(self, ird_size: int, ord_size: int) -> None:
+        """IRD and ORD at once (``irdma_record_ird_ord``)."""
+        self._assign(((_IRD_SIZE, ird_size), (_ORD_SIZE, ord_size)))
+
+    def record_lsmm(self, lsmm_size: int, pdata_size: int) -> None:
+        """The MPA reply ``irdma_accept`` hands the QP as its LSMM, and its private
+        data length."""
+        self._assign(((_LSMM_SIZE, lsmm_size), (_PDATA_SIZE, pdata_size)))
+
+    def record_tcp_options(self, mss: int, snd_wscale: int, snd_wnd: int) -> None:
+        """What ``irdma_handle_tcp_options`` stores: the MSS and window scale the
+        options gave, the peer's scaled window and the largest one seen."""
+        self._assign(((_MSS, mss), (_SND_WSCALE, snd_wscale), (_SND_WND, snd_wnd),
+                      (_MAX_SND_WND, max(self.settings.max_snd_wnd, snd_wnd))))
+
+    def record_mpa(self, rev: int, pdata_size: int, neg: Negotiated | None) -> None:
+        """What ``irdma_parse_mpa`` stores: the revision, the private data length and
+        the IRD/ORD and RTR ``irdma_negotiate_mpa_v2_ird_ord`` settled on, if any."""
+        if neg is None:
+            self._assign(((_MPA_FRAME_REV, rev), (_PDATA_SIZE, pdata_size)))
+        else:
+            self._assign(((_MPA_FRAME_REV, rev), (_PDATA_SIZE, pdata_size),
+                          (_IRD_SIZE, neg.ird_size), (_ORD_SIZE, neg.ord_size),
+                          (_MPAV2_IRD_ORD, neg.mpav2_ird_ord),
+                          (_RDMA0_WRITE, rdma0_code(neg.send_rdma0_op))))
+
+    def _put(self, index: int, value: object) -> None:
+        """One field of the settings changed."""
+        self._assign(((index, value),))
+
+    def _assign(self, changes: tuple[tuple[int, object], ...]) -> None:
+        """Fields of the settings changed (``(index, value)`` pairs): the shared
+        record with them in place. The step from a record to its successor is
+        remembered (:data:`_STEPS`), so a write the connections before made costs one
+        small dict lookup."""
+        old = self.settings
+        step_key = (id(old), changes)
+        step = _STEPS.get(step_key)
+        if step is not None and step[0] is old:
+            self.settings = step[1]
+            return
+        fields: list[object] = list(old)
+        for index, value in changes:
+            fields[index] = value
+        new = shared(tuple.__new__(NodeSettings, fields))
+        if new == old:
+            new = old
+        if len(_STEPS) >= STEPS_MAX:
+            _STEPS.clear()
+        # The entry holds ``old``, so its id is not reused while the entry exists.
+        _STEPS[step_key] = (old, new)
+        self.settings = new
+
+    @property
+    def tos(self) -> int:
+        """``tos`` of :attr:`settings`."""
+        return self.settings.tos
+
+    @tos.setter
+    def tos(self, value: int) -> None:
+        self._put(_TOS, value)
+
+    @property
+    def user_pri(self) -> int:
+        """``user_pri`` of :attr:`settings`."""
+        return self.settings.user_pri
+
+    @user_pri.setter
+    def user_pri(self, value: int) -> None:
+        self._put(_USER_PRI, value)
+
+    @property
+    def rem_mac(self) -> bytes:
+        """``rem_mac`` of :attr:`settings`."""
+        return self.settings.rem_mac
+
+    @rem_mac.setter
+    def rem_mac(self, value: bytes) -> None:
+        self._put(_REM_MAC, value)
+
+    @property
+    def loc_id(self) -> int:
+        """``loc_id`` of :attr:`settings`."""
+        return self.settings.loc_id
+
+    @loc_id.setter
+    def loc_id(self, value: int) -> None:
+        self._put(_LOC_ID, value)
+
+    @property
+    def rcv_wnd(self) -> int:
+        """``rcv_wnd`` of :attr:`settings`."""
+        return self.settings.rcv_wnd
+
+    @rcv_wnd.setter
+    def rcv_wnd(self, value: int) -> None:
+        self._put(_RCV_WND, value)
+
+    @property
+    def rcv_wscale(self) -> int:
+        """``rcv_wscale`` of :attr:`settings`."""
+        return self.settings.rcv_wscale
+
+    @rcv_wscale.setter
+    def rcv_wscale(self, value: int) -> None:
+        self._put(_RCV_WSCALE, value)
+
+    @property
+    def mss(self) -> int:
+        """``mss`` of :attr:`settings`."""
+        return self.settings.mss
+
+    @mss.setter
+    def mss(self, value: int) -> None:
+        self._put(_MSS, value)
+
+    @property
+    def snd_wscale(self) -> int:
+        """``snd_wscale`` of :attr:`settings`."""
+        return self.settings.snd_wscale
+
+    @snd_wscale.setter
+    def snd_wscale(self, value: int) -> None:
+        self._put(_SND_WSCALE, value)
+
+    @property
+    def snd_wnd(self) -> int:
+        """``snd_wnd`` of :attr:`settings`."""
+        return self.settings.snd_wnd
+
+    @snd_wnd.setter
+    def snd_wnd(self, value: int) -> None:
+        self._put(_SND_WND, value)
+
+    @property
+    def max_snd_wnd(self) -> int:
+        """``max_snd_wnd`` of :attr:`settings`."""
+        return self.settings.max_snd_wnd
+
+    @max_snd_wnd.setter
+    def max_snd_wnd(self, value: int) -> None:
+        self._put(_MAX_SND_WND, value)
+
+    @property
+    def mpa_frame_rev(self) -> int:
+        """``mpa_frame_rev`` of :attr:`settings`."""
+        return self.settings.mpa_frame_rev
+
+    @mpa_frame_rev.setter
+    def mpa_frame_rev(self, value: int) -> None:
+        self._put(_MPA_FRAME_REV, value)
+
+    @property
+    def mpav2_ird_ord(self) -> int:
+        """``mpav2_ird_ord`` of :attr:`settings`."""
+        return self.settings.mpav2_ird_ord
+
+    @mpav2_ird_ord.setter
+    def mpav2_ird_ord(self, value: int) -> None:
+        self._put(_MPAV2_IRD_ORD, value)
+
+    @property
+    def ird_size(self) -> int:
+        """``ird_size`` of :attr:`settings`."""
+        return self.settings.ird_size
+
+    @ird_size.setter
+    def ird_size(self, value: int) -> None:
+        self._put(_IRD_SIZE, value)
+
+    @property
+    def ord_size(self) -> int:
+        """``ord_size`` of :attr:`settings`."""
+        return self.settings.ord_size
+
+    @ord_size.setter
+    def ord_size(self, value: int) -> None:
+        self._put(_ORD_SIZE, value)
+
+    @property
+    def send_rdma0_op(self) -> Rdma0Op:
+        """``send_rdma0_op``: the RTR's zero-length operation (``rdma0_write`` of
+        :attr:`settings`)."""
+        return RDMA0_OPS[self.settings.rdma0_write]
+
+    @send_rdma0_op.setter
+    def send_rdma0_op(self, value: Rdma0Op) -> None:
+        self._put(_RDMA0_WRITE, rdma0_code(value))
+
+    @property
+    def pdata_size(self) -> int:
+        """``pdata_size`` of :attr:`settings`."""
+        return self.settings.pdata_size
+
+    @pdata_size.setter
+    def pdata_size(self, value: int) -> None:
+        self._put(_PDATA_SIZE, value)
+
+    @property
+    def lsmm_size(self) -> int:
+        """``lsmm_size`` of :attr:`settings`."""
+        return self.settings.lsmm_size
+
+    @lsmm_size.setter
+    def lsmm_size(self, value: int) -> None:
+        self._put(_LSMM_SIZE, value)
+
+    @property
+    def passive_state(self) -> int:
+        """``passive_state`` of :attr:`settings`."""
+        return self.settings.passive_state
+
+    @passive_state.setter
+    def passive_state(self, value: int) -> None:
+        self._put(_PASSIVE_STATE, value)
+
+    @property
+    def listener(self) -> Listener | None:
+        """``listener`` of :attr:`settings`."""
+        return self.settings.listener
+
+    @listener.setter
+    def listener(self, value: Listener | None) -> None:
+        self._put(_LISTENER, value)
 
     @property
     def loc_addr(self) -> bytes:

@@ -20,7 +20,6 @@ from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
 from mpa_emu.offload.nic import StoredKey
-from mpa_emu.wire.interning import shared
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
 """``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
@@ -52,21 +51,19 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
 
 
 def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
-                 cfg: CmConfig, isn: int) -> CmNode:
-    """The fields ``irdma_make_cm_node`` gives a new node (the caller files it)."""
+                 cfg: CmConfig, isn: int, listener: Listener | None = None) -> CmNode:
+    """The fields ``irdma_make_cm_node`` gives a new node (the caller files it), with
+    the ``listener`` of a passive node (``irdma_handle_syn_pkt``)."""
     node = CmNode(conn, key)
-    node.tos = tos
-    node.user_pri = rt_tos2priority(tos)
-    node.rem_mac = rem_mac
     node.do_lpb = lpb
-    node.mpa_frame_rev = cfg.mpa_rev
-    node.ird_size = cfg.max_ird
-    node.ord_size = cfg.max_ord
-    node.rcv_wscale = cfg.rcv_wscale
-    # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
-    node.rcv_wnd = shared(0x3FFFC >> cfg.rcv_wscale)
     node.loc_seq_num = isn
-    node.mss = shared(cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6))
+    node.make_settings(
+        tos=tos, user_pri=rt_tos2priority(tos), rem_mac=rem_mac,
+        mpa_frame_rev=cfg.mpa_rev, ird_size=cfg.max_ird, ord_size=cfg.max_ord,
+        # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
+        rcv_wscale=cfg.rcv_wscale, rcv_wnd=0x3FFFC >> cfg.rcv_wscale,
+        mss=cfg.mtu - (MTU_TO_MSS_IPV4 if node.ipv4 else MTU_TO_MSS_IPV6),
+        listener=listener)
     return node
 
 
@@ -78,8 +75,7 @@ def record_ird_ord(node: CmNode, ird: int, ord_: int, cfg: CmConfig) -> None:
         ord_ = cfg.max_ord
     elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
         ord_ = 1
-    node.ird_size = ird
-    node.ord_size = ord_
+    node.record_ird_ord(ird, ord_)
 
 
 class NodeTable:

@@ -44,14 +44,15 @@ def form(node: CmNode, flags: int, mac: bytes, *, gen1: bool, options: bytes = b
         else:
             ttl = 128
     loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
+    st = node.settings  # read from the record: a property each costs the cycle
     # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (htons)
     return Segment(
-        src_mac=mac, dst_mac=node.rem_mac, src_ip=loc_addr,
+        src_mac=mac, dst_mac=st.rem_mac, src_ip=loc_addr,
         dst_ip=rem_addr, sport=loc_port, dport=rem_port, seq=seq,
-        ack=ack, flags=flags, window=node.rcv_wnd & 0xFFFF, options=options,
+        ack=ack, flags=flags, window=st.rcv_wnd & 0xFFFF, options=options,
         payload=payload,
-        vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
-        ttl=ttl, tos=node.tos, ip_id=ip_id, df=True)
+        vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=st.user_pri,
+        ttl=ttl, tos=st.tos, ip_id=ip_id, df=True)
 
 
 def _form(cm: CoreOps, node: CmNode, flags: int, options: bytes = b"",
@@ -115,7 +116,7 @@ def send_syn(cm: CoreOps, node: CmNode, sendack: bool, comment: str) -> bool:
     """``irdma_send_syn``: SYN or SYN|ACK with MSS, window scale and EOL, kept for
     retransmission. False when it could not be formed (no AH)."""
     seg = _form(cm, node, SYN | (ACK if sendack else 0),
-                syn_options(node.mss, node.rcv_wscale))
+                syn_options(node.settings.mss, node.settings.rcv_wscale))
     if seg is None:
         cm.tr("send_failed", "irdma_send_syn", conn=node.conn, reason="no AH")
         return False
@@ -165,8 +166,9 @@ def send_reset_held(cm: CoreOps, node: CmNode, comment: str) -> None:
 
 def mpa_params(cm: CoreOps, node: CmNode) -> MpaParams:
     """The node's fields ``irdma_cm_build_mpa_frame`` reads."""
-    return MpaParams(rev=node.mpa_frame_rev, ird_size=node.ird_size,
-                     ord_size=node.ord_size, mpav2_ird_ord=node.mpav2_ird_ord,
+    st = node.settings
+    return MpaParams(rev=st.mpa_frame_rev, ird_size=st.ird_size,
+                     ord_size=st.ord_size, mpav2_ird_ord=st.mpav2_ird_ord,
                      send_rdma0_op=node.send_rdma0_op, markers=cm.config.iw_ooo,
                      p2p=cm.config.p2p)
 

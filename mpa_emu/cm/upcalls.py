@@ -68,15 +68,16 @@ def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
     cm.set_state(node, S.OFFLOADED, fn)
     cfg = cm.config
     loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
+    st = node.settings
     init = QpInit(
         conn=node.conn, active=node.client, gen=cfg.gen, local_mac=cm.mac,
-        remote_mac=node.rem_mac, local_ip=loc_addr, remote_ip=rem_addr,
+        remote_mac=st.rem_mac, local_ip=loc_addr, remote_ip=rem_addr,
         local_port=loc_port, remote_port=rem_port,
-        vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=node.user_pri,
-        tos=node.tos, ttl=64, snd_nxt=node.loc_seq_num, rcv_nxt=node.rcv_nxt,
-        snd_wnd=node.snd_wnd, snd_wscale=node.snd_wscale, rcv_wscale=node.rcv_wscale,
-        mss=node.mss, rtr_op=node.send_rdma0_op.value, ird=node.ird_size,
-        ord=node.ord_size, mpa_rev=node.mpa_frame_rev, crc=True,
+        vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=st.user_pri,
+        tos=st.tos, ttl=64, snd_nxt=node.loc_seq_num, rcv_nxt=node.rcv_nxt,
+        snd_wnd=st.snd_wnd, snd_wscale=st.snd_wscale, rcv_wscale=st.rcv_wscale,
+        mss=st.mss, rtr_op=node.send_rdma0_op.value, ird=st.ird_size,
+        ord=st.ord_size, mpa_rev=st.mpa_frame_rev, crc=True,
         snd_markers=node.snd_mark_en, rcv_markers=node.rcv_mark_en)
     node.qp = cm.nic.offload(node.key, init)
 
@@ -134,8 +135,9 @@ def accept_complete(cm: CoreOps, node: CmNode) -> None:
     node.rts_deadline = None
     send_cm_event(cm, IwEvent.ESTABLISHED, node, 0)
     node.accelerated = True
-    if node.accept_pend and node.listener is not None:
-        node.listener.pend_accepts_cnt -= 1
+    lst = node.settings.listener
+    if node.accept_pend and lst is not None:
+        lst.pend_accepts_cnt -= 1
         node.accept_pend = False
     cm.establish_complete(node)
 
@@ -176,21 +178,22 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
     pdata = b""
     plen = past = 0
     ird = ord_ = 0
+    st = node.settings
     if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY):
-        plen = node.pdata_size & 0xFF if cm.config.quirks.pdata_len_u8 \
-            else node.pdata_size
+        plen = st.pdata_size & 0xFF if cm.config.quirks.pdata_len_u8 else st.pdata_size
         pdata = node.pdata[:plen]
-        if node.mpa_frame_rev == 2 and cm.config.quirks.v2_pdata_plus4:
+        if st.mpa_frame_rev == 2 and cm.config.quirks.v2_pdata_plus4:
             # The last 4 bytes copied (irdma_parse_mpa) lie past the frame.
-            past = max(0, len(pdata) - max(0, node.pdata_size - 4))
-        ird = node.ird_size
-        ord_ = node.ord_size if event == IwEvent.CONNECT_REPLY else 0
+            past = max(0, len(pdata) - max(0, st.pdata_size - 4))
+        ird = st.ird_size
+        ord_ = st.ord_size if event == IwEvent.CONNECT_REPLY else 0
     elif event == IwEvent.ESTABLISHED:
-        ird, ord_ = node.ird_size, node.ord_size
+        ird, ord_ = st.ird_size, st.ord_size
+    lst = st.listener
     loc_addr, loc_port, rem_addr, rem_port, _ = node.key
     up = Upcall(event, node.conn, status, cm.now_ns, loc_addr, loc_port,
                 rem_addr, rem_port, pdata, plen, ird, ord_,
-                node.listener.ident if node.listener is not None else None, past)
+                lst.ident if lst is not None else None, past)
     cm.push_upcall(up)
     if cm.trace is not None:
         cm.tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,
