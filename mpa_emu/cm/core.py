@@ -612,12 +612,12 @@ class CmCore(DeviceVerbs, TableViews):
 
     def drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
-        qp = self.nic.qp(key)
-        if qp is not None:
-            self._drain_qp(key, qp)
-
-    def _drain_qp(self, key: FlowKey, qp: NicQp) -> None:
         node = self.nodes.by_key.get(key)
+        qp = self.nic.flow_qp(key, None if node is None else node.qp)
+        if qp is not None:
+            self._drain_qp(key, qp, node)
+
+    def _drain_qp(self, key: FlowKey, qp: NicQp, node: CmNode | None) -> None:
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
         frames = qp.frames_to_send()
@@ -794,7 +794,7 @@ class CmCore(DeviceVerbs, TableViews):
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if node is not None or not seg.flags & SYN or seg.flags & ACK:
                 qp.receive(seg, self._now_ns)
-                self._drain_qp(key, qp)
+                self._drain_qp(key, qp, node)  # the node table is as before the QP ran
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
         if self.ilq_stuck:
