@@ -459,7 +459,7 @@ class CmCore(DeviceVerbs, TableViews):
 
     def has_node(self, conn: int) -> bool:
         """``iwqp->cm_node != NULL``: the node of ``conn`` is still in the table."""
-        return conn in self.nodes.by_conn
+        return self.nodes.by_conn.get(conn) is not None
 
     def link_up(self) -> bool:
         """``iwdev->iw_status``: False after :meth:`link_down`."""

@@ -13,6 +13,7 @@ import errno
 from collections.abc import Callable, Iterable
 
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.conn_index import ConnIndex
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
@@ -91,7 +92,7 @@ class NodeTable:
 
     def __init__(self) -> None:
         self.by_key: dict[NodeKey, CmNode] = {}
-        self.by_conn: dict[int, CmNode] = {}
+        self.by_conn: ConnIndex[CmNode] = ConnIndex()
         self.by_local: dict[tuple[bytes, int], list[CmNode]] = {}
         """Nodes per (local address, VLAN) in filing order, the order
         ``irdma_teardown_list_prep`` walks them. A list rather than a dict (8 bytes a
@@ -137,7 +138,7 @@ class NodeTable:
     def add(self, node: CmNode) -> None:
         """File a new node under its key, its id and its (local address, VLAN)."""
         self._file(node.key, node)
-        self.by_conn[node.conn] = node
+        self.by_conn.add(node.conn, node)
         key = node.key
         self._index_local((key[0], key[4]), node)
 
@@ -145,7 +146,7 @@ class NodeTable:
         """Take a destroyed node out of every index."""
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
-        self.by_conn.pop(node.conn, None)
+        self.by_conn.pop(node.conn)
         self._unindex_local(node, node.key[4], lazy=True)
 
     def rekey_vlan(self, node: CmNode, vlan_id: int) -> None:

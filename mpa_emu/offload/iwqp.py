@@ -3,7 +3,9 @@ cm.c, hw.c and verbs.c reads and writes.
 
 The NIC (:class:`mpa_emu.offload.qp.OffloadedQp`) has its own, true state; these are the
 driver's copies, refreshed from each AEQE by ``irdma_process_aeq`` and changed by
-``irdma_modify_qp`` and ``irdma_handle_close_entry``.
+``irdma_modify_qp`` and ``irdma_handle_close_entry``. The emulator's QP subclasses
+:class:`IwQp` (its ``iwqp`` is itself), so both live in one allocation, as ``struct
+irdma_qp`` embeds the hardware QP; an :class:`IwQp` can still stand alone.
 """
 
 from __future__ import annotations

@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpa_emu.offload.iwqp import IwQp
+from mpa_emu.offload.qp_records import NO_AE, RTS_AE, AeRecord, Busy, Unacked
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
@@ -132,20 +133,6 @@ class QpInit:
 fast_frozen_init(QpInit)
 
 
-@dataclass(slots=True)
-class _Unacked:
-    """One transmitted segment still waiting for its acknowledgement."""
-
-    seq: int
-    flags: int
-    payload: bytes
-    comment: str
-
-    @property
-    def seq_len(self) -> int:
-        return len(self.payload) + (1 if self.flags & (FIN | SYN) else 0)
-
-
 @dataclass(frozen=True, slots=True)
 class ReceivedMessage:
     """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
@@ -158,19 +145,27 @@ class ReceivedMessage:
 fast_frozen_init(ReceivedMessage)
 
 
-# Expected MSN and message offset per untagged queue before any message: shared tuples,
-# replaced on the first message, so that a QP that never receives one costs nothing.
-_FIRST_MSNS: tuple[int, ...] = (1, 1, 1)
-_FIRST_MOS: tuple[int, ...] = (0, 0, 0)
+# Expected MSN (positions 0-2) and message offset (3-5) per untagged queue before any
+# message (RFC 5041 section 5.1: the first message on a queue has MSN 1): one shared
+# tuple, replaced on each message by another shared one, so that a QP costs one slot
+# and the many QPs that received the same messages share their counters.
+_FIRST_RECV: tuple[int, ...] = (1, 1, 1, 0, 0, 0)
+_MO = 3
+"""Offset of a queue's message offset from its MSN in the tuple."""
 
 
-def _replace_at(values: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
-    # shared: most QPs hold the same counters (one message each way)
-    if index == 0:
-        return shared((value, values[1], values[2]))
-    if index == 1:
-        return shared((values[0], value, values[2]))
-    return shared((values[0], values[1], value))
+def _next_recv(values: tuple[int, ...], qn: int, msn: int, mo: int) -> tuple[int, ...]:
+    """``values`` with queue ``qn`` expecting ``msn`` and ``mo`` next (shared)."""
+    changed = list(values)
+    changed[qn] = msn
+    changed[qn + _MO] = mo
+    return shared(tuple(changed))
+
+
+_MSN_MASK = 0xFFFF_FFFF
+"""OffloadedQp._counts: the last MSN sent (low 32 bits, RFC 5041 section 5.1), above it
+the number of retransmissions."""
+_RETX_SHIFT = 32
 
 
 RECEIVED_KEPT = 8
@@ -225,49 +220,32 @@ _CRC_BAD = 0x800
 """The one FPDU kept in ``_received`` failed its CRC check."""
 
 
-class _AeRecord:
-    """One AEQE: the AE, the TCP and iWARP states reported with it, the q2 frame. An
-    object rather than a tuple so that the compiled build keeps a reference to a
-    shared record in the QP, not the four fields unboxed."""
-
-    __slots__ = ("ae", "frame", "iwarp", "tcp")
-
-    def __init__(self, ae: Ae | None, tcp: TcpState, iwarp: IwarpState,
-                 frame: bytes | None) -> None:
-        self.ae = ae
-        self.tcp = tcp
-        self.iwarp = iwarp
-        self.frame = frame
-
-
-_NO_AE = _AeRecord(None, TcpState.ESTABLISHED, IwarpState.RTS, None)
-"""The AE record before any AE: the states a QP starts in."""
-_RTS_AE = _AeRecord(Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
-"""The record of the RTS AE of an established QP, the last AE of most QPs: shared."""
-
-
 class QpError(ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
 
-class OffloadedQp:
+class OffloadedQp(IwQp):
     """The NIC's TCP engine and iWARP QP for one offloaded connection (sans-IO).
 
-    One lives per established connection, so it is slotted and its queues (pending
-    sends, unacknowledged segments, asynchronous events, receive buffer, outbox) exist
-    only while they hold something: ``None`` when empty.
+    One lives per established connection, so it is slotted and one allocation: it is
+    also the driver's :class:`~mpa_emu.offload.iwqp.IwQp` of the connection (as
+    ``struct irdma_qp`` embeds the hardware QP ``struct irdma_sc_qp``), which
+    :attr:`iwqp` returns. What only a busy connection holds (pending sends,
+    unacknowledged segments and their timer, asynchronous events, receive buffer) lives
+    in a :class:`Busy` record that exists only while it holds something, and the
+    outbox is ``None`` when empty.
     """
 
-    __slots__ = ("_ae", "_aes", "_conn", "_ctx", "_flags", "_irs", "_isn", "_local_port",
-                 "_outbox", "_pending", "_read_responses", "_received", "_received_at", "_recv_mo",
-                 "_recv_msn", "_remote_port", "_retries", "_rexmit_at",
-                 "_rx_buffer", "_send_msn", "_unacked", "_wnd0", "iwarp_state", "iwqp",
-                 "rcv_nxt", "received_count", "retransmissions", "snd_nxt", "snd_una", "snd_wnd",
-                 "tcp_state")
+    __slots__ = ("_ae", "_busy", "_conn", "_counts", "_ctx", "_flags", "_irs", "_isn",
+                 "_local_port", "_outbox", "_received", "_received_at", "_recv",
+                 "_remote_port", "_wnd0", "nic_iwarp_state", "rcv_nxt", "received_count",
+                 "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
         if init.rtr_op not in ("read", "write"):
             raise QpError(f"rtr_op must be 'read' or 'write', got {init.rtr_op!r}")
+        # The driver's copies of this QP's states (struct irdma_qp), as a new IwQp has them.
+        super().__init__()
         # The context is kept as the per-connection numbers plus a tuple of what many
         # connections share (addresses, VLAN, negotiated settings), interned so that
         # 100,000 QPs between two hosts hold one copy: :attr:`init` rebuilds the record.
@@ -280,15 +258,15 @@ class OffloadedQp:
         self._wnd0 = init.snd_wnd
         self._ctx = _shared_ctx(init)
         self.tcp_state = TcpState.ESTABLISHED
-        self.iwarp_state = IwarpState.RTS
+        self.nic_iwarp_state = IwarpState.RTS
+        """The NIC's own iWARP state (the driver's copies are ``iwarp_state`` and
+        ``hw_iwarp_state``)."""
         self.snd_una = init.snd_nxt
         self.snd_nxt = init.snd_nxt
         self.rcv_nxt = init.rcv_nxt
         self.snd_wnd = init.snd_wnd
         # The AEQE last returned by next_ae: (AE, TCP state, iWARP state, q2 frame).
-        self._ae: _AeRecord = _NO_AE
-        # The driver's copies of this QP's states (struct irdma_qp).
-        self.iwqp = IwQp()
+        self._ae: AeRecord = NO_AE
         # The last few FPDUs. Most connections only ever get one (the RTR or its Read
         # Response): that one is kept as its ULPDU, _received_at and the _CRC_BAD bit, not
         # as an object of its own; two or more as a tuple.
@@ -296,21 +274,36 @@ class OffloadedQp:
         self._received_at = 0
         self.received_count = 0
         """FPDUs taken off the stream so far (:attr:`received` keeps the last few)."""
-        self.retransmissions = 0
-        self._pending: deque[tuple[bytes, str]] | None = None
-        self._unacked: deque[_Unacked] | None = None
-        # The RTO is RTO_INITIAL_NS << _retries: it doubles with each retransmission.
-        self._retries = 0
-        self._rexmit_at: int | None = None
-        self._rx_buffer: bytearray | None = None
+        self._busy: Busy | None = None
         self._outbox: list[Transmit] | None = None
-        self._aes: deque[_AeRecord] | None = None
-        self._send_msn = 0
-        # Next expected MSN and message offset per untagged queue (RFC 5041 section 5.1:
-        # the first message on a queue has MSN 1).
-        self._recv_msn: tuple[int, ...] = _FIRST_MSNS
-        self._recv_mo: tuple[int, ...] = _FIRST_MOS
-        self._read_responses = 0
+        self._counts = 0
+        self._recv: tuple[int, ...] = _FIRST_RECV
+
+    def __repr__(self) -> str:
+        return (f"OffloadedQp(conn={self._conn}, tcp_state={self.tcp_state!r}, "
+                f"nic_iwarp_state={self.nic_iwarp_state!r})")
+
+    @property
+    def iwqp(self) -> IwQp:
+        """The driver's copies of this QP's states (``struct irdma_qp``): the QP itself."""
+        return self
+
+    @property
+    def retransmissions(self) -> int:
+        """Segments retransmitted so far."""
+        return self._counts >> _RETX_SHIFT
+
+    def _work(self) -> Busy:
+        busy = self._busy
+        if busy is None:
+            busy = self._busy = Busy()
+        return busy
+
+    def _settle(self) -> None:
+        """Drop the busy record once it holds nothing."""
+        busy = self._busy
+        if busy is not None and busy.idle():
+            self._busy = None
 
     @property
     def init(self) -> QpInit:
@@ -382,19 +375,18 @@ class OffloadedQp:
 
         Raises :class:`QpError` when the QP no longer accepts work requests.
         """
-        if self.iwarp_state != IwarpState.RTS or self._flags & _FIN_REQUESTED:
-            raise QpError(f"post_send needs an RTS QP, the QP is {self.iwarp_state.name}")
-        self._send_msn += 1
+        if self.nic_iwarp_state != IwarpState.RTS or self._flags & _FIN_REQUESTED:
+            raise QpError(f"post_send needs an RTS QP, the QP is {self.nic_iwarp_state.name}")
+        msn = ((self._counts & _MSN_MASK) + 1) & _MSN_MASK
+        self._counts = (self._counts & ~_MSN_MASK) | msn
         room = max(1, self._ctx[_MSS] - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
         chunks = [data[i:i + room] for i in range(0, len(data), room)] or [b""]
         offset = 0
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
-            ulpdu = ddp.send(chunk, self._send_msn, offset, last=last)
+            ulpdu = ddp.send(chunk, msn, offset, last=last)
             offset += len(chunk)
-            if self._pending is None:
-                self._pending = deque()
-            self._pending.append((self._fpdu(ulpdu), f"RDMA Send MSN {self._send_msn}"))
+            self._queue(self._fpdu(ulpdu), f"RDMA Send MSN {msn}")
         self._pump(now_ns)
 
     def receive(self, frame: Segment, now_ns: int) -> None:
@@ -404,7 +396,7 @@ class OffloadedQp:
         if frame.flags & RST:
             self._receive_rst(frame)
             return
-        if self.iwarp_state == IwarpState.ERROR and self.tcp_alive:
+        if self.nic_iwarp_state == IwarpState.ERROR and self.tcp_alive:
             self._reset_reply(frame)
             return
         if frame.flags & SYN:
@@ -422,18 +414,24 @@ class OffloadedQp:
         if frame.payload and self.tcp_state in (TcpState.ESTABLISHED, TcpState.FIN_WAIT_1,
                                                 TcpState.FIN_WAIT_2):
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
-            if self._rx_buffer is None:
-                self._rx_buffer = bytearray(frame.payload)
+            busy = self._busy
+            if busy is not None and busy.rx_buffer is not None:
+                busy.rx_buffer += frame.payload
+                stream = bytes(busy.rx_buffer)
+                busy.rx_buffer = None
             else:
-                self._rx_buffer += frame.payload
-            self._take_fpdus(now_ns)
-            if self._read_responses:
+                stream = frame.payload  # the usual case: whole FPDUs, nothing buffered
+            self._take_fpdus(stream, now_ns)
+            busy = self._busy
+            if busy is not None and busy.read_responses:
                 # The Read Responses queued by this segment carry its ACK.
-                self._read_responses = 0
+                busy.read_responses = 0
                 sent = self._outbox_len()
                 self._pump(now_ns)
                 if self._outbox_len() > sent and not frame.flags & FIN:
+                    self._settle()
                     return
+            self._settle()
         elif frame.payload:
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
         if frame.flags & FIN:
@@ -459,15 +457,15 @@ class OffloadedQp:
         if target == "terminate":
             self._terminate(term, send_fin, now_ns)
         elif target == "sqd":
-            if self.iwarp_state != IwarpState.RTS:
+            if self.nic_iwarp_state != IwarpState.RTS:
                 return
-            self.iwarp_state = IwarpState.CLOSING
+            self.nic_iwarp_state = IwarpState.CLOSING
             self._flags |= _FIN_REQUESTED
             self._pump(now_ns)
         elif target == "err":
             if reset_tcp_conn is None:
                 reset_tcp_conn = self.tcp_alive
-            self.iwarp_state = IwarpState.ERROR
+            self.nic_iwarp_state = IwarpState.ERROR
             if reset_tcp_conn and self.tcp_alive:
                 self._send_rst("irdma_modify_qp: QP to ERROR, reset_tcp_conn (RST)")
             self._stop()
@@ -478,31 +476,32 @@ class OffloadedQp:
     def handle_timer(self, now_ns: int) -> None:
         """Fire the retransmission timer, and the driver's terminate timer, if due at or
         before ``now_ns``."""
-        term_at = self.iwqp.terminate_at
+        term_at = self.terminate_at
         if term_at is not None and term_at <= now_ns:
-            self.iwqp.terminate_at = None
+            self.terminate_at = None
             self._raise(Ae.TERMINATE_TIMEOUT)
-        if self._rexmit_at is None or now_ns < self._rexmit_at or not self._unacked:
+        busy = self._busy
+        if busy is None or not busy.unacked or now_ns < busy.rexmit_at:
             return
-        unacked = self._unacked
-        if self._retries >= REXMIT_THRESH:
+        if busy.retries >= REXMIT_THRESH:
             self.tcp_state = TcpState.CLOSED
-            self.iwarp_state = IwarpState.ERROR
+            self.nic_iwarp_state = IwarpState.ERROR
             self._stop()
             self._raise(Ae.LLP_TOO_MANY_RETRIES)
             return
-        self._retries += 1
-        self.retransmissions += 1
-        oldest = unacked[0]
+        busy.retries += 1
+        self._counts += 1 << _RETX_SHIFT
+        oldest = busy.unacked[0]
         self._emit(oldest.seq, oldest.flags, oldest.payload,
-                   f"hw qp: retransmission {self._retries} of {oldest.comment}")
-        self._rexmit_at = now_ns + (RTO_INITIAL_NS << self._retries)
+                   f"hw qp: retransmission {busy.retries} of {oldest.comment}")
+        busy.rexmit_at = now_ns + (RTO_INITIAL_NS << busy.retries)
 
     def get_timer(self) -> int | None:
         """Absolute ns of the next retransmission or terminate timeout, ``None`` when
         neither is pending."""
-        rexmit = self._rexmit_at if self._unacked else None
-        term_at = self.iwqp.terminate_at
+        busy = self._busy
+        rexmit = busy.rexmit_at if busy is not None and busy.unacked else None
+        term_at = self.terminate_at
         if term_at is None:
             return rexmit
         return term_at if rexmit is None else min(rexmit, term_at)
@@ -515,12 +514,14 @@ class OffloadedQp:
     def next_ae(self) -> Ae | None:
         """Pop the next asynchronous event; :attr:`ae_tcp_state` and
         :attr:`ae_iwarp_state` then hold the states reported with it."""
-        aes = self._aes
-        if aes is None:
+        busy = self._busy
+        if busy is None or busy.aes is None:
             return None
+        aes = busy.aes
         record = aes.popleft()
         if not aes:
-            self._aes = None
+            busy.aes = None
+            self._settle()
         self._ae = record
         return record.ae
 
@@ -562,31 +563,36 @@ class OffloadedQp:
         return mpa.frame_fpdu(ulpdu, crc=None if self._ctx[_CRC] else 0)
 
     def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
-        if self._aes is None:
-            self._aes = deque()
-        tcp, iwarp = self.tcp_state, self.iwarp_state
+        busy = self._work()
+        if busy.aes is None:
+            busy.aes = deque()
+        tcp, iwarp = self.tcp_state, self.nic_iwarp_state
         if ae is Ae.RTS and tcp is TcpState.ESTABLISHED and iwarp is IwarpState.RTS \
                 and q2 is None:
             # shared: a QP keeps its last AE, and most QPs' last AE is this RTS
-            self._aes.append(_RTS_AE)
+            busy.aes.append(RTS_AE)
         else:
-            self._aes.append(_AeRecord(ae, tcp, iwarp, q2))
+            busy.aes.append(AeRecord(ae, tcp, iwarp, q2))
 
     def _stop(self) -> None:
-        self._pending = None
-        self._unacked = None
-        self._rexmit_at = None
+        busy = self._busy
+        if busy is not None:
+            busy.pending = None
+            busy.unacked = None
+            self._settle()
 
     def _transmit_data(self, payload: bytes, comment: str, now_ns: int) -> None:
-        if self._pending is None:
-            self._pending = deque()
-        self._pending.appendleft((payload, comment))
+        busy = self._work()
+        if busy.pending is None:
+            busy.pending = deque()
+        busy.pending.appendleft((payload, comment))
         self._pump(now_ns)
 
     def _queue(self, payload: bytes, comment: str) -> None:
-        if self._pending is None:
-            self._pending = deque()
-        self._pending.append((payload, comment))
+        busy = self._work()
+        if busy.pending is None:
+            busy.pending = deque()
+        busy.pending.append((payload, comment))
 
     def _outbox_len(self) -> int:
         return len(self._outbox) if self._outbox is not None else 0
@@ -596,16 +602,18 @@ class OffloadedQp:
                 and not self._flags & _HOLD_TX)
 
     def _pump(self, now_ns: int) -> None:
-        pending = self._pending
+        busy = self._busy
+        pending = busy.pending if busy is not None else None
         while pending and self._can_send_data():
             payload, comment = pending[0]
-            if self._unacked and self.bytes_in_flight + len(payload) > self.snd_wnd:
+            if busy is not None and busy.unacked \
+                    and self.bytes_in_flight + len(payload) > self.snd_wnd:
                 return  # the peer's window is full; an ACK will reopen it
             pending.popleft()
-            if not pending:
-                self._pending = None
+            if not pending and busy is not None:
+                busy.pending = pending = None
             self._send_segment(ACK, payload, comment, now_ns)
-        if (self._flags & _FIN_REQUESTED and not self._flags & _FIN_SENT and not self._pending
+        if (self._flags & _FIN_REQUESTED and not self._flags & _FIN_SENT and not pending
                 and self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)):
             self._flags |= _FIN_SENT
             self.tcp_state = (TcpState.FIN_WAIT_1 if self.tcp_state == TcpState.ESTABLISHED
@@ -613,15 +621,16 @@ class OffloadedQp:
             self._send_segment(FIN | ACK, b"", "hw qp: FIN (QP CLOSING)", now_ns)
 
     def _send_segment(self, flags: int, payload: bytes, comment: str, now_ns: int) -> None:
-        entry = _Unacked(self.snd_nxt, flags, payload, comment)
+        entry = Unacked(self.snd_nxt, flags, payload, comment)
         self._emit(entry.seq, flags, payload, comment)
         self.snd_nxt = (self.snd_nxt + entry.seq_len) % _SEQ_MOD
-        if not self._unacked:
-            self._retries = 0
-            self._rexmit_at = now_ns + RTO_INITIAL_NS
-        if self._unacked is None:
-            self._unacked = deque()
-        self._unacked.append(entry)
+        busy = self._work()
+        if not busy.unacked:
+            busy.retries = 0
+            busy.rexmit_at = now_ns + RTO_INITIAL_NS
+        if busy.unacked is None:
+            busy.unacked = deque()
+        busy.unacked.append(entry)
 
     def _send_ack(self, comment: str) -> None:
         self._emit(self.snd_nxt, ACK, b"", comment)
@@ -666,13 +675,18 @@ class OffloadedQp:
             self.snd_una = ack
             if ack == self.snd_nxt:
                 self.snd_nxt = ack  # the same number: keep one int object, not two
-            unacked = self._unacked
-            while unacked and _seq_le((unacked[0].seq + unacked[0].seq_len) % _SEQ_MOD, ack):
-                unacked.popleft()
-            if not unacked:
-                self._unacked = None
-            self._retries = 0
-            self._rexmit_at = now_ns + RTO_INITIAL_NS if self._unacked else None
+            busy = self._busy
+            if busy is not None:
+                unacked = busy.unacked
+                while unacked and _seq_le((unacked[0].seq + unacked[0].seq_len) % _SEQ_MOD,
+                                          ack):
+                    unacked.popleft()
+                busy.retries = 0
+                if unacked:
+                    busy.rexmit_at = now_ns + RTO_INITIAL_NS
+                else:
+                    busy.unacked = None
+                    self._settle()
             if self._flags & _FIN_SENT and ack == self.snd_nxt:
                 self._our_fin_acked()
         self.snd_wnd = shared(frame.window << self._ctx[_SND_WSCALE])
@@ -719,13 +733,14 @@ class OffloadedQp:
 
     def _terminate(self, ulpdu: bytes | None, send_fin: bool, now_ns: int) -> None:
         # irdma_next_iw_state(TERMINATE, ...): dont_send_term / dont_send_fin cleared.
-        if self.iwarp_state == IwarpState.ERROR:
+        if self.nic_iwarp_state == IwarpState.ERROR:
             return
-        self.iwarp_state = IwarpState.TERMINATE
+        self.nic_iwarp_state = IwarpState.TERMINATE
         self._flags &= ~_HOLD_TX
         if ulpdu is not None and not self._flags & _TERM_SENT:
             self._flags |= _TERM_SENT
-            self._pending = None  # the send queue stops; only the Terminate goes out
+            if self._busy is not None:
+                self._busy.pending = None  # the send queue stops; only the Terminate goes out
             if self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT):
                 self._transmit_data(self._fpdu(ulpdu),
                                     "hw qp: Terminate (irdma_bld_terminate_hdr)", now_ns)
@@ -733,19 +748,20 @@ class OffloadedQp:
         if send_fin and not self._flags & _FIN_REQUESTED:
             self._flags |= _FIN_REQUESTED
             self._pump(now_ns)
+        self._settle()
 
-    def _take_fpdus(self, now_ns: int) -> None:
-        buffer = self._rx_buffer
-        while buffer is not None and len(buffer) >= 2:
-            (ulen,) = struct.unpack_from("!H", buffer)
+    def _take_fpdus(self, stream: bytes, now_ns: int) -> None:
+        """Take the complete FPDUs off the front of ``stream`` (the received bytes from
+        an FPDU boundary on) and keep the rest in the receive buffer."""
+        start, end = 0, len(stream)
+        while end - start >= 2:
+            (ulen,) = struct.unpack_from("!H", stream, start)
             total = 2 + ulen + mpa.fpdu_pad_len(ulen) + 4
-            if len(buffer) < total:
-                return
-            raw = bytes(buffer[:total])
+            if end - start < total:
+                break
+            raw = stream[start:start + total]
+            start += total
             fpdu = mpa.unframe_fpdu(raw)
-            del buffer[:total]
-            if not buffer:
-                buffer = self._rx_buffer = None
             crc_ok = fpdu.crc_ok or not self._ctx[_CRC]
             self.received_count += 1
             kept = self._received
@@ -761,8 +777,8 @@ class OffloadedQp:
                 self._received_at = now_ns
                 if not crc_ok:
                     self._flags |= _CRC_BAD
-            if self._flags & _RX_HALTED or self.iwarp_state not in (IwarpState.RTS,
-                                                           IwarpState.CLOSING):
+            if self._flags & _RX_HALTED or self.nic_iwarp_state not in (
+                    IwarpState.RTS, IwarpState.CLOSING):
                 continue  # TERMINATE or ERROR: acknowledged, not placed
             # RFC 5044 section 8: a CRC error is a fatal LLP error for the stream.
             ae = (Ae.LLP_RECEIVED_MPA_CRC_ERROR if not crc_ok
@@ -776,6 +792,8 @@ class OffloadedQp:
                 self._flags &= ~_HOLD_TX
                 if not self._flags & _ACTIVE:
                     self._raise(Ae.RTS)
+        if start < end:
+            self._work().rx_buffer = bytearray(stream[start:])
 
     def _check_ulpdu(self, ulpdu: bytes, now_ns: int) -> Ae | None:
         """The NIC's checks of one DDP segment (RFC 5041 section 7, RFC 5040 section 7);
@@ -812,9 +830,10 @@ class OffloadedQp:
         _, qn, msn, mo = struct.unpack_from("!IIII", ulpdu, 2)
         if qn > ddp.QN_TERMINATE:
             return Ae.DDP_UBE_INVALID_QN
-        if msn != self._recv_msn[qn]:
+        recv = self._recv
+        if msn != recv[qn]:
             return Ae.DDP_INVALID_MSN_GAP_IN_MSN
-        if mo != self._recv_mo[qn]:
+        if mo != recv[qn + _MO]:
             return Ae.DDP_UBE_INVALID_MO
         allowed = ((ddp.Opcode.SEND, ddp.Opcode.SEND_INVALIDATE, ddp.Opcode.SEND_SE,
                     ddp.Opcode.SEND_SE_INVALIDATE), (ddp.Opcode.READ_REQUEST,),
@@ -825,10 +844,9 @@ class OffloadedQp:
         if qn != ddp.QN_SEND and not last:
             return Ae.DDP_NO_L_BIT  # Read Requests and Terminates are single segments
         if last:
-            self._recv_msn = _replace_at(self._recv_msn, qn, (msn + 1) % _SEQ_MOD)
-            self._recv_mo = _replace_at(self._recv_mo, qn, 0)
+            self._recv = _next_recv(recv, qn, (msn + 1) % _SEQ_MOD, 0)
         else:
-            self._recv_mo = _replace_at(self._recv_mo, qn, (mo + len(body)) % _SEQ_MOD)
+            self._recv = _next_recv(recv, qn, msn, (mo + len(body)) % _SEQ_MOD)
         if qn == ddp.QN_TERMINATE:
             return Ae.LLP_TERMINATE_RECEIVED
         if qn == ddp.QN_READ_REQUEST:
@@ -843,5 +861,5 @@ class OffloadedQp:
             self._queue(self._fpdu(ddp.read_response(b"", request.sink_stag,
                                                      request.sink_to)),
                         "hw qp: RDMA Read Response (zero-length, answers the read0 RTR)")
-            self._read_responses += 1
+            self._work().read_responses += 1
         return None

@@ -24,10 +24,12 @@ from xml.sax.saxutils import escape
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
 from mpa_emu.capture.decode import Undecodable, as_ethernet, decode_leniently
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
+from mpa_emu.views.crc_connections import CrcConnections, connection_key
 from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
 from mpa_emu.views.ladder import Row, render, render_lines
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.mpa import FLAG_CRC
+from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 
 class DiagramError(ValueError):
@@ -96,11 +98,11 @@ def capture_rows(path: str | Path, lanes: dict[str, int], ports: Collection[int]
                  checksums: Mode = Mode.OFFLOAD) -> Iterator[Row]:
     """The rows of :func:`from_capture`, as the capture is read (``-``: standard
     input); ``lanes`` (name -> lane) fills up as addresses appear. Held in memory while
-    reading: the lanes, a CRC flag per TCP connection seen with an MPA frame, a count per
-    sender of offload artefacts. Raises :class:`DiagramError` when not even the first
-    frame can be read."""
+    reading: the lanes, the open TCP connections that negotiated CRC, a count per sender
+    of offload artefacts. Raises :class:`DiagramError` when not even the first frame can
+    be read."""
     source = sys.stdin.buffer if str(path) == "-" else path
-    crc_on: dict[tuple[tuple[bytes, int], ...], bool] = {}
+    crc_on = CrcConnections()
     offloaded: dict[str, _Offloaded] = {}
     base: int | None = None
     number = 0
@@ -119,6 +121,7 @@ def capture_rows(path: str | Path, lanes: dict[str, int], ports: Collection[int]
             damage = f"capture ends after frame {number}: {fault}"
             break
         number += 1
+        crc_on.expire(number)
         if base is None and rec.time_ns is not None:
             base = rec.time_ns
         row = _capture_row(number, rec, base or 0, lanes, ports, checksums, crc_on,
@@ -136,7 +139,7 @@ def capture_rows(path: str | Path, lanes: dict[str, int], ports: Collection[int]
 
 def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, int],
                  ports: Collection[int], checksums: Mode,
-                 crc_on: dict[tuple[tuple[bytes, int], ...], bool],
+                 crc_on: CrcConnections,
                  offloaded: dict[str, _Offloaded]) -> Row | None:
     t = (rec.time_ns - base) if rec.time_ns is not None else 0
     frame = as_ethernet(rec.linktype, rec.frame)
@@ -151,26 +154,30 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
     src_name = ip_text(seg.src_ip)
     src = lanes.setdefault(src_name, len(lanes))
     dst = lanes.setdefault(ip_text(seg.dst_ip), len(lanes))
-    conn = tuple(sorted([(seg.src_ip, seg.sport), (seg.dst_ip, seg.dport)]))
-    if seg.flags & 0x02 and not seg.flags & 0x10:
-        crc_on.pop(conn, None)  # a new connection on these ports
+    conn, side = connection_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport)
+    flags = seg.flags
+    if flags & SYN and not flags & ACK:
+        crc_on.started(conn)
     mpa = mpa_summary(seg.payload)
-    if mpa is not None and len(seg.payload) > 16:
+    if mpa is not None and len(seg.payload) > 16 and seg.payload[16] & FLAG_CRC:
         # RFC 5044 section 7.1: CRC is used when either side sets C.
-        crc_on[conn] = crc_on.get(conn, False) or bool(seg.payload[16] & FLAG_CRC)
+        crc_on.negotiated(conn)
     marks = _checksum_marks(verdict, ip_ok, checksums)
     if verdict is Verdict.OFFLOAD and checksums is Mode.OFFLOAD:
         off = offloaded.setdefault(src_name, _Offloaded(number))
         off.count += 1
         off.last = number
     detail_parts = [p for p in (mpa,
-                                fpdu_summary(seg.payload, crc_on.get(conn))
+                                fpdu_summary(seg.payload, conn in crc_on)
                                 if seg.payload and mpa is None else None,
                                 *marks,
                                 rec.comment.replace("\n", "; ") if rec.comment else None)
                     if p]
     label = f"{seg.sport}>{seg.dport} {segment_label(seg)}"
+    if flags & (FIN | RST):
+        crc_on.ending(conn, side, flags, number)
     return Row(t, src, dst, label, "; ".join(detail_parts) or None, frame=number)
+
 
 
 class ParkedLadder:
@@ -272,19 +279,22 @@ def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO) -> None:
     """:func:`to_svg` written into ``out`` as the rows come: the body goes to a
     temporary file first, since the picture's size heads the document."""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
-        height, width = _svg_body(rows, columns, body)
+        height, width = _svg_body(rows, len(columns), body)
         body.seek(0)
-        out.write(_svg_head(columns, height, width))
+        _svg_head(columns, height, width, out)
         shutil.copyfileobj(body, out)
         out.write("</svg>\n")
 
 
-def _svg_body(rows: Iterable[Row], columns: Sequence[str],
-              out: TextIO) -> tuple[int, int]:
-    """Write the rows' elements (each line followed by a newline); the picture's height
-    and width."""
-    lane_x = [LEFT + 60 + i * LANE_GAP for i in range(len(columns))]
-    width = (lane_x[-1] if lane_x else LEFT) + LANE_GAP
+def _svg_lane_x(lane: int) -> int:
+    """The x of lane number ``lane`` in the SVG."""
+    return LEFT + 60 + lane * LANE_GAP
+
+
+def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO) -> tuple[int, int]:
+    """Write the rows' elements (each line followed by a newline) for ``lanes`` lanes;
+    the picture's height and width."""
+    width = (_svg_lane_x(lanes - 1) if lanes else LEFT) + LANE_GAP
     right = width
     y = TOP
     last_time: int | None = None
@@ -296,9 +306,10 @@ def _svg_body(rows: Iterable[Row], columns: Sequence[str],
         if row.time_ns != last_time:
             _line(out, f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
             last_time = row.time_ns
-        x1 = lane_x[row.source] if row.source < len(lane_x) else LEFT
-        if row.target is not None and row.target != row.source and row.target < len(lane_x):
-            x2 = lane_x[row.target]
+        on_lane = row.source < lanes
+        x1 = _svg_lane_x(row.source) if on_lane else LEFT
+        if row.target is not None and row.target != row.source and row.target < lanes:
+            x2 = _svg_lane_x(row.target)
             cls = "lost" if row.lost else "arrow"
             end = x2 - 4 if x2 > x1 else x2 + 4
             _line(out, f'<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}" class="{cls}" '
@@ -316,7 +327,8 @@ def _svg_body(rows: Iterable[Row], columns: Sequence[str],
             continue
         text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 180)
         # A note wraps before the next lane to its right instead of running across it.
-        next_lane = min((x for x in lane_x if x > x1), default=None)
+        nearest = row.source + 1 if on_lane else 0
+        next_lane = _svg_lane_x(nearest) if nearest < lanes else None
         width_chars = 90 if next_lane is None else max(int((next_lane - x1 - 16) / CHAR_W), 12)
         pieces = textwrap.wrap(text, width_chars) or [""]
         right = max(right, x1 + 8 + int(max(map(len, pieces)) * CHAR_W) + 10)
@@ -335,14 +347,9 @@ def _line(out: TextIO, text: str) -> None:
     out.write("\n")
 
 
-def _svg_head(columns: Sequence[str], height: int, width: int) -> str:
-    """Everything before the rows, each line followed by a newline."""
-    lane_x = [LEFT + 60 + i * LANE_GAP for i in range(len(columns))]
-    lanes = []
-    for x, title in zip(lane_x, columns, strict=True):
-        lanes.append(f'<text x="{x}" y="{TOP - 20}" class="title">{escape(title)}</text>')
-        lanes.append(f'<line x1="{x}" y1="{TOP - 10}" x2="{x}" y2="{height - 20}" '
-                     'class="lane"/>')
+def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO) -> None:
+    """Write everything before the rows, each line followed by a newline (the lanes one
+    by one: a capture may have tens of thousands)."""
     style = (
         f"text {{ {FONT} }}"
         " .title { font-size: 13px; font-weight: bold; text-anchor: middle; }"
@@ -353,7 +360,7 @@ def _svg_head(columns: Sequence[str], height: int, width: int) -> str:
         " .arrow { stroke: #000; stroke-width: 1.2; }"
         " .lost { stroke: #c00; stroke-width: 1.2; stroke-dasharray: 5 3; }"
     )
-    return "\n".join([
+    out.write("\n".join([
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}">',
@@ -365,5 +372,9 @@ def _svg_head(columns: Sequence[str], height: int, width: int) -> str:
         'orient="auto"><path d="M0,0 L10,10 M10,0 L0,10" stroke="#c00" stroke-width="2"/>'
         "</marker>",
         "</defs>",
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        *lanes, ""])
+        f'<rect width="{width}" height="{height}" fill="white"/>', ""]))
+    for lane, title in enumerate(columns):
+        x = _svg_lane_x(lane)
+        _line(out, f'<text x="{x}" y="{TOP - 20}" class="title">{escape(title)}</text>')
+        _line(out, f'<line x1="{x}" y1="{TOP - 10}" x2="{x}" y2="{height - 20}" '
+                   'class="lane"/>')

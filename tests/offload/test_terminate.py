@@ -47,7 +47,7 @@ def test_crc_error_sends_a_terminate_with_llp_mpa_crc_and_the_copied_ddp_header(
     assert payloads[0] == mpa.frame_fpdu(TERM_HEAD + body)
     assert fpdu[:2] == struct.pack("!H", 23)
     qp = host.nic_qp
-    assert qp is not None and qp.iwarp_state == IwarpState.TERMINATE
+    assert qp is not None and qp.nic_iwarp_state == IwarpState.TERMINATE
     # IRDMA_AE_TERMINATE_SENT -> irdma_terminate_send_fin: the FIN follows
     assert host.wire[-1].segment.flags == FIN | ACK
     assert qp.iwqp.term_flags == 0x01 and qp.iwqp.terminate_at == 10 + 1_000_000_000
