@@ -106,7 +106,7 @@ class CmCore(DeviceVerbs, TableViews):
         self.nodes = NodeTable()
         self.timer = CoreTimer(config.hz)
         self.deferred = Deferred()
-        self.nic = Nic(qp_factory)
+        self.nic = Nic(qp_factory, self.nodes.by_key)
         self.leaks: dict[int, str] = {}
         self.stats: dict[str, int] = dict.fromkeys(
             ("backlog_drops", "connect_errs", "passive_errs", "pkt_retrans", "rejects",
@@ -612,12 +612,12 @@ class CmCore(DeviceVerbs, TableViews):
 
     def drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
-        qp = self.nic.qp(key)
-        if qp is not None:
-            self._drain_qp(key, qp)
-
-    def _drain_qp(self, key: FlowKey, qp: NicQp) -> None:
         node = self.nodes.by_key.get(key)
+        qp = self.nic.flow_qp(key, None if node is None else node.qp)
+        if qp is not None:
+            self._drain_qp(key, qp, node)
+
+    def _drain_qp(self, key: FlowKey, qp: NicQp, node: CmNode | None) -> None:
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
         frames = qp.frames_to_send()
@@ -755,6 +755,8 @@ class CmCore(DeviceVerbs, TableViews):
         old = node.vlan_id
         if vlan_id == old:
             return
+        if node.qp is not None:  # the QP's flow keeps the key the QP was created with
+            self.nic.rekeying(node, node.key, (*node.key[:4], vlan_id))
         self.nodes.rekey_vlan(node, vlan_id)
         if self.trace is not None:
             self.tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
@@ -788,13 +790,13 @@ class CmCore(DeviceVerbs, TableViews):
             return
         vlan_id = NO_VLAN if seg.vlan is None else seg.vlan & 0xFFF
         key = (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)
-        by_key = self.nodes.by_key
-        qp = self.nic.qp(key)
+        node = self.nodes.by_key.get(key)
+        qp = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
-            if key in by_key or not seg.flags & SYN or seg.flags & ACK:
+            if node is not None or not seg.flags & SYN or seg.flags & ACK:
                 qp.receive(seg, self._now_ns)
-                self._drain_qp(key, qp)
+                self._drain_qp(key, qp, node)  # the node table is as before the QP ran
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
         if self.ilq_stuck:
@@ -803,7 +805,6 @@ class CmCore(DeviceVerbs, TableViews):
             self.drop(seg, "irdma_receive_ilq", "receive path stuck in "
                       "irdma_process_options (zero-length option loop)")
             return
-        node = by_key.get(key)
         if node is None:
             node = self._passive_node(seg, key)
             if node is None:

@@ -29,6 +29,8 @@ def rem_ref(cm: CoreOps, node: CmNode) -> None:
 
 def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     """``irdma_destroy_connection`` after the final put."""
+    if node.qp is not None:
+        cm.nic.unfiling(node, node.key)  # the QP stays steered once the node is gone
     cm.nodes.remove(node)
     cm.leaks.pop(node.conn, None)
     cm.stats["nodes_destroyed"] += 1

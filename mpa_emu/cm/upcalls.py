@@ -79,7 +79,7 @@ def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
         mss=st.mss, rtr_op=node.send_rdma0_op.value, ird=st.ird_size,
         ord=st.ord_size, mpa_rev=st.mpa_frame_rev, crc=True,
         snd_markers=node.snd_mark_en, rcv_markers=node.rcv_mark_en)
-    node.qp = cm.nic.offload(node.key, init)
+    node.qp = cm.nic.offload(node.key, init, filed=cm.nodes.by_key.get(node.key) is node)
 
 
 def event_connected(cm: CoreOps, node: CmNode) -> None:

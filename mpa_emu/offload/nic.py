@@ -8,6 +8,11 @@ keeps that steering: the QP per flow (the node-table key), and the QPs' deadline
 heap so the core can offer a single next deadline. A QP outlives its CM node while its
 TCP still has retransmissions running, and is released when they are done.
 
+The flow of a connection whose node is filed in the node table is steered through that
+node (``CmNode.qp``): the NIC is given the table and keeps its own entries only where
+the table's answer would be wrong (a QP whose node is gone, or a node whose QP the NIC
+no longer steers to), which saves a second table entry per connection.
+
 The QP itself is anything that behaves as :class:`NicQp`;
 :class:`~mpa_emu.offload.qp.OffloadedQp` is the emulator's own. This module never calls
 the CM core: the core asks, the NIC answers.
@@ -16,7 +21,7 @@ the CM core: the core asks, the NIC answers.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple, Protocol
 
 from mpa_emu.offload.iwqp import IwQp
@@ -106,29 +111,86 @@ QpFactory = Callable[[QpInit], NicQp]
 """Builds the QP of a connection being offloaded (``OffloadedQp`` by default)."""
 
 
+class QpOwner(Protocol):
+    """A node-table entry as the NIC reads it."""
+
+    @property
+    def qp(self) -> NicQp | None:
+        """The QP the node handed its flow to, None before the offload."""
+
+
 class Nic:
-    """The QPs of one host by flow, and their deadlines."""
+    """The QPs of one host by flow, and their deadlines.
 
-    __slots__ = ("_due", "_factory", "_heap", "_qps", "_seq")
+    ``nodes`` is the host's node table by key (``cm_hash_tbl``); the NIC only reads it.
+    The QP of ``key`` is ``nodes[key].qp`` unless the NIC's own table has an entry for
+    ``key``, which then wins (a QP, or None for "none"). The core tells the NIC before a
+    node that holds a QP leaves or joins the table (:meth:`unfiling`, :meth:`rekeying`),
+    so every answer stays what a NIC with a table of its own would give.
+    """
 
-    def __init__(self, factory: QpFactory | None = None) -> None:
+    __slots__ = ("_due", "_factory", "_heap", "_nodes", "_own", "_seq")
+
+    def __init__(self, factory: QpFactory | None = None,
+                 nodes: Mapping[FlowKey, QpOwner] | None = None) -> None:
         self._factory: QpFactory = OffloadedQp if factory is None else factory
-        self._qps: dict[FlowKey, NicQp] = {}
+        self._nodes: Mapping[FlowKey, QpOwner] = {} if nodes is None else nodes
+        self._own: dict[FlowKey, NicQp | None] = {}
+        """The flows the node table cannot answer for: a QP whose node is gone or not
+        filed under the key, or None where the filed node's QP is no longer steered."""
         self._heap: list[tuple[int, int, FlowKey]] = []
         self._due: dict[FlowKey, int] = {}
         """The deadline last queued per QP, so an unchanged one is not queued again."""
         self._seq = 0
 
-    def offload(self, key: StoredKey, init: QpInit) -> NicQp:
+    def offload(self, key: StoredKey, init: QpInit, *, filed: bool) -> NicQp:
         """Create the QP of ``key`` (``irdma_cm_init_tsa_conn``); from now on the NIC
-        owns the flow."""
+        owns the flow. ``filed``: the node being offloaded is the one the node table
+        files under ``key`` (and will hold the returned QP), so the table steers it."""
         qp = self._factory(init)
-        self._qps[key] = qp
+        if filed:
+            self._own.pop(key, None)
+        else:
+            self._own[key] = qp
         return qp
 
     def qp(self, key: FlowKey) -> NicQp | None:
         """The QP owning ``key``, None when the CM owns the flow."""
-        return self._qps.get(key)
+        own = self._own
+        if own and key in own:
+            return own[key]
+        node = self._nodes.get(key)
+        return None if node is None else node.qp
+
+    def flow_qp(self, key: FlowKey, node_qp: NicQp | None) -> NicQp | None:
+        """:meth:`qp` for a caller that already looked ``key`` up in the node table:
+        ``node_qp`` is the QP of the node filed under it (None without one)."""
+        own = self._own
+        if own and key in own:
+            return own[key]
+        return node_qp
+
+    def unfiling(self, node: QpOwner, key: FlowKey) -> None:
+        """``node`` is about to leave the node table (destroyed, or given a new VLAN):
+        when it is the node filed under ``key`` and holds a QP, the NIC's answer for
+        ``key`` moves into its own table."""
+        qp = node.qp
+        if qp is None or self._nodes.get(key) is not node:
+            return
+        own = self._own
+        if key not in own:
+            own[key] = qp
+        elif own[key] is None:
+            del own[key]  # no node left to mask: the table now answers None itself
+
+    def rekeying(self, node: QpOwner, key: FlowKey, new_key: FlowKey) -> None:
+        """``node`` is about to move from ``key`` to ``new_key`` (a new VLAN). The QP's
+        flow keeps the key it was created with: ``key`` stays steered to it, and
+        ``new_key``, where the table files the node unless another node holds it
+        already, is not."""
+        self.unfiling(node, key)
+        if node.qp is not None and new_key not in self._nodes:
+            self._own.setdefault(new_key, None)
 
     def track(self, key: FlowKey, qp: NicQp, *, node_alive: bool) -> None:
         """Note the QP's next deadline after it ran; a QP whose node is gone and whose
@@ -155,12 +217,20 @@ class Nic:
     def release(self, key: FlowKey) -> None:
         """Stop steering ``key`` to a QP (its node is gone and its TCP is done, or a new
         connection reuses the tuple)."""
-        self._qps.pop(key, None)
+        node = self._nodes.get(key)
+        if node is not None and node.qp is not None:
+            self._own[key] = None  # the node stays filed, its QP answers no more
+        else:
+            self._own.pop(key, None)
         self._due.pop(key, None)
 
     def release_all(self) -> None:
         """A device reset: the hardware loses every QP, none answers any more."""
-        self._qps.clear()
+        own = self._own
+        own.clear()
+        for key, node in self._nodes.items():
+            if node.qp is not None:
+                own[key] = None
         self._due.clear()
 
     def deadline(self) -> int | None:
@@ -177,7 +247,7 @@ class Nic:
         return key
 
     def _live(self, item: tuple[int, int, FlowKey]) -> bool:
-        qp = self._qps.get(item[2])
+        qp = self.qp(item[2])
         if qp is None:
             return False
         t = qp.get_timer()
