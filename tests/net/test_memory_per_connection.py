@@ -48,14 +48,18 @@ def bytes_per_connection(count: int) -> tuple[float, float]:
 
 
 def test_bytes_per_connection_stay_flat_from_1000_to_4000_connections() -> None:
-    small, _ = bytes_per_connection(1000)
+    small, small_peak = bytes_per_connection(1000)
     large, peak = bytes_per_connection(4000)
     # Flat: four times the connections cost four times the memory, within 15 %
     # (dict tables grow in powers of two).
     assert large <= 1.15 * small, (small, large)
     # Nothing piles up while connections open: the handshakes' retransmission entries
-    # and frames go once they are done, not a second later (irdma_cm_timer_tick).
-    assert peak <= 1.25 * large, (large, peak)
-    # And small: both endpoints' node, QP and table entries in under 2.25 KiB (1,152 B
-    # an endpoint; about 1,090 B pure and 1,040 B compiled at this size).
-    assert large < 2.25 * 1024, large
+    # and frames go once they are done, not a second later (irdma_cm_timer_tick), so
+    # what the peak holds beyond the end state (the handshakes in flight at the busiest
+    # moment, about 1.4 MB here) does not grow with the number of connections.
+    excess_small = (small_peak - small) * 1000
+    excess_large = (peak - large) * 4000
+    assert excess_large <= 1.25 * excess_small, (excess_small, excess_large)
+    # And small: both endpoints' node, QP and table entries in under 2 KiB (1,024 B an
+    # endpoint; about 780 B pure and 690 B compiled at this size).
+    assert large < 2 * 1024, large
