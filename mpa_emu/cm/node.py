@@ -232,7 +232,7 @@ class CmNode:
 
     def __init__(self, conn: int, key: NodeKey) -> None:
         self.conn = conn
-        self.key = key if isinstance(key, StoredKey) else StoredKey._make(key)
+        self.key = key if isinstance(key, StoredKey) else tuple.__new__(StoredKey, key)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
         node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
         which the table holds anyway, so the node keeps them only here)."""

@@ -5,13 +5,25 @@ from __future__ import annotations
 import ipaddress
 import socket
 
+_PACKED: dict[str, bytes] = {}
+_PACKED_MAX = 4096
+"""Addresses :func:`ip_bytes` remembers (a run names the same few again and again, and
+``ipaddress`` takes about 10 us to parse one); past this many it starts over."""
+
 
 def ip_bytes(text: str) -> bytes:
     """Pack an IPv4 or IPv6 address given as text; raise ValueError with the text on failure."""
+    packed = _PACKED.get(text)
+    if packed is not None:
+        return packed
     try:
-        return ipaddress.ip_address(text).packed
+        packed = ipaddress.ip_address(text).packed
     except ValueError:
         raise ValueError(f"not an IPv4 or IPv6 address: {text!r}") from None
+    if len(_PACKED) >= _PACKED_MAX:
+        _PACKED.clear()
+    _PACKED[text] = packed
+    return packed
 
 
 def ip_text(packed: bytes) -> str:
