@@ -123,22 +123,21 @@ _SND_MARK_EN = 0x20
 _TOS = 0
 _USER_PRI = 1
 _REM_MAC = 2
-_LOC_ID = 3
-_RCV_WND = 4
-_RCV_WSCALE = 5
-_MSS = 6
-_SND_WSCALE = 7
-_SND_WND = 8
-_MAX_SND_WND = 9
-_MPA_FRAME_REV = 10
-_MPAV2_IRD_ORD = 11
-_IRD_SIZE = 12
-_ORD_SIZE = 13
-_RDMA0_WRITE = 14
-_PDATA_SIZE = 15
-_LSMM_SIZE = 16
-_PASSIVE_STATE = 17
-_LISTENER = 18
+_RCV_WND = 3
+_RCV_WSCALE = 4
+_MSS = 5
+_SND_WSCALE = 6
+_SND_WND = 7
+_MAX_SND_WND = 8
+_MPA_FRAME_REV = 9
+_MPAV2_IRD_ORD = 10
+_IRD_SIZE = 11
+_ORD_SIZE = 12
+_RDMA0_WRITE = 13
+_PDATA_SIZE = 14
+_LSMM_SIZE = 15
+_PASSIVE_STATE = 16
+_LISTENER = 17
 
 
 class NodeSettings(NamedTuple):
@@ -161,8 +160,6 @@ class NodeSettings(NamedTuple):
     """802.1p priority (``rt_tos2priority(tos)``)."""
     rem_mac: bytes
     """The peer's (or, on loopback, our own) MAC address."""
-    loc_id: int
-    """``tcp_cntxt.loc_id``: the last IPv4 id of a GEN_1 frame."""
     rcv_wnd: int
     """``tcp_cntxt.rcv_wnd`` (a u32; the header field is cut to 16 bits)."""
     rcv_wscale: int
@@ -206,7 +203,7 @@ def rdma0_code(op: Rdma0Op) -> int:
 
 
 INITIAL_SETTINGS = NodeSettings(
-    tos=0, user_pri=0, rem_mac=b"", loc_id=0x3B47, rcv_wnd=0xFFFF, rcv_wscale=2,
+    tos=0, user_pri=0, rem_mac=b"", rcv_wnd=0xFFFF, rcv_wscale=2,
     mss=1460, snd_wscale=0, snd_wnd=0, max_snd_wnd=0, mpa_frame_rev=2, mpav2_ird_ord=0,
     ird_size=0, ord_size=0, rdma0_write=0, pdata_size=0, lsmm_size=0,
     passive_state=0, listener=None)
@@ -225,8 +222,8 @@ class CmNode:
 
     __slots__ = (
         "_flags", "accelerated", "accept_pend", "ah_valid", "client", "close_entry",
-        "cm_id", "conn", "do_lpb", "ipv4", "key", "loc_ack_num", "loc_seq_num", "pdata",
-        "qhash_pending", "qhash_set", "qp", "rcv_nxt", "refcnt", "rem_ack_num",
+        "cm_id", "conn", "do_lpb", "ipv4", "key", "loc_ack_num", "loc_id", "loc_seq_num",
+        "pdata", "qhash_pending", "qhash_set", "qp", "rcv_nxt", "refcnt", "rem_ack_num",
         "rts_deadline", "send_entry", "settings", "state",
     )
 
@@ -261,6 +258,9 @@ class CmNode:
         self.settings = INITIAL_SETTINGS
         """The node's per-connection settings, one record shared by every node with the
         same values (read and written through the properties of the same names)."""
+        self.loc_id = 0x3B47
+        """``tcp_cntxt.loc_id``: the last IPv4 id of a GEN_1 frame (a slot: on GEN_1 it
+        changes with every frame)."""
         self.loc_seq_num = 0
         self.loc_ack_num = 0
         self.rem_ack_num = 0
@@ -362,15 +362,6 @@ class CmNode:
     @rem_mac.setter
     def rem_mac(self, value: bytes) -> None:
         self._put(_REM_MAC, value)
-
-    @property
-    def loc_id(self) -> int:
-        """``loc_id`` of :attr:`settings`."""
-        return self.settings.loc_id
-
-    @loc_id.setter
-    def loc_id(self, value: int) -> None:
-        self._put(_LOC_ID, value)
 
     @property
     def rcv_wnd(self) -> int:
