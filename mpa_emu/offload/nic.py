@@ -156,11 +156,8 @@ class Nic:
 
     def qp(self, key: FlowKey) -> NicQp | None:
         """The QP owning ``key``, None when the CM owns the flow."""
-        own = self._own
-        if own and key in own:
-            return own[key]
         node = self._nodes.get(key)
-        return None if node is None else node.qp
+        return self.flow_qp(key, None if node is None else node.qp)
 
     def flow_qp(self, key: FlowKey, node_qp: NicQp | None) -> NicQp | None:
         """:meth:`qp` for a caller that already looked ``key`` up in the node table:

@@ -582,17 +582,17 @@ class OffloadedQp(IwQp):
             self._settle()
 
     def _transmit_data(self, payload: bytes, comment: str, now_ns: int) -> None:
-        busy = self._work()
-        if busy.pending is None:
-            busy.pending = deque()
-        busy.pending.appendleft((payload, comment))
+        self._send_queue().appendleft((payload, comment))
         self._pump(now_ns)
 
     def _queue(self, payload: bytes, comment: str) -> None:
+        self._send_queue().append((payload, comment))
+
+    def _send_queue(self) -> deque[tuple[bytes, str]]:
         busy = self._work()
         if busy.pending is None:
             busy.pending = deque()
-        busy.pending.append((payload, comment))
+        return busy.pending
 
     def _outbox_len(self) -> int:
         return len(self._outbox) if self._outbox is not None else 0
