@@ -648,8 +648,7 @@ class StreamEngine(Engine):
         pending = self.pending
         idle = self.idle
         receive = self.core.receive
-        get_timer = self.core.get_timer
-        advance = self._advance
+        catch_up = self._catch_up
         drain = self._drain
         progress = self.progress
         since_evict = 0
@@ -676,13 +675,7 @@ class StreamEngine(Engine):
                 for what in (_CONNECT, _ANSWER, _CLOSE):
                     if not marks & what:
                         continue
-                    if not due_known:
-                        due = get_timer()
-                        due_known = True
-                    if due is not None and due <= time_ns:
-                        due = advance(time_ns)
-                    if self.now < time_ns:
-                        self.now = time_ns
+                    due = catch_up(time_ns, due, due_known)
                     if what == _CONNECT:
                         self._connect(key, number)
                     elif what == _ANSWER:
@@ -691,13 +684,8 @@ class StreamEngine(Engine):
                         self._disconnect(key, number)
                     due_known = False
                     drain()
-            if not due_known:
-                due = get_timer()
-                due_known = True
-            if due is not None and due <= time_ns:
-                due = advance(time_ns)
-            if self.now < time_ns:
-                self.now = time_ns
+            due = catch_up(time_ns, due, due_known)
+            due_known = True
             self.position = number
             done += 1
             if progress is not None and done % 2048 == 0:
@@ -719,6 +707,18 @@ class StreamEngine(Engine):
         self.position = self.last_number
         assert self.t0 is not None
         self._advance(max(self.last_time, self.last_ns - self.t0) + self.opt.horizon_ns)
+
+    def _catch_up(self, time_ns: int, due: int | None, due_known: bool) -> int | None:
+        """Bring the core's timers and the clock up to ``time_ns``; returns the next
+        deadline. ``due`` is the deadline last read when ``due_known`` (the core has not
+        run since), so the core is asked only when it may have changed."""
+        if not due_known:
+            due = self.core.get_timer()
+        if due is not None and due <= time_ns:
+            due = self._advance(time_ns)
+        if self.now < time_ns:
+            self.now = time_ns
+        return due
 
     def _estimate(self, done: int) -> int:
         if self.size is None or not self.consumed:
