@@ -22,7 +22,7 @@ from mpa_emu.cm import send
 from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
-from mpa_emu.cm.node import CmNode
+from mpa_emu.cm.node import CmNode, rdma0_code
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
@@ -97,11 +97,11 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
     st = node.settings
     res = parse_mpa(seg.payload, node_rev=st.mpa_frame_rev, initiator=initiator,
                     ird_size=st.ird_size, ord_size=st.ord_size,
-                    mpav2_ird_ord=st.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
+                    mpav2_ird_ord=st.mpav2_ird_ord, send_rdma0_op=st.send_rdma0_op,
                     require_p2p=cfg.p2p, prefer=cm.prefer, tail=cfg.quirks.v2_pdata_tail)
     if isinstance(res, MpaParseError):
         if res.step > 4:
-            node.mpa_frame_rev = seg.payload[17]
+            node.update_settings(mpa_frame_rev=seg.payload[17])
         if res.negotiated is not None:
             # irdma_negotiate_mpa_v2_ird_ord changed the node before failing; the
             # abort upcall (irdma_get_cmevent_info) reports these values
@@ -123,7 +123,8 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
     node.record_mpa(res.rev, len(node.pdata), res.negotiated)
     if res.negotiated is not None and cm.trace is not None:
         cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
-              ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
+              ird=node.settings.ird_size, ord=node.settings.ord_size,
+              rtr=node.settings.send_rdma0_op.value)
     if res.markers:
         node.snd_mark_en = True
     return res.reject
@@ -131,10 +132,9 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
 
 def apply_negotiated(node: CmNode, neg: Negotiated) -> None:
     """Store the IRD/ORD and RTR type ``irdma_negotiate_mpa_v2_ird_ord`` settled on."""
-    node.ird_size = neg.ird_size
-    node.ord_size = neg.ord_size
-    node.mpav2_ird_ord = neg.mpav2_ird_ord
-    node.send_rdma0_op = neg.send_rdma0_op
+    node.update_settings(ird_size=neg.ird_size, ord_size=neg.ord_size,
+                         mpav2_ird_ord=neg.mpav2_ird_ord,
+                         rdma0_write=rdma0_code(neg.send_rdma0_op))
 
 
 def _seg(rx: Rx) -> Segment:
@@ -228,7 +228,7 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     waits for the conn-established qhash (``cm_create_ah(wait=false)`` on GEN_2,
     ``irdma_add_qh`` on GEN_1), whose completion holds a node reference."""
     seg = _seg(rx)
-    lst = node.listener
+    lst = node.settings.listener
     assert lst is not None
     if lst.pend_accepts_cnt > lst.backlog:
         cm.stats["backlog_drops"] += 1
@@ -383,7 +383,7 @@ def mpa_request(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
               reason="R flag on a request: logged and ignored")
     cm.set_state(node, S.MPAREQ_RCVD, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: ESTABLISHED -> MPAREQ_RCVD")
-    node.passive_state = 0
+    node.update_settings(passive_state=0)
     create_event(cm, node, CmEventType.MPA_REQ)
     return GO_ON
 
@@ -475,9 +475,9 @@ def fin_again_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """RST in SYN_SENT/MPAREQ_SENT: at MPA v2 a new SYN at v1 on the same 4-tuple
     (``Quirks.mpa_v1_fallback``); at v1 the active open error."""
-    if node.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
+    if node.settings.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
         old = node.state.name
-        node.mpa_frame_rev = 1
+        node.update_settings(mpa_frame_rev=1)
         cm.set_state(node, S.SYN_SENT, r.kernel_fn)
         if not send.send_syn(cm, node, False, f"irdma_send_syn: {old} -> SYN_SENT "
                                               "(MPA v1 retry after RST)"):
@@ -490,7 +490,7 @@ def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def rst_indicated(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """RST after the CONNECT_REQUEST went up: ``passive_state++``; the accept or reject
     that comes later sees it."""
-    node.passive_state += 1
+    node.update_settings(passive_state=node.settings.passive_state + 1)
     return GO_ON
 
 
@@ -508,8 +508,8 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     (GEN_2) wait for the RTS AE. A peer RST before (``passive_state`` reaching
     ``SEND_RESET_EVENT``) fails the verb with -ECONNRESET."""
     pdata = _pdata(rx)
-    node.passive_state += 1
-    if node.passive_state == SEND_RESET_EVENT:
+    node.update_settings(passive_state=node.settings.passive_state + 1)
+    if node.settings.passive_state == SEND_RESET_EVENT:
         return Outcome(True, accept_failed(cm, node, -ECONNRESET,
                                            "peer reset before accept", returned=True))
     reply = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata)
@@ -546,9 +546,8 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     (``irdma_send_mpa_reject``), FIN_WAIT1; after a peer RST freed without a packet."""
     pdata = _pdata(rx)
     send.cleanup(cm, node)
-    node.pdata_size = len(pdata)
-    node.passive_state += 1
-    if node.passive_state == SEND_RESET_EVENT:
+    node.update_settings(pdata_size=len(pdata), passive_state=node.settings.passive_state + 1)
+    if node.settings.passive_state == SEND_RESET_EVENT:
         cm.tr("reject_silent", r.kernel_fn, conn=node.conn,
               reason="peer reset before: freed, no packet")
         cm.set_state(node, S.CLOSED, r.kernel_fn)
@@ -573,8 +572,8 @@ def reject_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outc
     """``irdma_cm_reject`` after the listener went: freed, no packet."""
     node.held_by_app = False
     send.cleanup(cm, node)
-    node.passive_state += 1
-    if node.passive_state == SEND_RESET_EVENT:
+    node.update_settings(passive_state=node.settings.passive_state + 1)
+    if node.settings.passive_state == SEND_RESET_EVENT:
         cm.set_state(node, S.CLOSED, r.kernel_fn)
     cm.rem_ref(node)
     return GO_ON

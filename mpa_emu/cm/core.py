@@ -302,10 +302,10 @@ class CmCore(DeviceVerbs, TableViews):
         table.next_port = next_port
         node = self._make_cm_node(key, rem_mac, lpb, tos)
         node.client = True
-        node.rcv_wscale = 2  # IRDMA_CM_DEFAULT_RCV_WND_SCALE
+        node.update_settings(rcv_wscale=2)  # IRDMA_CM_DEFAULT_RCV_WND_SCALE
         record_ird_ord(node, ird, ord, self.config)
         node.pdata = bytes(private_data)
-        node.pdata_size = len(private_data)
+        node.update_settings(pdata_size=len(private_data))
         node.ah_valid = True  # cm_create_ah(wait=true)
         node.qhash_set = True
         node.cm_id = True

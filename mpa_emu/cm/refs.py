@@ -34,7 +34,7 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     cm.nodes.remove(node)
     cm.leaks.pop(node.conn, None)
     cm.stats["nodes_destroyed"] += 1
-    lst = node.listener
+    lst = node.settings.listener
     if not node.accelerated and node.accept_pend and lst is not None:
         lst.pend_accepts_cnt -= 1
     if node.close_entry is not None:
@@ -67,7 +67,7 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
     (``irdma_reset_list_prep``); the listener goes with its last reference."""
     if free_hanging:
         pending = [n for n in cm.nodes.by_conn.values()
-                   if n.listener is lst and not n.accelerated]
+                   if n.settings.listener is lst and not n.accelerated]
         for n in pending:
             n.refcnt += 1  # irdma_reset_list_prep
             cm.dispatch(n, Input.DESTROY_LISTEN, None)

@@ -44,7 +44,6 @@ from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
-from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Segment, Transmit
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
@@ -164,7 +163,7 @@ class JournalTrace(Trace):
             self.observer(record)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
     (:class:`CapturedFrame`), an ``upcall`` (:class:`~mpa_emu.cm.events.Upcall`) or a
@@ -175,8 +174,11 @@ class JournalEntry:
     time_ns: int
     item: Any
 
-
-fast_frozen_init(JournalEntry)
+    def __init__(self, kind: str, host: str, time_ns: int, item: Any) -> None:
+        self.kind = kind
+        self.host = host
+        self.time_ns = time_ns
+        self.item = item
 
 
 @dataclass(slots=True)

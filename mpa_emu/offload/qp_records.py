@@ -1,14 +1,20 @@
 """The small records an :class:`~mpa_emu.offload.qp.OffloadedQp` keeps: a segment
-waiting for its ACK, an AEQE, and the busy part of the QP that exists only while the
-connection has something queued, in flight, buffered or unread."""
+waiting for its ACK, an AEQE, the counters of its untagged queues and of what it sent
+(shared by every QP with the same values), and the busy part of the QP that exists only
+while the connection has something queued, in flight, buffered or unread."""
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import FIN, SYN
+
+MSN_MOD = 1 << 32
+"""MSNs and message offsets are 32-bit and wrap (RFC 5041 section 5.1)."""
 
 
 @dataclass(slots=True)
@@ -73,3 +79,50 @@ class Busy:
         return (self.unacked is None and self.pending is None and self.aes is None
                 and self.rx_buffer is None and not self.read_responses)
 
+
+
+class RecvExpect(NamedTuple):
+    """What each untagged queue (Send, Read Request, Terminate: RFC 5041 section 5.1)
+    expects next: the MSN of the next message and the offset within it. One shared
+    record, replaced on each message by another shared one, so that the many QPs that
+    received the same messages share it."""
+
+    msn: tuple[int, int, int]
+    mo: tuple[int, int, int]
+
+    def after(self, qn: int, last: bool, length: int) -> RecvExpect:
+        """The record after a segment of ``length`` bytes on queue ``qn``: the next
+        message from offset 0 when it was the ``last`` of its message, else the same
+        message further on."""
+        msn, mo = list(self.msn), list(self.mo)
+        if last:
+            msn[qn] = (msn[qn] + 1) % MSN_MOD
+            mo[qn] = 0
+        else:
+            mo[qn] = (mo[qn] + length) % MSN_MOD
+        return shared(RecvExpect((msn[0], msn[1], msn[2]), (mo[0], mo[1], mo[2])))
+
+
+FIRST_RECV = RecvExpect((1, 1, 1), (0, 0, 0))
+"""Before any message: the first message on each queue has MSN 1 (RFC 5041 section
+5.1), at offset 0."""
+
+
+class SendCounts(NamedTuple):
+    """The last MSN the QP sent on its Send queue (RFC 5041 section 5.1) and how many
+    segments it retransmitted: shared by every QP with the same counts."""
+
+    msn: int
+    retransmissions: int
+
+    def next_message(self) -> SendCounts:
+        """The counts after one more Send message (its MSN is the new ``msn``)."""
+        return shared(SendCounts((self.msn + 1) % MSN_MOD, self.retransmissions))
+
+    def retransmitted(self) -> SendCounts:
+        """The counts after one more retransmission."""
+        return shared(SendCounts(self.msn, self.retransmissions + 1))
+
+
+NO_SENDS = SendCounts(0, 0)
+"""A new QP's counts."""
