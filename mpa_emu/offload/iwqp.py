@@ -84,7 +84,8 @@ class IwQp:
 
     @ibqp_state.setter
     def ibqp_state(self, value: IbQpState) -> None:
-        self.states = STATES.changed(self.states, {"ibqp_state": value})
+        if self.states.ibqp_state is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"ibqp_state": value})
 
     @property
     def iwarp_state(self) -> IwarpState:
@@ -93,7 +94,8 @@ class IwQp:
 
     @iwarp_state.setter
     def iwarp_state(self, value: IwarpState) -> None:
-        self.states = STATES.changed(self.states, {"iwarp_state": value})
+        if self.states.iwarp_state is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"iwarp_state": value})
 
     @property
     def hw_iwarp_state(self) -> IwarpState:
@@ -102,7 +104,8 @@ class IwQp:
 
     @hw_iwarp_state.setter
     def hw_iwarp_state(self, value: IwarpState) -> None:
-        self.states = STATES.changed(self.states, {"hw_iwarp_state": value})
+        if self.states.hw_iwarp_state is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"hw_iwarp_state": value})
 
     @property
     def cm_id(self) -> bool:
@@ -111,7 +114,8 @@ class IwQp:
 
     @cm_id.setter
     def cm_id(self, value: bool) -> None:
-        self.states = STATES.changed(self.states, {"cm_id": value})
+        if self.states.cm_id is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"cm_id": value})
 
     @property
     def flush_issued(self) -> bool:
@@ -120,7 +124,8 @@ class IwQp:
 
     @flush_issued.setter
     def flush_issued(self, value: bool) -> None:
-        self.states = STATES.changed(self.states, {"flush_issued": value})
+        if self.states.flush_issued is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"flush_issued": value})
 
     @property
     def rts_ae_rcvd(self) -> bool:
@@ -129,7 +134,8 @@ class IwQp:
 
     @rts_ae_rcvd.setter
     def rts_ae_rcvd(self, value: bool) -> None:
-        self.states = STATES.changed(self.states, {"rts_ae_rcvd": value})
+        if self.states.rts_ae_rcvd is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"rts_ae_rcvd": value})
 
     def __repr__(self) -> str:
         return (f"IwQp(ibqp_state={self.ibqp_state!r}, iwarp_state={self.iwarp_state!r}, "

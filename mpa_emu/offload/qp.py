@@ -240,13 +240,25 @@ class QpLink:
         self.rcv_markers = rcv_markers
 
 
+_LINKS: dict[tuple[object, ...], QpLink] = {}
+_LINKS_MAX = 4096
+"""Distinct links kept for reuse; past this many the table starts over."""
+
+
 def _shared_link(init: QpInit) -> QpLink:
-    """The shared :class:`QpLink` of ``init``."""
-    return shared(QpLink(init.gen, init.local_mac, init.remote_mac, init.local_ip,
-                         init.remote_ip, init.vlan, init.pcp, init.tos, init.ttl,
-                         init.snd_wscale, init.rcv_wscale, init.mss, init.rtr_op, init.ird,
-                         init.ord, init.mpa_rev, init.crc, init.snd_markers,
-                         init.rcv_markers))
+    """The shared :class:`QpLink` of ``init``: found by its values (a plain tuple hashes
+    and compares in C, the record's dataclass methods would run interpreted), made on
+    the first QP that has them."""
+    values = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
+              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
+              init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
+              init.snd_markers, init.rcv_markers)
+    link = _LINKS.get(values)
+    if link is None:
+        if len(_LINKS) >= _LINKS_MAX:
+            _LINKS.clear()
+        link = _LINKS[values] = QpLink(*values)
+    return link
 
 
 # Bits of OffloadedQp._flags: one int for the QP's yes/no facts (each a slot of its own
