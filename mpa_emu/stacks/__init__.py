@@ -69,7 +69,14 @@ def _irdma() -> Stack:
                  "docs/cm-core.md", irdma.STATES)
 
 
-STACKS: dict[str, Stack] = {"irdma": _irdma()}
+def _siw() -> Stack:
+    from mpa_emu.stacks import siw
+
+    return Stack("siw", "soft-iWARP over Linux TCP (siw)", siw.PARAMS, siw.make_core,
+                 "docs/stacks/siw.md", siw.STATES)
+
+
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw()}
 """Stack name -> :class:`Stack`."""
 
 
