@@ -42,6 +42,9 @@ class Cep:
     listen_cep: int | None = None
     listener: bool = False
     active: bool = False
+    held: bool = False
+    """iw_cm holds the endpoint: CONNECT_REQUEST was delivered and neither siw_accept nor
+    siw_reject has run ("Keep reference until IWCM accepts/rejects")."""
     tcp_listener: int | None = None
     cm_id: bool = False
     qp: bool = False

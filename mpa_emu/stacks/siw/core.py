@@ -275,8 +275,11 @@ class SiwCore:
         cep.pdata = b""  # "Free lingering inbound private data"
         cep.pd_len = 0
         cep.mpa_timer = None  # siw_cancel_mpatimer
+        held, cep.held = cep.held, False
         if cep.state != S.RECVD_MPAREQ:
             self._klog("debug", "siw_accept", "out of state", True, cep)
+            if held:
+                self._forget(cep)
             raise CmError(ECONNRESET, f"siw_accept: endpoint in {cep.state.name}, not "
                           "RECVD_MPAREQ")
         want_ird = cep.ird if ird is None else ird
@@ -333,8 +336,11 @@ class SiwCore:
         self._now = now_ns
         cep = self._passive(conn, "siw_reject")
         cep.mpa_timer = None
+        held, cep.held = cep.held, False
         if cep.state != S.RECVD_MPAREQ:
             self._klog("debug", "siw_reject", "out of state", True, cep)
+            if held:
+                self._forget(cep)  # "put last reference"
             raise CmError(ECONNRESET, f"siw_reject: endpoint in {cep.state.name}, not "
                           "RECVD_MPAREQ")
         if len(private_data) > 0xFF:  # iw_cm_reject and siw_reject take a u8 length
@@ -361,8 +367,11 @@ class SiwCore:
         cep = self._ceps.get(conn)
         if cep is None or cep.listener:
             raise CmError(EINVAL, f"no connection {conn}")
-        if cep.state == S.RECVD_MPAREQ and not cep.cm_id:
-            self.reject(conn, now_ns=now_ns)
+        if cep.held:
+            try:
+                self.reject(conn, now_ns=now_ns)
+            except CmError:
+                pass  # iw_destroy_cm_id ignores what iw_reject returns
             return
         self.disconnect(conn, graceful=True, now_ns=now_ns)
 
@@ -686,6 +695,7 @@ class SiwCore:
                 else:
                     cep.v2_ord |= V2_WRITE_RTR
         self._set(cep, S.RECVD_MPAREQ, "siw_proc_mpareq")
+        cep.held = True
         self._upcall(cep, IwEvent.CONNECT_REQUEST, 0)
         return 0
 
@@ -867,7 +877,8 @@ class SiwCore:
         return cep
 
     def _forget(self, cep: Cep) -> None:
-        self._ceps.pop(cep.ident, None)
+        if not cep.held:  # iw_cm's reference keeps a CLOSED endpoint until accept/reject
+            self._ceps.pop(cep.ident, None)
         if cep.sock is not None:
             self._by_sock.pop(cep.sock, None)
             cep.sock = None
