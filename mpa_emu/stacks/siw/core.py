@@ -16,6 +16,7 @@ kernel: here it is a ``verb_failed`` trace record, and no upcall.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import struct
 from collections import deque
@@ -368,10 +369,8 @@ class SiwCore:
         if cep is None or cep.listener:
             raise CmError(EINVAL, f"no connection {conn}")
         if cep.held:
-            try:
+            with contextlib.suppress(CmError):  # iw_destroy_cm_id ignores iw_reject's return
                 self.reject(conn, now_ns=now_ns)
-            except CmError:
-                pass  # iw_destroy_cm_id ignores what iw_reject returns
             return
         self.disconnect(conn, graceful=True, now_ns=now_ns)
 

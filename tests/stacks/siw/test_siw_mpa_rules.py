@@ -127,8 +127,9 @@ def test_extra_bytes_after_the_request_are_a_protocol_error() -> None:
 
 
 def test_reply_without_crc_is_refused_when_crc_is_required() -> None:
-    p, conn, sock = initiator({"mpa_crc_required": True})
-    assert next(s.payload for s in p.sent_by("siw") if s.payload)[16] == 0x50  # siw_connect: C with S
+    p, _conn, sock = initiator({"mpa_crc_required": True})
+    request = next(s.payload for s in p.sent_by("siw") if s.payload)
+    assert request[16] == 0x50  # siw_connect: C with S
     p.peer.send(sock, frame(KEY_REP, 0x10, 2, b"", struct.pack("!HH", 8, 8)), p.now)
     p.run(p.now + S_NS)
     (up,) = p.upcalls
@@ -136,7 +137,7 @@ def test_reply_without_crc_is_refused_when_crc_is_required() -> None:
 
 
 def test_v1_reply_to_an_enhanced_request_is_connreset() -> None:
-    p, conn, sock = initiator()
+    p, _conn, sock = initiator()
     p.peer.send(sock, frame(KEY_REP, 0x00, 1, b"old"), p.now)
     p.run(p.now + S_NS)
     # "The responder MUST reply with MPA version 2 and MUST set MPA_RR_FLAG_ENHANCED"
@@ -145,7 +146,7 @@ def test_v1_reply_to_an_enhanced_request_is_connreset() -> None:
 
 
 def test_wrong_reply_key_sends_siws_little_endian_terminate() -> None:
-    p, conn, sock = initiator()
+    p, _conn, sock = initiator()
     p.peer.send(sock, frame(KEY_REQ, 0x10, 2, b"", struct.pack("!HH", 8, 8)), p.now)
     p.run(p.now + S_NS)
     (up,) = p.upcalls
@@ -164,7 +165,7 @@ def test_wrong_reply_key_sends_siws_little_endian_terminate() -> None:
 
 
 def test_p2p_reply_without_a_matching_rtr_terminates() -> None:
-    p, conn, sock = initiator({"peer_to_peer": True, "rtr_type": 1})
+    p, _conn, sock = initiator({"peer_to_peer": True, "rtr_type": 1})
     request = next(s.payload for s in p.sent_by("siw") if s.payload)
     assert struct.unpack_from("!HH", request, 20) == (0x8000 | 8, 0x8000 | 8)
     reply = frame(KEY_REP, 0x10, 2, b"", struct.pack("!HH", 0x8000 | 8, 0x4000 | 8))
