@@ -915,14 +915,13 @@ class SiwCore:
             ird, ord_ = cep.ord, cep.ird
         pdata = b""
         plen = 0
-        loc = rem = b""
-        lport = rport = 0
-        if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY):
-            if cep.pd_len:
-                pdata, plen = cep.pdata, cep.pd_len
-                if cep.enhanced:  # "Hide MPA V2 IRD/ORD control"
-                    pdata, plen = pdata[4:], (plen - 4) & 0xFF
-            loc, lport, rem, rport = cep.loc_addr, cep.loc_port, cep.rem_addr, cep.rem_port
+        if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY) and cep.pd_len:
+            pdata, plen = cep.pdata, cep.pd_len
+            if cep.enhanced:  # "Hide MPA V2 IRD/ORD control"
+                pdata, plen = pdata[4:], (plen - 4) & 0xFF
+        # siw_cm_upcall fills the addresses for CONNECT_REQUEST and CONNECT_REPLY only;
+        # the other events carry the connection's here (iw_cm keeps them on the cm_id).
+        loc, lport, rem, rport = cep.loc_addr, cep.loc_port, cep.rem_addr, cep.rem_port
         self._klog("debug", "siw_cm_upcall", f"[QP {cep.ident if cep.qp else 4294967295}]: "
                    f"reason={int(event)}, status={status}", True, cep)
         listener = cep.listen_cep if event == IwEvent.CONNECT_REQUEST else None
