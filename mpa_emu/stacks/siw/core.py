@@ -55,6 +55,10 @@ from mpa_emu.wire.segment import Segment, Transmit
 
 S = SiwState
 
+_SCENARIO_TCP_NAMES = {"SYN_RECV": "SYN_RECEIVED", "FIN_WAIT1": "FIN_WAIT_1",
+                       "FIN_WAIT2": "FIN_WAIT_2"}
+"""Linux's socket state names (tcp_states.h) as scenario files spell TCP states."""
+
 
 class SiwCore(SiwMpa):
     """One siw host: its endpoints (``struct siw_cep``) over a Linux-shaped TCP."""
@@ -427,7 +431,8 @@ class SiwCore(SiwMpa):
         if cep is None or not cep.qp:
             return None
         tcp = self.tcp.state(cep.sock) if cep.sock is not None else None
-        return QpView(cep.qp_state.name, tcp or "CLOSED", cep.crc)
+        tcp = _SCENARIO_TCP_NAMES.get(tcp or "CLOSED", tcp or "CLOSED")
+        return QpView(cep.qp_state.name, tcp, cep.crc)
 
     def listener(self, ident: int) -> ListenerView | None:
         """The listening endpoint ``ident`` (None once destroyed)."""
