@@ -154,7 +154,7 @@ class SiwCore(SiwMpa):
         cep.cm_id = True
         cep.loc_addr = ip or b""
         cep.loc_port = port
-        cep.ord = backlog  # shown in the listener view only
+        cep.backlog = backlog
         self._listen_by_tcp[cep.tcp_listener] = cep
         self._set(cep, S.LISTENING, "siw_create_listen")
         self._klog("debug", "siw_create_listen", f"Listen at laddr {self._addr(ip, port)}",
@@ -439,7 +439,7 @@ class SiwCore(SiwMpa):
         cep = self._ceps.get(ident)
         if cep is None or not cep.listener:
             return None
-        return ListenerView(cep.state, cep.loc_addr or None, cep.loc_port, cep.ord)
+        return ListenerView(cep.state, cep.loc_addr or None, cep.loc_port, cep.backlog)
 
     def conns(self) -> list[int]:
         """Endpoints of connections that still exist."""
