@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 WHERE_MODULE = "module parameter of iw_cxgb4"
 
@@ -70,7 +71,7 @@ class Cxgb4Params:
         """Build from ``{name: value}`` (missing names keep their defaults). An unknown
         name or a value out of range raises ValueError with a one-line message."""
         specs = {spec[0]: spec for spec in PARAM_SPECS}
-        out: dict[str, int | bool] = {}
+        out: dict[str, Any] = {}
         for name, value in values.items():
             spec = specs.get(name)
             if spec is None:

@@ -100,9 +100,16 @@ class Cxgb4Tcp(TcpStack):
         s.snd_una = s.iss
         return s
 
+    def _emit(self, s: Any, flags: int, seq: int, payload: bytes, comment: str,
+              ack: int | None = None) -> None:
+        # The shared TCP names Linux functions; on this host they are the adapter's.
+        if comment.startswith("tcp_"):
+            comment = f"adapter TCP ({comment})"
+        super()._emit(s, flags, seq, payload, comment, ack)
+
     def _fn(self, s: Any, name: str) -> str:
         if name == "connect":
             return "send_connect: CPL_ACT_OPEN_REQ"
         if name == "send_synack":
             return "accept_cr: CPL_PASS_ACCEPT_RPL"
-        return f"firmware TCP {name}"
+        return f"adapter TCP ({name})"
