@@ -88,6 +88,19 @@ class EndpointView:
 
 
 @dataclass(frozen=True, slots=True)
+class QpView:
+    """Read-only view of a connection's QP (``Host.qp_state``): the ``enum
+    c4iw_qp_state`` name and the adapter's TCP state, named as irdma's views name them."""
+
+    iwarp_state: str
+    tcp_state: str
+
+
+_TCP_NAMES = {"SYN_RECV": "SYN_RECEIVED", "FIN_WAIT1": "FIN_WAIT_1",
+              "FIN_WAIT2": "FIN_WAIT_2"}
+
+
+@dataclass(frozen=True, slots=True)
 class ListenerView:
     """Read-only view of a listener (``Host.listener``)."""
 
@@ -365,9 +378,12 @@ class Cxgb4Core:
     # ---- views ---------------------------------------------------------------------------
 
     def qp_state(self, conn: int) -> Any:
-        """The QP state name (``enum c4iw_qp_state``), None when no QP is bound."""
+        """The QP's view (:class:`QpView`), None when no QP is bound."""
         ep = self._eps.get(conn)
-        return None if ep is None or ep.qp is None else ep.qp.name
+        if ep is None or ep.qp is None:
+            return None
+        tcp = None if ep.sock is None else self.tcp.state(ep.sock)
+        return QpView(ep.qp.name, "CLOSED" if tcp is None else _TCP_NAMES.get(tcp, tcp))
 
     def listener(self, ident: int) -> Any:
         """A listener's view, None when unknown."""
@@ -932,8 +948,10 @@ class Cxgb4Core:
             if abrupt:
                 ep.state = S.ABORTING
             else:
+                # the model stops the MPA timer at accept (fw4_ack taken as immediate),
+                # so the STOP_MPA_TIMER fix-up never applies; a running timer stays
+                # (start_ep_timer's "already started" pr_err)
                 ep.state = S.CLOSING
-                self.stop_ep_timer(ep)
                 self.start_ep_timer(ep)
             ep.close_sent = True
         elif ep.state == S.CLOSING:
@@ -1011,9 +1029,9 @@ class Cxgb4Core:
             self._set_state(ep, S.CLOSING, fn)
             if ep.qp == QpState.RTS:
                 ep.qp = QpState.CLOSING
-                self.peer_close_upcall(ep)
-            elif ep.qp != QpState.ERROR:  # c4iw_modify_qp fails with -EINVAL, not -ECONNRESET
-                self.peer_close_upcall(ep)
+            # c4iw_modify_qp(CLOSING) returns 0, or -EINVAL from another QP state; only
+            # -ECONNRESET (rdma_fini woken by a peer abort) would skip the upcall
+            self.peer_close_upcall(ep)
         elif st == S.CLOSING:
             self._set_state(ep, S.MORIBUND, fn)
             disconnect = False

@@ -155,4 +155,4 @@ def test_insufficient_ird_sends_a_terminate_and_a_fin(ird: int, ord: int,
     assert "FA" in flags_of(net, "a")  # process_mpa_reply returns 1: graceful close
     assert ("err", "process_mpa_reply", "process_mpa_reply: Insufficient IRD, sending TERM") \
         in kernel_log(net, "a")
-    assert a.qp_state(conn) == "TERMINATE"
+    assert a.qp_state(conn).iwarp_state == "TERMINATE"

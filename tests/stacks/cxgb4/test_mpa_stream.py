@@ -124,7 +124,7 @@ def test_reply_split_over_two_segments_is_reassembled() -> None:
     net.run_for(MS)
     (up,) = a.upcalls
     assert (up.event, up.status, up.private_data) == (IwEvent.CONNECT_REPLY, 0, b"welcome")
-    assert a.qp_state(conn) == "RTS"
+    assert a.qp_state(conn).iwarp_state == "RTS"
 
 
 def test_reply_followed_by_an_fpdu_in_one_segment_is_eproto() -> None:

@@ -126,7 +126,7 @@ def test_connect_accept_gives_the_kernel_frames_and_upcalls() -> None:
     assert seg.opcode == ddp.Opcode.READ_REQUEST and seg.read_request is not None
     rr = seg.read_request
     assert (rr.sink_stag, rr.sink_to, rr.size, rr.src_stag, rr.src_to) == (1, 1, 0, 1, 1)
-    assert a.qp_state(conn) == "RTS" and a.node(conn).state == "FPDU_MODE"
+    assert a.qp_state(conn).iwarp_state == "RTS" and a.node(conn).state == "FPDU_MODE"
 
 
 def test_graceful_close_ends_with_close_status_0_on_both_sides() -> None:
