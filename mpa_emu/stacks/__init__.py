@@ -69,6 +69,13 @@ def _irdma() -> Stack:
                  "docs/cm-core.md", irdma.STATES)
 
 
+def _siw() -> Stack:
+    from mpa_emu.stacks import siw
+
+    return Stack("siw", "soft-iWARP over Linux TCP (siw)", siw.PARAMS, siw.make_core,
+                 "docs/stacks/siw.md", siw.STATES)
+
+
 def _cxgb4() -> Stack:
     from mpa_emu.stacks import cxgb4
 
@@ -76,7 +83,7 @@ def _cxgb4() -> Stack:
     return Stack("cxgb4", cxgb4.TITLE, params, cxgb4.make_core, cxgb4.DOC, cxgb4.STATES)
 
 
-STACKS: dict[str, Stack] = {"irdma": _irdma(), "cxgb4": _cxgb4()}
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}
 """Stack name -> :class:`Stack`."""
 
 

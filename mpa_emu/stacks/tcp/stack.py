@@ -262,7 +262,8 @@ class TcpStack:
         old = s.state
         s.state = FIN_WAIT1 if s.state == ESTABLISHED else LAST_ACK
         s.fin_queued = True
-        text = comment or f"tcp_send_fin: {old} -> {s.state}"
+        text = f"tcp_send_fin: {old} -> {s.state}"
+        text = f"{comment}; {text}" if comment else text
         s.queue.append(_Chunk(nxt, b"", FIN | ACK, text))
         self._output(s)
 
@@ -273,8 +274,8 @@ class TcpStack:
         if s is None:
             return
         if s.state in _SYNCHRONIZED and s.state != TIME_WAIT:
-            self._emit(s, RST | ACK, s.snd_nxt, b"",
-                       comment or "tcp_send_active_reset", ack=s.rcv_nxt)
+            text = f"{comment}; tcp_send_active_reset" if comment else "tcp_send_active_reset"
+            self._emit(s, RST | ACK, s.snd_nxt, b"", text, ack=s.rcv_nxt)
         self._free(s)
 
     def state(self, sock: int) -> str | None:
