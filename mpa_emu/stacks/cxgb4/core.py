@@ -429,13 +429,13 @@ class Cxgb4Core:
         self._eps[ep.conn] = ep
         return ep
 
-    def _upcall(self, ep: Endpoint, event: IwEvent, status: int, *, pdata: bytes = b"",
-                pdata_len: int = 0, ird: int = 0, ord: int = 0,
+    def _upcall(self, fn: str, ep: Endpoint, event: IwEvent, status: int, *,
+                pdata: bytes = b"", pdata_len: int = 0, ird: int = 0, ord: int = 0,
                 listener: int | None = None, past: int = 0) -> None:
         self._upcalls.append(Upcall(event, ep.conn, status, self._now, ep.local_ip,
                                     ep.local_port, ep.remote_ip, ep.remote_port, pdata,
                                     pdata_len, ird, ord, listener, past))
-        self.tr("upcall", "c4iw upcall", conn=ep.conn, event=event.name, status=status)
+        self.tr("upcall", fn, conn=ep.conn, event=event.name, status=status)
 
     def _drain(self) -> None:
         """Hand every TCP event to its CPL handler, then look for FINs acknowledged."""
@@ -541,8 +541,8 @@ class Cxgb4Core:
             else:
                 pdata, length, past = self._pdata(ep, False)
                 ird = ord = self.p.cur_max_read_depth
-        self._upcall(ep, IwEvent.CONNECT_REPLY, status, pdata=pdata, pdata_len=length,
-                     ird=ird, ord=ord, past=past)
+        self._upcall("connect_reply_upcall", ep, IwEvent.CONNECT_REPLY, status, pdata=pdata,
+                     pdata_len=length, ird=ird, ord=ord, past=past)
         if status < 0:
             ep.has_cm_id = False
 
@@ -555,29 +555,30 @@ class Cxgb4Core:
             pdata, length, past = self._pdata(ep, False)
             ird = ord = self.p.cur_max_read_depth
         ep.held = True
-        self._upcall(ep, IwEvent.CONNECT_REQUEST, 0, pdata=pdata, pdata_len=length,
-                     ird=ird, ord=ord, listener=ep.parent, past=past)
+        self._upcall("connect_request_upcall", ep, IwEvent.CONNECT_REQUEST, 0, pdata=pdata,
+                     pdata_len=length, ird=ird, ord=ord, listener=ep.parent, past=past)
 
     def established_upcall(self, ep: Endpoint) -> None:
         """``established_upcall``: ESTABLISHED with IRD = ``ep->ord``, ORD = ``ep->ird``."""
         if ep.has_cm_id:
-            self._upcall(ep, IwEvent.ESTABLISHED, 0, ird=ep.ord, ord=ep.ird)
+            self._upcall("established_upcall", ep, IwEvent.ESTABLISHED, 0, ird=ep.ord,
+                         ord=ep.ird)
 
     def peer_close_upcall(self, ep: Endpoint) -> None:
         """``peer_close_upcall``: DISCONNECT."""
         if ep.has_cm_id:
-            self._upcall(ep, IwEvent.DISCONNECT, 0)
+            self._upcall("peer_close_upcall", ep, IwEvent.DISCONNECT, 0)
 
     def peer_abort_upcall(self, ep: Endpoint) -> None:
         """``peer_abort_upcall``: CLOSE -ECONNRESET; drops the cm_id."""
         if ep.has_cm_id:
-            self._upcall(ep, IwEvent.CLOSE, -ECONNRESET)
+            self._upcall("peer_abort_upcall", ep, IwEvent.CLOSE, -ECONNRESET)
             ep.has_cm_id = False
 
     def close_complete_upcall(self, ep: Endpoint, status: int) -> None:
         """``close_complete_upcall``: CLOSE with ``status``; drops the cm_id."""
         if ep.has_cm_id:
-            self._upcall(ep, IwEvent.CLOSE, status)
+            self._upcall("close_complete_upcall", ep, IwEvent.CLOSE, status)
             ep.has_cm_id = False
 
     # ---- opening -------------------------------------------------------------------------
