@@ -21,3 +21,22 @@ def test_every_function_once_and_every_model_resolves() -> None:
             assert resolve(path) is not None, path
     modelled = {e.function for e in ENTRIES if e.models}
     assert modelled >= MUST_MODEL
+
+
+def test_an_endpoint_state_is_assigned_only_by_set_state() -> None:
+    # __state_set and state_set are the kernel's only writers of ep->com.state
+    import ast
+    from pathlib import Path
+
+    import mpa_emu.stacks.cxgb4 as pkg
+
+    found = []
+    for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, ast.FunctionDef):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Assign) and any(
+                            isinstance(t, ast.Attribute) and t.attr == "state"
+                            for t in node.targets):
+                        found.append((path.name, fn.name))
+    assert found == [("cm.py", "_set_state")]
