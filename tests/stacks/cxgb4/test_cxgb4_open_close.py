@@ -190,3 +190,28 @@ def test_rst_to_the_syn_is_connect_reply_econnreset() -> None:
     ((event, status),) = [(u.event, u.status) for u in a.upcalls]
     assert (event, status) == (IwEvent.CONNECT_REPLY, -errno.ECONNRESET)
     assert a.conns() == []
+
+
+def test_crc_is_used_when_either_side_asks() -> None:
+    # (mpa->flags & MPA_CRC) | crc_enabled: a crc_enabled=0 responder still uses the CRC
+    # the request asks for, and says so in its reply
+    net, a, _b = _pair(None, {"crc_enabled": 0})
+    a.connect(IP_B, PORT, ird=4, ord=4)
+    net.run_for(1_000_000)
+    assert payloads(net, "b")[0][16] == mpa.FLAG_CRC | mpa.FLAG_ENHANCED
+    net, a, _b = _pair({"crc_enabled": 0}, {"crc_enabled": 0})
+    a.connect(IP_B, PORT, ird=4, ord=4)
+    net.run_for(1_000_000)
+    request, rtr = payloads(net, "a")
+    assert request[16] == mpa.FLAG_ENHANCED and payloads(net, "b")[0][16] == mpa.FLAG_ENHANCED
+    assert rtr[-4:] == bytes(4)  # no CRC negotiated: the CRC field is zero
+
+
+def test_markers_follow_each_side_s_markers_enabled() -> None:
+    # send_mpa_req: M from markers_enabled; send_mpa_reply: M from the responder's own
+    # recv_marker_enabled (its markers_enabled), whatever the request said
+    net, a, _b = _pair({"markers_enabled": 1}, None)
+    a.connect(IP_B, PORT, ird=4, ord=4)
+    net.run_for(1_000_000)
+    assert payloads(net, "a")[0][16] & mpa.FLAG_MARKERS
+    assert not payloads(net, "b")[0][16] & mpa.FLAG_MARKERS
