@@ -189,7 +189,8 @@ class Cxgb4Core(Cxgb4Cm):
         if self.tcp.listener_bound(ip, port):
             raise CmError(EADDRINUSE, f"port {port} already has a listener")
         self._now = now_ns
-        tcp_listener = self.tcp.listen(ip, port, backlog, ipv6=ipv6)
+        # c4iw_create_listen stores the backlog and nothing checks it: no SYN queue limit
+        tcp_listener = self.tcp.listen(ip, port, 1 << 30, ipv6=ipv6)
         lst = ListenEp(self._next_listener, ip, port, backlog, tcp_listener)
         self._next_listener += 1
         self._listeners[lst.ident] = lst
