@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.siw_pair import KEY_REQ, PEER_IP, SIW_IP, Pair, frame
+from helpers.siw_pair import KEY_REP, KEY_REQ, PEER_IP, SIW_IP, Pair, frame
 
 from mpa_emu.capture.pcap import CaptureRecord, write_pcapng
 from mpa_emu.cm.errors import CmError
@@ -318,3 +318,51 @@ def test_tshark_reads_siw_terminates_with_layer_and_etype_swapped(tmp_path: Path
     # (LLP) and etype 1; the ecode 0x02 sits where RFC 5040 puts it.
     assert rows == [["0x01", "0x01", "0x00", "", "", "0"],
                     ["0x02", "", "", "0x01", "0x02", "0"]]
+
+
+def initiator_after_read_rtr() -> tuple[Pair, int]:
+    """A siw initiator (P2P, Read RTR only) whose reply picked Read: its ORQ holds the
+    zero-length Read RTR (siw_qp_mpa_rts: sink lkey 0, laddr 0, length 0)."""
+    p = Pair({"peer_to_peer": True, "rtr_type": 2})
+    p.peer.listen(PEER_IP, 31000, 16)
+    p.siw.connect(SIW_IP, PEER_IP, 31000, now_ns=0)
+    p.run(1_000_000)
+    sock = next(e.sock for e in p.peer_events if e.kind == "accepted")
+    p.peer.send(sock, frame(KEY_REP, 0x10, 2, b"", struct.pack("!HH", 0x8008, 0x4008)),
+                p.now)
+    p.run(p.now + 1_000_000)
+    assert events(p) == [("CONNECT_REPLY", 0)]
+    return p, sock
+
+
+def initiator_sent(p: Pair) -> bytes:
+    """What siw wrote after its request (20 + 4 bytes) and its Read RTR FPDU."""
+    rtr = ddp.UntaggedHeader(opcode=ddp.Opcode.READ_REQUEST, qn=1, msn=1).to_bytes()
+    rtr += ddp.ReadRequest(sink_stag=0, sink_to=0, size=0, src_stag=1, src_to=0).to_bytes()
+    data = b"".join(seg.payload for seg in p.sent_by("siw"))
+    assert data[24:24 + len(fpdu(rtr))] == fpdu(rtr)
+    return data[24 + len(fpdu(rtr)):]
+
+
+def test_read_response_answering_the_read_rtr_is_taken() -> None:
+    p, sock = initiator_after_read_rtr()
+    inject(p, sock, fpdu(ddp.read_response(b"", 0, 0)))
+    assert initiator_sent(p) == b""
+    assert events(p) == [("CONNECT_REPLY", 0)]
+
+
+def test_read_response_to_another_sink_stag_is_invalid_stag() -> None:
+    p, sock = initiator_after_read_rtr()
+    inject(p, sock, fpdu(ddp.read_response(b"", 5, 0)))
+    # siw_rresp_check_ntoh: the sink STag is not the ORQ head's lkey (0)
+    attached = struct.pack("!HBBIQ", 0, 0xC1, 0x42, 5, 0)
+    assert initiator_sent(p) == siw_term(1, 1, 0x00, M | D, attached)
+    assert events(p) == [("CONNECT_REPLY", 0), ("CLOSE", 0)]
+
+
+def test_second_read_response_finds_the_orq_empty() -> None:
+    p, sock = initiator_after_read_rtr()
+    inject(p, sock, fpdu(ddp.read_response(b"", 0, 0)), fpdu(ddp.read_response(b"", 0, 0)))
+    # siw_proc_rresp: "ORQ empty": DDP layer, DDP_ETYPE_CATASTROPHIC, code 0
+    attached = struct.pack("!HBBIQ", 0, 0xC1, 0x42, 0, 0)
+    assert initiator_sent(p) == siw_term(1, 0, 0x00, M | D, attached)
