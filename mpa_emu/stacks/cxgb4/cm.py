@@ -507,7 +507,9 @@ class Cxgb4Cm:
             except mpa.MpaFormatError:
                 return  # wait for the rest of the FPDU
             del ep.rx_fpdu[:fpdu.wire_length]
-            verdict = fpdu_rx.check(fpdu, crc=ep.attr_crc, recvq=ep.recvq, msn=ep.rx_msn)
+            partial = None if ep.rx_partial is None else len(ep.rx_partial)
+            verdict = fpdu_rx.check(fpdu, crc=ep.attr_crc, recvq=ep.recvq, msn=ep.rx_msn,
+                                    partial=partial, room=ep.rx_room)
             if verdict.error is not None:
                 self.c4iw_ev_dispatch(ep, verdict.error)
                 return
@@ -519,10 +521,15 @@ class Cxgb4Cm:
                                                     crc=ep.attr_crc),
                            "firmware: RDMA Read Response (zero-length, answers the RTR)")
             elif verdict.kind == "recv":
-                ep.rx_msn += 1
-                ep.completions.append(("SUCCESS", verdict.data))
-                self.tr("recv_completion", "firmware RDMA", conn=ep.conn, status="SUCCESS",
-                        bytes=len(verdict.data))
+                if ep.rx_partial is None:
+                    ep.rx_partial, ep.rx_room = bytearray(), verdict.room
+                ep.rx_partial += verdict.data
+                if verdict.last:
+                    message, ep.rx_partial = bytes(ep.rx_partial), None
+                    ep.rx_msn += 1
+                    ep.completions.append(("SUCCESS", message))
+                    self.tr("recv_completion", "firmware RDMA", conn=ep.conn,
+                            status="SUCCESS", bytes=len(message))
             else:
                 raw = fpdu.ulpdu
                 self.tr("fpdu_received", "firmware RDMA", conn=ep.conn,

@@ -69,6 +69,10 @@ class Endpoint:
     """Receive buffers the application posted (lengths)."""
     completions: list[tuple[str, bytes]] = field(default_factory=list)
     """Receive completions: status and the bytes placed."""
+    rx_partial: bytearray | None = None
+    """A Send whose last segment has not arrived: the bytes placed so far."""
+    rx_room: int = 0
+    """The size of the buffer that Send fills."""
     rx_msn: int = 1
     """The MSN the next inbound Send must carry (RFC 5041 section 5.1: from 1)."""
     tx_msn: int = 0

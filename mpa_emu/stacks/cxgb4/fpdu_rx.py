@@ -29,13 +29,14 @@ T4_ERR_DDP_VERSION = 0x14
 T4_ERR_RDMA_VERSION = 0x15
 T4_ERR_OPCODE = 0x16
 T4_ERR_DDP_QUEUE_NUM = 0x17
+T4_ERR_MO = 0x1A
 T4_ERR_MSN_RANGE = 0x1C
 
 STATUS_NAMES = {T4_ERR_STAG: "T4_ERR_STAG", T4_ERR_CRC: "T4_ERR_CRC",
                 T4_ERR_PDU_LEN_ERR: "T4_ERR_PDU_LEN_ERR", T4_ERR_OUT_OF_RQE: "T4_ERR_OUT_OF_RQE",
                 T4_ERR_DDP_VERSION: "T4_ERR_DDP_VERSION",
                 T4_ERR_RDMA_VERSION: "T4_ERR_RDMA_VERSION", T4_ERR_OPCODE: "T4_ERR_OPCODE",
-                T4_ERR_DDP_QUEUE_NUM: "T4_ERR_DDP_QUEUE_NUM",
+                T4_ERR_DDP_QUEUE_NUM: "T4_ERR_DDP_QUEUE_NUM", T4_ERR_MO: "T4_ERR_MO",
                 T4_ERR_MSN_RANGE: "T4_ERR_MSN_RANGE"}
 
 # iw_cxgb4.h: enum c4iw_layers_types and the ecodes build_term_codes uses.
@@ -57,6 +58,7 @@ DDPT_INV_VERS = 0x04
 DDPU_INV_QN = 0x01
 DDPU_INV_MSN_NOBUF = 0x02
 DDPU_INV_MSN_RANGE = 0x03
+DDPU_INV_MO = 0x04
 DDPU_MSG_TOOBIG = 0x05
 DDPU_INV_VERS = 0x06
 MPA_CRC_ERR = 0x02
@@ -86,21 +88,25 @@ class ErrCqe:
 class Verdict:
     """One FPDU's fate: ``error`` (a refused FPDU), else what it asks for: ``kind`` is
     ``terminate`` (a Terminate arrived: CPL_RDMA_TERMINATE), ``read`` (a zero-length
-    Read Request: answer it), ``recv`` (a Send placed in a receive buffer; ``data``),
-    or ``none``."""
+    Read Request: answer it), ``recv`` (a Send segment placed in a receive buffer of
+    ``room`` bytes; ``data``, ``last``), or ``none``."""
 
     kind: str = "none"
     error: ErrCqe | None = None
     data: bytes = b""
     sink_stag: int = 0
     sink_to: int = 0
+    last: bool = True
+    room: int = 0
 
 
-def check(fpdu: Fpdu, *, crc: bool, recvq: deque[int], msn: int) -> Verdict:
+def check(fpdu: Fpdu, *, crc: bool, recvq: deque[int], msn: int,
+          partial: int | None = None, room: int = 0) -> Verdict:
     """The adapter's checks on one whole FPDU (see the module docstring), in the order
     the layers see it: MPA CRC, DDP version, RDMAP version, opcode, then the operation.
-    ``recvq`` holds the posted receive buffers (lengths; one is taken by a Send),
-    ``msn`` the MSN the next Send must carry."""
+    ``recvq`` holds the posted receive buffers (lengths; a new Send takes one), ``msn``
+    the MSN the Send must carry; ``partial`` the bytes a Send in progress has placed in
+    its buffer of ``room`` bytes (None between messages)."""
     raw = fpdu.ulpdu
     if len(raw) < 2:
         return Verdict(error=ErrCqe(T4_ERR_PDU_LEN_ERR, 0, length=len(raw)))
@@ -136,12 +142,19 @@ def check(fpdu: Fpdu, *, crc: bool, recvq: deque[int], msn: int) -> Verdict:
             return Verdict(error=ErrCqe(T4_ERR_DDP_QUEUE_NUM, opcode, length=size))
         if head.msn != msn:
             return Verdict(error=ErrCqe(T4_ERR_MSN_RANGE, opcode, length=size))
-        if not recvq:
-            return Verdict(error=ErrCqe(T4_ERR_OUT_OF_RQE, opcode, length=size))
-        if size > recvq[0]:
+        new = partial is None
+        if new:
+            if not recvq:
+                return Verdict(error=ErrCqe(T4_ERR_OUT_OF_RQE, opcode, length=size))
+            room = recvq[0]
+        placed = partial or 0
+        if head.mo != placed:
+            return Verdict(error=ErrCqe(T4_ERR_MO, opcode, length=size))
+        if placed + size > room:
             return Verdict(error=ErrCqe(T4_ERR_PDU_LEN_ERR, opcode, length=size))
-        recvq.popleft()
-        return Verdict("recv", data=bytes(seg.payload))
+        if new:
+            recvq.popleft()
+        return Verdict("recv", data=bytes(seg.payload), last=head.last, room=room)
     return Verdict()
 
 
@@ -174,6 +187,8 @@ def build_term_codes(err: ErrCqe | None) -> tuple[int, int]:
         return LAYER_DDP | DDP_UNTAGGED_ERR, DDPU_INV_QN
     if status == T4_ERR_MSN_RANGE:
         return LAYER_DDP | DDP_UNTAGGED_ERR, DDPU_INV_MSN_RANGE
+    if status == T4_ERR_MO:
+        return LAYER_DDP | DDP_UNTAGGED_ERR, DDPU_INV_MO
     return LAYER_RDMAP | DDP_LOCAL_CATA, 0
 
 

@@ -216,3 +216,16 @@ def test_tshark_reads_the_terminate_as_rdmap_local_catastrophic(tmp_path: Path) 
          "-e", "iwarp_ddp.qn", "-e", "iwarp_ddp.msn"],
         capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["0x00\t0x00\t0x00\t2\t1"]
+
+
+def test_send_in_two_segments_fills_one_buffer() -> None:
+    net, b, raw, sock, conn = established(recvs=(16, 16))
+    raw_send(net, raw, sock, mpa.frame_fpdu(ddp.send(b"abcd", 1, 0, last=False))
+             + mpa.frame_fpdu(ddp.send(b"efgh", 1, 4)))
+    net.run_for(MS)
+    assert b.core.completions(conn) == [("SUCCESS", b"abcdefgh")]
+    raw_send(net, raw, sock, mpa.frame_fpdu(ddp.send(b"x", 2, 3)))
+    net.run_for(MS)
+    # RFC 5041 section 7.2: a wrong MO; build_term_codes names DDPU_INV_MO
+    (cqe,) = records(net, "err_cqe")
+    assert (cqe["status"], cqe["term_codes_for_status"]) == ("T4_ERR_MO", [0x12, 0x04])
