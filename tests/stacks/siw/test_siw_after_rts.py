@@ -366,3 +366,13 @@ def test_second_read_response_finds_the_orq_empty() -> None:
     # siw_proc_rresp: "ORQ empty": DDP layer, DDP_ETYPE_CATASTROPHIC, code 0
     attached = struct.pack("!HBBIQ", 0, 0xC1, 0x42, 0, 0)
     assert initiator_sent(p) == siw_term(1, 0, 0x00, M | D, attached)
+
+
+def test_terminate_then_fin_gives_close_only() -> None:
+    p, sock, _ = responder()
+    p.peer.send(sock, fpdu(ddp.terminate(0, 0, 0)), p.now)
+    p.peer.shutdown(sock, p.now)
+    p.run(p.now + 1_000_000)
+    # SIW_CM_WORK_CLOSE_LLP runs first and releases the endpoint: CLOSE(0); the
+    # SIW_CM_WORK_PEER_CLOSE after it finds no cm_id, so no DISCONNECT
+    assert events(p) == [("CONNECT_REQUEST", 0), ("ESTABLISHED", 0), ("CLOSE", 0)]
