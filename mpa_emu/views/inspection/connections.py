@@ -263,6 +263,7 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
                   markers, rtr=rtr)
         cut_fpdus(rep, server, s_stream, "server", FRAME_SIZE + rep.reply.pd_length, crc,
                   markers, rtr=False)
+        rep.fpdu_list.sort(key=lambda info: info.frame)  # both sides, in frame order
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)

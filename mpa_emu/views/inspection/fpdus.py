@@ -12,6 +12,7 @@ never answered, MSN gaps, and each Terminate with its layer, type and code decod
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
@@ -111,7 +112,7 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
     try:
         if opcode == Opcode.READ_REQUEST:
             rr = ReadRequest.from_bytes(body)
-            info.stag, info.to = rr.sink_stag, rr.sink_to
+            info.stag, info.to, info.read_size = rr.sink_stag, rr.sink_to, rr.size
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:
@@ -209,26 +210,63 @@ def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:
             rep.add(info.frame, "warning", f"{info.side} sends a {info.what}")
 
 
+@dataclass(slots=True)
+class _OpenRead:
+    """A Read Request still waiting for (the rest of) its Read Response."""
+
+    request: FpduInfo
+    size: int
+    received: int = 0
+
+
 def _unanswered_reads(rep: ConnectionReport) -> None:
-    # A Read Response is tagged with the Request's Data Sink STag (RFC 5040 section
-    # 4.5/4.6); its last segment (L) completes the oldest open Request with that STag.
-    pending: dict[str, list[FpduInfo]] = {"client": [], "server": []}
-    for info in rep.fpdu_list:
-        other = "server" if info.side == "client" else "client"
+    # RFC 5040 section 4.4/4.5: a Read Response is tagged with the Request's Data Sink
+    # STag and TO; its segments place the Read's bytes at TO, TO + 1st length, ... and the
+    # last one (L) completes the Request. Requests are answered in order (section 5.2), so
+    # each Response segment goes to the oldest open Request of the other side whose sink
+    # range it continues. Frame order, not side order: either side may read.
+    pending: dict[str, list[_OpenRead]] = {"client": [], "server": []}
+    for info in sorted(rep.fpdu_list, key=lambda i: i.frame):
         if info.opcode == Opcode.READ_REQUEST and info.qn is not None:
-            pending[info.side].append(info)
-        elif info.opcode == Opcode.READ_RESPONSE and info.last and info.stag is not None:
-            for req in pending[other]:
-                if req.stag == info.stag:
-                    pending[other].remove(req)
+            pending[info.side].append(_OpenRead(info, info.read_size or 0))
+        elif info.opcode == Opcode.READ_RESPONSE and info.stag is not None \
+                and info.to is not None:
+            other = "server" if info.side == "client" else "client"
+            length = info.ulpdu_length - _TAGGED_HEADER
+            for open_read in pending[other]:
+                if _continues(open_read, info.stag, info.to, length):
+                    open_read.received += length
+                    if info.last:
+                        pending[other].remove(open_read)
+                        _short_response(rep, info, open_read)
                     break
     for side, requests in pending.items():
-        for req in requests:
+        for open_read in requests:
+            req = open_read.request
             if side == "client" and req is _first_of(rep, side) \
                     and req.what == ZERO_READ:
                 continue  # irdma's RTR (also after a v1 reply): answering it is optional
-            rep.add(req.frame, "warning", f"{side} {req.what} (MSN {req.msn}) never "
-                    "answered by a Read Response in the capture")
+            got = (f" ({open_read.received} of {open_read.size} bytes answered)"
+                   if open_read.received else "")
+            rep.add(req.frame, "warning", f"{side} {req.what} (MSN {req.msn}, sink STag "
+                    f"0x{req.stag or 0:x} TO 0x{req.to or 0:x}) never answered by a Read "
+                    f"Response in the capture{got}")
+
+
+def _continues(open_read: _OpenRead, stag: int, to: int, length: int) -> bool:
+    """Does a Read Response segment (``stag``, ``to``, ``length`` bytes) carry the next
+    bytes of this Read's sink buffer?"""
+    req = open_read.request
+    start = (req.to or 0) + open_read.received
+    return (req.stag == stag and to == start
+            and open_read.received + length <= open_read.size)
+
+
+def _short_response(rep: ConnectionReport, last: FpduInfo, open_read: _OpenRead) -> None:
+    if open_read.received != open_read.size:
+        rep.add(last.frame, "warning", f"{last.side} Read Response for the Read Request "
+                f"of frame {open_read.request.frame} ends after {open_read.received} of "
+                f"{open_read.size} bytes (RFC 5040 section 4.5)")
 
 
 def _first_of(rep: ConnectionReport, side: str) -> FpduInfo | None:

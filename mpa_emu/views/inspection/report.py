@@ -66,7 +66,7 @@ class FpduInfo:
     RFC 5040 section 4). ``crc`` is ``good``, ``bad`` or ``zero`` when CRC was
     negotiated, ``None`` when it was not (no verdict). Untagged segments carry ``qn``,
     ``msn``, ``mo``; tagged ones ``stag`` and ``to``; a Read Request also its Data Sink
-    STag and TO in ``stag`` and ``to``."""
+    STag and TO in ``stag`` and ``to`` and its RDMA Read Message Size in ``read_size``."""
 
     frame: int
     side: str
@@ -79,6 +79,7 @@ class FpduInfo:
     mo: int | None = None
     stag: int | None = None
     to: int | None = None
+    read_size: int | None = None
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None
