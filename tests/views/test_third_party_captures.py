@@ -49,3 +49,37 @@ def test_a_read_answered_only_in_part_or_at_another_offset_stays_open(tmp_path: 
     assert open_read.frame == SMB_FRAMES["read_request"]
     assert f"{(READ_SEGMENTS - 1) * READ_SEGMENT} of {READ_SEGMENTS * READ_SEGMENT} bytes" \
         in open_read.text
+
+
+def test_no_rtr_where_p2p_was_not_negotiated(tmp_path: Path) -> None:
+    # siw's request and reply carry the RFC 6581 block without P2P (A): RFC 6581 section
+    # 4.1/5 has no RTR then, and the first Send is the ULP's own message.
+    (conn,) = inspect_capture(smb_direct_siw(tmp_path / "smb.pcap")).connections
+    assert conn.request is not None and conn.request.p2p is False
+    assert not conn.rtr.startswith("frame")
+    assert "P2P not negotiated" in conn.rtr
+    assert not [f for f in conn.findings if "RTR" in f.text]
+
+
+def test_with_p2p_a_first_send_that_carries_data_is_no_rtr(tmp_path: Path) -> None:
+    from helpers.real_like_captures import fpdu
+    from helpers.third_party_captures import KEY_REP, KEY_REQ, Builder, mpa_frame, untagged
+    b = Builder()
+    b.handshake()
+    # IRD word: P2P (0x8000), the zero-length Send RTR bit (0x4000), IRD 16; ORD 16
+    # (RFC 6581 section 5).
+    b.add(True, "PA", mpa_frame(KEY_REQ, 0x10, 2, (0xC010, 0x0010)))
+    b.add(False, "PA", mpa_frame(KEY_REP, 0x10, 2, (0xC010, 0x0010)))
+    b.add(True, "PA", fpdu(untagged(3, 0, 1, b"not empty"), "zero"))
+    (conn,) = inspect_capture(b.write(tmp_path / "p2p.pcap")).connections
+    assert conn.rtr.startswith("none: the first FPDU (frame 6) is a Send (9 bytes)")
+    assert any(f.frame == 6 and f.severity == "error" and "chose the send RTR" in f.text
+               for f in conn.findings)
+    b2 = Builder()
+    b2.handshake()
+    b2.add(True, "PA", mpa_frame(KEY_REQ, 0x10, 2, (0xC010, 0x0010)))
+    b2.add(False, "PA", mpa_frame(KEY_REP, 0x10, 2, (0xC010, 0x0010)))
+    b2.add(True, "PA", fpdu(untagged(3, 0, 1, b""), "zero"))
+    (conn2,) = inspect_capture(b2.write(tmp_path / "p2p0.pcap")).connections
+    assert conn2.rtr == "frame 6: zero-length Send"
+    assert conn2.errors == 0

@@ -256,9 +256,13 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
     if rep.request is not None and rep.reply is not None and not rep.reply.reject:
         crc = bool(rep.crc)
         markers = bool((rep.request.flags | rep.reply.flags) & FLAG_MARKERS)
-        # RFC 6581 section 5: an RTR exists only with the block on both frames; in MPA
-        # v1 the first FPDU is simply the ULP's first message.
-        rtr = rep.request.has_block and rep.reply.has_block
+        # RFC 6581 section 4.1/5: an RTR exists only in peer-to-peer mode, P2P (A) set
+        # in both the request and the reply; in MPA v1, or v2 without P2P, the first
+        # FPDU is simply the ULP's first message.
+        rtr = bool(rep.request.p2p and rep.reply.p2p)
+        if rep.request.has_block and rep.reply.has_block and not rtr:
+            rep.rtr = "none: P2P not negotiated, the first FPDU is the ULP's (RFC 6581 " \
+                "section 5)"
         cut_fpdus(rep, client, c_stream, "client", FRAME_SIZE + rep.request.pd_length, crc,
                   markers, rtr=rtr)
         cut_fpdus(rep, server, s_stream, "server", FRAME_SIZE + rep.reply.pd_length, crc,

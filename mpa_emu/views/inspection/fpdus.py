@@ -127,8 +127,8 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
 def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, start: int,
               crc: bool, markers: bool, rtr: bool) -> None:
     """Cut ``side``'s stream after offset ``start`` into FPDUs: list them, count their
-    opcodes, judge CRCs where ``crc`` was negotiated; ``rtr`` when the first is the RTR
-    (MPA v2 with the RFC 6581 block on both frames)."""
+    opcodes, judge CRCs where ``crc`` was negotiated; ``rtr`` when the first should be
+    the RTR (MPA v2 with P2P set in both frames)."""
     end = sum(len(x[2]) for x in stream)
     if end <= start:
         if rtr and rep.reply is not None and not rep.reply.reject:
@@ -181,14 +181,20 @@ def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,
             f"0x{want:08x} (stored little-endian)")
 
 
+RTR_KINDS = {"read": ZERO_READ, "write": "zero-length RDMA Write", "send": "zero-length Send"}
+"""What each RTR choice puts on the wire (RFC 6581 section 5): a zero-length message."""
+
+
 def _check_rtr(rep: ConnectionReport, info: FpduInfo, op: str) -> None:
-    rep.rtr = f"frame {info.frame}: {op}"
-    if rep.reply is None:
-        return
-    chosen = rep.reply.rtr_names()
-    expect = {"read": "zero-length RDMA Read Request",
-              "write": "zero-length RDMA Write", "send": "zero-length Send"}
-    if chosen and op != expect.get(chosen[0]):
+    # RFC 6581 section 5: the RTR is a zero-length RDMA Read, RDMA Write or Send; any
+    # other first FPDU is not one, whatever the reply chose.
+    chosen = rep.reply.rtr_names() if rep.reply is not None else []
+    if op in RTR_KINDS.values():
+        rep.rtr = f"frame {info.frame}: {op}"
+    else:
+        rep.rtr = (f"none: the first FPDU (frame {info.frame}) is a {op}, not a zero-length "
+                   "RDMA Read, RDMA Write or Send")
+    if chosen and op != RTR_KINDS.get(chosen[0]):
         rep.add(info.frame, "error", f"first FPDU is {op}, but the reply chose the "
                 f"{chosen[0]} RTR (RFC 6581 section 5)")
 
