@@ -28,7 +28,6 @@ from errno import ECONNREFUSED
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import FlowKey, Recording
 from mpa_emu.views.describe import mpa_kind
@@ -36,6 +35,7 @@ from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import at_or_after
+from mpa_emu.wire.terminate_layouts import RFC, read_terminate
 
 CRC_ERROR_AE = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
 RDMAP_TERMINATE = 0x7
@@ -156,30 +156,33 @@ def _is_terminate(fpdu: mpa.Fpdu) -> bool:
 
 
 _TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "MPA"}
-_MPA_TERM_CODES = {MPA_CRC: "CRC error"}
-"""MPA-layer error codes named in the report (irdma type.h, as the NIC model sends)."""
 
 
-def terminate_words(ulpdu: bytes) -> str:
+def terminate_words(ulpdu: bytes, crc: bool = True) -> str:
     """``Terminate (layer, etype, code)`` of a Terminate DDP segment, decoded from its
-    control word (RFC 5040 section 4.8); a segment too short to hold one is named so."""
+    control word in RFC 5040's layout or siw's, whichever the quoted headers agree with
+    (:mod:`mpa_emu.wire.terminate_layouts`); a segment too short to hold one is named so.
+    Code 0x02 of the MPA layer is called a CRC error only where ``crc`` was negotiated
+    (RFC 5044 section 7.1)."""
+    if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN or ulpdu[0] & ddp.DDP_FLAG_TAGGED:
+        return "Terminate (unreadable)"
     try:
-        seg = ddp.parse_segment(ulpdu)
-    except ddp.DdpFormatError:
+        read = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:])
+    except ValueError:
         return "Terminate (unreadable)"
-    t = seg.terminate
-    if t is None:
-        return "Terminate (unreadable)"
+    t = read.reading
     layer = _TERM_LAYERS.get(t.layer, f"layer {t.layer}")
-    code = (_MPA_TERM_CODES.get(t.error_code) if t.layer == 2 else None) \
-        or f"code 0x{t.error_code:02x}"
-    return f"Terminate ({layer} layer, etype {t.etype}, {code})"
+    code = f"code 0x{t.error_code:02x}"
+    if t.is_crc_error():
+        code = "CRC error" if crc else f"{code}, though no CRC was negotiated"
+    how = f", {t.layout} layout" if t.layout != RFC else ""
+    return f"Terminate ({layer} layer, etype {t.etype}, {code}{how})"
 
 
-def _terminates(conv: Conversation, at: int) -> list[tuple[int, str]]:
+def _terminates(conv: Conversation, at: int, crc: bool) -> list[tuple[int, str]]:
     """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``."""
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
-    return [(n, terminate_words(f.ulpdu)) for n, f in mine if _is_terminate(f)]
+    return [(n, terminate_words(f.ulpdu, crc)) for n, f in mine if _is_terminate(f)]
 
 
 def _mpa_frames(conv: Conversation) -> tuple[list[MpaSent], list[MpaSent]]:
@@ -249,7 +252,7 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
                & mpa.FLAG_CRC)
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
     theirs = _fpdus(conv, False, at, _mpa_end(conv, False, at))
-    story.nic += _terminates(conv, at)
+    story.nic += _terminates(conv, at, crc)
     bad = next(((n, f) for n, f in theirs if crc and not f.crc_ok), None)
     if bad is not None:
         story.nic.append((bad[0], CRC_ERROR_AE))
@@ -274,7 +277,9 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
 def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResult
                    ) -> Story:
     """The emulated node's story: its frames, upcalls, states and NIC events."""
-    story, _request, _answer = _base_story(conv, active)
+    story, request, answer = _base_story(conv, active)
+    crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
+               & mpa.FLAG_CRC)
     frun = run.flows.get(key)
     offloaded = [e.after_frame for e in run.emitted if e.flow == key
                  and e.state == "OFFLOADED"]
@@ -297,7 +302,7 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
         # The NIC's own Terminates (irdma_bld_terminate_hdr after an AE), read from
         # what the node sent, as the recorded host's are.
         story.nic = sorted(story.nic + _terminates(conv, story.answer_frame
-                                                   or story.offloaded))
+                                                   or story.offloaded, crc))
     return story
 
 

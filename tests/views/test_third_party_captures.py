@@ -83,3 +83,54 @@ def test_with_p2p_a_first_send_that_carries_data_is_no_rtr(tmp_path: Path) -> No
     (conn2,) = inspect_capture(b2.write(tmp_path / "p2p0.pcap")).connections
     assert conn2.rtr == "frame 6: zero-length Send"
     assert conn2.errors == 0
+
+
+def test_siw_terminate_is_read_in_the_layout_its_quoted_header_agrees_with(
+        tmp_path: Path) -> None:
+    from helpers.third_party_captures import TERM_FRAMES, siw_terminate
+    (conn,) = inspect_capture(siw_terminate(tmp_path / "t.pcap")).connections
+    term = next(i for i in conn.fpdu_list if i.frame == TERM_FRAMES["terminate"])
+    # Written as layer 1 (DDP), EType 2 (untagged buffer), code 0x02 (RFC 5041 section
+    # 7.2: Invalid MSN - no buffer available), M and D set, 2 + 18 quoted bytes.
+    assert "layer DDP (1), type Untagged Buffer Error (2), code 0x02 Invalid MSN - no " \
+        "buffer available" in term.what
+    assert "siw" in term.what
+    notes = [f.text for f in conn.findings if f.frame == TERM_FRAMES["terminate"]
+             and f.severity == "note"]
+    assert len(notes) == 1 and "struct iwarp_terminate" in notes[0]
+    assert "20 bytes quoted after it are what its M D bits announce" in notes[0]
+    # The RFC 5040 reading of the same bytes is what the report said before.
+    assert "layer LLP (2)" in notes[0]
+
+
+def test_rfc_terminate_keeps_the_rfc_reading_without_a_layout_note(tmp_path: Path) -> None:
+    from helpers.third_party_captures import TERM_FRAMES, siw_terminate
+    path = siw_terminate(tmp_path / "t.pcap", layout="rfc")
+    (conn,) = inspect_capture(path).connections
+    term = next(i for i in conn.fpdu_list if i.frame == TERM_FRAMES["terminate"])
+    assert term.what == ("Terminate: layer DDP (1), type Untagged Buffer Error (2), code "
+                         "0x02 Invalid MSN - no buffer available")
+    assert not [f for f in conn.findings if f.severity == "note"
+                and f.frame == TERM_FRAMES["terminate"]]
+
+
+def test_semantic_replay_reads_the_siw_terminate_and_calls_no_crc_error(
+        tmp_path: Path) -> None:
+    from helpers.replay_cli import replay
+    from helpers.third_party_captures import SERVER, siw_terminate
+    path = siw_terminate(tmp_path / "t.pcap")
+    _rc, out, _report = replay(path, "--emulate", SERVER, "--semantic", tmp_path=tmp_path)
+    recorded = next(line for line in out.splitlines()
+                    if line.strip().startswith("recorded"))
+    assert "Terminate (DDP layer, etype 2, code 0x02, siw layout) at frame 7" in recorded
+    assert "CRC" not in recorded
+
+
+def test_an_mpa_code_2_terminate_is_no_crc_error_without_crc() -> None:
+    from helpers.third_party_captures import rfc_terminate_word, untagged
+
+    from mpa_emu.replay.semantic import terminate_words
+    ulpdu = untagged(7, 2, 1, rfc_terminate_word(2, 0, 0x02, False, False, False))
+    assert terminate_words(ulpdu, crc=True) == "Terminate (MPA layer, etype 0, CRC error)"
+    without = terminate_words(ulpdu, crc=False)
+    assert "CRC error" not in without and "no CRC was negotiated" in without

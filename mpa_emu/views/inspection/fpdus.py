@@ -16,76 +16,32 @@ from dataclasses import dataclass
 
 from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
-from mpa_emu.wire.ddp import OPCODE_NAMES, DdpFormatError, Opcode, ReadRequest, TerminateHeader
+from mpa_emu.wire.ddp import OPCODE_NAMES, DdpFormatError, Opcode, ReadRequest
 from mpa_emu.wire.mpa import MpaFormatError, crc32c, unframe_fpdu
+from mpa_emu.wire.terminate_layouts import (  # noqa: F401 (names kept importable here)
+    RFC,
+    TERM_CODES,
+    TERM_LAYERS,
+    TERM_TYPES,
+    read_terminate,
+)
 
 _TAGGED, _LAST = 0x80, 0x40
 _UNTAGGED_HEADER = 18  # control (2), RsvdULP (4), QN, MSN, MO (4 each): RFC 5041 4.4
 _TAGGED_HEADER = 14  # control (2), STag (4), TO (8): RFC 5041 section 4.3
 
-TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP"}
-"""Terminate Layer values (RFC 5040 section 4.8)."""
-
-TERM_TYPES = {
-    (0, 0): "Local Catastrophic Error",
-    (0, 1): "Remote Protection Error",
-    (0, 2): "Remote Operation Error",
-    (1, 0): "Local Catastrophic Error",
-    (1, 1): "Tagged Buffer Error",
-    (1, 2): "Untagged Buffer Error",
-    (1, 3): "reserved for the LLP",
-    (2, 0): "MPA",
-}
-"""(Layer, EType) names (RFC 5040 section 7.4; LLP: RFC 5044 section 8)."""
-
-TERM_CODES = {
-    (0, 0, 0x00): "Unspecified Error",
-    (0, 1, 0x00): "Invalid STag",
-    (0, 1, 0x01): "Base or bounds violation",
-    (0, 1, 0x02): "Access rights violation",
-    (0, 1, 0x03): "STag not associated with RDMAP Stream",
-    (0, 1, 0x04): "TO wrap",
-    (0, 1, 0xFF): "Unspecified Error",
-    (0, 2, 0x05): "Invalid RDMAP version",
-    (0, 2, 0x06): "Unexpected OpCode",
-    (0, 2, 0x07): "Catastrophic error, localized to RDMAP Stream",
-    (0, 2, 0x08): "Catastrophic error, global",
-    (0, 2, 0x09): "STag cannot be Invalidated",
-    (0, 2, 0xFF): "Unspecified Error",
-    (1, 0, 0x00): "Unspecified Error",
-    (1, 1, 0x00): "Invalid STag",
-    (1, 1, 0x01): "Base or bounds violation",
-    (1, 1, 0x02): "STag not associated with DDP Stream",
-    (1, 1, 0x03): "TO wrap",
-    (1, 1, 0x04): "Invalid DDP version",
-    (1, 2, 0x01): "Invalid QN",
-    (1, 2, 0x02): "Invalid MSN - no buffer available",
-    (1, 2, 0x03): "Invalid MSN - MSN range is not valid",
-    (1, 2, 0x04): "Invalid MO",
-    (1, 2, 0x05): "DDP Message too long for available buffer",
-    (1, 2, 0x06): "Invalid DDP version",
-    (2, 0, 0x01): "TCP connection closed, terminated or lost",
-    (2, 0, 0x02): "MPA CRC error",
-    (2, 0, 0x03): "MPA Marker and ULPDU_Length field mismatch",
-    (2, 0, 0x04): "Invalid MPA Request or Reply frame",
-    (2, 0, 0x05): "Local Catastrophic Error",
-    (2, 0, 0x06): "Insufficient IRD resources",
-    (2, 0, 0x07): "No matching RTR option",
-}
-"""(Layer, EType, Error Code) names (RFC 5040 section 7.4, RFC 5044 section 8, RFC 6581
-section 9)."""
-
-
 ZERO_READ = "zero-length RDMA Read Request"
 
 
-def terminate_text(term: TerminateHeader) -> str:
-    """``layer LLP (2), type MPA (0), code 0x02 MPA CRC error``."""
-    layer = TERM_LAYERS.get(term.layer, "unknown layer")
-    etype = TERM_TYPES.get((term.layer, term.etype), "unknown type")
-    code = TERM_CODES.get((term.layer, term.etype, term.error_code), "unknown code")
-    return (f"layer {layer} ({term.layer}), type {etype} ({term.etype}), "
-            f"code 0x{term.error_code:02x} {code}")
+def terminate_words(body: bytes) -> tuple[str, str]:
+    """(``layer LLP (2), type MPA (0), code 0x02 MPA CRC error``, how the layout was
+    chosen or "") of a Terminate body, read in RFC 5040's layout and in siw's
+    (:mod:`mpa_emu.wire.terminate_layouts`)."""
+    read = read_terminate(body)
+    text = read.reading.text()
+    if read.other is not None and read.reading.layout != RFC:
+        text += f" ({read.reading.layout} layout)"
+    return text, read.why()
 
 
 def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
@@ -116,10 +72,11 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:
-            info.what = f"{name}: {terminate_text(TerminateHeader.from_bytes(body))}"
+            text, info.layout_note = terminate_words(body)
+            info.what = f"{name}: {text}"
         elif not body and opcode == Opcode.SEND:
             info.what = f"zero-length {name}"
-    except DdpFormatError:
+    except (DdpFormatError, ValueError):
         info.what = f"short {name}"
     return info
 
@@ -214,6 +171,8 @@ def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:
     for info in rep.fpdu_list:
         if info.opcode == Opcode.TERMINATE:
             rep.add(info.frame, "warning", f"{info.side} sends a {info.what}")
+            if info.layout_note:
+                rep.add(info.frame, "note", f"{info.side} Terminate: {info.layout_note}")
 
 
 @dataclass(slots=True)

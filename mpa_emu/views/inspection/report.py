@@ -83,6 +83,9 @@ class FpduInfo:
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None
+    layout_note: str = ""
+    """For a Terminate whose control word reads differently in RFC 5040's layout and
+    siw's: which one was kept and why."""
 
 
 @dataclass(slots=True)
