@@ -36,7 +36,8 @@ personal plugins (the MPA v2 Lua plugin included) never change a verdict.
 Reported: the checksum reading used, the MPA and DDP/RDMA summary lines, every FPDU CRC
 verdict (tshark gives one only where C was set in the request or reply), the MPA expert
 infos of "-z expert" (tshark 4.0 counts the request ones twice), and the problems:
-expert infos of severity Error, malformed frames and bad CRCs.
+expert infos of severity Error, malformed frames, bad CRCs, and DDP or RDMAP versions
+other than 1 in tshark's decode (iwarp_ddp.dv, iwarp_rdma.version).
 
 --checksums offload (the default): tshark decodes as Wireshark does by default (TCP
 checksums not verified, so a TX offload artefact never stops reassembly), verifies IPv4
@@ -180,6 +181,7 @@ class _Verdicts:
         self.bad_crcs: list[CrcVerdict] = []
         self.experts = _ExpertTotals()
         self.tree_problems: list[str] = []
+        self.version_problems: list[str] = []
 
     @property
     def checksums(self) -> dict[str, Any]:
@@ -196,6 +198,7 @@ class _Verdicts:
         out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
                for e in self.experts.table() if e.severity == "Error"]
         out += self.tree_problems
+        out += self.version_problems
         out += [f"frame {v.frame}: {v.text}" for v in self.bad_crcs]
         out += [f"frame {n}: bad TCP checksum (not a TX offload partial sum)"
                 for n in self.bad_checksums]
@@ -248,6 +251,7 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
             verdicts.crcs.append(v)
         if v.status == "bad":
             verdicts.bad_crcs.append(v)
+    verdicts.version_problems += _version_pass(judge, piece)
     carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
     verdicts.experts.add(judge.expert(piece.path), carried)
     for e in judge.tree_expert_stream(piece.path):
@@ -255,6 +259,32 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
         if where is not None and (e.severity == "Error" or e.group == "Malformed"):
             verdicts.tree_problems.append(
                 f"frame {where}: {e.severity}/{e.group}: {e.message}")
+
+
+VERSION_FILTER = "iwarp_ddp.dv != 1 || iwarp_rdma.version != 1"
+"""tshark's decode of a DDP or RDMAP version other than 1 (RFC 5041 section 4.2, RFC 5040
+section 4.2: both are 1)."""
+
+
+def _version_pass(judge: Tshark, piece: Piece) -> Iterator[str]:
+    """A problem line per frame whose DDP or RDMAP version, as tshark decodes it, is not 1
+    (tshark itself raises no expert info for it)."""
+    lines = judge.run_lines(piece.path, "-Y", VERSION_FILTER, "-T", "fields", "-E",
+                            "separator=|", "-E", "aggregator=,", "-e", "frame.number",
+                            "-e", "iwarp_ddp.dv", "-e", "iwarp_rdma.version")
+    for line in lines:
+        if not line.strip():
+            continue
+        number_text, dvs, rvs = [*line.rstrip("\n").split("|"), "", ""][:3]
+        number = piece.number(int(number_text))
+        if number is None:
+            continue
+        words = [f"DDP version {v} (RFC 5041 section 4.2: 1)"
+                 for v in dvs.split(",") if v and v != "1"]
+        words += [f"RDMAP version {v} (RFC 5040 section 4.2: 1)"
+                  for v in rvs.split(",") if v and v != "1"]
+        if words:
+            yield f"frame {number}: {', '.join(words)}"
 
 
 def _offload_pass(judge: Tshark, piece: Piece) -> Iterator[tuple[int, str, bool]]:

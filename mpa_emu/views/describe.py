@@ -17,7 +17,7 @@ import errno as errno_names
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.ddp import OPCODE_NAMES
+from mpa_emu.wire.ddp import DDP_VERSION, DDP_VERSION_MASK, OPCODE_NAMES, RDMAP_VERSION
 from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.wire.segment import Segment, flag_names
 
@@ -89,7 +89,17 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     verdict = ""
     if crc and not fpdu.crc_ok:
         verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
-    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{verdict}"
+    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{version_marks(fpdu.ulpdu)}{verdict}"
+
+
+def version_marks(ulpdu: bytes) -> str:
+    """`` DDP version 0`` / `` RDMAP version 2`` for a DDP or RDMAP version that is not 1
+    (RFC 5041 section 4.2: DV is 01b; RFC 5040 section 4.2: RV is 01b); "" otherwise."""
+    if len(ulpdu) < 2:
+        return ""
+    dv, rv = ulpdu[0] & DDP_VERSION_MASK, ulpdu[1] >> 6
+    return (f" DDP version {dv}" if dv != DDP_VERSION else "") + \
+        (f" RDMAP version {rv}" if rv != RDMAP_VERSION else "")
 
 
 def flags_label(flags: int) -> str:

@@ -134,3 +134,31 @@ def test_an_mpa_code_2_terminate_is_no_crc_error_without_crc() -> None:
     assert terminate_words(ulpdu, crc=True) == "Terminate (MPA layer, etype 0, CRC error)"
     without = terminate_words(ulpdu, crc=False)
     assert "CRC error" not in without and "no CRC was negotiated" in without
+
+
+def test_ddp_and_rdmap_version_zero_are_errors_in_inspect_diagram_and_judge(
+        tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+    from helpers.third_party_captures import VERSION_FRAMES, ddp_version_zero
+
+    from mpa_emu.capture.tshark import Tshark
+    from mpa_emu.cli.judge import judge_capture
+    from mpa_emu.views.diagram import from_capture
+    path = ddp_version_zero(tmp_path / "v.pcap")
+    (conn,) = inspect_capture(path).connections
+    errs = {(f.frame, f.text.split(": ")[1].split(",")[0]) for f in conn.findings
+            if f.severity == "error"}
+    assert errs == {(VERSION_FRAMES["dv0"], "DDP version 0"),
+                    (VERSION_FRAMES["rv0"], "RDMAP version 0")}
+    text = from_capture(path).text()
+    assert "FPDU Send ulpdu=25 DDP version 0" in text
+    assert "FPDU Send ulpdu=25 RDMAP version 0" in text
+    assert "FPDU Send ulpdu=22\n" in text or "FPDU Send ulpdu=22 " in text
+    if shutil.which("tshark") is None:
+        pytest.fail("tshark is needed (tools/test.sh installs it)")
+    report = judge_capture(Tshark(disable_rpcrdma=True), str(path))
+    assert report["problems"] == [
+        f"frame {VERSION_FRAMES['dv0']}: DDP version 0 (RFC 5041 section 4.2: 1)",
+        f"frame {VERSION_FRAMES['rv0']}: RDMAP version 0 (RFC 5040 section 4.2: 1)"]

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 
 from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
-from mpa_emu.wire.ddp import OPCODE_NAMES, DdpFormatError, Opcode, ReadRequest
+from mpa_emu.wire.ddp import (
+    DDP_VERSION,
+    DDP_VERSION_MASK,
+    OPCODE_NAMES,
+    RDMAP_VERSION,
+    DdpFormatError,
+    Opcode,
+    ReadRequest,
+)
 from mpa_emu.wire.mpa import MpaFormatError, crc32c, unframe_fpdu
 from mpa_emu.wire.terminate_layouts import (  # noqa: F401 (names kept importable here)
     RFC,
@@ -109,6 +117,7 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
         if crc:
             _judge_crc(rep, d, info, data[pos:pos + fpdu.wire_length - 4], fpdu.crc)
         rep.fpdu_list.append(info)
+        _check_versions(rep, info, fpdu.ulpdu)
         op = info.what.split(":")[0]
         d.opcodes[op] = d.opcodes.get(op, 0) + 1
         if rtr and d.fpdus == 1:
@@ -117,6 +126,23 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
     summary = ", ".join(f"{n} {op}" for op, n in d.opcodes.items())
     bad = f", {d.bad_crc} with a bad CRC" if d.bad_crc else ""
     rep.fpdus.append(f"{side}: {d.fpdus} FPDUs ({summary}){bad}")
+
+
+def _check_versions(rep: ConnectionReport, info: FpduInfo, ulpdu: bytes) -> None:
+    """DDP version 1 (RFC 5041 section 4.2) and RDMAP version 1 (RFC 5040 section 4.2);
+    a receiver terminates any other (RFC 5041 section 7.2 "Invalid DDP version", RFC 5040
+    section 7.2 "Invalid RDMAP version")."""
+    if len(ulpdu) < 2:
+        return
+    dv, rv = ulpdu[0] & DDP_VERSION_MASK, ulpdu[1] >> 6
+    if dv != DDP_VERSION:
+        rep.add(info.frame, "error", f"{info.side} {info.what}: DDP version {dv}, RFC 5041 "
+                "section 4.2 has only version 1 (the receiver terminates: Invalid DDP "
+                "version)")
+    if rv != RDMAP_VERSION:
+        rep.add(info.frame, "error", f"{info.side} {info.what}: RDMAP version {rv}, RFC 5040 "
+                "section 4.2 has only version 1 (the receiver terminates: Invalid RDMAP "
+                "version)")
 
 
 def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,
