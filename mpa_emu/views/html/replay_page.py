@@ -54,7 +54,8 @@ def _divergence_box(report: ReplayReport, d: Divergence) -> str:
 
 def replay_page(report: ReplayReport) -> str:
     """The whole page for one replay."""
-    ladder = from_capture(report.recording.path)
+    mode = report.options.checksums
+    ladder = from_capture(report.recording.path, checksums=mode)
     cmp = report.comparison
     by_frame: dict[int, str] = {}
     for rec, _em in cmp.matched:
@@ -97,5 +98,5 @@ def replay_page(report: ReplayReport) -> str:
     title = (f"mpa-emu replay {report.recording.path} "
              f"--emulate {ip_text(report.options.emulate)}")
     return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
-                frames=capture_fields(report.recording.path), marks=marks, top=top,
+                frames=capture_fields(report.recording.path, mode), marks=marks, top=top,
                 sections=sections).html()
