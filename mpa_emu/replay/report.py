@@ -369,18 +369,31 @@ def injection_text(inj: Injection) -> str:
     return "; ".join(parts)
 
 
+def story_fields(s: Story) -> list[tuple[str, str]]:
+    """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order."""
+    mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
+    out = [("MPA sent", mpa_frames or "none"), ("answer", s.answer or "none"),
+           ("OFFLOADED", f"at frame {s.offloaded}" if s.offloaded else "never"),
+           ("ESTABLISHED", f"at frame {s.established}" if s.established else "never")]
+    if s.upcalls:
+        out.append(("upcalls", ", ".join(name for _n, name in s.upcalls)))
+    if s.nic:
+        out.append(("NIC", ", ".join(f"{ev} at frame {n}" for n, ev in s.nic)))
+    out.append(("first close", f"{s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
+                if s.close else "none"))
+    return out
+
+
 def story_text(s: Story) -> str:
     """One connection's outcome in one line."""
-    mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
-    parts = [f"MPA sent: {mpa_frames or 'none'}", f"answer {s.answer or 'none'}",
-             f"OFFLOADED {'at frame ' + str(s.offloaded) if s.offloaded else 'never'}",
-             f"ESTABLISHED {'at frame ' + str(s.established) if s.established else 'never'}"]
-    if s.upcalls:
-        parts.append("upcalls " + ", ".join(name for _n, name in s.upcalls))
-    if s.nic:
-        parts.append("NIC " + ", ".join(f"{ev} at frame {n}" for n, ev in s.nic))
-    parts.append(f"first close: {s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
-                 if s.close else "no close")
+    parts = []
+    for name, value in story_fields(s):
+        if name == "MPA sent":
+            parts.append(f"{name}: {value}")
+        elif name == "first close":
+            parts.append(f"first close: {value}" if value != "none" else "no close")
+        else:
+            parts.append(f"{name} {value}")
     return "; ".join(parts)
 
 
