@@ -105,6 +105,9 @@ class TcpFrame:
     checksum: Verdict = Verdict.GOOD
     ip_ok: bool = True
     option_kinds: tuple[int, ...] = ()
+    missing: int = 0
+    """TCP payload bytes the segment carried on the wire but the capture did not keep
+    (a frame captured short: snap length)."""
 
     @property
     def endpoint_src(self) -> str:
@@ -182,7 +185,8 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
         # The IP total length bounds the segment: bytes past it are Ethernet padding.
         end = off + total_len if total_len >= ihl else len(data)
         l4 = data[off + ihl:min(end, len(data))]
-        pseudo = pseudo_header(src, dst, end - off - ihl)
+        wire_l4 = end - off - ihl
+        pseudo = pseudo_header(src, dst, wire_l4)
     elif ethertype == 0x86DD:
         if len(data) < off + 40:
             return f"frame {raw.number}: IPv6 header truncated"
@@ -191,6 +195,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
             return None  # extension headers are not followed: iWARP CMs do not send them
         src, dst = data[off + 8:off + 24], data[off + 24:off + 40]
         l4 = data[off + 40:off + 40 + plen]
+        wire_l4 = plen
         pseudo = pseudo_header(src, dst, plen)
     else:
         return None
@@ -202,6 +207,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
     if doff < 20 or doff > len(l4):
         return f"frame {raw.number}: bad TCP data offset {doff}"
     verdict = tcp_verdict(pseudo, l4, complete=not truncated)
+    missing = max(wire_l4 - len(l4), 0) if truncated else 0
     if truncated:
         problems.append(f"captured {len(raw.data)} of {raw.wirelen} bytes")
     options, opt_problem = parse_tcp_options(l4[20:doff])
@@ -211,7 +217,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
                     sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, window=window,
                     options=options, payload=bytes(l4[doff:]), problems=tuple(problems),
                     comment=raw.comment, checksum=verdict, ip_ok=ip_ok,
-                    option_kinds=option_kinds(l4[20:doff]))
+                    option_kinds=option_kinds(l4[20:doff]), missing=missing)
 
 
 def option_kinds(raw: bytes) -> tuple[int, ...]:

@@ -9,9 +9,10 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Container, Iterator
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
+from mpa_emu.capture.pcap import CaptureError, PcapngWriter, read_capture
 from mpa_emu.capture.tshark import (
     MPA_OPTIONS,
     NO_RPCRDMA_OPTIONS,
@@ -52,6 +53,9 @@ piece (the frames so far of a connection open at a cut are carried into the next
 tshark's memory stays bounded; the report is the one of the whole file, printed at the
 end. Captures that cannot be cut safely (not all TCP on Ethernet, one endless connection,
 ...) are judged in one tshark run.
+
+A capture damaged part-way (cut in the middle of a frame) is judged up to the damage,
+as inspect, diagram and replay read it; the report says where it stopped.
 
 exit codes: 0 tshark found no problem, 1 it found some, 2 no tshark or unreadable file
 """
@@ -102,16 +106,17 @@ def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict
 
 
 def write_verdicts(judge: Tshark, capture: str, mode: Mode, out: TextIO,
-                   name: str | None = None) -> bool:
+                   name: str | None = None, cut: str | None = None) -> bool:
     """:func:`format_verdicts` of :func:`judge_capture`, in memory that does not grow
     with the capture: the capture is judged in pieces, the MPA/DDP summary lines wait
     in a temporary file until the checksum reading of the whole capture heads the
     report, and of the CRC verdicts only the counts and the bad ones are kept. ``name``
-    is the capture's name in the header. True when tshark found a problem."""
+    is the capture's name in the header, ``cut`` where a damaged capture stopped. True
+    when tshark found a problem."""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
         verdicts = _judge_pieces(judge, capture, mode, spool, keep_crcs=False)
         out.write("\n".join(_head_lines(name or capture, judge.version(),
-                                        verdicts.checksums)) + "\n")
+                                        verdicts.checksums, cut)) + "\n")
         out.write("\nMPA/DDP frames:\n")
         spool.seek(0)
         any_frame = False
@@ -335,7 +340,7 @@ CHECKSUM_TEXT = {
 def format_verdicts(report: dict[str, Any]) -> str:
     """The report as text for a terminal."""
     checks = report.get("checksums", {"mode": "strict"})
-    lines = _head_lines(report["capture"], report["tshark"], checks)
+    lines = _head_lines(report["capture"], report["tshark"], checks, report.get("cut"))
     lines += ["", "MPA/DDP frames:"]
     lines += [f"  {line}" for line in report["frames"]] or ["  (none)"]
     counts = {s: sum(1 for v in report["crc"] if v["status"] == s)
@@ -345,8 +350,10 @@ def format_verdicts(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _head_lines(capture: str, tshark: str, checks: dict[str, Any]) -> list[str]:
-    lines = [f"{capture}: {tshark}", CHECKSUM_TEXT.get(checks["mode"], checks["mode"])]
+def _head_lines(capture: str, tshark: str, checks: dict[str, Any],
+                cut: str | None = None) -> list[str]:
+    lines = [f"{capture}: {tshark}"] + ([f"note: {cut}"] if cut else [])
+    lines.append(CHECKSUM_TEXT.get(checks["mode"], checks["mode"]))
     for sender, frames in checks.get("offload", {}).items():
         n = len(frames)
         lines.append(f"  {sender}: {OFFLOAD_NOTE} ({n} frame{'s' if n > 1 else ''}, "
@@ -406,15 +413,48 @@ def run(args: argparse.Namespace) -> int:
 def _judge(args: argparse.Namespace, path: str, shown: str | None = None) -> int:
     _check_capture(path, shown or path)
     try:
-        mode = Mode(args.checksums)
-        judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
-                       extra_options=MODE_OPTIONS[mode])
-        if not args.json:
-            return 1 if write_verdicts(judge, path, mode, sys.stdout, shown) else 0
-        report = judge_capture(judge, path, mode)
+        return _verdict(args, path, shown or path)
     except TsharkError as exc:
-        raise CliError(str(exc).replace(path, shown or path)) from None
-    if shown is not None:
-        report["capture"] = shown
+        error = CliError(str(exc).replace(path, shown or path))
+    # tshark refuses a capture damaged part-way (an interrupted tcpdump, a full disk);
+    # inspect, diagram and replay read up to the damage, and so does judge.
+    with tempfile.NamedTemporaryFile(prefix="mpa-emu-judge-", suffix=".pcapng") as copy:
+        cut = intact_copy(path, copy)
+        if cut is None:
+            raise error from None
+        copy.flush()
+        try:
+            return _verdict(args, copy.name, shown or path, cut)
+        except TsharkError as exc:
+            raise CliError(str(exc).replace(copy.name, shown or path)) from None
+
+
+def intact_copy(path: str, copy: IO[bytes]) -> str | None:
+    """Write the frames of ``path`` up to its first damage into ``copy`` (pcapng) and say
+    where the capture stopped; None (and ``copy`` to be discarded) when it reads to its
+    end or not even its first frame is whole."""
+    writer = PcapngWriter(copy, application="mpa-emu judge")
+    number = 0
+    try:
+        for record in read_capture(path):
+            number += 1
+            writer.write_record(record)
+    except CaptureError as fault:
+        if not number:
+            return None  # not even one frame: unreadable, as for inspect
+        writer.flush()
+        return f"capture ends after frame {number}: {fault}; judged up to there"
+    return None
+
+
+def _verdict(args: argparse.Namespace, path: str, name: str, cut: str | None = None) -> int:
+    mode = Mode(args.checksums)
+    judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
+                   extra_options=MODE_OPTIONS[mode])
+    if not args.json:
+        return 1 if write_verdicts(judge, path, mode, sys.stdout, name, cut) else 0
+    report = judge_capture(judge, path, mode)
+    report["capture"] = name
+    report["cut"] = cut
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     return 1 if report["problems"] else 0

@@ -191,3 +191,36 @@ def ddp_version_zero(path: Path) -> Path:
     b.add(True, "PA", fpdu(untagged(3, 0, 3, b"fine"), "zero"))
     b.add(False, "A")
     return b.write(path)
+
+
+def write_snapped(path: Path, frames: list[Packet], snaplen: int) -> Path:
+    """Classic pcap as ``tcpdump -s SNAPLEN`` writes it: each record holds at most
+    ``snaplen`` bytes (caplen) and the frame's length on the wire (len)."""
+    out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, 1))
+    for i, frame in enumerate(frames):
+        raw = bytes(frame)
+        kept = raw[:snaplen]
+        out += struct.pack("<IIII", 1_750_000_000 + i, i * 1000, len(kept), len(raw)) + kept
+    path.write_bytes(bytes(out))
+    return path
+
+
+SNAP_FRAMES = {"request": 4, "reply": 5, "send": 6, "fin": 7}
+
+
+def snapped_v1(path: Path, snaplen: int = 80) -> Path:
+    """A whole MPA v1 exchange (request and reply with 16 bytes of private data each, a
+    Send, FINs) captured with ``tcpdump -s 80``: with Linux's SYN options and timestamps on
+    every segment (TCP header 32 bytes), each frame keeps 14 bytes of TCP payload."""
+    b = Builder()
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (1, 1))]
+    b.add(True, "S", options=LINUX_SYN_OPTIONS)
+    b.add(False, "SA", options=LINUX_SYN_OPTIONS)
+    b.add(True, "A", options=ts)
+    b.add(True, "PA", mpa_frame(KEY_REQ, 0x00, 1, None, b"client-hello-pd!"), options=ts)
+    b.add(False, "PA", mpa_frame(KEY_REP, 0x00, 1, None, b"server-hello-pd!"), options=ts)
+    b.add(True, "PA", fpdu(untagged(3, 0, 1, b"x" * 40), "zero"), options=ts)
+    b.add(True, "FA", options=ts)
+    b.add(False, "FA", options=ts)
+    b.add(True, "A", options=ts)
+    return write_snapped(path, b.frames, snaplen)

@@ -24,6 +24,7 @@ from mpa_emu.views.inspection.mpa_exchange import (
     mpa_frame,
     negotiation,
     side_stream,
+    starts_reply,
 )
 from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
 from mpa_emu.wire import seq as seq_space
@@ -238,8 +239,10 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
             if d.isn is None:
                 d.isn, d.syn_frame, d.options = f.seq, f.number, f.options
                 d.option_kinds, d.syn_window = f.option_kinds, f.window
-        if f.payload:
+        if f.payload or f.missing:
             d.segments.append((f.number, f.seq, f.payload))
+        if f.missing:
+            d.short[f.number] = f.missing
         if f.flags & FIN:
             d.fins.append((f.number, seq_space.add(f.seq, len(f.payload))))
         if f.flags & RST:
@@ -250,7 +253,7 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
     c_stream = side_stream(rep, client, "client")
     s_stream = side_stream(rep, server, "server")
     rep.request = mpa_frame(rep, client, c_stream, request=True)
-    if rep.request is not None or (s_stream and s_stream[0][2].startswith(KEY_REP)):
+    if rep.request is not None or starts_reply(s_stream, server):
         rep.reply = mpa_frame(rep, server, s_stream, request=False)
     negotiation(rep)
     if rep.request is not None and rep.reply is not None and not rep.reply.reject:

@@ -106,6 +106,10 @@ class Direction:
     bad_crc: int = 0
     opcodes: dict[str, int] = field(default_factory=dict)
     offload_frames: list[int] = field(default_factory=list)
+    short: dict[int, int] = field(default_factory=dict)
+    """Frame -> TCP payload bytes not captured (the frame was captured short)."""
+    cut: int | None = None
+    """The frame captured short after which this side's stream is not followed."""
 
     @property
     def fin_frame(self) -> int | None:
