@@ -30,7 +30,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import FlowKey, Recording
-from mpa_emu.views.describe import mpa_kind
+from mpa_emu.views.describe import errno_text, mpa_kind
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
@@ -123,12 +123,16 @@ def _fpdus(conv: Conversation, outbound: bool, after: int, start: int | None
            ) -> list[tuple[int, mpa.Fpdu]]:
     """FPDUs (without markers) one direction sent after frame ``after``, reassembled
     from the stream from sequence number ``start`` on; resends are skipped and a hole in
-    the capture ends the list."""
+    the capture ends the list. With ``start`` known, frames numbered ``after`` count too:
+    the emulator's frames carry the number of the frame they answer, so the RTR a node
+    sends on the reply of frame ``after`` is numbered ``after`` (the bytes before
+    ``start`` are skipped as resends)."""
     out: list[tuple[int, mpa.Fpdu]] = []
     nxt = start
     buf = bytearray()
     for number, o, seg in conv:
-        if o != outbound or number <= after or not seg.payload:
+        early = number < after if start is not None else number <= after
+        if o != outbound or early or not seg.payload:
             continue
         seq, payload = seg.seq, seg.payload
         if nxt is not None and seq != nxt:
@@ -236,7 +240,8 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
     if request is not None and not active:
         story.upcalls.append((request.frame, "CONNECT_REQUEST"))
     if story.answer == "reject" and active:
-        story.upcalls.append((story.answer_frame, f"CONNECT_REPLY status -{ECONNREFUSED}"))
+        story.upcalls.append((story.answer_frame,
+                              f"CONNECT_REPLY {status_words(-ECONNREFUSED)}"))
     if story.answer != "accept":
         return story
     at = story.answer_frame
@@ -268,7 +273,7 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
         if not reset:
             story.established = first
     if story.established:
-        story.upcalls.append((story.established, "CONNECT_REPLY status 0" if active
+        story.upcalls.append((story.established, f"CONNECT_REPLY {status_words(0)}" if active
                               else "ESTABLISHED"))
     story.nic.sort()
     return story
@@ -306,13 +311,18 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
     return story
 
 
+def status_words(status: int) -> str:
+    """``status 0``, or ``status -104 (-ECONNRESET)`` with the kernel's errno name."""
+    return f"status {status} ({errno_text(status)})" if status else "status 0"
+
+
 def _upcall_name(up: Upcall) -> str:
     if up.event == IwEvent.CONNECT_REQUEST:
         return "CONNECT_REQUEST"
     if up.event == IwEvent.CONNECT_REPLY:
-        return f"CONNECT_REPLY status {up.status}"
+        return f"CONNECT_REPLY {status_words(up.status)}"
     if up.event == IwEvent.ESTABLISHED:
-        return "ESTABLISHED" if up.status == 0 else f"ESTABLISHED status {up.status}"
+        return "ESTABLISHED" if up.status == 0 else f"ESTABLISHED {status_words(up.status)}"
     return ""
 
 
@@ -534,10 +544,16 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
                  min(len(r_up), len(e_up)))
         rn = r.upcalls[i] if i < len(r.upcalls) else None
         en = next((u for u in e.upcalls if i < len(e_up) and u[1] == e_up[i]), None)
+        if en is None:
+            # A failure upcall left out of the comparison is still what the application
+            # hears next: name it rather than "nothing more".
+            seen = [u for u in e.upcalls if u[1] in e_up[:i]]
+            en = next((u for u in e.upcalls[len(seen):]), None)
         frame = (rn or en or (0, ""))[0]
         why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
+        told = _told(en, frame, key, run)
         add(frame, "upcall",
-            f"{who} tells the application {en[1] if en else 'nothing more'}{why}; the "
+            f"{who} tells the application {told}{why}; the "
             f"recorded outcome is {rn[1] if rn else 'nothing more'}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
@@ -552,6 +568,22 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         add(n, "close", f"{who if side == 'host' else 'the peer'} closes with a {how}; "
             "the recording shows no close")
     return out
+
+
+def _told(upcall: tuple[int, str] | None, frame: int, key: FlowKey, run: RunResult) -> str:
+    """What the application hears next: the upcall with its time when it comes after
+    another frame than ``frame``, or "nothing more"."""
+    if upcall is None:
+        return "nothing more"
+    number, name = upcall
+    if number == frame:
+        return name
+    at = next((up.time_ns for up, n in zip(run.upcalls, run.upcall_frames, strict=True)
+               if n == number and _upcall_name(up) == name
+               and (up.local_port, up.remote_ip, up.remote_port) == (key[1], key[2], key[3])),
+              None)
+    when = f"at t={at / 1e9:.3f} s, " if at is not None else ""
+    return f"{name} ({when}after frame {number})"
 
 
 def _nic_differences(r: Story, e: Story, who: str) -> list[tuple[int, str]]:

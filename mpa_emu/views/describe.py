@@ -12,8 +12,7 @@ application sees it, in the ladder), :func:`upcall_line` (the live console),
 
 from __future__ import annotations
 
-import errno as errno_names
-
+from mpa_emu.cm.errors import errno_name
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
@@ -261,8 +260,8 @@ def upcall_label(upcall: Upcall) -> str:
 
 def errno_text(status: int) -> str:
     """``-111`` -> ``-ECONNREFUSED``."""
-    name = errno_names.errorcode.get(-status)
-    return f"-{name}" if name else str(status)
+    name = errno_name(-status)
+    return f"-{name}" if name != str(-status) else str(status)
 
 
 def upcall_line(upcall: Upcall) -> str:
@@ -281,7 +280,8 @@ def upcall_line(upcall: Upcall) -> str:
 
 
 def upcall_text(up: Upcall) -> str:
-    """``CONNECT_REPLY status -111 pdata_len 4 (conn 1)``, as replay reports show it."""
-    status = f" status {up.status}" if up.status else ""
+    """``CONNECT_REPLY status -111 (-ECONNREFUSED) pdata_len 4 (conn 1)``, as replay
+    reports show it."""
+    status = f" status {up.status} ({errno_text(up.status)})" if up.status else ""
     pd = f" pdata_len {up.private_data_len}" if up.private_data_len else ""
     return f"{up.event.name}{status}{pd} (conn {up.conn})"
