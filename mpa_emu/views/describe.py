@@ -16,7 +16,13 @@ from mpa_emu.cm.errors import errno_name
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.ddp import DDP_VERSION, DDP_VERSION_MASK, OPCODE_NAMES, RDMAP_VERSION
+from mpa_emu.wire.ddp import (
+    DDP_FLAG_LAST,
+    DDP_VERSION,
+    DDP_VERSION_MASK,
+    OPCODE_NAMES,
+    RDMAP_VERSION,
+)
 from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.wire.segment import Segment, flag_names
 
@@ -71,7 +77,7 @@ def mpa_summary(payload: bytes) -> str | None:
 
 
 def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
-    """``FPDU RDMA Read Request`` for a payload that is one FPDU without markers
+    """``FPDU RDMA Read Request ulpdu=46 L=1`` for a payload that is one FPDU without markers
     (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise.
 
     ``crc`` says whether CRC was negotiated (RFC 5044 section 7.1: C in the request or
@@ -88,7 +94,9 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     verdict = ""
     if crc and not fpdu.crc_ok:
         verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
-    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{version_marks(fpdu.ulpdu)}{verdict}"
+    last = int(bool(fpdu.ulpdu[0] & DDP_FLAG_LAST))  # RFC 5041 section 4.2: L
+    return (f"FPDU {name} ulpdu={len(fpdu.ulpdu)} L={last}{version_marks(fpdu.ulpdu)}"
+            f"{verdict}")
 
 
 def version_marks(ulpdu: bytes) -> str:

@@ -153,9 +153,9 @@ def test_ddp_and_rdmap_version_zero_are_errors_in_inspect_diagram_and_judge(
     assert errs == {(VERSION_FRAMES["dv0"], "DDP version 0"),
                     (VERSION_FRAMES["rv0"], "RDMAP version 0")}
     text = from_capture(path).text()
-    assert "FPDU Send ulpdu=25 DDP version 0" in text
-    assert "FPDU Send ulpdu=25 RDMAP version 0" in text
-    assert "FPDU Send ulpdu=22\n" in text or "FPDU Send ulpdu=22 " in text
+    assert "FPDU Send ulpdu=25 L=1 DDP version 0" in text
+    assert "FPDU Send ulpdu=25 L=1 RDMAP version 0" in text
+    assert "FPDU Send ulpdu=22 L=1\n" in text
     if shutil.which("tshark") is None:
         pytest.fail("tshark is needed (tools/test.sh installs it)")
     report = judge_capture(Tshark(disable_rpcrdma=True), str(path))
