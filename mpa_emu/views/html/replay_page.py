@@ -66,14 +66,30 @@ def _outcome_box(report: ReplayReport, sem: SemanticVerdict) -> str:
     d = sem.first
     assert d is not None
     recorded, emulated = sem.recorded[d.flow], sem.emulated[d.flow]
+    differing = {_ASPECT_FIELD[x.aspect] for x in sem.divergences if x.flow == d.flow}
     r_fields, e_fields = story_fields(recorded), story_fields(emulated)
     extra = (f'<p class="why" id="outcome-why">{cell(d.text)}</p>'
              f"<p>{cell(d.aspect)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
              f" ({cell(recorded.role)})</p>")
     who = emulator_name(report.options.config)
     return versus("First difference in outcome", "Expected (the recorded host)",
-                  fields_table(r_fields, e_fields), f"Actual ({who})",
-                  fields_table(e_fields, r_fields), extra)
+                  _aspects_table(r_fields, differing), f"Actual ({who})",
+                  _aspects_table(e_fields, differing), extra)
+
+
+_ASPECT_FIELD = {"mpa": "MPA sent", "offload": "OFFLOADED", "established": "ESTABLISHED",
+                 "upcall": "upcalls", "nic": "NIC", "close": "first close"}
+"""The story field each kind of semantic difference is about."""
+
+
+def _aspects_table(fields: Fields, differing: set[str]) -> str:
+    """A story's fields, the rows of the aspects that differ in outcome marked (not every
+    value that differs: a frame number alone is no difference in outcome)."""
+    marked = ' class="diff"'
+    rows = "".join(
+        f"<tr{marked if name in differing else ''}><th>{cell(name)}</th>"
+        f"<td>{cell(value)}</td></tr>" for name, value in fields)
+    return f'<table class="fields">{rows}</table>'
 
 
 def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Section]:
