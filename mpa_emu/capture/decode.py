@@ -342,6 +342,33 @@ class Undecodable:
     """The one-line explanation."""
 
 
+def as_captured(frame: bytes) -> bytes | None:
+    """An Ethernet frame captured short (snap length) with its IP length field cut to the
+    bytes the capture holds and its checksums recomputed, so that it decodes as the
+    segment's captured start; None when not even its IP and TCP headers are there."""
+    buf = bytearray(frame)
+    off = 14
+    try:
+        ethertype = struct.unpack_from("!H", buf, 12)[0]
+        while ethertype in (0x8100, 0x88A8):
+            ethertype = struct.unpack_from("!H", buf, off + 2)[0]
+            off += 4
+        if ethertype == 0x0800:
+            ihl = (buf[off] & 0xF) * 4
+            if len(buf) < off + ihl + 20:
+                return None
+            struct.pack_into("!H", buf, off + 2, len(buf) - off)
+        elif ethertype == 0x86DD:
+            if len(buf) < off + 60:
+                return None
+            struct.pack_into("!H", buf, off + 4, len(buf) - off - 40)
+        else:
+            return None
+        return repaired(bytes(buf))
+    except (struct.error, IndexError):
+        return None
+
+
 _CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)
 
 

@@ -23,7 +23,13 @@ from typing import IO, TextIO
 from xml.sax.saxutils import escape
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
-from mpa_emu.capture.decode import Undecodable, as_ethernet, decode_leniently
+from mpa_emu.capture.decode import (
+    Lenient,
+    Undecodable,
+    as_captured,
+    as_ethernet,
+    decode_leniently,
+)
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
 from mpa_emu.views.crc_connections import CrcConnections, connection_key
 from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
@@ -147,6 +153,15 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
     if isinstance(frame, str):
         return Row(t, 0, None, f"not decoded ({frame})", frame=number)
     decoded = decode_leniently(frame)
+    short = rec.orig_len > len(rec.frame)
+    if isinstance(decoded, Undecodable) and short:
+        # Captured short (snap length): drawn from the bytes the capture holds, its
+        # checksums unverifiable; a note about the capture, not about the frame.
+        cut = as_captured(frame)
+        if cut is not None:
+            captured = decode_leniently(cut)
+            if not isinstance(captured, Undecodable):
+                decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
     if isinstance(decoded, Undecodable):
         return Row(t, 0, None, f"not decoded ({decoded.text})", frame=number)
     seg, verdict, ip_ok = decoded.seg, decoded.checksum, decoded.ip_ok
@@ -164,6 +179,10 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
         # RFC 5044 section 7.1: CRC is used when either side sets C.
         crc_on.negotiated(conn)
     marks = _checksum_marks(verdict, ip_ok, checksums)
+    if short:
+        wire = len(seg.payload) + rec.orig_len - len(rec.frame)
+        marks.append(f"captured {len(rec.frame)} of {rec.orig_len} bytes (snap length): "
+                     f"len= counts the {len(seg.payload)} of {wire} payload bytes captured")
     if verdict is Verdict.OFFLOAD and checksums is Mode.OFFLOAD:
         off = offloaded.setdefault(src_name, _Offloaded(number))
         off.count += 1

@@ -80,3 +80,26 @@ def test_judge_reads_a_file_cut_part_way_up_to_the_cut(tmp_path: Path) -> None:
     report = json.loads(out.getvalue())
     assert report["capture"] == str(cut)
     assert report["cut"].startswith("capture ends after frame 6:")
+
+
+def test_diagram_draws_frames_captured_short_with_a_note(tmp_path: Path) -> None:
+    from mpa_emu.views.diagram import from_capture
+    text = from_capture(snapped_v1(tmp_path / "s80.pcap", 80)).text()
+    assert "not decoded" not in text
+    request = SNAP_FRAMES["request"]
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if f"#{request} " in line)
+    # 80 bytes kept: 14 of the request's 36 bytes (a 20-byte header, 16 of private data).
+    assert "[PSH, ACK]" in lines[at] and "len=14" in lines[at]
+    assert "captured 80 of 102 bytes (snap length): len= counts the 14 of 36 payload " \
+        "bytes captured" in lines[at + 1]
+    assert "bad TCP checksum" not in text
+
+
+def test_inspect_html_shows_frames_captured_short(tmp_path: Path) -> None:
+    from mpa_emu.views.html.fields import capture_fields
+    fields = dict(capture_fields(snapped_v1(tmp_path / "s80.pcap", 80))[SNAP_FRAMES["request"]])
+    assert "not decoded" not in fields
+    assert fields["payload"] == "14 bytes"
+    assert fields["captured"].startswith("80 of 102 bytes (snap length)")
+    assert fields["TCP checksum"] == "not verified: the frame was captured short"

@@ -7,7 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
-from mpa_emu.capture.decode import Undecodable, as_ethernet, decode_leniently
+from mpa_emu.capture.decode import (
+    Lenient,
+    Undecodable,
+    as_captured,
+    as_ethernet,
+    decode_leniently,
+)
 from mpa_emu.capture.pcap import read_intact
 from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.views.inspection import options_text, parse_tcp_options
@@ -128,10 +134,19 @@ def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> dict[int
             out[number] = [*head, ("not decoded", frame)]
             continue
         decoded = decode_leniently(frame)
+        short = rec.orig_len > len(rec.frame)
+        if isinstance(decoded, Undecodable) and short:
+            cut = as_captured(frame)  # captured short: the bytes the capture holds
+            captured = decode_leniently(cut) if cut is not None else decoded
+            if not isinstance(captured, Undecodable):
+                decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
         if isinstance(decoded, Undecodable):
             out[number] = [*head, ("not decoded", decoded.text)]
             continue
         body = segment_fields(decoded.seg)
+        if short:
+            body.append(("captured", f"{len(rec.frame)} of {rec.orig_len} bytes (snap "
+                                     "length): the payload shown is what the capture holds"))
         body += checksum_fields(decoded.checksum, decoded.ip_ok, checksums)
         if rec.comment:
             body.append(("comment", rec.comment.replace("\n", "; ")))
