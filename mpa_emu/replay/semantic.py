@@ -162,16 +162,17 @@ def _is_terminate(fpdu: mpa.Fpdu) -> bool:
 _TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "MPA"}
 
 
-def terminate_words(ulpdu: bytes, crc: bool = True) -> str:
+def terminate_words(ulpdu: bytes, crc: bool = True, peer_sent: bool = True) -> str:
     """``Terminate (layer, etype, code)`` of a Terminate DDP segment, decoded from its
     control word in RFC 5040's layout or siw's, whichever the quoted headers agree with
     (:mod:`mpa_emu.wire.terminate_layouts`); a segment too short to hold one is named so.
     Code 0x02 of the MPA layer is called a CRC error only where ``crc`` was negotiated
-    (RFC 5044 section 7.1)."""
+    (RFC 5044 section 7.1); ``peer_sent``: an FPDU from the peer came before it
+    (:func:`~mpa_emu.wire.terminate_layouts.read_terminate`)."""
     if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN or ulpdu[0] & ddp.DDP_FLAG_TAGGED:
         return "Terminate (unreadable)"
     try:
-        read = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:])
+        read = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:], peer_sent)
     except ValueError:
         return "Terminate (unreadable)"
     t = read.reading
@@ -186,7 +187,9 @@ def terminate_words(ulpdu: bytes, crc: bool = True) -> str:
 def _terminates(conv: Conversation, at: int, crc: bool) -> list[tuple[int, str]]:
     """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``."""
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
-    return [(n, terminate_words(f.ulpdu, crc)) for n, f in mine if _is_terminate(f)]
+    theirs = [n for n, _f in _fpdus(conv, False, at, _mpa_end(conv, False, at))]
+    return [(n, terminate_words(f.ulpdu, crc, any(m < n for m in theirs)))
+            for n, f in mine if _is_terminate(f)]
 
 
 def _mpa_frames(conv: Conversation) -> tuple[list[MpaSent], list[MpaSent]]:

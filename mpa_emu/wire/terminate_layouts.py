@@ -135,6 +135,8 @@ class TerminateRead:
     other: TermReading | None
     quoted: int
     """Bytes after the control word (the quoted headers)."""
+    nothing_received: bool = False
+    """The choice was made because no FPDU from the peer came before the Terminate."""
 
     def why(self) -> str:
         """Which layout was kept and what the quoted header says of it; "" when both
@@ -150,6 +152,10 @@ class TerminateRead:
             because = (f"the {self.quoted} bytes quoted after it are what its "
                        f"{_bits(kept)} announce; {LAYOUT_WORDS[other.layout]} reads "
                        f"{_bits(other)} there")
+        elif kept.fits and self.nothing_received:
+            because = (f"the {self.quoted} bytes quoted after it fit both layouts, and no "
+                       "FPDU from the peer came before it, so it cannot report an error in "
+                       "a received DDP or RDMAP segment")
         elif kept.fits:
             because = (f"the {self.quoted} bytes quoted after it fit both layouts' "
                        "header-control bits")
@@ -185,9 +191,14 @@ def _reading(raw: bytes, layout: str) -> TermReading:
     return TermReading(layout, layer, etype, b1, m, d, r, fits)
 
 
-def read_terminate(raw: bytes) -> TerminateRead:
+def read_terminate(raw: bytes, peer_sent: bool = True) -> TerminateRead:
     """Read a Terminate body (control word and quoted headers) in both layouts and keep
-    the one the quoted headers agree with. Raises ValueError on fewer than 4 bytes."""
+    the one the quoted headers agree with. When they agree with both, ``peer_sent``
+    False (no FPDU from the peer came before the Terminate) rules out a DDP or RDMAP
+    error other than a local catastrophic one: those are about a segment the sender
+    received (whose headers a Terminate quotes, RFC 5040 section 4.8), so an LLP reading
+    is kept. Then the reading that names a defined error,
+    then RFC 5040's. Raises ValueError on fewer than 4 bytes."""
     if len(raw) < _CONTROL:
         raise ValueError(f"Terminate needs {_CONTROL} bytes, got {len(raw)}")
     rfc, siw = _reading(raw, RFC), _reading(raw, SIW)
@@ -196,9 +207,18 @@ def read_terminate(raw: bytes) -> TerminateRead:
         return TerminateRead(rfc, None, quoted)
     if rfc.fits != siw.fits:
         kept, other = (rfc, siw) if rfc.fits else (siw, rfc)
-    elif siw.known and not rfc.known:
+        return TerminateRead(kept, other, quoted)
+    if not peer_sent and _about_received(rfc) != _about_received(siw):
+        kept, other = (siw, rfc) if _about_received(rfc) else (rfc, siw)
+        return TerminateRead(kept, other, quoted, nothing_received=True)
+    if siw.known and not rfc.known:
         kept, other = siw, rfc
     else:
         kept, other = rfc, siw
     return TerminateRead(kept, other, quoted)
 
+
+def _about_received(reading: TermReading) -> bool:
+    """A DDP or RDMAP error that is not a local catastrophic one: it reports a segment
+    the sender received."""
+    return reading.layer in (0, 1) and reading.etype != 0

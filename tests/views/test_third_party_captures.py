@@ -162,3 +162,28 @@ def test_ddp_and_rdmap_version_zero_are_errors_in_inspect_diagram_and_judge(
     assert report["problems"] == [
         f"frame {VERSION_FRAMES['dv0']}: DDP version 0 (RFC 5041 section 4.2: 1)",
         f"frame {VERSION_FRAMES['rv0']}: RDMAP version 0 (RFC 5040 section 4.2: 1)"]
+
+
+def test_siw_rtr_mismatch_terminate_before_any_peer_fpdu_reads_as_llp(tmp_path: Path) -> None:
+    from helpers.real_like_captures import fpdu
+    from helpers.third_party_captures import (
+        KEY_REP,
+        KEY_REQ,
+        Builder,
+        mpa_frame,
+        siw_terminate_word,
+        untagged,
+    )
+    # A siw initiator offering only the Write RTR; the reply picks Read: siw_proc_mpareply
+    # sends a Terminate LLP/MPA/0x07 (no matching RTR, RFC 6581 section 9) in its
+    # little-endian layout, with no header quoted, as its first FPDU.
+    b = Builder()
+    b.handshake()
+    b.add(True, "PA", mpa_frame(KEY_REQ, 0x10, 2, (0x8010, 0x8010)))
+    b.add(False, "PA", mpa_frame(KEY_REP, 0x10, 2, (0x8010, 0x4010)))
+    term = untagged(7, 2, 1, siw_terminate_word(2, 0, 0x07, False, False, False))
+    b.add(True, "PA", fpdu(term, "zero"))
+    (conn,) = inspect_capture(b.write(tmp_path / "rtr.pcap")).connections
+    (info,) = [i for i in conn.fpdu_list if i.frame == 6]
+    assert info.what == ("Terminate: layer LLP (2), type MPA (0), code 0x07 No matching RTR "
+                         "option (siw layout)")

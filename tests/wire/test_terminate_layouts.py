@@ -57,3 +57,16 @@ def test_without_quoted_header_the_defined_reading_wins() -> None:
 def test_short_body_is_refused() -> None:
     with pytest.raises(ValueError, match="4 bytes"):
         read_terminate(b"\x20\x02")
+
+
+def test_before_any_fpdu_from_the_peer_the_llp_reading_is_kept() -> None:
+    # siw's "No matching RTR option" (LLP 2, MPA 0, code 0x07, RFC 6581 section 9), no
+    # header quoted: bytes 02 07 00 00. RFC 5040's reading, RDMAP Remote Operation Error
+    # 0x07, is defined too, but reports a received segment: with none received, LLP.
+    word = siw_terminate_word(2, 0, 0x07, False, False, False)
+    assert word == bytes.fromhex("02070000")
+    assert read_terminate(word).reading.layout == RFC
+    read = read_terminate(word, peer_sent=False)
+    assert read.reading.layout == SIW
+    assert read.reading.text() == "layer LLP (2), type MPA (0), code 0x07 No matching RTR option"
+    assert "no FPDU from the peer came before it" in read.why()

@@ -41,11 +41,12 @@ _TAGGED_HEADER = 14  # control (2), STag (4), TO (8): RFC 5041 section 4.3
 ZERO_READ = "zero-length RDMA Read Request"
 
 
-def terminate_words(body: bytes) -> tuple[str, str]:
+def terminate_words(body: bytes, peer_sent: bool = True) -> tuple[str, str]:
     """(``layer LLP (2), type MPA (0), code 0x02 MPA CRC error``, how the layout was
     chosen or "") of a Terminate body, read in RFC 5040's layout and in siw's
-    (:mod:`mpa_emu.wire.terminate_layouts`)."""
-    read = read_terminate(body)
+    (:mod:`mpa_emu.wire.terminate_layouts`); ``peer_sent`` whether an FPDU from the peer
+    came before it."""
+    read = read_terminate(body, peer_sent)
     text = read.reading.text()
     if read.other is not None and read.reading.layout != RFC:
         text += f" ({read.reading.layout} layout)"
@@ -80,6 +81,7 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:
+            info.term_body = bytes(body)
             text, info.layout_note = terminate_words(body)
             info.what = f"{name}: {text}"
         elif not body and opcode == Opcode.SEND:
@@ -196,6 +198,7 @@ def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:
         _msn_gaps(rep, side, from_start.get(side, False))
     for info in rep.fpdu_list:
         if info.opcode == Opcode.TERMINATE:
+            _reread_terminate(rep, info)
             rep.add(info.frame, "warning", f"{info.side} sends a {info.what}")
             if info.layout_note:
                 rep.add(info.frame, "note", f"{info.side} Terminate: {info.layout_note}")
@@ -208,6 +211,16 @@ class _OpenRead:
     request: FpduInfo
     size: int
     received: int = 0
+
+
+def _reread_terminate(rep: ConnectionReport, info: FpduInfo) -> None:
+    """Read a Terminate again knowing whether the peer had sent any FPDU before it
+    (both sides' FPDUs are known only once both streams are cut)."""
+    peer_sent = any(i.side != info.side and i.frame < info.frame for i in rep.fpdu_list)
+    if peer_sent or not info.term_body:
+        return
+    text, info.layout_note = terminate_words(info.term_body, peer_sent=False)
+    info.what = f"{OPCODE_NAMES[Opcode.TERMINATE]}: {text}"
 
 
 def _unanswered_reads(rep: ConnectionReport) -> None:

@@ -83,6 +83,8 @@ class FpduInfo:
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None
+    term_body: bytes = b""
+    """A Terminate's body: its control word and the headers it quotes."""
     layout_note: str = ""
     """For a Terminate whose control word reads differently in RFC 5040's layout and
     siw's: which one was kept and why."""
