@@ -10,12 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests use: tshark (the judge), tcpdump (the real-capture
-# generator), headless Chromium (the browser tests), and for the compiled build a C
-# compiler and Python's headers. Installed when missing, as root.
+# generator), headless Chromium and rsvg-convert (the browser and PNG tests), and for the
+# compiled build a C compiler and Python's headers. Installed when missing, as root.
 missing=()
 command -v tshark >/dev/null 2>&1 || missing+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# rsvg-convert renders `mpa-emu diagram -o FILE.png` (the PNG tests use it).
+command -v rsvg-convert >/dev/null 2>&1 || missing+=(librsvg2-bin)
 if [ "${MPA_EMU_SKIP_COMPILED:-0}" != 1 ]; then
     include="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
     command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
@@ -29,16 +31,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
     fi
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# rsvg-convert renders `mpa-emu diagram -o FILE.png` (the PNG tests use it).
-if ! command -v rsvg-convert >/dev/null 2>&1; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "tools/test.sh: rsvg-convert is missing; run as root to install librsvg2-bin" >&2
-        exit 2
-    fi
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq librsvg2-bin >/dev/null
 fi
 
 python3 -m venv .venv

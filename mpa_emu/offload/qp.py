@@ -78,6 +78,10 @@ from mpa_emu.offload.qp_records import (
     RecvExpect,
     SendCounts,
     Unacked,
+    shared_link,
+)
+from mpa_emu.offload.qp_records import (
+    QpInit as QpInit,  # the QP's context record, imported from here too
 )
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
@@ -106,71 +110,6 @@ def _seq_le(a: int, b: int) -> bool:
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class QpInit:
-    """What ``irdma_init_tcp_ctx`` and ``irdma_cm_init_tsa_conn`` put into the
-    QP context: the hardware continues from exactly these numbers."""
-
-    conn: int
-    active: bool
-    gen: int
-    local_mac: bytes
-    remote_mac: bytes
-    local_ip: bytes
-    remote_ip: bytes
-    local_port: int
-    remote_port: int
-    vlan: int | None
-    pcp: int
-    tos: int
-    ttl: int
-    snd_nxt: int
-    rcv_nxt: int
-    snd_wnd: int
-    snd_wscale: int
-    rcv_wscale: int
-    mss: int
-    rtr_op: str
-    ird: int
-    ord: int
-    mpa_rev: int
-    crc: bool
-    snd_markers: bool
-    rcv_markers: bool
-
-    def __init__(self, conn: int, active: bool, gen: int, local_mac: bytes, remote_mac: bytes,
-                 local_ip: bytes, remote_ip: bytes, local_port: int, remote_port: int,
-                 vlan: int | None, pcp: int, tos: int, ttl: int, snd_nxt: int, rcv_nxt: int,
-                 snd_wnd: int, snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str, ird: int,
-                 ord: int, mpa_rev: int, crc: bool, snd_markers: bool, rcv_markers: bool) -> None:
-        self.conn = conn
-        self.active = active
-        self.gen = gen
-        self.local_mac = local_mac
-        self.remote_mac = remote_mac
-        self.local_ip = local_ip
-        self.remote_ip = remote_ip
-        self.local_port = local_port
-        self.remote_port = remote_port
-        self.vlan = vlan
-        self.pcp = pcp
-        self.tos = tos
-        self.ttl = ttl
-        self.snd_nxt = snd_nxt
-        self.rcv_nxt = rcv_nxt
-        self.snd_wnd = snd_wnd
-        self.snd_wscale = snd_wscale
-        self.rcv_wscale = rcv_wscale
-        self.mss = mss
-        self.rtr_op = rtr_op
-        self.ird = ird
-        self.ord = ord
-        self.mpa_rev = mpa_rev
-        self.crc = crc
-        self.snd_markers = snd_markers
-        self.rcv_markers = rcv_markers
-
-
-@dataclass(slots=True, unsafe_hash=True)
 class ReceivedMessage:
     """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
 
@@ -186,79 +125,6 @@ class ReceivedMessage:
 
 RECEIVED_KEPT = 8
 """How many of the last received FPDUs a QP keeps for inspection."""
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class QpLink:
-    """The part of a QP's context (:class:`QpInit`) that connections between the same two
-    addresses with the same settings have in common: one shared record for all of them
-    (:func:`_shared_link`), so that 100,000 QPs between two hosts hold one copy. A value,
-    never changed once made."""
-
-    gen: int
-    local_mac: bytes
-    remote_mac: bytes
-    local_ip: bytes
-    remote_ip: bytes
-    vlan: int | None
-    pcp: int
-    tos: int
-    ttl: int
-    snd_wscale: int
-    rcv_wscale: int
-    mss: int
-    rtr_op: str
-    ird: int
-    ord: int
-    mpa_rev: int
-    crc: bool
-    snd_markers: bool
-    rcv_markers: bool
-
-    def __init__(self, gen: int, local_mac: bytes, remote_mac: bytes, local_ip: bytes,
-                 remote_ip: bytes, vlan: int | None, pcp: int, tos: int, ttl: int,
-                 snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str, ird: int, ord: int,
-                 mpa_rev: int, crc: bool, snd_markers: bool, rcv_markers: bool) -> None:
-        self.gen = gen
-        self.local_mac = local_mac
-        self.remote_mac = remote_mac
-        self.local_ip = local_ip
-        self.remote_ip = remote_ip
-        self.vlan = vlan
-        self.pcp = pcp
-        self.tos = tos
-        self.ttl = ttl
-        self.snd_wscale = snd_wscale
-        self.rcv_wscale = rcv_wscale
-        self.mss = mss
-        self.rtr_op = rtr_op
-        self.ird = ird
-        self.ord = ord
-        self.mpa_rev = mpa_rev
-        self.crc = crc
-        self.snd_markers = snd_markers
-        self.rcv_markers = rcv_markers
-
-
-_LINKS: dict[tuple[object, ...], QpLink] = {}
-_LINKS_MAX = 4096
-"""Distinct links kept for reuse; past this many the table starts over."""
-
-
-def _shared_link(init: QpInit) -> QpLink:
-    """The shared :class:`QpLink` of ``init``: found by its values (a plain tuple hashes
-    and compares in C, the record's dataclass methods would run interpreted), made on
-    the first QP that has them."""
-    values = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
-              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
-              init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
-              init.snd_markers, init.rcv_markers)
-    link = _LINKS.get(values)
-    if link is None:
-        if len(_LINKS) >= _LINKS_MAX:
-            _LINKS.clear()
-        link = _LINKS[values] = QpLink(*values)
-    return link
 
 
 # Bits of OffloadedQp._flags: one int for the QP's yes/no facts (each a slot of its own
@@ -319,7 +185,7 @@ class OffloadedQp(IwQp):
         self._isn = init.snd_nxt
         self._irs = init.rcv_nxt
         self._wnd0 = init.snd_wnd
-        self._link = _shared_link(init)
+        self._link = shared_link(init)
         self.tcp_state = TcpState.ESTABLISHED
         self.nic_iwarp_state = IwarpState.RTS
         """The NIC's own iWARP state (the driver's copies are ``iwarp_state`` and

@@ -1,5 +1,6 @@
-"""The small records an :class:`~mpa_emu.offload.qp.OffloadedQp` keeps: a segment
-waiting for its ACK, an AEQE, the counters of its untagged queues and of what it sent
+"""The small records an :class:`~mpa_emu.offload.qp.OffloadedQp` keeps: the context it
+is made from (:class:`QpInit`) and the part of it connections share (:class:`QpLink`),
+a segment waiting for its ACK, an AEQE, the counters of its untagged queues and of what it sent
 (shared by every QP with the same values), and the busy part of the QP that exists only
 while the connection has something queued, in flight, buffered or unread."""
 
@@ -126,3 +127,141 @@ class SendCounts(NamedTuple):
 
 NO_SENDS = SendCounts(0, 0)
 """A new QP's counts."""
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class QpInit:
+    """What ``irdma_init_tcp_ctx`` and ``irdma_cm_init_tsa_conn`` put into the
+    QP context: the hardware continues from exactly these numbers."""
+
+    conn: int
+    active: bool
+    gen: int
+    local_mac: bytes
+    remote_mac: bytes
+    local_ip: bytes
+    remote_ip: bytes
+    local_port: int
+    remote_port: int
+    vlan: int | None
+    pcp: int
+    tos: int
+    ttl: int
+    snd_nxt: int
+    rcv_nxt: int
+    snd_wnd: int
+    snd_wscale: int
+    rcv_wscale: int
+    mss: int
+    rtr_op: str
+    ird: int
+    ord: int
+    mpa_rev: int
+    crc: bool
+    snd_markers: bool
+    rcv_markers: bool
+
+    def __init__(self, conn: int, active: bool, gen: int, local_mac: bytes, remote_mac: bytes,
+                 local_ip: bytes, remote_ip: bytes, local_port: int, remote_port: int,
+                 vlan: int | None, pcp: int, tos: int, ttl: int, snd_nxt: int, rcv_nxt: int,
+                 snd_wnd: int, snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str, ird: int,
+                 ord: int, mpa_rev: int, crc: bool, snd_markers: bool, rcv_markers: bool) -> None:
+        self.conn = conn
+        self.active = active
+        self.gen = gen
+        self.local_mac = local_mac
+        self.remote_mac = remote_mac
+        self.local_ip = local_ip
+        self.remote_ip = remote_ip
+        self.local_port = local_port
+        self.remote_port = remote_port
+        self.vlan = vlan
+        self.pcp = pcp
+        self.tos = tos
+        self.ttl = ttl
+        self.snd_nxt = snd_nxt
+        self.rcv_nxt = rcv_nxt
+        self.snd_wnd = snd_wnd
+        self.snd_wscale = snd_wscale
+        self.rcv_wscale = rcv_wscale
+        self.mss = mss
+        self.rtr_op = rtr_op
+        self.ird = ird
+        self.ord = ord
+        self.mpa_rev = mpa_rev
+        self.crc = crc
+        self.snd_markers = snd_markers
+        self.rcv_markers = rcv_markers
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class QpLink:
+    """The part of a QP's context (:class:`QpInit`) that connections between the same two
+    addresses with the same settings have in common: one shared record for all of them
+    (:func:`shared_link`), so that 100,000 QPs between two hosts hold one copy. A value,
+    never changed once made."""
+
+    gen: int
+    local_mac: bytes
+    remote_mac: bytes
+    local_ip: bytes
+    remote_ip: bytes
+    vlan: int | None
+    pcp: int
+    tos: int
+    ttl: int
+    snd_wscale: int
+    rcv_wscale: int
+    mss: int
+    rtr_op: str
+    ird: int
+    ord: int
+    mpa_rev: int
+    crc: bool
+    snd_markers: bool
+    rcv_markers: bool
+
+    def __init__(self, gen: int, local_mac: bytes, remote_mac: bytes, local_ip: bytes,
+                 remote_ip: bytes, vlan: int | None, pcp: int, tos: int, ttl: int,
+                 snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str, ird: int, ord: int,
+                 mpa_rev: int, crc: bool, snd_markers: bool, rcv_markers: bool) -> None:
+        self.gen = gen
+        self.local_mac = local_mac
+        self.remote_mac = remote_mac
+        self.local_ip = local_ip
+        self.remote_ip = remote_ip
+        self.vlan = vlan
+        self.pcp = pcp
+        self.tos = tos
+        self.ttl = ttl
+        self.snd_wscale = snd_wscale
+        self.rcv_wscale = rcv_wscale
+        self.mss = mss
+        self.rtr_op = rtr_op
+        self.ird = ird
+        self.ord = ord
+        self.mpa_rev = mpa_rev
+        self.crc = crc
+        self.snd_markers = snd_markers
+        self.rcv_markers = rcv_markers
+
+
+_LINKS: dict[tuple[object, ...], QpLink] = {}
+_LINKS_MAX = 4096
+"""Distinct links kept for reuse; past this many the table starts over."""
+
+
+def shared_link(init: QpInit) -> QpLink:
+    """The shared :class:`QpLink` of ``init``: found by its values (a plain tuple hashes
+    and compares in C, the record's dataclass methods would run interpreted), made on
+    the first QP that has them."""
+    values = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
+              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
+              init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
+              init.snd_markers, init.rcv_markers)
+    link = _LINKS.get(values)
+    if link is None:
+        if len(_LINKS) >= _LINKS_MAX:
+            _LINKS.clear()
+        link = _LINKS[values] = QpLink(*values)
+    return link
