@@ -59,8 +59,10 @@ OVERLAYS: dict[str, dict[str, Mapping[str, ParamValue] | None]] = {
     CRC_ON: {"siw": {"mpa_crc_required": True}, "cxgb4": {"crc_enabled": True}},
     CRC_OFF: {"siw": {"mpa_crc_required": False}, "cxgb4": {"crc_enabled": False}},
     MARKERS_ON: {"cxgb4": {"markers_enabled": True}},
-    RTR_WRITE: {"siw": {"peer_to_peer": True}, "cxgb4": {"peer2peer": True, "p2p_type": 0}},
-    RTR_READ: {"siw": {"peer_to_peer": True}, "cxgb4": {"peer2peer": True, "p2p_type": 1}},
+    RTR_WRITE: {"siw": {"peer_to_peer": True, "rtr_type": 1},
+                "cxgb4": {"peer2peer": True, "p2p_type": 0}},
+    RTR_READ: {"siw": {"peer_to_peer": True, "rtr_type": 2},
+               "cxgb4": {"peer2peer": True, "p2p_type": 1}},
     RTR_SEND: {},
 }
 
