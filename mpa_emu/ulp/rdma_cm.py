@@ -33,6 +33,7 @@ does not pay for it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from errno import ECONNREFUSED, ECONNRESET, ETIMEDOUT
@@ -42,7 +43,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.ulp.iwcm import IwCmState, IwCmStep, Verb, on_upcall, on_verb
 
 __all__ = ["RdmaCm", "RdmaCmEvent", "RdmaCmEventType", "UlpStep", "connect_reply_event",
-           "map_upcall"]
+           "map_upcall", "steps_for"]
 
 
 class RdmaCmEventType(IntEnum):
@@ -277,3 +278,10 @@ class RdmaCm:
         if event is None:
             return UlpStep(up, iw, None, "cma_iw_handler ignores this event")
         return UlpStep(up, iw, event)
+
+
+def steps_for(upcalls: Iterable[Upcall]) -> list[UlpStep]:
+    """Every upcall of one host (in delivery order) through a fresh :class:`RdmaCm`,
+    without verbs: for journals that keep only the upcalls (replay)."""
+    cm = RdmaCm()
+    return [cm.upcall(up) for up in upcalls]
