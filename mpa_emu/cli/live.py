@@ -19,7 +19,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.profiles import PROFILES, profile
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
-from mpa_emu.live.console import ObservedTrace, nic_line
+from mpa_emu.live.console import ObservedTrace, nic_line, rdma_cm_line
 from mpa_emu.live.sinks import PcapngSink
 from mpa_emu.views.describe import upcall_line
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
@@ -199,6 +199,9 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
     def on_upcall(_host: driver.LiveHost, upcall: Upcall) -> None:
         nonlocal failed
         print(upcall_line(upcall), flush=True)
+        steps = _host.ulp_steps
+        if steps and steps[-1].upcall is upcall:
+            print(rdma_cm_line(steps[-1]), flush=True)
         if (upcall.event == IwEvent.CONNECT_REPLY and upcall.conn in ours
                 and upcall.status != 0):
             failed = True  # irdma_connect's CONNECT_REPLY carried an error

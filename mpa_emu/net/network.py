@@ -49,7 +49,8 @@ from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Segment, Transmit
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
-                                 "kernel_leak", "kernel_bug", "verb_failed", "run_bound"})
+                                 "kernel_leak", "kernel_bug", "verb_failed", "run_bound",
+                                 "rdma_cm_event", "kernel_log"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
 LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"

@@ -14,8 +14,9 @@ from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import Emitted, Injection, RunResult
 from mpa_emu.replay.recording import FlowKey, Frame, Recording
-from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
-from mpa_emu.views.describe import flags_joined, segment_line, upcall_text
+from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name, rdma_cm_of
+from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
+from mpa_emu.views.describe import flags_joined, rdma_cm_label, segment_line, upcall_text
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.segment import Segment
@@ -75,6 +76,23 @@ class ReplayReport:
     options: ReplayOptions
     semantic: SemanticVerdict | None = None
     """Per connection outcomes and their differences (semantic mode)."""
+    _labels: dict[int, str] | None = field(default=None, repr=False, compare=False)
+
+    def ulp_steps(self) -> dict[int, UlpStep]:
+        """Each upcall (by ``id``) through iw_cm and rdma_cm: the rdma_cm event the
+        emulated host's application gets for it (:func:`mpa_emu.ulp.rdma_cm.steps_for`)."""
+        return {id(step.upcall): step for step in steps_for(self.run.upcalls)}
+
+    def rdma_cm_labels(self) -> dict[int, str]:
+        """``=> RDMA_CM_EVENT_...`` for each upcall (by ``id``), computed once."""
+        if self._labels is None:
+            self._labels = {key: rdma_cm_label(step.trace_fields())
+                            for key, step in self.ulp_steps().items()}
+        return self._labels
+
+    def injection_outcome(self, inj: Injection) -> str:
+        """:func:`injection_text` with the rdma_cm event beside each upcall."""
+        return injection_text(inj, self.rdma_cm_labels())
 
     @property
     def failed(self) -> bool:
@@ -165,7 +183,8 @@ class ReplayReport:
                          if d.expected is not None else "")
             last = self._last_injection(d.flow, d.expected.time_ns if d.expected else 0)
             if last is not None:
-                lines.append(f"  last in   frame {last.frame.number}: {injection_text(last)}")
+                lines.append(f"  last in   frame {last.frame.number}: "
+                             f"{self.injection_outcome(last)}")
         flow = self.run.flows.get(d.flow)
         if flow is not None and flow.delta:
             lines.append(f"  numbers   the emulator's ISN differs from the recorded one: recorded "
@@ -207,14 +226,19 @@ class ReplayReport:
         if self.comparison.semantic:
             out.append("injected frames:")
             out += [f"  frame {inj.frame.number} t={_t(inj.frame.time_ns)} "
-                    f"{shape_text(inj.frame.seg)}: {injection_text(inj)}"
+                    f"{shape_text(inj.frame.seg)}: {self.injection_outcome(inj)}"
                     for inj in self.run.injections]
             out.append("application (verbs and upcalls):")
-            timeline = [(u.time_ns, 1, f"upcall {upcall_text(u)}") for u in self.run.upcalls]
+            rdma = self.rdma_cm_labels()
+            timeline = [(u.time_ns, 1, f"upcall {upcall_text(u)}", rdma.get(id(u), ""))
+                        for u in self.run.upcalls]
             timeline += [(a.time_ns, 0, f"{a.verb} ({a.detail})"
-                          + (f" refused: {a.error}" if a.error else ""))
+                          + (f" refused: {a.error}" if a.error else ""), "")
                          for a in self.run.actions if a.verb != "listen"]
-            out += [f"  t={_t(t)} {text}" for t, _o, text in sorted(timeline)]
+            for t, _o, text, beside in sorted(timeline):
+                out.append(f"  t={_t(t)} {text}")
+                if beside:
+                    out.append(f"  t={_t(t)}   {beside}")
         return "\n".join(out)
 
     def _first_frame(self) -> int | None:
@@ -264,6 +288,7 @@ class ReplayReport:
         """Every divergence, extra frame, scripted verb and upcall, as plain data."""
         cmp = self.comparison
         o = self.options
+        steps = self.ulp_steps()
         return {
             "capture": self.recording.path,
             "emulate": ip_text(o.emulate),
@@ -288,8 +313,13 @@ class ReplayReport:
                         for a in self.run.actions],
             "upcalls": [{"time": u.time_ns / 1e9, "event": u.event.name, "conn": u.conn,
                          "status": u.status, "private_data_len": u.private_data_len,
-                         "ird": u.ird, "ord": u.ord} for u in self.run.upcalls],
-            "injections": ([_injection_json(i) for i in self.run.injections]
+                         "ird": u.ird, "ord": u.ord,
+                         "rdma_cm": steps[id(u)].as_dict()["rdma_cm"],
+                         "iw_cm_state": steps[id(u)].as_dict()["iw_cm_state"],
+                         "rdma_cm_note": steps[id(u)].note or None}
+                        for u in self.run.upcalls],
+            "injections": ([_injection_json(i, self.rdma_cm_labels())
+                            for i in self.run.injections]
                            if o.semantic else None),
             "checksums": o.checksums.value,
             "profile": o.config.profile,
@@ -312,7 +342,7 @@ class ReplayReport:
             last = self._last_injection(d.flow, d.expected.time_ns)
             if last is not None:
                 out["last_injected"] = {"frame": last.frame.number,
-                                        "outcome": injection_text(last)}
+                                        "outcome": self.injection_outcome(last)}
         return out
 
     # ---- pcapng -------------------------------------------------------------------
@@ -332,7 +362,7 @@ class ReplayReport:
             verdicts[em.index] = "extra: after the capture's end"
         items: list[tuple[int, int, int, Segment, str]] = []
         for inj in self.run.injections:
-            comment = f"injected frame {inj.frame.number}: {injection_text(inj)}"
+            comment = f"injected frame {inj.frame.number}: {self.injection_outcome(inj)}"
             items.append((inj.frame.time_ns, inj.frame.number, 0, inj.seg, comment))
         for em in self.run.emitted:
             comment = em.comment or "emitted"
@@ -350,7 +380,7 @@ class ReplayReport:
         return len(items)
 
 
-def injection_text(inj: Injection) -> str:
+def injection_text(inj: Injection, rdma: dict[int, str] | None = None) -> str:
     """What the emulator did with one injected frame."""
     if inj.skipped:
         return inj.skipped
@@ -365,7 +395,11 @@ def injection_text(inj: Injection) -> str:
         parts.append(f"state {inj.state_before or 'none'} -> {inj.state_after or 'none'}")
     elif inj.state_after:
         parts.append(f"state {inj.state_after}")
-    parts += ["upcall " + upcall_text(u) for u in inj.upcalls]
+    for u in inj.upcalls:
+        parts.append("upcall " + upcall_text(u))
+        beside = rdma.get(id(u)) if rdma is not None else None
+        if beside:
+            parts.append(f"rdma_cm {beside.removeprefix('=> ')}")
     return "; ".join(parts)
 
 
@@ -377,6 +411,7 @@ def story_text(s: Story) -> str:
              f"ESTABLISHED {'at frame ' + str(s.established) if s.established else 'never'}"]
     if s.upcalls:
         parts.append("upcalls " + ", ".join(name for _n, name in s.upcalls))
+        parts.append("rdma_cm " + ", ".join(rdma_cm_of(name) for _n, name in s.upcalls))
     if s.nic:
         parts.append("NIC " + ", ".join(f"{ev} at frame {n}" for n, ev in s.nic))
     parts.append(f"first close: {s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
@@ -398,7 +433,8 @@ def _story_json(s: Story) -> dict[str, Any]:
                      "p2p": m.rtr.peer_to_peer if m.rtr else None} for m in s.sent],
             "answer": s.answer or None, "offloaded": s.offloaded or None,
             "established": s.established or None,
-            "upcalls": [{"frame": n, "upcall": u} for n, u in s.upcalls],
+            "upcalls": [{"frame": n, "upcall": u, "rdma_cm": rdma_cm_of(u)}
+                        for n, u in s.upcalls],
             "nic": [{"frame": n, "event": ev} for n, ev in s.nic],
             "close": ({"frame": s.close[0], "by": s.close[1], "how": s.close[2]}
                       if s.close else None)}
@@ -438,13 +474,14 @@ def _divergence_json(d: Divergence) -> dict[str, Any]:
             "state": d.state, "why": d.why or None}
 
 
-def _injection_json(inj: Injection) -> dict[str, Any]:
+def _injection_json(inj: Injection, rdma: dict[int, str]) -> dict[str, Any]:
     return {"frame": inj.frame.number, "time": inj.frame.time_ns / 1e9,
             "kind": shape_text(inj.frame.seg), "ack_translated": (inj.seg.ack != inj.frame.seg.ack),
-            "outcome": injection_text(inj), "state_before": inj.state_before,
+            "outcome": injection_text(inj, rdma), "state_before": inj.state_before,
             "state_after": inj.state_after,
             "trace": [record_text(r) for r in inj.records],
-            "upcalls": [upcall_text(u) for u in inj.upcalls]}
+            "upcalls": [upcall_text(u) for u in inj.upcalls],
+            "rdma_cm": [rdma.get(id(u), "") for u in inj.upcalls]}
 
 
 __all__ = ["ReplayOptions", "ReplayReport", "injection_text"]

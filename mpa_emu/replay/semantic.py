@@ -31,6 +31,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import FlowKey, Recording
+from mpa_emu.ulp.rdma_cm import RdmaCmEventType, connect_reply_event
 from mpa_emu.views.describe import mpa_kind
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import FIN, RST, Segment
@@ -311,6 +312,26 @@ def _upcall_name(up: Upcall) -> str:
     return ""
 
 
+def _with_rdma_cm(name: str) -> str:
+    return f"{name} ({rdma_cm_of(name)})"
+
+
+def rdma_cm_of(name: str) -> str:
+    """The rdma_cm event behind a story's upcall name (``cma_iw_handler``,
+    ``iw_conn_req_handler``): ``CONNECT_REPLY status -111`` ->
+    ``RDMA_CM_EVENT_REJECTED status -111``."""
+    event, _, status_text = name.partition(" status ")
+    status = int(status_text) if status_text else 0
+    if event == "CONNECT_REQUEST":
+        return RdmaCmEventType.CONNECT_REQUEST.kernel_name
+    if event == "CONNECT_REPLY":
+        kind = connect_reply_event(status).kernel_name
+        return f"{kind} status {status}" if status else kind
+    if event == "ESTABLISHED" and status:
+        return f"none (rdma_accept returns {status})"
+    return RdmaCmEventType.ESTABLISHED.kernel_name
+
+
 def emulator_name(config: CmConfig) -> str:
     """How the report names the emulated node: irdma, or the profile it plays."""
     return "irdma" if config.profile == "irdma" else f"the {config.profile} profile"
@@ -532,8 +553,9 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         frame = (rn or en or (0, ""))[0]
         why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
         add(frame, "upcall",
-            f"{who} tells the application {en[1] if en else 'nothing more'}{why}; the "
-            f"recorded outcome is {rn[1] if rn else 'nothing more'}")
+            f"{who} tells the application {_with_rdma_cm(en[1]) if en else 'nothing more'}"
+            f"{why}; the recorded outcome is "
+            f"{_with_rdma_cm(rn[1]) if rn else 'nothing more'}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
     if r.close is not None and (e.close is None or e.close[1:] != r.close[1:]):

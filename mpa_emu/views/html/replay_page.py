@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mpa_emu.replay.compare import Divergence
 from mpa_emu.replay.engine import Emitted
-from mpa_emu.replay.report import ReplayReport, flow_text, injection_text, record_text
+from mpa_emu.replay.report import ReplayReport, flow_text, record_text
 from mpa_emu.views.describe import segment_line, upcall_text
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
@@ -67,6 +67,7 @@ def replay_page(report: ReplayReport) -> str:
              if row.frame is not None and row.frame in by_frame}
     first = report.first
     top = _divergence_box(report, first) if first is not None else ""
+    rdma = report.rdma_cm_labels()
     sections = [
         Section("Divergences", table(
             ["frame", "kind", "severity", "fields", "flow", "why"],
@@ -79,15 +80,16 @@ def replay_page(report: ReplayReport) -> str:
               cell(segment_line(e.seg))]
              for e in cmp.extra))),
         Section("Upcalls", table(
-            ["time", "upcall"], ([cell(_t(u.time_ns)), cell(upcall_text(u))]
-                                 for u in report.run.upcalls))),
+            ["time", "upcall", "rdma_cm event"],
+            ([cell(_t(u.time_ns)), cell(upcall_text(u)), cell(rdma.get(id(u), ""))]
+             for u in report.run.upcalls))),
         Section("Application verbs", table(
             ["time", "after", "verb", "detail", "refused"],
             ([cell(_t(a.time_ns)), frame_link(a.frame), cell(a.verb), cell(a.detail),
               cell(a.error)] for a in report.run.actions))),
         Section("Trace records", table(
             ["frame", "outcome", "trace records"],
-            ([frame_link(inj.frame.number), cell(injection_text(inj)),
+            ([frame_link(inj.frame.number), cell(report.injection_outcome(inj)),
               "<br>".join(cell(record_text(r)) for r in inj.records) or "-"]
              for inj in report.run.injections), cls="mono")),
     ]
