@@ -236,9 +236,9 @@ def _collect(run: CellRun, result: CellResult, spec: CellSpec) -> None:
     result.frames = len(net.frames)
     result.initiator_upcalls = [_event_text(u) for u in run.initiator.upcalls]
     result.responder_upcalls = [_event_text(u) for u in run.responder.upcalls]
-    ini_events = [(e.event.name, e.status) for e in run.initiator.cm_events]
+    ini_events = [(e.name, e.status) for e in run.initiator.cm_events]
     result.initiator_events = [name for name, _ in ini_events]
-    result.responder_events = [e.event.name for e in run.responder.cm_events]
+    result.responder_events = [e.name for e in run.responder.cm_events]
     # The event that ends the initiator's rdma_connect(): the first one it receives.
     if ini_events:
         result.initiator_event, result.initiator_status = ini_events[0]
