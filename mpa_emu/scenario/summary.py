@@ -22,7 +22,7 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
     hosts: dict[str, Any] = {}
     for name, host in run.net.hosts.items():
         hosts[name] = {
-            "profile": host.config.profile,
+            "profile": host.config.profile if host.stack == "irdma" else None,
             "stack": stack_label(host.stack, host.params),
             "addresses": [ip_text(a) for a in host.addresses],
             "upcalls": [{"t_ns": u.time_ns, "event": u.event.name, "conn": u.conn,

@@ -10,56 +10,10 @@ A stack's parameters (:class:`StackParam`) are named as its kernel source names 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from mpa_emu.cm.api import CoreApi
-
-
-@dataclass(frozen=True, slots=True)
-class StackParam:
-    """One setting of a stack, as the kernel names it.
-
-    ``kind`` is ``int`` or ``bool``; ``where`` says where the kernel keeps it (a module
-    parameter, or a constant whose non-default value means a rebuilt or patched driver).
-    """
-
-    name: str
-    kind: type
-    default: int | bool
-    minimum: int
-    maximum: int
-    where: str
-    doc: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stack:
-    """A registered stack: its name, title, parameters, core factory and documentation.
-
-    ``make_core(host_name, mac, params, *, seed, trace, mtu)`` returns a
-    :class:`~mpa_emu.cm.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
-    """
-
-    name: str
-    title: str
-    params: tuple[StackParam, ...]
-    make_core: Callable[..., CoreApi]
-    doc: str
-    states: tuple[str, ...] = ()
-    """The kernel's names of the connection states (what ``[[expect.state]]`` takes)."""
-
-    def param(self, name: str) -> StackParam:
-        """The parameter ``name``; KeyError when the stack has none by that name."""
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-    def defaults(self) -> dict[str, int | bool]:
-        """Every parameter at its default."""
-        return {p.name: p.default for p in self.params}
+from mpa_emu.stacks.base import Stack, StackParam
 
 
 def _irdma() -> Stack:
@@ -76,7 +30,14 @@ def _siw() -> Stack:
                  "docs/stacks/siw.md", siw.STATES)
 
 
-STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw()}
+def _cxgb4() -> Stack:
+    from mpa_emu.stacks import cxgb4
+
+    params = tuple(StackParam(*spec) for spec in cxgb4.PARAM_SPECS)
+    return Stack("cxgb4", cxgb4.TITLE, params, cxgb4.make_core, cxgb4.DOC, cxgb4.STATES)
+
+
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}
 """Stack name -> :class:`Stack`."""
 
 

@@ -72,3 +72,77 @@ def test_scenario_params_on_irdma_are_refused_by_name() -> None:
 
 def test_stack_label_of_defaults_is_the_name() -> None:
     assert stack_label("irdma", {}) == "irdma"
+
+
+SIW_HOST = """\
+[[host]]
+name = "a"
+address = "192.0.2.1"
+stack = "siw"
+"""
+
+
+def test_siw_is_registered_with_its_kernel_names() -> None:
+    st = STACKS["siw"]
+    names = [p.name for p in st.params]
+    assert names[:5] == ["mpa_version", "peer_to_peer", "mpa_crc_required", "mpa_crc_strict",
+                         "try_gso"]
+    # siw_main.c: u_char mpa_version = MPA_REVISION_2; const bool peer_to_peer (false)...
+    defaults = st.defaults()
+    assert (defaults["mpa_version"], defaults["peer_to_peer"], defaults["mpa_crc_required"],
+            defaults["mpa_crc_strict"], defaults["try_gso"]) == (2, False, False, False, False)
+    assert all("rebuilt or patched siw" in p.where for p in st.params)
+    # enum siw_cep_state (siw_cm.h), kernel order
+    assert st.states == ("IDLE", "LISTENING", "CONNECTING", "AWAIT_MPAREQ", "RECVD_MPAREQ",
+                         "AWAIT_MPAREP", "RDMA_MODE", "CLOSED")
+
+
+def test_siw_parameters_are_checked_by_type_and_range() -> None:
+    assert parse_params("siw", {"peer_to_peer": 1})["peer_to_peer"] is True
+    with pytest.raises(ValueError, match=r"^siw: mpa_version must be 0\.\.255, got 300$"):
+        parse_params("siw", {"mpa_version": 300})
+    with pytest.raises(ValueError, match=r"^siw: peer_to_peer must be true or false"):
+        parse_params("siw", {"peer_to_peer": "yes"})
+    with pytest.raises(ValueError, match=r"^siw: unknown parameter 'p2p' \(parameters: "):
+        parse_params("siw", {"p2p": True})
+
+
+def test_stack_label_names_the_non_defaults_sorted_bools_as_digits() -> None:
+    assert stack_label("siw", parse_params("siw", {})) == "siw"
+    params = parse_params("siw", {"try_gso": True, "peer_to_peer": True, "mpa_version": 2})
+    assert stack_label("siw", params) == "siw(peer_to_peer=1,try_gso=1)"
+
+
+def test_scenario_siw_params_errors_name_file_line_key_and_range() -> None:
+    with pytest.raises(ScenarioError) as info:
+        loads(SIW_HOST + "[host.params]\nmpa_version = 7000\n", "s.toml")
+    text = str(info.value)
+    assert text.startswith("s.toml:6") and "mpa_version" in text and "0..255" in text
+    assert "\n" not in text
+    with pytest.raises(ScenarioError) as info:
+        loads(SIW_HOST + "[host.params]\npeer2peer = true\n", "s.toml")
+    assert "peer2peer" in str(info.value) and "peer_to_peer" in str(info.value)
+
+
+def test_scenario_refuses_irdma_settings_on_a_siw_host() -> None:
+    with pytest.raises(ScenarioError) as info:
+        loads(SIW_HOST + 'profile = "siw"\n', "s.toml")
+    assert "profile" in str(info.value) and "[host.params]" in str(info.value)
+
+
+def test_scenario_siw_host_gets_its_stack_and_params() -> None:
+    sc = loads(SIW_HOST + "[host.params]\npeer_to_peer = true\n", "s.toml")
+    (host,) = sc.hosts
+    assert (host.stack, host.params) == ("siw", (("peer_to_peer", True),))
+
+
+def test_network_builds_a_siw_core_and_labels_its_capture_interface(tmp_path: object) -> None:
+    import io
+
+    net = Network(seed=1)
+    h = net.add_host("s", "192.0.2.1", stack="siw", params={"peer_to_peer": True})
+    assert type(h.core).__name__ == "SiwCore"
+    assert h.params["peer_to_peer"] is True and h.params["mpa_version"] == 2
+    out = io.BytesIO()
+    net.write_pcapng(out)
+    assert b"emulated siw(peer_to_peer=1) host s" in out.getvalue()

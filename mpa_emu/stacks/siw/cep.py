@@ -46,6 +46,7 @@ class Cep:
     """iw_cm holds the endpoint: CONNECT_REQUEST was delivered and neither siw_accept nor
     siw_reject has run ("Keep reference until IWCM accepts/rejects")."""
     tcp_listener: int | None = None
+    backlog: int = 0
     cm_id: bool = False
     qp: bool = False
     qp_state: SiwQpState = SiwQpState.IDLE

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mpa_emu.stacks import StackParam
+from mpa_emu.stacks.base import StackParam
 
 _MAIN = "constant in siw_main.c: a non-default value means a rebuilt or patched siw"
 _CM = "constant in siw_cm.c: a non-default value means a rebuilt or patched siw"

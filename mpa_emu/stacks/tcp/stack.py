@@ -218,7 +218,7 @@ class TcpStack:
             raise OSError(errno.EADDRINUSE, "4-tuple in use")
         s = self._new_sock(local_ip, local_port, remote_ip, remote_port, passive=False,
                            listener=None)
-        s.state = SYN_SENT
+        self._set_state(s, SYN_SENT, self._fn(s, "connect"))
         s.rcv_wscale = self.shape.window_scale or 0
         s.snd_nxt = sq.add(s.iss, 1)
         s.queue.append(_Chunk(s.iss, b"", SYN, self._fn(s, "connect") + ": SYN_SENT"))
@@ -260,7 +260,7 @@ class TcpStack:
             return
         nxt = self._queued_end(s)
         old = s.state
-        s.state = FIN_WAIT1 if s.state == ESTABLISHED else LAST_ACK
+        self._set_state(s, FIN_WAIT1 if s.state == ESTABLISHED else LAST_ACK, "tcp_close")
         s.fin_queued = True
         text = f"tcp_send_fin: {old} -> {s.state}"
         text = f"{comment}; {text}" if comment else text
@@ -376,7 +376,7 @@ class TcpStack:
             return
         s = self._new_sock(seg.dst_ip, seg.dport, seg.src_ip, seg.sport, passive=True,
                            listener=listener)
-        s.state = SYN_RECV
+        self._set_state(s, SYN_RECV, "tcp_conn_request")
         s.ip_id = 0  # a request socket is not a full socket: IP ID 0 (ip_select_ident)
         peer = opts.parse(seg.options)
         s.rcv_nxt = sq.add(seg.seq, 1)
@@ -728,11 +728,13 @@ class TcpStack:
         if self._by_key.get(s.key) is s:
             del self._by_key[s.key]
         s.rtx_at = s.ack_at = s.end_at = None
-        s.state = CLOSED
+        if s.state != CLOSED:
+            self._set_state(s, CLOSED, "tcp_done")
         if event is not None:
             self._events.append(TcpEvent(event, s.ident, errno=err))
 
     def _set_state(self, s: _Sock, new: str, fn: str) -> None:
+        """The only place a socket's state changes (traced as ``tcp_state``)."""
         self._note("tcp_state", fn, sock=s.ident, old=s.state, new=new)
         s.state = new
 

@@ -193,3 +193,39 @@ def test_peer_close_in_recvd_mpareq_releases_and_accept_then_fails() -> None:
     else:
         raise AssertionError("siw_accept took a closed endpoint")
     assert not any(seg.flags & RST for seg in p.sent_by("siw"))
+
+
+def test_try_gso_sets_siws_own_flag_bit_and_the_reply_echoes_it() -> None:
+    p, _conn, _sock = initiator({"try_gso": True})
+    request = next(s.payload for s in p.sent_by("siw") if s.payload)
+    # siw_connect: MPA_RR_FLAG_GSO_EXP, cpu_to_be16(0x0800): bit 0x08 of the flags byte.
+    assert request[16] == 0x10 | 0x08
+    q, sock = responder()
+    q.peer.send(sock, frame(KEY_REQ, 0x18, 2, b"", struct.pack("!HH", 8, 8)), q.now)
+    q.run(q.now + MS)
+    (req,) = q.upcalls
+    q.siw.accept(req.conn, now_ns=q.now)
+    q.run(q.now + MS)
+    reply = q.peer_data()
+    assert reply[:16] == KEY_REP and reply[16] == 0x18  # the request's bits, kept
+
+
+def test_p2p_request_offering_only_a_zero_length_send_gets_write() -> None:
+    p, sock = responder()
+    # IRD word: P2P | B (zero-length Send, RFC 6581 section 5); ORD word: no C, no D.
+    p.peer.send(sock, frame(KEY_REQ, 0x10, 2, b"", struct.pack("!HH", 0xC008, 0x0008)),
+                p.now)
+    p.run(p.now + MS)
+    (req,) = p.upcalls
+    p.siw.accept(req.conn, now_ns=p.now)
+    p.run(p.now + MS)
+    # siw_proc_mpareq: "Propose zero length Write if none of Read and Write is indicated";
+    # siw never sets B itself; ESTABLISHED then waits for the peer's RTR.
+    ird_word, ord_word = struct.unpack_from("!HH", p.peer_data(), 20)
+    assert (ird_word & 0xC000, ord_word & 0xC000) == (0x8000, 0x8000)
+    assert [u.event for u in p.upcalls] == [IwEvent.CONNECT_REQUEST]
+    # the peer's zero-length Write brings ESTABLISHED: ULPDU_Length 14, DDP T|L|DV 1,
+    # RDMAP RV 1 opcode 0, STag 1, TO 0, no pad, CRC field zero (no C negotiated)
+    p.peer.send(sock, struct.pack("!HBBIQ", 14, 0xC1, 0x40, 1, 0) + bytes(4), p.now)
+    p.run(p.now + MS)
+    assert [u.event for u in p.upcalls] == [IwEvent.CONNECT_REQUEST, IwEvent.ESTABLISHED]

@@ -156,7 +156,10 @@ def test_irdma_initiator_to_siw_responder() -> None:
     rtr = payloads(net, "a")[1]
     assert rtr[2] & 0x80 and rtr[3] & 0x0F == 0  # tagged, opcode 0: RDMA Write
     assert b.upcalls[1].time_ns > b.upcalls[0].time_ns
+    # irdma's side: CONNECT_REPLY(0) with its v2 private data quirk (irdma_parse_mpa:
+    # the reply's data and 4 bytes past the frame, Quirks.v2_pdata_plus4).
     assert events(a)[0] == (IwEvent.CONNECT_REPLY, 0)
+    assert a.upcalls[0].private_data_len == len(REP_PD) + 4
 
 
 def test_default_siw_initiator_is_reset_by_irdma() -> None:
