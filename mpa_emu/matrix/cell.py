@@ -17,6 +17,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
 from mpa_emu.net import Accept, Host, Manual, Network, Reject
+from mpa_emu.net.host import VerbFailure
 from mpa_emu.views.inspection import inspect_frames
 from mpa_emu.views.ladder import ladder
 from mpa_emu.wire import ddp
@@ -69,6 +70,10 @@ class CellResult:
     responder_events: list[str] = field(default_factory=list)
     initiator_upcalls: list[str] = field(default_factory=list)
     responder_upcalls: list[str] = field(default_factory=list)
+    initiator_failures: list[str] = field(default_factory=list)
+    """Verbs the initiator's driver refused (``connect: ... (-ENOMEM)``)."""
+    responder_failures: list[str] = field(default_factory=list)
+    """Verbs the responder's driver refused (a reject with too much private data)."""
     rtr: str | None = None
     terminate: str | None = None
     frames: int = 0
@@ -89,6 +94,8 @@ class CellResult:
                 "responder_events": self.responder_events,
                 "initiator_upcalls": self.initiator_upcalls,
                 "responder_upcalls": self.responder_upcalls,
+                "initiator_failures": self.initiator_failures,
+                "responder_failures": self.responder_failures,
                 "rtr": self.rtr, "terminate": self.terminate, "frames": self.frames,
                 "mpa_rev": self.mpa_rev, "rejected_pd": self.rejected_pd,
                 "capture": self.capture}
@@ -192,9 +199,11 @@ def _run(spec: CellSpec, scenario: Scenario, ini: Side, resp: Side,
 
     ird = 16 if scenario.ird is None else scenario.ird
     if ird == -1:
-        ird = _max_ird(initiator)
-    run.conn = initiator.connect(responder, PORT, private_data=scenario.private_data,
-                                 ird=ird, ord=ird)
+        ird = max_ird(ini)
+    # rdma_connect() returning an error is what the application sees when the driver
+    # refuses the verb (siw_connect, c4iw_connect, irdma_connect): no event follows.
+    run.conn = initiator.guarded("connect", initiator.connect, responder, PORT,
+                                 private_data=scenario.private_data, ird=ird, ord=ird)
     net.run(until_ns=BUDGET_NS, max_events=MAX_EVENTS)
     _collect(run, result, spec)
 
@@ -222,26 +231,42 @@ def _crc_negotiated(run: CellRun) -> bool:
     return any(bool(c.crc) for c in report.connections)
 
 
-def _max_ird(host: Host) -> int:
-    limit = getattr(host.core, "max_ird", None)
-    return int(limit) if isinstance(limit, int) else 0x3FFF
+def max_ird(side: Side) -> int:
+    """The most IRD/ORD a side's device offers an application (its device attributes):
+    irdma's max_hw_ird on GEN_2 (127; 63 on GEN_1), siw's SIW_MAX_IRD_QP (128),
+    cxgb4's c4iw_max_read_depth module parameter (32 by default)."""
+    params = dict(side.params)
+    if side.stack == "cxgb4":
+        return int(params.get("c4iw_max_read_depth", 32))
+    if side.stack == "siw":
+        return 128
+    return 63 if params.get("gen") == 1 else 127
 
 
 def _event_text(up: Upcall) -> str:
     return f"{up.event.name} {up.status}"
 
 
+def _failure_text(failure: VerbFailure) -> str:
+    return f"{failure.verb}: {failure.message}"
+
+
 def _collect(run: CellRun, result: CellResult, spec: CellSpec) -> None:
     net = run.net
     result.frames = len(net.frames)
+    result.initiator_failures = [_failure_text(f) for f in run.initiator.failures]
+    result.responder_failures = [_failure_text(f) for f in run.responder.failures]
     result.initiator_upcalls = [_event_text(u) for u in run.initiator.upcalls]
     result.responder_upcalls = [_event_text(u) for u in run.responder.upcalls]
     ini_events = [(e.name, e.status) for e in run.initiator.cm_events]
     result.initiator_events = [name for name, _ in ini_events]
     result.responder_events = [e.name for e in run.responder.cm_events]
-    # The event that ends the initiator's rdma_connect(): the first one it receives.
+    # The event that ends the initiator's rdma_connect(): the first one it receives; or
+    # the error rdma_connect() itself returned.
     if ini_events:
         result.initiator_event, result.initiator_status = ini_events[0]
+    elif run.conn is None and run.initiator.failures:
+        result.initiator_status = -run.initiator.failures[0].errno
     frames = [RawFrame(f.index, f.time_ns / 1e9, LINK_ETHERNET, f.data, len(f.data))
               for f in net.frames]
     report = inspect_frames(frames)

@@ -20,7 +20,8 @@ SHORT = {
     "RDMA_CM_EVENT_CONNECT_RESPONSE": "resp",
 }
 LEGEND = ("est = RDMA_CM_EVENT_ESTABLISHED, rej = REJECTED, err = CONNECT_ERROR, "
-          "unr = UNREACHABLE, disc = DISCONNECTED, - = no event; then the status "
+          "unr = UNREACHABLE, disc = DISCONNECTED, refused = rdma_connect() returned the "
+          "error, - = no event; then the status "
           "(errno name); +T = a Terminate on the wire; n/a = not expressible for these "
           "stacks")
 
@@ -41,7 +42,9 @@ def cell_text(cell: CellResult) -> str:
     """The short form of a cell in the terminal table."""
     if cell.status != "ran":
         return cell.status
-    if cell.initiator_event is None:
+    if cell.initiator_event is None and cell.initiator_status:
+        text = "refused " + status_text(cell.initiator_status).lstrip("-")
+    elif cell.initiator_event is None:
         text = "-"
     else:
         text = SHORT.get(cell.initiator_event, cell.initiator_event)
@@ -141,6 +144,8 @@ def _details(cell: CellResult) -> str:
             ("responder's rdma_cm events", ", ".join(cell.responder_events) or "none"),
             ("initiator's iw_cm upcalls", ", ".join(cell.initiator_upcalls) or "none"),
             ("responder's iw_cm upcalls", ", ".join(cell.responder_upcalls) or "none"),
+            ("initiator's refused verbs", "; ".join(cell.initiator_failures) or "none"),
+            ("responder's refused verbs", "; ".join(cell.responder_failures) or "none"),
             ("RTR", cell.rtr or "none"), ("Terminate", cell.terminate or "none"),
             ("capture", cell.capture or "not written")]
     body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)

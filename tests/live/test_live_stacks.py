@@ -100,3 +100,27 @@ def test_live_cli_keeps_irdma_options_to_irdma(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "--retrans" in proc.stderr and "--param" in proc.stderr
+
+
+def _options_of(stack: str) -> peer.PeerOptions:
+    from mpa_emu.live.peer_stacks import peer_stack
+
+    preset = peer_stack(stack)
+    return peer.PeerOptions(rev=preset.rev, p2p=preset.p2p, crc=preset.crc, rtr=preset.rtr,
+                            timeout=5)
+
+
+def test_a_cxgb4_framed_kernel_peer_meets_an_emulated_cxgb4_listener(lab: Lab) -> None:
+    emu = make_host(lab, stack="cxgb4")
+    emu.host.listen(PORT, policy=Accept(b"welcome"))
+    client = lab.in_kernel(_kernel_initiator, EMU_V4, _options_of("cxgb4"))
+    assert emu.host.run_until(lambda: not client.is_alive() and _established(emu), 8)
+    report = client.result()
+    assert report.error is None and report.accepted
+    reply = report.received
+    assert reply is not None and reply.rtr is not None
+    # send_mpa_reply: C from the request or crc_enabled (process_mpa_request), rev 2
+    # with the enhanced bit; P2P and the RTR of the responder's own p2p_type (1: Read).
+    assert (reply.rev, reply.flags) == (2, mpa.FLAG_CRC | mpa.FLAG_ENHANCED)
+    assert reply.rtr.peer_to_peer and reply.rtr.read0 and not reply.rtr.write0
+    assert report.rtr_sent == "read"

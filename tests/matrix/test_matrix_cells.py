@@ -139,3 +139,24 @@ def test_tshark_decodes_a_cells_capture_as_iwarp(tmp_path: Path) -> None:
     assert any(row[2] for row in rows), "no MPA reply decoded"
     # The RTR irdma picks as responder is the zero-length Read (opcode 1, RFC 5040).
     assert any(row[3] == "0x01" for row in rows), proc.stdout
+
+
+def test_a_connect_the_driver_refuses_is_an_error_return_with_no_event() -> None:
+    cell = _cell("siw", "irdma", "ird-ord-3fff")
+    # siw_connect: "if (params->ird > sdev->attrs.max_ird || params->ord > ...)
+    # return -ENOMEM": rdma_connect() returns the error, no event follows.
+    assert cell.status == "ran"
+    assert cell.initiator_event is None
+    assert cell.initiator_status == -errno.ENOMEM
+    assert cell.initiator_failures and "ENOMEM" in cell.initiator_failures[0]
+    assert cell.frames == 0
+
+
+def test_cxgb4_rejects_a_default_cxgb4_with_p2p_off_as_an_rtr_mismatch() -> None:
+    cell = _cell("cxgb4", "cxgb4(peer2peer=0)", "connect")
+    # process_mpa_reply: the initiator (peer2peer=1) needs an RTR type in the reply;
+    # a responder without P2P offers none, so the initiator sends a Terminate and
+    # reports CONNECT_REPLY -ENOMEM ("RTR mismatch"); cma_iw_handler: CONNECT_ERROR.
+    assert cell.initiator_event == "RDMA_CM_EVENT_CONNECT_ERROR"
+    assert cell.initiator_status == -errno.ENOMEM
+    assert cell.terminate is not None
