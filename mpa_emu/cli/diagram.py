@@ -42,18 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .txt name gets the text)")
+    parser.add_argument("--logs", action="store_true",
+                        help="scenarios: add what the drivers write to the kernel log (klog "
+                             "lines; '(dyndbg)' marks those only dynamic debug shows)")
     add_checksums_argument(parser)
 
 
 def build(source: str, ports: list[int] | None = None,
-          checksums: Mode = Mode.OFFLOAD) -> Ladder:
+          checksums: Mode = Mode.OFFLOAD, *, logs: bool = False) -> Ladder:
     """The ladder of a capture or scenario file (CliError when unusable); ``checksums``
     is the reading of a capture's TCP checksums."""
     if source.lower().endswith(".toml"):
         from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
 
         try:
-            return from_run(run_scenario(load_scenario(source)).net)
+            return from_run(run_scenario(load_scenario(source)).net, logs=logs)
         except ScenarioError as exc:
             raise CliError(str(exc)) from None
     try:
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length."""
     svg = args.output is not None and not args.output.endswith(".txt")
     if args.source.lower().endswith(".toml"):
-        ladder = build(args.source, args.port, Mode(args.checksums))
+        ladder = build(args.source, args.port, Mode(args.checksums), logs=args.logs)
         return _write(args.output, lambda out: out.write(ladder.svg() if svg
                                                          else ladder.text()))
     try:
