@@ -104,3 +104,18 @@ def test_trace_fields_name_the_event_and_the_state_change() -> None:
     assert fields["event"] == "RDMA_CM_EVENT_REJECTED" and fields["value"] == 8
     assert (fields["iw_cm_old"], fields["iw_cm_new"]) == ("CONN_SENT", "IDLE")
     assert step.trace_fn == "cma_iw_handler"
+
+
+def test_live_console_lines() -> None:
+    """mpa-emu live prints the rdma_cm event after the upcall, and the kernel log lines."""
+    from mpa_emu.cm.trace import TraceRecord
+    from mpa_emu.live.console import nic_line, rdma_cm_line
+
+    step = RdmaCm().upcall(_up(IwEvent.CONNECT_REPLY, 2, -ECONNREFUSED, t=12_000_000))
+    assert rdma_cm_line(step) == \
+        "t=0.012s conn 2 => RDMA_CM_EVENT_REJECTED status -111 (-ECONNREFUSED)"
+    record = TraceRecord(28_000_000, "live", "kernel_log", "irdma_check_seq",
+                         {"level": "debug", "text": "CM: seq number err",
+                          "dynamic_debug": True, "conn": 1})
+    assert nic_line(record) == \
+        "t=0.028s klog debug (dyndbg): CM: seq number err (irdma_check_seq)"

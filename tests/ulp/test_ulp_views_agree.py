@@ -98,7 +98,8 @@ def test_json_html_trace_and_ladder_agree(ran: tuple[Path, str],
     assert [(s["iw_event"], s["iw_status"], s["rdma_cm"]["event"], s["rdma_cm"]["status"])
             for s in steps] == [("CONNECT_REPLY", -111, "RDMA_CM_EVENT_REJECTED", -111)]
     page = html.unescape((tmp / "r.html").read_text())
-    assert REJECTED in page
+    assert REJECTED in page and "rdma_cm event" in page and "Kernel log" in page
+    assert "klog" not in page.split("Kernel log", 1)[0]  # the ladder leaves them out
     records = [json.loads(line) for line in (tmp / "r.jsonl").read_text().splitlines()]
     events = [r for r in records if r["kind"] == "rdma_cm_event" and r["host"] == "alice"]
     assert [(r["event"], r["status"], r["fn"]) for r in events] == [
@@ -113,7 +114,7 @@ def test_replay_of_the_capture_tells_the_same(ran: tuple[Path, str],
                                               capsys: pytest.CaptureFixture[str]) -> None:
     tmp, _ = ran
     code = main(["replay", str(tmp / "r.pcapng"), "--emulate", "192.0.2.1", "--semantic",
-                 "--json", str(tmp / "replay.json")])
+                 "--json", str(tmp / "replay.json"), "--html", str(tmp / "replay.html")])
     out = capsys.readouterr().out
     assert code == 0, out
     lines = out.splitlines()
@@ -126,6 +127,8 @@ def test_replay_of_the_capture_tells_the_same(ran: tuple[Path, str],
     assert (up["event"], up["status"]) == ("CONNECT_REPLY", -111)
     assert (up["rdma_cm"]["event"], up["rdma_cm"]["status"]) == ("RDMA_CM_EVENT_REJECTED",
                                                                  -111)
+    page = html.unescape((tmp / "replay.html").read_text())
+    assert "rdma_cm event" in page and REJECTED in page
 
 
 def test_failed_cm_event_expectation_says_what_came(tmp_path: Path,
