@@ -179,6 +179,8 @@ def _pdata(rx: Rx) -> bytes:
 
 def ignore(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """The kernel's explicit "nothing to do" cases: the segment is dropped."""
+    if r.kernel_fn == "irdma_handle_fin_pkt" and cm.trace is not None:
+        log_lines.emit(cm, log_lines.FIN_BAD_STATE, int(node.state), conn=node.conn)
     if isinstance(rx, Segment):
         cm.drop(rx, r.kernel_fn, f"{node.state.name}: {r.note}", node)
     return GO_ON
@@ -444,6 +446,13 @@ def mpa_unexpected(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     type is UNKNOWN and ``irdma_cm_event_handler`` drops it."""
     seg = _seg(rx)
     if parse(cm, node, seg, initiator=False) is not None:
+        if cm.trace is not None:
+            # irdma_create_event(UNKNOWN) is queued and irdma_cm_event_handler says so
+            log_lines.emit(cm, log_lines.WRONG_STATE, int(node.state), conn=node.conn)
+            if node.cm_id:
+                log_lines.create_event(cm, node, int(CmEventType.UNKNOWN))
+                log_lines.emit(cm, log_lines.BAD_EVENT_TYPE, int(CmEventType.UNKNOWN),
+                               conn=node.conn)
         cm.drop(seg, r.kernel_fn, f"MPA frame in {node.state.name}: event UNKNOWN "
                 "(bad event type)", node)
     return GO_ON

@@ -90,6 +90,9 @@ PARSE_MPA = (
 """The lines of ``irdma_parse_mpa``'s checks 1 to 7, in the kernel's order (check 8, the
 IRD/ORD negotiation, fails without a line)."""
 STATE_FOR_REJECT = _dbg("irdma_handle_rcv_mpa", "CM: state for reject\n")
+WRONG_STATE = _dbg("irdma_handle_rcv_mpa", "CM: wrong cm_node state =%d\n")
+BAD_EVENT_TYPE = _dbg("irdma_cm_event_handler", "CM: bad event type = %d\n")
+FIN_BAD_STATE = _dbg("irdma_handle_fin_pkt", "CM: bad state node state = %d\n")
 RST_PKT = _dbg("irdma_handle_rst_pkt", "CM: caller: %pS cm_node=%p state=%d "
                "rem_port=0x%04x loc_port=0x%04x rem_addr=%pI4 loc_addr=%pI4\n")
 SEQ_ERR = _dbg("irdma_check_seq", "CM: seq number err\n")
@@ -114,7 +117,8 @@ DESTROYED_BEFORE_ESTABLISHED = _dbg("irdma_destroy_connection",
 
 CATALOGUE: tuple[LogLine, ...] = (
     SEND_CM_EVENT, CREATE_EVENT, SEND_RESET, ACTIVE_OPEN_ERR, PASSIVE_OPEN_ERR, MSS_OPTION,
-    UNSUPPORTED_OPTION, OPTIONS_RESET, NEGOTIATED, *PARSE_MPA, STATE_FOR_REJECT, RST_PKT,
+    UNSUPPORTED_OPTION, OPTIONS_RESET, NEGOTIATED, *PARSE_MPA, STATE_FOR_REJECT,
+    WRONG_STATE, BAD_EVENT_TYPE, FIN_BAD_STATE, RST_PKT,
     SEQ_ERR, CHECK_SYN_FAIL, NO_LISTENER, TOS_MISMATCH, LISTENER_DCB, ACCEPT_VLAN,
     SLOW_CONNECTION_ACCEPT, SLOW_CONNECTION_CONNECTED, CALL_CLOSE, CREATE_LISTEN,
     LISTENER_FREED, DESTROYED_BEFORE_ESTABLISHED)

@@ -8,6 +8,7 @@ import re
 import struct
 from dataclasses import replace
 
+from helpers import mpa_bytes
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, make_pair, syn_rcvd, to_host
 
 from mpa_emu import Network
@@ -16,7 +17,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.profiles import profile
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.wire.segment import ACK, SYN
+from mpa_emu.wire.segment import ACK, FIN, SYN
 
 HASHED = re.compile(r"^00000000[0-9a-f]{8}$")
 
@@ -149,3 +150,27 @@ def test_no_log_without_a_trace_or_for_other_profiles() -> None:
     a.connect(b, 31000)
     quiet.run()
     assert quiet.trace is None and a.core.trace is None
+
+
+def test_request_then_fin_logs_negotiation_event_and_bad_state() -> None:
+    """A v2 request with IRD 16 / ORD 16 (ctrl 0x8010 / 0xC010): irdma_negotiate_mpa_v2_
+    ird_ord logs the node's ORD and IRD after it, irdma_create_event MPA_REQ (2), then
+    irdma_send_cm_event CONNECT_REQUEST (1) from MPAREQ_RCVD (9); a FIN in MPAREQ_RCVD
+    is irdma_handle_fin_pkt's default: "bad state node state = 9"."""
+    core, synack = syn_rcvd(seed=3)
+    request = mpa_bytes.frame(pdata=b"hi")
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=ACK, seq=101,
+                         ack=synack.seq + 1, payload=request, src_mac=MAC_A), 0)
+    node = core.node(1)
+    assert node is not None
+    [neg] = _logs(core.trace, "irdma_negotiate_mpa_v2_ird_ord")
+    assert neg.fields["text"] == f"CM: MPAV2 Negotiated ORD: {node.ord_size}, IRD: " \
+                                 f"{node.ird_size}"
+    assert [r.fields["text"].split(" type=")[1][:1]
+            for r in _logs(core.trace, "irdma_create_event")] == ["2"]
+    [up] = _logs(core.trace, "irdma_send_cm_event")
+    assert up.fields["text"].endswith("state=0 accel=9 event_type=1 status=0")
+    core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=FIN | ACK,
+                         seq=101 + len(request), ack=synack.seq + 1, src_mac=MAC_A), 0)
+    assert [r.fields["text"] for r in _logs(core.trace, "irdma_handle_fin_pkt")] == \
+        ["CM: bad state node state = 9"]
