@@ -43,8 +43,7 @@ from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.replay.recording import FlowKey, Frame, Recording, offload_classes
-from mpa_emu.views.describe import mpa_kind
-from mpa_emu.wire.mpa import MpaFormatError, decode_frame
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import after

@@ -16,9 +16,9 @@ from typing import IO
 from mpa_emu.capture.checksums import Mode, Verdict
 from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
-from mpa_emu.views.describe import mpa_kind
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, SYN, Segment
 
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).

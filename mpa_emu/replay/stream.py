@@ -49,8 +49,8 @@ from mpa_emu.replay.engine import (
 )
 from mpa_emu.replay.recording import FlowKey, Frame, OffloadClassifier, Recording, nic_verdict
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
-from mpa_emu.views.describe import mpa_kind
 from mpa_emu.wire.codec import DecodeError, decode
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 

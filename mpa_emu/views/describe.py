@@ -5,7 +5,8 @@ Segments: :func:`segment_label` (the ladder's ``[SYN, ACK] seq=.. ack=..`` with 
 option names), :func:`segment_line` (replay's one line with addresses, ``SYN|ACK`` and the
 payload in MPA terms), and their parts (:func:`flags_label`, :func:`flags_joined`,
 :func:`options_label`, :func:`describe_options`, :func:`mpa_summary`, :func:`fpdu_summary`,
-:func:`describe_payload`, :func:`mpa_kind`). Upcalls: :func:`upcall_label` (as the
+:func:`describe_payload`; what a payload is in MPA terms is
+:func:`mpa_emu.wire.mpa.mpa_kind`). Upcalls: :func:`upcall_label` (as the
 application sees it, in the ladder), :func:`upcall_line` (the live console),
 :func:`upcall_text` (replay reports), with :func:`errno_text` for their status.
 """
@@ -18,7 +19,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.ddp import OPCODE_NAMES
-from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import Segment, flag_names
 
 
@@ -138,18 +139,6 @@ def segment_label(seg: Segment) -> str:
     if seg.options:
         text += " " + options_label(seg.options)
     return text
-
-
-def mpa_kind(payload: bytes) -> str:
-    """"request", "reply", "reject", "data" or "" for an empty payload."""
-    if not payload:
-        return ""
-    key = payload[:16]
-    if len(payload) >= 20 and key in (KEY_REQ, KEY_REP):
-        if key == KEY_REQ:
-            return "request"
-        return "reject" if payload[16] & FLAG_REJECT else "reply"
-    return "data"
 
 
 def segment_line(seg: Segment) -> str:
