@@ -1,5 +1,7 @@
 """``--html FILE`` of ``replay``, ``inspect`` and ``run``: the option and the writers (the
-renderers live in :mod:`mpa_emu.views.html` and are imported only when asked for)."""
+page parts live in :mod:`mpa_emu.views.html`, each report's page beside its producer:
+:mod:`mpa_emu.replay.html_page`, :mod:`mpa_emu.scenario.html_page`; all are imported only
+when asked for)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def _write(path: str, render: Callable[[], str]) -> None:
 def write_replay_html(path: str | None, report: ReplayReport) -> None:
     """Write the replay report to ``path`` (nothing when None)."""
     if path is not None:
-        from mpa_emu.views.html.replay_page import replay_page
+        from mpa_emu.replay.html_page import replay_page
 
         _write(path, lambda: replay_page(report))
 
@@ -50,6 +52,6 @@ def write_inspect_html(path: str | None, report: CaptureReport) -> None:
 def write_run_html(path: str | None, run: ScenarioRun) -> None:
     """Write the run report to ``path`` (nothing when None)."""
     if path is not None:
-        from mpa_emu.views.html.run_page import run_page
+        from mpa_emu.scenario.html_page import run_page
 
         _write(path, lambda: run_page(run))
