@@ -61,6 +61,13 @@ class CaptureError(ValueError):
     """A capture file that cannot be read (or a record that cannot be written)."""
 
 
+def capture_error(path: str, message: str) -> str:
+    """A capture reader's error, with a pointer when ``path`` is a scenario file."""
+    if path.lower().endswith(".toml"):
+        return f"{message} (a scenario file? mpa-emu run or diagram take those)"
+    return message
+
+
 class CaptureRecord(NamedTuple):
     """One captured frame (a named tuple: cheap to build on a 100,000-frame replay).
 
