@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if args.suite is not None:
         from mpa_emu.cli.suite import run_suite
 
-        return run_suite(args)
+        return run_suite(args, job_from)
     job = job_from(args)
     progress = _Progress() if sys.stderr.isatty() else None
     try:

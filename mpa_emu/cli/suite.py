@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,15 +20,18 @@ from mpa_emu.campaign.suite import (
     run_case,
 )
 from mpa_emu.cli import ArgumentsError, CliError, build_parser
+from mpa_emu.replay.job import ReplayJob
 
 
-def run_suite(args: argparse.Namespace) -> int:
-    """Run the suite named by ``args.suite`` with the campaign options of ``args``."""
+def run_suite(args: argparse.Namespace,
+              read_job: Callable[[argparse.Namespace], ReplayJob]) -> int:
+    """Run the suite named by ``args.suite`` with the campaign options of ``args``; each
+    case's options become a job through ``read_job`` (replay's own reading)."""
     if args.capture is not None or args.emulate is not None:
         raise CliError("--suite takes its captures, addresses and options from the suite "
                        "file (no CAPTURE or --emulate)")
     try:
-        cases = [_with_job(case) for case in load_suite(args.suite)]
+        cases = [_with_job(case, read_job) for case in load_suite(args.suite)]
     except SuiteError as exc:
         raise CliError(str(exc)) from None
     try:
@@ -55,18 +59,17 @@ def run_suite(args: argparse.Namespace) -> int:
     return 0 if passed == len(cases) else 1
 
 
-def _with_job(case: SuiteCase) -> SuiteCase:
+def _with_job(case: SuiteCase, read_job: Callable[[argparse.Namespace], ReplayJob]
+              ) -> SuiteCase:
     """The case with its options read as ``mpa-emu replay CAPTURE --emulate IP ARGS``
     reads them, or with the one-line error the command would print for them."""
-    from mpa_emu.cli.replay import job_from
-
     argv = ["replay", case.capture, "--emulate", case.emulate, *case.args]
     try:
         args, unknown = build_parser("replay", quiet=True).parse_known_args(argv)
         if unknown:  # named as mpa_emu.cli.main names them
             return replace(case, error="mpa-emu replay: error: unrecognized arguments: "
                                        f"{' '.join(unknown)} (see mpa-emu replay --help)")
-        return replace(case, job=job_from(args))
+        return replace(case, job=read_job(args))
     except ArgumentsError as exc:
         return replace(case, error=str(exc))
     except CliError as exc:
