@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mpa_emu.capture.pcap import capture_error
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 
@@ -40,7 +41,7 @@ _PROG = "mpa-emu replay"
 """The command a case's error line names, as the command line would print it."""
 
 
-class SuiteError(Exception):
+class SuiteError(MpaEmuError):
     """A suite file that cannot be read: one line naming the file and the case."""
 
 

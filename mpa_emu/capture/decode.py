@@ -24,6 +24,7 @@ from typing import Any
 
 from mpa_emu.capture.checksums import Verdict, ip_header_ok, pseudo_header, repaired, tcp_verdict
 from mpa_emu.capture.pcap import CaptureError, read_capture
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.segment import Segment
@@ -39,7 +40,7 @@ _LINK_IP = (*LINK_RAW, LINK_IPV4, LINK_IPV6)
 """Link types whose frames start with the IP header."""
 
 
-class InspectError(Exception):
+class InspectError(MpaEmuError):
     """The file is not a readable capture at all (missing, not pcap/pcapng)."""
 
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
+from mpa_emu.errors import MpaEmuError
+
 # Subcommand name -> module. Listed explicitly so --help order is stable.
 SUBCOMMANDS: dict[str, str] = {
     "demo": "mpa_emu.cli.demo",
@@ -102,7 +104,7 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return None
 
 
-class CliError(Exception):
+class CliError(MpaEmuError):
     """A user-facing error: printed as one line, exit code 2."""
 
 

@@ -26,6 +26,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
@@ -33,7 +34,7 @@ from mpa_emu.wire.seq import MASK as MASK32
 S = CmState
 
 
-class KernelHang(Exception):
+class KernelHang(MpaEmuError):
     """``irdma_process_options`` would spin forever on this segment (a zero-length
     option, ``Quirks.zero_len_option_loop``)."""
 

@@ -95,6 +95,7 @@ from typing import Any
 from mpa_emu.cm import actions as a
 from mpa_emu.cm.contract import Action, Row
 from mpa_emu.cm.states import CmState, Input
+from mpa_emu.errors import MpaEmuError
 
 S = CmState
 
@@ -343,7 +344,7 @@ TABLE |= _rows(Input.TEARDOWN, "irdma_cm_teardown_connections", {},
 assert len(TABLE) == len(_ALL) * len(Input)
 
 
-class UnreachableRowRan(AssertionError):
+class UnreachableRowRan(MpaEmuError, AssertionError):
     """A row marked ``reachable=False`` ran: the table or the core is wrong."""
 
 

@@ -68,6 +68,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp_records import NO_AE, RTS_AE, AeRecord, Busy, Unacked
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
@@ -220,7 +221,7 @@ _CRC_BAD = 0x800
 """The one FPDU kept in ``_received`` failed its CRC check."""
 
 
-class QpError(ValueError):
+class QpError(MpaEmuError, ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
 

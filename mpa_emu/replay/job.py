@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.replay import ProfileSurvey, replay_capture, replay_profiles
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 
@@ -75,7 +76,7 @@ def run_job(job: ReplayJob, progress: Callable[[int, int], None] | None = None
                      None)
 
 
-class OutputError(Exception):
+class OutputError(MpaEmuError):
     """An output of a job that cannot be written: one line naming what and why."""
 
 

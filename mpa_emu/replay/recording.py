@@ -16,6 +16,7 @@ from typing import IO
 from mpa_emu.capture.checksums import Mode, Verdict
 from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.mpa import mpa_kind
@@ -25,7 +26,7 @@ from mpa_emu.wire.segment import ACK, SYN, Segment
 FlowKey = tuple[bytes, int, bytes, int, int | None]
 
 
-class RecordingError(ValueError):
+class RecordingError(MpaEmuError, ValueError):
     """Bad input for replay: unreadable file, not Ethernet, no frames of the address."""
 
 

@@ -34,6 +34,7 @@ from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.gc_tuning import fewer_young_collections
 from mpa_emu.replay.compare import Comparison
 from mpa_emu.replay.engine import (
@@ -69,7 +70,7 @@ _CONNECT, _ANSWER, _CLOSE = 1, 2, 4
 T = TypeVar("T")
 
 
-class Fallback(Exception):
+class Fallback(MpaEmuError):
     """The streamed pass cannot vouch for the outcome: replay the whole capture."""
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 import crc32c as _crc32c
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.fastinit import fast_frozen_init
 
 KEY_REQ = b"MPA ID Req Frame"
@@ -37,7 +38,7 @@ RTR_READ0 = 0x4000  # D, IETF_RDMA0_READ (ORD word)
 IRD_ORD_MASK = 0x3FFF  # IETF_NO_IRD_ORD: irdma reads 0x3FFF as "no value"
 
 
-class MpaFormatError(ValueError):
+class MpaFormatError(MpaEmuError, ValueError):
     """Bytes that cannot be an MPA request/reply frame at all."""
 
 
