@@ -30,7 +30,7 @@ the action, and then asserts that the node ended in ``next_state`` or one of
 every input, in production as in the tests: a new code path that moves a node somewhere
 the table does not say fails at once, with the row named.
 
-Every state change goes through a row. ``CmCore.set_state`` refuses to run outside an
+Every state change goes through a row. ``CmCore._set_state`` refuses to run outside an
 action, so nothing else (a verb, the receive path, a timer, teardown) can move a node
 behind the table's back: where the kernel changes a state outside its big switches,
 that place is an input with its own rows (``TEARDOWN`` for
