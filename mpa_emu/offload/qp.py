@@ -76,6 +76,9 @@ from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.interning import shared, shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire.seq import MOD as _SEQ_MOD
+from mpa_emu.wire.seq import at_or_before as _seq_le
+from mpa_emu.wire.seq import before as _seq_lt
 
 REXMIT_THRESH = 8
 """IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""
@@ -85,18 +88,6 @@ RCV_WND_FIELD = 0xFFFF
 """irdma_init_tcp_ctx: rcv_wnd = 0xFFFF << rcv_wscale, so the window field is 0xFFFF."""
 FPDU_OVERHEAD = 2 + 4
 """ULPDU_LENGTH field and CRC (RFC 5044 section 4.1); pad comes on top."""
-
-_SEQ_MOD = 1 << 32
-
-
-def _seq_lt(a: int, b: int) -> bool:
-    """RFC 9293 section 3.4 sequence comparison ``a < b`` modulo 2**32."""
-    return ((a - b) % _SEQ_MOD) > (_SEQ_MOD >> 1)
-
-
-def _seq_le(a: int, b: int) -> bool:
-    return a == b or _seq_lt(a, b)
-
 
 @dataclass(frozen=True, slots=True)
 class QpInit:
