@@ -22,7 +22,8 @@ from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.states import CmEventType, CmState, Input
 from mpa_emu.cm.timers import CoreTimer, Deferred
 from mpa_emu.cm.trace import Trace
-from mpa_emu.offload.nic import FlowKey, Nic
+from mpa_emu.offload.nic import Nic
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import Segment, Transmit
 
 

@@ -47,7 +47,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
-from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
+from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.nodes import (
     IsnChooser,
     NodeTable,
@@ -64,7 +64,8 @@ from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
+from mpa_emu.offload.nic import Nic, NicQp, QpFactory
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
@@ -761,7 +762,7 @@ class CmCore(DeviceVerbs, TableViews):
         if self.trace is not None:
             self._tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
-    def _make_cm_node(self, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
+    def _make_cm_node(self, key: FlowKey, rem_mac: bytes, lpb: bool, tos: int,
                       listener: Listener | None = None) -> CmNode:
         """``irdma_make_cm_node`` after the neighbour was resolved."""
         conn = self.nodes.new_conn()
@@ -826,7 +827,7 @@ class CmCore(DeviceVerbs, TableViews):
             return
         self._rem_ref(node)
 
-    def _passive_node(self, seg: Segment, key: NodeKey) -> CmNode | None:
+    def _passive_node(self, seg: Segment, key: FlowKey) -> CmNode | None:
         """No node for the segment: only a SYN without ACK that a qhash rule steers to
         the CM and a listener takes creates one (``irdma_receive_ilq``); it is still
         UNKNOWN, its SYN row makes it LISTENING."""

@@ -27,10 +27,7 @@ from typing import Any, Protocol
 
 from mpa_emu.cm import disconnect
 from mpa_emu.cm.states import CmState
-
-NO_VLAN = 0xFFFF
-"""The kernel's "no VLAN" value for ``vlan_id`` (``rdma_vlan_dev_vlan_id`` of a real
-device)."""
+from mpa_emu.wire.flow import NO_VLAN
 
 
 def addr_key(ip: bytes) -> bytes:

@@ -42,7 +42,8 @@ from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.replay.recording import FlowKey, Frame, Recording, offload_classes
+from mpa_emu.replay.recording import Frame, Recording, offload_classes
+from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
@@ -340,13 +341,14 @@ class Engine:
         for flow in rec.flows.values():
             for f in flow.frames:
                 if not f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
-                    ports[(flow.key[1], flow.key[4])] = None
+                    ports[(flow.key[1], flow_vlan(flow.key))] = None
                     break
         for port, vlan in ports:
             try:
                 core.create_listen(rec.ip, port, backlog=self.opt.backlog, ipv6=rec.ipv6,
                                    vlan=vlan, now_ns=0)
-                self.actions.append(AppAction(0, 0, "listen", (rec.ip, port, b"", 0, vlan),
+                self.actions.append(AppAction(0, 0, "listen",
+                                              flow_key(rec.ip, port, b"", 0, vlan),
                                               f"port {port} backlog {self.opt.backlog}"))
             except CmError as exc:
                 self.notes.append(f"listen on port {port} refused: {exc}")
@@ -498,7 +500,7 @@ class Engine:
             if tx.loopback:
                 continue
             seg = tx.segment
-            key: FlowKey = (seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+            key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
             run = self.flows.get(key)
             if run is None:
                 run = self.flows[key] = FlowRun(key, [])

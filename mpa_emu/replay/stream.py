@@ -48,9 +48,10 @@ from mpa_emu.replay.engine import (
     RunResult,
     with_ack,
 )
-from mpa_emu.replay.recording import FlowKey, Frame, OffloadClassifier, Recording, nic_verdict
+from mpa_emu.replay.recording import Frame, OffloadClassifier, Recording, nic_verdict
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 from mpa_emu.wire.codec import DecodeError, decode
+from mpa_emu.wire.flow import NO_VLAN, FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
@@ -304,9 +305,10 @@ class StreamEngine(Engine):
                 if artefact:
                     self.artefacts[seg.src_ip] = self.artefacts.get(seg.src_ip, 0) + 1
         src, dst = seg.src_ip, seg.dst_ip
+        vid = NO_VLAN if seg.vlan is None else seg.vlan  # the FlowKey's VLAN id
         if src == ip:
             outbound = True
-            key: FlowKey = (ip, seg.sport, dst, seg.dport, seg.vlan)
+            key: FlowKey = (ip, seg.sport, dst, seg.dport, vid)
             nic_dropped = ""
             if not self.mac:
                 self.mac, self.vlan = seg.src_mac, seg.vlan
@@ -314,7 +316,7 @@ class StreamEngine(Engine):
                 self._neighbour(dst, seg.dst_mac)
         elif dst == ip:
             outbound = False
-            key = (ip, seg.dport, src, seg.sport, seg.vlan)
+            key = (ip, seg.dport, src, seg.sport, vid)
             if not self.mac:
                 self.mac, self.vlan = seg.dst_mac, seg.vlan
             known = self.nb.get(src)
@@ -403,7 +405,7 @@ class StreamEngine(Engine):
             self.core.set_neighbour(ip, mac)
 
     def _want_listener(self, key: FlowKey, run: StreamFlow) -> None:
-        where = (key[1], key[4])
+        where = (key[1], flow_vlan(key))
         order = self.listening.get(where)
         if order is None:
             self.listening[where] = run.order
@@ -421,7 +423,7 @@ class StreamEngine(Engine):
         except CmError as exc:
             raise Fallback(f"listen on port {port} refused: {exc}") from None
         self.listens.append(((port, vlan), AppAction(
-            0, 0, "listen", (self.ip, port, b"", 0, vlan),
+            0, 0, "listen", flow_key(self.ip, port, b"", 0, vlan),
             f"port {port} backlog {self.opt.backlog}")))
 
     def _read_ahead(self, done: Callable[[], bool]) -> None:
@@ -462,7 +464,7 @@ class StreamEngine(Engine):
                 if tx.loopback:
                     continue
                 seg = tx.segment
-                key: FlowKey = (seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+                key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
                 run = flows.get(key)
                 if not isinstance(run, StreamFlow):
                     raise Fallback("the emulator sends on a flow the capture has not shown")
