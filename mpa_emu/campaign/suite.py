@@ -24,16 +24,18 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mpa_emu.capture.pcap import capture_error
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 
-VERDICTS = {"match": 0, "diverge": 1, "error": 2}
+SuiteVerdict = Literal["match", "diverge", "error"]
+"""What replay answers for a case: the same (exit 0), a divergence (1), an error (2)."""
+VERDICTS: dict[SuiteVerdict, int] = {"match": 0, "diverge": 1, "error": 2}
 """Expected verdict -> replay's exit code."""
-_BY_EXIT = {code: name for name, code in VERDICTS.items()}
+_BY_EXIT: dict[int, SuiteVerdict] = {code: name for name, code in VERDICTS.items()}
 _KEYS = {"name", "capture", "emulate", "args", "expect", "divergence_frame", "why"}
 _RESERVED = {"--json", "--suite", "--junit", "--scheduler", "-j", "--jobs"}
 _FRAME = re.compile(r"at frame (\d+)")
@@ -54,7 +56,7 @@ class SuiteCase:
     capture: str
     emulate: str
     args: tuple[str, ...]
-    expect: str
+    expect: SuiteVerdict
     divergence_frame: int | None = None
     why: str = ""
     job: ReplayJob | None = None
@@ -69,8 +71,8 @@ class CaseResult:
     """What replay answered for one case and whether that is what the suite expects."""
 
     name: str
-    expect: str
-    verdict: str
+    expect: SuiteVerdict
+    verdict: SuiteVerdict
     exit: int
     divergence_frame: int | None
     summary: str
@@ -128,9 +130,11 @@ def _case(path: Path, index: int, entry: Any) -> SuiteCase:
 
     capture = text("capture")
     emulate = text("emulate")
-    expect = text("expect")
-    if expect not in VERDICTS:
-        raise SuiteError(f"{where}: expect must be match, diverge or error, got {expect!r}")
+    expect_text = text("expect")
+    expect = next((v for v in VERDICTS if v == expect_text), None)
+    if expect is None:
+        raise SuiteError(f"{where}: expect must be match, diverge or error, "
+                         f"got {expect_text!r}")
     args = entry.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise SuiteError(f"{where}: args must be a list of strings")
@@ -178,7 +182,7 @@ def run_case(case: SuiteCase) -> CaseResult:
     return _judge(case, _BY_EXIT.get(code, "error"), code, frame, printed[0], seconds)
 
 
-def _judge(case: SuiteCase, verdict: str, code: int, frame: int | None, summary: str,
+def _judge(case: SuiteCase, verdict: SuiteVerdict, code: int, frame: int | None, summary: str,
            seconds: float) -> CaseResult:
     reason = ""
     if verdict != case.expect:

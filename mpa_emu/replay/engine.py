@@ -35,7 +35,7 @@ import dataclasses
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
@@ -55,12 +55,16 @@ _RESTART_WINDOW = 1 << 16
 same connection (a v2 to v1 retry SYN carries ISN+1+L); further away it starts a new one."""
 _TIMER_LOOP_GUARD = 1_000_000
 
+OnRequest = Literal["auto", "accept", "reject"]
+"""The scripted application's answer to an MPA request: as recorded, or always the one
+verb (``--on-request``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class EngineOptions:
     """How the scripted application behaves and how long to run."""
 
-    on_request: str = "auto"
+    on_request: OnRequest = "auto"
     backlog: int = 4096
     horizon_ns: int = 400_000_000_000
     """How long past the capture's last frame timers keep running (extra frames)."""

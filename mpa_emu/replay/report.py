@@ -12,7 +12,7 @@ from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
-from mpa_emu.replay.engine import Emitted, Injection, RunResult
+from mpa_emu.replay.engine import Emitted, Injection, OnRequest, RunResult
 from mpa_emu.replay.recording import Frame, Recording
 from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
 from mpa_emu.views.describe import flags_joined, segment_line, upcall_text
@@ -27,7 +27,7 @@ class ReplayOptions:
     """The command line's options, as values."""
 
     emulate: bytes
-    on_request: str = "auto"
+    on_request: OnRequest = "auto"
     backlog: int = 4096
     time_tolerance_ns: int = 10_000_000
     strict_offload: bool = False
