@@ -14,7 +14,7 @@ from helpers.import_graph import import_graph
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "gc_tuning", "compiled"),
+    ("errors", "ranges", "gc_tuning", "compiled"),
     ("wire",),
     ("frames", "capture"),
     ("offload",),
@@ -34,9 +34,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 """Lowest first. A unit is a subpackage of mpa_emu or one of its top-level modules
 (``__init__`` is the package's public API). Units of one layer never import each other."""
 
-STACK_SHARED = {"tcp", "mpa_stream"}
-"""Parts of mpa_emu.stacks every stack may use; every other child of stacks is one
-stack's room, which never imports another room."""
+STACK_SHARED = {"base", "tcp", "mpa_stream"}
+"""Parts of mpa_emu.stacks every stack may use (the Stack and StackParam records, the
+host TCP, MPA over a byte stream); every other child of stacks is one stack's room,
+which never imports another room."""
 
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 
