@@ -48,13 +48,7 @@ from mpa_emu.cm.leaks import leak_reason
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
-from mpa_emu.cm.nodes import (
-    IsnChooser,
-    NodeTable,
-    is_loopback,
-    make_cm_node,
-    record_ird_ord,
-)
+from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
 from mpa_emu.cm.pdata import as_u8
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
 from mpa_emu.cm.table_views import TableViews
