@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
@@ -109,6 +110,8 @@ class CoreOps(Protocol):
     mac: bytes
     config: CmConfig
     trace: Trace | None
+    _watch: NodeWatch | None
+    """Who follows the nodes (replay), told of each creation, state change and free."""
     stats: dict[str, int]
     leaks: dict[int, str]
     """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""

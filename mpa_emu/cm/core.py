@@ -23,10 +23,9 @@ inside the core: their frames appear in :meth:`CmCore.frames_to_send` with
 ``loopback=True`` for capture, are already delivered to the local peer node, and must not
 be put on the wire.
 
-The disconnect path after offload (:mod:`mpa_emu.cm.disconnect`) and the teardown by
-address (:mod:`mpa_emu.cm.teardown`) reach the core through the methods of their
-``DisconnectHost`` and ``TeardownHost`` protocols; the actions through
-:class:`~mpa_emu.cm.contract.CoreOps`.
+The disconnect path after offload (:mod:`mpa_emu.cm.disconnect`), the teardown by address
+(:mod:`mpa_emu.cm.teardown`) and the actions reach the core through the underscore names
+of their protocols (``DisconnectHost``, ``TeardownHost``, ``contract.CoreOps``).
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from typing import Any
 
 from mpa_emu.cm import disconnect, refs, send, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
 from mpa_emu.cm.device import DeviceVerbs
@@ -80,13 +80,14 @@ class CmCore(DeviceVerbs, TableViews):
     ISNs, ``trace`` receives the structured records (None: nothing is recorded) and
     ``qp_factory`` builds the QP of an offloaded connection (the emulator's own
     :class:`~mpa_emu.offload.qp.OffloadedQp` by default); ``isn`` may choose a new
-    node's ISN instead of the seeded generator.
+    node's ISN instead of the seeded generator; ``watch`` (a ``NodeWatch``) is told of
+    every node's creation, state changes and free, and of its QP's events.
     """
 
     def __init__(self, name: str, mac: bytes, config: CmConfig = DEFAULT_CONFIG, *,
                  seed: int = 0, trace: Trace | None = None,
                  qp_factory: QpFactory | None = None,
-                 isn: IsnChooser | None = None) -> None:
+                 isn: IsnChooser | None = None, watch: NodeWatch | None = None) -> None:
         if len(mac) != 6:
             raise ValueError(f"MAC must be 6 bytes, got {len(mac)}")
         if config.gen not in (1, 2):
@@ -97,16 +98,16 @@ class CmCore(DeviceVerbs, TableViews):
         self.mac = mac
         self.config = config
         self.trace = trace
+        self._watch = watch
         self.prefer = Rdma0Op(config.rtr_preference)
         self.nodes = NodeTable()
         self.timer = CoreTimer(config.hz)
         self.deferred = Deferred()
         self.nic = Nic(qp_factory, self.nodes.by_key)
         self.leaks: dict[int, str] = {}
-        self.stats: dict[str, int] = dict.fromkeys(
-            ("backlog_drops", "connect_errs", "passive_errs", "pkt_retrans", "rejects",
-             "accepts", "nodes_created", "nodes_destroyed", "listen_created",
-             "listen_destroyed"), 0)
+        self.stats: dict[str, int] = dict.fromkeys((
+            "backlog_drops", "connect_errs", "passive_errs", "pkt_retrans", "rejects", "accepts",
+            "nodes_created", "nodes_destroyed", "listen_created", "listen_destroyed"), 0)
         self._link_up = True
         self.rf_reset = False
         """``rf->reset``: a device reset is in progress (CQP commands are dropped)."""
@@ -562,6 +563,8 @@ class CmCore(DeviceVerbs, TableViews):
             if self.trace is not None:
                 self._tr("state_changed", fn, conn=node.conn, old=node.state.name,
                         new=new.name)
+            if self._watch is not None:
+                self._watch.state_changed(node.conn, new)
             node.state = new
 
     def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
@@ -770,6 +773,8 @@ class CmCore(DeviceVerbs, TableViews):
             self._tr("node_created", "irdma_make_cm_node", conn=node.conn, loc=key[0],
                     loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
                     isn=node.loc_seq_num, loopback=lpb)
+        if self._watch is not None:
+            self._watch.node_created(node.conn, key[1], key[2], key[3])
         return node
 
     # ---- internals: the receive path ---------------------------------------------------

@@ -30,6 +30,7 @@ from __future__ import annotations
 from errno import ECONNRESET
 from typing import Any, Protocol
 
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
@@ -124,6 +125,9 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     if _recording(core):
         core._record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
                     tcp_state=iw.hw_tcp_state.name, iwarp_state=iw.hw_iwarp_state.name)
+    watch: NodeWatch | None = getattr(core, "_watch", None)  # as _recording: any host
+    if watch is not None:
+        watch.qp_event(now_ns, conn, ae.kernel_name)
     if ae is Ae.RTS:
         iw.rts_ae_rcvd = True
         core._rts_ae_received(conn, now_ns)

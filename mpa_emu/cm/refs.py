@@ -57,6 +57,8 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     if cm.trace is not None:
         cm._tr("node_freed", "irdma_destroy_connection", conn=node.conn,
               state=node.state.name)
+    if cm._watch is not None:
+        cm._watch.node_freed(node.conn)
     if lst is not None:
         dec_refcnt_listen(cm, lst, free_hanging=False)
 

@@ -41,6 +41,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.replay.recording import Frame, Recording, offload_classes
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
@@ -375,7 +376,8 @@ class Engine:
         self.trace = Trace(keep=True)
         self.core = CmCore("replay", rec.mac or b"\x02\x00\x00\x00\x00\x01", options.config,
                            seed=options.seed, trace=self.trace if options.trace else None,
-                           isn=self._recorded_isn)
+                           isn=self._recorded_isn,
+                           watch=NodeStates(self) if options.trace else None)
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -387,12 +389,13 @@ class Engine:
         self.failure = ""
         self.failure_frame = 0
         self.flows = self.source.flows
-        self._by_ports = self.source.by_ports
-        self._conn_flow: dict[int, FlowKey] = {}
-        self._states: dict[int, str] = {}
+        self.by_ports = self.source.by_ports
+        self.conn_flow: dict[int, FlowKey] = {}
+        """The flow of each connection the core made."""
+        self.states: dict[int, str] = {}
+        """Each connection's CM state by name, as the core told :class:`NodeStates`."""
         self._current: Injection | None = None
         """The injection whose consequences are being drained (upcalls attach to it)."""
-        self._seen = 0
         self._pending: list[tuple[str, FlowKey, bytes]] = []
         self.nic_events: list[NicEvent] = []
         self.upcall_frames: Log[int] = []
@@ -471,51 +474,29 @@ class Engine:
 
     def state(self, conn: int | None) -> str:
         """The CM state of ``conn`` as the trace told it ("" unknown, "freed")."""
-        return "" if conn is None else self._states.get(conn, "")
+        return "" if conn is None else self.states.get(conn, "")
 
     def forget(self, run: FlowRun, conns: set[int]) -> None:
         """Forget a flow whose frames are replayed and whose nodes are freed."""
         key = run.key
         del self.flows[key]
-        del self._by_ports[(key[1], key[2], key[3])]
+        del self.by_ports[(key[1], key[2], key[3])]
         for c in conns:
-            self._conn_flow.pop(c, None)
-            self._states.pop(c, None)
+            self.conn_flow.pop(c, None)
+            self.states.pop(c, None)
 
-    def _consume_trace(self) -> None:
-        """Follow node creation, state changes and frees from the core's trace (cheaper
-        than a NodeView per frame, and it sees nodes that live and die in one call)."""
+    def _trim_trace(self) -> None:
+        """Let the core's trace go once long (the injections keep their own records)."""
         records = self.trace.records
-        if not records:
-            return
-        for r in records[self._seen:]:
-            kind = r.kind
-            if kind == "state_changed":
-                self._states[r.fields["conn"]] = r.fields["new"]
-            elif kind == "node_created":
-                f = r.fields
-                conn = f["conn"]
-                self._states[conn] = "UNKNOWN"
-                key = self._by_ports.get((f["loc_port"], f["rem"], f["rem_port"]))
-                if key is not None:
-                    self.flows[key].conn = conn
-                    self._conn_flow[conn] = key
-            elif kind == "node_freed":
-                self._states[r.fields["conn"]] = "freed"
-            elif kind == "ae":
-                conn = r.fields["conn"]
-                self.nic_events.append(NicEvent(r.time_ns, self.position, conn,
-                                                self._conn_flow.get(conn), r.fields["ae"]))
         if len(records) > 4096:
             records.clear()
-        self._seen = len(records)
 
     # ---- what the emulator sends -----------------------------------------------------
 
     def drain(self) -> None:
         """Take the core's frames (each mapped onto the recording's sequence space, then
         to the sink) and its upcalls."""
-        self._consume_trace()
+        self._trim_trace()
         out = self.core.frames_to_send()
         if out:
             source, sink = self.source, self.sink
@@ -538,7 +519,7 @@ class Engine:
                     run.delta_conn = conn
                 if conn is not None and conn != run.conn:
                     run.conn = conn
-                    self._conn_flow[conn] = key
+                    self.conn_flow[conn] = key
                 elif conn is None:
                     conn = run.conn
                 self.emitted_count += 1
@@ -561,11 +542,11 @@ class Engine:
 
     def _on_upcall(self, ev: Upcall) -> None:
         conn = ev.conn
-        key = self._conn_flow.get(conn) or self.source.flow_of(
+        key = self.conn_flow.get(conn) or self.source.flow_of(
             (ev.local_port, ev.remote_ip, ev.remote_port))
         if key is None:
             return
-        self._conn_flow[conn] = key
+        self.conn_flow[conn] = key
         run = self.flows[key]
         run.conn = conn
         self.sink.upcall(ev, run, self._current)
@@ -594,12 +575,12 @@ class Engine:
     def _inject_traced(self, frame: Frame, run: FlowRun) -> Injection:
         before = self.state(run.conn)
         seg = to_core_ack(frame.seg, run.delta, self._shift(frame, run))
-        self._consume_trace()
+        self._trim_trace()
         mark = len(self.trace.records)
         self.core.receive(seg, self.now)
         self.sink.received(run, seg)
         records = self.trace.records[mark:]
-        self._consume_trace()
+        self._trim_trace()
         after = self.state(run.conn)
         if after:
             run.states.append((self.now, after))
@@ -653,7 +634,7 @@ class Engine:
             action.error = str(exc)
         else:
             run.conn = conn
-            self._conn_flow[conn] = key
+            self.conn_flow[conn] = key
         self.sink.connected(run)
 
     def _answer(self, key: FlowKey, number: int, reply: Frame) -> None:
@@ -695,6 +676,38 @@ class Engine:
             self.core.disconnect(run.conn, graceful=graceful, now_ns=self.now)
         except CmError as exc:
             action.error = str(exc)
+
+
+class NodeStates:
+    """What the engine knows of the core's nodes, told by the core as it happens
+    (:class:`~mpa_emu.cm.api.NodeWatch`): each connection's CM state by name (for the
+    report), its flow, and the NIC's asynchronous events."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def node_created(self, conn: int, loc_port: int, rem: bytes, rem_port: int) -> None:
+        """A new node starts UNKNOWN, on the recorded flow of its ports."""
+        engine = self.engine
+        engine.states[conn] = "UNKNOWN"
+        key = engine.by_ports.get((loc_port, rem, rem_port))
+        if key is not None:
+            engine.flows[key].conn = conn
+            engine.conn_flow[conn] = key
+
+    def state_changed(self, conn: int, state: CmState) -> None:
+        """Remember the node's new state."""
+        self.engine.states[conn] = state.name
+
+    def node_freed(self, conn: int) -> None:
+        """The node is gone."""
+        self.engine.states[conn] = "freed"
+
+    def qp_event(self, time_ns: int, conn: int, ae: str) -> None:
+        """Keep the NIC's event with the capture frame replayed last."""
+        engine = self.engine
+        engine.nic_events.append(NicEvent(time_ns, engine.position, conn,
+                                          engine.conn_flow.get(conn), ae))
 
 
 class KeepAll:
