@@ -15,8 +15,8 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
 from mpa_emu.cli.values import seed
-from mpa_emu.cm.profiles import PROFILES, profile
-from mpa_emu.replay import RecordingError, ReplayOptions
+from mpa_emu.cm.profiles import PROFILES
+from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.wire.addr import ip_bytes
 
@@ -137,17 +137,13 @@ def job_from(args: argparse.Namespace) -> ReplayJob:
             raise CliError(f"{option} must be 0..{MAX_SECONDS:g} seconds, got {seconds:g}")
     if args.profile == "auto" and not args.semantic:
         raise CliError("--profile auto needs --semantic (it compares outcomes)")
-    overrides = {} if args.mpa_rev is None else {"mpa_rev": args.mpa_rev}
-    config = profile("irdma" if args.profile == "auto" else args.profile, **overrides)
-    options = ReplayOptions(
-        emulate=ip, on_request=args.on_request, backlog=args.backlog,
+    return ReplayJob(
+        args.capture, ip, on_request=args.on_request, backlog=args.backlog,
         time_tolerance_ns=round(args.time_tolerance * 1e9),
         strict_offload=args.strict_offload, semantic=args.semantic,
-        horizon_ns=round(args.horizon * 1e9), seed=args.seed,
-        checksums=Mode(args.checksums), config=config)
-    return ReplayJob(args.capture, options, all_profiles=args.profile == "auto",
-                     mpa_rev=args.mpa_rev, json=args.json, output=args.output,
-                     html=args.html)
+        horizon_ns=round(args.horizon * 1e9), seed=args.seed, checksums=args.checksums,
+        profile=args.profile, mpa_rev=args.mpa_rev, json=args.json, output=args.output,
+        html=args.html)
 
 
 def run(args: argparse.Namespace) -> int:
