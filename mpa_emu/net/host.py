@@ -307,7 +307,8 @@ class Host:
     @property
     def cm_events(self) -> list[RdmaCmEvent]:
         """The host's rdma_cm event queue, in order: what ``rdma_get_cm_event`` returns
-        to the application for the upcalls so far (:mod:`mpa_emu.ulp.rdma_cm`)."""
+        to the application for the upcalls so far (:mod:`mpa_emu.ulp.rdma_cm`); empty on
+        a network that does not keep upcalls (``keep_upcalls=False``)."""
         return self.rdma_cm.events
 
     @property
