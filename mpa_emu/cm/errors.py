@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import errno as _errno
 
+from mpa_emu.errors import MpaEmuError
 
-class CmError(ValueError):
+
+class CmError(MpaEmuError, ValueError):
     """A verb called in a way the driver refuses (wrong state, over a limit, unknown handle).
 
     ``errno`` is the positive Linux errno the kernel would return (``-errno`` in C), e.g.
