@@ -30,7 +30,14 @@ def _siw() -> Stack:
                  "docs/stacks/siw.md", siw.STATES)
 
 
-STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw()}
+def _cxgb4() -> Stack:
+    from mpa_emu.stacks import cxgb4
+
+    params = tuple(StackParam(*spec) for spec in cxgb4.PARAM_SPECS)
+    return Stack("cxgb4", cxgb4.TITLE, params, cxgb4.make_core, cxgb4.DOC, cxgb4.STATES)
+
+
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}
 """Stack name -> :class:`Stack`."""
 
 

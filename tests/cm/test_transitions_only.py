@@ -49,8 +49,9 @@ def test_a_node_state_is_assigned_only_by_set_state() -> None:
     assert _state_assignments() == [("cm/core.py", "_set_state")]
 
 
-def test_siw_and_tcp_states_change_in_one_setter_each() -> None:
-    assert _state_assignments(PACKAGE / "stacks") == [("stacks/siw/base.py", "_set"),
+def test_siw_cxgb4_and_tcp_states_change_in_one_setter_each() -> None:
+    assert _state_assignments(PACKAGE / "stacks") == [("stacks/cxgb4/cm.py", "_set_state"),
+                                                      ("stacks/siw/base.py", "_set"),
                                                       ("stacks/tcp/stack.py", "_set_state")]
 
 
