@@ -35,15 +35,16 @@ import dataclasses
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from enum import IntEnum
+from typing import Literal, Protocol, TypeVar, cast
 
+from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.replay.recording import Frame, Recording, offload_classes
+from mpa_emu.replay.stacks import StackChoice, make_core
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
@@ -71,6 +72,8 @@ class EngineOptions:
     """How long past the capture's last frame timers keep running (extra frames)."""
     seed: int = 0
     config: CmConfig = field(default_factory=CmConfig)
+    stack: StackChoice | None = None
+    """The emulated side's stack (None: irdma with :attr:`config`)."""
     rebase: bool = False
     """Move the peer's acknowledgements onto the emulator's stream where its length
     differs from the recording (semantic mode)."""
@@ -374,10 +377,15 @@ class Engine:
         self.source: FrameSource = RecordingSource(rec) if source is None else source
         self.sink: Sink = KeepAll(options.trace) if sink is None else sink
         self.trace = Trace(keep=True)
-        self.core = CmCore("replay", rec.mac or b"\x02\x00\x00\x00\x00\x01", options.config,
-                           seed=options.seed, trace=self.trace if options.trace else None,
-                           isn=self._recorded_isn,
-                           watch=NodeStates(self) if options.trace else None)
+        self.stack = options.stack or StackChoice(config=options.config)
+        self.core: CoreApi
+        self.core, notes = make_core(
+            self.stack, rec.mac or b"\x02\x00\x00\x00\x00\x01", seed=options.seed,
+            trace=self.trace if options.trace else None, isn=self._recorded_isn,
+            watch=NodeStates(self) if options.trace else None)
+        self._node_conns: bool = self.stack.stack == "irdma"
+        """irdma's frames name their node (``Transmit.conn``); siw's and cxgb4's name their
+        socket, so their frames find the connection by the flow's ports."""
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -385,7 +393,7 @@ class Engine:
         self.injections: list[Injection] = []
         self.actions: Log[AppAction] = []
         self.upcalls: Log[Upcall] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = notes
         self.failure = ""
         self.failure_frame = 0
         self.flows = self.source.flows
@@ -506,7 +514,7 @@ class Engine:
                 seg = tx.segment
                 key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
                 run = source.sending_flow(key)
-                conn = tx.conn
+                conn = tx.conn if self._node_conns else run.conn
                 if seg.flags & SYN and (run.delta is None or conn != run.delta_conn):
                     isn = run.next_isn()
                     if isn is not None:
@@ -641,13 +649,18 @@ class Engine:
         verb = self.opt.on_request
         if verb == "auto":
             verb = "reject" if mpa_kind(reply.seg.payload) == "reject" else "accept"
+        ird_ord: tuple[int, int] | None = None
         try:
-            pdata = decode_frame(reply.seg.payload).private_data
+            answer = decode_frame(reply.seg.payload)
+            pdata = answer.private_data
+            if answer.rtr is not None:
+                ird_ord = (answer.rtr.ird, answer.rtr.ord)
         except MpaFormatError:
             pdata = b""
-        self._decide(key, verb, pdata, number)
+        self._decide(key, verb, pdata, number, ird_ord)
 
-    def _decide(self, key: FlowKey, verb: str, pdata: bytes, number: int) -> None:
+    def _decide(self, key: FlowKey, verb: str, pdata: bytes, number: int,
+                ird_ord: tuple[int, int] | None = None) -> None:
         run = self.flows[key]
         action = AppAction(self.now, number, verb, key,
                            f"private data {len(pdata)} bytes")
@@ -656,7 +669,13 @@ class Engine:
             action.error = "no connection request to answer"
             return
         try:
-            if verb == "accept":
+            if verb == "accept" and ird_ord is not None and not self._node_conns:
+                # siw_accept and c4iw_accept_cr take the application's IRD/ORD
+                # (conn_param): the recorded reply's; irdma_accept never reads them.
+                accepting = cast(AcceptsIrdOrd, self.core)
+                accepting.accept(run.conn, private_data=pdata, now_ns=self.now,
+                                 ird=ird_ord[0], ord=ird_ord[1])
+            elif verb == "accept":
                 self.core.accept(run.conn, private_data=pdata, now_ns=self.now)
             else:
                 self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
@@ -678,6 +697,14 @@ class Engine:
             action.error = str(exc)
 
 
+class AcceptsIrdOrd(Protocol):
+    """A core whose accept takes the application's IRD/ORD (siw_accept,
+    c4iw_accept_cr: ``conn_param->ird/ord``)."""
+
+    def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int,
+               ird: int | None = None, ord: int | None = None) -> None: ...
+
+
 class NodeStates:
     """What the engine knows of the core's nodes, told by the core as it happens
     (:class:`~mpa_emu.cm.api.NodeWatch`): each connection's CM state by name (for the
@@ -695,9 +722,16 @@ class NodeStates:
             engine.flows[key].conn = conn
             engine.conn_flow[conn] = key
 
-    def state_changed(self, conn: int, state: CmState) -> None:
-        """Remember the node's new state."""
-        self.engine.states[conn] = state.name
+    def state_changed(self, conn: int, state: IntEnum) -> None:
+        """Remember the node's new state. siw's and cxgb4's states also change in their
+        queued work and timers (siw_cm_work_handler runs after the segment that queued
+        it), so for them the flow's state history takes every change as it happens."""
+        engine = self.engine
+        engine.states[conn] = state.name
+        if not engine._node_conns:
+            key = engine.conn_flow.get(conn)
+            if key is not None and key in engine.flows:
+                engine.flows[key].states.append((engine.now, state.name))
 
     def node_freed(self, conn: int) -> None:
         """The node is gone."""

@@ -96,6 +96,8 @@ def replay_page(report: ReplayReport) -> str:
         sections.append(Section("Notes", "".join(f"<p>{cell(n)}</p>" for n in notes)))
     title = (f"mpa-emu replay {report.recording.path} "
              f"--emulate {ip_text(report.options.emulate)}")
+    if report.names_stacks:
+        title += f" ({report.stacks_line()})"
     return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
                 frames=capture_fields(report.recording.path), marks=marks, top=top,
                 sections=sections).html()

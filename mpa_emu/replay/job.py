@@ -61,6 +61,8 @@ class JobResult:
                                        "first_divergence": r.first_divergence or None}
                                 for name, r in survey.reports.items()}
             data["same_outcome_profiles"] = survey.same_outcome
+            data["picked"] = survey.picked
+            data["picked_why"] = survey.why()
         return data
 
 
