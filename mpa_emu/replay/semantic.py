@@ -318,6 +318,14 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
                  and e.state == offloaded_state]
     offloaded += [i.frame.number for i in run.injections if i.frame.flow == key
                   and i.state_after == offloaded_state]
+    if frun is not None and offloaded_state != "OFFLOADED":
+        # siw and cxgb4 leave MPA in queued work or a timer as well: the frame is the
+        # last one injected at or before the change.
+        at = next((t for t, s in frun.states if s == offloaded_state), None)
+        if at is not None:
+            offloaded.append(max((i.frame.number for i in run.injections
+                                  if i.frame.flow == key and i.frame.time_ns <= at),
+                                 default=1))
     if frun is not None and any(s == offloaded_state for _t, s in frun.states):
         story.offloaded = min(offloaded, default=story.answer_frame or 1)
     for up, number in zip(run.upcalls, run.upcall_frames, strict=True):
