@@ -184,7 +184,8 @@ def matched_words(report: ReplayReport) -> str:
     for key, story in sem.recorded.items():
         items = [f"MPA {m.kind} rev {m.rev} (frame {m.frame})" for m in story.sent]
         if story.offloaded:
-            items.append(f"past MPA at frame {story.offloaded}")
+            items.append(f"{report.options.emulated_stack.offloaded_state} at frame "
+                         f"{story.offloaded}")
         if story.established:
             items.append(f"ESTABLISHED at frame {story.established}")
         if story.close is not None:

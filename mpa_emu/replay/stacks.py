@@ -104,10 +104,9 @@ def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
     else:
         stack, pairs = _split(text)
     if stack not in STACKS:
-        raise ValueError(f"unknown stack or profile {stack!r}; expected irdma, "
-                         f"{', '.join(sorted(set(STACKS) - {'irdma'}))} (with optional "
-                         f"parameters, e.g. siw(peer_to_peer=1)), {', '.join(ALIASES)} "
-                         "or auto")
+        raise ValueError(f"unknown stack or profile {stack!r}; expected a stack "
+                         f"({', '.join(sorted(STACKS))}; parameters as in "
+                         "siw(peer_to_peer=1)), mpa-v1, ADDRESS=STACK,... or auto")
     if stack == "irdma":
         if pairs:
             raise ValueError("irdma takes no parameters here (its settings are CmConfig "
@@ -183,22 +182,22 @@ def parse_profile(text: str, mpa_rev: int | None = None) -> ProfileSpec:
     entries = _top_level(text)
     if not any("=" in e.split("(", 1)[0] for e in entries):
         if len(entries) != 1:
-            raise ValueError(f"--profile {text!r}: one stack, or ADDRESS=STACK entries "
+            raise ValueError(f"{text!r}: one stack, or ADDRESS=STACK entries "
                              "separated by commas")
         return ProfileSpec(default=choose(entries[0], mpa_rev))
     sides: list[tuple[bytes, StackChoice]] = []
     for entry in entries:
         head, eq, name = entry.partition("=")
         if not eq or "(" in head:
-            raise ValueError(f"--profile {text!r}: {entry!r} is not ADDRESS=STACK")
+            raise ValueError(f"{text!r}: {entry!r} is not ADDRESS=STACK")
         try:
             ip = ip_bytes(head.strip())
         except ValueError as exc:
-            raise ValueError(f"--profile {text!r}: {exc}") from None
+            raise ValueError(f"{text!r}: {exc}") from None
         if any(addr == ip for addr, _c in sides):
-            raise ValueError(f"--profile {text!r}: {ip_text(ip)} named twice")
+            raise ValueError(f"{text!r}: {ip_text(ip)} named twice")
         if name.strip() == "auto":
-            raise ValueError(f"--profile {text!r}: auto names no side's stack; use "
+            raise ValueError(f"{text!r}: auto names no side's stack; use "
                              "--profile auto")
         sides.append((ip, choose(name, mpa_rev)))
     return ProfileSpec(sides=tuple(sides))
@@ -219,7 +218,7 @@ def _top_level(text: str) -> list[str]:
             start = i + 1
     out.append(text[start:].strip())
     if any(not e for e in out) or depth:
-        raise ValueError(f"--profile {text!r}: empty entry or unbalanced parentheses")
+        raise ValueError(f"{text!r}: empty entry or unbalanced parentheses")
     return out
 
 
