@@ -36,7 +36,7 @@ import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal, Protocol, TypeVar, cast
+from typing import Literal, Protocol, TypeVar
 
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
@@ -44,7 +44,7 @@ from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
 from mpa_emu.replay.recording import Frame, Recording, offload_classes
-from mpa_emu.replay.stacks import StackChoice, make_core
+from mpa_emu.replay.stacks import StackChoice, accept, make_core, reply_terms
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
@@ -383,9 +383,9 @@ class Engine:
             self.stack, rec.mac or b"\x02\x00\x00\x00\x00\x01", seed=options.seed,
             trace=self.trace if options.trace else None, isn=self._recorded_isn,
             watch=NodeStates(self) if options.trace else None)
+        # irdma's Transmit.conn names the node, siw's and cxgb4's the socket: theirs find
+        # the connection by the flow's ports.
         self._node_conns: bool = self.stack.stack == "irdma"
-        """irdma's frames name their node (``Transmit.conn``); siw's and cxgb4's name their
-        socket, so their frames find the connection by the flow's ports."""
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -545,7 +545,7 @@ class Engine:
         if self._pending:
             while self._pending:
                 verb, key, pdata = self._pending.pop(0)
-                self._decide(key, verb, pdata, self.position)
+                self._decide(key, verb, pdata, number=self.position)
             self.drain()
 
     def _on_upcall(self, ev: Upcall) -> None:
@@ -649,18 +649,10 @@ class Engine:
         verb = self.opt.on_request
         if verb == "auto":
             verb = "reject" if mpa_kind(reply.seg.payload) == "reject" else "accept"
-        ird_ord: tuple[int, int] | None = None
-        try:
-            answer = decode_frame(reply.seg.payload)
-            pdata = answer.private_data
-            if answer.rtr is not None:
-                ird_ord = (answer.rtr.ird, answer.rtr.ord)
-        except MpaFormatError:
-            pdata = b""
-        self._decide(key, verb, pdata, number, ird_ord)
+        self._decide(key, verb, *reply_terms(reply.seg.payload), number=number)
 
-    def _decide(self, key: FlowKey, verb: str, pdata: bytes, number: int,
-                ird_ord: tuple[int, int] | None = None) -> None:
+    def _decide(self, key: FlowKey, verb: str, pdata: bytes,
+                ird_ord: tuple[int, int] | None = None, *, number: int) -> None:
         run = self.flows[key]
         action = AppAction(self.now, number, verb, key,
                            f"private data {len(pdata)} bytes")
@@ -669,14 +661,8 @@ class Engine:
             action.error = "no connection request to answer"
             return
         try:
-            if verb == "accept" and ird_ord is not None and not self._node_conns:
-                # siw_accept and c4iw_accept_cr take the application's IRD/ORD
-                # (conn_param): the recorded reply's; irdma_accept never reads them.
-                accepting = cast(AcceptsIrdOrd, self.core)
-                accepting.accept(run.conn, private_data=pdata, now_ns=self.now,
-                                 ird=ird_ord[0], ord=ird_ord[1])
-            elif verb == "accept":
-                self.core.accept(run.conn, private_data=pdata, now_ns=self.now)
+            if verb == "accept":
+                accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
             else:
                 self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
         except CmError as exc:
@@ -697,14 +683,6 @@ class Engine:
             action.error = str(exc)
 
 
-class AcceptsIrdOrd(Protocol):
-    """A core whose accept takes the application's IRD/ORD (siw_accept,
-    c4iw_accept_cr: ``conn_param->ird/ord``)."""
-
-    def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int,
-               ird: int | None = None, ord: int | None = None) -> None: ...
-
-
 class NodeStates:
     """What the engine knows of the core's nodes, told by the core as it happens
     (:class:`~mpa_emu.cm.api.NodeWatch`): each connection's CM state by name (for the
@@ -723,9 +701,8 @@ class NodeStates:
             engine.conn_flow[conn] = key
 
     def state_changed(self, conn: int, state: IntEnum) -> None:
-        """Remember the node's new state. siw's and cxgb4's states also change in their
-        queued work and timers (siw_cm_work_handler runs after the segment that queued
-        it), so for them the flow's state history takes every change as it happens."""
+        """Remember the node's new state; siw and cxgb4 also change state in queued work
+        and timers, so their flow's history takes every change as it happens."""
         engine = self.engine
         engine.states[conn] = state.name
         if not engine._node_conns:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 from mpa_emu.cm.api import CoreApi, NodeWatch, WatchedCore
 from mpa_emu.cm.config import CmConfig
@@ -24,6 +25,7 @@ from mpa_emu.cm.profiles import profile
 from mpa_emu.cm.trace import Trace
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame
 
 ParamValue = int | bool
 
@@ -273,3 +275,34 @@ def side_words(ip: bytes, emulated: StackChoice, peers: Mapping[bytes, StackChoi
     parts = [f"{ip_text(ip)} {emulated.shown} (emulated)"]
     parts += [f"{ip_text(a)} {c.shown} (recorded peer)" for a, c in sorted(peers.items())]
     return "stacks: " + ", ".join(parts)
+
+
+class AcceptsIrdOrd(Protocol):
+    """A core whose accept takes the application's IRD/ORD (siw_accept,
+    c4iw_accept_cr: ``conn_param->ird/ord``)."""
+
+    def accept(self, conn: int, *, private_data: bytes = b"", now_ns: int,
+               ird: int | None = None, ord: int | None = None) -> None: ...
+
+
+def accept(core: CoreApi, choice: StackChoice, conn: int, private_data: bytes,
+           ird_ord: tuple[int, int] | None, now_ns: int) -> None:
+    """The scripted application accepts ``conn`` with the recorded reply's private data
+    and, where the stack's accept takes them (siw_accept, c4iw_accept_cr), its IRD/ORD;
+    irdma_accept never reads ``conn_param->ird/ord``."""
+    if choice.stack != "irdma" and ird_ord is not None:
+        cast(AcceptsIrdOrd, core).accept(conn, private_data=private_data, now_ns=now_ns,
+                                         ird=ird_ord[0], ord=ird_ord[1])
+    else:
+        core.accept(conn, private_data=private_data, now_ns=now_ns)
+
+
+def reply_terms(payload: bytes) -> tuple[bytes, tuple[int, int] | None]:
+    """The private data and (rev 2) IRD/ORD of a recorded MPA reply or reject: what the
+    scripted application answers with (empty and None when unreadable)."""
+    try:
+        answer = decode_frame(payload)
+    except MpaFormatError:
+        return b"", None
+    block = answer.rtr
+    return answer.private_data, (block.ird, block.ord) if block is not None else None
