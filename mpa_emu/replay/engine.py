@@ -1,6 +1,7 @@
-"""Drive one :class:`~mpa_emu.cm.core.CmCore` with the frames of a recording.
+"""Drive one stack's core (irdma's :class:`~mpa_emu.cm.core.CmCore`, or siw's or cxgb4's
+through :mod:`mpa_emu.replay.stacks`) with the frames of a recording.
 
-The emulated host is an irdma node with default settings. Frames it did not send are
+The emulated host is that stack's node (``--profile``). Frames it did not send are
 injected at their recorded times on the virtual clock; the application around it is
 scripted from the recording itself:
 
@@ -362,7 +363,7 @@ def to_core_ack(seg: Segment, delta: int | None, shift: int = 0) -> Segment:
 
 
 class Engine:
-    """The one replay driver: drives a :class:`~mpa_emu.cm.core.CmCore` with the frames of
+    """The one replay driver: drives the emulated stack's core with the frames of
     a :class:`FrameSource` and hands what it does to a :class:`Sink`. The clock and timer
     catch-up, the ISN and ack mapping, the scripted application's verbs and the routing
     of upcalls live here once. Built with a recording alone, it replays the whole
