@@ -603,12 +603,24 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         whose = f"the recorded {role}" if side == "host" else the_peer
         now = (f"{the_peer if e.close[1] == 'peer' else who} closes first with a "
                f"{e.close[2]} (frame {e.close[0]})" if e.close else f"{who} never closes")
+        if e.close is not None and e.close[1] == "host" and stack is not None \
+                and stack.stack != "irdma":
+            now += _closing_function(key, run)
         add(n, "close", f"{whose} closes first with a {how}; {now}")
     elif r.close is None and e.close is not None:
         n, side, how = e.close
         add(n, "close", f"{who if side == 'host' else the_peer} closes with a {how}; "
             "the recording shows no close")
     return out
+
+
+def _closing_function(key: FlowKey, run: RunResult) -> str:
+    """``: kernel_function`` behind the emulated side's first FIN or RST on ``key`` (the
+    frame's comment names it), or ""."""
+    for em in run.emitted:
+        if em.flow == key and em.seg.flags & (FIN | RST) and em.comment:
+            return f": {em.comment}"
+    return ""
 
 
 def _nic_differences(r: Story, e: Story, who: str) -> list[tuple[int, str]]:

@@ -110,6 +110,7 @@ def test_auto_without_a_match_names_the_closest_stack_and_its_rule(tmp_path: Pat
     assert report["same_outcome_profiles"] == []
     assert report["picked"] == "siw"
     assert report["picked_why"].startswith("closest: siw; first rule that differs: frame 8:")
+    assert "siw_cm_work_handler" in report["picked_why"]
     assert "PROFILES with the recorded outcome: none" in text
 
 
