@@ -28,17 +28,18 @@ from errno import ECONNREFUSED, ECONNRESET
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay import stack_causes
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import Recording
 from mpa_emu.replay.stacks import StackChoice
+from mpa_emu.views.describe import errno_text
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import at_or_after
+from mpa_emu.wire.terminate_layouts import RFC, read_terminate
 
 CRC_ERROR_AE = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
 RDMAP_TERMINATE = 0x7
@@ -126,12 +127,16 @@ def _fpdus(conv: Conversation, outbound: bool, after: int, start: int | None
            ) -> list[tuple[int, mpa.Fpdu]]:
     """FPDUs (without markers) one direction sent after frame ``after``, reassembled
     from the stream from sequence number ``start`` on; resends are skipped and a hole in
-    the capture ends the list."""
+    the capture ends the list. With ``start`` known, frames numbered ``after`` count too:
+    the emulator's frames carry the number of the frame they answer, so the RTR a node
+    sends on the reply of frame ``after`` is numbered ``after`` (the bytes before
+    ``start`` are skipped as resends)."""
     out: list[tuple[int, mpa.Fpdu]] = []
     nxt = start
     buf = bytearray()
     for number, o, seg in conv:
-        if o != outbound or number <= after or not seg.payload:
+        early = number < after if start is not None else number <= after
+        if o != outbound or early or not seg.payload:
             continue
         seq, payload = seg.seq, seg.payload
         if nxt is not None and seq != nxt:
@@ -159,30 +164,36 @@ def _is_terminate(fpdu: mpa.Fpdu) -> bool:
 
 
 _TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "MPA"}
-_MPA_TERM_CODES = {MPA_CRC: "CRC error"}
-"""MPA-layer error codes named in the report (irdma type.h, as the NIC model sends)."""
 
 
-def terminate_words(ulpdu: bytes) -> str:
+def terminate_words(ulpdu: bytes, crc: bool = True, peer_sent: bool = True) -> str:
     """``Terminate (layer, etype, code)`` of a Terminate DDP segment, decoded from its
-    control word (RFC 5040 section 4.8); a segment too short to hold one is named so."""
+    control word in RFC 5040's layout or siw's, whichever the quoted headers agree with
+    (:mod:`mpa_emu.wire.terminate_layouts`); a segment too short to hold one is named so.
+    Code 0x02 of the MPA layer is called a CRC error only where ``crc`` was negotiated
+    (RFC 5044 section 7.1); ``peer_sent``: an FPDU from the peer came before it
+    (:func:`~mpa_emu.wire.terminate_layouts.read_terminate`)."""
+    if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN or ulpdu[0] & ddp.DDP_FLAG_TAGGED:
+        return "Terminate (unreadable)"
     try:
-        seg = ddp.parse_segment(ulpdu)
-    except ddp.DdpFormatError:
+        read = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:], peer_sent)
+    except ValueError:
         return "Terminate (unreadable)"
-    t = seg.terminate
-    if t is None:
-        return "Terminate (unreadable)"
+    t = read.reading
     layer = _TERM_LAYERS.get(t.layer, f"layer {t.layer}")
-    code = (_MPA_TERM_CODES.get(t.error_code) if t.layer == 2 else None) \
-        or f"code 0x{t.error_code:02x}"
-    return f"Terminate ({layer} layer, etype {t.etype}, {code})"
+    code = f"code 0x{t.error_code:02x}"
+    if t.is_crc_error():
+        code = "CRC error" if crc else f"{code}, though no CRC was negotiated"
+    how = f", {t.layout} layout" if t.layout != RFC else ""
+    return f"Terminate ({layer} layer, etype {t.etype}, {code}{how})"
 
 
-def _terminates(conv: Conversation, at: int) -> list[tuple[int, str]]:
+def _terminates(conv: Conversation, at: int, crc: bool) -> list[tuple[int, str]]:
     """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``."""
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
-    return [(n, terminate_words(f.ulpdu)) for n, f in mine if _is_terminate(f)]
+    theirs = [n for n, _f in _fpdus(conv, False, at, _mpa_end(conv, False, at))]
+    return [(n, terminate_words(f.ulpdu, crc, any(m < n for m in theirs)))
+            for n, f in mine if _is_terminate(f)]
 
 
 def _mpa_frames(conv: Conversation) -> tuple[list[MpaSent], list[MpaSent]]:
@@ -240,7 +251,8 @@ def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> St
         # siw_proc_mpareply reports a reject as -ECONNRESET; irdma and cxgb4
         # (process_mpa_reply) as -ECONNREFUSED.
         refused = ECONNRESET if stack == "siw" else ECONNREFUSED
-        story.upcalls.append((story.answer_frame, f"CONNECT_REPLY status -{refused}"))
+        story.upcalls.append((story.answer_frame,
+                              f"CONNECT_REPLY {status_words(-refused)}"))
     if story.answer != "accept":
         return story
     at = story.answer_frame
@@ -253,12 +265,12 @@ def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> St
             break
     story.offloaded = at
     if stack != "irdma":
-        return _software_cm_story(story, conv, active, answer, stack)
+        return _software_cm_story(story, conv, active, request, answer, stack)
     crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
                & mpa.FLAG_CRC)
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
     theirs = _fpdus(conv, False, at, _mpa_end(conv, False, at))
-    story.nic += _terminates(conv, at)
+    story.nic += _terminates(conv, at, crc)
     bad = next(((n, f) for n, f in theirs if crc and not f.crc_ok), None)
     if bad is not None:
         story.nic.append((bad[0], CRC_ERROR_AE))
@@ -274,21 +286,24 @@ def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> St
         if not reset:
             story.established = first
     if story.established:
-        story.upcalls.append((story.established, "CONNECT_REPLY status 0" if active
+        story.upcalls.append((story.established, f"CONNECT_REPLY {status_words(0)}" if active
                               else "ESTABLISHED"))
     story.nic.sort()
     return story
 
 
 def _software_cm_story(story: Story, conv: Conversation, active: bool,
-                       answer: MpaSent | None, stack: str) -> Story:
+                       request: MpaSent | None, answer: MpaSent | None, stack: str
+                       ) -> Story:
     """A siw or cxgb4 host past an accepting reply. The initiator's CONNECT_REPLY 0
     comes with the reply (siw_proc_mpareply; cxgb4: process_mpa_reply). The
     responder's ESTABLISHED comes with its reply (c4iw_accept_cr: established_upcall;
     siw_accept), except a siw reply that picked an RTR: then with the peer's first FPDU
     (siw_rtr_data_ready)."""
     at = story.answer_frame
-    story.nic += _terminates(conv, at)
+    crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
+               & mpa.FLAG_CRC)
+    story.nic += _terminates(conv, at, crc)
     if active:
         story.established = at
     else:
@@ -312,7 +327,9 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
     """The emulated node's story: its frames, upcalls, states and NIC events.
     ``offloaded_state`` is the stack's state past MPA (irdma's OFFLOADED, siw's
     RDMA_MODE, cxgb4's FPDU_MODE)."""
-    story, _request, _answer = _base_story(conv, active)
+    story, request, answer = _base_story(conv, active)
+    crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
+               & mpa.FLAG_CRC)
     frun = run.flows.get(key)
     offloaded = [e.after_frame for e in run.emitted if e.flow == key
                  and e.state == offloaded_state]
@@ -343,17 +360,22 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
         # The NIC's own Terminates (irdma_bld_terminate_hdr after an AE), read from
         # what the node sent, as the recorded host's are.
         story.nic = sorted(story.nic + _terminates(conv, story.answer_frame
-                                                   or story.offloaded))
+                                                   or story.offloaded, crc))
     return story
+
+
+def status_words(status: int) -> str:
+    """``status 0``, or ``status -104 (-ECONNRESET)`` with the kernel's errno name."""
+    return f"status {status} ({errno_text(status)})" if status else "status 0"
 
 
 def _upcall_name(up: Upcall) -> str:
     if up.event == IwEvent.CONNECT_REQUEST:
         return "CONNECT_REQUEST"
     if up.event == IwEvent.CONNECT_REPLY:
-        return f"CONNECT_REPLY status {up.status}"
+        return f"CONNECT_REPLY {status_words(up.status)}"
     if up.event == IwEvent.ESTABLISHED:
-        return "ESTABLISHED" if up.status == 0 else f"ESTABLISHED status {up.status}"
+        return "ESTABLISHED" if up.status == 0 else f"ESTABLISHED {status_words(up.status)}"
     return ""
 
 
@@ -378,6 +400,12 @@ def _conversations(rec: Recording, run: RunResult) -> dict[FlowKey, Conversation
             for k, v in items.items()}
 
 
+def emulated_name(stack: StackChoice) -> str:
+    """How reports name the emulated side: irdma (or "the P profile" for an irdma
+    configured as profile P), else the stack's label (``siw``, ``cxgb4(mpa_rev=1)``)."""
+    return emulator_name(stack.config) if stack.stack == "irdma" else stack.label
+
+
 def judge(rec: Recording, run: RunResult, config: CmConfig,
           stack: StackChoice | None = None, peer: str = "") -> SemanticVerdict:
     """Compare, connection by connection, what the emulated node did with what the
@@ -385,7 +413,7 @@ def judge(rec: Recording, run: RunResult, config: CmConfig,
     side's (None: irdma with ``config``); ``peer`` names the other side's stack in the
     findings ("" : unnamed)."""
     stack = stack or StackChoice(config=config)
-    who = emulator_name(config) if stack.stack == "irdma" else stack.label
+    who = emulated_name(stack)
     emulated_convs = _conversations(rec, run)
     recorded: dict[FlowKey, Story] = {}
     emulated: dict[FlowKey, Story] = {}
@@ -591,10 +619,16 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
                  min(len(r_up), len(e_up)))
         rn = r.upcalls[i] if i < len(r.upcalls) else None
         en = next((u for u in e.upcalls if i < len(e_up) and u[1] == e_up[i]), None)
+        if en is None:
+            # A failure upcall left out of the comparison is still what the application
+            # hears next: name it rather than "nothing more".
+            seen = [u for u in e.upcalls if u[1] in e_up[:i]]
+            en = next((u for u in e.upcalls[len(seen):]), None)
         frame = (rn or en or (0, ""))[0]
         why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
+        told = _told(en, frame, key, run)
         add(frame, "upcall",
-            f"{who} tells the application {en[1] if en else 'nothing more'}{why}; the "
+            f"{who} tells the application {told}{why}; the "
             f"recorded outcome is {rn[1] if rn else 'nothing more'}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
@@ -621,6 +655,22 @@ def _closing_function(key: FlowKey, run: RunResult) -> str:
         if em.flow == key and em.seg.flags & (FIN | RST) and em.comment:
             return f": {em.comment}"
     return ""
+
+
+def _told(upcall: tuple[int, str] | None, frame: int, key: FlowKey, run: RunResult) -> str:
+    """What the application hears next: the upcall with its time when it comes after
+    another frame than ``frame``, or "nothing more"."""
+    if upcall is None:
+        return "nothing more"
+    number, name = upcall
+    if number == frame:
+        return name
+    at = next((up.time_ns for up, n in zip(run.upcalls, run.upcall_frames, strict=True)
+               if n == number and _upcall_name(up) == name
+               and (up.local_port, up.remote_ip, up.remote_port) == (key[1], key[2], key[3])),
+              None)
+    when = f"at t={at / 1e9:.3f} s, " if at is not None else ""
+    return f"{name} ({when}after frame {number})"
 
 
 def _nic_differences(r: Story, e: Story, who: str) -> list[tuple[int, str]]:
