@@ -44,8 +44,8 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.replay.recording import Frame, Recording, offload_classes
-from mpa_emu.replay.stacks import StackChoice, accept, make_core, reply_terms
+from mpa_emu.replay import stacks
+from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
@@ -73,7 +73,7 @@ class EngineOptions:
     """How long past the capture's last frame timers keep running (extra frames)."""
     seed: int = 0
     config: CmConfig = field(default_factory=CmConfig)
-    stack: StackChoice | None = None
+    stack: stacks.StackChoice | None = None
     """The emulated side's stack (None: irdma with :attr:`config`)."""
     rebase: bool = False
     """Move the peer's acknowledgements onto the emulator's stream where its length
@@ -253,24 +253,6 @@ def connection_starts(frames: list[Frame]) -> list[Frame]:
     return starts
 
 
-def _seq_len(seg: Segment) -> int:
-    """Sequence space a segment takes: payload, SYN and FIN (RFC 9293 section 3.4)."""
-    return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
-
-
-def _stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
-    """For each frame the recorded host sent: (frame number, end of its byte stream so
-    far), in capture order."""
-    out: list[tuple[int, int]] = []
-    nxt: int | None = None
-    for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
-        end = (f.seg.seq + _seq_len(f.seg)) & MASK32
-        if nxt is None or after(end, nxt) or f.seg.flags & SYN:
-            nxt = end
-        out.append((f.number, nxt))
-    return out
-
-
 @contextlib.contextmanager
 def _loaded_objects_frozen() -> Iterator[None]:
     """Keep the cyclic garbage collector off the objects that exist before the run.
@@ -378,15 +360,13 @@ class Engine:
         self.source: FrameSource = RecordingSource(rec) if source is None else source
         self.sink: Sink = KeepAll(options.trace) if sink is None else sink
         self.trace = Trace(keep=True)
-        self.stack = options.stack or StackChoice(config=options.config)
+        self.stack = options.stack or stacks.StackChoice(config=options.config)
         self.core: CoreApi
-        self.core, notes = make_core(
+        self.core, notes = stacks.make_core(
             self.stack, rec.mac or b"\x02\x00\x00\x00\x00\x01", seed=options.seed,
             trace=self.trace if options.trace else None, isn=self._recorded_isn,
             watch=NodeStates(self) if options.trace else None)
-        # irdma's Transmit.conn names the node, siw's and cxgb4's the socket: theirs find
-        # the connection by the flow's ports.
-        self._node_conns: bool = self.stack.stack == "irdma"
+        self._node_conns: bool = self.stack.stack == "irdma"  # see make_core
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -410,7 +390,7 @@ class Engine:
         self.upcall_frames: Log[int] = []
         self.rebases: list[Rebase] = []
         self._rec_nxt: dict[FlowKey, list[tuple[int, int]]] = (
-            {k: _stream_ends(flow.frames) for k, flow in rec.flows.items()}
+            {k: stream_ends(flow.frames) for k, flow in rec.flows.items()}
             if options.rebase else {})
 
     def _recorded_isn(self, local: bytes, lport: int, remote: bytes, rport: int
@@ -644,13 +624,14 @@ class Engine:
         else:
             run.conn = conn
             self.conn_flow[conn] = key
+            self._post_receives(key, conn, number)
         self.sink.connected(run)
 
     def _answer(self, key: FlowKey, number: int, reply: Frame) -> None:
         verb = self.opt.on_request
         if verb == "auto":
             verb = "reject" if mpa_kind(reply.seg.payload) == "reject" else "accept"
-        self._decide(key, verb, *reply_terms(reply.seg.payload), number=number)
+        self._decide(key, verb, *stacks.reply_terms(reply.seg.payload), number=number)
 
     def _decide(self, key: FlowKey, verb: str, pdata: bytes,
                 ird_ord: tuple[int, int] | None = None, *, number: int) -> None:
@@ -663,11 +644,18 @@ class Engine:
             return
         try:
             if verb == "accept":
-                accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
+                stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
+                self._post_receives(key, run.conn, number)
             else:
                 self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
         except CmError as exc:
             action.error = str(exc)
+
+    def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
+        words = stacks.post_receives(self.core, self.stack, conn, self.rec.flows.get(key),
+                                     self.now)
+        if words:
+            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
 
     def _disconnect(self, key: FlowKey, frame: Frame) -> None:
         run = self.flows[key]
@@ -741,7 +729,7 @@ class KeepAll:
         if state:
             run.states.append((now, state))
         if engine.opt.rebase:
-            end = (seg.seq + delta + _seq_len(seg)) & MASK32
+            end = (seg.seq + delta + seq_len(seg)) & MASK32
             if run.em_nxt is None or after(end, run.em_nxt):
                 run.em_nxt = end
 

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Protocol, cast, runtime_checkable
 
 from mpa_emu.cm.api import CoreApi, NodeWatch, WatchedCore
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.profiles import profile
 from mpa_emu.cm.trace import Trace
+from mpa_emu.replay.recording import Flow
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
-from mpa_emu.wire.mpa import MpaFormatError, decode_frame
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 
 ParamValue = int | bool
 
@@ -253,6 +254,8 @@ def make_core(choice: StackChoice, mac: bytes, *, seed: int, trace: Trace | None
 
     irdma takes the recorded ISNs (its ISN chooser); another stack's TCP picks its own
     and replay maps them onto the recording by the first SYN (the engine's seq delta).
+    irdma's ``Transmit.conn`` names the node; siw's and cxgb4's name the socket, so the
+    engine finds their connection by the flow's ports.
     """
     if choice.stack == "irdma":
         return CmCore("replay", mac, choice.config, seed=seed, trace=trace, isn=isn,
@@ -306,3 +309,46 @@ def reply_terms(payload: bytes) -> tuple[bytes, tuple[int, int] | None]:
         return b"", None
     block = answer.rtr
     return answer.private_data, (block.ird, block.ord) if block is not None else None
+
+
+SMALLEST_FPDU = 24
+"""MPA length (2), the untagged DDP and RDMAP header (18) and the CRC field (4)."""
+STREAMED_BUFFERS = (1024, 1 << 20)
+"""Receive buffers (count, bytes) where the recording ahead is not known (streamed)."""
+MAX_BUFFERS = 1 << 16
+
+
+@runtime_checkable
+class PostsReceives(Protocol):
+    """A core whose application posts receive buffers before the peer's Sends arrive
+    (siw_post_receive, c4iw_post_receive); without one, a Send ends in a Terminate."""
+
+    def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None: ...
+
+
+def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | None,
+                  now_ns: int) -> str:
+    """Post the receive buffers the recorded application must have posted: the recording
+    shows its peer's Sends taken, so one buffer per possible Send (an upper bound from the
+    peer's payload after MPA in ``flow``) of that many bytes each; the count and size of
+    :data:`STREAMED_BUFFERS` when the flow is not known yet. irdma's NIC model keeps no
+    receive queue: nothing posted. Returns the words for the report ("": none posted)."""
+    if choice.stack == "irdma" or not isinstance(core, PostsReceives):
+        return ""
+    peer_bytes = None if flow is None else peer_payload(
+        [(f.outbound, f.seg.payload) for f in flow.frames])
+    if peer_bytes is None:
+        count, size = STREAMED_BUFFERS
+    else:
+        count = min(peer_bytes // SMALLEST_FPDU + 1, MAX_BUFFERS)
+        size = min(max(peer_bytes, 1), (1 << 31) - 1)
+    for _ in range(count):
+        core.post_recv(conn, size, now_ns=now_ns)
+    return f"{count} receive buffer(s) of {size} bytes"
+
+
+def peer_payload(frames: list[tuple[bool, bytes]]) -> int:
+    """Bytes the peer sent after its MPA frames, resends included: ``(outbound, payload)``
+    per recorded frame of one flow."""
+    return sum(len(payload) for outbound, payload in frames
+               if not outbound and payload and mpa_kind(payload) == "data")

@@ -249,3 +249,24 @@ def test_stack_cores_tell_a_node_watch(stack: str, state: str) -> None:
     assert watch.events[:2] == [("created", conn, (40001, remote, 31000)),
                                 ("state", conn, state)]
     assert choose(stack).offloaded_state in STACKS[stack].states
+
+
+def test_a_siw_responder_posts_receive_buffers_for_the_recorded_sends(tmp_path: Path) -> None:
+    # The recorded server took the client's Send (frame 8, a zero CRC field, no CRC in
+    # use): its application had posted a receive buffer (siw_post_receive), else
+    # siw_proc_send would have answered with a Terminate. Replay posts one buffer per
+    # possible Send: the client's payload after MPA over the smallest FPDU (24 bytes:
+    # length, untagged DDP/RDMAP header, CRC), each as large as that payload.
+    cap = PCAPS / "real" / "real_peer_v1_no_crc.pcap"
+    after_mpa = [bytes(p[TCP].payload) for p in rdpcap(str(cap))
+                 if p[TCP].sport != 31000 and bytes(p[TCP].payload)
+                 and bytes(p[TCP].payload)[:3] != b"MPA"]
+    total = sum(len(p) for p in after_mpa)
+    assert total == 2 + 55 + 3 + 4  # the sidecar's one FPDU: ULPDU 55 bytes, pad 3
+    rc, text, report = replay(cap, "--emulate", SERVER, "--semantic", "--profile", "mpa-v1",
+                              tmp_path=tmp_path)
+    assert rc == 0, text
+    posted = [a for a in report["actions"] if a["verb"] == "post_recv"]
+    assert [a["detail"] for a in posted] == [
+        f"{total // 24 + 1} receive buffer(s) of {total} bytes"]
+    assert "Terminate" not in text
