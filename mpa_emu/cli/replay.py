@@ -15,7 +15,7 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
 from mpa_emu.cli.values import seed
-from mpa_emu.replay import RecordingError, ReplayOptions
+from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.replay.stacks import parse_profile
 from mpa_emu.wire.addr import ip_bytes
@@ -136,24 +136,19 @@ def job_from(args: argparse.Namespace) -> ReplayJob:
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.
         if not 0 <= seconds <= MAX_SECONDS:
             raise CliError(f"{option} must be 0..{MAX_SECONDS:g} seconds, got {seconds:g}")
-    try:
+    try:  # checked here for a one-line error; the job parses it again where it runs
         spec = parse_profile(args.profile, args.mpa_rev)
     except ValueError as exc:
         raise CliError(f"--profile: {exc}") from None
     if spec.auto and not args.semantic:
         raise CliError("--profile auto needs --semantic (it compares outcomes)")
-    chosen = spec.emulated(ip)
-    peers = tuple(sorted(spec.peers(ip).items()))
-    options = ReplayOptions(
-        emulate=ip, on_request=args.on_request, backlog=args.backlog,
+    return ReplayJob(
+        args.capture, ip, on_request=args.on_request, backlog=args.backlog,
         time_tolerance_ns=round(args.time_tolerance * 1e9),
         strict_offload=args.strict_offload, semantic=args.semantic,
-        horizon_ns=round(args.horizon * 1e9), seed=args.seed,
-        checksums=Mode(args.checksums), config=chosen.config,
-        stack=None if chosen.stack == "irdma" and not chosen.alias else chosen, peers=peers)
-    return ReplayJob(args.capture, options, all_profiles=spec.auto,
-                     mpa_rev=args.mpa_rev, json=args.json, output=args.output,
-                     html=args.html)
+        horizon_ns=round(args.horizon * 1e9), seed=args.seed, checksums=args.checksums,
+        profile=args.profile, mpa_rev=args.mpa_rev, json=args.json, output=args.output,
+        html=args.html)
 
 
 def run(args: argparse.Namespace) -> int:

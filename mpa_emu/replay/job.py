@@ -10,21 +10,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mpa_emu.capture.checksums import Mode, ModeName
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.replay import ProfileSurvey, replay_capture, replay_profiles
+from mpa_emu.replay.engine import OnRequest
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
+from mpa_emu.replay.stacks import parse_profile
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayJob:
-    """A replay and where its outputs go (None: not written)."""
+    """A replay, its options as plain values (so a job travels to a campaign's worker
+    processes as it is), and where its outputs go (None: not written)."""
 
     capture: str
-    options: ReplayOptions
-    all_profiles: bool = False
-    """``--profile auto``: replay once per profile in semantic mode."""
+    emulate: bytes
+    on_request: OnRequest = "auto"
+    backlog: int = 4096
+    time_tolerance_ns: int = 10_000_000
+    strict_offload: bool = False
+    semantic: bool = False
+    horizon_ns: int = 400_000_000_000
+    seed: int = 0
+    checksums: ModeName = "offload"
+    profile: str = "irdma"
+    """What ``--profile`` takes (:func:`mpa_emu.replay.stacks.parse_profile`): a stack
+    with optional parameters, ``ADDRESS=STACK,...``, or ``auto``: replay once per
+    candidate stack in semantic mode."""
     mpa_rev: int | None = None
-    """The MPA revision every profile starts at with :attr:`all_profiles`."""
+    """The MPA revision the emulated node (every profile with ``auto``) starts at."""
     json: str | None = None
     output: str | None = None
     html: str | None = None
@@ -33,6 +47,24 @@ class ReplayJob:
     def detail(self) -> bool:
         """Whether an output wants every frame's story (the merged pcapng, the page)."""
         return bool(self.output or self.html)
+
+    @property
+    def all_profiles(self) -> bool:
+        """``--profile auto``."""
+        return self.profile == "auto"
+
+    def options(self) -> ReplayOptions:
+        """The replay's options, the emulated side's stack included (ValueError with one
+        line for a ``profile`` :func:`~mpa_emu.replay.stacks.parse_profile` refuses)."""
+        spec = parse_profile(self.profile, self.mpa_rev)
+        chosen = spec.emulated(self.emulate)
+        return ReplayOptions(
+            emulate=self.emulate, on_request=self.on_request, backlog=self.backlog,
+            time_tolerance_ns=self.time_tolerance_ns, strict_offload=self.strict_offload,
+            semantic=self.semantic, horizon_ns=self.horizon_ns, seed=self.seed,
+            checksums=Mode(self.checksums), config=chosen.config,
+            stack=None if chosen.stack == "irdma" and not chosen.alias else chosen,
+            peers=tuple(sorted(spec.peers(self.emulate).items())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +102,12 @@ def run_job(job: ReplayJob, progress: Callable[[int, int], None] | None = None
             ) -> JobResult:
     """Replay the job's capture (:class:`~mpa_emu.replay.RecordingError` on bad input);
     its outputs are written by :func:`write_outputs`."""
+    options = job.options()
     if job.all_profiles:
-        survey = replay_profiles(job.capture, job.options, progress, mpa_rev=job.mpa_rev,
+        survey = replay_profiles(job.capture, options, progress, mpa_rev=job.mpa_rev,
                                  detail=job.detail)
         return JobResult(survey.best, survey)
-    return JobResult(replay_capture(job.capture, job.options, progress, detail=job.detail),
+    return JobResult(replay_capture(job.capture, options, progress, detail=job.detail),
                      None)
 
 

@@ -24,7 +24,8 @@ def _replay_classes() -> list[type]:
 def _private_overrides(cls: type) -> list[str]:
     out = []
     for name in vars(cls):
-        if not name.startswith("_") or (name.startswith("__") and name.endswith("__")):
+        # dunders and the compiled build's __internal names are not a parent's privates
+        if not name.startswith("_") or name.startswith("__"):
             continue
         for base in cls.__mro__[1:]:
             # the package's own classes (typing's Protocol keeps private names of its own)
