@@ -13,7 +13,7 @@ from mpa_emu.replay.report import (
     story_fields,
     story_text,
 )
-from mpa_emu.replay.semantic import SemanticVerdict, emulator_name
+from mpa_emu.replay.semantic import SemanticVerdict, emulated_name
 from mpa_emu.views.describe import segment_line, upcall_text
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
@@ -66,11 +66,15 @@ def _outcome_box(report: ReplayReport, sem: SemanticVerdict) -> str:
     assert d is not None
     recorded, emulated = sem.recorded[d.flow], sem.emulated[d.flow]
     differing = {_ASPECT_FIELD[x.aspect] for x in sem.divergences if x.flow == d.flow}
-    r_fields, e_fields = story_fields(recorded), story_fields(emulated)
+    if "OFFLOADED" in differing:  # the stack's own name of the state past MPA
+        differing.add(report.options.emulated_stack.offloaded_state)
+    past_mpa = report.options.emulated_stack.offloaded_state
+    r_fields = story_fields(recorded, past_mpa)
+    e_fields = story_fields(emulated, past_mpa)
     extra = (f'<p class="why" id="outcome-why">{cell(d.text)}</p>'
              f"<p>{cell(d.aspect)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
              f" ({cell(recorded.role)})</p>")
-    who = emulator_name(report.options.config)
+    who = emulated_name(report.options.emulated_stack)
     return versus("First difference in outcome", "Expected (the recorded host)",
                   _aspects_table(r_fields, differing), f"Actual ({who})",
                   _aspects_table(e_fields, differing), extra)
@@ -92,11 +96,12 @@ def _aspects_table(fields: Fields, differing: set[str]) -> str:
 
 
 def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Section]:
-    who = emulator_name(report.options.config)
+    who = emulated_name(report.options.emulated_stack)
+    past_mpa = report.options.emulated_stack.offloaded_state
     stories = table(
         ["flow", "role", "recorded host", who],
-        ([cell(flow_text(k)), cell(r.role), cell(story_text(r)),
-          cell(story_text(sem.emulated[k]))] for k, r in sem.recorded.items()))
+        ([cell(flow_text(k)), cell(r.role), cell(story_text(r, past_mpa)),
+          cell(story_text(sem.emulated[k], past_mpa))] for k, r in sem.recorded.items()))
     differences = table(
         ["frame", "aspect", "flow", "difference"],
         ([frame_link(d.frame), cell(d.aspect), cell(flow_text(d.flow)), cell(d.text)]
@@ -168,6 +173,8 @@ def replay_page(report: ReplayReport) -> str:
         sections.append(Section("Notes", "".join(f"<p>{cell(n)}</p>" for n in notes)))
     title = (f"mpa-emu replay {report.recording.path} "
              f"--emulate {ip_text(report.options.emulate)}")
+    if report.names_stacks:
+        title += f" ({report.stacks_line()})"
     return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
                 frames=capture_fields(report.recording.path, mode), marks=marks, top=top,
                 sections=sections).html()

@@ -14,7 +14,13 @@ from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import AppAction, Emitted, Injection, OnRequest, Rebase, RunResult
 from mpa_emu.replay.recording import Frame, Recording
-from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name, rdma_cm_of
+from mpa_emu.replay.semantic import (
+    SemanticVerdict,
+    Story,
+    emulated_name,
+    rdma_cm_of,
+)
+from mpa_emu.replay.stacks import StackChoice, side_words
 from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
 from mpa_emu.views.describe import flags_joined, rdma_cm_label, segment_line, upcall_text
 from mpa_emu.wire import codec
@@ -38,7 +44,16 @@ class ReplayOptions:
     checksums: Mode = Mode.OFFLOAD
     """Which injected frames the NIC drops for their checksum (``--checksums``)."""
     config: CmConfig = field(default_factory=CmConfig)
-    """The emulated node: irdma, or another profile (``--profile``, ``--mpa-rev``)."""
+    """irdma's configuration (``--mpa-rev``) when :attr:`stack` is None."""
+    stack: StackChoice | None = None
+    """The emulated side's stack (``--profile``); None: irdma with :attr:`config`."""
+    peers: tuple[tuple[bytes, StackChoice], ...] = ()
+    """Stacks named for the other addresses (``--profile IP=STACK,...``): words only."""
+
+    @property
+    def emulated_stack(self) -> StackChoice:
+        """The stack that plays the emulated side."""
+        return self.stack or StackChoice(config=self.config)
 
 
 def _t(ns: int) -> str:
@@ -209,6 +224,8 @@ class ReplayReport:
     def text(self) -> str:
         """Verdict, first divergence, and for --semantic what happened to each frame."""
         out = [self.verdict()]
+        if self.names_stacks:
+            out.append(self.stacks_line())
         first = self.first_text()
         if first:
             out.append(first)
@@ -309,13 +326,14 @@ class ReplayReport:
     def _semantic_text(self) -> list[str]:
         sem = self.semantic
         assert sem is not None
-        who = emulator_name(self.options.config)
+        who = emulated_name(self.options.emulated_stack)
         out = ["outcome per connection (recorded host | " + who + "):"]
         for key, r in sem.recorded.items():
             e = sem.emulated[key]
             out.append(f"  {flow_text(key)} ({r.role})")
-            out.append(f"    recorded  {story_text(r)}")
-            out.append(f"    emulated  {story_text(e)}")
+            past_mpa = self.options.emulated_stack.offloaded_state
+            out.append(f"    recorded  {story_text(r, past_mpa)}")
+            out.append(f"    emulated  {story_text(e, past_mpa)}")
         if sem.divergences:
             out.append("differences in outcome:")
             out += [f"  {d.text}" for d in sem.divergences]
@@ -367,8 +385,9 @@ class ReplayReport:
                             for i in self.run.injections]
                            if o.semantic else None),
             "checksums": o.checksums.value,
-            "profile": o.config.profile,
-            "mpa_rev": o.config.mpa_rev,
+            "profile": o.emulated_stack.profile_name,
+            "mpa_rev": o.emulated_stack.mpa_rev,
+            **self._stacks_json(),
             "offload_artefacts": {ip_text(ip): n for ip, n in
                                   sorted(self.recording.offload_artefacts.items())},
             "first_divergence": self.first_divergence or None,
@@ -380,6 +399,27 @@ class ReplayReport:
             "notes": ([self.recording.damage] if self.recording.damage else [])
             + self.run.notes,
         }
+
+    @property
+    def names_stacks(self) -> bool:
+        """Whether the report names the stacks of the sides: any but irdma emulated, or
+        a stack named per address (an irdma replay's report reads as it always did)."""
+        o = self.options
+        return o.emulated_stack.stack != "irdma" or bool(o.peers)
+
+    def stacks_line(self) -> str:
+        """``stacks: 192.0.2.1 siw (emulated), 192.0.2.2 cxgb4 (recorded peer)``."""
+        o = self.options
+        return side_words(o.emulate, o.emulated_stack, dict(o.peers))
+
+    def _stacks_json(self) -> dict[str, Any]:
+        if not self.names_stacks:
+            return {}
+        o = self.options
+        return {"stack": o.emulated_stack.label,
+                "stacks": {ip_text(ip): {"stack": c.label,
+                                         "side": "emulated" if ip == o.emulate else "peer"}
+                           for ip, c in [(o.emulate, o.emulated_stack), *sorted(o.peers)]}}
 
     def _divergence_json(self, d: Divergence) -> dict[str, Any]:
         out = _divergence_json(d)
@@ -448,11 +488,13 @@ def injection_text(inj: Injection, rdma: dict[int, str] | None = None) -> str:
     return "; ".join(parts)
 
 
-def story_fields(s: Story) -> list[tuple[str, str]]:
-    """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order."""
+def story_fields(s: Story, past_mpa: str = "OFFLOADED") -> list[tuple[str, str]]:
+    """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order;
+    ``past_mpa`` names the stack's state past MPA (irdma's OFFLOADED, siw's RDMA_MODE,
+    cxgb4's FPDU_MODE)."""
     mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
     out = [("MPA sent", mpa_frames or "none"), ("answer", s.answer or "none"),
-           ("OFFLOADED", f"at frame {s.offloaded}" if s.offloaded else "never"),
+           (past_mpa, f"at frame {s.offloaded}" if s.offloaded else "never"),
            ("ESTABLISHED", f"at frame {s.established}" if s.established else "never")]
     if s.upcalls:
         out.append(("upcalls", ", ".join(name for _n, name in s.upcalls)))
@@ -464,10 +506,10 @@ def story_fields(s: Story) -> list[tuple[str, str]]:
     return out
 
 
-def story_text(s: Story) -> str:
+def story_text(s: Story, past_mpa: str = "OFFLOADED") -> str:
     """One connection's outcome in one line."""
     parts = []
-    for name, value in story_fields(s):
+    for name, value in story_fields(s, past_mpa):
         if name == "MPA sent":
             parts.append(f"{name}: {value}")
         elif name == "first close":
