@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.cli import CliError
+from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.values import seed
 
 HELP = ("run every ordered pair of iWARP stacks (irdma, siw, cxgb4) through a catalogue "

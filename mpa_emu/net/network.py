@@ -306,6 +306,11 @@ class Network:
             cfg = replace(cfg, mtu=mtu)
         seed = derive_seed(self.seed, f"core:{name}")
         if stack == "irdma":
+            # irdma's registry parameters are CmConfig fields (mpa_emu/stacks/irdma.py).
+            defaults = STACKS["irdma"].defaults()
+            changed = {k: int(v) for k, v in parsed.items() if defaults[k] != v}
+            if changed:
+                cfg = replace(cfg, **changed)
             core = self._core_factory(name, raw_mac, cfg, seed=seed, trace=self.trace)
         else:
             core = STACKS[stack].make_core(name, raw_mac, parsed, seed=seed, trace=self.trace,

@@ -61,8 +61,8 @@ class StackChoice:
     @property
     def label(self) -> str:
         """``irdma``, ``siw``, ``siw(mpa_version=1)``: how reports name the stack."""
-        if self.stack == "irdma":
-            return "irdma" if self.config.profile == "irdma" else self.config.profile
+        if self.stack == "irdma" and self.config.profile != "irdma":
+            return self.config.profile
         return stack_label(self.stack, dict(self.params))
 
     @property
@@ -111,11 +111,14 @@ def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
                          f"({', '.join(sorted(STACKS))}; parameters as in "
                          "siw(peer_to_peer=1)), mpa-v1, ADDRESS=STACK,... or auto")
     if stack == "irdma":
-        if pairs:
-            raise ValueError("irdma takes no parameters here (its settings are CmConfig "
-                             "fields; --mpa-rev sets the revision)")
-        overrides = {} if mpa_rev is None else {"mpa_rev": mpa_rev}
-        return StackChoice("irdma", (), profile("irdma", **overrides), alias)
+        # irdma's registry parameters are CmConfig fields (mpa_emu/stacks/irdma.py).
+        checked = parse_params("irdma", pairs)
+        defaults = STACKS["irdma"].defaults()
+        kept = tuple(sorted((k, v) for k, v in checked.items() if defaults.get(k) != v))
+        overrides = {k: int(v) for k, v in kept}
+        if mpa_rev is not None:
+            overrides["mpa_rev"] = mpa_rev
+        return StackChoice("irdma", kept, profile("irdma", **overrides), alias)
     if mpa_rev is not None and stack in REV_PARAM:
         pairs[REV_PARAM[stack]] = mpa_rev
     checked = parse_params(stack, pairs)

@@ -16,7 +16,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace
-from mpa_emu.stacks import StackParam
+from mpa_emu.stacks.base import StackParam
 
 _CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"
 

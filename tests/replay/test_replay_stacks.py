@@ -270,3 +270,13 @@ def test_a_siw_responder_posts_receive_buffers_for_the_recorded_sends(tmp_path: 
     assert [a["detail"] for a in posted] == [
         f"{total // 24 + 1} receive buffer(s) of {total} bytes"]
     assert "Terminate" not in text
+
+
+def test_irdma_takes_its_registry_parameters_in_a_profile() -> None:
+    from mpa_emu.replay.stacks import choose
+
+    choice = choose("irdma(mpa_rev=1)")
+    # IRDMA_CM_DEFAULT_MPA_VER rebuilt as 1: irdma_send_mpa_request sends rev 1.
+    assert choice.config.mpa_rev == 1
+    assert choice.label == "irdma(mpa_rev=1)"
+    assert choose("irdma").label == "irdma"
