@@ -308,9 +308,8 @@ class Network:
         if stack == "irdma":
             # irdma's registry parameters are CmConfig fields (mpa_emu/stacks/irdma.py).
             defaults = STACKS["irdma"].defaults()
-            changed = {k: int(v) for k, v in parsed.items() if defaults[k] != v}
-            if changed:
-                cfg = replace(cfg, **changed)
+            if parsed != defaults:
+                cfg = replace(cfg, mpa_rev=int(parsed["mpa_rev"]), gen=int(parsed["gen"]))
             core = self._core_factory(name, raw_mac, cfg, seed=seed, trace=self.trace)
         else:
             core = STACKS[stack].make_core(name, raw_mac, parsed, seed=seed, trace=self.trace,
