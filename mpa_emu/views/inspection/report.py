@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT, FLAG_RESERVED
+from mpa_emu.wire.private_data import LegacyIrdOrd
+
+if TYPE_CHECKING:
+    from mpa_emu.judge.fingerprint import SideStack
+    from mpa_emu.judge.rules import Refusal
 
 
 @dataclass(slots=True)
@@ -16,6 +21,12 @@ class Finding:
     frame: int | None
     severity: str
     text: str
+    stack: str | None = None
+    """The stack whose rule this is (``irdma``, ``siw``, ``cxgb4``), if any."""
+    rule: str | None = None
+    """The catalogue key of the rule (docs/explain.md)."""
+    fn: str | None = None
+    """The kernel function that enforces the rule."""
 
 
 @dataclass(slots=True)
@@ -35,6 +46,9 @@ class MpaInfo:
     write_rtr: bool | None = None
     read_rtr: bool | None = None
     private_data: bytes = b""
+    """The ULP private data (after the RFC 6581 block when there is one)."""
+    legacy: LegacyIrdOrd | None = None
+    """The private data read as the [MS-SMBD] legacy IRD/ORD header, when it is one."""
 
     @property
     def reject(self) -> bool:
@@ -138,10 +152,15 @@ class ConnectionReport:
     fingerprints: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     comments: list[tuple[int, str]] = field(default_factory=list)
+    stacks: list[SideStack] = field(default_factory=list)
+    """The stack each side is judged as (client first), with the evidence."""
+    refusals: list[Refusal] = field(default_factory=list)
+    """Rules of the sides' own stacks that the MPA exchange breaks."""
 
-    def add(self, frame: int | None, severity: str, text: str) -> None:
-        """Record a finding."""
-        self.findings.append(Finding(frame, severity, text))
+    def add(self, frame: int | None, severity: str, text: str, *, stack: str | None = None,
+            rule: str | None = None, fn: str | None = None) -> None:
+        """Record a finding (``stack``, ``rule``, ``fn``: the stack rule behind it)."""
+        self.findings.append(Finding(frame, severity, text, stack, rule, fn))
 
     @property
     def errors(self) -> int:

@@ -1,0 +1,151 @@
+"""Which stack one side of a connection runs, decided from what it put on the wire.
+
+Evidence, each item a fact of the kernel source:
+
+- the SYN or SYN-ACK: irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window
+  field 65535 (``irdma_send_syn``, ``rcv_wnd`` in ``irdma_make_cm_node``) and never SACK
+  or timestamps; a Linux socket (siw, a userspace iWARP library) sends SACK permitted and
+  timestamps besides MSS and WS (``tcp_syn_options``); Chelsio's offloaded TCP sends
+  timestamps and SACK only when the iw_cxgb4 module parameters enable_tcp_timestamps
+  and enable_tcp_sack are set (both off by default), window scaling by default;
+- the MPA flags: irdma always sets C (``irdma_build_mpa_v1/v2``), cxgb4 sets it by
+  default (``crc_enabled``), siw only with ``mpa_crc_required`` (off); siw marks
+  ``MPA_RR_FLAG_GSO_EXP`` (0x08 of the flags byte) when built with ``try_gso``;
+- the RFC 6581 block: irdma always sets P2P and offers both the Write and the Read RTR,
+  and as responder chooses Read; cxgb4 (``peer2peer`` on, ``p2p_type`` Read by default)
+  offers only the Read RTR, and as responder prefers Write; siw sends the block without
+  P2P by default (``peer_to_peer`` off) and as responder prefers Write;
+- rev 1 with no CRC from a Linux socket: a userspace iWARP library (siw's revision is
+  the constant 2 in siw_main.c).
+
+Each stack gets a score; one that the evidence rules out (irdma without C, irdma with
+SACK) is out. The best score wins when it is ahead of the others; otherwise the side is
+``unknown``. The evidence is kept in words for the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
+from mpa_emu.views.inspection.report import Direction, MpaInfo
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED
+
+IRDMA_WINDOW = 65535
+IRDMA_SYN_OPTIONS = (2, 3, 0)
+GSO_FLAG = 0x08
+"""siw's MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte)."""
+
+_CANDIDATES = (IRDMA, SIW, CXGB4, LINUX_USERSPACE)
+
+
+@dataclass(slots=True)
+class SideStack:
+    """The stack one side is judged as, how (``fingerprint`` or ``profile``), and why."""
+
+    side: str
+    address: str
+    stack: str
+    source: str
+    evidence: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """``client 10.0.0.1: siw (fingerprint: ...)``"""
+        why = "; ".join(self.evidence) or "no evidence"
+        return f"{self.side} {self.address}: {self.stack} ({self.source}: {why})"
+
+
+class _Score:
+    def __init__(self) -> None:
+        self.points = dict.fromkeys(_CANDIDATES, 0)
+        self.out: set[str] = set()
+        self.evidence: list[str] = []
+
+    def add(self, text: str, **points: int) -> None:
+        self.evidence.append(text)
+        for name, value in points.items():
+            self.points[name.replace("_", "-")] += value
+
+    def rule_out(self, text: str, *names: str, **points: int) -> None:
+        self.add(text, **points)
+        self.out.update(names)
+
+    def best(self) -> str:
+        live = {k: v for k, v in self.points.items() if k not in self.out and v > 0}
+        if not live:
+            return UNKNOWN
+        ranked = sorted(live.items(), key=lambda kv: -kv[1])
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return UNKNOWN
+        return ranked[0][0]
+
+
+def _tcp(score: _Score, d: Direction) -> None:
+    if d.syn_frame is None:
+        return
+    kinds = d.option_kinds
+    if kinds == IRDMA_SYN_OPTIONS and d.syn_window == IRDMA_WINDOW:
+        score.add("SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", irdma=3)
+        return
+    if 4 in kinds or 8 in kinds:
+        what = "SACK and timestamps" if 4 in kinds and 8 in kinds else \
+            "SACK" if 4 in kinds else "timestamps"
+        score.rule_out(f"SYN with {what}: a Linux socket (tcp_syn_options; irdma's TCP "
+                       "never sends them)", IRDMA, siw=1, linux_userspace=1)
+        return
+    if 2 in kinds and 3 in kinds:
+        score.add("SYN with MSS and WS, no SACK or timestamps (cxgb4's offloaded TCP "
+                  "defaults)", cxgb4=1)
+
+
+def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
+    if mine is None:
+        return
+    what = "request" if mine.request else "reply"
+    if mine.flags & GSO_FLAG:
+        score.add(f"{what} sets 0x08 (siw's MPA_RR_FLAG_GSO_EXP, try_gso)", siw=3)
+    crc = bool(mine.flags & FLAG_CRC)
+    # A siw responder echoes the request's flags (siw_proc_mpareq keeps its bits), so a
+    # reply's C says something only when the request did not set C.
+    own_crc = mine.request or (theirs is not None and not theirs.flags & FLAG_CRC)
+    if not crc:
+        score.rule_out(f"{what} without C (irdma always sets C, siw's mpa_crc_required is "
+                       "off)", IRDMA, siw=1, linux_userspace=1, cxgb4=-1)
+    elif own_crc:
+        score.add(f"{what} sets C (irdma always, cxgb4 crc_enabled)", irdma=1, cxgb4=1)
+    if mine.rev == 1:
+        score.add(f"{what} rev 1 (a userspace iWARP library; siw and cxgb4 send rev 2)",
+                  linux_userspace=1)
+    if not mine.has_block:
+        if mine.rev == 2 and not mine.flags & FLAG_ENHANCED:
+            score.add(f"{what} rev 2 without the enhanced flag")
+        return
+    offered = mine.rtr_names()
+    if not mine.p2p:
+        score.rule_out(f"{what} block without P2P (siw's peer_to_peer is off; irdma always "
+                       "sets it)", IRDMA, siw=2, cxgb4=-1)
+        return
+    if mine.request:
+        if offered == ["write", "read"]:
+            score.add("request P2P offering the Write and Read RTR (irdma's defaults)",
+                      irdma=1)
+        elif offered == ["read"]:
+            score.add("request P2P offering only the Read RTR (cxgb4's p2p_type)", cxgb4=2)
+        return
+    both = theirs is not None and {"write", "read"} <= set(theirs.rtr_names())
+    if both and offered == ["read"]:
+        score.add("reply chose Read where Write was offered too (irdma prefers Read)",
+                  irdma=2)
+    elif both and offered == ["write"]:
+        score.add("reply chose Write where Read was offered too (siw and cxgb4 prefer "
+                  "Write)", siw=1, cxgb4=1)
+
+
+def decide(side: str, address: str, d: Direction, mine: MpaInfo | None,
+           theirs: MpaInfo | None) -> SideStack:
+    """The stack of one side from its SYN and its MPA frame (``mine``), read beside the
+    other side's frame (``theirs``)."""
+    score = _Score()
+    _tcp(score, d)
+    _mpa(score, mine, theirs)
+    return SideStack(side, address, score.best(), "fingerprint", score.evidence)
