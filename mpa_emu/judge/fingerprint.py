@@ -26,10 +26,13 @@ SACK) is out. The best score wins when it is ahead of the others; otherwise the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
-from mpa_emu.views.inspection.report import Direction, MpaInfo
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED
+
+if TYPE_CHECKING:
+    from mpa_emu.views.inspection.report import Direction, MpaInfo
 
 IRDMA_WINDOW = 65535
 IRDMA_SYN_OPTIONS = (2, 3, 0)

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import errno
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW
-from mpa_emu.views.inspection.report import MpaInfo
 from mpa_emu.wire.mpa import FLAG_ENHANCED, FLAG_MARKERS, FRAME_SIZE, IRD_ORD_MASK, RTR_MSG_SIZE
+
+if TYPE_CHECKING:
+    from mpa_emu.views.inspection.report import MpaInfo
 
 IRDMA_MAX_CM_BUF = 544
 """IRDMA_MAX_CM_BUF: irdma_parse_mpa refuses a longer payload."""

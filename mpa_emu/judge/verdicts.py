@@ -11,12 +11,16 @@ is not in the capture.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mpa_emu.judge.fingerprint import SideStack, decide
 from mpa_emu.judge.profile import Profiles
 from mpa_emu.judge.rules import Received, Refusal, initiator_refusals, responder_refusals
 from mpa_emu.judge.stacks import KERNEL_STACKS, UNKNOWN
-from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
 from mpa_emu.wire.mpa import FRAME_SIZE
+
+if TYPE_CHECKING:
+    from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
 
 Stream = list[tuple[int, int, bytes]]
 

@@ -19,6 +19,7 @@ from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.ddp import OPCODE_NAMES
 from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
+from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment, flag_names
 
 
@@ -67,7 +68,13 @@ def mpa_summary(payload: bytes) -> str | None:
     if flag_names:
         parts.append("+".join(flag_names))
     if frame.private_data:
-        parts.append(f"pd={text_or_hex(frame.private_data)}")
+        legacy = decode_legacy(frame.private_data)
+        if legacy is not None:
+            # [MS-SMBD] 6.1 (SMB Direct's IRD/ORD negotiate header).
+            parts.append(f"MS-SMBD legacy IRD {legacy.ird} ORD {legacy.ord}"
+                         + (" (LE)" if legacy.broken else ""))
+        else:
+            parts.append(f"pd={text_or_hex(frame.private_data)}")
     return " ".join(parts)
 
 
@@ -222,7 +229,10 @@ def describe_payload(payload: bytes) -> str:
                                           (r.read0, "READ0 "), (r.zero_len_send, "SEND0 "))
                           if on)
             text += f" [IRD {r.ird} ORD {r.ord} {rtr.strip()}]"
-        if frame.private_data:
+        legacy = decode_legacy(frame.private_data)
+        if legacy is not None:
+            text += f" [{legacy.text()}]"
+        elif frame.private_data:
             text += f" pdata={frame.private_data[:24].hex()}"
             if len(frame.private_data) > 24:
                 text += "..."

@@ -16,8 +16,8 @@ from mpa_emu.capture.decode import (
     endpoint,
     read_frames,
 )
+from mpa_emu.judge import verdicts as stack_verdicts
 from mpa_emu.judge.profile import Profiles
-from mpa_emu.judge.verdicts import judge_connection
 from mpa_emu.views.inspection.fingerprint import fingerprints
 from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
 from mpa_emu.views.inspection.mpa_exchange import (
@@ -273,7 +273,7 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)
-    judge_connection(rep, client, server, c_stream, s_stream, profiles)
+    stack_verdicts.judge_connection(rep, client, server, c_stream, s_stream, profiles)
     fingerprints(rep, client, server)
     rep.findings.sort(key=lambda x: (x.frame or 0))
     return rep
