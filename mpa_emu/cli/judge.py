@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterator, Sequence
 from typing import Any, TextIO
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
@@ -20,6 +20,7 @@ from mpa_emu.capture.tshark import (
     ExpertInfo,
     Tshark,
     TsharkError,
+    counted_protocol,
 )
 from mpa_emu.capture.tshark_pieces import Piece, Unsplittable, cut_capture
 from mpa_emu.cli import CliError
@@ -36,7 +37,12 @@ personal plugins (the MPA v2 Lua plugin included) never change a verdict.
 Reported: the checksum reading used, the MPA and DDP/RDMA summary lines, every FPDU CRC
 verdict (tshark gives one only where C was set in the request or reply), the MPA expert
 infos of "-z expert" (tshark 4.0 counts the request ones twice), and the problems:
-expert infos of severity Error, malformed frames and bad CRCs.
+expert infos of severity Error and malformed frames raised by the iWARP, TCP and IP
+dissectors, and bad CRCs. Errors of the dissectors above iWARP (SMB2, SMB Direct,
+RPC-over-RDMA, NVMe, ...) judge the application's bytes: they are listed, not counted.
+tshark before 4.6 does not know RFC 6581: every MPA v2 request raises "Rev field is NOT
+set to one" and "Res field is NOT set to zero" (warnings); they are shown as a known
+limitation, never a failure.
 
 --checksums offload (the default): tshark decodes as Wireshark does by default (TCP
 checksums not verified, so a TX offload artefact never stops reassembly), verifies IPv4
@@ -97,6 +103,8 @@ def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict
                 for v in verdicts.crcs],
         "expert": _iwarp_experts(verdicts.experts.table()),
         "problems": verdicts.problems(),
+        "not_counted": verdicts.not_counted(),
+        "known_limitations": known_limitations(judge.version(), verdicts.experts.table()),
     }
 
 
@@ -122,7 +130,9 @@ def write_verdicts(judge: Tshark, capture: str, mode: Mode, out: TextIO,
     problems = verdicts.problems()
     lines = _crc_lines(verdicts.crc_counts, [{"frame": v.frame, "text": v.text}
                                              for v in verdicts.bad_crcs])
-    lines += _tail_lines(_iwarp_experts(verdicts.experts.table()), problems)
+    table = verdicts.experts.table()
+    lines += _tail_lines(_iwarp_experts(table), problems, verdicts.not_counted(),
+                         known_limitations(judge.version(), table))
     out.write("\n".join(lines) + "\n")
     return bool(problems)
 
@@ -180,6 +190,7 @@ class _Verdicts:
         self.bad_crcs: list[CrcVerdict] = []
         self.experts = _ExpertTotals()
         self.tree_problems: list[str] = []
+        self.tree_others: list[str] = []
 
     @property
     def checksums(self) -> dict[str, Any]:
@@ -191,15 +202,51 @@ class _Verdicts:
         return checksums
 
     def problems(self) -> list[str]:
-        """Error-level expert infos (table, then tree), malformed frames, bad CRCs and
-        bad TCP checksums, one line each."""
+        """Error-level expert infos (table, then tree) and malformed frames of the
+        iWARP/TCP/IP dissectors, bad CRCs and bad TCP checksums, one line each."""
         out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
-               for e in self.experts.table() if e.severity == "Error"]
+               for e in self.experts.table()
+               if e.severity == "Error" and counted_protocol(e.protocol)]
         out += self.tree_problems
         out += [f"frame {v.frame}: {v.text}" for v in self.bad_crcs]
         out += [f"frame {n}: bad TCP checksum (not a TX offload partial sum)"
                 for n in self.bad_checksums]
         return out
+
+    def not_counted(self) -> list[str]:
+        """Error-level expert infos and malformed frames of the dissectors above iWARP
+        (:func:`~mpa_emu.capture.tshark.counted_protocol`): listed, not problems."""
+        out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
+               for e in self.experts.table()
+               if e.severity == "Error" and not counted_protocol(e.protocol)]
+        return out + self.tree_others
+
+
+REV_NOT_ONE = "Rev field is NOT set to one as required by RFC 5044"
+RES_NOT_ZERO = "Res field is NOT set to zero as required by RFC 5044"
+
+
+def known_limitations(version: str, table: list[ExpertInfo]) -> list[str]:
+    """What tshark says only because it predates RFC 6581 (Wireshark 4.6 decodes the
+    enhanced block): the Rev and Res warnings on MPA v2 requests."""
+    old = not _at_least(version, (4, 6))
+    out = []
+    for e in table:
+        if old and e.protocol.startswith("IWARP") and e.summary in (REV_NOT_ONE,
+                                                                     RES_NOT_ZERO):
+            out.append(f"{e.severity}/{e.group}: {e.summary} (x{e.count}): expected for MPA "
+                       "rev 2 (RFC 6581) from a tshark before 4.6, which checks RFC 5044 "
+                       "only; not a problem")
+    return out
+
+
+def _at_least(version: str, wanted: tuple[int, int]) -> bool:
+    """``TShark (Wireshark) 4.0.17 (...)`` at least ``wanted`` (major, minor)."""
+    for word in version.split():
+        parts = word.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return (int(parts[0]), int(parts[1])) >= wanted
+    return False
 
 
 def _judge_pieces(judge: Tshark, capture: str, mode: Mode, spool: TextIO,
@@ -250,11 +297,14 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
             verdicts.bad_crcs.append(v)
     carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
     verdicts.experts.add(judge.expert(piece.path), carried)
-    for e in judge.tree_expert_stream(piece.path):
+    for e in judge.tree_problem_stream(piece.path):
         where = piece.number(e.frame)
-        if where is not None and (e.severity == "Error" or e.group == "Malformed"):
-            verdicts.tree_problems.append(
-                f"frame {where}: {e.severity}/{e.group}: {e.message}")
+        if where is not None:
+            line = f"frame {where}: {e.severity}/{e.group}: {e.message}"
+            if counted_protocol(e.protocol):
+                verdicts.tree_problems.append(line)
+            else:
+                verdicts.tree_others.append(f"{line} ({e.protocol})")
 
 
 def _offload_pass(judge: Tshark, piece: Piece) -> Iterator[tuple[int, str, bool]]:
@@ -311,7 +361,8 @@ def format_verdicts(report: dict[str, Any]) -> str:
     counts = {s: sum(1 for v in report["crc"] if v["status"] == s)
               for s in ("good", "bad", "unchecked")}
     lines += _crc_lines(counts, [v for v in report["crc"] if v["status"] == "bad"])
-    lines += _tail_lines(report["expert"], report["problems"])
+    lines += _tail_lines(report["expert"], report["problems"], report.get("not_counted", []),
+                         report.get("known_limitations", []))
     return "\n".join(lines) + "\n"
 
 
@@ -332,10 +383,17 @@ def _crc_lines(counts: dict[str, int], bad: list[dict[str, Any]]) -> list[str]:
     return lines + [f"  frame {v['frame']}: {v['text']}" for v in bad]
 
 
-def _tail_lines(expert: list[dict[str, Any]], problems: list[str]) -> list[str]:
+def _tail_lines(expert: list[dict[str, Any]], problems: list[str],
+                not_counted: Sequence[str] = (), known: Sequence[str] = ()) -> list[str]:
     lines = ["", "MPA expert infos:"]
     lines += [f"  {e['severity']}/{e['group']}: {e['summary']} (x{e['count']})"
               for e in expert] or ["  (none)"]
+    if known:
+        lines += ["", "known limitations of this tshark:"]
+        lines += [f"  {k}" for k in known]
+    if not_counted:
+        lines += ["", "errors of dissectors above iWARP (not counted):"]
+        lines += [f"  {n}" for n in not_counted]
     lines += ["", "problems:"]
     lines += [f"  {p}" for p in problems] or ["  none"]
     return lines

@@ -70,10 +70,12 @@ def no_crc(ulpdu: bytes) -> bytes:
 
 
 def siw_smb_direct(cport: int = 40100, *, client: str = "10.0.0.1",
-                   server: str = "10.0.0.2", legacy_order: str = ">") -> Conversation:
+                   server: str = "10.0.0.2", legacy_order: str = ">",
+                   then: tuple[bytes, ...] = ()) -> Conversation:
     """A healthy siw-to-siw SMB Direct connection: handshake (Linux SYNs), MPA rev 2
     enhanced without P2P or CRC, legacy IRD/ORD private data both ways, the SMB Direct
-    negotiate request and response in Sends, a graceful close."""
+    negotiate request and response in Sends, the client's ``then`` payloads (each ACKed),
+    a graceful close."""
     conv = Conversation(client=client, server=server, cport=cport, sport=SMBD_PORT)
     conv.handshake(LINUX_SYN, LINUX_SYNACK)
     conv.client_sends(mpa(KEY_REQ, 0x10, 2, block(SMBD_IRD, SMBD_ORD)
@@ -85,5 +87,25 @@ def siw_smb_direct(cport: int = 40100, *, client: str = "10.0.0.1",
     conv.client_sends(no_crc(send(1, smbd_negotiate_request())))
     conv.server_sends(no_crc(send(1, smbd_negotiate_response())))
     conv.ack_from_client()
+    for payload in then:
+        conv.client_sends(payload)
+        conv.ack_from_server()
     conv.graceful_close()
     return conv
+
+
+def smbd_data(payload: bytes) -> bytes:
+    """[MS-SMBD] 2.2.3 data transfer message: credits 255/255, no flags, RemainingDataLength
+    0, DataOffset 24, DataLength, Padding, then the data."""
+    return struct.pack("<HHHHIIII", 255, 255, 0, 0, 0, 24, len(payload), 0) + payload
+
+
+BROKEN_SMB2 = b"\xfeSMB" + struct.pack("<H", 64) + b"\x00" * 6
+"""An SMB2 header cut after 12 of its 64 bytes ([MS-SMB2] 2.2.1): tshark's SMB2
+dissector calls the frame malformed."""
+
+
+def siw_smb_direct_with_bad_smb2(cport: int = 40101) -> Conversation:
+    """:func:`siw_smb_direct` whose client then sends a data transfer message carrying a
+    cut SMB2 header: a problem of SMB2, not of iWARP."""
+    return siw_smb_direct(cport, then=(no_crc(send(2, smbd_data(BROKEN_SMB2))),))
