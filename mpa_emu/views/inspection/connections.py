@@ -240,6 +240,8 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
         _frame_findings(rep, d, f, mode)
         if f.comment:
             rep.comments.append((f.number, f.comment))
+        if f.flags & (SYN | FIN | RST) or f.payload.startswith((KEY_REQ, KEY_REP)):
+            rep.times[f.number] = f.time
         if f.flags & SYN:
             d.syn_count += 1
             if d.isn is None:
@@ -251,6 +253,7 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
             d.fins.append((f.number, seq_space.add(f.seq, len(f.payload))))
         if f.flags & RST:
             d.rsts.append(f.number)
+    rep.times[conn.frames[-1].number] = conn.frames[-1].time
     client, server = sides[True], sides[False]
     _offload_notes(rep, client, server, mode)
     handshake(rep, conn.frames, client, server)

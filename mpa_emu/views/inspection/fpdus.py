@@ -115,7 +115,8 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:
-            info.what = f"{name}: {terminate_text(TerminateHeader.from_bytes(body))}"
+            info.terminate = TerminateHeader.from_bytes(body)
+            info.what = f"{name}: {terminate_text(info.terminate)}"
         elif not body and opcode == Opcode.SEND:
             info.what = f"zero-length {name}"
     except DdpFormatError:

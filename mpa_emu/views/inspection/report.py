@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mpa_emu.wire.ddp import TerminateHeader
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT, FLAG_RESERVED
 from mpa_emu.wire.private_data import LegacyIrdOrd
 
@@ -96,6 +97,8 @@ class FpduInfo:
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None
+    terminate: TerminateHeader | None = None
+    """The decoded Terminate message (RFC 5040 section 4.8) of an opcode 7 FPDU."""
 
 
 @dataclass(slots=True)
@@ -156,6 +159,9 @@ class ConnectionReport:
     """The stack each side is judged as (client first), with the evidence."""
     refusals: list[Refusal] = field(default_factory=list)
     """Rules of the sides' own stacks that the MPA exchange breaks."""
+    times: dict[int, float] = field(default_factory=dict)
+    """Capture time of the frames that mark the story (SYNs, MPA frames, FINs, RSTs, the
+    last frame), for timers; not part of the JSON report."""
 
     def add(self, frame: int | None, severity: str, text: str, *, stack: str | None = None,
             rule: str | None = None, fn: str | None = None) -> None:
@@ -169,7 +175,9 @@ class ConnectionReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (bytes as hex), as in :meth:`CaptureReport.to_dict`."""
-        return _jsonable(asdict(self))  # type: ignore[no-any-return]
+        out: dict[str, Any] = _jsonable(asdict(self))
+        out.pop("times", None)
+        return out
 
 
 @dataclass(slots=True)
@@ -193,7 +201,10 @@ class CaptureReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (bytes as hex)."""
-        return _jsonable(asdict(self))  # type: ignore[no-any-return]
+        out: dict[str, Any] = _jsonable(asdict(self))
+        for conn in out.get("connections", []):
+            conn.pop("times", None)
+        return out
 
 
 def _jsonable(value: Any) -> Any:
