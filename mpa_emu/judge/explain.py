@@ -308,6 +308,11 @@ def _refused(b: _Builder, r: Refusal) -> None:
         b.initiator(r.status, f"{r.fn}")
         return
     # A responder refusal: its application hears nothing; the initiator sees the reaction.
+    later = next((x for x in c.refusals if x.role == "initiator"), None)
+    if later is not None:
+        # The initiator refuses the answer too (irdma: a rev 2 reject without P2P).
+        b.initiator(later.status, f"{later.fn}: {later.text}")
+        return
     if rep is not None and rep.reject:
         b.initiator(ev.status_of(ev.REJECT_STATUS, b.ini, -errno.ECONNREFUSED),
                     f"the {r.stack} responder answered with a reject")
@@ -434,10 +439,9 @@ def _accepted(b: _Builder) -> None:
         t = term.terminate
         key = (t.layer, t.etype, t.error_code)
         cause = _TERM_CAUSES.get(key, "terminate")
-        after_rtr = (first_client is not None and term.side == "server"
-                     and rtr_expected
-                     and not any(f.side == "server" and f.frame < term.frame
-                                 and f.opcode != Opcode.TERMINATE for f in c.fpdu_list))
+        before = [f for f in c.fpdu_list if f.frame < term.frame]
+        after_rtr = (term.side == "server" and rtr_expected and first_client is not None
+                     and [f.frame for f in before] == [first_client.frame])
         if after_rtr and cause == "terminate":
             cause = "zero-length-rtr-refused"
         quoted = ""
