@@ -10,6 +10,7 @@ from typing import TextIO
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.inspect import add_checksums_argument
+from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.cli.values import capture_port
 from mpa_emu.views.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
 
@@ -28,6 +29,9 @@ note per sender, "TX checksum offload: not verified"; strict marks them on each 
 off marks no checksum. FPDUs get a CRC verdict only where C was set in the MPA request
 or reply (RFC 5044 section 7.1).
 
+--stacks (or --profile IP=STACK, which overrides the fingerprint of that address) names
+the stack each address is judged as in its lane title, as inspect judges it.
+
 exit codes: 0 drawn, 2 unreadable input, bad scenario or unwritable output
 """
 
@@ -43,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .txt name gets the text)")
     add_checksums_argument(parser)
+    parser.add_argument("--stacks", action="store_true",
+                        help="captures: name the stack each address is judged as in its "
+                             "lane title (implied by --profile)")
+    add_profile_argument(parser)
 
 
 def build(source: str, ports: list[int] | None = None,
@@ -66,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """Draw. A capture is read as a stream and drawn from a temporary file
     (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length."""
     svg = args.output is not None and not args.output.endswith(".txt")
+    profiles = profiles_of(args)
     if args.source.lower().endswith(".toml"):
         ladder = build(args.source, args.port, Mode(args.checksums))
         return _write(args.output, lambda out: out.write(ladder.svg() if svg
@@ -75,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
     except DiagramError as exc:
         raise CliError(str(exc)) from None
     with parked:
+        if (args.stacks or profiles) and args.source != "-":
+            from mpa_emu.judge.verdicts import address_stacks
+
+            stacks = address_stacks(args.source, profiles)
+            parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c
+                              for c in parked.columns]
         return _write(args.output, lambda out: parked.write(out, svg))
 
 

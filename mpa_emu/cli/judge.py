@@ -24,6 +24,7 @@ from mpa_emu.capture.tshark import (
 )
 from mpa_emu.capture.tshark_pieces import Piece, Unsplittable, cut_capture
 from mpa_emu.cli import CliError
+from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.views.inspection import InspectError, TcpFrame, decode_frame, read_frames
 
 HELP = "run tshark on a capture with the MPA options and report its verdicts"
@@ -58,6 +59,9 @@ tshark's memory stays bounded; the report is the one of the whole file, printed 
 end. Captures that cannot be cut safely (not all TCP on Ethernet, one endless connection,
 ...) are judged in one tshark run.
 
+--stacks (or --profile IP=STACK, which overrides the fingerprint of that address) also
+lists the stack each side of each connection is judged as, as inspect judges it.
+
 exit codes: 0 tshark found no problem, 1 it found some, 2 no tshark or unreadable file
 """
 
@@ -82,6 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "offload artefacts are notes; off: nothing verified")
     parser.add_argument("--tshark", metavar="PATH", help="the tshark binary to use")
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    parser.add_argument("--stacks", action="store_true",
+                        help="also list the stack each side of each connection is judged "
+                             "as (implied by --profile)")
+    add_profile_argument(parser)
 
 
 def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict[str, Any]:
@@ -433,13 +441,28 @@ def run(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace, path: str, shown: str | None = None) -> int:
     _check_capture(path, shown or path)
+    profiles = profiles_of(args)
+    stacks: list[str] | None = None
+    if args.stacks or profiles:
+        from mpa_emu.judge.verdicts import stack_lines
+        from mpa_emu.views.inspection import InspectError as ReadError
+
+        try:
+            stacks = stack_lines(path, profiles)
+        except ReadError as exc:
+            raise CliError(str(exc).replace(path, shown or path)) from None
     try:
         mode = Mode(args.checksums)
         judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
                        extra_options=MODE_OPTIONS[mode])
         if not args.json:
-            return 1 if write_verdicts(judge, path, mode, sys.stdout, shown) else 0
+            failed = write_verdicts(judge, path, mode, sys.stdout, shown)
+            if stacks is not None:
+                sys.stdout.write("\nstacks:\n" + "".join(f"  {s}\n" for s in stacks))
+            return 1 if failed else 0
         report = judge_capture(judge, path, mode)
+        if stacks is not None:
+            report["stacks"] = stacks
     except TsharkError as exc:
         raise CliError(str(exc).replace(path, shown or path)) from None
     if shown is not None:

@@ -96,3 +96,31 @@ def _report(rep: ConnectionReport, side: SideStack, r: Refusal) -> None:
 def article(stack: str) -> str:
     """``an irdma``, ``a siw``, ``a cxgb4``."""
     return "an" if stack[:1] in "aeiou" else "a"
+
+
+def address_stacks(path: str, profiles: Profiles | None = None) -> dict[str, list[str]]:
+    """Every IP address of a capture with the stacks its sides are judged as (in order of
+    appearance), read as inspect reads the capture (streamed)."""
+    from mpa_emu.views.inspection import CaptureReport, stream_capture
+
+    out: dict[str, list[str]] = {}
+    report = CaptureReport(path=path)
+    for conn in stream_capture(path, report, profiles=profiles):
+        for side in conn.stacks:
+            found = out.setdefault(side.address, [])
+            if side.stack not in found:
+                found.append(side.stack)
+    return out
+
+
+def stack_lines(path: str, profiles: Profiles | None = None) -> list[str]:
+    """``CLIENT -> SERVER: client siw (fingerprint), server irdma (profile)`` per
+    connection of a capture, in first-frame order."""
+    from mpa_emu.views.inspection import CaptureReport, stream_capture
+
+    report = CaptureReport(path=path)
+    lines: list[tuple[int, str]] = []
+    for conn in stream_capture(path, report, profiles=profiles):
+        sides = ", ".join(f"{s.side} {s.stack} ({s.source})" for s in conn.stacks)
+        lines.append((conn.index, f"{conn.client} -> {conn.server}: {sides}"))
+    return [text for _, text in sorted(lines)]
