@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
-from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
 
 if TYPE_CHECKING:
     from mpa_emu.views.inspection.report import Direction, MpaInfo
@@ -124,6 +124,16 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
             score.add(f"{what} rev 2 without the enhanced flag")
         return
     offered = mine.rtr_names()
+    values = f"{what} IRD {mine.ird} ORD {mine.ord}"
+    if IRD_ORD_MASK in (mine.ird, mine.ord):
+        score.add(f"{values}: 0x3FFF is irdma's \"no IRD/ORD value\" (IETF_NO_IRD_ORD)")
+    elif 0 in (mine.ird, mine.ord):
+        score.add(f"{values}: a 0 is an application's own value (siw passes it on; "
+                  "irdma_negotiate_mpa_v2_ird_ord refuses an IRD of 0 with the Read RTR)")
+    if mine.legacy is not None:
+        score.add(f"{what} private data is the [MS-SMBD] IRD/ORD header: SMB Direct"
+                  + (" from an old cifs.ko/ksmbd (little-endian)" if mine.legacy.broken
+                     else ""))
     if not mine.p2p:
         score.rule_out(f"{what} block without P2P (siw's peer_to_peer is off; irdma always "
                        "sets it)", IRDMA, siw=2, cxgb4=-1)

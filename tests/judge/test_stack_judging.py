@@ -162,3 +162,17 @@ def test_judge_does_not_fail_on_an_smb2_error(tmp_path: Path,
         report["not_counted"]
     assert main(["judge", str(path)]) == 0
     assert "errors of dissectors above iWARP (not counted):" in capsys.readouterr().out
+
+
+def test_irdmas_mss_rule_is_a_note_when_the_receiver_is_not_irdma(tmp_path: Path) -> None:
+    # irdma_process_options refuses an MSS option below 536; a Linux socket takes it.
+    from tests.helpers.inspect_builders import Conversation
+    from tests.helpers.stack_captures import LINUX_SYNACK, SIW_REQUEST
+
+    small = [("MSS", 500), *LINUX_SYNACK[1:]]
+    conv = Conversation(client="10.0.3.1", server="10.0.3.2").handshake(small, LINUX_SYNACK)
+    conv.client_sends(SIW_REQUEST)
+    conn = _only(write_pcap(tmp_path / "m.pcap", conv))
+    (mss,) = [f for f in conn.findings if f.fn == "irdma_process_options"]
+    assert (mss.frame, mss.severity, mss.stack) == (1, "note", "irdma")
+    assert mss.text.endswith(f"the server is {conn.stacks[1].stack}")
