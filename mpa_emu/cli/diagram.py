@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     with parked:
         if (args.stacks or profiles) and args.source != "-":
-            from mpa_emu.judge.verdicts import address_stacks
+            from mpa_emu.judge.capture_stacks import address_stacks
 
             stacks = address_stacks(args.source, profiles)
             parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c

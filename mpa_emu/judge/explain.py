@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mpa_emu.judge import cm_events as ev
 from mpa_emu.judge.catalogue import CAUSES
-from mpa_emu.judge.rules import Refusal, errno_name
+from mpa_emu.judge.model import Refusal, errno_name
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW, UNKNOWN
 from mpa_emu.wire.ddp import Opcode
 

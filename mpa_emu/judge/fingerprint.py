@@ -25,9 +25,9 @@ SACK) is out. The best score wins when it is ahead of the others; otherwise the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mpa_emu.judge.model import SideStack
 from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
 
@@ -40,22 +40,6 @@ GSO_FLAG = 0x08
 """siw's MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte)."""
 
 _CANDIDATES = (IRDMA, SIW, CXGB4, LINUX_USERSPACE)
-
-
-@dataclass(slots=True)
-class SideStack:
-    """The stack one side is judged as, how (``fingerprint`` or ``profile``), and why."""
-
-    side: str
-    address: str
-    stack: str
-    source: str
-    evidence: list[str] = field(default_factory=list)
-
-    def text(self) -> str:
-        """``client 10.0.0.1: siw (fingerprint: ...)``"""
-        why = "; ".join(self.evidence) or "no evidence"
-        return f"{self.side} {self.address}: {self.stack} ({self.source}: {why})"
 
 
 class _Score:

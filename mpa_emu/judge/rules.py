@@ -15,6 +15,7 @@ import errno
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mpa_emu.judge.model import Refusal
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW
 from mpa_emu.wire.mpa import FLAG_ENHANCED, FLAG_MARKERS, FRAME_SIZE, IRD_ORD_MASK, RTR_MSG_SIZE
 
@@ -36,41 +37,6 @@ RULE_MARKERS = "markers"
 RULE_EXTRA = "extra-bytes"
 RULE_KEY = "wrong-key"
 RULE_ENHANCED = "revision"
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """One rule of ``stack`` that the frame received by ``role`` breaks.
-
-    ``status`` is the iw_cm CONNECT_REPLY status the initiator's application gets when
-    the initiator refuses (negative errno), None when a responder refuses (its
-    application hears nothing; what the initiator sees depends on the initiator's stack).
-    ``reply`` is what the refusing side puts on the wire (RST, a reject, a Terminate)."""
-
-    stack: str
-    role: str
-    rule: str
-    fn: str
-    frame: int
-    text: str
-    reply: str
-    status: int | None = None
-    log: str = ""
-
-    def sentence(self) -> str:
-        """``an irdma initiator refuses it (irdma_negotiate_mpa_v2_ird_ord: RST,
-        CONNECT_REPLY -ECONNRESET)``"""
-        status = f", CONNECT_REPLY {errno_name(self.status)}" if self.status is not None \
-            else ""
-        return f"{self.text}: {self.fn} ({self.reply}{status})"
-
-
-def errno_name(status: int | None) -> str:
-    """``-ECONNRESET`` for -104, ``0`` for 0."""
-    if not status:
-        return "0"
-    name = errno.errorcode.get(-status, str(-status))
-    return f"-{name}"
 
 
 @dataclass(frozen=True, slots=True)

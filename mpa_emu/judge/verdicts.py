@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mpa_emu.judge.fingerprint import SideStack, decide
+from mpa_emu.judge.fingerprint import decide
+from mpa_emu.judge.model import Refusal, SideStack
 from mpa_emu.judge.profile import Profiles
-from mpa_emu.judge.rules import Received, Refusal, initiator_refusals, responder_refusals
+from mpa_emu.judge.rules import Received, initiator_refusals, responder_refusals
 from mpa_emu.judge.stacks import IRDMA, KERNEL_STACKS, UNKNOWN
 from mpa_emu.wire.mpa import FRAME_SIZE
 
@@ -123,30 +124,3 @@ def article(stack: str) -> str:
     """``an irdma``, ``a siw``, ``a cxgb4``."""
     return "an" if stack[:1] in "aeiou" else "a"
 
-
-def address_stacks(path: str, profiles: Profiles | None = None) -> dict[str, list[str]]:
-    """Every IP address of a capture with the stacks its sides are judged as (in order of
-    appearance), read as inspect reads the capture (streamed)."""
-    from mpa_emu.views.inspection import CaptureReport, stream_capture
-
-    out: dict[str, list[str]] = {}
-    report = CaptureReport(path=path)
-    for conn in stream_capture(path, report, profiles=profiles):
-        for side in conn.stacks:
-            found = out.setdefault(side.address, [])
-            if side.stack not in found:
-                found.append(side.stack)
-    return out
-
-
-def stack_lines(path: str, profiles: Profiles | None = None) -> list[str]:
-    """``CLIENT -> SERVER: client siw (fingerprint), server irdma (profile)`` per
-    connection of a capture, in first-frame order."""
-    from mpa_emu.views.inspection import CaptureReport, stream_capture
-
-    report = CaptureReport(path=path)
-    lines: list[tuple[int, str]] = []
-    for conn in stream_capture(path, report, profiles=profiles):
-        sides = ", ".join(f"{s.side} {s.stack} ({s.source})" for s in conn.stacks)
-        lines.append((conn.index, f"{conn.client} -> {conn.server}: {sides}"))
-    return [text for _, text in sorted(lines)]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from mpa_emu.judge.explain import Explanation
-from mpa_emu.judge.rules import errno_name
+from mpa_emu.judge.model import errno_name
 
 
 def _events(events: Sequence[str], none: str) -> str:

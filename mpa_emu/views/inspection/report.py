@@ -10,8 +10,7 @@ from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT,
 from mpa_emu.wire.private_data import LegacyIrdOrd
 
 if TYPE_CHECKING:
-    from mpa_emu.judge.fingerprint import SideStack
-    from mpa_emu.judge.rules import Refusal
+    from mpa_emu.judge.model import Refusal, SideStack
 
 
 @dataclass(slots=True)
