@@ -63,7 +63,21 @@ def _open(path: str) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain the capture; exit 1 when a connection failed."""
+    """Explain the capture; exit 1 when a connection failed. With ``--html`` the capture
+    is read twice (the explanations, then the ladder), so standard input is first copied
+    to a temporary file."""
+    if args.capture == "-" and args.html is not None:
+        import shutil
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(prefix="mpa-emu-explain-", suffix=".pcap") as copy:
+            shutil.copyfileobj(sys.stdin.buffer, copy)
+            copy.flush()
+            return _explain(args, copy.name)
+    return _explain(args, args.capture)
+
+
+def _explain(args: argparse.Namespace, path: str) -> int:
     profiles = profiles_of(args)
     report = CaptureReport(path=args.capture, checksums=str(Mode.OFFLOAD))
     counts = {"ok": 0, "warning": 0, "failed": 0}
@@ -71,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     text_out = args.json != "-"
     with Spool() as texts, Spool() as docs:
         try:
-            for conn in stream_capture(args.capture, report, Mode.OFFLOAD, profiles):
+            for conn in stream_capture(path, report, Mode.OFFLOAD, profiles):
                 e = explain_connection(conn)
                 counts[e.verdict] += 1
                 if text_out:
@@ -105,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
 
         kept.sort(key=lambda e: e.index)
         try:
-            write_page(args.html, explain_page(args.capture, kept, report.problems,
-                                               args.verbose))
+            write_page(args.html, explain_page(path, kept, report.problems, args.verbose,
+                                               name=args.capture))
         except OSError as exc:
             raise CliError(f"cannot write {args.html}: {exc.strerror or exc}") from None
     return 1 if counts["failed"] else 0

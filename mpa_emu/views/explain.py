@@ -76,9 +76,10 @@ def json_head(path: str, counts: dict[str, int], problems: Sequence[str]) -> str
 
 
 def explain_page(path: str, explanations: Sequence[Explanation], problems: Sequence[str],
-                 verbose: bool = False) -> str:
+                 verbose: bool = False, name: str | None = None) -> str:
     """The HTML page: the capture's ladder with the evidence frames marked, one section
-    per connection."""
+    per connection; ``name`` is the capture's name as shown (``path`` by default)."""
+    shown = name or path
     from mpa_emu.views.diagram import from_capture
     from mpa_emu.views.html.fields import capture_fields
     from mpa_emu.views.html.page import Page, Section, cell, frame_link
@@ -103,6 +104,6 @@ def explain_page(path: str, explanations: Sequence[Explanation], problems: Seque
         sections.append(Section("Frames outside any connection",
                                 "".join(f"<p>{cell(p)}</p>" for p in problems)))
     failed = any(e.verdict == "failed" for e in explanations)
-    return Page(title=f"mpa-emu explain {path}", verdict=counts_line(path, explanations),
+    return Page(title=f"mpa-emu explain {shown}", verdict=counts_line(shown, explanations),
                 failed=failed, ladder=ladder, frames=capture_fields(path), marks=marks,
                 sections=sections).html()
