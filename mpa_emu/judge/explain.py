@@ -157,16 +157,8 @@ def _end_after(c: ConnectionReport, frame: int) -> tuple[str, int, str] | None:
 
 
 def _endings(c: ConnectionReport) -> list[tuple[int, str, str]]:
-    """(frame, side, FIN|RST) of every FIN and RST, from inspect's ``ended`` line."""
-    out: list[tuple[int, str, str]] = []
-    for part in c.ended.split(": ", 1)[-1].split(", "):
-        words = part.split()
-        if len(words) >= 4 and words[0] in ("FIN", "RST") and words[1] == "from":
-            side = words[3]
-            frame = part.rsplit("frame ", 1)[-1].rstrip(")")
-            if frame.isdigit():
-                out.append((int(frame), side, words[0]))
-    return sorted(out)
+    """(frame, side, FIN|RST) of every FIN and RST."""
+    return c.closes
 
 
 def _elapsed(c: ConnectionReport, a: int | None, b: int | None) -> float | None:
@@ -272,21 +264,12 @@ def _no_request(b: _Builder, syn: int | None) -> None:
                f"(frame {frame})", [c.first_frame, frame])
 
 
-_BROKEN = (("cut short", "split-frame"), ("split over segments", "split-frame"),
-           ("key", "wrong-key"), ("not an MPA reply", "wrong-key"))
-
-
 def _broken_frame(c: ConnectionReport) -> tuple[str, Finding] | None:
-    """An MPA request or reply inspect could not read, and the cause it points to."""
-    for f in c.findings:
-        if f.severity != "error" or not f.text.startswith(("MPA request", "MPA reply",
-                                                             "wrong MPA key",
-                                                             "server's first payload")):
-            continue
-        for words, cause in _BROKEN:
-            if words in f.text:
-                return cause, f
-    return None
+    """An MPA request or reply inspect could not read (its finding carries the cause:
+    ``split-frame`` or ``wrong-key``)."""
+    f = next((f for f in c.findings if f.severity == "error" and f.stack is None
+              and f.rule in ("split-frame", "wrong-key")), None)
+    return None if f is None or f.rule is None else (f.rule, f)
 
 
 def _refused(b: _Builder, r: Refusal) -> None:
@@ -492,8 +475,7 @@ def _accepted(b: _Builder) -> None:
         b.res_events.append(ev.DISCONNECTED)
     if b.verdict != "ok":
         return
-    after_fin = [f for f in c.findings if ("after the" in f.text and "FIN" in f.text)
-                 or "past its own FIN" in f.text]
+    after_fin = [f for f in c.findings if f.rule == "data-after-fin"]
     if after_fin:
         b.fail("data-after-fin", after_fin[0].text, [f.frame or 0 for f in after_fin],
                verdict="failed" if any(f.severity == "error" for f in after_fin)

@@ -158,3 +158,38 @@ def test_rejects_show_their_private_data(capsys: pytest.CaptureFixture[str]) -> 
     assert bytes.fromhex(conn["private_data"]).startswith(b"it's not you")
     assert (conn["initiator_event"], conn["initiator_status"]) == (
         "RDMA_CM_EVENT_REJECTED", -111)
+
+
+def test_standard_input_with_html(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    path = write_pcap(tmp_path / "r.pcap", rejected_by_siw_application())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+    html = tmp_path / "r.html"
+    assert main(["explain", "-", "--html", str(html)]) == 1
+    assert capsys.readouterr().out.startswith("-: 1 connection: 0 ok, 0 warning, 1 failed")
+    assert "mpa-emu explain -" in html.read_text()
+
+
+def test_diagram_names_each_address_stack(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_pcap(tmp_path / "smbd.pcap", siw_smb_direct())
+    assert main(["diagram", str(path)]) == 0
+    assert "(siw)" not in capsys.readouterr().out.splitlines()[0]
+    assert main(["diagram", str(path), "--stacks"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "10.0.0.1 (siw)" in head and "10.0.0.2 (siw)" in head
+    assert main(["diagram", str(path), "--profile", "10.0.0.2=cxgb4"]) == 0
+    assert "10.0.0.2 (cxgb4)" in capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.mark.tshark
+def test_judge_lists_the_stacks_when_asked(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_pcap(tmp_path / "smbd.pcap", siw_smb_direct())
+    assert main(["judge", str(path), "--json", "--profile", "10.0.0.1=irdma"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["stacks"] == ["10.0.0.1:40100 -> 10.0.0.2:5445: client irdma (profile), "
+                                "server siw (fingerprint)"]

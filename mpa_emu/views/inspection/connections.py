@@ -276,6 +276,11 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)
+    rep.closes = sorted([(n, side, "FIN") for side, d in (("client", client), ("server", server))
+                         for n, _ in d.fins]
+                        + [(n, side, "RST") for side, d in (("client", client),
+                                                            ("server", server))
+                           for n in d.rsts])
     stack_verdicts.judge_connection(rep, client, server, c_stream, s_stream, profiles)
     fingerprints(rep, client, server)
     rep.findings.sort(key=lambda x: (x.frame or 0))
@@ -343,14 +348,15 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
                     f"({_frames(frames)})")
             events.append((frames[0], text))
             rep.add(frames[0], "warning", f"{text}; the {other_name} had closed its "
-                    f"side in frame {other.fin_frame}")
+                    f"side in frame {other.fin_frame}", rule="data-after-fin")
         if d.fins:
             fin_frame, fin_seq = d.fins[0]
             late = [f for f, seq, data in d.segments
                     if f > fin_frame and seq_space.at_or_after(seq, fin_seq)]
             if late:
                 rep.add(late[0], "error", f"{side} sends data past its own FIN (frame "
-                        f"{fin_frame}): the FIN ends its stream (RFC 9293 section 3.6)")
+                        f"{fin_frame}): the FIN ends its stream (RFC 9293 section 3.6)",
+                        rule="data-after-fin")
     events.sort()
     if not events:
         return "open at end of capture"

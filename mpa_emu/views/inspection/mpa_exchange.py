@@ -134,19 +134,20 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         other = KEY_REP if request else KEY_REQ
         if len(whole) < KEY_SIZE and key.startswith(whole):
             rep.add(frame, "error", f"MPA {what} cut short: only {len(whole)} bytes of the "
-                    f"{FRAME_SIZE}-byte header (irdma_parse_mpa: -EINVAL, RST)")
+                    f"{FRAME_SIZE}-byte header (irdma_parse_mpa: -EINVAL, RST)",
+                    rule="split-frame")
         elif whole[:KEY_SIZE] == other:
             rep.add(frame, "error", f"MPA {what} expected, found the "
                     f"{'reply' if request else 'request'} key (irdma_parse_mpa: "
-                    "\"Unexpected MPA Key\", RST)")
+                    "\"Unexpected MPA Key\", RST)", rule="wrong-key")
         elif whole[:4] == b"MPA ":
             rep.add(frame, "error", f"wrong MPA key {whole[:KEY_SIZE]!r} "
-                    "(irdma_parse_mpa: -EINVAL, RST)")
+                    "(irdma_parse_mpa: -EINVAL, RST)", rule="wrong-key")
         elif request:
             rep.add(frame, "note", "first client payload is not an MPA request: not iWARP")
         else:
             rep.add(frame, "error", "server's first payload is not an MPA reply "
-                    f"({first[:16].hex()})")
+                    f"({first[:16].hex()})", rule="wrong-key")
         return None
     if len(whole) < FRAME_SIZE:
         rep.add(frame, "error", f"MPA {what} header incomplete ({len(whole)} bytes)")

@@ -158,6 +158,9 @@ class ConnectionReport:
     """The stack each side is judged as (client first), with the evidence."""
     refusals: list[Refusal] = field(default_factory=list)
     """Rules of the sides' own stacks that the MPA exchange breaks."""
+    closes: list[tuple[int, str, str]] = field(default_factory=list)
+    """Every FIN and RST as (frame, ``client``|``server``, ``FIN``|``RST``), in frame
+    order."""
     times: dict[int, float] = field(default_factory=dict)
     """Capture time of the frames that mark the story (SYNs, MPA frames, FINs, RSTs, the
     last frame), for timers; not part of the JSON report."""
