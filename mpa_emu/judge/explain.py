@@ -38,7 +38,6 @@ _TERM_CAUSES = {
 RFC 6581 section 9)."""
 
 _LOGS = {
-    (SIW, "no-p2p"): "",
     (SIW, "rtr-mismatch"): "siw: ... rtr mode:  req %2x, got %2x (siw_dbg_cep, dynamic "
                            "debug)",
     (SIW, "revision"): "siw: ... mpa reply error: vers %d, enhcd %d (siw_dbg_cep, dynamic "
@@ -179,9 +178,8 @@ def explain_connection(c: ConnectionReport) -> Explanation:
     b = _Builder(c)
     b.story.append(f"stacks: client {b.ini}, server {b.res}")
     req, rep = c.request, c.reply
-    syn = next((n for n in sorted(c.times) if n == c.first_frame), None)
     if req is None:
-        _no_request(b, syn)
+        _no_request(b)
     elif c.refusals:
         _refused(b, c.refusals[0])
     elif rep is None:
@@ -202,7 +200,7 @@ def explain_connection(c: ConnectionReport) -> Explanation:
     return b.build()
 
 
-def _no_request(b: _Builder, syn: int | None) -> None:
+def _no_request(b: _Builder) -> None:
     c = b.c
     if not any(line.startswith("SYN-ACK") for line in c.handshake):
         if any(line.startswith("SYN ") for line in c.handshake):
@@ -416,8 +414,10 @@ def _accepted(b: _Builder) -> None:
     first_client = next((f for f in c.fpdu_list if f.side == "client"), None)
     term = _first_terminate(c)
     bad_crc = [f.frame for f in c.fpdu_list if f.crc in ("bad", "zero")]
-    established = (first_client is not None and not rtr_expected) or (
-        first_client is not None and first_client.opcode != Opcode.TERMINATE)
+    # The responder's ESTABLISHED: at once without an RTR to wait for (siw_accept), else
+    # once the initiator's first FPDU, the RTR, has arrived and is not a Terminate.
+    established = first_client is not None and (
+        not rtr_expected or first_client.opcode != Opcode.TERMINATE)
     if term is not None and term.terminate is not None:
         t = term.terminate
         key = (t.layer, t.etype, t.error_code)
