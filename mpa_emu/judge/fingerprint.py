@@ -47,6 +47,7 @@ class _Score:
         self.points = dict.fromkeys(_CANDIDATES, 0)
         self.out: set[str] = set()
         self.evidence: list[str] = []
+        self.linux_socket = False
 
     def add(self, text: str, **points: int) -> None:
         self.evidence.append(text)
@@ -78,7 +79,9 @@ def _tcp(score: _Score, d: Direction) -> None:
         what = "SACK and timestamps" if 4 in kinds and 8 in kinds else \
             "SACK" if 4 in kinds else "timestamps"
         score.rule_out(f"SYN with {what}: a Linux socket (tcp_syn_options; irdma's TCP "
-                       "never sends them)", IRDMA, siw=1, linux_userspace=1)
+                       "never sends them, cxgb4's only with enable_tcp_timestamps and "
+                       "enable_tcp_sack set)", IRDMA, siw=1, linux_userspace=1, cxgb4=-2)
+        score.linux_socket = True
         return
     if 2 in kinds and 3 in kinds:
         score.add("SYN with MSS and WS, no SACK or timestamps (cxgb4's offloaded TCP "
@@ -100,6 +103,9 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
                        "off)", IRDMA, siw=1, linux_userspace=1, cxgb4=-1)
     elif own_crc:
         score.add(f"{what} sets C (irdma always, cxgb4 crc_enabled)", irdma=1, cxgb4=1)
+        if mine.request and score.linux_socket:
+            score.add("a Linux socket's request with C: not siw's default (mpa_crc_required "
+                      "is a constant, off), a userspace library", siw=-1, linux_userspace=1)
     if mine.rev == 1:
         score.add(f"{what} rev 1 (a userspace iWARP library; siw and cxgb4 send rev 2)",
                   linux_userspace=1)
@@ -122,6 +128,9 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
         score.rule_out(f"{what} block without P2P (siw's peer_to_peer is off; irdma always "
                        "sets it)", IRDMA, siw=2, cxgb4=-1)
         return
+    if mine.request and score.linux_socket:
+        score.add("a Linux socket's request with P2P: not siw's default (peer_to_peer is a "
+                  "constant, off), a userspace library", siw=-1, linux_userspace=1)
     if mine.request:
         if offered == ["write", "read"]:
             score.add("request P2P offering the Write and Read RTR (irdma's defaults)",
