@@ -127,6 +127,15 @@ def responder_refusals(stack: str, r: Received) -> list[Refusal]:
     req = r.frame
     out = _common(stack, "responder", r)
     if stack == IRDMA:
+        if req.rev == 2 and not req.has_block and len(req.private_data) >= RTR_MSG_SIZE \
+                and not req.private_data[0] & 0x80:
+            # irdma_parse_mpa looks at Rev only: rev 2 without S still has its first
+            # private data bytes read as the RFC 6581 block, here without the A bit.
+            out.append(Refusal(stack, "responder", RULE_NO_P2P,
+                               "irdma_negotiate_mpa_v2_ird_ord", req.frame,
+                               "rev 2 request without the enhanced flag: irdma reads its "
+                               "first 4 private data bytes as the RFC 6581 block, which "
+                               "has no P2P (A)", "-EOPNOTSUPP, RST, no upcall"))
         if req.rev == 2 and req.has_block:
             # irdma_negotiate_mpa_v2_ird_ord: no A bit, or neither RTR: -EOPNOTSUPP.
             if not req.p2p:

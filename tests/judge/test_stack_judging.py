@@ -176,3 +176,17 @@ def test_irdmas_mss_rule_is_a_note_when_the_receiver_is_not_irdma(tmp_path: Path
     (mss,) = [f for f in conn.findings if f.fn == "irdma_process_options"]
     assert (mss.frame, mss.severity, mss.stack) == (1, "note", "irdma")
     assert mss.text.endswith(f"the server is {conn.stacks[1].stack}")
+
+
+def test_irdma_reads_a_rev_2_request_without_s_as_having_the_block(tmp_path: Path) -> None:
+    # irdma_parse_mpa decides on Rev == 2 alone: "abcd" read as the block has no A bit
+    # (0x61 & 0x80 == 0), so irdma_negotiate_mpa_v2_ird_ord refuses it.
+    from tests.helpers.inspect_builders import Conversation
+    from tests.helpers.real_like_captures import KEY_REQ
+    from tests.helpers.stack_captures import IRDMA_SYN, mpa
+
+    conv = Conversation(client="10.0.3.1", server="10.0.3.2").handshake(IRDMA_SYN, IRDMA_SYN)
+    conv.client_sends(mpa(KEY_REQ, 0x40, 2, b"abcdefgh"))
+    conn = _only(write_pcap(tmp_path / "s.pcap", conv))
+    (err,) = [f for f in conn.findings if f.severity == "error"]
+    assert (err.frame, err.stack, err.rule) == (4, "irdma", "no-p2p")
