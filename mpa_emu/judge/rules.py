@@ -83,7 +83,8 @@ def _common(stack: str, role: str, r: Received) -> list[Refusal]:
     if stack == SIW:
         # siw_recv_mpa_rr / siw_proc_mpareq / siw_proc_mpareply: -EPROTO.
         status = -errno.EINVAL if initiator else None
-        reply = "socket closed (FIN)" if not initiator else "socket closed"
+        # sock_release: a RST when received bytes are left unread (tcp_close), else a FIN.
+        reply = "socket released (RST with bytes unread, else FIN)"
         fn = "siw_proc_mpareply" if initiator else "siw_proc_mpareq"
         if m.pd_length > facts.max_pd_length:
             out.append(Refusal(stack, role, RULE_PD_LIMIT, "siw_recv_mpa_rr", m.frame,
