@@ -30,7 +30,9 @@ off marks no checksum. FPDUs get a CRC verdict only where C was set in the MPA r
 or reply (RFC 5044 section 7.1).
 
 --stacks (or --profile IP=STACK, which overrides the fingerprint of that address) names
-the stack each address is judged as in its lane title, as inspect judges it.
+the stack each address is judged as in its lane title, as inspect judges it, and adds
+to a frame what the receiving side's own stack refuses in it (an ERROR line naming the
+stack, the rule and the kernel function).
 
 exit codes: 0 drawn, 2 unreadable input, bad scenario or unwritable output
 """
@@ -84,13 +86,14 @@ def run(args: argparse.Namespace) -> int:
     except DiagramError as exc:
         raise CliError(str(exc)) from None
     with parked:
+        notes: dict[int, list[str]] = {}
         if (args.stacks or profiles) and args.source != "-":
             from mpa_emu.judge.capture_stacks import address_stacks
 
-            stacks = address_stacks(args.source, profiles)
+            stacks, notes = address_stacks(args.source, profiles)
             parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c
                               for c in parked.columns]
-        return _write(args.output, lambda out: parked.write(out, svg))
+        return _write(args.output, lambda out: parked.write(out, svg, notes))
 
 
 def _write(output: str | None, draw: Callable[[TextIO], object]) -> int:

@@ -193,3 +193,16 @@ def test_judge_lists_the_stacks_when_asked(tmp_path: Path,
     report = json.loads(capsys.readouterr().out)
     assert report["stacks"] == ["10.0.0.1:40100 -> 10.0.0.2:5445: client irdma (profile), "
                                 "server siw (fingerprint)"]
+
+
+def test_diagram_with_stacks_adds_the_stack_errors_to_their_frames(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_pcap(tmp_path / "smbd.pcap", siw_smb_direct())
+    assert main(["diagram", str(path), "--profile", "irdma"]) == 0
+    out = capsys.readouterr().out
+    # irdma_negotiate_mpa_v2_ird_ord refuses the request (frame 4) and the reply (frame 6)
+    # without P2P, each in the receiving side's role.
+    assert out.count("ERROR irdma ") == 2
+    assert "ERROR irdma responder (server, by --profile) refuses request without P2P" in out
+    assert main(["diagram", str(path), "--stacks"]) == 0
+    assert "ERROR" not in capsys.readouterr().out
