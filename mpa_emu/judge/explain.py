@@ -253,7 +253,9 @@ def _no_request(b: _Builder) -> None:
     side, frame = end
     waited = _elapsed(c, c.first_frame, frame)
     facts = FACTS.get(b.res)
-    if side == "server" and facts is not None and b.res in (SIW, CXGB4):
+    responder_timer = _RESPONDER_SECONDS.get(b.res)
+    if side == "server" and facts is not None and responder_timer is not None \
+            and waited is not None and abs(waited - responder_timer) <= responder_timer * 0.1:
         b.fail("mpa-timeout", f"no MPA request arrived; the responder gave up after "
                f"{waited or 0:.1f} s: {facts.mpa_timer}", [c.first_frame, frame])
         b.fix = facts.mpa_timer_fix
@@ -377,7 +379,10 @@ def _no_reply(b: _Builder) -> None:
 
 
 _TIMER_SECONDS = {SIW: 10.0, CXGB4: 60.0}
-"""MPAREQ_TIMEOUT (siw_cm.h) and ep_timeout_secs' default (cxgb4 cm.c)."""
+"""The initiator's wait for the reply: MPAREQ_TIMEOUT (siw_cm.h) and ep_timeout_secs'
+default (cxgb4 cm.c)."""
+_RESPONDER_SECONDS = {SIW: 5.0, CXGB4: 60.0}
+"""The responder's wait for the request: MPAREP_TIMEOUT (siw_cm.h), ep_timeout_secs."""
 
 
 def _timer_fits(stack: str, kind: str, waited: float | None) -> bool:

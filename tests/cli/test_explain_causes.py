@@ -160,3 +160,25 @@ def test_no_p2p_where_the_initiator_requires_it(tmp_path: Path,
                                                                    -errno.ECONNRESET)
     assert conn["responder_events"] == [REQUEST]
     assert "irdma_negotiate_mpa_v2_ird_ord" in conn["summary"]
+
+
+def test_cxgb4_mpa_timeout_after_sixty_seconds(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # ep_timeout_secs (60 by default): process_timeout, connect_reply_upcall(-ETIMEDOUT).
+    path = caps.write_timed(tmp_path / "c.pcap", caps.cxgb4_timeout(), {6: 60.0})
+    conn = explain(path, capsys)
+    assert conn["stacks"]["client"] == "cxgb4"
+    assert (conn["verdict"], conn["cause"]) == ("failed", "mpa-timeout")
+    assert (conn["initiator_event"], conn["initiator_status"]) == (UNREACHABLE,
+                                                                   -errno.ETIMEDOUT)
+    assert "ep_timeout_secs" in conn["summary"] and "60.0 s" in conn["summary"]
+
+
+def test_siw_responder_timeout_after_five_seconds(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # MPAREP_TIMEOUT (HZ * 5) in AWAIT_MPAREQ: the socket is released, no upcall.
+    path = caps.write_timed(tmp_path / "s.pcap", caps.siw_responder_timeout(), {4: 5.0})
+    conn = explain(path, capsys, "--profile", "10.0.5.4=siw")
+    assert (conn["verdict"], conn["cause"]) == ("failed", "mpa-timeout")
+    assert "5.0 s" in conn["summary"] and "MPAREP_TIMEOUT" in conn["summary"]
+    assert conn["responder_events"] == [] and conn["initiator_event"] == ""

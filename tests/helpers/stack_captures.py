@@ -325,3 +325,24 @@ def write_timed(path: Path, conv: Conversation, gaps: dict[int, float]) -> Path:
         frame.time = t
     wrpcap(str(path), conv.frames)
     return path
+
+
+def cxgb4_timeout(cport: int = 41116) -> Conversation:
+    """cxgb4's request (MSS/WS SYN, C|S, P2P with the Read RTR) gets no reply; its
+    endpoint timer (ep_timeout_secs, 60 s) aborts the connection (RST): the timed writer
+    puts the RST 60 s after the request."""
+    conv = Conversation(client="10.0.5.1", server="10.0.5.2", cport=cport)
+    conv.handshake(CXGB4_SYN, LINUX_SYNACK)
+    conv.client_sends(mpa(KEY_REQ, 0x50, 2, block(16, 16, p2p=True, read=True)))
+    conv.ack_from_server()
+    return conv.client_sends(b"", flags="RA")
+
+
+def siw_responder_timeout(cport: int = 41117) -> Conversation:
+    """A connection to a siw listener that never sends its request: MPAREP_TIMEOUT (5 s)
+    later siw releases the socket (FIN); the timed writer puts it 5 s after the
+    handshake."""
+    conv = Conversation(client="10.0.5.3", server="10.0.5.4", cport=cport)
+    conv.handshake(LINUX_SYN, LINUX_SYNACK)
+    conv.server_sends(b"", flags="FA")
+    return conv.client_sends(b"", flags="FA")
