@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from mpa_emu.capture.checksums import Mode
@@ -13,14 +15,19 @@ from mpa_emu.cli.inspect import add_checksums_argument
 from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.cli.values import capture_port
 from mpa_emu.views.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
+from mpa_emu.views.png import PngError, check_renderer, svg_to_png
 
-HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with -o)"
+HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG/PNG with -o)"
 
 EPILOG = """\
 A .toml argument is run as a scenario (frames, state changes, upcalls and drops);
 anything else is read as a pcap/pcapng capture (frames, with mpa_emu's frame comments).
-With -o FILE.svg the diagram is written as SVG; otherwise printed as text. A capture cut
-short is drawn up to the cut, with a last note saying where and why it ends.
+With -o FILE.svg the diagram is written as SVG, with -o FILE.png as PNG (rendered by
+rsvg-convert, Debian's librsvg2-bin, or else headless Chromium; without either, a one-line
+error), with -o FILE.txt as text; otherwise printed as text. Each frame's arrow starts
+with its number (#4, as every report names frames), each FPDU shows its DDP L bit, and
+the SVG's lanes are as far apart as the longest label needs: no label is cut. A capture
+cut short is drawn up to the cut, with a last note saying where and why it ends.
 
 Every frame of a capture is decoded whatever its checksums. --checksums offload (the
 default) counts TX checksum offload artefacts (a TCP checksum holding only the
@@ -47,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--port", type=capture_port, action="append", metavar="PORT",
                         help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
-                        help="write SVG to this file (a .txt name gets the text)")
+                        help="write SVG to this file (a .png name gets PNG, a .txt name "
+                             "the text)")
     add_checksums_argument(parser)
     parser.add_argument("--stacks", action="store_true",
                         help="captures: name the stack each address is judged as in its "
@@ -74,13 +82,30 @@ def build(source: str, ports: list[int] | None = None,
 
 def run(args: argparse.Namespace) -> int:
     """Draw. A capture is read as a stream and drawn from a temporary file
-    (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length."""
+    (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length.
+    A ``.png`` output is the SVG rendered by :mod:`mpa_emu.views.png`."""
+    if args.output is not None and args.output.lower().endswith(".png"):
+        try:
+            check_renderer()
+        except PngError as exc:
+            raise CliError(str(exc)) from None
+        with tempfile.TemporaryDirectory(prefix="mpa-emu-diagram-") as tmp:
+            svg_path = Path(tmp) / "diagram.svg"
+            _draw(args, str(svg_path), svg=True)
+            try:
+                svg_to_png(svg_path, Path(args.output))
+            except PngError as exc:
+                raise CliError(str(exc)) from None
+        return 0
     svg = args.output is not None and not args.output.endswith(".txt")
+    return _draw(args, args.output, svg)
+
+
+def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     profiles = profiles_of(args)
     if args.source.lower().endswith(".toml"):
         ladder = build(args.source, args.port, Mode(args.checksums))
-        return _write(args.output, lambda out: out.write(ladder.svg() if svg
-                                                         else ladder.text()))
+        return _write(output, lambda out: out.write(ladder.svg() if svg else ladder.text()))
     try:
         parked = park_capture(args.source, args.port or (), Mode(args.checksums))
     except DiagramError as exc:
@@ -93,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             stacks, notes = address_stacks(args.source, profiles)
             parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c
                               for c in parked.columns]
-        return _write(args.output, lambda out: parked.write(out, svg, notes))
+        return _write(output, lambda out: parked.write(out, svg, notes))
 
 
 def _write(output: str | None, draw: Callable[[TextIO], object]) -> int:

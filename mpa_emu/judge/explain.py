@@ -14,7 +14,10 @@ from mpa_emu.judge import cm_events as ev
 from mpa_emu.judge.catalogue import CAUSES
 from mpa_emu.judge.model import Refusal, errno_name
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW, UNKNOWN
+from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
 from mpa_emu.wire.ddp import Opcode
+from mpa_emu.wire.terminate_layouts import TerminateRead, read_terminate
 
 if TYPE_CHECKING:
     from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
@@ -287,7 +290,7 @@ def _refused(b: _Builder, r: Refusal) -> None:
     b.log = r.log or _LOGS.get((r.stack, r.rule), "") or _dyndbg(r.stack, r.fn)
     b.story.append(f"{who} ({r.stack}) refuses in frame {r.frame}: {r.sentence()}")
     if r.role == "initiator":
-        b.res_events = [ev.CONNECT_REQUEST]
+        b.res_events = _responder_after_accept(b)
         b.initiator(r.status, f"{r.fn}")
         return
     # A responder refusal: its application hears nothing; the initiator sees the reaction.
@@ -378,10 +381,12 @@ def _no_reply(b: _Builder) -> None:
                 "the responder closed the connection")
 
 
-_TIMER_SECONDS = {SIW: 10.0, CXGB4: 60.0}
+_EP_TIMEOUT = float(next(p.default for p in STACKS[CXGB4].params
+                         if p.name == "ep_timeout_secs"))
+_TIMER_SECONDS = {SIW: MPAREQ_TIMEOUT_NS / 1e9, CXGB4: _EP_TIMEOUT}
 """The initiator's wait for the reply: MPAREQ_TIMEOUT (siw_cm.h) and ep_timeout_secs'
-default (cxgb4 cm.c)."""
-_RESPONDER_SECONDS = {SIW: 5.0, CXGB4: 60.0}
+default (cxgb4 cm.c), as the stacks' models hold them."""
+_RESPONDER_SECONDS = {SIW: MPAREP_TIMEOUT_NS / 1e9, CXGB4: _EP_TIMEOUT}
 """The responder's wait for the request: MPAREP_TIMEOUT (siw_cm.h), ep_timeout_secs."""
 
 
@@ -406,8 +411,46 @@ def _guess_timer(waited: float | None) -> str:
     return "no known stack's timer matches"
 
 
+def terminate_reading(c: ConnectionReport, info: FpduInfo) -> TerminateRead:
+    """A Terminate's control word read as inspect reads it (both layouts, knowing
+    whether the peer had sent an FPDU before it: :func:`read_terminate`)."""
+    peer_sent = any(i.side != info.side and i.frame < info.frame for i in c.fpdu_list)
+    return read_terminate(info.term_body, peer_sent)
+
+
 def _first_terminate(c: ConnectionReport) -> FpduInfo | None:
     return next((f for f in c.fpdu_list if f.opcode == Opcode.TERMINATE), None)
+
+
+def _responder_established(b: _Builder) -> bool:
+    """Whether the responder's application got ESTABLISHED after accepting: cxgb4 at
+    once (c4iw_accept_cr: established_upcall after the reply); siw at once unless it
+    waits for the peer's RTR (siw_accept, wait_for_peer_rts: the reply chose an RTR);
+    irdma once the RTR arrived (irdma_accept waits for the RTS AE); another stack as
+    siw does."""
+    c = b.c
+    req, rep = c.request, c.reply
+    if req is None or rep is None or rep.reject:
+        return False
+    first = next((f for f in c.fpdu_list if f.side == "client"), None)
+    rtr_arrived = first is not None and first.opcode != Opcode.TERMINATE
+    if b.res == CXGB4:
+        return True
+    if b.res == IRDMA:
+        return rtr_arrived
+    rtr_chosen = bool(rep.has_block and {"write", "read"} & set(rep.rtr_names()))
+    return rtr_arrived or not rtr_chosen
+
+
+def _responder_after_accept(b: _Builder) -> list[str]:
+    """The responder's events once it accepted: CONNECT_REQUEST, ESTABLISHED when
+    :func:`_responder_established`, DISCONNECTED when the connection then closed."""
+    out = [ev.CONNECT_REQUEST]
+    if _responder_established(b):
+        out.append(ev.ESTABLISHED)
+        if b.c.closes:
+            out.append(ev.DISCONNECTED)
+    return out
 
 
 def _accepted(b: _Builder) -> None:
@@ -419,26 +462,22 @@ def _accepted(b: _Builder) -> None:
     first_client = next((f for f in c.fpdu_list if f.side == "client"), None)
     term = _first_terminate(c)
     bad_crc = [f.frame for f in c.fpdu_list if f.crc in ("bad", "zero")]
-    # The responder's ESTABLISHED: at once without an RTR to wait for (siw_accept), else
-    # once the initiator's first FPDU, the RTR, has arrived and is not a Terminate.
-    established = first_client is not None and (
-        not rtr_expected or first_client.opcode != Opcode.TERMINATE)
-    if term is not None and term.terminate is not None:
-        t = term.terminate
+    if term is not None and term.term_body:
+        t = terminate_reading(c, term).reading
         key = (t.layer, t.etype, t.error_code)
-        cause = _TERM_CAUSES.get(key, "terminate")
+        # An MPA CRC error is layer LLP, code 0x02 whatever the EType (irdma sends 3).
+        cause = "crc-mismatch" if t.is_crc_error() else _TERM_CAUSES.get(key, "terminate")
         before = [f for f in c.fpdu_list if f.frame < term.frame]
         after_rtr = (term.side == "server" and rtr_expected and first_client is not None
                      and [f.frame for f in before] == [first_client.frame])
         if after_rtr and cause == "terminate":
             cause = "zero-length-rtr-refused"
-        quoted = ""
-        if t.ddp_header is not None:
-            quoted += f" DDP header {t.ddp_header.hex()}"
-        if t.rdmap_header is not None:
-            quoted += f" RDMAP header {t.rdmap_header.hex()}"
+        quoted = term.term_body[4:]
+        quoted_text = (f" {len(quoted)} bytes of the header it answers ({quoted.hex()})"
+                       if quoted else "")
         b.fail(cause, f"the {term.side} sent a Terminate: {term.what}"
-               + (f"; it quotes{quoted}" if quoted else ""),
+               + (f"; it quotes{quoted_text}" if quoted_text else "")
+               + (f"; {term.layout_note}" if term.layout_note else ""),
                [req.frame, rep.frame, term.frame, *bad_crc[:3]])
         setup = term.side == "client" and (first_client is term)
         if setup:
@@ -448,9 +487,7 @@ def _accepted(b: _Builder) -> None:
         else:
             b.initiator(0, "the reply was accepted")
             b.ini_events.append(ev.DISCONNECTED)
-            if established:
-                b.res_events.append(ev.ESTABLISHED)
-            b.res_events.append(ev.DISCONNECTED)
+        b.res_events = _responder_after_accept(b)
         return
     if bad_crc and c.crc:
         b.fail("crc-mismatch", f"{len(bad_crc)} FPDU(s) with a wrong CRC (CRC negotiated: "
@@ -458,6 +495,7 @@ def _accepted(b: _Builder) -> None:
     b.initiator(0, "the reply was accepted")
     end = _rst_after(c, rep.frame)
     if rtr_expected and first_client is None:
+        b.res_events = _responder_after_accept(b)
         if end is not None:
             b.fail("reset", f"the {end[0]} closed the connection before the RTR (frame "
                    f"{end[1]})", [req.frame, rep.frame, end[1]])
@@ -474,10 +512,9 @@ def _accepted(b: _Builder) -> None:
                f"{first_client.what})", [req.frame, rep.frame, first_client.frame, end[1]])
         b.ini_events.append(ev.DISCONNECTED)
         return
-    b.res_events.append(ev.ESTABLISHED)
-    if c.ended.startswith(("closed", "reset", "half-closed")):
+    b.res_events = _responder_after_accept(b)
+    if c.closes:
         b.ini_events.append(ev.DISCONNECTED)
-        b.res_events.append(ev.DISCONNECTED)
     if b.verdict != "ok":
         return
     after_fin = [f for f in c.findings if f.rule == "data-after-fin"]

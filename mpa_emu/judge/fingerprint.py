@@ -17,6 +17,8 @@ Evidence, each item a fact of the kernel source:
   P2P by default (``peer_to_peer`` off) and as responder prefers Write;
 - rev 1 with no CRC from a Linux socket: a userspace iWARP library (siw's revision is
   the constant 2 in siw_main.c).
+- a Terminate's control word in siw's little-endian bit-field layout (struct
+  iwarp_terminate, :mod:`mpa_emu.wire.terminate_layouts`) rather than RFC 5040's.
 
 Each stack gets a score; one that the evidence rules out (irdma without C, irdma with
 SACK) is out. The best score wins when it is ahead of the others; otherwise the side is
@@ -25,11 +27,14 @@ SACK) is out. The best score wins when it is ahead of the others; otherwise the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mpa_emu.judge.model import SideStack
 from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
+from mpa_emu.wire.terminate_layouts import SIW as SIW_LAYOUT
+from mpa_emu.wire.terminate_layouts import TerminateRead
 
 if TYPE_CHECKING:
     from mpa_emu.views.inspection.report import Direction, MpaInfo
@@ -147,11 +152,34 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
                   "Write)", siw=1, cxgb4=1)
 
 
+def _terminates(score: _Score, terminates: Sequence[TerminateRead]) -> None:
+    # siw declares the control word with C bit-fields (struct iwarp_terminate, iwarp.h):
+    # on a little-endian host Layer lands in the low nibble of the first byte. Only a
+    # Terminate whose two readings differ tells the layouts apart.
+    for t in terminates:
+        kept, other = t.reading, t.other
+        if other is None:
+            continue
+        # The layout kept is evidence only when the bytes decided it: the quoted headers
+        # fit one layout's header-control bits alone, or only one reading is defined
+        # (read_terminate falls back to RFC 5040's otherwise).
+        decided = kept.fits != other.fits or kept.known != other.known
+        if kept.layout == SIW_LAYOUT and decided:
+            score.add("Terminate in siw's little-endian bit-field layout (struct "
+                      "iwarp_terminate)", siw=3)
+            return
+        if decided:
+            score.add("Terminate in RFC 5040 section 4.8's layout (not siw's bit-fields)",
+                      siw=-2)
+            return
+
+
 def decide(side: str, address: str, d: Direction, mine: MpaInfo | None,
-           theirs: MpaInfo | None) -> SideStack:
-    """The stack of one side from its SYN and its MPA frame (``mine``), read beside the
-    other side's frame (``theirs``)."""
+           theirs: MpaInfo | None, terminates: Sequence[TerminateRead] = ()) -> SideStack:
+    """The stack of one side from its SYN, its MPA frame (``mine``, read beside the other
+    side's frame ``theirs``) and the Terminates it sent."""
     score = _Score()
     _tcp(score, d)
     _mpa(score, mine, theirs)
+    _terminates(score, terminates)
     return SideStack(side, address, score.best(), "fingerprint", score.evidence)

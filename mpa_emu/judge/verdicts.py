@@ -19,6 +19,7 @@ from mpa_emu.judge.profile import Profiles
 from mpa_emu.judge.rules import Received, initiator_refusals, responder_refusals
 from mpa_emu.judge.stacks import IRDMA, KERNEL_STACKS, UNKNOWN
 from mpa_emu.wire.mpa import FRAME_SIZE
+from mpa_emu.wire.terminate_layouts import read_terminate
 
 if TYPE_CHECKING:
     from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
@@ -31,9 +32,14 @@ def _host(endpoint: str) -> str:
         else endpoint.rsplit(":", 1)[0]
 
 
-def _received(m: MpaInfo, request: MpaInfo | None, stream: Stream) -> Received:
+def _received(m: MpaInfo, request: MpaInfo | None, stream: Stream,
+              d: Direction) -> Received:
     first = stream[0][2] if stream else b""
     frame_end = FRAME_SIZE + m.pd_length
+    if stream and stream[0][0] in d.short:
+        # Captured short (snap length): the segment carried more than the capture shows,
+        # so how the frame was segmented is not known; judge it as whole.
+        first = first + b"\0" * d.short[stream[0][0]]
     # Bytes after the frame in the segment that completes it.
     trailing = 0
     for _frame, off, data in stream:
@@ -50,7 +56,12 @@ def side_stacks(rep: ConnectionReport, client: Direction, server: Direction,
     for side, endpoint, d, mine, theirs in (
             ("client", rep.client, client, rep.request, rep.reply),
             ("server", rep.server, server, rep.reply, rep.request)):
-        guess = decide(side, _host(endpoint), d, mine, theirs)
+        terms = []
+        for f in rep.fpdu_list:
+            if f.side == side and f.term_body and len(f.term_body) >= 4:
+                peer_sent = any(i.side != side and i.frame < f.frame for i in rep.fpdu_list)
+                terms.append(read_terminate(f.term_body, peer_sent))
+        guess = decide(side, _host(endpoint), d, mine, theirs, terms)
         given = profiles.stack_of(endpoint) if profiles else None
         if given is not None:
             guess = SideStack(side, guess.address, given, "profile",
@@ -70,9 +81,10 @@ def judge_connection(rep: ConnectionReport, client: Direction, server: Direction
     rep.stacks = [c_side, s_side]
     checks: list[tuple[SideStack, str, Received]] = []
     if rep.request is not None:
-        checks.append((s_side, "responder", _received(rep.request, None, c_stream)))
+        checks.append((s_side, "responder", _received(rep.request, None, c_stream, client)))
     if rep.request is not None and rep.reply is not None:
-        checks.append((c_side, "initiator", _received(rep.reply, rep.request, s_stream)))
+        checks.append((c_side, "initiator", _received(rep.reply, rep.request, s_stream,
+                                                      server)))
     for side, role, received in checks:
         for stack in KERNEL_STACKS:
             found = (responder_refusals(stack, received) if role == "responder"

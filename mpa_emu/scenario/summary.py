@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mpa_emu.stacks import stack_label
 from mpa_emu.views.describe import errno_text
 from mpa_emu.views.ladder import describe_frame
 from mpa_emu.wire.addr import ip_text
@@ -18,7 +19,8 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
     hosts: dict[str, Any] = {}
     for name, host in run.net.hosts.items():
         hosts[name] = {
-            "profile": host.config.profile,
+            "profile": host.config.profile if host.stack == "irdma" else None,
+            "stack": stack_label(host.stack, host.params),
             "addresses": [ip_text(a) for a in host.addresses],
             "upcalls": [{"t_ns": u.time_ns, "event": u.event.name, "conn": u.conn,
                          "status": u.status,

@@ -74,3 +74,29 @@ def test_siw_request_without_a_syn_in_the_capture(tmp_path: Path) -> None:
     conv = Conversation(client="10.0.4.1", server="10.0.4.2")
     conv.client_sends(SIW_REQUEST)
     assert _stacks(tmp_path, conv)[0] == "siw"
+
+
+def test_a_terminate_in_siws_bit_field_layout_points_to_siw(tmp_path: Path) -> None:
+    # struct iwarp_terminate (siw's iwarp.h) on a little-endian host: Layer in the low
+    # nibble of byte 0, EType in the high one, the code in byte 1, M/D/R in bits 0-2 of
+    # byte 2. Layer DDP (1), EType untagged (2), code 0x02, D set, an untagged DDP
+    # header (18 bytes) quoted after the segment length: only siw's reading of the
+    # header-control bits announces exactly those bytes.
+    import struct
+
+    from tests.helpers.real_like_captures import send
+    from tests.helpers.stack_captures import no_crc
+
+    quoted = bytes([0x41, 0x43]) + struct.pack("!IIII", 0, 0, 1, 0)
+    body = bytes([0x21, 0x02, 0x02, 0x00]) + struct.pack("!H", 18) + quoted
+    term = bytes([0x41, 0x47]) + struct.pack("!IIII", 0, 2, 1, 0) + body
+    conv = Conversation(client="10.0.4.1", server="10.0.4.2").handshake(LINUX_SYN,
+                                                                         LINUX_SYNACK)
+    conv.client_sends(mpa(KEY_REQ, 0x40, 2, block(16, 16, p2p=True, read=True)))
+    conv.server_sends(mpa(KEY_REP, 0x40, 2, block(16, 16, p2p=True, read=True)))
+    conv.client_sends(no_crc(send(1, b"s" * 20)))
+    conv.server_sends(no_crc(term))
+    (conn,) = inspect_capture(write_pcap(tmp_path / "t.pcap", conv)).connections
+    server = conn.stacks[1]
+    assert any("siw's little-endian bit-field layout" in e for e in server.evidence)
+    assert server.stack == "siw"
