@@ -113,7 +113,7 @@ def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     with parked:
         notes: dict[int, list[str]] = {}
         if (args.stacks or profiles) and args.source != "-":
-            from mpa_emu.judge.capture_stacks import address_stacks
+            from mpa_emu.views.inspection.capture_stacks import address_stacks
 
             stacks, notes = address_stacks(args.source, profiles)
             parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c

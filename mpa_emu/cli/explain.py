@@ -7,12 +7,11 @@ import argparse
 import sys
 from typing import TextIO
 
-from mpa_emu.capture.checksums import Mode
+from mpa_emu.capture.checksums import Mode, mode_name
+from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
-from mpa_emu.cli.values import capture_error
-from mpa_emu.judge.explain import Explanation, explain_connection
 from mpa_emu.views.explain import (
     counts_line,
     explain_page,
@@ -20,6 +19,7 @@ from mpa_emu.views.explain import (
     explanation_text,
     json_head,
 )
+from mpa_emu.views.explanation import Explanation, explain_connection
 from mpa_emu.views.inspection import CaptureReport, InspectError, stream_capture
 
 HELP = "explain each connection of a capture: verdict, cause, events, log line and fix"
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace, path: str) -> int:
     profiles = profiles_of(args)
-    report = CaptureReport(path=args.capture, checksums=str(Mode.OFFLOAD))
+    report = CaptureReport(path=args.capture, checksums=mode_name(Mode.OFFLOAD))
     counts = {"ok": 0, "warning": 0, "failed": 0}
     kept: list[Explanation] = []
     text_out = args.json != "-"

@@ -481,8 +481,8 @@ def _judge(args: argparse.Namespace, path: str, shown: str | None = None) -> int
     profiles = profiles_of(args)
     stacks: list[str] | None = None
     if args.stacks or profiles:
-        from mpa_emu.judge.capture_stacks import stack_lines
         from mpa_emu.views.inspection import InspectError as ReadError
+        from mpa_emu.views.inspection.capture_stacks import stack_lines
 
         try:
             stacks = stack_lines(path, profiles)

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.cli import CliError
+from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
 from mpa_emu.scenario import (

@@ -37,7 +37,8 @@ from mpa_emu.wire.terminate_layouts import SIW as SIW_LAYOUT
 from mpa_emu.wire.terminate_layouts import TerminateRead
 
 if TYPE_CHECKING:
-    from mpa_emu.views.inspection.report import Direction, MpaInfo
+    from mpa_emu.judge.shapes import MpaFrameLike as MpaInfo
+    from mpa_emu.judge.shapes import SideLike as Direction
 
 IRDMA_WINDOW = 65535
 IRDMA_SYN_OPTIONS = (2, 3, 0)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.judge.stacks import STACK_NAMES
 
 EVERY_SIDE = "*"
 
 
-class ProfileError(ValueError):
+class ProfileError(MpaEmuError, ValueError):
     """A ``--profile`` value that cannot be read; the message is one line."""
 
 

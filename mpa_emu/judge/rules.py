@@ -6,7 +6,7 @@ siw_proc_mpareq, process_mpa_request); the initiator reads the reply (the same i
 functions, siw_proc_mpareply, process_mpa_reply). :func:`responder_refusals` and
 :func:`initiator_refusals` list, for one stack, every rule the frame breaks, as
 :class:`Refusal` records. They say nothing about severity: the caller decides from who
-the receiving side is (:mod:`mpa_emu.judge.verdicts`).
+the receiving side is (:mod:`mpa_emu.views.inspection.judging`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW
 from mpa_emu.wire.mpa import FLAG_ENHANCED, FLAG_MARKERS, FRAME_SIZE, IRD_ORD_MASK, RTR_MSG_SIZE
 
 if TYPE_CHECKING:
-    from mpa_emu.views.inspection.report import MpaInfo
+    from mpa_emu.judge.shapes import MpaFrameLike as MpaInfo
 
 IRDMA_MAX_CM_BUF = 544
 """IRDMA_MAX_CM_BUF: irdma_parse_mpa refuses a longer payload."""

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.live import icmp
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.net.policy import Accept, Manual, Reject
@@ -50,7 +51,7 @@ SOLICIT_INTERVAL_S = 0.5
 MAX_FRAMES_PER_POLL = 256
 
 
-class LiveError(Exception):
+class LiveError(MpaEmuError):
     """A live-mode operation failed (neighbour unresolved, TAP gone); one-line message."""
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpa_emu.replay.engine import Emitted, RunResult
-from mpa_emu.replay.recording import FlowKey, Frame, Recording, offload_classes
-from mpa_emu.views.describe import flags_joined, mpa_kind
+from mpa_emu.replay.recording import Frame, Recording, offload_classes
+from mpa_emu.views.describe import flags_joined
+from mpa_emu.wire.flow import FlowKey
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 _LOOKAHEAD = 4

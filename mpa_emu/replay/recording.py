@@ -16,16 +16,17 @@ from typing import IO
 from mpa_emu.capture.checksums import Mode, Verdict
 from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
-from mpa_emu.views.describe import mpa_kind
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.segment import ACK, SYN, Segment
 
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
-FlowKey = tuple[bytes, int, bytes, int, int | None]
+from mpa_emu.wire.flow import NO_VLAN, FlowKey
+from mpa_emu.wire.mpa import mpa_kind
+from mpa_emu.wire.segment import ACK, SYN, Segment
 
 
-class RecordingError(ValueError):
+class RecordingError(MpaEmuError, ValueError):
     """Bad input for replay: unreadable file, not Ethernet, no frames of the address."""
 
 
@@ -175,16 +176,17 @@ def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str
                 nic_dropped, artefact = nic_verdict(lenient, checksums)
                 if artefact:
                     artefacts[seg.src_ip] = artefacts.get(seg.src_ip, 0) + 1
+        vid = NO_VLAN if seg.vlan is None else seg.vlan  # the FlowKey's VLAN id
         if seg.src_ip == ip:
             outbound = True
-            key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+            key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, vid)
             nic_dropped = ""  # checksum offload: the sender's NIC fills them in later
             if not mac:
                 mac, vlan = seg.src_mac, seg.vlan
             neighbours.setdefault(seg.dst_ip, seg.dst_mac)
         elif seg.dst_ip == ip:
             outbound = False
-            key = (ip, seg.dport, seg.src_ip, seg.sport, seg.vlan)
+            key = (ip, seg.dport, seg.src_ip, seg.sport, vid)
             if not mac:
                 mac, vlan = seg.dst_mac, seg.vlan
             neighbours[seg.src_ip] = seg.src_mac

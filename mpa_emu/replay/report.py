@@ -12,12 +12,13 @@ from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
-from mpa_emu.replay.engine import AppAction, Emitted, Injection, Rebase, RunResult
-from mpa_emu.replay.recording import FlowKey, Frame, Recording
+from mpa_emu.replay.engine import AppAction, Emitted, Injection, OnRequest, Rebase, RunResult
+from mpa_emu.replay.recording import Frame, Recording
 from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
 from mpa_emu.views.describe import flags_joined, segment_line, upcall_text
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.flow import FlowKey, flow_vlan
 from mpa_emu.wire.segment import Segment
 
 
@@ -26,7 +27,7 @@ class ReplayOptions:
     """The command line's options, as values."""
 
     emulate: bytes
-    on_request: str = "auto"
+    on_request: OnRequest = "auto"
     backlog: int = 4096
     time_tolerance_ns: int = 10_000_000
     strict_offload: bool = False
@@ -47,7 +48,8 @@ def flow_text(key: FlowKey) -> str:
     def ep(ip: bytes, port: int) -> str:
         text = ip_text(ip)
         return f"[{text}]:{port}" if len(ip) == 16 else f"{text}:{port}"
-    vlan = f" vlan {key[4]}" if key[4] is not None else ""
+    tag = flow_vlan(key)
+    vlan = f" vlan {tag}" if tag is not None else ""
     return f"{ep(key[0], key[1])} <-> {ep(key[2], key[3])}{vlan}"
 
 

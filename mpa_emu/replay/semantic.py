@@ -29,9 +29,11 @@ from errno import ECONNREFUSED
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.replay.engine import RunResult
-from mpa_emu.replay.recording import FlowKey, Recording
-from mpa_emu.views.describe import errno_text, mpa_kind
+from mpa_emu.replay.recording import Recording
+from mpa_emu.views.describe import errno_text
 from mpa_emu.wire import ddp, mpa
+from mpa_emu.wire.flow import FlowKey
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import at_or_after

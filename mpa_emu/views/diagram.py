@@ -31,6 +31,7 @@ from mpa_emu.capture.decode import (
     decode_leniently,
 )
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.views.crc_connections import CrcConnections, connection_key
 from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
 from mpa_emu.views.ladder import Row, numbered, render, render_lines
@@ -39,7 +40,7 @@ from mpa_emu.wire.mpa import FLAG_CRC
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 
-class DiagramError(ValueError):
+class DiagramError(MpaEmuError, ValueError):
     """The input cannot be drawn (unreadable capture)."""
 
 

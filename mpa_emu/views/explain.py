@@ -1,4 +1,4 @@
-"""``mpa-emu explain`` as text, JSON and HTML, from :mod:`mpa_emu.judge.explain`'s
+"""``mpa-emu explain`` as text, JSON and HTML, from :mod:`mpa_emu.views.explanation`'s
 explanations: a failed connection in a few lines, ``verbose`` adds the story."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from mpa_emu.judge.explain import Explanation
 from mpa_emu.judge.model import errno_name
+from mpa_emu.views.explanation import Explanation
 
 
 def _events(events: Sequence[str], none: str) -> str:

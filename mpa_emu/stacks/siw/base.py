@@ -11,6 +11,7 @@ from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.stacks.siw.cep import Cep
 from mpa_emu.stacks.siw.params import SiwParams
+from mpa_emu.stacks.siw.qp_rx import Completion, Mr
 from mpa_emu.stacks.siw.states import SiwState, SiwWork
 from mpa_emu.stacks.tcp import LINUX, TcpStack
 
@@ -35,6 +36,10 @@ class SiwBase:
         self._unclaimed: dict[int, tuple[int, bytearray]] = {}
         """Accepted sockets whose SIW_CM_WORK_ACCEPT has not run: listener cep, bytes."""
         self._addresses: dict[bytes, int | None] = {}
+        self._mrs: dict[int, Mr] = {}
+        """The device's memory regions by STag index (``stag >> 8``, siw_mem_id2obj)."""
+        self._done: dict[int, list[Completion]] = {}
+        """Receive completions of connections whose endpoint is gone."""
         self._next = 1
         self._now = 0
 

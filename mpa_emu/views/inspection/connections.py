@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
+from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error, mode_name
 from mpa_emu.capture.decode import (
     InspectError,
     RawFrame,
@@ -16,8 +16,8 @@ from mpa_emu.capture.decode import (
     endpoint,
     read_frames,
 )
-from mpa_emu.judge import verdicts as stack_verdicts
 from mpa_emu.judge.profile import Profiles
+from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
 from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
 from mpa_emu.views.inspection.mpa_exchange import (
@@ -131,7 +131,7 @@ def inspect_frames(frames: Iterable[RawFrame], name: str = "",
                    checksums: Mode = Mode.OFFLOAD,
                    profiles: Profiles | None = None) -> CaptureReport:
     """Analyse already-read frames (see :func:`~mpa_emu.capture.decode.read_frames`)."""
-    report = CaptureReport(path=name, checksums=str(checksums))
+    report = CaptureReport(path=name, checksums=mode_name(checksums))
     conns = list(stream_connections(frames, report, checksums, profiles=profiles))
     conns.sort(key=lambda c: c.index)
     report.connections = conns

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import errno
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mpa_emu.judge import cm_events as ev
 from mpa_emu.judge.catalogue import CAUSES
@@ -16,11 +16,9 @@ from mpa_emu.judge.model import Refusal, errno_name
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW, UNKNOWN
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
+from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
 from mpa_emu.wire.ddp import Opcode
 from mpa_emu.wire.terminate_layouts import TerminateRead, read_terminate
-
-if TYPE_CHECKING:
-    from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
 
 OTHER_PROTOCOL_PORTS = {
     4420: "NVMe/TCP (nvme-tcp)",

@@ -11,18 +11,14 @@ is not in the capture.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mpa_emu.judge.fingerprint import decide
 from mpa_emu.judge.model import Refusal, SideStack
 from mpa_emu.judge.profile import Profiles
 from mpa_emu.judge.rules import Received, initiator_refusals, responder_refusals
 from mpa_emu.judge.stacks import IRDMA, KERNEL_STACKS, UNKNOWN
+from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
 from mpa_emu.wire.mpa import FRAME_SIZE
 from mpa_emu.wire.terminate_layouts import read_terminate
-
-if TYPE_CHECKING:
-    from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
 
 Stream = list[tuple[int, int, bytes]]
 
