@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "examples": "mpa_emu.cli.examples",
     "wireshark-plugin": "mpa_emu.cli.wireshark_plugin",
     "fuzz": "mpa_emu.cli.fuzz",
+    "matrix": "mpa_emu.cli.matrix",
 }
 
 

@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .png name gets PNG, a .txt name "
                              "the text)")
+    parser.add_argument("--logs", action="store_true",
+                        help="scenarios: add what the drivers write to the kernel log (klog "
+                             "lines; '(dyndbg)' marks those only dynamic debug shows)")
     add_checksums_argument(parser)
     parser.add_argument("--stacks", action="store_true",
                         help="captures: name the stack each address is judged as in its "
@@ -64,14 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(source: str, ports: list[int] | None = None,
-          checksums: Mode = Mode.OFFLOAD) -> Ladder:
+          checksums: Mode = Mode.OFFLOAD, *, logs: bool = False) -> Ladder:
     """The ladder of a capture or scenario file (CliError when unusable); ``checksums``
     is the reading of a capture's TCP checksums."""
     if source.lower().endswith(".toml"):
         from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
 
         try:
-            return from_run(run_scenario(load_scenario(source)).net)
+            return from_run(run_scenario(load_scenario(source)).net, logs=logs)
         except ScenarioError as exc:
             raise CliError(str(exc)) from None
     try:
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     profiles = profiles_of(args)
     if args.source.lower().endswith(".toml"):
-        ladder = build(args.source, args.port, Mode(args.checksums))
+        ladder = build(args.source, args.port, Mode(args.checksums), logs=args.logs)
         return _write(output, lambda out: out.write(ladder.svg() if svg else ladder.text()))
     try:
         parked = park_capture(args.source, args.port or (), Mode(args.checksums))

@@ -15,9 +15,9 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
 from mpa_emu.cli.values import seed
-from mpa_emu.cm.profiles import PROFILES
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
+from mpa_emu.replay.stacks import parse_profile
 from mpa_emu.wire.addr import ip_bytes
 
 MAX_SECONDS = 1e9
@@ -80,11 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TCP checksums of injected frames: offload (default: TX "
                              "offload artefacts count as good), strict (the NIC's view), "
                              "off (never checked)")
-    parser.add_argument("--profile", default="irdma",
-                        choices=[*sorted(PROFILES), "auto"],
-                        help="the emulated node, as in live mode and scenarios (default "
-                             "irdma); auto (with --semantic) tries each and names those "
-                             "with the recorded outcome")
+    parser.add_argument("--profile", default="irdma", metavar="STACK",
+                        help="the emulated side's stack: irdma (default), siw, cxgb4 or "
+                             "one with parameters (siw(peer_to_peer=1), cxgb4(mpa_rev=1)); "
+                             "mpa-v1 = siw(mpa_version=1); ADDRESS=STACK,... names each "
+                             "side; auto (with --semantic) tries each stack and names the "
+                             "one that explains the recording")
     parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=None,
                         help="MPA revision the emulated node starts at (default: the "
                              "profile's)")
@@ -135,7 +136,11 @@ def job_from(args: argparse.Namespace) -> ReplayJob:
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.
         if not 0 <= seconds <= MAX_SECONDS:
             raise CliError(f"{option} must be 0..{MAX_SECONDS:g} seconds, got {seconds:g}")
-    if args.profile == "auto" and not args.semantic:
+    try:  # checked here for a one-line error; the job parses it again where it runs
+        spec = parse_profile(args.profile, args.mpa_rev)
+    except ValueError as exc:
+        raise CliError(f"--profile: {exc}") from None
+    if spec.auto and not args.semantic:
         raise CliError("--profile auto needs --semantic (it compares outcomes)")
     return ReplayJob(
         args.capture, ip, on_request=args.on_request, backlog=args.backlog,

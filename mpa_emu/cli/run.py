@@ -22,7 +22,7 @@ from mpa_emu.scenario import (
     run_scenario,
 )
 from mpa_emu.scenario.progress import ProgressBar
-from mpa_emu.scenario.summary import summary
+from mpa_emu.scenario.summary import refusal_lines, summary
 
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
 
@@ -192,6 +192,9 @@ def _report(result: ScenarioRun, *, quiet: bool) -> None:
     for e in result.expectations:
         if not quiet or not e.ok:
             out.write(e.text(sc.path) + "\n")
+    if not quiet:
+        for line in refusal_lines(result):
+            out.write(line + "\n")
     failed = len(result.failures())
     total = len(result.expectations)
     verdict = "PASS" if result.ok else "FAIL"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from errno import ECONNRESET, EINVAL
 
-from mpa_emu.cm import send
+from mpa_emu.cm import log_lines, send
 from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError, errno_name
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
@@ -46,6 +46,9 @@ def active_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     cm.stats["connect_errs"] += 1
     old = node.state.name
     if reset:
+        if cm.trace is not None:
+            log_lines.emit(cm, log_lines.ACTIVE_OPEN_ERR, log_lines.node_ptr(cm, node),
+                           int(node.state), conn=node.conn)
         send.send_reset_held(cm, node, f"irdma_send_reset: irdma_active_open_err "
                                        f"{old} -> CLOSED")
     cm._set_state(node, S.CLOSED, "irdma_active_open_err")
@@ -58,6 +61,9 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     cm.stats["passive_errs"] += 1
     old = node.state.name
     cm._set_state(node, S.CLOSED, "irdma_passive_open_err")
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.PASSIVE_OPEN_ERR, log_lines.node_ptr(cm, node),
+                       int(node.state), conn=node.conn)
     if reset:
         if not send.send_reset(cm, node, f"irdma_send_reset: irdma_passive_open_err "
                                          f"{old} -> CLOSED"):
@@ -72,11 +78,16 @@ def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bo
     """``irdma_handle_tcp_options``; True on error (after the kernel's open error)."""
     st = node.settings
     if seg.options:
+        if cm.trace is not None:
+            log_lines.option_lines(cm, node, seg.options)
         res = process_options(seg.options, syn=bool(seg.flags & SYN), ipv4=node.ipv4,
                               mss=st.mss, snd_wscale=st.snd_wscale)
         if res.hang and cm.config.quirks.zero_len_option_loop:
             raise KernelHang(res.error)
         if res.error is not None:
+            if cm.trace is not None:
+                log_lines.emit(cm, log_lines.OPTIONS_RESET, log_lines.node_ptr(cm, node),
+                               conn=node.conn)
             cm._drop(seg, "irdma_process_options", res.error, node)
             if passive:
                 passive_open_err(cm, node, reset=True)
@@ -106,6 +117,8 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
             # irdma_negotiate_mpa_v2_ird_ord changed the node before failing; the
             # abort upcall (irdma_get_cmevent_info) reports these values
             apply_negotiated(node, res.negotiated)
+        if cm.trace is not None and res.step <= len(log_lines.PARSE_MPA):
+            parse_mpa_line(cm, node, seg.payload, res.step)
         cm._drop(seg, "irdma_parse_mpa",
                  f"step {res.step}: {res.reason} (-{errno_name(res.errno)})", node)
         if initiator:
@@ -122,11 +135,26 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
                               else res.user_data)
     node.record_mpa(res.rev, len(node.pdata), res.negotiated)
     if res.negotiated is not None and cm.trace is not None:
+        log_lines.emit(cm, log_lines.NEGOTIATED, node.ord_size, node.ird_size,
+                       conn=node.conn)
         cm._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
               ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
+    if res.reject and not initiator and node.state == S.ESTABLISHED \
+            and cm.trace is not None:
+        log_lines.emit(cm, log_lines.STATE_FOR_REJECT, conn=node.conn)
     if res.markers:
         node.snd_mark_en = True
     return res.reject
+
+
+def parse_mpa_line(cm: CoreOps, node: CmNode, payload: bytes, step: int) -> None:
+    """The line ``irdma_parse_mpa`` logs as its check ``step`` (1 to 7) fails."""
+    length = len(payload)
+    pd_length = int.from_bytes(payload[18:20], "big") if length >= 20 else 0
+    rev = payload[17] if length > 17 else 0
+    args: tuple[int, ...] = {1: (length,), 2: (pd_length,), 3: (rev,), 4: (rev,), 5: (),
+                             6: (pd_length, 20, length), 7: (length,)}[step]
+    log_lines.emit(cm, log_lines.PARSE_MPA[step - 1], *args, conn=node.conn)
 
 
 def apply_negotiated(node: CmNode, neg: Negotiated) -> None:
@@ -151,6 +179,8 @@ def _pdata(rx: Rx) -> bytes:
 
 def ignore(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """The kernel's explicit "nothing to do" cases: the segment is dropped."""
+    if r.kernel_fn == "irdma_handle_fin_pkt" and cm.trace is not None:
+        log_lines.emit(cm, log_lines.FIN_BAD_STATE, int(node.state), conn=node.conn)
     if isinstance(rx, Segment):
         cm._drop(rx, r.kernel_fn, f"{node.state.name}: {r.note}", node)
     return GO_ON
@@ -281,6 +311,8 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         cm._drop(seg, "irdma_check_syn",
                 f"SYN-ACK ack {seg.ack} != loc_seq_num {node.loc_seq_num}", node)
         active_open_err(cm, node, reset=True)
+        if cm.trace is not None:
+            log_lines.emit(cm, log_lines.CHECK_SYN_FAIL, conn=node.conn)
         return GO_ON
     _set_rem_ack(node, seg.ack)
     if tcp_options(cm, node, seg, passive=False):
@@ -414,6 +446,13 @@ def mpa_unexpected(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     type is UNKNOWN and ``irdma_cm_event_handler`` drops it."""
     seg = _seg(rx)
     if parse(cm, node, seg, initiator=False) is not None:
+        if cm.trace is not None:
+            # irdma_create_event(UNKNOWN) is queued and irdma_cm_event_handler says so
+            log_lines.emit(cm, log_lines.WRONG_STATE, int(node.state), conn=node.conn)
+            if node.cm_id:
+                log_lines.create_event(cm, node, int(CmEventType.UNKNOWN))
+                log_lines.emit(cm, log_lines.BAD_EVENT_TYPE, int(CmEventType.UNKNOWN),
+                               conn=node.conn)
         cm._drop(seg, r.kernel_fn, f"MPA frame in {node.state.name}: event UNKNOWN "
                 "(bad event type)", node)
     return GO_ON
@@ -507,6 +546,8 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_accept`` from MPAREQ_RCVD: offload, the MPA reply as the QP's LSMM, then
     (GEN_2) wait for the RTS AE. A peer RST before (``passive_state`` reaching
     ``SEND_RESET_EVENT``) fails the verb with -ECONNRESET."""
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.ACCEPT_VLAN, node.vlan_id, conn=node.conn)
     pdata = _pdata(rx)
     node.passive_state += 1
     if node.passive_state == SEND_RESET_EVENT:
@@ -537,6 +578,8 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def accept_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_accept`` after the listener went: -EINVAL, the node's reference
     dropped."""
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.ACCEPT_VLAN, node.vlan_id, conn=node.conn)
     return Outcome(True, accept_failed(cm, node, -EINVAL, "listener destroyed",
                                        returned=True))
 

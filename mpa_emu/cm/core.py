@@ -36,7 +36,7 @@ from collections import deque
 from errno import EINVAL
 from typing import Any
 
-from mpa_emu.cm import disconnect, refs, send, teardown, upcalls
+from mpa_emu.cm import disconnect, log_lines, refs, send, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
 from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
@@ -44,7 +44,7 @@ from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
 from mpa_emu.cm.device import DeviceVerbs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.leaks import leak_reason
+from mpa_emu.cm.leaks import leak_report
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
@@ -239,8 +239,7 @@ class CmCore(DeviceVerbs, TableViews):
         lst = table.make_listen_node(found, addr, port, ipv4, vlan_id, backlog, wildcard,
                                      tos, self.netdevs.walk(self._addresses, ipv4))
         self.stats["listen_created"] += 1
-        self._tr("listen_created", "irdma_create_listen", listener=lst.ident,
-                addr=addr, port=port, vlan=vlan_id, reused=lst.reused_node)
+        log_lines.listen_created(self, lst)
         self._finish()
         return lst.ident
 
@@ -421,14 +420,7 @@ class CmCore(DeviceVerbs, TableViews):
         """Every node still in the table with the reason the kernel keeps it (None when
         the emulator cannot name one: that would be a bug). Each is recorded in the
         trace as ``kernel_leak``."""
-        out: list[tuple[int, CmState, str | None]] = []
-        for conn in self.conns():
-            n = self.nodes.by_conn[conn]
-            reason = leak_reason(n, self.leaks.get(n.conn), gen=self.config.gen)
-            out.append((conn, n.state, reason))
-            self._tr("kernel_leak", "irdma_rem_ref_cm_node", conn=conn,
-                    state=n.state.name, refcnt=n.refcnt, reason=reason)
-        return out
+        return leak_report(self)
 
     # ---- for the disconnect and teardown paths (DisconnectHost, TeardownHost) ------
 
@@ -841,6 +833,8 @@ class CmCore(DeviceVerbs, TableViews):
             return None
         lst = table.find_listener(seg.dst_ip, ipv4, seg.dport, key[4],
                                   ListenerState.ACTIVE)
+        if self.trace is not None:
+            log_lines.passive_lookup(self, lst, seg.tos)
         if lst is None:
             self._drop(seg, fn, "no active listener (irdma_find_listener)")
             return None
@@ -871,6 +865,8 @@ class CmCore(DeviceVerbs, TableViews):
         may carry, then a FIN alone."""
         flags = seg.flags
         if flags & RST:
+            if self.trace is not None:
+                log_lines.rst_pkt(self, node)
             send.cleanup(self, node)  # irdma_handle_rst_pkt cleans up first
             self._dispatch(node, Input.RST, seg)
             return
@@ -896,5 +892,7 @@ class CmCore(DeviceVerbs, TableViews):
         why = check_seq_refusal(seg.seq, seg.ack, loc_seq_num=node.loc_seq_num,
                                 rcv_nxt=node.rcv_nxt, rcv_wnd=node.settings.rcv_wnd)
         if why is not None:
+            if self.trace is not None:
+                log_lines.emit(self, log_lines.SEQ_ERR, conn=node.conn)
             self._drop(seg, fn, why, node)
         return why is None

@@ -30,6 +30,7 @@ from __future__ import annotations
 from errno import ECONNRESET
 from typing import Any, Protocol
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.offload import terminate as term
@@ -434,6 +435,9 @@ def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
     if issue_close:
         core._send_cm_event(conn, IwEvent.CLOSE, 0, now_ns)
         # irdma_qp_disconnect -> irdma_cm_close: for OFFLOADED this releases the node.
+        if _recording(core) and log_lines.plays_irdma(core):
+            core._record("kernel_log", log_lines.CALL_CLOSE.fn, now_ns,
+                        **log_lines.fields(log_lines.CALL_CLOSE, conn=conn))
         core._cm_close(conn, now_ns)
 
 

@@ -10,6 +10,7 @@ listener's reference, and a listener whose last reference goes leaves the listen
 
 from __future__ import annotations
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode, Listener
 from mpa_emu.cm.states import Input
@@ -36,6 +37,8 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     cm.stats["nodes_destroyed"] += 1
     lst = node.listener
     if not node.accelerated and node.accept_pend and lst is not None:
+        if cm.trace is not None:
+            log_lines.emit(cm, log_lines.DESTROYED_BEFORE_ESTABLISHED, conn=node.conn)
         lst.pend_accepts_cnt -= 1
     if node.close_entry is not None:
         node.close_entry.live = False
@@ -78,3 +81,7 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
         cm.nodes.remove_listener(lst)
         cm.stats["listen_destroyed"] += 1
         cm._tr("listener_freed", "irdma_dec_refcnt_listen", listener=lst.ident)
+        if cm.trace is not None:
+            # apbvt_del: true from irdma_destroy_listen and irdma_destroy_connection
+            log_lines.listener_line(cm, log_lines.LISTENER_FREED, lst, active=False,
+                                    apbvt_del=True)

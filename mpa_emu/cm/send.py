@@ -5,6 +5,7 @@ them on the wire, once or with a retransmission entry (``irdma_schedule_cm_timer
 
 from __future__ import annotations
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.mpa_policy import MpaParams, build_mpa_frame
 from mpa_emu.cm.node import REFCOUNT_SATURATED, CmNode
@@ -152,6 +153,8 @@ def send_reset(cm: CoreOps, node: CmNode, comment: str) -> bool:
         cm._tr("send_failed", "irdma_send_reset", conn=node.conn,
               reason="no valid AH (irdma_form_ah_cm_frame): no RST, no put")
         return False
+    if cm.trace is not None:
+        log_lines.send_reset(cm, node, comment)
     schedule_send(cm, node, seg, comment, retrans=False, close_when_complete=True)
     return True
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from errno import ECONNREFUSED, ECONNRESET, EINVAL
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
@@ -22,6 +23,8 @@ def create_event(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
     without ``cm_id`` gets no event."""
     if not node.cm_id:
         return
+    if cm.trace is not None:
+        log_lines.create_event(cm, node, etype)
     node.refcnt += 1
     cm._post(node, etype)
     if cm.trace is not None:
@@ -163,6 +166,11 @@ def rts_timeout(cm: CoreOps, node: CmNode) -> None:
     """No RTS AE within ``rts_ae_timeout_ns``: ``irdma_cm_event_connected`` logs and
     goes on; ``irdma_accept`` fails with -ECONNRESET ("Slow Connection")."""
     node.rts_deadline = None
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.SLOW_CONNECTION_CONNECTED if node.client
+                       else log_lines.SLOW_CONNECTION_ACCEPT, log_lines.node_ptr(cm, node),
+                       node.key[1], node.key[3], log_lines.cm_id_ptr(cm, node),
+                       conn=node.conn)
     if node.client:
         cm._tr("slow_connection", "irdma_cm_event_connected", conn=node.conn,
               reason="no RTS AE within 12 s (logged only)")
@@ -175,6 +183,8 @@ def rts_timeout(cm: CoreOps, node: CmNode) -> None:
 def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> None:
     """``irdma_send_cm_event``: one upcall with what ``irdma_get_cmevent_info`` fills
     in (private data for the connect events, IRD/ORD)."""
+    if cm.trace is not None:
+        log_lines.send_cm_event(cm, node, event, status)
     pdata = b""
     plen = past = 0
     ird = ord_ = 0

@@ -1,6 +1,6 @@
 """The rdma_cm event an application sees for an iw_cm event, as ``cma_iw_handler``
-(drivers/infiniband/core/cma.c) maps them, and the iw_cm events each stack raises for the
-outcomes explain tells apart.
+(drivers/infiniband/core/cma.c) maps them (the mapping is :mod:`mpa_emu.ulp.rdma_cm`'s),
+and the iw_cm statuses each stack raises for the outcomes explain tells apart.
 
 cma_iw_handler: IW_CM_EVENT_CLOSE -> RDMA_CM_EVENT_DISCONNECTED; IW_CM_EVENT_CONNECT_REPLY
 with status 0 -> RDMA_CM_EVENT_ESTABLISHED, -ECONNRESET or -ECONNREFUSED ->
@@ -15,25 +15,22 @@ from __future__ import annotations
 import errno
 
 from mpa_emu.judge.stacks import CXGB4, IRDMA, SIW
+from mpa_emu.ulp.rdma_cm import RdmaCmEventType
+from mpa_emu.ulp.rdma_cm import connect_reply_event as cma_connect_reply_event
 
-CONNECT_REQUEST = "RDMA_CM_EVENT_CONNECT_REQUEST"
-ESTABLISHED = "RDMA_CM_EVENT_ESTABLISHED"
-REJECTED = "RDMA_CM_EVENT_REJECTED"
-UNREACHABLE = "RDMA_CM_EVENT_UNREACHABLE"
-CONNECT_ERROR = "RDMA_CM_EVENT_CONNECT_ERROR"
-DISCONNECTED = "RDMA_CM_EVENT_DISCONNECTED"
+CONNECT_REQUEST = RdmaCmEventType.CONNECT_REQUEST.kernel_name
+ESTABLISHED = RdmaCmEventType.ESTABLISHED.kernel_name
+REJECTED = RdmaCmEventType.REJECTED.kernel_name
+UNREACHABLE = RdmaCmEventType.UNREACHABLE.kernel_name
+CONNECT_ERROR = RdmaCmEventType.CONNECT_ERROR.kernel_name
+DISCONNECTED = RdmaCmEventType.DISCONNECTED.kernel_name
 NONE = ""
 
 
 def connect_reply_event(status: int) -> str:
-    """cma_iw_handler's event for IW_CM_EVENT_CONNECT_REPLY with ``status``."""
-    if status == 0:
-        return ESTABLISHED
-    if status in (-errno.ECONNRESET, -errno.ECONNREFUSED):
-        return REJECTED
-    if status == -errno.ETIMEDOUT:
-        return UNREACHABLE
-    return CONNECT_ERROR
+    """cma_iw_handler's event for IW_CM_EVENT_CONNECT_REPLY with ``status``
+    (:func:`mpa_emu.ulp.rdma_cm.connect_reply_event`)."""
+    return cma_connect_reply_event(status).kernel_name
 
 
 REJECT_STATUS = {

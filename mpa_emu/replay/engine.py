@@ -1,6 +1,7 @@
-"""Drive one :class:`~mpa_emu.cm.core.CmCore` with the frames of a recording.
+"""Drive one stack's core (irdma's :class:`~mpa_emu.cm.core.CmCore`, or siw's or cxgb4's
+through :mod:`mpa_emu.replay.stacks`) with the frames of a recording.
 
-The emulated host is an irdma node with default settings. Frames it did not send are
+The emulated host is that stack's node (``--profile``). Frames it did not send are
 injected at their recorded times on the virtual clock; the application around it is
 scripted from the recording itself:
 
@@ -35,15 +36,16 @@ import dataclasses
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Literal, Protocol, TypeVar
 
+from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.replay.recording import Frame, Recording, offload_classes
+from mpa_emu.replay import stacks
+from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
@@ -71,6 +73,8 @@ class EngineOptions:
     """How long past the capture's last frame timers keep running (extra frames)."""
     seed: int = 0
     config: CmConfig = field(default_factory=CmConfig)
+    stack: stacks.StackChoice | None = None
+    """The emulated side's stack (None: irdma with :attr:`config`)."""
     rebase: bool = False
     """Move the peer's acknowledgements onto the emulator's stream where its length
     differs from the recording (semantic mode)."""
@@ -249,24 +253,6 @@ def connection_starts(frames: list[Frame]) -> list[Frame]:
     return starts
 
 
-def _seq_len(seg: Segment) -> int:
-    """Sequence space a segment takes: payload, SYN and FIN (RFC 9293 section 3.4)."""
-    return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
-
-
-def _stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
-    """For each frame the recorded host sent: (frame number, end of its byte stream so
-    far), in capture order."""
-    out: list[tuple[int, int]] = []
-    nxt: int | None = None
-    for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
-        end = (f.seg.seq + _seq_len(f.seg)) & MASK32
-        if nxt is None or after(end, nxt) or f.seg.flags & SYN:
-            nxt = end
-        out.append((f.number, nxt))
-    return out
-
-
 @contextlib.contextmanager
 def _loaded_objects_frozen() -> Iterator[None]:
     """Keep the cyclic garbage collector off the objects that exist before the run.
@@ -359,7 +345,7 @@ def to_core_ack(seg: Segment, delta: int | None, shift: int = 0) -> Segment:
 
 
 class Engine:
-    """The one replay driver: drives a :class:`~mpa_emu.cm.core.CmCore` with the frames of
+    """The one replay driver: drives the emulated stack's core with the frames of
     a :class:`FrameSource` and hands what it does to a :class:`Sink`. The clock and timer
     catch-up, the ISN and ack mapping, the scripted application's verbs and the routing
     of upcalls live here once. Built with a recording alone, it replays the whole
@@ -374,10 +360,13 @@ class Engine:
         self.source: FrameSource = RecordingSource(rec) if source is None else source
         self.sink: Sink = KeepAll(options.trace) if sink is None else sink
         self.trace = Trace(keep=True)
-        self.core = CmCore("replay", rec.mac or b"\x02\x00\x00\x00\x00\x01", options.config,
-                           seed=options.seed, trace=self.trace if options.trace else None,
-                           isn=self._recorded_isn,
-                           watch=NodeStates(self) if options.trace else None)
+        self.stack = options.stack or stacks.StackChoice(config=options.config)
+        self.core: CoreApi
+        self.core, notes = stacks.make_core(
+            self.stack, rec.mac or b"\x02\x00\x00\x00\x00\x01", seed=options.seed,
+            trace=self.trace if options.trace else None, isn=self._recorded_isn,
+            watch=NodeStates(self) if options.trace else None)
+        self._node_conns: bool = self.stack.stack == "irdma"  # see make_core
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -385,7 +374,7 @@ class Engine:
         self.injections: list[Injection] = []
         self.actions: Log[AppAction] = []
         self.upcalls: Log[Upcall] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = notes
         self.failure = ""
         self.failure_frame = 0
         self.flows = self.source.flows
@@ -401,7 +390,7 @@ class Engine:
         self.upcall_frames: Log[int] = []
         self.rebases: list[Rebase] = []
         self._rec_nxt: dict[FlowKey, list[tuple[int, int]]] = (
-            {k: _stream_ends(flow.frames) for k, flow in rec.flows.items()}
+            {k: stream_ends(flow.frames) for k, flow in rec.flows.items()}
             if options.rebase else {})
 
     def _recorded_isn(self, local: bytes, lport: int, remote: bytes, rport: int
@@ -506,7 +495,7 @@ class Engine:
                 seg = tx.segment
                 key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
                 run = source.sending_flow(key)
-                conn = tx.conn
+                conn = tx.conn if self._node_conns else run.conn
                 if seg.flags & SYN and (run.delta is None or conn != run.delta_conn):
                     isn = run.next_isn()
                     if isn is not None:
@@ -537,7 +526,7 @@ class Engine:
         if self._pending:
             while self._pending:
                 verb, key, pdata = self._pending.pop(0)
-                self._decide(key, verb, pdata, self.position)
+                self._decide(key, verb, pdata, number=self.position)
             self.drain()
 
     def _on_upcall(self, ev: Upcall) -> None:
@@ -635,19 +624,17 @@ class Engine:
         else:
             run.conn = conn
             self.conn_flow[conn] = key
+            self._post_receives(key, conn, number)
         self.sink.connected(run)
 
     def _answer(self, key: FlowKey, number: int, reply: Frame) -> None:
         verb = self.opt.on_request
         if verb == "auto":
             verb = "reject" if mpa_kind(reply.seg.payload) == "reject" else "accept"
-        try:
-            pdata = decode_frame(reply.seg.payload).private_data
-        except MpaFormatError:
-            pdata = b""
-        self._decide(key, verb, pdata, number)
+        self._decide(key, verb, *stacks.reply_terms(reply.seg.payload), number=number)
 
-    def _decide(self, key: FlowKey, verb: str, pdata: bytes, number: int) -> None:
+    def _decide(self, key: FlowKey, verb: str, pdata: bytes,
+                ird_ord: tuple[int, int] | None = None, *, number: int) -> None:
         run = self.flows[key]
         action = AppAction(self.now, number, verb, key,
                            f"private data {len(pdata)} bytes")
@@ -657,11 +644,18 @@ class Engine:
             return
         try:
             if verb == "accept":
-                self.core.accept(run.conn, private_data=pdata, now_ns=self.now)
+                stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
+                self._post_receives(key, run.conn, number)
             else:
                 self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
         except CmError as exc:
             action.error = str(exc)
+
+    def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
+        words = stacks.post_receives(self.core, self.stack, conn, self.rec.flows.get(key),
+                                     self.now)
+        if words:
+            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
 
     def _disconnect(self, key: FlowKey, frame: Frame) -> None:
         run = self.flows[key]
@@ -695,9 +689,15 @@ class NodeStates:
             engine.flows[key].conn = conn
             engine.conn_flow[conn] = key
 
-    def state_changed(self, conn: int, state: CmState) -> None:
-        """Remember the node's new state."""
-        self.engine.states[conn] = state.name
+    def state_changed(self, conn: int, state: IntEnum) -> None:
+        """Remember the node's new state; siw and cxgb4 also change state in queued work
+        and timers, so their flow's history takes every change as it happens."""
+        engine = self.engine
+        engine.states[conn] = state.name
+        if not engine._node_conns:
+            key = engine.conn_flow.get(conn)
+            if key is not None and key in engine.flows:
+                engine.flows[key].states.append((engine.now, state.name))
 
     def node_freed(self, conn: int) -> None:
         """The node is gone."""
@@ -729,7 +729,7 @@ class KeepAll:
         if state:
             run.states.append((now, state))
         if engine.opt.rebase:
-            end = (seg.seq + delta + _seq_len(seg)) & MASK32
+            end = (seg.seq + delta + seq_len(seg)) & MASK32
             if run.em_nxt is None or after(end, run.em_nxt):
                 run.em_nxt = end
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpa_emu.capture.checksums import Mode, ModeName
-from mpa_emu.cm.profiles import profile
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.replay import ProfileSurvey, replay_capture, replay_profiles
 from mpa_emu.replay.engine import OnRequest
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
+from mpa_emu.replay.stacks import parse_profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +34,9 @@ class ReplayJob:
     seed: int = 0
     checksums: ModeName = "offload"
     profile: str = "irdma"
-    """A profile of :data:`mpa_emu.cm.profiles.PROFILES`, or ``auto``: replay once per
-    profile in semantic mode."""
+    """What ``--profile`` takes (:func:`mpa_emu.replay.stacks.parse_profile`): a stack
+    with optional parameters, ``ADDRESS=STACK,...``, or ``auto``: replay once per
+    candidate stack in semantic mode."""
     mpa_rev: int | None = None
     """The MPA revision the emulated node (every profile with ``auto``) starts at."""
     json: str | None = None
@@ -53,14 +54,17 @@ class ReplayJob:
         return self.profile == "auto"
 
     def options(self) -> ReplayOptions:
-        """The replay's options, the emulated node's configuration included."""
-        overrides = {} if self.mpa_rev is None else {"mpa_rev": self.mpa_rev}
-        config = profile("irdma" if self.all_profiles else self.profile, **overrides)
+        """The replay's options, the emulated side's stack included (ValueError with one
+        line for a ``profile`` :func:`~mpa_emu.replay.stacks.parse_profile` refuses)."""
+        spec = parse_profile(self.profile, self.mpa_rev)
+        chosen = spec.emulated(self.emulate)
         return ReplayOptions(
             emulate=self.emulate, on_request=self.on_request, backlog=self.backlog,
             time_tolerance_ns=self.time_tolerance_ns, strict_offload=self.strict_offload,
             semantic=self.semantic, horizon_ns=self.horizon_ns, seed=self.seed,
-            checksums=Mode(self.checksums), config=config)
+            checksums=Mode(self.checksums), config=chosen.config,
+            stack=None if chosen.stack == "irdma" and not chosen.alias else chosen,
+            peers=tuple(sorted(spec.peers(self.emulate).items())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,8 @@ class JobResult:
                                        "first_divergence": r.first_divergence or None}
                                 for name, r in survey.reports.items()}
             data["same_outcome_profiles"] = survey.same_outcome
+            data["picked"] = survey.picked
+            data["picked_why"] = survey.why()
         return data
 
 

@@ -23,7 +23,9 @@ from mpa_emu.wire.addr import ip_text
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
 from mpa_emu.wire.flow import NO_VLAN, FlowKey
 from mpa_emu.wire.mpa import mpa_kind
-from mpa_emu.wire.segment import ACK, SYN, Segment
+from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
+from mpa_emu.wire.seq import MASK as MASK32
+from mpa_emu.wire.seq import after
 
 
 class RecordingError(MpaEmuError, ValueError):
@@ -302,3 +304,21 @@ def _addresses(raws: Sequence[CaptureRecord]) -> str:
     ranked = sorted(counts, key=lambda a: (-counts[a], a))
     shown = ", ".join(ip_text(a) for a in ranked[:8])
     return shown + (f" and {len(ranked) - 8} more" if len(ranked) > 8 else "")
+
+
+def seq_len(seg: Segment) -> int:
+    """Sequence space a segment takes: payload, SYN and FIN (RFC 9293 section 3.4)."""
+    return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
+
+
+def stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
+    """For each frame the recorded host sent: (frame number, end of its byte stream so
+    far), in capture order."""
+    out: list[tuple[int, int]] = []
+    nxt: int | None = None
+    for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
+        end = (f.seg.seq + seq_len(f.seg)) & MASK32
+        if nxt is None or after(end, nxt) or f.seg.flags & SYN:
+            nxt = end
+        out.append((f.number, nxt))
+    return out

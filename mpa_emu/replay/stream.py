@@ -29,6 +29,7 @@ from typing import IO
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
 from mpa_emu.capture.spool import RecordSpool
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
 from mpa_emu.errors import MpaEmuError
@@ -418,7 +419,10 @@ class StreamSource:
         """Forget up to :data:`EVICT_EVERY` flows whose frames are all replayed and
         whose nodes the core has freed; the others go to the back of the queue (a pass
         costs the same however many connections linger)."""
-        has_node = engine.core.has_node
+        core = engine.core
+        # irdma's node table answers directly; another stack's core by its node view.
+        has_node = core.has_node if isinstance(core, CmCore) else (
+            lambda conn: core.node(conn) is not None)
         idle = self.idle
         for _ in range(min(EVICT_EVERY, len(idle))):
             run = idle.popleft()
@@ -624,7 +628,7 @@ def stream_engine(source: str | IO[bytes], label: str, options: ReplayOptions,
     engine = Engine(skeleton, EngineOptions(
         on_request=options.on_request, backlog=options.backlog,
         horizon_ns=options.horizon_ns, seed=options.seed, config=options.config,
-        rebase=False, trace=False), progress, source=frames,
+        stack=options.stack, rebase=False, trace=False), progress, source=frames,
         sink=frames.compare if sink is None else sink)
     # Sequences, not lists: only the JSON report reads them again.
     engine.actions = RecordSpool(AppAction)

@@ -1,13 +1,14 @@
 """The HTML report of ``mpa-emu run``: the run's ladder with the rows a failed
 expectation is about highlighted, each failed expectation with what the scenario asked
-and what happened side by side, every expectation, the upcalls and verb failures per
-host, and the trace records."""
+and what happened side by side, every expectation, the upcalls (each with the rdma_cm
+event it gave) and verb failures per host, the drivers' kernel log lines, and the trace
+records."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mpa_emu.views.describe import upcall_label
+from mpa_emu.views.describe import errno_text, log_label, rdma_cm_label, upcall_label
 from mpa_emu.views.diagram import Ladder, from_run
 from mpa_emu.views.html.fields import Fields, segment_fields
 from mpa_emu.views.html.page import Page, Section, cell, table, versus
@@ -44,6 +45,10 @@ def _related(run: ScenarioRun, ladder: Ladder, line: int | None) -> set[int]:
         if e.line == line:
             rows |= {i for i, r in enumerate(ladder.rows) if r.frame is None
                      and r.source == lanes.get(e.host) and r.label.startswith(f"<< {e.event}")}
+    for ce in sc.cm_events:
+        if ce.line == line:
+            rows |= {i for i, r in enumerate(ladder.rows) if r.frame is None
+                     and r.source == lanes.get(ce.host) and r.label.startswith(f"=> {ce.event}")}
     for s in sc.states:
         if s.line == line:
             rows |= {i for i, r in enumerate(ladder.rows) if r.frame is None
@@ -79,15 +84,22 @@ def run_page(run: ScenarioRun) -> str:
         ["line", "verdict", "expectation", "instead"],
         ([cell(e.line if e.line is not None else "-"), cell("ok" if e.ok else "FAIL"),
           cell(e.what), cell(e.actual if not e.ok else "")] for e in run.expectations))
-    upcalls = table(["time", "host", "upcall", "conn"],
-                    ([cell(f"{u.time_ns / 1e9:.6f}"), cell(name), cell(upcall_label(u)),
-                      cell(u.conn)]
-                     for name, host in run.net.hosts.items() for u in host.upcalls))
+    upcalls = table(["time", "host", "upcall", "conn", "rdma_cm event"],
+                    ([cell(f"{s.upcall.time_ns / 1e9:.6f}"), cell(name),
+                      cell(upcall_label(s.upcall)), cell(s.upcall.conn),
+                      cell(rdma_cm_label(s.trace_fields()))]
+                     for name, host in run.net.hosts.items() for s in host.ulp_steps))
     verbs = table(["time", "host", "verb", "errno", "message"],
-                  ([cell(f"{f.time_ns / 1e9:.6f}"), cell(name), cell(f.verb), cell(f.errno),
+                  ([cell(f"{f.time_ns / 1e9:.6f}"), cell(name), cell(f.verb),
+                    cell(f"{f.errno} ({errno_text(-f.errno).lstrip('-')})" if f.errno
+                         else f.errno),
                     cell(f.message)]
                    for name, host in run.net.hosts.items() for f in host.failures))
     records = run.net.trace.records if run.net.trace is not None else []
+    logs = table(["time", "host", "function", "line"],
+                 ([cell(f"{r.time_ns / 1e9:.6f}"), cell(r.host), cell(r.fn),
+                   cell(log_label(r.fields))]
+                  for r in records if r.kind == "kernel_log"), cls="mono")
     shown = records[:MAX_TRACE]
     trace = table(["time", "host", "function", "kind", "fields"],
                   ([cell(f"{r.time_ns / 1e9:.6f}"), cell(r.host), cell(r.fn), cell(r.kind),
@@ -107,7 +119,8 @@ def run_page(run: ScenarioRun) -> str:
                    f"expectations hold; seed {sc.seed}, {len(run.net.frames)} frames, "
                    f"stopped {run.result.reason} at {run.result.now_ns / 1e9:.6f} s (virtual)")
     sections = [Section("Expectations", expectations), Section("Upcalls", upcalls),
-                Section("Verb failures", verbs), Section("Trace records", trace)]
+                Section("Verb failures", verbs), Section("Kernel log", logs),
+                Section("Trace records", trace)]
     return Page(title=f"mpa-emu run {sc.path}", verdict=verdict, failed=not run.ok,
                 ladder=ladder, frames=_frames(run), marks=marks, top="".join(boxes),
                 sections=sections).html()

@@ -8,13 +8,19 @@ payload in MPA terms), and their parts (:func:`flags_label`, :func:`flags_joined
 :func:`describe_payload`; what a payload is in MPA terms is
 :func:`mpa_emu.wire.mpa.mpa_kind`). Upcalls: :func:`upcall_label` (as the
 application sees it, in the ladder), :func:`upcall_line` (the live console),
-:func:`upcall_text` (replay reports), with :func:`errno_text` for their status.
+:func:`upcall_text` (replay reports), with :func:`errno_text` for their status; the
+rdma_cm event beside each (:func:`rdma_cm_label`, :func:`rdma_cm_text`) and the kernel log
+lines (:func:`log_label`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mpa_emu.cm.errors import errno_name
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.ulp.rdma_cm import RdmaCmEvent
 from mpa_emu.wire import mpa, tcp_options
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.ddp import (
@@ -282,3 +288,37 @@ def upcall_text(up: Upcall) -> str:
     status = f" status {up.status} ({errno_text(up.status)})" if up.status else ""
     pd = f" pdata_len {up.private_data_len}" if up.private_data_len else ""
     return f"{up.event.name}{status}{pd} (conn {up.conn})"
+
+
+def rdma_cm_label(fields: Mapping[str, Any]) -> str:
+    """``=> RDMA_CM_EVENT_REJECTED status -111 (-ECONNREFUSED)`` from the fields of an
+    ``rdma_cm_event`` trace record (or :meth:`mpa_emu.ulp.rdma_cm.UlpStep.trace_fields`):
+    the event the application gets for the upcall just before it, or why it gets none."""
+    event = fields.get("event")
+    if event is None:
+        note = fields.get("note") or "nothing goes up"
+        return f"=> no rdma_cm event: {note}"
+    status = int(fields.get("status") or 0)
+    text = f"=> {event} status {status}"
+    if status:
+        text += f" ({errno_text(status)})"
+    plen = fields.get("private_data_len") or 0
+    if plen:
+        text += f" pdata_len {plen}"
+    return text
+
+
+def rdma_cm_text(event: RdmaCmEvent) -> str:
+    """``RDMA_CM_EVENT_REJECTED status -111 (conn 1)``, as replay reports and summaries
+    show an rdma_cm event."""
+    status = f" status {event.status}" if event.status else ""
+    pd = f" pdata_len {event.private_data_len}" if event.private_data_len else ""
+    return f"{event.name}{status}{pd} (conn {event.conn})"
+
+
+def log_label(fields: Mapping[str, Any]) -> str:
+    """``klog err: MPA reply error: ...`` from a ``kernel_log`` trace record's fields
+    (``(dyndbg)`` marks a line only seen with dynamic debug on)."""
+    level = fields.get("level", "?")
+    dyn = " (dyndbg)" if fields.get("dynamic_debug") else ""
+    return f"klog {level}{dyn}: {fields.get('text', '')}"

@@ -60,13 +60,14 @@ class Ladder:
         return to_svg(self.rows, self.columns)
 
 
-def from_run(net: object) -> Ladder:
-    """The ladder of a finished network run (a :class:`mpa_emu.net.Network`)."""
+def from_run(net: object, *, logs: bool = False) -> Ladder:
+    """The ladder of a finished network run (a :class:`mpa_emu.net.Network`); ``logs``
+    adds the drivers' kernel log lines."""
     from mpa_emu.net import Network
     from mpa_emu.views import ladder
 
     assert isinstance(net, Network)
-    return Ladder(ladder.column_titles(net), ladder.rows(net))
+    return Ladder(ladder.column_titles(net), ladder.rows(net, logs=logs))
 
 
 def from_capture(path: str | Path, ports: Collection[int] = (),

@@ -123,7 +123,9 @@ def test_ladder_draws_arrows_both_ways_and_marks_the_lost_frame(fake_net: Any) -
     assert lost.startswith("0.000010    |x--") and "#2 " in lost and "[SYN, ACK]" in lost
     assert lost.endswith("--|")
     assert "wire: dropped (the first SYN-ACK)" in note
-    assert lines[-1].startswith(" " * 12 + "| << CONNECT_REPLY")
+    assert lines[-2].startswith(" " * 12 + "| << CONNECT_REPLY")
+    # cma_iw_handler: CONNECT_REPLY status 0 -> RDMA_CM_EVENT_ESTABLISHED, on the line after
+    assert lines[-1].startswith(" " * 12 + "| => RDMA_CM_EVENT_ESTABLISHED status 0")
     resent = [line for line in lines if line.startswith("1.000000")]
     assert resent and "[SYN]" in resent[0]
 

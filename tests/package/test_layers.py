@@ -27,7 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("views",),
     ("scenario", "replay"),
     ("live",),
-    ("matrix", "campaign", "demo"),
+    ("campaign", "demo"),
+    ("matrix",),
     ("cli", "pytest_plugin"),
     ("__main__",),
 )

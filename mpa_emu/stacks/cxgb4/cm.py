@@ -12,6 +12,7 @@ from collections import deque
 from errno import ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM, ETIMEDOUT
 from typing import Any
 
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, make_record
@@ -55,6 +56,20 @@ class Cxgb4Cm:
     _upcalls: deque[Upcall]
     _next_conn: int
     _now: int
+    _watch: NodeWatch | None
+    _watched: set[int]
+    """Endpoints the watch was told of (node_created), until they leave the tables."""
+
+    def watch_nodes(self, watch: NodeWatch | None) -> None:
+        """Tell ``watch`` of each endpoint (not listeners): created with its 4-tuple on
+        its first state change, each change (an :class:`EpState`), freed when it leaves
+        the tables (:class:`mpa_emu.cm.api.WatchedCore`)."""
+        self._watch = watch
+
+    def _unwatch(self, ep: Endpoint) -> None:
+        if ep.conn in self._watched and ep.conn not in self._eps and self._watch is not None:
+            self._watched.discard(ep.conn)
+            self._watch.node_freed(ep.conn)
 
     # ---- trace and kernel log ------------------------------------------------------
 
@@ -79,6 +94,12 @@ class Cxgb4Cm:
                       debug=True)
         ident = ep.conn if isinstance(ep, Endpoint) else ep.ident
         self.tr("state_changed", fn, conn=ident, old=old.name, new=new.name)
+        watch = self._watch
+        if watch is not None and isinstance(ep, Endpoint) and old != new:
+            if ep.conn not in self._watched:
+                self._watched.add(ep.conn)
+                watch.node_created(ep.conn, ep.local_port, ep.remote_ip, ep.remote_port)
+            watch.state_changed(ep.conn, new)
 
     def _new_ep(self, initiator: bool, addrs: tuple[bytes, int, bytes, int]) -> Endpoint:
         ep = Endpoint(self._next_conn, initiator, addrs[0], addrs[1], addrs[2], addrs[3],
@@ -758,7 +779,9 @@ class Cxgb4Cm:
         self.stop_ep_timer(ep)
         if not ep.held:
             self._eps.pop(ep.conn, None)
+            self._unwatch(ep)
 
     def _release_if_dead(self, ep: Endpoint) -> None:
         if ep.state == S.DEAD and ep.sock not in self._by_sock:
             self._eps.pop(ep.conn, None)
+            self._unwatch(ep)

@@ -110,6 +110,8 @@ class Cxgb4Core(Cxgb4Cm):
         self._next_conn = 1
         self._next_listener = 1
         self._now = 0
+        self._watch = None
+        self._watched = set()
 
     # ---- local stack ------------------------------------------------------------------
 
