@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import tempfile
 import time
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.values import seed
+
+if TYPE_CHECKING:
+    from mpa_emu.matrix.output import GridEntry
 
 HELP = ("run every ordered pair of iWARP stacks (irdma, siw, cxgb4) through a catalogue "
         "of scenarios and show what each application received")
@@ -55,7 +57,14 @@ def run(args: argparse.Namespace) -> int:
     from mpa_emu.campaign.cases import Progress
     from mpa_emu.campaign.executor import ExecutorError
     from mpa_emu.matrix import default_sides, iter_matrix, parse_side, plan, select
-    from mpa_emu.matrix.output import GridEntry, JsonWriter, details, table_of, write_page
+    from mpa_emu.matrix.output import (
+        LEGEND,
+        GridEntry,
+        JsonWriter,
+        details,
+        page_head,
+        page_tail,
+    )
 
     try:
         scenarios = select(args.scenario)
@@ -77,41 +86,59 @@ def run(args: argparse.Namespace) -> int:
     print(f"matrix: {len(sides)} sides, {len(scenarios)} scenarios, {len(specs)} cells "
           f"on {where}", file=sys.stderr)
     started = time.perf_counter()
+    # Cells come a scenario at a time (the plan's order): each scenario's grid is printed
+    # and written as soon as its cells are in, so memory holds one scenario's cells.
+    block = len(sides) ** 2
     entries: list[GridEntry] = []
+    pieces: list[str] = []
     errors: list[str] = []
+    count = 0
     with contextlib.ExitStack() as stack:
         json_out = JsonWriter(_open(stack, args.json)) if args.json else None
         html_out = _open(stack, args.html) if args.html else None
-        # The page's details come after its grids: they wait in a spool file, a cell
-        # at a time, so memory holds one grid entry per cell and nothing more.
-        spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) \
-            if args.html else None
+        if html_out is not None:
+            page_head(html_out)
         try:
             for cell in iter_matrix(specs, jobs=args.jobs, scheduler=args.scheduler,
                                     progress=Progress(len(specs), "cells")):
+                count += 1
                 entries.append(GridEntry.of(cell))
                 if cell.status == "error":
                     errors.append(f"error: {cell.scenario} {cell.initiator} -> "
                                   f"{cell.responder}: {cell.reason}")
                 if json_out is not None:
                     json_out.add(cell)
-                if spool is not None:
-                    # one line per cell: a newline of the ladder as its character reference
-                    spool.write(details(cell).replace("\n", "&#10;") + "\n")
+                if html_out is not None:
+                    pieces.append(details(cell))
+                if len(entries) == block:
+                    _flush(entries, pieces, html_out)
         except ExecutorError as exc:
             raise CliError(str(exc)) from None
+        _flush(entries, pieces, html_out)
         elapsed = time.perf_counter() - started
-        rate = len(entries) / elapsed if elapsed > 0 else 0.0
+        rate = count / elapsed if elapsed > 0 else 0.0
         if json_out is not None:
             json_out.close(rate)
-        if spool is not None and html_out is not None:
-            spool.seek(0)
-            write_page(html_out, entries, (line.rstrip("\n") for line in spool))
-    sys.stdout.write(table_of(entries))
-    print(f"{len(entries)} cells in {elapsed:.1f} s ({rate:.1f} cells per second)")
+        if html_out is not None:
+            page_tail(html_out)
+    print(LEGEND)
+    print(f"{count} cells in {elapsed:.1f} s ({rate:.1f} cells per second)")
     for line in errors:
         print(line)
     return 1 if errors else 0
+
+
+def _flush(entries: list[GridEntry], pieces: list[str], html_out: IO[str] | None) -> None:
+    """Print and write one scenario's grid, and forget its cells."""
+    from mpa_emu.matrix.output import table_of, write_section
+
+    if not entries:
+        return
+    sys.stdout.write(table_of(entries, legend=False))
+    if html_out is not None:
+        write_section(html_out, entries, pieces)
+    entries.clear()
+    pieces.clear()
 
 
 def _open(stack: contextlib.ExitStack, path: str) -> IO[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mpa_emu.capture.decode import LINK_ETHERNET, RawFrame
@@ -92,7 +92,8 @@ class CellResult:
         if self.ladder_file is None:
             return self.ladder
         try:
-            return Path(self.ladder_file).read_text(encoding="utf-8")
+            with open(self.ladder_file, encoding="utf-8") as f:
+                return f.read()
         except OSError:
             return ""
 
@@ -308,11 +309,14 @@ def _collect(run: CellRun, result: CellResult, spec: CellSpec) -> None:
     if spec.capture is None:
         result.ladder = text
         return
-    Path(spec.capture).parent.mkdir(parents=True, exist_ok=True)
+    # os.path, not pathlib: pathlib interns every part of a path, and a matrix names a
+    # new file per cell.
+    os.makedirs(os.path.dirname(spec.capture) or ".", exist_ok=True)
     net.write_pcapng(spec.capture)
     result.capture = spec.capture
     result.ladder_file = spec.capture + ".ladder.txt"
-    Path(result.ladder_file).write_text(text, encoding="utf-8")
+    with open(result.ladder_file, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _rtr_of(conn: Any) -> str | None:

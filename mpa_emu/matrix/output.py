@@ -90,7 +90,7 @@ def _grids(entries: Sequence[GridEntry]) -> Iterator[tuple[str, list[str], list[
         yield scenario, inis, resps, {(e.initiator, e.responder): e for e in rows}
 
 
-def table_of(entries: Sequence[GridEntry]) -> str:
+def table_of(entries: Sequence[GridEntry], *, legend: bool = True) -> str:
     """One grid per scenario: initiators down, responders across, what the initiator's
     application received in each cell."""
     out: list[str] = []
@@ -110,7 +110,8 @@ def table_of(entries: Sequence[GridEntry]) -> str:
                                       for r, w in zip(resps, widths, strict=True))]
             out.append("  " + "  ".join(line).rstrip())
         out.append("")
-    out.append(LEGEND)
+    if legend:
+        out.append(LEGEND)
     return "\n".join(out) + "\n"
 
 
@@ -164,10 +165,19 @@ _TAIL = ("<script>function openCell(){var e=document.getElementById("
          "window.addEventListener('hashchange',openCell);openCell();</script></body></html>")
 
 
-def write_page(out: IO[str], entries: Sequence[GridEntry], details: Iterable[str]) -> None:
-    """The self-contained page: the grids, then each cell's details (HTML pieces, read
-    one at a time), each grid cell a link that opens them."""
+def page_head(out: IO[str]) -> None:
+    """The start of the page: styles, title, legend."""
     out.write(_HEAD + f"\n<p>{escape(LEGEND)}</p>\n")
+
+
+def page_tail(out: IO[str]) -> None:
+    """The end of the page and the script that opens a linked cell."""
+    out.write(_TAIL + "\n")
+
+
+def write_section(out: IO[str], entries: Sequence[GridEntry], details: Iterable[str]) -> None:
+    """One part of the page: the grids of ``entries``, then each cell's details (HTML
+    pieces), each grid cell a link that opens them."""
     for scenario, inis, resps, by in _grids(entries):
         out.write(f"<h2>{escape(scenario)}</h2><table><tr><th>initiator \\ responder</th>"
                   + "".join(f"<th>{escape(r)}</th>" for r in resps) + "</tr>\n")
@@ -179,16 +189,16 @@ def write_page(out: IO[str], entries: Sequence[GridEntry], details: Iterable[str
                            f"<td class='{e.css}'><a href='#{e.anchor}'>{escape(e.text)}</a></td>")
             out.write("".join(row) + "</tr>\n")
         out.write("</table>\n")
-    out.write("<h2>Cells</h2>\n")
     for piece in details:
         out.write(piece + "\n")
-    out.write(_TAIL + "\n")
 
 
 def html_page(cells: Sequence[CellResult]) -> str:
-    """:func:`write_page` of the cells, as a string."""
+    """The whole page of ``cells`` as a string."""
     buffer = io.StringIO()
-    write_page(buffer, [GridEntry.of(c) for c in cells], (details(c) for c in cells))
+    page_head(buffer)
+    write_section(buffer, [GridEntry.of(c) for c in cells], (details(c) for c in cells))
+    page_tail(buffer)
     return buffer.getvalue()
 
 
