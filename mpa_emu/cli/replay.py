@@ -14,7 +14,8 @@ from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_replay_html
-from mpa_emu.cli.values import capture_error, seed
+from mpa_emu.cli.values import capture_error, check_range, seed
+from mpa_emu.cm.limits import VERB_RANGES
 from mpa_emu.cm.profiles import PROFILES, profile
 from mpa_emu.replay import (
     ProfileSurvey,
@@ -138,8 +139,7 @@ def run(args: argparse.Namespace) -> int:
         ip = ip_bytes(args.emulate)
     except ValueError as exc:
         raise CliError(f"--emulate: {exc}") from None
-    if args.backlog < 0:
-        raise CliError("--backlog must be 0 or more")
+    check_range("--backlog", args.backlog, VERB_RANGES["backlog"])
     for option, seconds in (("--time-tolerance", args.time_tolerance),
                             ("--horizon", args.horizon)):
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.

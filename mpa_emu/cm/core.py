@@ -45,6 +45,7 @@ from mpa_emu.cm.device import DeviceVerbs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_reason
+from mpa_emu.cm.limits import VERB_RANGES
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
@@ -65,7 +66,7 @@ from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
-from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN
+from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN, RTR_MSG_SIZE
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -73,7 +74,6 @@ S = CmState
 ENOMEM = errno.ENOMEM
 EADDRINUSE = errno.EADDRINUSE
 EADDRNOTAVAIL = errno.EADDRNOTAVAIL
-IRD_ORD_MAX = 0xFFFF
 
 DEFAULT_CONFIG = CmConfig()
 
@@ -217,8 +217,9 @@ class CmCore(DeviceVerbs, TableViews):
         """
         if not 0 < port < 0x10000:
             raise CmError(EINVAL, f"listen port {port} out of range 1..65535")
-        if backlog < 0:
-            raise CmError(EINVAL, "backlog must not be negative")
+        problem = VERB_RANGES["backlog"].problem(backlog)
+        if problem is not None:
+            raise CmError(EINVAL, f"backlog: {problem}")
         ipv4 = not ipv6
         if ip is not None:
             self._check_ip(ip)
@@ -278,11 +279,11 @@ class CmCore(DeviceVerbs, TableViews):
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("connect", "irdma_connect", private_data, self.tr)
-        if len(private_data) > MAX_PRIV_DATA_LEN:
-            raise CmError(EINVAL, f"private data of {len(private_data)} bytes overflows "
-                          "pdata_buf[512]")
-        if not (0 <= ird <= IRD_ORD_MAX and 0 <= ord <= IRD_ORD_MAX):
-            raise CmError(EINVAL, "ird/ord out of range")
+        self._check_conn_pdata("irdma_connect", private_data, self.config.mpa_rev)
+        for name, value in (("ird", ird), ("ord", ord)):
+            problem = VERB_RANGES[name].problem(value)
+            if problem is not None:
+                raise CmError(EINVAL, f"{name}: {problem}")
         vlan_id = self._addresses[local_ip]
         if vlan_id >= VLAN_N_VID and self.config.dcb_vlan_mode:
             vlan_id = 0
@@ -335,8 +336,7 @@ class CmCore(DeviceVerbs, TableViews):
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("accept", "irdma_accept", private_data, self.tr)
-        if len(private_data) + MPA_V2_HDR > 0xFFFF:
-            raise CmError(EINVAL, "private data does not fit PD_Length")
+        self._check_conn_pdata("irdma_accept", private_data, node.mpa_frame_rev)
         self._enter(now_ns)
         # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
         # irdma_netdev_vlan_ipv6), 0xFFFF for an untagged or unknown address, before any
@@ -347,6 +347,21 @@ class CmCore(DeviceVerbs, TableViews):
         self._finish()
         if outcome.error is not None:
             raise outcome.error
+
+    @staticmethod
+    def _check_conn_pdata(fn: str, private_data: bytes, rev: int) -> None:
+        """Private data of connect or accept that its MPA frame cannot carry: PD_Length,
+        the data plus the RFC 6581 block at rev 2 (irdma_build_mpa_v2), above
+        IETF_MAX_PRIV_DATA_LEN (RFC 5044 section 7.1; irdma_parse_mpa refuses such a
+        frame with -EOVERFLOW), and over pdata_buf[512] that irdma_create_cm_node copies
+        into. Reached only with ``Quirks.conn_pdata_u8`` off: the u8 length of
+        rdma_conn_param never exceeds 255."""
+        pd_length = len(private_data) + (RTR_MSG_SIZE if rev == 2 else 0)
+        if pd_length > MAX_PRIV_DATA_LEN:
+            block = f" + {RTR_MSG_SIZE} of the RFC 6581 block" if rev == 2 else ""
+            raise CmError(EINVAL, f"{fn}: private data of {len(private_data)} bytes{block} "
+                          f"is PD_Length {pd_length}, over the MPA limit of "
+                          f"{MAX_PRIV_DATA_LEN}")
 
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_reject`` -> ``irdma_cm_reject``: MPA reply with R, private data and

@@ -42,6 +42,7 @@ from mpa_emu.gc_tuning import fewer_young_collections
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.wire import Wire
+from mpa_emu.ranges import EMULATOR_RANGES, check_value
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.fastinit import fast_frozen_init
@@ -236,6 +237,8 @@ class Network:
                  capture_loopback: bool = True, tracing: bool = True,
                  trace_stream: IO[str] | None = None, keep_upcalls: bool = True,
                  core_factory: CoreFactory | None = None) -> None:
+        check_value("seed", seed, EMULATOR_RANGES["seed"])
+        check_value("latency_ns", latency_ns, EMULATOR_RANGES["latency_ns"])
         self.seed = seed
         self.now_ns = 0
         self.wire = Wire(latency_ns=latency_ns, faults=faults, seed=derive_seed(seed, "wire"))
@@ -354,6 +357,7 @@ class Network:
         """Run ``fn(*args, **kwargs)`` at virtual time ``time_ns`` (not in the past)."""
         if time_ns < self.now_ns:
             raise ValueError(f"cannot schedule at {time_ns} ns: the clock is at {self.now_ns} ns")
+        check_value("time_ns", time_ns, EMULATOR_RANGES["time_ns"])
         call = ScheduledCall(time_ns, fn, args, kwargs)
         self._push(time_ns, _CALL, call, None)
         return call
