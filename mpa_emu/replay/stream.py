@@ -20,18 +20,15 @@ times, so a clean streamed pass reports exactly what the other would.
 
 from __future__ import annotations
 
-import dataclasses
-import operator
 import os
-import pickle
-import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TypeVar, overload
+from typing import IO
 
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
+from mpa_emu.capture.spool import RecordSpool as Spool
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.gc_tuning import fewer_young_collections
@@ -66,71 +63,8 @@ EVICT_EVERY = 512
 
 _CONNECT, _ANSWER, _CLOSE = 1, 2, 4
 
-T = TypeVar("T")
-
-
 class Fallback(Exception):
     """The streamed pass cannot vouch for the outcome: replay the whole capture."""
-
-
-class Spool(Sequence[T]):
-    """A list that keeps its items on disk past the first few thousand: the scripted
-    verbs and upcalls of a long capture, read again only for the JSON report."""
-
-    _CHUNK = 256
-
-    def __init__(self, cls: type[T]) -> None:
-        # Items go to disk as tuples of their fields: pickling a slotted dataclass per
-        # item is slower and kept memory alive.
-        self._cls = cls
-        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        # attrgetter of one name gives the value itself, of several a tuple.
-        if len(names) > 1:
-            self._row: Callable[[T], tuple[object, ...]] = operator.attrgetter(*names)
-        else:
-            one: Callable[[T], object] = operator.attrgetter(names[0])
-            self._row = lambda item: (one(item),)
-        self._head: list[T] = []
-        self._file: IO[bytes] | None = None
-        self._spilled = 0
-
-    def append(self, item: T) -> None:
-        """Add ``item`` at the end."""
-        head = self._head
-        head.append(item)
-        if len(head) >= self._CHUNK:
-            if self._file is None:
-                self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the spool
-            self._file.seek(0, os.SEEK_END)
-            rows = list(map(self._row, self._head))
-            pickle.dump(rows, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-            self._spilled += len(self._head)
-            self._head = []
-
-    def __len__(self) -> int:
-        return self._spilled + len(self._head)
-
-    def __iter__(self) -> Iterator[T]:
-        pos, left = 0, self._spilled
-        while left > 0 and self._file is not None:
-            self._file.seek(pos)
-            rows: list[tuple[object, ...]] = pickle.load(self._file)
-            pos = self._file.tell()
-            left -= len(rows)
-            cls = self._cls
-            for row in rows:
-                yield cls(*row)
-        yield from list(self._head)
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
-        items = list(self)
-        return items[index]
 
 
 @dataclass(slots=True)
