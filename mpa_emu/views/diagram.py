@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TextIO
@@ -275,13 +275,21 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     return out.getvalue()
 
 
-def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO) -> None:
+RowMarks = Callable[[int, Row], str | None]
+"""A row's mark (a class added to its group: the HTML reports' ``hl``, ``rel``,
+``ok``), from its number and the row; None for none."""
+
+
+def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO, *,
+              marks: RowMarks | None = None, declaration: bool = True) -> None:
     """:func:`to_svg` written into ``out`` as the rows come: the body goes to a
-    temporary file first, since the picture's size heads the document."""
+    temporary file first, since the picture's size heads the document. ``marks`` adds
+    a class to the rows it names; without ``declaration`` the XML declaration line is
+    left out (SVG inline in HTML)."""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
-        height, width = _svg_body(rows, len(columns), body)
+        height, width = _svg_body(rows, len(columns), body, marks)
         body.seek(0)
-        _svg_head(columns, height, width, out)
+        _svg_head(columns, height, width, out, declaration)
         shutil.copyfileobj(body, out)
         out.write("</svg>\n")
 
@@ -291,7 +299,8 @@ def _svg_lane_x(lane: int) -> int:
     return LEFT + 60 + lane * LANE_GAP
 
 
-def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO) -> tuple[int, int]:
+def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO,
+              marks: RowMarks | None = None) -> tuple[int, int]:
     """Write the rows' elements (each line followed by a newline) for ``lanes`` lanes;
     the picture's height and width."""
     width = (_svg_lane_x(lanes - 1) if lanes else LEFT) + LANE_GAP
@@ -301,7 +310,9 @@ def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO) -> tuple[int, int]:
     for number, row in enumerate(rows):
         # One group per row, so that a page can find, highlight and explain each frame.
         frame = f' data-frame="{row.frame}"' if row.frame is not None else ""
-        _line(out, f'<g class="row" data-row="{number}"{frame}>')
+        mark = marks(number, row) if marks is not None else None
+        cls = f"row {mark}" if mark else "row"
+        _line(out, f'<g class="{cls}" data-row="{number}"{frame}>')
         y += ROW_H
         if row.time_ns != last_time:
             _line(out, f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
@@ -347,7 +358,8 @@ def _line(out: TextIO, text: str) -> None:
     out.write("\n")
 
 
-def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO) -> None:
+def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO,
+              declaration: bool = True) -> None:
     """Write everything before the rows, each line followed by a newline (the lanes one
     by one: a capture may have tens of thousands)."""
     style = (
@@ -361,7 +373,7 @@ def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO) -> N
         " .lost { stroke: #c00; stroke-width: 1.2; stroke-dasharray: 5 3; }"
     )
     out.write("\n".join([
-        '<?xml version="1.0" encoding="UTF-8"?>',
+        *(['<?xml version="1.0" encoding="UTF-8"?>'] if declaration else []),
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}">',
         f"<style>{style}</style>",
