@@ -67,15 +67,39 @@ def run(args: argparse.Namespace) -> int:
     (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length."""
     svg = args.output is not None and not args.output.endswith(".txt")
     if args.source.lower().endswith(".toml"):
-        ladder = build(args.source, args.port, Mode(args.checksums))
-        return _write(args.output, lambda out: out.write(ladder.svg() if svg
-                                                         else ladder.text()))
+        return _scenario(args.source, args.output, svg)
     try:
         parked = park_capture(args.source, args.port or (), Mode(args.checksums))
     except DiagramError as exc:
         raise CliError(str(exc)) from None
     with parked:
         return _write(args.output, lambda out: parked.write(out, svg))
+
+
+def _scenario(source: str, output: str | None, svg: bool) -> int:
+    """Run a scenario with its records on disk and draw its ladder from them, a row at
+    a time (the same drawing as :func:`build`'s, in memory bounded by what is alive)."""
+    from mpa_emu.net.records import SpooledRecords
+    from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
+    from mpa_emu.views.diagram import write_svg
+    from mpa_emu.views.ladder import column_titles, journal_rows, render_lines
+
+    with SpooledRecords() as records:
+        try:
+            net = run_scenario(load_scenario(source), records=records).net
+        except ScenarioError as exc:
+            raise CliError(str(exc)) from None
+        columns = column_titles(net)
+
+        def draw(out: TextIO) -> None:
+            rows = (row for _, row in journal_rows(net))
+            if svg:
+                write_svg(rows, columns, out)
+                return
+            for line in render_lines(rows, columns):
+                out.write(line + "\n")
+
+        return _write(output, draw)
 
 
 def _write(output: str | None, draw: Callable[[TextIO], object]) -> int:
