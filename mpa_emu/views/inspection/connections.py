@@ -142,8 +142,8 @@ def stream_capture(path: str | Path, report: CaptureReport,
 
 
 def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
-                       checksums: Mode = Mode.OFFLOAD, *, linger: int = LINGER_FRAMES,
-                       idle: int = IDLE_FRAMES) -> Iterator[ConnectionReport]:
+                       checksums: Mode = Mode.OFFLOAD, *, linger: int | None = None,
+                       idle: int | None = None) -> Iterator[ConnectionReport]:
     """Analyse frames as they are read, yielding each connection's report as soon as the
     connection is finished (after ``linger`` frames once closed, ``idle`` frames when
     silent: see :data:`LINGER_FRAMES` and :data:`IDLE_FRAMES`; every
@@ -152,6 +152,10 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
     counts and the frame-level problems; its ``connections`` are left alone.
 
     Memory holds the frames of connections still open or lingering, never the capture."""
+    # The windows are read here, not bound as defaults, so one setting reaches every
+    # caller (a test narrows them to measure memory past them on short captures).
+    linger = LINGER_FRAMES if linger is None else linger
+    idle = IDLE_FRAMES if idle is None else idle
     live: dict[tuple[Any, ...], _Conn] = {}
     # Connections by last activity, oldest first (dicts keep insertion order).
     open_: dict[int, _Conn] = {}
