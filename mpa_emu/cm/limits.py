@@ -22,8 +22,8 @@ CONFIG_RANGES: Mapping[str, Range] = {
                            "1000"),
     "retrans": Range(0, U32_MAX, "u32 retranscount of struct irdma_timer_entry, set from "
                                  "IRDMA_DEFAULT_RETRANS"),
-    "mpa_rev": Range(0, 255, "u8 rev of struct ietf_mpa_v1; irdma builds 1 and 2 "
-                             "(irdma_cm_build_mpa_frame)"),
+    "mpa_rev": Range(0, 255, "u8 rev of struct ietf_mpa_v1; irdma_cm_build_mpa_frame "
+                             "builds 1 and 2, and no request at all for any other"),
     "max_ird": Range(0, 0x3FFE, "max_hw_ird, kept in the node's u16 ird_size; the MPA v2 "
                                 "IRD field is 14 bits and 0x3FFF is IETF_NO_IRD_ORD"),
     "max_ord": Range(0, 0x3FFE, "max_hw_ord, kept in the node's u16 ord_size; the MPA v2 "

@@ -243,10 +243,6 @@ class _Loader:
             changes[f.name] = self._typed(t, f.name, getattr(base, f.name))
         if changes.get("rtr_preference") not in (None, "read", "write"):
             raise t.error("rtr_preference", "expected \"read\" or \"write\"")
-        if changes.get("mpa_rev") not in (None, 1, 2):
-            raise t.error("mpa_rev", "expected 1 or 2")
-        if changes.get("gen") not in (None, 1, 2):
-            raise t.error("gen", "expected 1 (X722) or 2 (E810)")
         quirks = base.quirks
         q = t.table("quirks")
         if q is not None:
