@@ -56,7 +56,7 @@ from mpa_emu.cm.nodes import (
     make_cm_node,
     record_ird_ord,
 )
-from mpa_emu.cm.pdata import as_u8
+from mpa_emu.cm.pdata import as_u8, check_conn_pdata
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
 from mpa_emu.cm.table_views import TableViews
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
@@ -66,7 +66,6 @@ from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
 from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
-from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN, RTR_MSG_SIZE
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -279,7 +278,7 @@ class CmCore(DeviceVerbs, TableViews):
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("connect", "irdma_connect", private_data, self.tr)
-        self._check_conn_pdata("irdma_connect", private_data, self.config.mpa_rev)
+        check_conn_pdata("irdma_connect", private_data, self.config.mpa_rev)
         for name, value in (("ird", ird), ("ord", ord)):
             problem = VERB_RANGES[name].problem(value)
             if problem is not None:
@@ -336,7 +335,7 @@ class CmCore(DeviceVerbs, TableViews):
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("accept", "irdma_accept", private_data, self.tr)
-        self._check_conn_pdata("irdma_accept", private_data, node.mpa_frame_rev)
+        check_conn_pdata("irdma_accept", private_data, node.mpa_frame_rev)
         self._enter(now_ns)
         # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
         # irdma_netdev_vlan_ipv6), 0xFFFF for an untagged or unknown address, before any
@@ -347,21 +346,6 @@ class CmCore(DeviceVerbs, TableViews):
         self._finish()
         if outcome.error is not None:
             raise outcome.error
-
-    @staticmethod
-    def _check_conn_pdata(fn: str, private_data: bytes, rev: int) -> None:
-        """Private data of connect or accept that its MPA frame cannot carry: PD_Length,
-        the data plus the RFC 6581 block at rev 2 (irdma_build_mpa_v2), above
-        IETF_MAX_PRIV_DATA_LEN (RFC 5044 section 7.1; irdma_parse_mpa refuses such a
-        frame with -EOVERFLOW), and over pdata_buf[512] that irdma_create_cm_node copies
-        into. Reached only with ``Quirks.conn_pdata_u8`` off: the u8 length of
-        rdma_conn_param never exceeds 255."""
-        pd_length = len(private_data) + (RTR_MSG_SIZE if rev == 2 else 0)
-        if pd_length > MAX_PRIV_DATA_LEN:
-            block = f" + {RTR_MSG_SIZE} of the RFC 6581 block" if rev == 2 else ""
-            raise CmError(EINVAL, f"{fn}: private data of {len(private_data)} bytes{block} "
-                          f"is PD_Length {pd_length}, over the MPA limit of "
-                          f"{MAX_PRIV_DATA_LEN}")
 
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
         """``irdma_reject`` -> ``irdma_cm_reject``: MPA reply with R, private data and
