@@ -25,6 +25,16 @@ if ! command -v chromium >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# rsvg-convert renders `mpa-emu diagram -o FILE.png` (the PNG tests use it).
+if ! command -v rsvg-convert >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "tools/test.sh: rsvg-convert is missing; run as root to install librsvg2-bin" >&2
+        exit 2
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq librsvg2-bin >/dev/null
+fi
+
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install -q -e '.[test]'

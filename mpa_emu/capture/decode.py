@@ -105,6 +105,9 @@ class TcpFrame:
     checksum: Verdict = Verdict.GOOD
     ip_ok: bool = True
     option_kinds: tuple[int, ...] = ()
+    missing: int = 0
+    """TCP payload bytes the segment carried on the wire but the capture did not keep
+    (a frame captured short: snap length)."""
 
     @property
     def endpoint_src(self) -> str:
@@ -182,7 +185,8 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
         # The IP total length bounds the segment: bytes past it are Ethernet padding.
         end = off + total_len if total_len >= ihl else len(data)
         l4 = data[off + ihl:min(end, len(data))]
-        pseudo = pseudo_header(src, dst, end - off - ihl)
+        wire_l4 = end - off - ihl
+        pseudo = pseudo_header(src, dst, wire_l4)
     elif ethertype == 0x86DD:
         if len(data) < off + 40:
             return f"frame {raw.number}: IPv6 header truncated"
@@ -191,6 +195,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
             return None  # extension headers are not followed: iWARP CMs do not send them
         src, dst = data[off + 8:off + 24], data[off + 24:off + 40]
         l4 = data[off + 40:off + 40 + plen]
+        wire_l4 = plen
         pseudo = pseudo_header(src, dst, plen)
     else:
         return None
@@ -202,6 +207,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
     if doff < 20 or doff > len(l4):
         return f"frame {raw.number}: bad TCP data offset {doff}"
     verdict = tcp_verdict(pseudo, l4, complete=not truncated)
+    missing = max(wire_l4 - len(l4), 0) if truncated else 0
     if truncated:
         problems.append(f"captured {len(raw.data)} of {raw.wirelen} bytes")
     options, opt_problem = parse_tcp_options(l4[20:doff])
@@ -211,7 +217,7 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
                     sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, window=window,
                     options=options, payload=bytes(l4[doff:]), problems=tuple(problems),
                     comment=raw.comment, checksum=verdict, ip_ok=ip_ok,
-                    option_kinds=option_kinds(l4[20:doff]))
+                    option_kinds=option_kinds(l4[20:doff]), missing=missing)
 
 
 def option_kinds(raw: bytes) -> tuple[int, ...]:
@@ -334,6 +340,33 @@ class Undecodable:
     """The :class:`~mpa_emu.wire.codec.DecodeFailure` behind it, as text (for counts)."""
     text: str
     """The one-line explanation."""
+
+
+def as_captured(frame: bytes) -> bytes | None:
+    """An Ethernet frame captured short (snap length) with its IP length field cut to the
+    bytes the capture holds and its checksums recomputed, so that it decodes as the
+    segment's captured start; None when not even its IP and TCP headers are there."""
+    buf = bytearray(frame)
+    off = 14
+    try:
+        ethertype = struct.unpack_from("!H", buf, 12)[0]
+        while ethertype in (0x8100, 0x88A8):
+            ethertype = struct.unpack_from("!H", buf, off + 2)[0]
+            off += 4
+        if ethertype == 0x0800:
+            ihl = (buf[off] & 0xF) * 4
+            if len(buf) < off + ihl + 20:
+                return None
+            struct.pack_into("!H", buf, off + 2, len(buf) - off)
+        elif ethertype == 0x86DD:
+            if len(buf) < off + 60:
+                return None
+            struct.pack_into("!H", buf, off + 4, len(buf) - off - 40)
+        else:
+            return None
+        return repaired(bytes(buf))
+    except (struct.error, IndexError):
+        return None
 
 
 _CHECKSUM_FAILURES = (codec.DecodeFailure.BAD_IP_CHECKSUM, codec.DecodeFailure.BAD_TCP_CHECKSUM)

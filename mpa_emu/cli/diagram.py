@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from mpa_emu.capture.checksums import Mode
@@ -12,14 +14,19 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.inspect import add_checksums_argument
 from mpa_emu.cli.values import capture_port
 from mpa_emu.views.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
+from mpa_emu.views.png import PngError, check_renderer, svg_to_png
 
-HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG with -o)"
+HELP = "draw a ladder diagram of a capture or a scenario run (text, or SVG/PNG with -o)"
 
 EPILOG = """\
 A .toml argument is run as a scenario (frames, state changes, upcalls and drops);
 anything else is read as a pcap/pcapng capture (frames, with mpa_emu's frame comments).
-With -o FILE.svg the diagram is written as SVG; otherwise printed as text. A capture cut
-short is drawn up to the cut, with a last note saying where and why it ends.
+With -o FILE.svg the diagram is written as SVG, with -o FILE.png as PNG (rendered by
+rsvg-convert, Debian's librsvg2-bin, or else headless Chromium; without either, a one-line
+error), with -o FILE.txt as text; otherwise printed as text. Each frame's arrow starts
+with its number (#4, as every report names frames), each FPDU shows its DDP L bit, and
+the SVG's lanes are as far apart as the longest label needs: no label is cut. A capture
+cut short is drawn up to the cut, with a last note saying where and why it ends.
 
 Every frame of a capture is decoded whatever its checksums. --checksums offload (the
 default) counts TX checksum offload artefacts (a TCP checksum holding only the
@@ -41,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--port", type=capture_port, action="append", metavar="PORT",
                         help="captures: only segments with this TCP port (repeatable)")
     parser.add_argument("-o", "--output", metavar="FILE.svg",
-                        help="write SVG to this file (a .txt name gets the text)")
+                        help="write SVG to this file (a .png name gets PNG, a .txt name "
+                             "the text)")
     add_checksums_argument(parser)
 
 
@@ -64,16 +72,34 @@ def build(source: str, ports: list[int] | None = None,
 
 def run(args: argparse.Namespace) -> int:
     """Draw. A capture is read as a stream and drawn from a temporary file
-    (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length."""
+    (:func:`~mpa_emu.views.diagram.park_capture`), so memory does not grow with its length.
+    A ``.png`` output is the SVG rendered by :mod:`mpa_emu.views.png`."""
+    if args.output is not None and args.output.lower().endswith(".png"):
+        try:
+            check_renderer()
+        except PngError as exc:
+            raise CliError(str(exc)) from None
+        with tempfile.TemporaryDirectory(prefix="mpa-emu-diagram-") as tmp:
+            svg_path = Path(tmp) / "diagram.svg"
+            _draw(args, str(svg_path), svg=True)
+            try:
+                svg_to_png(svg_path, Path(args.output))
+            except PngError as exc:
+                raise CliError(str(exc)) from None
+        return 0
     svg = args.output is not None and not args.output.endswith(".txt")
+    return _draw(args, args.output, svg)
+
+
+def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     if args.source.lower().endswith(".toml"):
-        return _scenario(args.source, args.output, svg)
+        return _scenario(args.source, output, svg)
     try:
         parked = park_capture(args.source, args.port or (), Mode(args.checksums))
     except DiagramError as exc:
         raise CliError(str(exc)) from None
     with parked:
-        return _write(args.output, lambda out: parked.write(out, svg))
+        return _write(output, lambda out: parked.write(out, svg))
 
 
 def _scenario(source: str, output: str | None, svg: bool) -> int:
@@ -81,7 +107,7 @@ def _scenario(source: str, output: str | None, svg: bool) -> int:
     a time (the same drawing as :func:`build`'s, in memory bounded by what is alive)."""
     from mpa_emu.net.records import SpooledRecords
     from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
-    from mpa_emu.views.diagram import write_svg
+    from mpa_emu.views.diagram import lane_gap, write_svg
     from mpa_emu.views.ladder import column_titles, journal_rows, render_lines
 
     with SpooledRecords() as records:
@@ -92,11 +118,12 @@ def _scenario(source: str, output: str | None, svg: bool) -> int:
         columns = column_titles(net)
 
         def draw(out: TextIO) -> None:
-            rows = (row for _, row in journal_rows(net))
             if svg:
-                write_svg(rows, columns, out)
+                # Two passes over the records: the lanes' spacing first, then the rows.
+                gap = lane_gap((row for _, row in journal_rows(net)), len(columns))
+                write_svg((row for _, row in journal_rows(net)), columns, out, gap)
                 return
-            for line in render_lines(rows, columns):
+            for line in render_lines((row for _, row in journal_rows(net)), columns):
                 out.write(line + "\n")
 
         return _write(output, draw)

@@ -9,9 +9,10 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Container, Iterator
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
+from mpa_emu.capture.pcap import CaptureError, PcapngWriter, read_capture
 from mpa_emu.capture.tshark import (
     MPA_OPTIONS,
     NO_RPCRDMA_OPTIONS,
@@ -36,7 +37,8 @@ personal plugins (the MPA v2 Lua plugin included) never change a verdict.
 Reported: the checksum reading used, the MPA and DDP/RDMA summary lines, every FPDU CRC
 verdict (tshark gives one only where C was set in the request or reply), the MPA expert
 infos of "-z expert" (tshark 4.0 counts the request ones twice), and the problems:
-expert infos of severity Error, malformed frames and bad CRCs.
+expert infos of severity Error, malformed frames, bad CRCs, and DDP or RDMAP versions
+other than 1 in tshark's decode (iwarp_ddp.dv, iwarp_rdma.version).
 
 --checksums offload (the default): tshark decodes as Wireshark does by default (TCP
 checksums not verified, so a TX offload artefact never stops reassembly), verifies IPv4
@@ -51,6 +53,9 @@ piece (the frames so far of a connection open at a cut are carried into the next
 tshark's memory stays bounded; the report is the one of the whole file, printed at the
 end. Captures that cannot be cut safely (not all TCP on Ethernet, one endless connection,
 ...) are judged in one tshark run.
+
+A capture damaged part-way (cut in the middle of a frame) is judged up to the damage,
+as inspect, diagram and replay read it; the report says where it stopped.
 
 exit codes: 0 tshark found no problem, 1 it found some, 2 no tshark or unreadable file
 """
@@ -101,16 +106,17 @@ def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict
 
 
 def write_verdicts(judge: Tshark, capture: str, mode: Mode, out: TextIO,
-                   name: str | None = None) -> bool:
+                   name: str | None = None, cut: str | None = None) -> bool:
     """:func:`format_verdicts` of :func:`judge_capture`, in memory that does not grow
     with the capture: the capture is judged in pieces, the MPA/DDP summary lines wait
     in a temporary file until the checksum reading of the whole capture heads the
     report, and of the CRC verdicts only the counts and the bad ones are kept. ``name``
-    is the capture's name in the header. True when tshark found a problem."""
+    is the capture's name in the header, ``cut`` where a damaged capture stopped. True
+    when tshark found a problem."""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
         verdicts = _judge_pieces(judge, capture, mode, spool, keep_crcs=False)
         out.write("\n".join(_head_lines(name or capture, judge.version(),
-                                        verdicts.checksums)) + "\n")
+                                        verdicts.checksums, cut)) + "\n")
         out.write("\nMPA/DDP frames:\n")
         spool.seek(0)
         any_frame = False
@@ -180,6 +186,7 @@ class _Verdicts:
         self.bad_crcs: list[CrcVerdict] = []
         self.experts = _ExpertTotals()
         self.tree_problems: list[str] = []
+        self.version_problems: list[str] = []
 
     @property
     def checksums(self) -> dict[str, Any]:
@@ -196,6 +203,7 @@ class _Verdicts:
         out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
                for e in self.experts.table() if e.severity == "Error"]
         out += self.tree_problems
+        out += self.version_problems
         out += [f"frame {v.frame}: {v.text}" for v in self.bad_crcs]
         out += [f"frame {n}: bad TCP checksum (not a TX offload partial sum)"
                 for n in self.bad_checksums]
@@ -248,6 +256,7 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
             verdicts.crcs.append(v)
         if v.status == "bad":
             verdicts.bad_crcs.append(v)
+    verdicts.version_problems += _version_pass(judge, piece)
     carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
     verdicts.experts.add(judge.expert(piece.path), carried)
     for e in judge.tree_expert_stream(piece.path):
@@ -255,6 +264,32 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
         if where is not None and (e.severity == "Error" or e.group == "Malformed"):
             verdicts.tree_problems.append(
                 f"frame {where}: {e.severity}/{e.group}: {e.message}")
+
+
+VERSION_FILTER = "iwarp_ddp.dv != 1 || iwarp_rdma.version != 1"
+"""tshark's decode of a DDP or RDMAP version other than 1 (RFC 5041 section 4.2, RFC 5040
+section 4.2: both are 1)."""
+
+
+def _version_pass(judge: Tshark, piece: Piece) -> Iterator[str]:
+    """A problem line per frame whose DDP or RDMAP version, as tshark decodes it, is not 1
+    (tshark itself raises no expert info for it)."""
+    lines = judge.run_lines(piece.path, "-Y", VERSION_FILTER, "-T", "fields", "-E",
+                            "separator=|", "-E", "aggregator=,", "-e", "frame.number",
+                            "-e", "iwarp_ddp.dv", "-e", "iwarp_rdma.version")
+    for line in lines:
+        if not line.strip():
+            continue
+        number_text, dvs, rvs = [*line.rstrip("\n").split("|"), "", ""][:3]
+        number = piece.number(int(number_text))
+        if number is None:
+            continue
+        words = [f"DDP version {v} (RFC 5041 section 4.2: 1)"
+                 for v in dvs.split(",") if v and v != "1"]
+        words += [f"RDMAP version {v} (RFC 5040 section 4.2: 1)"
+                  for v in rvs.split(",") if v and v != "1"]
+        if words:
+            yield f"frame {number}: {', '.join(words)}"
 
 
 def _offload_pass(judge: Tshark, piece: Piece) -> Iterator[tuple[int, str, bool]]:
@@ -305,7 +340,7 @@ CHECKSUM_TEXT = {
 def format_verdicts(report: dict[str, Any]) -> str:
     """The report as text for a terminal."""
     checks = report.get("checksums", {"mode": "strict"})
-    lines = _head_lines(report["capture"], report["tshark"], checks)
+    lines = _head_lines(report["capture"], report["tshark"], checks, report.get("cut"))
     lines += ["", "MPA/DDP frames:"]
     lines += [f"  {line}" for line in report["frames"]] or ["  (none)"]
     counts = {s: sum(1 for v in report["crc"] if v["status"] == s)
@@ -315,8 +350,10 @@ def format_verdicts(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _head_lines(capture: str, tshark: str, checks: dict[str, Any]) -> list[str]:
-    lines = [f"{capture}: {tshark}", CHECKSUM_TEXT.get(checks["mode"], checks["mode"])]
+def _head_lines(capture: str, tshark: str, checks: dict[str, Any],
+                cut: str | None = None) -> list[str]:
+    lines = [f"{capture}: {tshark}"] + ([f"note: {cut}"] if cut else [])
+    lines.append(CHECKSUM_TEXT.get(checks["mode"], checks["mode"]))
     for sender, frames in checks.get("offload", {}).items():
         n = len(frames)
         lines.append(f"  {sender}: {OFFLOAD_NOTE} ({n} frame{'s' if n > 1 else ''}, "
@@ -376,15 +413,48 @@ def run(args: argparse.Namespace) -> int:
 def _judge(args: argparse.Namespace, path: str, shown: str | None = None) -> int:
     _check_capture(path, shown or path)
     try:
-        mode = Mode(args.checksums)
-        judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
-                       extra_options=MODE_OPTIONS[mode])
-        if not args.json:
-            return 1 if write_verdicts(judge, path, mode, sys.stdout, shown) else 0
-        report = judge_capture(judge, path, mode)
+        return _verdict(args, path, shown or path)
     except TsharkError as exc:
-        raise CliError(str(exc).replace(path, shown or path)) from None
-    if shown is not None:
-        report["capture"] = shown
+        error = CliError(str(exc).replace(path, shown or path))
+    # tshark refuses a capture damaged part-way (an interrupted tcpdump, a full disk);
+    # inspect, diagram and replay read up to the damage, and so does judge.
+    with tempfile.NamedTemporaryFile(prefix="mpa-emu-judge-", suffix=".pcapng") as copy:
+        cut = intact_copy(path, copy)
+        if cut is None:
+            raise error from None
+        copy.flush()
+        try:
+            return _verdict(args, copy.name, shown or path, cut)
+        except TsharkError as exc:
+            raise CliError(str(exc).replace(copy.name, shown or path)) from None
+
+
+def intact_copy(path: str, copy: IO[bytes]) -> str | None:
+    """Write the frames of ``path`` up to its first damage into ``copy`` (pcapng) and say
+    where the capture stopped; None (and ``copy`` to be discarded) when it reads to its
+    end or not even its first frame is whole."""
+    writer = PcapngWriter(copy, application="mpa-emu judge")
+    number = 0
+    try:
+        for record in read_capture(path):
+            number += 1
+            writer.write_record(record)
+    except CaptureError as fault:
+        if not number:
+            return None  # not even one frame: unreadable, as for inspect
+        writer.flush()
+        return f"capture ends after frame {number}: {fault}; judged up to there"
+    return None
+
+
+def _verdict(args: argparse.Namespace, path: str, name: str, cut: str | None = None) -> int:
+    mode = Mode(args.checksums)
+    judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
+                   extra_options=MODE_OPTIONS[mode])
+    if not args.json:
+        return 1 if write_verdicts(judge, path, mode, sys.stdout, name, cut) else 0
+    report = judge_capture(judge, path, mode)
+    report["capture"] = name
+    report["cut"] = cut
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     return 1 if report["problems"] else 0

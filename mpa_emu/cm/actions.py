@@ -15,12 +15,11 @@ the application of ``irdma_parse_mpa``).
 
 from __future__ import annotations
 
-import errno
 from errno import ECONNRESET, EINVAL
 
 from mpa_emu.cm import send
 from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
-from mpa_emu.cm.errors import CmError
+from mpa_emu.cm.errors import CmError, errno_name
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
@@ -107,7 +106,7 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
             # abort upcall (irdma_get_cmevent_info) reports these values
             apply_negotiated(node, res.negotiated)
         cm.drop(seg, "irdma_parse_mpa",
-                f"step {res.step}: {res.reason} (-{errno.errorcode[res.errno]})", node)
+                f"step {res.step}: {res.reason} (-{errno_name(res.errno)})", node)
         if initiator:
             active_open_err(cm, node, reset=True)
         else:

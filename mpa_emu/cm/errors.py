@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import errno as _errno
 
+_KERNEL_NAMES = {_errno.EOPNOTSUPP: "EOPNOTSUPP", _errno.EDEADLK: "EDEADLK",
+                 _errno.EAGAIN: "EAGAIN"}
+"""Where two names share a value, the one the kernel returns
+(include/uapi/asm-generic/errno.h): Python's ``errno.errorcode`` gives the C library's
+alias (ENOTSUP for 95, EDEADLOCK for 35)."""
+
+
+def errno_name(err: int) -> str:
+    """The kernel's name of a positive errno value (``EOPNOTSUPP`` for 95), or the number
+    as text when it has none."""
+    return _KERNEL_NAMES.get(err) or _errno.errorcode.get(err, str(err))
+
 
 class CmError(ValueError):
     """A verb called in a way the driver refuses (wrong state, over a limit, unknown handle).
@@ -15,6 +27,6 @@ class CmError(ValueError):
     """
 
     def __init__(self, err: int, message: str) -> None:
-        super().__init__(f"{message} (-{_errno.errorcode.get(err, str(err))})")
+        super().__init__(f"{message} (-{errno_name(err)})")
         self.errno = err
         self.message = message

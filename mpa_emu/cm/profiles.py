@@ -39,7 +39,12 @@ def irdma(**overrides: Any) -> CmConfig:
 
 
 def siw(**overrides: Any) -> CmConfig:
-    """A soft-iWARP (siw) peer with its module defaults.
+    """irdma's CM configured to behave like a soft-iWARP (siw) peer with its defaults.
+
+    This is an approximation kept for replay (``--profile siw``) and for scenarios that
+    set ``profile = "siw"`` on an irdma host. The real siw stack, with siw_cm.c's own
+    states, MPA timers and Linux TCP underneath, is ``stack = "siw"``
+    (:mod:`mpa_emu.stacks.siw`, docs/stacks/siw.md).
 
     Differences from irdma (reference section 10, from siw_cm.c):
 

@@ -69,15 +69,21 @@ class VerbFailure:
 
 
 class Host:
-    """One emulated irdma host on the network. Create it with ``Network.add_host``."""
+    """One emulated host on the network, running one stack's connection manager (irdma
+    by default). Create it with ``Network.add_host``."""
 
     def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: CoreApi,
-                 *, auto_neighbours: bool = True) -> None:
+                 *, auto_neighbours: bool = True, stack: str = "irdma",
+                 params: dict[str, int | bool] | None = None) -> None:
         self.net = net
         self.name = name
         self.mac = mac
         self.config = config
         self.core = core
+        self.stack = stack
+        """The connection manager this host runs (a key of ``mpa_emu.stacks.STACKS``)."""
+        self.params: dict[str, int | bool] = dict(params or {})
+        """The stack's parameters, every one filled in (``mpa_emu.stacks.parse_params``)."""
         self.auto_neighbours = auto_neighbours
         self.addresses: dict[bytes, int | None] = {}
         """Packed address -> VLAN id (``None`` = untagged)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import IO, Any, Protocol
 
@@ -48,6 +48,7 @@ from mpa_emu.net.host import Address, Host, as_ip
 from mpa_emu.net.records import SpooledRecords
 from mpa_emu.net.wire import Wire
 from mpa_emu.ranges import EMULATOR_RANGES, check_value
+from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.segment import Segment, Transmit
@@ -208,10 +209,17 @@ class Network:
     def add_host(self, name: str, ip: Address | list[Address] | None = None, *,
                  mac: str | bytes | None = None, vlan: int | None = None,
                  config: CmConfig | None = None, mtu: int | None = None,
-                 auto_neighbours: bool = True) -> Host:
+                 auto_neighbours: bool = True, stack: str = "irdma",
+                 params: Mapping[str, object] | None = None) -> Host:
         """Add a host with its addresses (all on ``vlan``; add more with
         ``Host.add_address``). ``mtu`` overrides ``config.mtu``. Neighbour entries for
-        hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False."""
+        hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False.
+
+        ``stack`` names the connection manager the host runs (a key of
+        :data:`mpa_emu.stacks.STACKS`: ``"irdma"``, the default, or ``"siw"``), ``params``
+        its parameters as the kernel names them (checked by
+        :func:`mpa_emu.stacks.parse_params`; ValueError with one line naming the key).
+        ``config`` is irdma's ``CmConfig``; other stacks take only its ``mtu``."""
         if not name or "/" in name:
             raise ValueError(f"host name {name!r} is empty or contains '/'")
         if name in self.hosts:
@@ -221,13 +229,22 @@ class Network:
             as_ip(address)
         if vlan is not None and not 0 <= vlan < 4095:
             raise ValueError(f"VLAN id must be 0..4094, got {vlan}")
+        if stack not in STACKS:
+            raise ValueError(f"unknown stack {stack!r}; expected one of "
+                             f"{', '.join(sorted(STACKS))}")
+        parsed = parse_params(stack, params or {})
         raw_mac = self._pick_mac(mac)
         cfg = config if config is not None else CmConfig()
         if mtu is not None:
             cfg = replace(cfg, mtu=mtu)
-        core = self._core_factory(name, raw_mac, cfg, seed=derive_seed(self.seed, f"core:{name}"),
-                                  trace=self.trace)
-        host = Host(self, name, raw_mac, cfg, core, auto_neighbours=auto_neighbours)
+        seed = derive_seed(self.seed, f"core:{name}")
+        if stack == "irdma":
+            core = self._core_factory(name, raw_mac, cfg, seed=seed, trace=self.trace)
+        else:
+            core = STACKS[stack].make_core(name, raw_mac, parsed, seed=seed, trace=self.trace,
+                                           mtu=cfg.mtu)
+        host = Host(self, name, raw_mac, cfg, core, auto_neighbours=auto_neighbours,
+                    stack=stack, params=parsed)
         if self.records is not None:
             host.upcalls = self.records.upcalls()
         self.hosts[name] = host
@@ -661,7 +678,9 @@ class Network:
             description = None
             if host is not None:
                 addrs = " ".join(ip_text(a) for a in host.addresses)
-                description = f"emulated irdma host {host.name} {mac_text(host.mac)} {addrs}"
+                kind = "irdma" if host.stack == "irdma" else stack_label(host.stack,
+                                                                         host.params)
+                description = f"emulated {kind} host {host.name} {mac_text(host.mac)} {addrs}"
                 if name.endswith("/lo"):
                     description += " (NIC loopback, not on the wire)"
             writer.add_interface(name, description=description)

@@ -126,6 +126,14 @@ class Comparison:
     matched_count: int | None = None
     """How many frames matched, when a streamed run kept only the count (``matched`` is
     then empty)."""
+    sent: int | None = None
+    """How many frames the recorded host sent; ``compared`` leaves out the pure ACKs in
+    semantic mode. None: the same as ``compared``."""
+
+    @property
+    def sent_total(self) -> int:
+        """How many frames the recorded host sent in the capture."""
+        return self.compared if self.sent is None else self.sent
 
     @property
     def matched_total(self) -> int:
@@ -160,10 +168,12 @@ def compare(rec: Recording, run: RunResult, *, tolerance_ns: int, strict_offload
     divergences: list[Divergence] = []
     extra: list[Emitted] = []
     compared = 0
+    sent = 0
     for key in list(rec.flows) + [k for k in emitted_by_flow if k not in rec.flows]:
         flow = rec.flows.get(key)
         recorded_all = flow.frames if flow is not None else []
         expected = [f for f in recorded_all if f.outbound]
+        sent += len(expected)
         actual = emitted_by_flow.get(key, [])
         if not semantic and len(expected) == len(actual) and not any(
                 field_diffs(e, a, tolerance_ns) for e, a in zip(expected, actual, strict=True)):
@@ -240,7 +250,7 @@ def compare(rec: Recording, run: RunResult, *, tolerance_ns: int, strict_offload
                 j += 1
     divergences.sort(key=Divergence.sort_key)
     extra.sort(key=lambda em: em.index)
-    return Comparison(matched, divergences, extra, compared, semantic)
+    return Comparison(matched, divergences, extra, compared, semantic, sent=sent)
 
 
 def _pure_ack(seg: Segment) -> bool:

@@ -12,7 +12,7 @@ from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
-from mpa_emu.replay.engine import Emitted, Injection, RunResult
+from mpa_emu.replay.engine import AppAction, Emitted, Injection, Rebase, RunResult
 from mpa_emu.replay.recording import FlowKey, Frame, Recording
 from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
 from mpa_emu.views.describe import flags_joined, segment_line, upcall_text
@@ -113,7 +113,10 @@ class ReplayReport:
         cmp = self.comparison
         ip = ip_text(self.recording.ip)
         mode = " (semantic)" if cmp.semantic else ""
-        tail = (f"{cmp.matched_total}/{cmp.compared} frames of {ip} matched, "
+        unread = cmp.sent_total - cmp.compared
+        # Semantic mode leaves pure ACKs out of the comparison; the count says so.
+        skipped = f" ({unread} pure ACK(s) not compared)" if unread else ""
+        tail = (f"{cmp.matched_total}/{cmp.sent_total} frames of {ip} matched{skipped}, "
                 f"{len(cmp.warnings)} NIC warning(s), {len(cmp.extra)} extra frame(s) "
                 "after the capture")
         sem = self.semantic.first if self.semantic is not None else None
@@ -196,11 +199,8 @@ class ReplayReport:
                        "emulator stayed silent while the capture lasted")
         out += self._checksum_notes()
         out += [f"note: {n}" for n in self.run.notes]
-        out += [f"note: from frame {r.frame} on, the peer's acknowledgements of "
-                f"{flow_text(r.flow)} are re-based by {r.shift:+d} byte(s) onto the "
-                "emulator's stream, whose length differs from the recording's"
-                for r in self.run.rebases]
-        out += [f"note: {a.verb} at frame {a.frame} refused: {a.error}"
+        out += self._rebase_notes()
+        out += [f"note: {a.verb} at frame {a.frame} refused: {a.error}{self._gone(a)}"
                 for a in self.run.actions if a.error]
         if self.semantic is not None:
             out += self._semantic_text()
@@ -212,10 +212,52 @@ class ReplayReport:
             out.append("application (verbs and upcalls):")
             timeline = [(u.time_ns, 1, f"upcall {upcall_text(u)}") for u in self.run.upcalls]
             timeline += [(a.time_ns, 0, f"{a.verb} ({a.detail})"
-                          + (f" refused: {a.error}" if a.error else ""))
+                          + (f" refused: {a.error}{self._gone(a)}" if a.error else ""))
                          for a in self.run.actions if a.verb != "listen"]
             out += [f"  t={_t(t)} {text}" for t, _o, text in sorted(timeline)]
         return "\n".join(out)
+
+    def _gone(self, action: AppAction) -> str:
+        """Why a verb found no connection: where the flow's node was freed, and what the
+        kernel function that ended it said; "" for any other refusal."""
+        if "no connection" not in action.error:
+            return ""
+        for inj in self.run.injections:
+            if inj.frame.flow != action.flow or inj.frame.number > action.frame:
+                continue
+            if inj.state_after == "freed" and inj.state_before != "freed":
+                drop = next((f"{r.fn}: {r.fields.get('reason', 'no reason given')}"
+                             for r in inj.records if r.kind == "segment_dropped"), "")
+                how = f" after {drop}" if drop else ""
+                return (f"; its node was freed at frame {inj.frame.number}{how} "
+                        f"({inj.state_before or 'no state'} -> freed)")
+        flow = self.run.flows.get(action.flow)
+        if flow is not None and any(state == "freed" for _t, state in flow.states):
+            return "; its node had been freed by then (a timer or the NIC, not a frame)"
+        return "; no node was created for this connection"
+
+    def _rebase_notes(self) -> list[str]:
+        """One note per flow whose peer acknowledgements were re-based while its node
+        lived (after the node is freed there is nothing left to re-base for)."""
+        by_flow: dict[FlowKey, list[Rebase]] = {}
+        for r in self.run.rebases:
+            by_flow.setdefault(r.flow, []).append(r)
+        out = []
+        for flow, shifts in by_flow.items():
+            freed = next((inj.frame.number for inj in self.run.injections
+                          if inj.frame.flow == flow and inj.state_after == "freed"), None)
+            live = [r for r in shifts if freed is None or r.frame <= freed]
+            if not live:
+                continue
+            first, last = live[0], live[-1]
+            text = (f"note: from frame {first.frame} on, the peer's acknowledgements of "
+                    f"{flow_text(flow)} are re-based by {first.shift:+d} byte(s) onto the "
+                    "emulator's stream, whose length differs from the recording's")
+            if len(live) > 1:
+                text += (f" ({len(live) - 1} later change(s), the last to {last.shift:+d} "
+                         f"at frame {last.frame})")
+            out.append(text)
+        return out
 
     def _first_frame(self) -> int | None:
         frames = [d.frame for d in (self.first,) if d is not None]
@@ -277,6 +319,7 @@ class ReplayReport:
             "frames": self.recording.total_frames,
             "frames_to_or_from_emulated_host": self.recording.relevant_frames,
             "ignored_frames": self.recording.ignored,
+            "sent": cmp.sent_total,
             "compared": cmp.compared,
             "matched": cmp.matched_total,
             "first_divergence_frame": self._first_frame(),
@@ -369,18 +412,31 @@ def injection_text(inj: Injection) -> str:
     return "; ".join(parts)
 
 
+def story_fields(s: Story) -> list[tuple[str, str]]:
+    """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order."""
+    mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
+    out = [("MPA sent", mpa_frames or "none"), ("answer", s.answer or "none"),
+           ("OFFLOADED", f"at frame {s.offloaded}" if s.offloaded else "never"),
+           ("ESTABLISHED", f"at frame {s.established}" if s.established else "never")]
+    if s.upcalls:
+        out.append(("upcalls", ", ".join(name for _n, name in s.upcalls)))
+    if s.nic:
+        out.append(("NIC", ", ".join(f"{ev} at frame {n}" for n, ev in s.nic)))
+    out.append(("first close", f"{s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
+                if s.close else "none"))
+    return out
+
+
 def story_text(s: Story) -> str:
     """One connection's outcome in one line."""
-    mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
-    parts = [f"MPA sent: {mpa_frames or 'none'}", f"answer {s.answer or 'none'}",
-             f"OFFLOADED {'at frame ' + str(s.offloaded) if s.offloaded else 'never'}",
-             f"ESTABLISHED {'at frame ' + str(s.established) if s.established else 'never'}"]
-    if s.upcalls:
-        parts.append("upcalls " + ", ".join(name for _n, name in s.upcalls))
-    if s.nic:
-        parts.append("NIC " + ", ".join(f"{ev} at frame {n}" for n, ev in s.nic))
-    parts.append(f"first close: {s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
-                 if s.close else "no close")
+    parts = []
+    for name, value in story_fields(s):
+        if name == "MPA sent":
+            parts.append(f"{name}: {value}")
+        elif name == "first close":
+            parts.append(f"first close: {value}" if value != "none" else "no close")
+        else:
+            parts.append(f"{name} {value}")
     return "; ".join(parts)
 
 

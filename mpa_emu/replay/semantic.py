@@ -28,14 +28,14 @@ from errno import ECONNREFUSED
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.offload.terminate import MPA_CRC
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import FlowKey, Recording
-from mpa_emu.views.describe import mpa_kind
+from mpa_emu.views.describe import errno_text, mpa_kind
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import at_or_after
+from mpa_emu.wire.terminate_layouts import RFC, read_terminate
 
 CRC_ERROR_AE = "IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR"
 RDMAP_TERMINATE = 0x7
@@ -123,12 +123,16 @@ def _fpdus(conv: Conversation, outbound: bool, after: int, start: int | None
            ) -> list[tuple[int, mpa.Fpdu]]:
     """FPDUs (without markers) one direction sent after frame ``after``, reassembled
     from the stream from sequence number ``start`` on; resends are skipped and a hole in
-    the capture ends the list."""
+    the capture ends the list. With ``start`` known, frames numbered ``after`` count too:
+    the emulator's frames carry the number of the frame they answer, so the RTR a node
+    sends on the reply of frame ``after`` is numbered ``after`` (the bytes before
+    ``start`` are skipped as resends)."""
     out: list[tuple[int, mpa.Fpdu]] = []
     nxt = start
     buf = bytearray()
     for number, o, seg in conv:
-        if o != outbound or number <= after or not seg.payload:
+        early = number < after if start is not None else number <= after
+        if o != outbound or early or not seg.payload:
             continue
         seq, payload = seg.seq, seg.payload
         if nxt is not None and seq != nxt:
@@ -156,30 +160,36 @@ def _is_terminate(fpdu: mpa.Fpdu) -> bool:
 
 
 _TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "MPA"}
-_MPA_TERM_CODES = {MPA_CRC: "CRC error"}
-"""MPA-layer error codes named in the report (irdma type.h, as the NIC model sends)."""
 
 
-def terminate_words(ulpdu: bytes) -> str:
+def terminate_words(ulpdu: bytes, crc: bool = True, peer_sent: bool = True) -> str:
     """``Terminate (layer, etype, code)`` of a Terminate DDP segment, decoded from its
-    control word (RFC 5040 section 4.8); a segment too short to hold one is named so."""
+    control word in RFC 5040's layout or siw's, whichever the quoted headers agree with
+    (:mod:`mpa_emu.wire.terminate_layouts`); a segment too short to hold one is named so.
+    Code 0x02 of the MPA layer is called a CRC error only where ``crc`` was negotiated
+    (RFC 5044 section 7.1); ``peer_sent``: an FPDU from the peer came before it
+    (:func:`~mpa_emu.wire.terminate_layouts.read_terminate`)."""
+    if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN or ulpdu[0] & ddp.DDP_FLAG_TAGGED:
+        return "Terminate (unreadable)"
     try:
-        seg = ddp.parse_segment(ulpdu)
-    except ddp.DdpFormatError:
+        read = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:], peer_sent)
+    except ValueError:
         return "Terminate (unreadable)"
-    t = seg.terminate
-    if t is None:
-        return "Terminate (unreadable)"
+    t = read.reading
     layer = _TERM_LAYERS.get(t.layer, f"layer {t.layer}")
-    code = (_MPA_TERM_CODES.get(t.error_code) if t.layer == 2 else None) \
-        or f"code 0x{t.error_code:02x}"
-    return f"Terminate ({layer} layer, etype {t.etype}, {code})"
+    code = f"code 0x{t.error_code:02x}"
+    if t.is_crc_error():
+        code = "CRC error" if crc else f"{code}, though no CRC was negotiated"
+    how = f", {t.layout} layout" if t.layout != RFC else ""
+    return f"Terminate ({layer} layer, etype {t.etype}, {code}{how})"
 
 
-def _terminates(conv: Conversation, at: int) -> list[tuple[int, str]]:
+def _terminates(conv: Conversation, at: int, crc: bool) -> list[tuple[int, str]]:
     """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``."""
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
-    return [(n, terminate_words(f.ulpdu)) for n, f in mine if _is_terminate(f)]
+    theirs = [n for n, _f in _fpdus(conv, False, at, _mpa_end(conv, False, at))]
+    return [(n, terminate_words(f.ulpdu, crc, any(m < n for m in theirs)))
+            for n, f in mine if _is_terminate(f)]
 
 
 def _mpa_frames(conv: Conversation) -> tuple[list[MpaSent], list[MpaSent]]:
@@ -233,7 +243,8 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
     if request is not None and not active:
         story.upcalls.append((request.frame, "CONNECT_REQUEST"))
     if story.answer == "reject" and active:
-        story.upcalls.append((story.answer_frame, f"CONNECT_REPLY status -{ECONNREFUSED}"))
+        story.upcalls.append((story.answer_frame,
+                              f"CONNECT_REPLY {status_words(-ECONNREFUSED)}"))
     if story.answer != "accept":
         return story
     at = story.answer_frame
@@ -249,7 +260,7 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
                & mpa.FLAG_CRC)
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
     theirs = _fpdus(conv, False, at, _mpa_end(conv, False, at))
-    story.nic += _terminates(conv, at)
+    story.nic += _terminates(conv, at, crc)
     bad = next(((n, f) for n, f in theirs if crc and not f.crc_ok), None)
     if bad is not None:
         story.nic.append((bad[0], CRC_ERROR_AE))
@@ -265,7 +276,7 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
         if not reset:
             story.established = first
     if story.established:
-        story.upcalls.append((story.established, "CONNECT_REPLY status 0" if active
+        story.upcalls.append((story.established, f"CONNECT_REPLY {status_words(0)}" if active
                               else "ESTABLISHED"))
     story.nic.sort()
     return story
@@ -274,7 +285,9 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
 def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResult
                    ) -> Story:
     """The emulated node's story: its frames, upcalls, states and NIC events."""
-    story, _request, _answer = _base_story(conv, active)
+    story, request, answer = _base_story(conv, active)
+    crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
+               & mpa.FLAG_CRC)
     frun = run.flows.get(key)
     offloaded = [e.after_frame for e in run.emitted if e.flow == key
                  and e.state == "OFFLOADED"]
@@ -297,17 +310,22 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
         # The NIC's own Terminates (irdma_bld_terminate_hdr after an AE), read from
         # what the node sent, as the recorded host's are.
         story.nic = sorted(story.nic + _terminates(conv, story.answer_frame
-                                                   or story.offloaded))
+                                                   or story.offloaded, crc))
     return story
+
+
+def status_words(status: int) -> str:
+    """``status 0``, or ``status -104 (-ECONNRESET)`` with the kernel's errno name."""
+    return f"status {status} ({errno_text(status)})" if status else "status 0"
 
 
 def _upcall_name(up: Upcall) -> str:
     if up.event == IwEvent.CONNECT_REQUEST:
         return "CONNECT_REQUEST"
     if up.event == IwEvent.CONNECT_REPLY:
-        return f"CONNECT_REPLY status {up.status}"
+        return f"CONNECT_REPLY {status_words(up.status)}"
     if up.event == IwEvent.ESTABLISHED:
-        return "ESTABLISHED" if up.status == 0 else f"ESTABLISHED status {up.status}"
+        return "ESTABLISHED" if up.status == 0 else f"ESTABLISHED {status_words(up.status)}"
     return ""
 
 
@@ -529,10 +547,16 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
                  min(len(r_up), len(e_up)))
         rn = r.upcalls[i] if i < len(r.upcalls) else None
         en = next((u for u in e.upcalls if i < len(e_up) and u[1] == e_up[i]), None)
+        if en is None:
+            # A failure upcall left out of the comparison is still what the application
+            # hears next: name it rather than "nothing more".
+            seen = [u for u in e.upcalls if u[1] in e_up[:i]]
+            en = next((u for u in e.upcalls[len(seen):]), None)
         frame = (rn or en or (0, ""))[0]
         why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
+        told = _told(en, frame, key, run)
         add(frame, "upcall",
-            f"{who} tells the application {en[1] if en else 'nothing more'}{why}; the "
+            f"{who} tells the application {told}{why}; the "
             f"recorded outcome is {rn[1] if rn else 'nothing more'}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
@@ -547,6 +571,22 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         add(n, "close", f"{who if side == 'host' else 'the peer'} closes with a {how}; "
             "the recording shows no close")
     return out
+
+
+def _told(upcall: tuple[int, str] | None, frame: int, key: FlowKey, run: RunResult) -> str:
+    """What the application hears next: the upcall with its time when it comes after
+    another frame than ``frame``, or "nothing more"."""
+    if upcall is None:
+        return "nothing more"
+    number, name = upcall
+    if number == frame:
+        return name
+    at = next((up.time_ns for up, n in zip(run.upcalls, run.upcall_frames, strict=True)
+               if n == number and _upcall_name(up) == name
+               and (up.local_port, up.remote_ip, up.remote_port) == (key[1], key[2], key[3])),
+              None)
+    when = f"at t={at / 1e9:.3f} s, " if at is not None else ""
+    return f"{name} ({when}after frame {number})"
 
 
 def _nic_differences(r: Story, e: Story, who: str) -> list[tuple[int, str]]:

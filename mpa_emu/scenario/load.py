@@ -35,6 +35,7 @@ from mpa_emu.scenario.model import (
     UpcallExpect,
     WireSpec,
 )
+from mpa_emu.stacks import STACKS, parse_params
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 CAPTURE_MAGICS = frozenset(bytes.fromhex(m) for m in (
@@ -113,6 +114,7 @@ class _Loader:
         self.source = source
         self.host_names: set[str] = set()
         self.host_addresses: dict[str, str] = {}  # address text -> host
+        self.host_stacks: dict[str, str] = {}  # host -> stack name
 
     def scenario(self, top: Table) -> Scenario:
         name = top.text("name", default=Path(self.source.name).stem)
@@ -204,12 +206,20 @@ class _Loader:
             self.host_addresses[a] = name
         vlan = t.ranged("vlan", VERB_RANGES["vlan"])
         mac = self._mac(t, "mac")
+        stack = t.text("stack", default="irdma", choices=tuple(sorted(STACKS)))
+        self.host_stacks[name] = stack
+        if stack != "irdma":
+            for key in ("profile", "config"):
+                if t.has(key):
+                    raise t.error(key, f"{key!r} sets irdma's CmConfig; a {stack} host takes "
+                                       "[host.params]")
         profile_name = t.text("profile", default="irdma", choices=tuple(PROFILES))
         config = PROFILES[profile_name]()
         mtu = t.ranged("mtu", CONFIG_RANGES["mtu"])
         cfg_table = t.table("config")
         if cfg_table is not None:
             config = self.config(cfg_table, config)
+        params = self.params(t.table("params"), stack)
         if mtu is not None:
             config = replace(config, mtu=mtu)
         neighbours = []
@@ -230,9 +240,25 @@ class _Loader:
         auto = t.flag("auto_neighbours", default=True)
         spec = HostSpec(name=name, addresses=tuple(addresses), vlan=vlan, mac=mac,
                         config=config, neighbours=tuple(neighbours), auto_neighbours=auto,
-                        line=t.line())
+                        line=t.line(), stack=stack, params=params)
         t.done()
         return spec
+
+    @staticmethod
+    def params(t: Table | None, stack: str) -> tuple[tuple[str, int | bool], ...]:
+        """``[host.params]``: the stack's parameters, each checked by name, type and range
+        (:func:`mpa_emu.stacks.parse_params`)."""
+        if t is None:
+            return ()
+        out: list[tuple[str, int | bool]] = []
+        for key in list(t.data):
+            value = t.raw(key)
+            try:
+                out.append((key, parse_params(stack, {key: value})[key]))
+            except ValueError as exc:
+                raise t.error(key, str(exc)) from None
+        t.done()
+        return tuple(out)
 
     def config(self, t: Table, base: CmConfig) -> CmConfig:
         changes: dict[str, Any] = {}
@@ -369,7 +395,8 @@ class _Loader:
     def expect_state(self, t: Table, conns: set[str]) -> StateExpect:
         host = self._host(t, "host", required=True)
         connection = self._reference(t, "connection", conns, "connect", required=True)
-        state = t.text("state", choices=(*STATE_NAMES, "freed"))
+        names = STACKS[self.host_stacks.get(host, "irdma")].states or STATE_NAMES
+        state = t.text("state", choices=(*names, "freed"))
         iwarp = t.text("iwarp_state", choices=IWARP_STATE_NAMES)
         tcp = t.text("tcp_state", choices=TCP_STATE_NAMES)
         if state is None and iwarp is None and tcp is None:

@@ -20,6 +20,10 @@ class HostSpec:
     neighbours: tuple[tuple[str, str | None], ...]
     auto_neighbours: bool
     line: int | None
+    stack: str = "irdma"
+    """The connection manager (a key of ``mpa_emu.stacks.STACKS``)."""
+    params: tuple[tuple[str, int | bool], ...] = ()
+    """``[host.params]``: the stack's parameters, as checked."""
 
 
 @dataclass(frozen=True, slots=True)

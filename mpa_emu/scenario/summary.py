@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mpa_emu.stacks import stack_label
 from mpa_emu.views.describe import errno_text
 from mpa_emu.views.ladder import describe_frame
 from mpa_emu.views.streamed_json import Rows
@@ -24,7 +25,8 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
     hosts: dict[str, Any] = {}
     for name, host in run.net.hosts.items():
         hosts[name] = {
-            "profile": host.config.profile,
+            "profile": host.config.profile if host.stack == "irdma" else None,
+            "stack": stack_label(host.stack, host.params),
             "addresses": [ip_text(a) for a in host.addresses],
             "upcalls": Rows(host.upcalls, _upcall),
             "verb_failures": [{"t_ns": f.time_ns, "verb": f.verb, "errno": f.errno,

@@ -12,12 +12,17 @@ application sees it, in the ladder), :func:`upcall_line` (the live console),
 
 from __future__ import annotations
 
-import errno as errno_names
-
+from mpa_emu.cm.errors import errno_name
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.ddp import OPCODE_NAMES
+from mpa_emu.wire.ddp import (
+    DDP_FLAG_LAST,
+    DDP_VERSION,
+    DDP_VERSION_MASK,
+    OPCODE_NAMES,
+    RDMAP_VERSION,
+)
 from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
 from mpa_emu.wire.segment import Segment, flag_names
 
@@ -72,7 +77,7 @@ def mpa_summary(payload: bytes) -> str | None:
 
 
 def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
-    """``FPDU RDMA Read Request`` for a payload that is one FPDU without markers
+    """``FPDU RDMA Read Request ulpdu=46 L=1`` for a payload that is one FPDU without markers
     (RFC 5044 section 4, RFC 5041 section 4, RFC 5040 section 4); None otherwise.
 
     ``crc`` says whether CRC was negotiated (RFC 5044 section 7.1: C in the request or
@@ -89,7 +94,19 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     verdict = ""
     if crc and not fpdu.crc_ok:
         verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
-    return f"FPDU {name} ulpdu={len(fpdu.ulpdu)}{verdict}"
+    last = int(bool(fpdu.ulpdu[0] & DDP_FLAG_LAST))  # RFC 5041 section 4.2: L
+    return (f"FPDU {name} ulpdu={len(fpdu.ulpdu)} L={last}{version_marks(fpdu.ulpdu)}"
+            f"{verdict}")
+
+
+def version_marks(ulpdu: bytes) -> str:
+    """`` DDP version 0`` / `` RDMAP version 2`` for a DDP or RDMAP version that is not 1
+    (RFC 5041 section 4.2: DV is 01b; RFC 5040 section 4.2: RV is 01b); "" otherwise."""
+    if len(ulpdu) < 2:
+        return ""
+    dv, rv = ulpdu[0] & DDP_VERSION_MASK, ulpdu[1] >> 6
+    return (f" DDP version {dv}" if dv != DDP_VERSION else "") + \
+        (f" RDMAP version {rv}" if rv != RDMAP_VERSION else "")
 
 
 def flags_label(flags: int) -> str:
@@ -251,8 +268,8 @@ def upcall_label(upcall: Upcall) -> str:
 
 def errno_text(status: int) -> str:
     """``-111`` -> ``-ECONNREFUSED``."""
-    name = errno_names.errorcode.get(-status)
-    return f"-{name}" if name else str(status)
+    name = errno_name(-status)
+    return f"-{name}" if name != str(-status) else str(status)
 
 
 def upcall_line(upcall: Upcall) -> str:
@@ -271,7 +288,8 @@ def upcall_line(upcall: Upcall) -> str:
 
 
 def upcall_text(up: Upcall) -> str:
-    """``CONNECT_REPLY status -111 pdata_len 4 (conn 1)``, as replay reports show it."""
-    status = f" status {up.status}" if up.status else ""
+    """``CONNECT_REPLY status -111 (-ECONNREFUSED) pdata_len 4 (conn 1)``, as replay
+    reports show it."""
+    status = f" status {up.status} ({errno_text(up.status)})" if up.status else ""
     pd = f" pdata_len {up.private_data_len}" if up.private_data_len else ""
     return f"{up.event.name}{status}{pd} (conn {up.conn})"

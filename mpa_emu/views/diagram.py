@@ -10,6 +10,7 @@ the kernel function and state change there) is shown under its arrow.
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import shutil
 import sys
@@ -22,11 +23,17 @@ from typing import IO, TextIO
 from xml.sax.saxutils import escape
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
-from mpa_emu.capture.decode import Undecodable, as_ethernet, decode_leniently
+from mpa_emu.capture.decode import (
+    Lenient,
+    Undecodable,
+    as_captured,
+    as_ethernet,
+    decode_leniently,
+)
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
 from mpa_emu.views.crc_connections import CrcConnections, connection_key
 from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
-from mpa_emu.views.ladder import Row, render, render_lines
+from mpa_emu.views.ladder import Row, numbered, render, render_lines
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.mpa import FLAG_CRC
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
@@ -144,10 +151,19 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
     t = (rec.time_ns - base) if rec.time_ns is not None else 0
     frame = as_ethernet(rec.linktype, rec.frame)
     if isinstance(frame, str):
-        return Row(t, 0, None, f"frame {number}: not decoded ({frame})", frame=number)
+        return Row(t, 0, None, f"not decoded ({frame})", frame=number)
     decoded = decode_leniently(frame)
+    short = rec.orig_len > len(rec.frame)
+    if isinstance(decoded, Undecodable) and short:
+        # Captured short (snap length): drawn from the bytes the capture holds, its
+        # checksums unverifiable; a note about the capture, not about the frame.
+        cut = as_captured(frame)
+        if cut is not None:
+            captured = decode_leniently(cut)
+            if not isinstance(captured, Undecodable):
+                decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
     if isinstance(decoded, Undecodable):
-        return Row(t, 0, None, f"frame {number}: not decoded ({decoded.text})", frame=number)
+        return Row(t, 0, None, f"not decoded ({decoded.text})", frame=number)
     seg, verdict, ip_ok = decoded.seg, decoded.checksum, decoded.ip_ok
     if ports and seg.sport not in ports and seg.dport not in ports:
         return None
@@ -163,6 +179,10 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
         # RFC 5044 section 7.1: CRC is used when either side sets C.
         crc_on.negotiated(conn)
     marks = _checksum_marks(verdict, ip_ok, checksums)
+    if short:
+        wire = len(seg.payload) + rec.orig_len - len(rec.frame)
+        marks.append(f"captured {len(rec.frame)} of {rec.orig_len} bytes (snap length): "
+                     f"len= counts the {len(seg.payload)} of {wire} payload bytes captured")
     if verdict is Verdict.OFFLOAD and checksums is Mode.OFFLOAD:
         off = offloaded.setdefault(src_name, _Offloaded(number))
         off.count += 1
@@ -198,7 +218,9 @@ class ParkedLadder:
         self._parked.seek(0)
         rows = _unparked(self._parked)
         if svg:
-            write_svg(rows, self.columns, out)
+            gap = lane_gap(rows, len(self.columns))  # a first pass sizes the lanes
+            self._parked.seek(0)
+            write_svg(_unparked(self._parked), self.columns, out, gap)
         else:
             for line in render_lines(rows, self.columns):
                 out.write(line + "\n")
@@ -263,13 +285,33 @@ CHAR_W = 6.7
 FONT = "font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 11px;"
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+MAX_LANE_GAP = 1400
+"""The widest lane spacing: an arrow label longer than that wraps onto more lines."""
+
+
+def lane_gap(rows: Iterable[Row], lanes: int) -> int:
+    """The lane spacing that fits every arrow's label (frame number included) on one line
+    between its two lanes: at least :data:`LANE_GAP`, at most :data:`MAX_LANE_GAP`."""
+    need = LANE_GAP
+    for row in rows:
+        if row.target is None or row.target == row.source or max(row.source,
+                                                                    row.target) >= lanes:
+            continue
+        span = abs(row.target - row.source)
+        need = max(need, math.ceil((len(numbered(row)) * CHAR_W + 2 * LABEL_PAD + 2) / span))
+    return min(need, MAX_LANE_GAP)
+
+
+TITLE_CHAR_W = 8.1
+"""Width of one character of the 13 px bold lane titles."""
+LABEL_PAD = 12
+"""Room kept free at each end of an arrow's label."""
 
 
 def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     """A ladder as SVG: a lane per column, an arrow per frame (red dashed when lost),
-    notes (states, upcalls, drops) beside their lane, times on the left."""
+    notes (states, upcalls, drops) beside their lane, times on the left; the lanes as far
+    apart as the longest label needs (:func:`lane_gap`), and no text ever cut."""
     out = io.StringIO()
     write_svg(rows, columns, out)
     return out.getvalue()
@@ -280,31 +322,40 @@ RowMarks = Callable[[int, Row], str | None]
 ``ok``), from its number and the row; None for none."""
 
 
-def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO, *,
-              marks: RowMarks | None = None, declaration: bool = True) -> None:
+def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO,
+              gap: int | None = None, *, marks: RowMarks | None = None,
+              declaration: bool = True) -> None:
     """:func:`to_svg` written into ``out`` as the rows come: the body goes to a
-    temporary file first, since the picture's size heads the document. ``marks`` adds
-    a class to the rows it names; without ``declaration`` the XML declaration line is
-    left out (SVG inline in HTML)."""
+    temporary file first, since the picture's size heads the document. Without ``gap``
+    (the lane spacing, :func:`lane_gap`) the rows are read twice, so kept in memory: a
+    caller with rows of any length passes the gap of a first pass. ``marks`` adds a
+    class to the rows it names; without ``declaration`` the XML declaration line is left
+    out (SVG inline in HTML)."""
+    if gap is None:
+        rows = list(rows)
+        gap = lane_gap(rows, len(columns))
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
-        height, width = _svg_body(rows, len(columns), body, marks)
+        height, width = _svg_body(rows, len(columns), body, gap, marks)
+        if columns:  # room for the last lane's title, centred on the lane
+            width = max(width, _svg_lane_x(len(columns) - 1, gap)
+                        + int(len(columns[-1]) * TITLE_CHAR_W / 2) + 20)
         body.seek(0)
-        _svg_head(columns, height, width, out, declaration)
+        _svg_head(columns, height, width, out, gap, declaration)
         shutil.copyfileobj(body, out)
         out.write("</svg>\n")
 
 
-def _svg_lane_x(lane: int) -> int:
+def _svg_lane_x(lane: int, gap: int = LANE_GAP) -> int:
     """The x of lane number ``lane`` in the SVG."""
-    return LEFT + 60 + lane * LANE_GAP
+    return LEFT + 60 + lane * gap
 
 
 def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO,
-              marks: RowMarks | None = None) -> tuple[int, int]:
-    """Write the rows' elements (each line followed by a newline) for ``lanes`` lanes;
-    the picture's height and width."""
-    width = (_svg_lane_x(lanes - 1) if lanes else LEFT) + LANE_GAP
-    right = width
+              gap: int = LANE_GAP, marks: RowMarks | None = None) -> tuple[int, int]:
+    """Write the rows' elements (each line followed by a newline) for ``lanes`` lanes
+    ``gap`` apart, each row's group with its mark; the picture's height and width."""
+    # The canvas ends past the last lane by what its notes need, not a lane's gap.
+    right = (_svg_lane_x(lanes - 1, gap) if lanes else LEFT) + 40
     y = TOP
     last_time: int | None = None
     for number, row in enumerate(rows):
@@ -318,28 +369,32 @@ def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO,
             _line(out, f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
             last_time = row.time_ns
         on_lane = row.source < lanes
-        x1 = _svg_lane_x(row.source) if on_lane else LEFT
+        x1 = _svg_lane_x(row.source, gap) if on_lane else LEFT
+        label = numbered(row)
         if row.target is not None and row.target != row.source and row.target < lanes:
-            x2 = _svg_lane_x(row.target)
+            x2 = _svg_lane_x(row.target, gap)
             cls = "lost" if row.lost else "arrow"
             end = x2 - 4 if x2 > x1 else x2 + 4
             _line(out, f'<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}" class="{cls}" '
                         f'marker-end="url(#{"x" if row.lost else "head"})"/>')
             mid = (x1 + x2) / 2
-            limit = abs(x2 - x1) // 7
-            _line(out, f'<text x="{mid}" y="{y - 4}" class="label">'
-                        f'{escape(_cut(row.label, limit))}</text>')
-            # The detail wraps between the two lanes (10 px font: about 6.1 px a character)
-            # instead of running across them.
+            room = max(int((abs(x2 - x1) - 2 * LABEL_PAD) / CHAR_W), 12)
+            first, *rest = textwrap.wrap(label, room) or [""]
+            _line(out, f'<text x="{mid}" y="{y - 4}" class="label">{escape(first)}</text>')
+            # What does not fit above the arrow, then the detail, wrap between the two
+            # lanes (the detail's 10 px font: about 6.1 px a character).
+            for piece in rest:
+                y += DETAIL_H
+                _line(out, f'<text x="{mid}" y="{y - 4}" class="label">{escape(piece)}</text>')
             for piece in textwrap.wrap(row.detail or "", max(int(abs(x2 - x1) / 6.2) - 2, 12)):
                 y += DETAIL_H
                 _line(out, f'<text x="{mid}" y="{y - 4}" class="detail">{escape(piece)}</text>')
             _line(out, "</g>")
             continue
-        text = _cut(row.label + (f"  [{row.detail}]" if row.detail else ""), 180)
+        text = label + (f"  [{row.detail}]" if row.detail else "")
         # A note wraps before the next lane to its right instead of running across it.
         nearest = row.source + 1 if on_lane else 0
-        next_lane = _svg_lane_x(nearest) if nearest < lanes else None
+        next_lane = _svg_lane_x(nearest, gap) if nearest < lanes else None
         width_chars = 90 if next_lane is None else max(int((next_lane - x1 - 16) / CHAR_W), 12)
         pieces = textwrap.wrap(text, width_chars) or [""]
         right = max(right, x1 + 8 + int(max(map(len, pieces)) * CHAR_W) + 10)
@@ -359,7 +414,7 @@ def _line(out: TextIO, text: str) -> None:
 
 
 def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO,
-              declaration: bool = True) -> None:
+              gap: int = LANE_GAP, declaration: bool = True) -> None:
     """Write everything before the rows, each line followed by a newline (the lanes one
     by one: a capture may have tens of thousands)."""
     style = (
@@ -386,7 +441,7 @@ def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO,
         "</defs>",
         f'<rect width="{width}" height="{height}" fill="white"/>', ""]))
     for lane, title in enumerate(columns):
-        x = _svg_lane_x(lane)
+        x = _svg_lane_x(lane, gap)
         _line(out, f'<text x="{x}" y="{TOP - 20}" class="title">{escape(title)}</text>')
         _line(out, f'<line x1="{x}" y1="{TOP - 10}" x2="{x}" y2="{height - 20}" '
                    'class="lane"/>')

@@ -2,7 +2,7 @@
 ack, length, and an MPA or RDMAP summary), with state transitions, drops and upcalls
 interleaved in causal order::
 
-    0.000010  |<---- SYN-ACK seq=2 ack=1 len=0 ----------------------|
+    0.000010  |<---- #2 SYN-ACK seq=2 ack=1 len=0 -------------------|
               |      MPA Req v2 IRD 16 ORD 16 P2P RTR=RW pd="hello"   |
 
 Built from :attr:`Network.journal <mpa_emu.net.network.Network.journal>`; the demo prints
@@ -170,6 +170,12 @@ def _arrow(source: int, target: int, label: str, lost: bool) -> tuple[int, str, 
     return _lane_x(left) + 1, text, rest
 
 
+def numbered(row: Row) -> str:
+    """A row's label, led by its frame's number (``#4``, as reports name frames) when the
+    row is a frame."""
+    return row.label if row.frame is None else f"#{row.frame} {row.label}"
+
+
 def render(rows_: Iterable[Row], columns: Sequence[str]) -> str:
     """Draw rows under a header of column titles (one per lane)."""
     return "\n".join(render_lines(rows_, columns)) + "\n"
@@ -193,8 +199,9 @@ def render_lines(rows_: Iterable[Row], columns: Sequence[str]) -> Iterator[str]:
         stamp = f"{row.time_ns / 1e9:.6f}" if row.time_ns != last_time else ""
         last_time = row.time_ns
         line[: len(stamp)] = list(stamp)
+        label = numbered(row)
         if row.target is not None and row.target != row.source:
-            x, text, rest = _arrow(row.source, row.target, row.label, row.lost)
+            x, text, rest = _arrow(row.source, row.target, label, row.lost)
             line[x: x + len(text)] = list(text)
             yield "".join(line).rstrip()
             for extra in (rest, row.detail):
@@ -206,7 +213,7 @@ def render_lines(rows_: Iterable[Row], columns: Sequence[str]) -> Iterator[str]:
                     detail_line[left:] = list(extra)
                     yield "".join(detail_line).rstrip()
             continue
-        text = row.label + (f"  [{row.detail}]" if row.detail else "")
+        text = label + (f"  [{row.detail}]" if row.detail else "")
         x = _lane_x(row.source) + 2
         if x + len(text) > len(line):
             line.extend(" " * (x + len(text) - len(line)))

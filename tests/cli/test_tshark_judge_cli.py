@@ -76,12 +76,20 @@ def test_unreadable_capture_is_a_one_line_error(tmp_path: Path,
     err = capsys.readouterr().err
     assert err == (f"mpa-emu judge: error: {bad}: not a pcap or pcapng file "
                    "(starts with 00 00 00 00)\n")
-    # A pcap header announcing a record longer than the file: tshark itself refuses it.
+    # Cut inside its first record (24-byte file header, 16-byte record header): not one
+    # whole frame, tshark refuses it and so does judge.
+    whole = _capture(tmp_path).read_bytes()
     cut = tmp_path / "cut.pcap"
-    cut.write_bytes(_capture(tmp_path).read_bytes()[:100])
+    cut.write_bytes(whole[:24 + 16 + 10])
     assert main(["judge", str(cut)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mpa-emu judge: error: tshark exited") and err.count("\n") == 1
+    # Cut inside a later record: judged up to the cut, as inspect reads it.
+    first = int.from_bytes(whole[24 + 8:24 + 12], "little")
+    cut.write_bytes(whole[:24 + 16 + first + 20])
+    assert main(["judge", str(cut)]) == 0
+    out = capsys.readouterr().out
+    assert "note: capture ends after frame 1: " in out
 
 
 def test_empty_and_text_files_are_refused_not_judged_clean(

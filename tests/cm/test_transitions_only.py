@@ -20,10 +20,13 @@ from mpa_emu.wire.segment import SYN
 PACKAGE = Path(mpa_emu.__file__).parent
 
 
-def _state_assignments() -> list[tuple[str, str]]:
-    """(module, enclosing function) of every ``<expr>.state = ...`` in the package."""
+def _state_assignments(under: Path = PACKAGE) -> list[tuple[str, str]]:
+    """(module, enclosing function) of every ``<expr>.state = ...`` in the package (the
+    other stacks' own state machines, in mpa_emu/stacks, only when ``under`` is there)."""
     found: list[tuple[str, str]] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(under.rglob("*.py")):
+        if under == PACKAGE and path.is_relative_to(PACKAGE / "stacks"):
+            continue
         tree = ast.parse(path.read_text(), str(path))
         for fn in ast.walk(tree):
             if not isinstance(fn, ast.FunctionDef):
@@ -44,6 +47,12 @@ def _state_assignments() -> list[tuple[str, str]]:
 def test_a_node_state_is_assigned_only_by_set_state() -> None:
     # CmNode.__init__ sets UNKNOWN on self; everything else goes through the setter
     assert _state_assignments() == [("cm/core.py", "set_state")]
+
+
+def test_siw_cxgb4_and_tcp_states_change_in_one_setter_each() -> None:
+    assert _state_assignments(PACKAGE / "stacks") == [("stacks/cxgb4/cm.py", "_set_state"),
+                                                      ("stacks/siw/base.py", "_set"),
+                                                      ("stacks/tcp/stack.py", "_set_state")]
 
 
 def test_set_state_outside_a_row_is_refused() -> None:

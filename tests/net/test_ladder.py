@@ -47,9 +47,11 @@ def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
     # DDP tagged+last (0xc1), RDMAP v1 opcode 1 (Read Request): irdma_sc_send_rtt's RTR READ.
     read_request = bytes.fromhex("c141") + bytes(26)
     fpdu = frame_fpdu(read_request)
-    assert describe.fpdu_summary(fpdu) == "FPDU RDMA Read Request ulpdu=28"
+    assert describe.fpdu_summary(fpdu) == "FPDU RDMA Read Request ulpdu=28 L=1"
     broken = fpdu[:-1] + bytes([fpdu[-1] ^ 1])
-    assert describe.fpdu_summary(broken) == "FPDU RDMA Read Request ulpdu=28 bad CRC"
+    assert describe.fpdu_summary(broken) == "FPDU RDMA Read Request ulpdu=28 L=1 bad CRC"
+    not_last = frame_fpdu(bytes.fromhex("8141") + bytes(26))  # tagged, L clear
+    assert describe.fpdu_summary(not_last) == "FPDU RDMA Read Request ulpdu=28 L=0"
 
 
 def test_options_are_spelled_out() -> None:
@@ -110,9 +112,11 @@ def test_ladder_draws_arrows_both_ways_and_marks_the_lost_frame(fake_net: Any) -
     assert lines[0].startswith(" " * ladder.TIME_WIDTH + " alice 192.0.2.1")
     assert "bob 192.0.2.2" in lines[0]
     syn, lost, note = lines[1], lines[2], lines[3]
-    assert syn.startswith("0.000000    |-- 40001>31000 [SYN] seq=") and syn.endswith("->|")
+    # Frames are numbered from 1 as in the capture file: the SYN is frame 1.
+    assert syn.startswith("0.000000    |-- #1 40001>31000 [SYN] seq=") and syn.endswith("->|")
     assert "MSS=1460 WS=4 EOL" in syn
-    assert lost.startswith("0.000010    |x--") and "[SYN, ACK]" in lost and lost.endswith("--|")
+    assert lost.startswith("0.000010    |x--") and "#2 " in lost and "[SYN, ACK]" in lost
+    assert lost.endswith("--|")
     assert "wire: dropped (the first SYN-ACK)" in note
     assert lines[-1].startswith(" " * 12 + "| << CONNECT_REPLY")
     resent = [line for line in lines if line.startswith("1.000000")]

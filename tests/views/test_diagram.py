@@ -120,7 +120,7 @@ def test_capture_ladder_says_which_link_type_it_cannot_read(tmp_path: Path) -> N
     # Link type 147 (user 0) holding Ethernet bytes must not be read as Ethernet.
     odd = _relinked(ROOT / "pcaps" / "v2_accept.pcap", tmp_path / "odd.pcap", 147, 0)
     text = from_capture(odd).text()
-    assert "frame 1: not decoded (link type 147 not supported)" in text
+    assert "#1 not decoded (link type 147 not supported)" in text
     assert "[SYN]" not in text
 
 

@@ -6,11 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mpa_emu.capture.decode import as_ethernet
+from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
+from mpa_emu.capture.decode import (
+    Lenient,
+    Undecodable,
+    as_captured,
+    as_ethernet,
+    decode_leniently,
+)
 from mpa_emu.capture.pcap import read_intact
 from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.views.inspection import options_text, parse_tcp_options
-from mpa_emu.wire import codec, mpa
+from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.segment import Segment
 
@@ -91,9 +98,31 @@ def segment_fields(seg: Segment, *, seq: int | None = None) -> Fields:
     return out
 
 
-def capture_fields(path: str | Path) -> dict[int, Fields]:
-    """Fields of every frame of a capture, by frame number (1-based); frames that do not
-    decode say why. A capture cut short gives the frames before the cut."""
+def checksum_fields(verdict: Verdict, ip_ok: bool, mode: Mode) -> Fields:
+    """The checksum verdicts of a captured frame as the text reports read them under
+    ``--checksums`` ``mode`` (:mod:`mpa_emu.capture.checksums`): the frame is decoded
+    whatever they say."""
+    out: Fields = []
+    if not ip_ok:
+        out.append(("IPv4 header checksum", "not verified (--checksums off)"
+                    if mode is Mode.OFF else "bad"))
+    if mode is Mode.OFF:
+        text = "not verified (--checksums off)"
+    elif verdict is Verdict.OFFLOAD:
+        text = (OFFLOAD_NOTE if mode is Mode.OFFLOAD
+                else "TX offload partial sum: an error with --checksums strict")
+    else:
+        text = {Verdict.GOOD: "correct", Verdict.BAD: "bad",
+                Verdict.UNCHECKED: "not verified: the frame was captured short"}[verdict]
+    out.append(("TCP checksum", text))
+    return out
+
+
+def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> dict[int, Fields]:
+    """Fields of every frame of a capture, by frame number (1-based), each decoded
+    whatever its checksums (as inspect and diagram do) with the verdict on them under
+    ``checksums``; frames that do not decode say why. A capture cut short gives the
+    frames before the cut."""
     records, _fault = read_intact(path)
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
     out: dict[int, Fields] = {}
@@ -104,12 +133,21 @@ def capture_fields(path: str | Path) -> dict[int, Fields]:
         if isinstance(frame, str):
             out[number] = [*head, ("not decoded", frame)]
             continue
-        try:
-            seg = codec.decode(frame)
-        except codec.DecodeError as exc:
-            out[number] = [*head, ("not decoded", str(exc))]
+        decoded = decode_leniently(frame)
+        short = rec.orig_len > len(rec.frame)
+        if isinstance(decoded, Undecodable) and short:
+            cut = as_captured(frame)  # captured short: the bytes the capture holds
+            captured = decode_leniently(cut) if cut is not None else decoded
+            if not isinstance(captured, Undecodable):
+                decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
+        if isinstance(decoded, Undecodable):
+            out[number] = [*head, ("not decoded", decoded.text)]
             continue
-        body = segment_fields(seg)
+        body = segment_fields(decoded.seg)
+        if short:
+            body.append(("captured", f"{len(rec.frame)} of {rec.orig_len} bytes (snap "
+                                     "length): the payload shown is what the capture holds"))
+        body += checksum_fields(decoded.checksum, decoded.ip_ok, checksums)
         if rec.comment:
             body.append(("comment", rec.comment.replace("\n", "; ")))
         out[number] = head + body

@@ -4,6 +4,7 @@ request and reply, negotiation, FPDUs, ending, findings and frame comments."""
 
 from __future__ import annotations
 
+from mpa_emu.capture.checksums import Mode
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import capture_fields
 from mpa_emu.views.html.page import Page, Section, cell, frame_link, table
@@ -31,7 +32,8 @@ def _connection(c: ConnectionReport) -> Section:
 
 def inspect_page(report: CaptureReport) -> str:
     """The whole page for one inspected capture (its selected connections)."""
-    ladder = from_capture(report.path)
+    mode = Mode(report.checksums)
+    ladder = from_capture(report.path, checksums=mode)
     rank: dict[int, int] = {}
     for c in report.connections:
         for f in c.findings:
@@ -49,5 +51,5 @@ def inspect_page(report: CaptureReport) -> str:
         sections.append(Section("Frames outside any connection",
                                 "".join(f"<p>{cell(p)}</p>" for p in report.problems)))
     return Page(title=f"mpa-emu inspect {report.path}", verdict=verdict, failed=bool(errors),
-                ladder=ladder, frames=capture_fields(report.path), marks=marks,
+                ladder=ladder, frames=capture_fields(report.path, mode), marks=marks,
                 sections=sections).html()

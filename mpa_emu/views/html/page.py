@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Protocol, TextIO
 
-from mpa_emu.views.diagram import RowMarks, write_svg
+from mpa_emu.views.diagram import RowMarks, lane_gap, write_svg
 from mpa_emu.views.html.fields import Fields
 from mpa_emu.views.ladder import Row
 
@@ -26,7 +26,7 @@ MARKS = ("hl", "rel", "ok")
 class LadderLike(Protocol):
     """What a page draws: lane titles and rows (a
     :class:`~mpa_emu.views.diagram.Ladder`, or rows read again from a run's records
-    each time they are asked for)."""
+    each time they are asked for: the page reads them twice)."""
 
     @property
     def columns(self) -> Sequence[str]:
@@ -90,8 +90,11 @@ class Page:
             '<div class="main"><div class="ladder" id="ladder">', ""]))
         marks = self.marks
         by_row: RowMarks = marks if callable(marks) else lambda number, _row: marks.get(number)
+        # Two passes over the rows (read again, never held): the lanes' spacing first.
         # Inline SVG takes no XML declaration.
-        write_svg(self.ladder.rows, self.ladder.columns, out, marks=by_row, declaration=False)
+        columns = self.ladder.columns
+        gap = lane_gap(self.ladder.rows, len(columns))
+        write_svg(self.ladder.rows, columns, out, gap, marks=by_row, declaration=False)
         out.write("\n".join([
             "", "</div>",
             '<aside id="fields"><h2>Frame</h2><p class="hint">Point at a frame in the '

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from mpa_emu.replay.compare import Divergence
 from mpa_emu.replay.engine import Emitted
-from mpa_emu.replay.report import ReplayReport, flow_text, injection_text, record_text
+from mpa_emu.replay.report import (
+    ReplayReport,
+    flow_text,
+    injection_text,
+    record_text,
+    story_fields,
+    story_text,
+)
+from mpa_emu.replay.semantic import SemanticVerdict, emulator_name
 from mpa_emu.views.describe import segment_line, upcall_text
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
@@ -52,9 +60,56 @@ def _divergence_box(report: ReplayReport, d: Divergence) -> str:
                   "Actual (the emulator)", actual, extra)
 
 
+def _outcome_box(report: ReplayReport, sem: SemanticVerdict) -> str:
+    """The first difference in outcome: its explanation, and the recorded host's story
+    beside the emulator's for that connection."""
+    d = sem.first
+    assert d is not None
+    recorded, emulated = sem.recorded[d.flow], sem.emulated[d.flow]
+    differing = {_ASPECT_FIELD[x.aspect] for x in sem.divergences if x.flow == d.flow}
+    r_fields, e_fields = story_fields(recorded), story_fields(emulated)
+    extra = (f'<p class="why" id="outcome-why">{cell(d.text)}</p>'
+             f"<p>{cell(d.aspect)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
+             f" ({cell(recorded.role)})</p>")
+    who = emulator_name(report.options.config)
+    return versus("First difference in outcome", "Expected (the recorded host)",
+                  _aspects_table(r_fields, differing), f"Actual ({who})",
+                  _aspects_table(e_fields, differing), extra)
+
+
+_ASPECT_FIELD = {"mpa": "MPA sent", "offload": "OFFLOADED", "established": "ESTABLISHED",
+                 "upcall": "upcalls", "nic": "NIC", "close": "first close"}
+"""The story field each kind of semantic difference is about."""
+
+
+def _aspects_table(fields: Fields, differing: set[str]) -> str:
+    """A story's fields, the rows of the aspects that differ in outcome marked (not every
+    value that differs: a frame number alone is no difference in outcome)."""
+    marked = ' class="diff"'
+    rows = "".join(
+        f"<tr{marked if name in differing else ''}><th>{cell(name)}</th>"
+        f"<td>{cell(value)}</td></tr>" for name, value in fields)
+    return f'<table class="fields">{rows}</table>'
+
+
+def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Section]:
+    who = emulator_name(report.options.config)
+    stories = table(
+        ["flow", "role", "recorded host", who],
+        ([cell(flow_text(k)), cell(r.role), cell(story_text(r)),
+          cell(story_text(sem.emulated[k]))] for k, r in sem.recorded.items()))
+    differences = table(
+        ["frame", "aspect", "flow", "difference"],
+        ([frame_link(d.frame), cell(d.aspect), cell(flow_text(d.flow)), cell(d.text)]
+         for d in sem.divergences))
+    return [Section("Outcome per connection", stories),
+            Section("Differences in outcome", differences)]
+
+
 def replay_page(report: ReplayReport) -> str:
     """The whole page for one replay."""
-    ladder = from_capture(report.recording.path)
+    mode = report.options.checksums
+    ladder = from_capture(report.recording.path, checksums=mode)
     cmp = report.comparison
     by_frame: dict[int, str] = {}
     for rec, _em in cmp.matched:
@@ -63,11 +118,27 @@ def replay_page(report: ReplayReport) -> str:
         mark = "hl" if d.severity == "error" else "rel"
         if by_frame.get(d.frame) != "hl":
             by_frame[d.frame] = mark
+    sem = report.semantic
+    sem_first = sem.first if sem is not None else None
+    first = report.first
+    # A difference in outcome marks its frame too (never green); the first one, when it
+    # comes before the first differing frame, is what the page opens on.
+    outcome_first = sem_first is not None and (first is None or sem_first.frame <= first.frame)
+    if sem is not None:
+        for sd in sem.divergences:
+            if by_frame.get(sd.frame) != "hl":
+                by_frame[sd.frame] = "rel"
+        if outcome_first and sem_first is not None:
+            by_frame = {n: ("rel" if m == "hl" else m) for n, m in by_frame.items()}
+            by_frame[sem_first.frame] = "hl"
     marks = {i: by_frame[row.frame] for i, row in enumerate(ladder.rows)
              if row.frame is not None and row.frame in by_frame}
-    first = report.first
-    top = _divergence_box(report, first) if first is not None else ""
-    sections = [
+    if outcome_first and sem is not None:
+        top = _outcome_box(report, sem)
+    else:
+        top = _divergence_box(report, first) if first is not None else ""
+    sections = _outcome_sections(report, sem) if sem is not None else []
+    sections += [
         Section("Divergences", table(
             ["frame", "kind", "severity", "fields", "flow", "why"],
             ([frame_link(d.frame), cell(d.kind), cell(d.severity),
@@ -97,5 +168,5 @@ def replay_page(report: ReplayReport) -> str:
     title = (f"mpa-emu replay {report.recording.path} "
              f"--emulate {ip_text(report.options.emulate)}")
     return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
-                frames=capture_fields(report.recording.path), marks=marks, top=top,
+                frames=capture_fields(report.recording.path, mode), marks=marks, top=top,
                 sections=sections).html()

@@ -39,34 +39,29 @@ def _frame_fields(f: CapturedFrame) -> tuple[int, Fields]:
 
 
 class _RunLadder:
-    """The run's ladder, its rows read from the journal each time they are drawn, each
-    row's mark decided as it is read: ``hl`` for the rows the first failed expectation
-    is about, ``rel`` for those of the others."""
+    """The run's ladder, its rows read from the journal each time they are drawn: ``hl``
+    marks the rows the first failed expectation is about, ``rel`` those of the others."""
 
     def __init__(self, run: ScenarioRun, failures: Sequence[ExpectResult]) -> None:
         self.run = run
         self.failures = failures
         self.columns: list[str] = column_titles(run.net)
         self.lanes = {name: i for i, name in enumerate(run.net.hosts)}
-        self._marks: dict[int, str] = {}
+        self._entry: JournalEntry | None = None
 
     @property
     def rows(self) -> Iterable[Row]:
         return self._rows()
 
     def _rows(self) -> Iterator[Row]:
-        self._marks.clear()
-        for number, (entry, row) in enumerate(journal_rows(self.run.net)):
-            mark = self._mark(entry, row)
-            if mark is not None:
-                self._marks[number] = mark
+        for entry, row in journal_rows(self.run.net):
+            self._entry = entry  # what the row just read comes from, for mark()
             yield row
 
-    def mark(self, number: int, _row: Row) -> str | None:
-        """The mark of row ``number``, just read (kept only until asked for)."""
-        return self._marks.pop(number, None)
-
-    def _mark(self, entry: JournalEntry, row: Row) -> str | None:
+    def mark(self, _number: int, row: Row) -> str | None:
+        """The mark of the row just read (the SVG writer asks as it reads each row)."""
+        entry = self._entry
+        assert entry is not None
         mark = None
         for n, e in enumerate(self.failures):
             if self._related(e.line, entry, row):

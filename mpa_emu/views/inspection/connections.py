@@ -24,6 +24,7 @@ from mpa_emu.views.inspection.mpa_exchange import (
     mpa_frame,
     negotiation,
     side_stream,
+    starts_reply,
 )
 from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
 from mpa_emu.wire import seq as seq_space
@@ -242,8 +243,10 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
             if d.isn is None:
                 d.isn, d.syn_frame, d.options = f.seq, f.number, f.options
                 d.option_kinds, d.syn_window = f.option_kinds, f.window
-        if f.payload:
+        if f.payload or f.missing:
             d.segments.append((f.number, f.seq, f.payload))
+        if f.missing:
+            d.short[f.number] = f.missing
         if f.flags & FIN:
             d.fins.append((f.number, seq_space.add(f.seq, len(f.payload))))
         if f.flags & RST:
@@ -254,19 +257,24 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
     c_stream = side_stream(rep, client, "client")
     s_stream = side_stream(rep, server, "server")
     rep.request = mpa_frame(rep, client, c_stream, request=True)
-    if rep.request is not None or (s_stream and s_stream[0][2].startswith(KEY_REP)):
+    if rep.request is not None or starts_reply(s_stream, server):
         rep.reply = mpa_frame(rep, server, s_stream, request=False)
     negotiation(rep)
     if rep.request is not None and rep.reply is not None and not rep.reply.reject:
         crc = bool(rep.crc)
         markers = bool((rep.request.flags | rep.reply.flags) & FLAG_MARKERS)
-        # RFC 6581 section 5: an RTR exists only with the block on both frames; in MPA
-        # v1 the first FPDU is simply the ULP's first message.
-        rtr = rep.request.has_block and rep.reply.has_block
+        # RFC 6581 section 4.1/5: an RTR exists only in peer-to-peer mode, P2P (A) set
+        # in both the request and the reply; in MPA v1, or v2 without P2P, the first
+        # FPDU is simply the ULP's first message.
+        rtr = bool(rep.request.p2p and rep.reply.p2p)
+        if rep.request.has_block and rep.reply.has_block and not rtr:
+            rep.rtr = "none: P2P not negotiated, the first FPDU is the ULP's (RFC 6581 " \
+                "section 5)"
         cut_fpdus(rep, client, c_stream, "client", FRAME_SIZE + rep.request.pd_length, crc,
                   markers, rtr=rtr)
         cut_fpdus(rep, server, s_stream, "server", FRAME_SIZE + rep.reply.pd_length, crc,
                   markers, rtr=False)
+        rep.fpdu_list.sort(key=lambda info: info.frame)  # both sides, in frame order
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)

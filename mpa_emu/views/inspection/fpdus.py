@@ -12,79 +12,45 @@ never answered, MSN gaps, and each Terminate with its layer, type and code decod
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
-from mpa_emu.wire.ddp import OPCODE_NAMES, DdpFormatError, Opcode, ReadRequest, TerminateHeader
+from mpa_emu.wire.ddp import (
+    DDP_VERSION,
+    DDP_VERSION_MASK,
+    OPCODE_NAMES,
+    RDMAP_VERSION,
+    DdpFormatError,
+    Opcode,
+    ReadRequest,
+)
 from mpa_emu.wire.mpa import MpaFormatError, crc32c, unframe_fpdu
+from mpa_emu.wire.terminate_layouts import (  # noqa: F401 (names kept importable here)
+    RFC,
+    TERM_CODES,
+    TERM_LAYERS,
+    TERM_TYPES,
+    read_terminate,
+)
 
 _TAGGED, _LAST = 0x80, 0x40
 _UNTAGGED_HEADER = 18  # control (2), RsvdULP (4), QN, MSN, MO (4 each): RFC 5041 4.4
 _TAGGED_HEADER = 14  # control (2), STag (4), TO (8): RFC 5041 section 4.3
 
-TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP"}
-"""Terminate Layer values (RFC 5040 section 4.8)."""
-
-TERM_TYPES = {
-    (0, 0): "Local Catastrophic Error",
-    (0, 1): "Remote Protection Error",
-    (0, 2): "Remote Operation Error",
-    (1, 0): "Local Catastrophic Error",
-    (1, 1): "Tagged Buffer Error",
-    (1, 2): "Untagged Buffer Error",
-    (1, 3): "reserved for the LLP",
-    (2, 0): "MPA",
-}
-"""(Layer, EType) names (RFC 5040 section 7.4; LLP: RFC 5044 section 8)."""
-
-TERM_CODES = {
-    (0, 0, 0x00): "Unspecified Error",
-    (0, 1, 0x00): "Invalid STag",
-    (0, 1, 0x01): "Base or bounds violation",
-    (0, 1, 0x02): "Access rights violation",
-    (0, 1, 0x03): "STag not associated with RDMAP Stream",
-    (0, 1, 0x04): "TO wrap",
-    (0, 1, 0xFF): "Unspecified Error",
-    (0, 2, 0x05): "Invalid RDMAP version",
-    (0, 2, 0x06): "Unexpected OpCode",
-    (0, 2, 0x07): "Catastrophic error, localized to RDMAP Stream",
-    (0, 2, 0x08): "Catastrophic error, global",
-    (0, 2, 0x09): "STag cannot be Invalidated",
-    (0, 2, 0xFF): "Unspecified Error",
-    (1, 0, 0x00): "Unspecified Error",
-    (1, 1, 0x00): "Invalid STag",
-    (1, 1, 0x01): "Base or bounds violation",
-    (1, 1, 0x02): "STag not associated with DDP Stream",
-    (1, 1, 0x03): "TO wrap",
-    (1, 1, 0x04): "Invalid DDP version",
-    (1, 2, 0x01): "Invalid QN",
-    (1, 2, 0x02): "Invalid MSN - no buffer available",
-    (1, 2, 0x03): "Invalid MSN - MSN range is not valid",
-    (1, 2, 0x04): "Invalid MO",
-    (1, 2, 0x05): "DDP Message too long for available buffer",
-    (1, 2, 0x06): "Invalid DDP version",
-    (2, 0, 0x01): "TCP connection closed, terminated or lost",
-    (2, 0, 0x02): "MPA CRC error",
-    (2, 0, 0x03): "MPA Marker and ULPDU_Length field mismatch",
-    (2, 0, 0x04): "Invalid MPA Request or Reply frame",
-    (2, 0, 0x05): "Local Catastrophic Error",
-    (2, 0, 0x06): "Insufficient IRD resources",
-    (2, 0, 0x07): "No matching RTR option",
-}
-"""(Layer, EType, Error Code) names (RFC 5040 section 7.4, RFC 5044 section 8, RFC 6581
-section 9)."""
-
-
 ZERO_READ = "zero-length RDMA Read Request"
 
 
-def terminate_text(term: TerminateHeader) -> str:
-    """``layer LLP (2), type MPA (0), code 0x02 MPA CRC error``."""
-    layer = TERM_LAYERS.get(term.layer, "unknown layer")
-    etype = TERM_TYPES.get((term.layer, term.etype), "unknown type")
-    code = TERM_CODES.get((term.layer, term.etype, term.error_code), "unknown code")
-    return (f"layer {layer} ({term.layer}), type {etype} ({term.etype}), "
-            f"code 0x{term.error_code:02x} {code}")
+def terminate_words(body: bytes, peer_sent: bool = True) -> tuple[str, str]:
+    """(``layer LLP (2), type MPA (0), code 0x02 MPA CRC error``, how the layout was
+    chosen or "") of a Terminate body, read in RFC 5040's layout and in siw's
+    (:mod:`mpa_emu.wire.terminate_layouts`); ``peer_sent`` whether an FPDU from the peer
+    came before it."""
+    read = read_terminate(body, peer_sent)
+    text = read.reading.text()
+    if read.other is not None and read.reading.layout != RFC:
+        text += f" ({read.reading.layout} layout)"
+    return text, read.why()
 
 
 def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
@@ -111,14 +77,16 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
     try:
         if opcode == Opcode.READ_REQUEST:
             rr = ReadRequest.from_bytes(body)
-            info.stag, info.to = rr.sink_stag, rr.sink_to
+            info.stag, info.to, info.read_size = rr.sink_stag, rr.sink_to, rr.size
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:
-            info.what = f"{name}: {terminate_text(TerminateHeader.from_bytes(body))}"
+            info.term_body = bytes(body)
+            text, info.layout_note = terminate_words(body)
+            info.what = f"{name}: {text}"
         elif not body and opcode == Opcode.SEND:
             info.what = f"zero-length {name}"
-    except DdpFormatError:
+    except (DdpFormatError, ValueError):
         info.what = f"short {name}"
     return info
 
@@ -126,8 +94,8 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
 def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, start: int,
               crc: bool, markers: bool, rtr: bool) -> None:
     """Cut ``side``'s stream after offset ``start`` into FPDUs: list them, count their
-    opcodes, judge CRCs where ``crc`` was negotiated; ``rtr`` when the first is the RTR
-    (MPA v2 with the RFC 6581 block on both frames)."""
+    opcodes, judge CRCs where ``crc`` was negotiated; ``rtr`` when the first should be
+    the RTR (MPA v2 with P2P set in both frames)."""
     end = sum(len(x[2]) for x in stream)
     if end <= start:
         if rtr and rep.reply is not None and not rep.reply.reject:
@@ -151,6 +119,7 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
         if crc:
             _judge_crc(rep, d, info, data[pos:pos + fpdu.wire_length - 4], fpdu.crc)
         rep.fpdu_list.append(info)
+        _check_versions(rep, info, fpdu.ulpdu)
         op = info.what.split(":")[0]
         d.opcodes[op] = d.opcodes.get(op, 0) + 1
         if rtr and d.fpdus == 1:
@@ -159,6 +128,23 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
     summary = ", ".join(f"{n} {op}" for op, n in d.opcodes.items())
     bad = f", {d.bad_crc} with a bad CRC" if d.bad_crc else ""
     rep.fpdus.append(f"{side}: {d.fpdus} FPDUs ({summary}){bad}")
+
+
+def _check_versions(rep: ConnectionReport, info: FpduInfo, ulpdu: bytes) -> None:
+    """DDP version 1 (RFC 5041 section 4.2) and RDMAP version 1 (RFC 5040 section 4.2);
+    a receiver terminates any other (RFC 5041 section 7.2 "Invalid DDP version", RFC 5040
+    section 7.2 "Invalid RDMAP version")."""
+    if len(ulpdu) < 2:
+        return
+    dv, rv = ulpdu[0] & DDP_VERSION_MASK, ulpdu[1] >> 6
+    if dv != DDP_VERSION:
+        rep.add(info.frame, "error", f"{info.side} {info.what}: DDP version {dv}, RFC 5041 "
+                "section 4.2 has only version 1 (the receiver terminates: Invalid DDP "
+                "version)")
+    if rv != RDMAP_VERSION:
+        rep.add(info.frame, "error", f"{info.side} {info.what}: RDMAP version {rv}, RFC 5040 "
+                "section 4.2 has only version 1 (the receiver terminates: Invalid RDMAP "
+                "version)")
 
 
 def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,
@@ -180,14 +166,20 @@ def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,
             f"0x{want:08x} (stored little-endian)")
 
 
+RTR_KINDS = {"read": ZERO_READ, "write": "zero-length RDMA Write", "send": "zero-length Send"}
+"""What each RTR choice puts on the wire (RFC 6581 section 5): a zero-length message."""
+
+
 def _check_rtr(rep: ConnectionReport, info: FpduInfo, op: str) -> None:
-    rep.rtr = f"frame {info.frame}: {op}"
-    if rep.reply is None:
-        return
-    chosen = rep.reply.rtr_names()
-    expect = {"read": "zero-length RDMA Read Request",
-              "write": "zero-length RDMA Write", "send": "zero-length Send"}
-    if chosen and op != expect.get(chosen[0]):
+    # RFC 6581 section 5: the RTR is a zero-length RDMA Read, RDMA Write or Send; any
+    # other first FPDU is not one, whatever the reply chose.
+    chosen = rep.reply.rtr_names() if rep.reply is not None else []
+    if op in RTR_KINDS.values():
+        rep.rtr = f"frame {info.frame}: {op}"
+    else:
+        rep.rtr = (f"none: the first FPDU (frame {info.frame}) is a {op}, not a zero-length "
+                   "RDMA Read, RDMA Write or Send")
+    if chosen and op != RTR_KINDS.get(chosen[0]):
         rep.add(info.frame, "error", f"first FPDU is {op}, but the reply chose the "
                 f"{chosen[0]} RTR (RFC 6581 section 5)")
 
@@ -206,29 +198,79 @@ def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:
         _msn_gaps(rep, side, from_start.get(side, False))
     for info in rep.fpdu_list:
         if info.opcode == Opcode.TERMINATE:
+            _reread_terminate(rep, info)
             rep.add(info.frame, "warning", f"{info.side} sends a {info.what}")
+            if info.layout_note:
+                rep.add(info.frame, "note", f"{info.side} Terminate: {info.layout_note}")
+
+
+@dataclass(slots=True)
+class _OpenRead:
+    """A Read Request still waiting for (the rest of) its Read Response."""
+
+    request: FpduInfo
+    size: int
+    received: int = 0
+
+
+def _reread_terminate(rep: ConnectionReport, info: FpduInfo) -> None:
+    """Read a Terminate again knowing whether the peer had sent any FPDU before it
+    (both sides' FPDUs are known only once both streams are cut)."""
+    peer_sent = any(i.side != info.side and i.frame < info.frame for i in rep.fpdu_list)
+    if peer_sent or not info.term_body:
+        return
+    text, info.layout_note = terminate_words(info.term_body, peer_sent=False)
+    info.what = f"{OPCODE_NAMES[Opcode.TERMINATE]}: {text}"
 
 
 def _unanswered_reads(rep: ConnectionReport) -> None:
-    # A Read Response is tagged with the Request's Data Sink STag (RFC 5040 section
-    # 4.5/4.6); its last segment (L) completes the oldest open Request with that STag.
-    pending: dict[str, list[FpduInfo]] = {"client": [], "server": []}
-    for info in rep.fpdu_list:
-        other = "server" if info.side == "client" else "client"
+    # RFC 5040 section 4.4/4.5: a Read Response is tagged with the Request's Data Sink
+    # STag and TO; its segments place the Read's bytes at TO, TO + 1st length, ... and the
+    # last one (L) completes the Request. Requests are answered in order (section 5.2), so
+    # each Response segment goes to the oldest open Request of the other side whose sink
+    # range it continues. Frame order, not side order: either side may read.
+    pending: dict[str, list[_OpenRead]] = {"client": [], "server": []}
+    for info in sorted(rep.fpdu_list, key=lambda i: i.frame):
         if info.opcode == Opcode.READ_REQUEST and info.qn is not None:
-            pending[info.side].append(info)
-        elif info.opcode == Opcode.READ_RESPONSE and info.last and info.stag is not None:
-            for req in pending[other]:
-                if req.stag == info.stag:
-                    pending[other].remove(req)
+            pending[info.side].append(_OpenRead(info, info.read_size or 0))
+        elif info.opcode == Opcode.READ_RESPONSE and info.stag is not None \
+                and info.to is not None:
+            other = "server" if info.side == "client" else "client"
+            length = info.ulpdu_length - _TAGGED_HEADER
+            for open_read in pending[other]:
+                if _continues(open_read, info.stag, info.to, length):
+                    open_read.received += length
+                    if info.last:
+                        pending[other].remove(open_read)
+                        _short_response(rep, info, open_read)
                     break
     for side, requests in pending.items():
-        for req in requests:
+        for open_read in requests:
+            req = open_read.request
             if side == "client" and req is _first_of(rep, side) \
                     and req.what == ZERO_READ:
                 continue  # irdma's RTR (also after a v1 reply): answering it is optional
-            rep.add(req.frame, "warning", f"{side} {req.what} (MSN {req.msn}) never "
-                    "answered by a Read Response in the capture")
+            got = (f" ({open_read.received} of {open_read.size} bytes answered)"
+                   if open_read.received else "")
+            rep.add(req.frame, "warning", f"{side} {req.what} (MSN {req.msn}, sink STag "
+                    f"0x{req.stag or 0:x} TO 0x{req.to or 0:x}) never answered by a Read "
+                    f"Response in the capture{got}")
+
+
+def _continues(open_read: _OpenRead, stag: int, to: int, length: int) -> bool:
+    """Does a Read Response segment (``stag``, ``to``, ``length`` bytes) carry the next
+    bytes of this Read's sink buffer?"""
+    req = open_read.request
+    start = (req.to or 0) + open_read.received
+    return (req.stag == stag and to == start
+            and open_read.received + length <= open_read.size)
+
+
+def _short_response(rep: ConnectionReport, last: FpduInfo, open_read: _OpenRead) -> None:
+    if open_read.received != open_read.size:
+        rep.add(last.frame, "warning", f"{last.side} Read Response for the Read Request "
+                f"of frame {open_read.request.frame} ends after {open_read.received} of "
+                f"{open_read.size} bytes (RFC 5040 section 4.5)")
 
 
 def _first_of(rep: ConnectionReport, side: str) -> FpduInfo | None:

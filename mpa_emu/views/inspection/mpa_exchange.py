@@ -84,7 +84,7 @@ def side_stream(rep: ConnectionReport, d: Direction, side: str) -> Stream:
     stream: Stream = []
     nxt = 0
     for frame, off, data in out:
-        if off + len(data) <= nxt:
+        if off + len(data) + d.short.get(frame, 0) <= nxt:
             continue
         if off > nxt:
             if off - nxt > IRDMA_RCV_WND:
@@ -97,9 +97,27 @@ def side_stream(rep: ConnectionReport, d: Direction, side: str) -> Stream:
                         "before this frame (not captured?)")
             break
         data = data[nxt - off:]
-        stream.append((frame, nxt, data))
-        nxt += len(data)
+        if data:
+            stream.append((frame, nxt, data))
+            nxt += len(data)
+        if frame in d.short:
+            # A frame captured short (snap length) leaves a hole only the capture made:
+            # what follows it cannot be placed, and nothing is judged past it.
+            d.cut = frame
+            rep.add(frame, "note", f"{side} stream not followed past frame {frame}: "
+                    f"captured short, {d.short[frame]} bytes of its TCP payload are not in "
+                    "the capture (snap length)")
+            break
     return stream
+
+
+def starts_reply(stream: Stream, d: Direction) -> bool:
+    """The server's stream starts with the MPA reply key, or with as much of it as a
+    frame captured short kept."""
+    if not stream:
+        return False
+    head = stream[0][2]
+    return head.startswith(KEY_REP) or (d.cut is not None and KEY_REP.startswith(head[:16]))
 
 
 def bytes_at(stream: Stream, start: int, length: int) -> bytes:
@@ -130,6 +148,11 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
     what = "request" if request else "reply"
     key = KEY_REQ if request else KEY_REP
     whole = bytes_at(stream, 0, FRAME_SIZE)
+    kept = sum(len(x[2]) for x in stream)
+    if d.cut is not None and kept < FRAME_SIZE and key.startswith(whole[:KEY_SIZE]):
+        rep.add(frame, "note", f"MPA {what} captured short: {kept} of its bytes are in "
+                "the capture (snap length), too few to read its header; not judged")
+        return None
     if whole[:KEY_SIZE] != key:
         other = KEY_REP if request else KEY_REQ
         if len(whole) < KEY_SIZE and key.startswith(whole):
@@ -153,7 +176,7 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         return None
     flags, rev, pd_length = struct.unpack_from("!BBH", whole, KEY_SIZE)
     info = MpaInfo(frame=frame, request=request, rev=rev, flags=flags, pd_length=pd_length)
-    if len(first) < FRAME_SIZE + min(pd_length, MAX_PRIV_DATA_LEN):
+    if len(first) < FRAME_SIZE + min(pd_length, MAX_PRIV_DATA_LEN) and frame not in d.short:
         rep.add(frame, "error", f"MPA {what} split over segments: {len(first)} bytes here, "
                 f"{FRAME_SIZE + pd_length} needed (irdma_parse_mpa has no reassembly: "
                 "-EOVERFLOW, RST)")
@@ -176,8 +199,12 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         rep.add(frame, "note", "M flag set: markers requested (siw rejects such a request)")
     body = bytes_at(stream, FRAME_SIZE, min(pd_length, MAX_PRIV_DATA_LEN))
     if len(body) < min(pd_length, MAX_PRIV_DATA_LEN):
-        rep.add(frame, "error", f"PD_Length {pd_length} but only {len(body)} bytes of "
-                "private data in the capture")
+        if d.cut is not None:
+            rep.add(frame, "note", f"PD_Length {pd_length}: {len(body)} bytes of private "
+                    "data in the capture, which was cut short there (snap length)")
+        else:
+            rep.add(frame, "error", f"PD_Length {pd_length} but only {len(body)} bytes of "
+                    "private data in the capture")
     if rev == 2 and not flags & FLAG_ENHANCED:
         rep.add(frame, "warning", "rev 2 without the enhanced flag 0x10: irdma reads the "
                 "first 4 private data bytes as the RFC 6581 block anyway")
@@ -185,7 +212,9 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         rep.add(frame, "warning", f"enhanced flag 0x10 with rev {rev}")
     if rev == 2 and flags & FLAG_ENHANCED:
         if len(body) < RTR_MSG_SIZE:
-            rep.add(frame, "error", "enhanced flag set but fewer than 4 bytes of private data")
+            if d.cut is None:
+                rep.add(frame, "error", "enhanced flag set but fewer than 4 bytes of "
+                        "private data")
             info.private_data = body
             return info
         block = RtrBlock.from_bytes(body)

@@ -66,7 +66,7 @@ class FpduInfo:
     RFC 5040 section 4). ``crc`` is ``good``, ``bad`` or ``zero`` when CRC was
     negotiated, ``None`` when it was not (no verdict). Untagged segments carry ``qn``,
     ``msn``, ``mo``; tagged ones ``stag`` and ``to``; a Read Request also its Data Sink
-    STag and TO in ``stag`` and ``to``."""
+    STag and TO in ``stag`` and ``to`` and its RDMA Read Message Size in ``read_size``."""
 
     frame: int
     side: str
@@ -79,9 +79,15 @@ class FpduInfo:
     mo: int | None = None
     stag: int | None = None
     to: int | None = None
+    read_size: int | None = None
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None
+    term_body: bytes = b""
+    """A Terminate's body: its control word and the headers it quotes."""
+    layout_note: str = ""
+    """For a Terminate whose control word reads differently in RFC 5040's layout and
+    siw's: which one was kept and why."""
 
 
 @dataclass(slots=True)
@@ -102,6 +108,10 @@ class Direction:
     bad_crc: int = 0
     opcodes: dict[str, int] = field(default_factory=dict)
     offload_frames: list[int] = field(default_factory=list)
+    short: dict[int, int] = field(default_factory=dict)
+    """Frame -> TCP payload bytes not captured (the frame was captured short)."""
+    cut: int | None = None
+    """The frame captured short after which this side's stream is not followed."""
 
     @property
     def fin_frame(self) -> int | None:

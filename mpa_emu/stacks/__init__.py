@@ -1,0 +1,100 @@
+"""The stack registry: every iWARP connection manager mpa_emu emulates, by name.
+
+``STACKS["irdma"]`` is the Intel irdma CM (:mod:`mpa_emu.cm`), ``STACKS["siw"]`` soft-iWARP
+(:mod:`mpa_emu.stacks.siw`). Each :class:`Stack` makes a core that implements
+:class:`mpa_emu.cm.api.CoreApi`, so :class:`mpa_emu.net.Network` drives any of them:
+``net.add_host("b", "192.0.2.2", stack="siw", params={"peer_to_peer": True})``.
+A stack's parameters (:class:`StackParam`) are named as its kernel source names them;
+:func:`parse_params` checks them, :func:`stack_label` names a configured stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mpa_emu.stacks.base import Stack, StackParam
+
+
+def _irdma() -> Stack:
+    from mpa_emu.stacks import irdma
+
+    return Stack("irdma", "Intel E810/X722 (irdma)", irdma.PARAMS, irdma.make_core,
+                 "docs/cm-core.md", irdma.STATES)
+
+
+def _siw() -> Stack:
+    from mpa_emu.stacks import siw
+
+    return Stack("siw", "soft-iWARP over Linux TCP (siw)", siw.PARAMS, siw.make_core,
+                 "docs/stacks/siw.md", siw.STATES)
+
+
+def _cxgb4() -> Stack:
+    from mpa_emu.stacks import cxgb4
+
+    params = tuple(StackParam(*spec) for spec in cxgb4.PARAM_SPECS)
+    return Stack("cxgb4", cxgb4.TITLE, params, cxgb4.make_core, cxgb4.DOC, cxgb4.STATES)
+
+
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}
+"""Stack name -> :class:`Stack`."""
+
+
+def _stack(name: str) -> Stack:
+    try:
+        return STACKS[name]
+    except KeyError:
+        raise ValueError(f"unknown stack {name!r}; expected one of "
+                         f"{', '.join(sorted(STACKS))}") from None
+
+
+def parse_params(stack: str, pairs: Mapping[str, object]) -> dict[str, int | bool]:
+    """Check ``pairs`` against the parameters of ``stack``: every key known, every value
+    of the right type and in range. Returns the full set (defaults filled in). A problem
+    is a ValueError with one line naming the stack, the key and what is allowed."""
+    st = _stack(stack)
+    out = st.defaults()
+    for key, value in pairs.items():
+        try:
+            p = st.param(key)
+        except KeyError:
+            known = ", ".join(q.name for q in st.params) or "none"
+            raise ValueError(f"{stack}: unknown parameter {key!r} (parameters: {known})"
+                             ) from None
+        out[key] = _check(stack, p, value)
+    return out
+
+
+def _check(stack: str, p: StackParam, value: Any) -> int | bool:
+    if p.kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ValueError(f"{stack}: {p.name} must be true or false (or 0/1), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{stack}: {p.name} must be an integer {p.minimum}..{p.maximum}, "
+                         f"got {value!r}")
+    if not p.minimum <= value <= p.maximum:
+        raise ValueError(f"{stack}: {p.name} must be {p.minimum}..{p.maximum}, got {value}")
+    return value
+
+
+def stack_label(stack: str, params: Mapping[str, int | bool]) -> str:
+    """``"siw"`` with every parameter at its default, else ``"siw(peer_to_peer=1)"``:
+    the non-default parameters, sorted, comma-separated, booleans as 0/1."""
+    st = _stack(stack)
+    changed = []
+    for key in sorted(params):
+        value = params[key]
+        try:
+            default = st.param(key).default
+        except KeyError:
+            default = None
+        if value != default:
+            changed.append(f"{key}={int(value)}")
+    return f"{stack}({','.join(changed)})" if changed else stack
+
+
+__all__ = ["STACKS", "Stack", "StackParam", "parse_params", "stack_label"]
