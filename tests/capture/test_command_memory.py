@@ -180,4 +180,4 @@ def _cycles(connections: int) -> Callable[[], object]:
 
 
 def test_spooled_network_records_ten_times_more_connections_keep_the_peak() -> None:
-    _flat(_cycles(40), _cycles(400))
+    _flat(_cycles(100), _cycles(1000))
