@@ -128,7 +128,7 @@ class CmCore(DeviceVerbs, TableViews):
         self._upcalls: deque[Upcall] = deque()
         self._work: deque[tuple[CmNode, CmEventType | None]] = deque()
         self._loop: deque[Segment] = deque()
-        self._qp_close_entries: set[int] = set()
+        self.qp_close_entries: set[int] = set()
         self._now_ns = 0
         self._rows_running = 0
         """How many rows are running (nested dispatch): :meth:`set_state` needs one."""
@@ -452,7 +452,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node is None or node.close_entry is not None:
             return False
         self._enter(now_ns)
-        self._qp_close_entries.add(node.conn)
+        self.qp_close_entries.add(node.conn)
         self.timer.arm_close(node, self.jiffies)
         return True
 
@@ -716,9 +716,9 @@ class CmCore(DeviceVerbs, TableViews):
         """The tick found ``node``'s close entry due: when the QP scheduled it
         (:meth:`schedule_close_entry`) the QP branch of ``irdma_handle_close_entry`` runs
         (:func:`mpa_emu.cm.disconnect.handle_close_entry`) and True is returned."""
-        if node.conn not in self._qp_close_entries:
+        if node.conn not in self.qp_close_entries:
             return False
-        self._qp_close_entries.discard(node.conn)
+        self.qp_close_entries.discard(node.conn)
         entry = node.close_entry
         if entry is not None:
             entry.live = False
