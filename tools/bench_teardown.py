@@ -161,7 +161,7 @@ def measure(size: int, matches: int, repeat: int, background: str) -> dict[str, 
             teardown.select_nodes(bob, TARGET_IP, teardown.NO_VLAN, True, False)
 
     nodes = len(bob.conns())
-    keys = len(bob.local_keys())
+    keys = len(bob._local_keys())
     for run in range(repeat):
         selections.append(timed(select_many) / sel_reps)
         now += 1_000_000_000

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Generic, TypeVar
 
+from mpa_emu.errors import MpaEmuError
+
 P = TypeVar("P")
 R = TypeVar("R")
 
@@ -18,7 +20,7 @@ ATTEMPTS = 2
 retry)."""
 
 
-class ExecutorError(Exception):
+class ExecutorError(MpaEmuError):
     """The executor cannot start (no such scheduler, the dask extra missing)."""
 
 

@@ -23,6 +23,7 @@ from mpa_emu.cm.states import CmState, Input
 from mpa_emu.cm.trace import Trace
 from mpa_emu.cm.transitions import NEVER_SET, TRANSIENT, row
 from mpa_emu.cm.view import NodeView
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import codec, mpa
 from mpa_emu.wire.segment import Segment
 
@@ -45,7 +46,7 @@ class Violation:
     message: str
 
 
-class Broken(Exception):
+class Broken(MpaEmuError):
     """Raised inside a run when an invariant breaks."""
 
     def __init__(self, violation: Violation) -> None:

@@ -11,37 +11,39 @@ A suite file lists cases, each a capture with the verdict replay must give it::
     divergence_frame = 7               # optional, with expect = "diverge"
     why = "backlog 1 admits two"       # optional: shown when the case fails
 
-Each case runs ``mpa-emu replay`` in-process (its public entry point, so every replay
-option works in ``args``); a case passes when it gets the expected verdict (and, when
-given, its first divergence is at ``divergence_frame``).
+Each case's ``args`` are read as ``mpa-emu replay`` reads its options (the command line
+turns them into a :class:`~mpa_emu.replay.job.ReplayJob`, so every replay option works in
+``args``), and the case runs the replay as a function; a case passes when it gets the
+expected verdict (and, when given, its first divergence is at ``divergence_frame``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import re
-import tempfile
-import threading
 import time
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-VERDICTS = {"match": 0, "diverge": 1, "error": 2}
+from mpa_emu.capture.pcap import capture_error
+from mpa_emu.errors import MpaEmuError
+from mpa_emu.replay import RecordingError
+from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
+
+SuiteVerdict = Literal["match", "diverge", "error"]
+"""What replay answers for a case: the same (exit 0), a divergence (1), an error (2)."""
+VERDICTS: dict[SuiteVerdict, int] = {"match": 0, "diverge": 1, "error": 2}
 """Expected verdict -> replay's exit code."""
-_BY_EXIT = {code: name for name, code in VERDICTS.items()}
+_BY_EXIT: dict[int, SuiteVerdict] = {code: name for name, code in VERDICTS.items()}
 _KEYS = {"name", "capture", "emulate", "args", "expect", "divergence_frame", "why"}
 _RESERVED = {"--json", "--suite", "--junit", "--scheduler", "-j", "--jobs"}
 _FRAME = re.compile(r"at frame (\d+)")
-# redirect_stdout swaps the process-wide sys.stdout: cases on threads of one process
-# (a Dask worker with several threads) take turns.
-_LOCK = threading.Lock()
+_PROG = "mpa-emu replay"
+"""The command a case's error line names, as the command line would print it."""
 
 
-class SuiteError(Exception):
+class SuiteError(MpaEmuError):
     """A suite file that cannot be read: one line naming the file and the case."""
 
 
@@ -54,9 +56,14 @@ class SuiteCase:
     capture: str
     emulate: str
     args: tuple[str, ...]
-    expect: str
+    expect: SuiteVerdict
     divergence_frame: int | None = None
     why: str = ""
+    job: ReplayJob | None = None
+    """The replay the case's options ask for, as the command line reads them (None when
+    they cannot be read: :attr:`error` says why)."""
+    error: str = ""
+    """The command line's one-line error for options it refuses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +71,8 @@ class CaseResult:
     """What replay answered for one case and whether that is what the suite expects."""
 
     name: str
-    expect: str
-    verdict: str
+    expect: SuiteVerdict
+    verdict: SuiteVerdict
     exit: int
     divergence_frame: int | None
     summary: str
@@ -123,9 +130,11 @@ def _case(path: Path, index: int, entry: Any) -> SuiteCase:
 
     capture = text("capture")
     emulate = text("emulate")
-    expect = text("expect")
-    if expect not in VERDICTS:
-        raise SuiteError(f"{where}: expect must be match, diverge or error, got {expect!r}")
+    expect_text = text("expect")
+    expect = next((v for v in VERDICTS if v == expect_text), None)
+    if expect is None:
+        raise SuiteError(f"{where}: expect must be match, diverge or error, "
+                         f"got {expect_text!r}")
     args = entry.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise SuiteError(f"{where}: args must be a list of strings")
@@ -145,42 +154,35 @@ def _case(path: Path, index: int, entry: Any) -> SuiteCase:
 
 
 def run_case(case: SuiteCase) -> CaseResult:
-    """Replay one case through ``mpa-emu replay`` and judge its verdict."""
-    from mpa_emu.cli import main
-
+    """Run one case's replay (its :attr:`SuiteCase.job`) and judge its verdict."""
     started = time.perf_counter()
-    out, err = io.StringIO(), io.StringIO()
-    with tempfile.TemporaryDirectory(prefix="mpa-emu-suite-") as tmp:
-        report = Path(tmp) / "report.json"
-        argv = ["replay", case.capture, "--emulate", case.emulate, *case.args,
-                "--json", str(report)]
-        with _LOCK, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(argv)
-            except SystemExit as exc:  # argparse on a bad option in args
-                code = exc.code if isinstance(exc.code, int) else 2
-        data = _read_json(report)
-    seconds = time.perf_counter() - started
-    printed = out.getvalue().strip().splitlines()
-    if code == 2 or not printed:
-        summary = err.getvalue().strip().splitlines()[-1:] or ["no output"]
-        return _judge(case, "error", code, None, summary[0], seconds)
-    frame = data.get("first_divergence_frame") if data else None
+
+    def error(summary: str) -> CaseResult:
+        return _judge(case, "error", 2, None, summary, time.perf_counter() - started)
+
+    if case.job is None:
+        return error(case.error or "no output")
+    try:
+        result = run_job(case.job)
+    except RecordingError as exc:
+        return error(f"{_PROG}: error: {capture_error(case.job.capture, str(exc))}")
+    printed = result.text().strip().splitlines()
+    try:
+        write_outputs(case.job, result)
+    except OutputError as exc:
+        return error(f"{_PROG}: error: {exc}")
+    if not printed:
+        return error("no output")
+    code = result.exit_code
+    frame = result.to_json().get("first_divergence_frame")
     if frame is None and code == 1:
         m = _FRAME.search(printed[0])
         frame = int(m.group(1)) if m else None
+    seconds = time.perf_counter() - started
     return _judge(case, _BY_EXIT.get(code, "error"), code, frame, printed[0], seconds)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _judge(case: SuiteCase, verdict: str, code: int, frame: int | None, summary: str,
+def _judge(case: SuiteCase, verdict: SuiteVerdict, code: int, frame: int | None, summary: str,
            seconds: float) -> CaseResult:
     reason = ""
     if verdict != case.expect:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from enum import StrEnum
+from typing import Literal
 
 from mpa_emu.wire.codec import internet_checksum, ones_complement_sum
 
@@ -60,6 +61,18 @@ class Mode(StrEnum):
     """As Wireshark would with validation on: offload artefacts are notes, not errors."""
     OFF = "off"
     """Never checked."""
+
+
+ModeName = Literal["strict", "offload", "off"]
+"""A :class:`Mode` as the reports name it (``--checksums``, the JSON's ``checksums``)."""
+
+_MODE_NAMES: dict[Mode, ModeName] = {Mode.STRICT: "strict", Mode.OFFLOAD: "offload",
+                                     Mode.OFF: "off"}
+
+
+def mode_name(mode: Mode) -> ModeName:
+    """The name of ``mode``."""
+    return _MODE_NAMES[mode]
 
 
 def is_error(verdict: Verdict, mode: Mode) -> bool:

@@ -24,9 +24,11 @@ from typing import Any
 
 from mpa_emu.capture.checksums import Verdict, ip_header_ok, pseudo_header, repaired, tcp_verdict
 from mpa_emu.capture.pcap import CaptureError, read_capture
-from mpa_emu.wire import codec
+from mpa_emu.errors import MpaEmuError
+from mpa_emu.wire import codec, tcp_options
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.segment import Segment
+from mpa_emu.wire.tcp_options import option_value, parse_options
 
 # Link-layer types (pcap LINKTYPE_*).
 LINK_ETHERNET = 1
@@ -39,7 +41,7 @@ _LINK_IP = (*LINK_RAW, LINK_IPV4, LINK_IPV6)
 """Link types whose frames start with the IP header."""
 
 
-class InspectError(Exception):
+class InspectError(MpaEmuError):
     """The file is not a readable capture at all (missing, not pcap/pcapng)."""
 
 
@@ -223,58 +225,43 @@ def _decode_ip(raw: RawFrame, data: bytes, off: int, ethertype: int,
 def option_kinds(raw: bytes) -> tuple[int, ...]:
     """The kinds of the TCP options in ``raw`` in order, up to and including an EOL
     (kind 0); a malformed length ends the list."""
-    kinds: list[int] = []
-    i = 0
-    while i < len(raw):
-        kind = raw[i]
-        kinds.append(kind)
-        if kind == 0:
-            break
-        if kind == 1:
-            i += 1
-            continue
-        if i + 1 >= len(raw) or raw[i + 1] < 2:
-            break
-        i += raw[i + 1]
-    return tuple(kinds)
+    return parse_options(raw).kinds
 
 
 def parse_tcp_options(raw: bytes) -> tuple[dict[str, Any], str]:
-    """MSS, WS, SACK-permitted and timestamps from TCP option bytes, and a problem text
-    (empty when none). A length-0 option is reported: irdma_process_options loops forever
-    on it."""
+    """MSS, WS (the shift count, RFC 7323 section 2.2), SACK-permitted and timestamps from
+    TCP option bytes, and a problem text (empty when none). A length-0 option is
+    reported: irdma_process_options loops forever on it."""
+    parsed = parse_options(raw)
+    problem = parsed.problem
+    options = parsed.options
+    if problem is not None and problem.what == "past end":
+        options = options[:-1]
     opts: dict[str, Any] = {}
-    i = 0
-    while i < len(raw):
-        kind = raw[i]
-        if kind == 0:
-            break
-        if kind == 1:
-            i += 1
+    for opt in options:
+        kind, length = opt.kind, opt.length
+        if kind in (tcp_options.EOL, tcp_options.NOP):
             continue
-        if i + 1 >= len(raw):
-            return opts, f"TCP option {kind} truncated"
-        length = raw[i + 1]
-        if length < 2:
-            return opts, (f"TCP option {kind} has length {length} "
-                          "(irdma_process_options would loop forever)")
-        body = raw[i + 2:i + length]
-        if i + length > len(raw):
-            return opts, f"TCP option {kind} runs past the header"
-        if kind == 2 and length == 4:
-            opts["mss"] = struct.unpack("!H", body)[0]
-        elif kind == 2:
+        if kind == tcp_options.MSS and length == 4:
+            opts["mss"] = option_value(opt)
+        elif kind == tcp_options.MSS:
             return opts, f"MSS option of length {length} (irdma_process_options: -EINVAL)"
-        elif kind == 3 and length == 3:
-            opts["ws"] = body[0]
-        elif kind == 4:
+        elif kind == tcp_options.WINDOW_SCALE and length == 3:
+            opts["ws"] = option_value(opt)
+        elif kind == tcp_options.SACK_PERMITTED:
             opts["sack_perm"] = True
-        elif kind == 8 and length == 10:
-            opts["ts"] = struct.unpack("!II", body)
+        elif kind == tcp_options.TIMESTAMPS and length == 10:
+            opts["ts"] = option_value(opt)
         else:
             opts.setdefault("other", []).append(kind)
-        i += length
-    return opts, ""
+    if problem is None:
+        return opts, ""
+    if problem.what == "truncated":
+        return opts, f"TCP option {problem.kind} truncated"
+    if problem.what == "bad length":
+        return opts, (f"TCP option {problem.kind} has length {problem.length} "
+                      "(irdma_process_options would loop forever)")
+    return opts, f"TCP option {problem.kind} runs past the header"
 
 
 def options_text(opts: dict[str, Any]) -> str:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, BinaryIO, NamedTuple
 
+from mpa_emu.errors import MpaEmuError
+
 LINKTYPE_ETHERNET = 1
 DEFAULT_SNAPLEN = 262144  # what tcpdump writes; no emulated frame comes near it
 
@@ -60,8 +62,15 @@ keeps the reader's buffer (twice this while it refills) small beside what a read
 command holds for the connections it follows."""
 
 
-class CaptureError(ValueError):
+class CaptureError(MpaEmuError, ValueError):
     """A capture file that cannot be read (or a record that cannot be written)."""
+
+
+def capture_error(path: str, message: str) -> str:
+    """A capture reader's error, with a pointer when ``path`` is a scenario file."""
+    if path.lower().endswith(".toml"):
+        return f"{message} (a scenario file? mpa-emu run or diagram take those)"
+    return message
 
 
 class CaptureRecord(NamedTuple):

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
+
 MPA_OPTIONS: tuple[str, ...] = (
     "-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
 )
@@ -90,7 +92,7 @@ _CRC_RE = re.compile(
 Capture = str | os.PathLike[str]
 
 
-class TsharkError(RuntimeError):
+class TsharkError(MpaEmuError, RuntimeError):
     """tshark could not judge: it failed, timed out or printed something unreadable."""
 
 

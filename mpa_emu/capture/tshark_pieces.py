@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from mpa_emu.errors import MpaEmuError
+
 PIECE_FRAMES = 50_000
 """Frames of a piece (carried frames not counted) before it may end."""
 CARRY_LIMIT = PIECE_FRAMES
@@ -52,7 +54,7 @@ _PCAP_MAGICS = {  # magic as read little-endian -> (byte order, ns per timestamp
 _SUMMARY_RE = re.compile(r"(\d+) +(-?)(\d+)(?:\.(\d+))?( .*)$", re.DOTALL)
 
 
-class Unsplittable(Exception):
+class Unsplittable(MpaEmuError):
     """The capture cannot be cut without risking a verdict: judge it whole."""
 
 

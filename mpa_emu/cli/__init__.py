@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
+from mpa_emu.errors import MpaEmuError
+
 # Subcommand name -> module. Listed explicitly so --help order is stable.
 SUBCOMMANDS: dict[str, str] = {
     "demo": "mpa_emu.cli.demo",
@@ -29,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "examples": "mpa_emu.cli.examples",
     "wireshark-plugin": "mpa_emu.cli.wireshark_plugin",
     "fuzz": "mpa_emu.cli.fuzz",
+    "matrix": "mpa_emu.cli.matrix",
 }
 
 
@@ -44,17 +47,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+class _QuietParser(_Parser):
+    """The same parser raising :class:`ArgumentsError` with that line instead of
+    printing it and exiting (options read from a file, e.g. a suite's cases)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ArgumentsError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise ArgumentsError(f"{self.prog}: error: options that print and exit "
+                             "(--help, --version) are not options of a run")
+
+
+def build_parser(command: str | None = None, *, quiet: bool = False
+                 ) -> argparse.ArgumentParser:
     """The top-level parser. With ``command`` only that subcommand's module is imported
-    (the others are registered by name only), so starting one command stays cheap."""
-    parser = _Parser(
+    (the others are registered by name only), so starting one command stays cheap.
+    ``quiet``: usage errors raise :class:`ArgumentsError` instead of exiting."""
+    kind = _QuietParser if quiet else _Parser
+    parser = kind(
         prog="mpa-emu",
         description="Packet-level emulator of the Linux irdma iWARP connection manager.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 bad input, 130 interrupted (Ctrl-C).",
     )
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="show the version and the build (pure Python or compiled)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=kind)
     for name in SUBCOMMANDS:
         if command is not None and name != command:
             sub.add_parser(name)
@@ -87,8 +105,13 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return None
 
 
-class CliError(Exception):
+class CliError(MpaEmuError):
     """A user-facing error: printed as one line, exit code 2."""
+
+
+class ArgumentsError(CliError):
+    """Options a quiet parser (``build_parser(quiet=True)``) refuses: the whole line the
+    command would print, ``mpa-emu CMD: error: ...``."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the JSON Lines trace of the cores and the wire")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only the summary, not the ladders")
+    parser.add_argument("--logs", action="store_true",
+                        help="add to the ladders what the drivers write to the kernel log "
+                             "(klog lines; '(dyndbg)' marks those only dynamic debug shows)")
 
 
 def _open(path: str, mode: str) -> IO[str]:
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{output} is a directory; give a file name")
     with contextlib.ExitStack() as stack:
         trace = stack.enter_context(_open(args.trace, "w")) if args.trace else None
-        result = run_demo(args.seed, trace_stream=trace)
+        result = run_demo(args.seed, trace_stream=trace, logs=args.logs)
         try:
             count = result.net.write_pcapng(output)
         except OSError as exc:

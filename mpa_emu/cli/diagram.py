@@ -50,18 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE.svg",
                         help="write SVG to this file (a .png name gets PNG, a .txt name "
                              "the text)")
+    parser.add_argument("--logs", action="store_true",
+                        help="scenarios: add what the drivers write to the kernel log (klog "
+                             "lines; '(dyndbg)' marks those only dynamic debug shows)")
     add_checksums_argument(parser)
 
 
 def build(source: str, ports: list[int] | None = None,
-          checksums: Mode = Mode.OFFLOAD) -> Ladder:
+          checksums: Mode = Mode.OFFLOAD, *, logs: bool = False) -> Ladder:
     """The ladder of a capture or scenario file (CliError when unusable); ``checksums``
     is the reading of a capture's TCP checksums."""
     if source.lower().endswith(".toml"):
         from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
 
         try:
-            return from_run(run_scenario(load_scenario(source)).net)
+            return from_run(run_scenario(load_scenario(source)).net, logs=logs)
         except ScenarioError as exc:
             raise CliError(str(exc)) from None
     try:
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     if args.source.lower().endswith(".toml"):
-        return _scenario(args.source, output, svg)
+        return _scenario(args.source, output, svg, args.logs)
     try:
         parked = park_capture(args.source, args.port or (), Mode(args.checksums))
     except DiagramError as exc:
@@ -102,7 +105,7 @@ def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
         return _write(output, lambda out: parked.write(out, svg))
 
 
-def _scenario(source: str, output: str | None, svg: bool) -> int:
+def _scenario(source: str, output: str | None, svg: bool, logs: bool = False) -> int:
     """Run a scenario with its records on disk and draw its ladder from them, a row at
     a time (the same drawing as :func:`build`'s, in memory bounded by what is alive)."""
     from mpa_emu.net.records import SpooledRecords
@@ -120,10 +123,10 @@ def _scenario(source: str, output: str | None, svg: bool) -> int:
         def draw(out: TextIO) -> None:
             if svg:
                 # Two passes over the records: the lanes' spacing first, then the rows.
-                gap = lane_gap((row for _, row in journal_rows(net)), len(columns))
-                write_svg((row for _, row in journal_rows(net)), columns, out, gap)
+                gap = lane_gap((row for _, row in journal_rows(net, logs=logs)), len(columns))
+                write_svg((row for _, row in journal_rows(net, logs=logs)), columns, out, gap)
                 return
-            for line in render_lines((row for _, row in journal_rows(net)), columns):
+            for line in render_lines((row for _, row in journal_rows(net, logs=logs)), columns):
                 out.write(line + "\n")
 
         return _write(output, draw)

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.cli import CliError
+from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.values import positive, seed
 
 HELP = "fuzz the CM core (or, with --live, a real peer) with seeded random segments and verbs"
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "middlebox that loses, duplicates, reorders, corrupts and "
                              "mutates frames, with verbs on both sides")
     add_campaign_arguments(parser, junit=False)
-    from mpa_emu.campaign.live_cli import add_live_arguments
+    from mpa_emu.cli.live_fuzz import add_live_arguments
 
     add_live_arguments(parser)
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.accept and args.live is None:
         raise CliError("--accept goes with --live IP:PORT (the peer and our port)")
     if args.live is not None:
-        from mpa_emu.campaign.live_cli import run_live
+        from mpa_emu.cli.live_fuzz import run_live
 
         return run_live(args)
     if args.json:

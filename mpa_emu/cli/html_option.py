@@ -1,5 +1,8 @@
-"""``--html FILE`` of ``replay``, ``inspect`` and ``run``: the option and the writers (the
-renderers live in :mod:`mpa_emu.views.html` and are imported only when asked for)."""
+"""``--html FILE`` of ``replay``, ``inspect`` and ``run``: the option, and the writers of
+the inspect and run pages (the page parts live in :mod:`mpa_emu.views.html`, each
+report's page beside its producer, e.g. :mod:`mpa_emu.scenario.html_page`; replay writes
+its own with its other outputs, :func:`mpa_emu.replay.job.write_outputs`). Renderers are
+imported only when asked for."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from typing import TYPE_CHECKING
 from mpa_emu.cli import CliError
 
 if TYPE_CHECKING:
-    from mpa_emu.replay import ReplayReport
     from mpa_emu.scenario import ScenarioRun
     from mpa_emu.views.inspection import CaptureReport
 
@@ -31,14 +33,6 @@ def _write(path: str, render: Callable[[], str]) -> None:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def write_replay_html(path: str | None, report: ReplayReport) -> None:
-    """Write the replay report to ``path`` (nothing when None)."""
-    if path is not None:
-        from mpa_emu.views.html.replay_page import replay_page
-
-        _write(path, lambda: replay_page(report))
-
-
 def write_inspect_html(path: str | None, report: CaptureReport) -> None:
     """Write the inspect report to ``path`` (nothing when None)."""
     if path is not None:
@@ -51,7 +45,7 @@ def write_run_html(path: str | None, run: ScenarioRun) -> None:
     """Write the run report to ``path`` (nothing when None), as it is made: its ladder,
     tables and frame fields are read from the run's records while written."""
     if path is not None:
-        from mpa_emu.views.html.run_page import write_run_page
+        from mpa_emu.scenario.html_page import write_run_page
 
         try:
             with open(path, "w", encoding="utf-8") as out:

@@ -6,10 +6,11 @@ import argparse
 import sys
 
 from mpa_emu.capture.checksums import Mode
+from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
-from mpa_emu.cli.values import capture_error, capture_port, positive
+from mpa_emu.cli.values import capture_port, positive
 from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,

@@ -9,6 +9,7 @@ import sys
 from mpa_emu.cli import CliError
 from mpa_emu.cm.kernel_map import (
     ENTRIES,
+    KERNEL_VERSION,
     MODELLED,
     NOT_YET,
     PLUMBING,
@@ -19,7 +20,8 @@ from mpa_emu.cm.kernel_map import (
 
 HELP = "print the map from every irdma cm.c function to what models it in mpa_emu"
 
-EPILOG = """\
+EPILOG = f"""\
+The map follows cm.c of mainline Linux {KERNEL_VERSION}.
 Columns: number in the reference's function table, cm.c function, kind (E emulated,
 P plumbing, H hybrid), the mpa_emu objects modelling it, and a note.
 

@@ -1,4 +1,5 @@
-"""``mpa-emu live``: an emulated irdma host on a TAP device, talking to the Linux stack."""
+"""``mpa-emu live``: an emulated iWARP host (irdma, siw or cxgb4) on a TAP device, talking to
+the Linux stack."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, TextIO
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
 from mpa_emu.cli.values import check_range, check_seconds, check_writable, seed
+from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
@@ -20,12 +22,14 @@ from mpa_emu.cm.limits import CONFIG_RANGES, VERB_RANGES
 from mpa_emu.cm.profiles import PROFILES, profile
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
-from mpa_emu.live.console import ObservedTrace, nic_line
+from mpa_emu.live.console import ObservedTrace, nic_line, rdma_cm_line
 from mpa_emu.live.sinks import PcapngSink
+from mpa_emu.stacks import STACKS, parse_params
 from mpa_emu.views.describe import upcall_line
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
-HELP = "run an emulated irdma host on a TAP device against the real Linux TCP stack"
+HELP = ("run an emulated iWARP host (--stack irdma, siw or cxgb4) on a TAP device against the "
+        "real Linux TCP stack")
 DEFAULT_MAC = "02:6d:70:61:00:02"
 
 
@@ -67,8 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     policy.add_argument("--reject", action="store_true", help="reject requests")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                         help="answer each request SECONDS after it arrives (default 0)")
+    parser.add_argument("--stack", default="irdma", choices=list(STACKS),
+                        help="the iWARP stack the emulated host runs (default irdma; "
+                             "docs/stacks/)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a parameter of --stack, named as the kernel names it "
+                             "(repeatable; e.g. --stack siw --param peer_to_peer=1)")
     parser.add_argument("--profile", default="irdma", choices=sorted(PROFILES),
-                        help="CM configuration of the emulated host (default irdma)")
+                        help="irdma's CM configuration (default irdma)")
     parser.add_argument("--retrans", type=int, metavar="N",
                         help="retransmissions before giving up (default: the profile's, "
                              "32 as mainline since v6.3; 8 before)")
@@ -126,9 +136,52 @@ def _check(args: argparse.Namespace) -> None:
     # Before the TAP exists: a typo in an output path must not leave a device behind.
     check_writable("-o", args.output)
     check_writable("--trace", args.trace)
+    if args.stack != "irdma":
+        irdma_only = [name for name, used in (("--profile", args.profile != "irdma"),
+                                              ("--retrans", args.retrans is not None),
+                                              ("--host-stack-rst", args.host_stack_rst))
+                      if used]
+        if irdma_only:
+            raise CliError(f"{', '.join(irdma_only)} set irdma's configuration; "
+                           f"--stack {args.stack} takes --param KEY=VALUE")
+    args.stack_params = _stack_params(args.stack, args.param)
     if len(args.private_data.encode()) > 255:
         # irdma_reject: pdata_len is a u8; irdma_connect copies into a 512-byte buffer.
         raise CliError("--private-data is limited to 255 bytes")
+
+
+def _stack_params(stack: str, pairs: list[str]) -> dict[str, int | bool]:
+    """``--param KEY=VALUE`` options checked by the stack's registry entry."""
+    raw: dict[str, object] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise CliError(f"--param needs KEY=VALUE, got {pair!r}")
+        raw[key.strip()] = _param_value(value.strip())
+    try:
+        return parse_params(stack, raw)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _param_value(text: str) -> object:
+    """``1``, ``0x10``, ``true``/``false`` as numbers; anything else as given, for the
+    registry to refuse by name."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return int(lowered == "true")
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text
+
+
+def _make_core(args: argparse.Namespace, mac: bytes, trace: ObservedTrace) -> CoreApi:
+    """irdma's CmCore with --profile, or the --stack's core with its --param values."""
+    if args.stack == "irdma" and not args.param:
+        return CmCore("live", mac, _config(args), seed=args.seed, trace=trace)
+    return STACKS[args.stack].make_core("live", mac, args.stack_params, seed=args.seed,
+                                        trace=trace)
 
 
 def _config(args: argparse.Namespace) -> CmConfig:
@@ -162,9 +215,9 @@ def run(args: argparse.Namespace) -> int:
             netns.run_ip(["addr", "replace", cidr, "dev", device.name], args.netns)
         trace_file = open(args.trace, "w") if args.trace else None  # noqa: SIM115
         trace = ObservedTrace(stream=trace_file, keep=False, observer=_print_nic)
-        capture = PcapngSink(args.output, device.name, f"emulated irdma host {args.mac}") \
-            if args.output else None
-        core = CmCore("live", mac, _config(args), seed=args.seed, trace=trace)
+        capture = PcapngSink(args.output, device.name,
+                             f"emulated {args.stack} host {args.mac}") if args.output else None
+        core = _make_core(args, mac, trace)
         host = driver.LiveHost(device, core, mac, trace=trace, capture=capture)
         return _serve(host, args, addresses, targets, private)
     except (tap.TapError, netns.NetnsError, OSError) as exc:
@@ -200,6 +253,9 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
     def on_upcall(_host: driver.LiveHost, upcall: Upcall) -> None:
         nonlocal failed
         print(upcall_line(upcall), flush=True)
+        steps = _host.ulp_steps
+        if steps and steps[-1].upcall is upcall:
+            print(rdma_cm_line(steps[-1]), flush=True)
         if (upcall.event == IwEvent.CONNECT_REPLY and upcall.conn in ours
                 and upcall.status != 0):
             failed = True  # irdma_connect's CONNECT_REPLY carried an error

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from mpa_emu.cli import CliError
 from mpa_emu.cli.values import check_seconds
 from mpa_emu.live import netns, peer
+from mpa_emu.live.peer_stacks import PeerStack, peer_stack
+from mpa_emu.stacks import STACKS
 from mpa_emu.wire import mpa
 
 HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
@@ -42,7 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open the socket inside this network namespace")
     parser.add_argument("--bind", default="", metavar="IP",
                         help="listen on this address only (default: all, IPv4 and IPv6)")
-    parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=2,
+    parser.add_argument("--stack", choices=list(STACKS),
+                        help="frame MPA as this stack does (revision, C, P2P, RTRs, private "
+                             "data limit; docs/stacks/); options below still override")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a parameter of --stack, named as the kernel names it "
+                             "(repeatable)")
+    parser.add_argument("--mpa-rev", type=int, choices=(1, 2),
                         help="MPA revision to offer (default 2, RFC 6581)")
     parser.add_argument("--ird", type=int, default=16, help="IRD advertised (v2, default 16)")
     parser.add_argument("--ord", type=int, default=16, help="ORD advertised (v2, default 16)")
@@ -53,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="private data as hex bytes")
     parser.add_argument("--reject", action="store_true",
                         help="responder: reject the request (R flag) and close")
-    parser.add_argument("--rtr", choices=("both", "read", "write", "none"), default="both",
+    parser.add_argument("--rtr", choices=("both", "read", "write", "none"),
                         help="initiator: RTR types offered; responder: preferred type")
     parser.add_argument("--no-p2p", action="store_true",
                         help="clear the RFC 6581 peer-to-peer bit (irdma resets such peers)")
@@ -90,7 +98,36 @@ def parse_endpoint(text: str) -> tuple[str, int]:
     return host, port
 
 
+def _stack(args: argparse.Namespace) -> PeerStack:
+    """The settings --stack gives (irdma's without it), --param values checked."""
+    if args.param and not args.stack:
+        raise CliError("--param goes with --stack NAME")
+    raw: dict[str, object] = {}
+    for pair in args.param:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise CliError(f"--param needs KEY=VALUE, got {pair!r}")
+        text = value.strip()
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            raw[key.strip()] = int(lowered == "true")
+        else:
+            try:
+                raw[key.strip()] = int(text, 0)
+            except ValueError:
+                raw[key.strip()] = text
+    try:
+        return peer_stack(args.stack or "irdma", raw)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
 def _options(args: argparse.Namespace) -> peer.PeerOptions:
+    preset = _stack(args)
+    if args.mpa_rev is None:
+        args.mpa_rev = preset.rev
+    if args.rtr is None:
+        args.rtr = preset.rtr
     if args.private_data_hex:
         try:
             private = bytes.fromhex(args.private_data_hex)
@@ -102,6 +139,9 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
     if len(private) > limit:
         raise CliError(f"private data is {len(private)} bytes; MPA rev {args.mpa_rev} "
                        f"allows {limit}")
+    if args.stack and len(private) > preset.max_private_data:
+        raise CliError(f"private data is {len(private)} bytes; {args.stack} sends at most "
+                       f"{preset.max_private_data}")
     for name in ("ird", "ord"):
         value = getattr(args, name)
         if not 0 <= value <= mpa.IRD_ORD_MASK:
@@ -119,7 +159,8 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
     check_seconds("--hold", args.hold)
     return peer.PeerOptions(
         rev=args.mpa_rev, ird=args.ird, ord=args.ord, private_data=private,
-        reject=args.reject, p2p=not args.no_p2p, rtr=args.rtr, crc=not args.no_crc,
+        reject=args.reject, p2p=preset.p2p and not args.no_p2p, rtr=args.rtr,
+        crc=preset.crc and not args.no_crc,
         negotiate=not args.literal_ird_ord,
         send=args.send.encode() if args.send is not None else None,
         timeout=args.timeout, hold=args.hold)

@@ -6,25 +6,19 @@ Exit 0 when every frame of IP matches, 1 on divergence, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.capture.checksums import Mode
+from mpa_emu.capture.pcap import capture_error
 from mpa_emu.cli import CliError
-from mpa_emu.cli.html_option import add_html_option, write_replay_html
-from mpa_emu.cli.values import capture_error, check_range, seed
+from mpa_emu.cli.campaign_options import add_campaign_arguments
+from mpa_emu.cli.html_option import add_html_option
+from mpa_emu.cli.values import check_range, seed
 from mpa_emu.cm.limits import VERB_RANGES
-from mpa_emu.cm.profiles import PROFILES, profile
-from mpa_emu.replay import (
-    ProfileSurvey,
-    RecordingError,
-    ReplayOptions,
-    ReplayReport,
-    replay_capture,
-    replay_profiles,
-)
+from mpa_emu.replay import RecordingError
+from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
+from mpa_emu.replay.stacks import parse_profile
 from mpa_emu.wire.addr import ip_bytes
 
 MAX_SECONDS = 1e9
@@ -87,11 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TCP checksums of injected frames: offload (default: TX "
                              "offload artefacts count as good), strict (the NIC's view), "
                              "off (never checked)")
-    parser.add_argument("--profile", default="irdma",
-                        choices=[*sorted(PROFILES), "auto"],
-                        help="the emulated node, as in live mode and scenarios (default "
-                             "irdma); auto (with --semantic) tries each and names those "
-                             "with the recorded outcome")
+    parser.add_argument("--profile", default="irdma", metavar="STACK",
+                        help="the emulated side's stack: irdma (default), siw, cxgb4 or "
+                             "one with parameters (siw(peer_to_peer=1), cxgb4(mpa_rev=1)); "
+                             "mpa-v1 = siw(mpa_version=1); ADDRESS=STACK,... names each "
+                             "side; auto (with --semantic) tries each stack and names the "
+                             "one that explains the recording")
     parser.add_argument("--mpa-rev", type=int, choices=(1, 2), default=None,
                         help="MPA revision the emulated node starts at (default: the "
                              "profile's)")
@@ -123,12 +118,8 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Replay, print the verdict (and the first divergence), write the outputs."""
-    if args.suite is not None:
-        from mpa_emu.campaign.suite_cli import run_suite
-
-        return run_suite(args)
+def job_from(args: argparse.Namespace) -> ReplayJob:
+    """The replay the arguments ask for (CliError for a bad combination or value)."""
     if args.junit or args.jobs > 1 or args.scheduler is not None:
         raise CliError("-j, --scheduler and --junit go with --suite SUITE.toml")
     if args.capture is None or args.emulate is None:
@@ -145,51 +136,44 @@ def run(args: argparse.Namespace) -> int:
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.
         if not 0 <= seconds <= MAX_SECONDS:
             raise CliError(f"{option} must be 0..{MAX_SECONDS:g} seconds, got {seconds:g}")
-    if args.profile == "auto" and not args.semantic:
+    try:  # checked here for a one-line error; the job parses it again where it runs
+        spec = parse_profile(args.profile, args.mpa_rev)
+    except ValueError as exc:
+        raise CliError(f"--profile: {exc}") from None
+    if spec.auto and not args.semantic:
         raise CliError("--profile auto needs --semantic (it compares outcomes)")
-    overrides = {} if args.mpa_rev is None else {"mpa_rev": args.mpa_rev}
-    config = profile("irdma" if args.profile == "auto" else args.profile, **overrides)
-    options = ReplayOptions(
-        emulate=ip, on_request=args.on_request, backlog=args.backlog,
+    return ReplayJob(
+        args.capture, ip, on_request=args.on_request, backlog=args.backlog,
         time_tolerance_ns=round(args.time_tolerance * 1e9),
         strict_offload=args.strict_offload, semantic=args.semantic,
-        horizon_ns=round(args.horizon * 1e9), seed=args.seed,
-        checksums=Mode(args.checksums), config=config)
+        horizon_ns=round(args.horizon * 1e9), seed=args.seed, checksums=args.checksums,
+        profile=args.profile, mpa_rev=args.mpa_rev, json=args.json, output=args.output,
+        html=args.html)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay, print the verdict (and the first divergence), write the outputs."""
+    if args.suite is not None:
+        from mpa_emu.cli.suite import run_suite
+
+        return run_suite(args, job_from)
+    job = job_from(args)
     progress = _Progress() if sys.stderr.isatty() else None
-    survey: ProfileSurvey | None = None
     try:
-        if args.profile == "auto":
-            survey = replay_profiles(args.capture, options, progress, mpa_rev=args.mpa_rev,
-                                     detail=bool(args.output or args.html))
-            report: ReplayReport = survey.best
-        else:
-            report = replay_capture(args.capture, options, progress,
-                                    detail=bool(args.output or args.html))
+        result = run_job(job, progress)
     except RecordingError as exc:
-        raise CliError(capture_error(args.capture, str(exc))) from None
+        raise CliError(capture_error(job.capture, str(exc))) from None
     finally:
         if progress is not None:
             progress.close()
     try:
-        print(survey.text() if survey is not None else report.text(), flush=True)
+        print(result.text(), flush=True)
     except BrokenPipeError:
         # The reader went away (| head): keep the exit code, drop the rest quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     try:
-        if args.json:
-            data = report.to_json()
-            if survey is not None:
-                data["profiles"] = {name: {"same_outcome": not r.failed,
-                                           "first_divergence": r.first_divergence or None}
-                                    for name, r in survey.reports.items()}
-                data["same_outcome_profiles"] = survey.same_outcome
-            with open(args.json, "w") as out:
-                json.dump(data, out, indent=2)
-                out.write("\n")
-        if args.output:
-            report.write_pcapng(args.output)
-        write_replay_html(args.html, report)
-    except OSError as exc:
-        raise CliError(f"cannot write output: {exc.strerror or exc}") from None
-    return survey.exit_code if survey is not None else report.exit_code
+        write_outputs(job, result)
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    return result.exit_code

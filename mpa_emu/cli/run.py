@@ -8,8 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-from mpa_emu.campaign.options import add_campaign_arguments
 from mpa_emu.cli import CliError
+from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
 from mpa_emu.net.records import SpooledRecords
@@ -21,7 +21,7 @@ from mpa_emu.scenario import (
     run_scenario,
 )
 from mpa_emu.scenario.progress import ProgressBar
-from mpa_emu.scenario.summary import summary
+from mpa_emu.scenario.summary import refusal_lines, summary
 from mpa_emu.views.streamed_json import write_json
 
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
@@ -201,6 +201,9 @@ def _report(result: ScenarioRun, *, quiet: bool) -> None:
     for e in result.expectations:
         if not quiet or not e.ok:
             out.write(e.text(sc.path) + "\n")
+    if not quiet:
+        for line in refusal_lines(result):
+            out.write(line + "\n")
     failed = len(result.failures())
     total = len(result.expectations)
     verdict = "PASS" if result.ok else "FAIL"

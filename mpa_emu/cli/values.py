@@ -71,13 +71,6 @@ def check_writable(option: str, path: str | None) -> None:
         raise CliError(f"{option} {path}: directory {parent} is not writable")
 
 
-def capture_error(path: str, message: str) -> str:
-    """A capture reader's error, with a pointer when ``path`` is a scenario file."""
-    if path.lower().endswith(".toml"):
-        return f"{message} (a scenario file? mpa-emu run or diagram take those)"
-    return message
-
-
 def seed(text: str) -> int:
     """A seed: an integer of 0 or more, as in a scenario file's ``seed``."""
     value = _integer(text)

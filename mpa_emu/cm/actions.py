@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from errno import ECONNRESET, EINVAL
 
-from mpa_emu.cm import send
+from mpa_emu.cm import log_lines, send
 from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError, errno_name
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
@@ -25,6 +25,7 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
@@ -32,7 +33,7 @@ from mpa_emu.wire.seq import MASK as MASK32
 S = CmState
 
 
-class KernelHang(Exception):
+class KernelHang(MpaEmuError):
     """``irdma_process_options`` would spin forever on this segment (a zero-length
     option, ``Quirks.zero_len_option_loop``)."""
 
@@ -45,9 +46,12 @@ def active_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     cm.stats["connect_errs"] += 1
     old = node.state.name
     if reset:
+        if cm.trace is not None:
+            log_lines.emit(cm, log_lines.ACTIVE_OPEN_ERR, log_lines.node_ptr(cm, node),
+                           int(node.state), conn=node.conn)
         send.send_reset_held(cm, node, f"irdma_send_reset: irdma_active_open_err "
                                        f"{old} -> CLOSED")
-    cm.set_state(node, S.CLOSED, "irdma_active_open_err")
+    cm._set_state(node, S.CLOSED, "irdma_active_open_err")
     create_event(cm, node, CmEventType.ABORTED)
 
 
@@ -56,27 +60,35 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     send.cleanup(cm, node)
     cm.stats["passive_errs"] += 1
     old = node.state.name
-    cm.set_state(node, S.CLOSED, "irdma_passive_open_err")
+    cm._set_state(node, S.CLOSED, "irdma_passive_open_err")
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.PASSIVE_OPEN_ERR, log_lines.node_ptr(cm, node),
+                       int(node.state), conn=node.conn)
     if reset:
         if not send.send_reset(cm, node, f"irdma_send_reset: irdma_passive_open_err "
                                          f"{old} -> CLOSED"):
             # Unless another put follows (the SYN path does one), the node stays.
-            cm.record_leak(node, "irdma_passive_open_err: RST not sent (no AH), its "
+            cm._record_leak(node, "irdma_passive_open_err: RST not sent (no AH), its "
                            "reference is not consumed: CLOSED node with a leaked reference")
     else:
-        cm.rem_ref(node)
+        cm._rem_ref(node)
 
 
 def tcp_options(cm: CoreOps, node: CmNode, seg: Segment, *, passive: bool) -> bool:
     """``irdma_handle_tcp_options``; True on error (after the kernel's open error)."""
     st = node.settings
     if seg.options:
+        if cm.trace is not None:
+            log_lines.option_lines(cm, node, seg.options)
         res = process_options(seg.options, syn=bool(seg.flags & SYN), ipv4=node.ipv4,
                               mss=st.mss, snd_wscale=st.snd_wscale)
         if res.hang and cm.config.quirks.zero_len_option_loop:
             raise KernelHang(res.error)
         if res.error is not None:
-            cm.drop(seg, "irdma_process_options", res.error, node)
+            if cm.trace is not None:
+                log_lines.emit(cm, log_lines.OPTIONS_RESET, log_lines.node_ptr(cm, node),
+                               conn=node.conn)
+            cm._drop(seg, "irdma_process_options", res.error, node)
             if passive:
                 passive_open_err(cm, node, reset=True)
             else:
@@ -105,15 +117,17 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
             # irdma_negotiate_mpa_v2_ird_ord changed the node before failing; the
             # abort upcall (irdma_get_cmevent_info) reports these values
             apply_negotiated(node, res.negotiated)
-        cm.drop(seg, "irdma_parse_mpa",
-                f"step {res.step}: {res.reason} (-{errno_name(res.errno)})", node)
+        if cm.trace is not None and res.step <= len(log_lines.PARSE_MPA):
+            parse_mpa_line(cm, node, seg.payload, res.step)
+        cm._drop(seg, "irdma_parse_mpa",
+                 f"step {res.step}: {res.reason} (-{errno_name(res.errno)})", node)
         if initiator:
             active_open_err(cm, node, reset=True)
         else:
             passive_open_err(cm, node, reset=True)
         return None
     if res.markers and not initiator and not cfg.accept_markers:
-        cm.drop(seg, "irdma_parse_mpa", "M flag set and the profile refuses markers", node)
+        cm._drop(seg, "irdma_parse_mpa", "M flag set and the profile refuses markers", node)
         passive_open_err(cm, node, reset=True)
         return None
     # shared: 100,000 connections with the same private data hold one copy
@@ -121,11 +135,26 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
                               else res.user_data)
     node.record_mpa(res.rev, len(node.pdata), res.negotiated)
     if res.negotiated is not None and cm.trace is not None:
-        cm.tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
+        log_lines.emit(cm, log_lines.NEGOTIATED, node.ord_size, node.ird_size,
+                       conn=node.conn)
+        cm._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
               ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
+    if res.reject and not initiator and node.state == S.ESTABLISHED \
+            and cm.trace is not None:
+        log_lines.emit(cm, log_lines.STATE_FOR_REJECT, conn=node.conn)
     if res.markers:
         node.snd_mark_en = True
     return res.reject
+
+
+def parse_mpa_line(cm: CoreOps, node: CmNode, payload: bytes, step: int) -> None:
+    """The line ``irdma_parse_mpa`` logs as its check ``step`` (1 to 7) fails."""
+    length = len(payload)
+    pd_length = int.from_bytes(payload[18:20], "big") if length >= 20 else 0
+    rev = payload[17] if length > 17 else 0
+    args: tuple[int, ...] = {1: (length,), 2: (pd_length,), 3: (rev,), 4: (rev,), 5: (),
+                             6: (pd_length, 20, length), 7: (length,)}[step]
+    log_lines.emit(cm, log_lines.PARSE_MPA[step - 1], *args, conn=node.conn)
 
 
 def apply_negotiated(node: CmNode, neg: Negotiated) -> None:
@@ -150,8 +179,10 @@ def _pdata(rx: Rx) -> bytes:
 
 def ignore(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """The kernel's explicit "nothing to do" cases: the segment is dropped."""
+    if r.kernel_fn == "irdma_handle_fin_pkt" and cm.trace is not None:
+        log_lines.emit(cm, log_lines.FIN_BAD_STATE, int(node.state), conn=node.conn)
     if isinstance(rx, Segment):
-        cm.drop(rx, r.kernel_fn, f"{node.state.name}: {r.note}", node)
+        cm._drop(rx, r.kernel_fn, f"{node.state.name}: {r.note}", node)
     return GO_ON
 
 
@@ -164,7 +195,7 @@ def cleanup(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cleanup_retrans_entry`` only; payload is neither taken nor ACKed."""
     send.cleanup(cm, node)
     if isinstance(rx, Segment) and rx.payload:
-        cm.drop(rx, r.kernel_fn, f"{node.state.name}: payload ignored, not ACKed", node)
+        cm._drop(rx, r.kernel_fn, f"{node.state.name}: payload ignored, not ACKed", node)
     return GO_ON
 
 
@@ -184,7 +215,7 @@ def passive_open_err_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome
     """``irdma_passive_open_err(reset=1)``; in MPAREQ_RCVD the application still holds
     the node (``irdma_handle_synack_pkt`` does not tell it)."""
     if node.state == S.MPAREQ_RCVD:
-        cm.tr("kernel_bug", r.kernel_fn, conn=node.conn,
+        cm._tr("kernel_bug", r.kernel_fn, conn=node.conn,
               reason="node freed while the application holds it: a later accept/reject "
                      "is a use-after-free (irdma_handle_synack_pkt, MPAREQ_RCVD case)")
     passive_open_err(cm, node, reset=True)
@@ -207,8 +238,8 @@ def reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def free_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Cleanup, CLOSED, drop the base reference."""
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
-    cm.rem_ref(node)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._rem_ref(node)
     return GO_ON
 
 
@@ -218,8 +249,8 @@ def listen_syn(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A node ``irdma_receive_ilq`` just made for a SYN on a listener: LISTENING, then
     the SYN is processed in that state (``irdma_process_pkt`` -> the LISTENING case of
     ``irdma_handle_syn_pkt``)."""
-    cm.set_state(node, S.LISTENING, "irdma_receive_ilq")
-    return cm.dispatch(node, Input.SYN, rx)
+    cm._set_state(node, S.LISTENING, "irdma_receive_ilq")
+    return cm._dispatch(node, Input.SYN, rx)
 
 
 def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
@@ -231,7 +262,7 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     assert lst is not None
     if lst.pend_accepts_cnt > lst.backlog:
         cm.stats["backlog_drops"] += 1
-        cm.drop(seg, r.kernel_fn, f"backlog: pend_accepts_cnt {lst.pend_accepts_cnt} > "
+        cm._drop(seg, r.kernel_fn, f"backlog: pend_accepts_cnt {lst.pend_accepts_cnt} > "
                 f"backlog {lst.backlog}", node)
         passive_open_err(cm, node, reset=False)
         return GO_ON
@@ -241,12 +272,12 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.rcv_nxt = (seg.seq + 1) & MASK32
     node.accept_pend = True
     lst.pend_accepts_cnt += 1
-    cm.set_state(node, S.SYN_RCVD, r.kernel_fn)
+    cm._set_state(node, S.SYN_RCVD, r.kernel_fn)
     node.refcnt += 1
     node.qhash_pending = True
     latency = cm.config.ah_latency_ns
     if latency <= 0:
-        cm.post(node, None)
+        cm._post(node, None)
     else:
         cm.deferred.add(cm.now_ns + latency, "qhash", node)
     return GO_ON
@@ -277,9 +308,11 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     seg = _seg(rx)
     send.cleanup(cm, node)
     if seg.ack != node.loc_seq_num:
-        cm.drop(seg, "irdma_check_syn",
+        cm._drop(seg, "irdma_check_syn",
                 f"SYN-ACK ack {seg.ack} != loc_seq_num {node.loc_seq_num}", node)
         active_open_err(cm, node, reset=True)
+        if cm.trace is not None:
+            log_lines.emit(cm, log_lines.CHECK_SYN_FAIL, conn=node.conn)
         return GO_ON
     _set_rem_ack(node, seg.ack)
     if tcp_options(cm, node, seg, passive=False):
@@ -292,7 +325,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         # irdma_handle_synack_pkt ignores irdma_send_mpa_request's error: the node
         # stays in SYN_SENT with no timer and nothing is reported
         return GO_ON
-    cm.set_state(node, S.MPAREQ_SENT, r.kernel_fn)
+    cm._set_state(node, S.MPAREQ_SENT, r.kernel_fn)
     return GO_ON
 
 
@@ -300,7 +333,7 @@ def synack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """SYN-ACK on a LISTENING node: ``loc_seq_num = ack``, CLOSED, RST."""
     node.loc_seq_num = _seg(rx).ack
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
 
@@ -316,7 +349,7 @@ def synack_reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """ACK on a LISTENING node: cleanup, CLOSED, RST."""
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
 
@@ -324,7 +357,7 @@ def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def fin_wait1_acked(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Our FIN acknowledged: FIN_WAIT2 (which has no timer)."""
     send.cleanup(cm, node)
-    cm.set_state(node, S.FIN_WAIT2, r.kernel_fn)
+    cm._set_state(node, S.FIN_WAIT2, r.kernel_fn)
     return GO_ON
 
 
@@ -337,10 +370,10 @@ def syn_rcvd_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if tcp_options(cm, node, seg, passive=True):
         return STOP
     _set_rem_ack(node, seg.ack)
-    cm.set_state(node, S.ESTABLISHED, r.kernel_fn)
+    cm._set_state(node, S.ESTABLISHED, r.kernel_fn)
     if seg.payload:
         node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
-        cm.dispatch(node, Input.MPA, seg)
+        cm._dispatch(node, Input.MPA, seg)
     return GO_ON
 
 
@@ -356,7 +389,7 @@ def established_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     seg = _seg(rx)
     send.cleanup(cm, node)
     node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
-    cm.dispatch(node, Input.MPA, seg)
+    cm._dispatch(node, Input.MPA, seg)
     return GO_ON
 
 
@@ -366,7 +399,7 @@ def mpareq_sent_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     _set_rem_ack(node, seg.ack)
     node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
     node.ack_rcvd = False
-    cm.dispatch(node, Input.MPA, seg)
+    cm._dispatch(node, Input.MPA, seg)
     return GO_ON
 
 
@@ -378,9 +411,9 @@ def mpa_request(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if reject is None:
         return GO_ON
     if reject:
-        cm.tr("mpa_note", r.kernel_fn, conn=node.conn,
+        cm._tr("mpa_note", r.kernel_fn, conn=node.conn,
               reason="R flag on a request: logged and ignored")
-    cm.set_state(node, S.MPAREQ_RCVD, r.kernel_fn)
+    cm._set_state(node, S.MPAREQ_RCVD, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: ESTABLISHED -> MPAREQ_RCVD")
     node.passive_state = 0
     create_event(cm, node, CmEventType.MPA_REQ)
@@ -396,11 +429,11 @@ def mpa_reply(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         return GO_ON
     send.cleanup(cm, node)
     if reject:
-        cm.set_state(node, S.MPAREJ_RCVD, r.kernel_fn)
+        cm._set_state(node, S.MPAREJ_RCVD, r.kernel_fn)
         etype = CmEventType.MPA_REJECT
         comment = "irdma_send_ack: MPAREQ_SENT -> MPAREJ_RCVD"
     else:
-        cm.set_state(node, S.OFFLOADED, r.kernel_fn)
+        cm._set_state(node, S.OFFLOADED, r.kernel_fn)
         etype = CmEventType.CONNECTED
         comment = "irdma_send_ack: MPAREQ_SENT -> OFFLOADED"
     send.send_ack(cm, node, comment)
@@ -413,7 +446,14 @@ def mpa_unexpected(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     type is UNKNOWN and ``irdma_cm_event_handler`` drops it."""
     seg = _seg(rx)
     if parse(cm, node, seg, initiator=False) is not None:
-        cm.drop(seg, r.kernel_fn, f"MPA frame in {node.state.name}: event UNKNOWN "
+        if cm.trace is not None:
+            # irdma_create_event(UNKNOWN) is queued and irdma_cm_event_handler says so
+            log_lines.emit(cm, log_lines.WRONG_STATE, int(node.state), conn=node.conn)
+            if node.cm_id:
+                log_lines.create_event(cm, node, int(CmEventType.UNKNOWN))
+                log_lines.emit(cm, log_lines.BAD_EVENT_TYPE, int(CmEventType.UNKNOWN),
+                               conn=node.conn)
+        cm._drop(seg, r.kernel_fn, f"MPA frame in {node.state.name}: event UNKNOWN "
                 "(bad event type)", node)
     return GO_ON
 
@@ -425,7 +465,7 @@ def fin_to_last_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     old = node.state.name
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm.set_state(node, S.LAST_ACK, r.kernel_fn)
+    cm._set_state(node, S.LAST_ACK, r.kernel_fn)
     send.send_fin(cm, node, f"irdma_send_fin: {old} -> LAST_ACK")
     return GO_ON
 
@@ -435,7 +475,7 @@ def fin_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     create_event(cm, node, CmEventType.ABORTED)
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_handle_fin_pkt "
                                    "MPAREQ_SENT -> CLOSED")
     return GO_ON
@@ -445,7 +485,7 @@ def fin_simultaneous(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT1: CLOSING and an ACK (no retransmission entry is left)."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSING, r.kernel_fn)
+    cm._set_state(node, S.CLOSING, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT1 -> CLOSING")
     return GO_ON
 
@@ -454,7 +494,7 @@ def fin_time_wait(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT2: TIME_WAIT, ACK, a close entry in ``HZ/10``."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm.set_state(node, S.TIME_WAIT, r.kernel_fn)
+    cm._set_state(node, S.TIME_WAIT, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT2 -> TIME_WAIT")
     send.schedule_close(cm, node)
     return GO_ON
@@ -464,8 +504,8 @@ def fin_again_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A second FIN in TIME_WAIT: freed at once, not ACKed."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
-    cm.rem_ref(node)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._rem_ref(node)
     return GO_ON
 
 
@@ -477,7 +517,7 @@ def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if node.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
         old = node.state.name
         node.mpa_frame_rev = 1
-        cm.set_state(node, S.SYN_SENT, r.kernel_fn)
+        cm._set_state(node, S.SYN_SENT, r.kernel_fn)
         if not send.send_syn(cm, node, False, f"irdma_send_syn: {old} -> SYN_SENT "
                                               "(MPA v1 retry after RST)"):
             active_open_err(cm, node, reset=False)
@@ -497,7 +537,7 @@ def rst_indicated(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def connect(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_connect``: SYN_SENT and the SYN (retransmitted)."""
-    cm.set_state(node, S.SYN_SENT, r.kernel_fn)
+    cm._set_state(node, S.SYN_SENT, r.kernel_fn)
     send.send_syn(cm, node, False, "irdma_send_syn: UNKNOWN -> SYN_SENT")
     return GO_ON
 
@@ -506,6 +546,8 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_accept`` from MPAREQ_RCVD: offload, the MPA reply as the QP's LSMM, then
     (GEN_2) wait for the RTS AE. A peer RST before (``passive_state`` reaching
     ``SEND_RESET_EVENT``) fails the verb with -ECONNRESET."""
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.ACCEPT_VLAN, node.vlan_id, conn=node.conn)
     pdata = _pdata(rx)
     node.passive_state += 1
     if node.passive_state == SEND_RESET_EVENT:
@@ -527,7 +569,7 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
     qp.send_lsmm(reply, cm.now_ns)
-    cm.drain_qp(node.key)
+    cm._drain_qp(node.key)
     if cm.config.gen == 1:
         accept_complete(cm, node)
     return GO_ON
@@ -536,6 +578,8 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def accept_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_accept`` after the listener went: -EINVAL, the node's reference
     dropped."""
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.ACCEPT_VLAN, node.vlan_id, conn=node.conn)
     return Outcome(True, accept_failed(cm, node, -EINVAL, "listener destroyed",
                                        returned=True))
 
@@ -548,21 +592,21 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.pdata_size = len(pdata)
     node.passive_state += 1
     if node.passive_state == SEND_RESET_EVENT:
-        cm.tr("reject_silent", r.kernel_fn, conn=node.conn,
+        cm._tr("reject_silent", r.kernel_fn, conn=node.conn,
               reason="peer reset before: freed, no packet")
-        cm.set_state(node, S.CLOSED, r.kernel_fn)
-        cm.rem_ref(node)
+        cm._set_state(node, S.CLOSED, r.kernel_fn)
+        cm._rem_ref(node)
         return GO_ON
     frame = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata,
                                     reject=True)
     seg_out = send.form(node, ACK | FIN, cm.mac, gen1=cm.config.gen == 1, payload=frame)
     if seg_out is None:
-        cm.set_state(node, S.CLOSED, r.kernel_fn)
+        cm._set_state(node, S.CLOSED, r.kernel_fn)
         if not send.send_reset(cm, node, "irdma_send_reset: irdma_cm_reject -> CLOSED"):
-            cm.tr("kernel_leak", r.kernel_fn, conn=node.conn,
+            cm._tr("kernel_leak", r.kernel_fn, conn=node.conn,
                   reason="reject and RST both failed (no AH)")
         return GO_ON
-    cm.set_state(node, S.FIN_WAIT1, "irdma_send_mpa_reject")
+    cm._set_state(node, S.FIN_WAIT1, "irdma_send_mpa_reject")
     send.schedule_send(cm, node, seg_out, "irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1",
                        retrans=True)
     return GO_ON
@@ -574,8 +618,8 @@ def reject_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outc
     send.cleanup(cm, node)
     node.passive_state += 1
     if node.passive_state == SEND_RESET_EVENT:
-        cm.set_state(node, S.CLOSED, r.kernel_fn)
-    cm.rem_ref(node)
+        cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._rem_ref(node)
     return GO_ON
 
 
@@ -590,15 +634,15 @@ def close_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     send.cleanup(cm, node)
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_cm_close "
                                      f"{node.state.name}"):
-        cm.record_leak(node, "irdma_cm_close: RST not sent (no AH), base reference not "
+        cm._record_leak(node, "irdma_cm_close: RST not sent (no AH), base reference not "
                        "consumed")
-        cm.tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
+        cm._tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
     return GO_ON
 
 
 def close_fin(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_close`` in CLOSE_WAIT (never set by cm.c): LAST_ACK and our FIN."""
-    cm.set_state(node, S.LAST_ACK, r.kernel_fn)
+    cm._set_state(node, S.LAST_ACK, r.kernel_fn)
     send.send_fin(cm, node, "irdma_send_fin: CLOSE_WAIT -> LAST_ACK")
     return GO_ON
 
@@ -610,7 +654,7 @@ def close_einval(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def close_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_close`` in the other states: drop the base reference."""
-    cm.rem_ref(node)
+    cm._rem_ref(node)
     return GO_ON
 
 
@@ -623,46 +667,46 @@ def listener_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     old = node.state
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_dec_refcnt_listen "
                                      f"{old.name} -> LISTENER_DESTROYED"):
-        cm.set_state(node, S.CLOSED, r.kernel_fn)
-        cm.record_leak(node, "listener destroyed, RST not sent (no AH): CLOSED with a "
+        cm._set_state(node, S.CLOSED, r.kernel_fn)
+        cm._record_leak(node, "listener destroyed, RST not sent (no AH): CLOSED with a "
                        "leaked reference (irdma_dec_refcnt_listen ignores "
                        "irdma_send_reset's failure)")
-        cm.tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
+        cm._tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
         return GO_ON
-    cm.set_state(node, S.LISTENER_DESTROYED, r.kernel_fn)
+    cm._set_state(node, S.LISTENER_DESTROYED, r.kernel_fn)
     if old != S.MPAREQ_RCVD:
-        cm.rem_ref(node)
+        cm._rem_ref(node)
     return GO_ON
 
 
 def listener_leave(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_dec_refcnt_listen`` leaves a node at or past FIN_WAIT1 alone: only the
     temporary reference of ``irdma_reset_list_prep`` is dropped."""
-    cm.rem_ref(node)
+    cm._rem_ref(node)
     return GO_ON
 
 
 def expire_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in SYN_RCVD/CLOSING: CLOSED and freed, no RST."""
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
-    cm.rem_ref(node)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._rem_ref(node)
     return GO_ON
 
 
 def expire_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in FIN_WAIT1/LAST_ACK: CLOSED, RST (freeing)."""
     old = node.state.name
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                      "-> CLOSED"):
-        cm.record_leak(node, "retransmissions expired, RST not sent (no AH)")
+        cm._record_leak(node, "retransmissions expired, RST not sent (no AH)")
     return GO_ON
 
 
 def expire_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in the other states: CLOSED, RST, ABORTED event."""
     old = node.state.name
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                    "-> CLOSED")
     create_event(cm, node, CmEventType.ABORTED)
@@ -675,7 +719,7 @@ def close_entry_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if entry is not None:
         entry.live = False
         node.close_entry = None
-    cm.rem_ref(node)
+    cm._rem_ref(node)
     return GO_ON
 
 
@@ -683,8 +727,8 @@ def teardown_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_teardown_connections`` on a node without QP, as the NULL-checked
     kernel would (``Quirks.teardown_null_qp_oops`` off): cleanup, CLOSED, RST, put."""
     send.cleanup(cm, node)
-    cm.set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, S.CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_cm_teardown_connections "
                                    "-> CLOSED")
-    cm.rem_ref(node)
+    cm._rem_ref(node)
     return GO_ON

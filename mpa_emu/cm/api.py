@@ -6,7 +6,8 @@ device, replay) codes against this protocol, so test doubles can stand in for th
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from enum import IntEnum
+from typing import Any, Protocol, runtime_checkable
 
 from mpa_emu.cm.events import Upcall
 from mpa_emu.wire.segment import Segment, Transmit
@@ -43,3 +44,35 @@ class CoreApi(Protocol):
     def listener(self, ident: int) -> Any: ...
     def node(self, conn: int) -> Any: ...
     def conns(self) -> list[int]: ...
+
+
+class NodeWatch(Protocol):
+    """Typed notices of a core's nodes for a driver that follows them (replay), given to
+    :class:`~mpa_emu.cm.core.CmCore` as ``watch``; each comes as the change happens, with
+    the kernel function's trace record when the core traces."""
+
+    def node_created(self, conn: int, loc_port: int, rem: bytes, rem_port: int) -> None:
+        """``irdma_make_cm_node`` made connection ``conn`` on these ports."""
+
+    def state_changed(self, conn: int, state: IntEnum) -> None:
+        """A row moved ``conn``'s node to ``state`` (irdma: a ``CmState``; another stack:
+        its own state enum, e.g. ``SiwState``, ``EpState``)."""
+
+    def node_freed(self, conn: int) -> None:
+        """``irdma_destroy_connection`` freed ``conn``'s node."""
+
+    def qp_event(self, time_ns: int, conn: int, ae: str) -> None:
+        """``irdma_process_aeq`` took the asynchronous event ``ae`` (its IRDMA_AE_* name)
+        of ``conn``'s QP."""
+
+
+@runtime_checkable
+class WatchedCore(Protocol):
+    """A core that tells a :class:`NodeWatch` of its connections: irdma's
+    :class:`~mpa_emu.cm.core.CmCore` (also through its ``watch`` argument) and the
+    registered stacks' cores (:mod:`mpa_emu.stacks`). Replay follows the emulated side's
+    connections through it."""
+
+    def watch_nodes(self, watch: NodeWatch | None) -> None:
+        """From now on, tell ``watch`` of each connection's creation (with its ports),
+        state changes and end (None: stop telling)."""

@@ -8,8 +8,16 @@ RFC-conforming behaviour instead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from mpa_emu.cm.limits import check_config
+
+RtrPreference = Literal["read", "write"]
+"""The zero-length operation a responder picks as RTR when the request offers both
+(``enum send_rdma0`` as :class:`mpa_emu.cm.mpa_policy.Rdma0Op`)."""
+
+PdataTail = Literal["zeros", "segment"]
+"""What :attr:`Quirks.v2_pdata_tail` reports in the 4 bytes past a v2 frame."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +29,7 @@ class Quirks:
     RFC 6581 block and 4 bytes past the frame are reported (``priv_data_len`` is the
     frame's PD_Length, copied from after the 24-byte v2 header)."""
 
-    v2_pdata_tail: str = "zeros"
+    v2_pdata_tail: PdataTail = "zeros"
     """What the emulator reports in those 4 bytes past the frame (with ``v2_pdata_plus4``).
     The kernel copies PD_Length bytes from after the 24-byte v2 header
     (``memcpy(cm_node->pdata_buf, buf + mpa_hdr_len, priv_data_len)`` in irdma_parse_mpa),
@@ -70,7 +78,7 @@ class Quirks:
                              f"not {self.v2_pdata_tail!r}")
 
 
-PDATA_TAILS = ("zeros", "segment")
+PDATA_TAILS: tuple[str, ...] = get_args(PdataTail)
 """The choices of :attr:`Quirks.v2_pdata_tail`."""
 
 
@@ -122,7 +130,7 @@ class CmConfig:
     p2p: bool = True
     """irdma_build_mpa_v2 always advertises P2P and irdma_negotiate_mpa_v2_ird_ord
     requires it (-EOPNOTSUPP otherwise). siw's default is ``False``."""
-    rtr_preference: str = "read"
+    rtr_preference: RtrPreference = "read"
     """Responder RTR choice when both are offered: irdma_negotiate_mpa_v2_ird_ord picks
     ``"read"``; siw picks ``"write"``."""
     accept_markers: bool = True

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
@@ -22,7 +23,8 @@ from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.states import CmEventType, CmState, Input
 from mpa_emu.cm.timers import CoreTimer, Deferred
 from mpa_emu.cm.trace import Trace
-from mpa_emu.offload.nic import FlowKey, Nic
+from mpa_emu.offload.nic import Nic
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -108,6 +110,8 @@ class CoreOps(Protocol):
     mac: bytes
     config: CmConfig
     trace: Trace | None
+    _watch: NodeWatch | None
+    """Who follows the nodes (replay), told of each creation, state change and free."""
     stats: dict[str, int]
     leaks: dict[int, str]
     qp_close_entries: set[int]
@@ -124,42 +128,42 @@ class CoreOps(Protocol):
         """The virtual time of the input being processed."""
 
     @property
-    def jiffies(self) -> int:
+    def _jiffies(self) -> int:
         """:attr:`now_ns` in jiffies."""
 
-    def tr(self, kind: str, fn: str, **fields: Any) -> None:
+    def _tr(self, kind: str, fn: str, **fields: Any) -> None:
         """Emit one trace record."""
 
-    def drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
+    def _drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
         """Record that ``seg`` was dropped by ``fn`` and why."""
 
-    def set_state(self, node: CmNode, new: CmState, fn: str) -> None:
+    def _set_state(self, node: CmNode, new: CmState, fn: str) -> None:
         """Move ``node`` to ``new``; only allowed while a row runs."""
 
-    def dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
+    def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` (nested: ACK with data -> MPA)."""
 
-    def transmit(self, tx: Transmit) -> None:
+    def _transmit(self, tx: Transmit) -> None:
         """Queue a frame (and deliver it at once when it loops back)."""
 
-    def rem_ref(self, node: CmNode) -> None:
+    def _rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``: drop a reference, destroy at zero."""
 
-    def post(self, node: CmNode, etype: CmEventType | None) -> None:
+    def _post(self, node: CmNode, etype: CmEventType | None) -> None:
         """Queue work for after the input: a CM event (``irdma_cm_post_event``), or the
         zero-latency qhash completion when ``etype`` is None."""
 
-    def push_upcall(self, up: Upcall) -> None:
+    def _push_upcall(self, up: Upcall) -> None:
         """Deliver an upcall to the application's queue."""
 
-    def drain_qp(self, key: FlowKey) -> None:
+    def _drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
 
-    def establish_complete(self, node: CmNode) -> None:
+    def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: parked disconnect workers go on."""
 
-    def record_leak(self, node: CmNode, reason: str) -> None:
+    def _record_leak(self, node: CmNode, reason: str) -> None:
         """Name why the kernel keeps ``node``; the first cause stays."""
 
-    def has_address(self, ip: bytes) -> bool:
+    def _has_address(self, ip: bytes) -> bool:
         """Whether ``ip`` is one of the host's addresses."""

@@ -23,10 +23,9 @@ inside the core: their frames appear in :meth:`CmCore.frames_to_send` with
 ``loopback=True`` for capture, are already delivered to the local peer node, and must not
 be put on the wire.
 
-The disconnect path after offload (:mod:`mpa_emu.cm.disconnect`) and the teardown by
-address (:mod:`mpa_emu.cm.teardown`) reach the core through the methods of their
-``DisconnectHost`` and ``TeardownHost`` protocols; the actions through
-:class:`~mpa_emu.cm.contract.CoreOps`.
+The disconnect path after offload (:mod:`mpa_emu.cm.disconnect`), the teardown by address
+(:mod:`mpa_emu.cm.teardown`) and the actions reach the core through the underscore names
+of their protocols (``DisconnectHost``, ``TeardownHost``, ``contract.CoreOps``).
 """
 
 from __future__ import annotations
@@ -37,25 +36,20 @@ from collections import deque
 from errno import EINVAL
 from typing import Any
 
-from mpa_emu.cm import disconnect, refs, send, teardown, upcalls
+from mpa_emu.cm import disconnect, log_lines, refs, send, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
 from mpa_emu.cm.device import DeviceVerbs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.leaks import leak_reason
+from mpa_emu.cm.leaks import leak_report
 from mpa_emu.cm.limits import VERB_RANGES
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
-from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
-from mpa_emu.cm.nodes import (
-    IsnChooser,
-    NodeTable,
-    is_loopback,
-    make_cm_node,
-    record_ird_ord,
-)
+from mpa_emu.cm.node import ChildListener, CmNode, Listener
+from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
 from mpa_emu.cm.pdata import as_u8, check_conn_pdata
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
 from mpa_emu.cm.table_views import TableViews
@@ -65,7 +59,8 @@ from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.offload.nic import FlowKey, Nic, NicQp, QpFactory
+from mpa_emu.offload.nic import Nic, NicQp, QpFactory
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -84,13 +79,14 @@ class CmCore(DeviceVerbs, TableViews):
     ISNs, ``trace`` receives the structured records (None: nothing is recorded) and
     ``qp_factory`` builds the QP of an offloaded connection (the emulator's own
     :class:`~mpa_emu.offload.qp.OffloadedQp` by default); ``isn`` may choose a new
-    node's ISN instead of the seeded generator.
+    node's ISN instead of the seeded generator; ``watch`` (a ``NodeWatch``) is told of
+    every node's creation, state changes and free, and of its QP's events.
     """
 
     def __init__(self, name: str, mac: bytes, config: CmConfig = DEFAULT_CONFIG, *,
                  seed: int = 0, trace: Trace | None = None,
                  qp_factory: QpFactory | None = None,
-                 isn: IsnChooser | None = None) -> None:
+                 isn: IsnChooser | None = None, watch: NodeWatch | None = None) -> None:
         if len(mac) != 6:
             raise ValueError(f"MAC must be 6 bytes, got {len(mac)}")
         if config.gen not in (1, 2):
@@ -101,16 +97,16 @@ class CmCore(DeviceVerbs, TableViews):
         self.mac = mac
         self.config = config
         self.trace = trace
+        self._watch = watch
         self.prefer = Rdma0Op(config.rtr_preference)
         self.nodes = NodeTable()
         self.timer = CoreTimer(config.hz)
         self.deferred = Deferred()
         self.nic = Nic(qp_factory, self.nodes.by_key)
         self.leaks: dict[int, str] = {}
-        self.stats: dict[str, int] = dict.fromkeys(
-            ("backlog_drops", "connect_errs", "passive_errs", "pkt_retrans", "rejects",
-             "accepts", "nodes_created", "nodes_destroyed", "listen_created",
-             "listen_destroyed"), 0)
+        self.stats: dict[str, int] = dict.fromkeys((
+            "backlog_drops", "connect_errs", "passive_errs", "pkt_retrans", "rejects", "accepts",
+            "nodes_created", "nodes_destroyed", "listen_created", "listen_destroyed"), 0)
         self._link_up = True
         self.rf_reset = False
         """``rf->reset``: a device reset is in progress (CQP commands are dropped)."""
@@ -131,7 +127,7 @@ class CmCore(DeviceVerbs, TableViews):
         self.qp_close_entries: set[int] = set()
         self._now_ns = 0
         self._rows_running = 0
-        """How many rows are running (nested dispatch): :meth:`set_state` needs one."""
+        """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
 
     # ---- local stack -------------------------------------------------------------
 
@@ -243,8 +239,7 @@ class CmCore(DeviceVerbs, TableViews):
         lst = table.make_listen_node(found, addr, port, ipv4, vlan_id, backlog, wildcard,
                                      tos, self.netdevs.walk(self._addresses, ipv4))
         self.stats["listen_created"] += 1
-        self.tr("listen_created", "irdma_create_listen", listener=lst.ident,
-                addr=addr, port=port, vlan=vlan_id, reused=lst.reused_node)
+        log_lines.listen_created(self, lst)
         self._finish()
         return lst.ident
 
@@ -255,7 +250,7 @@ class CmCore(DeviceVerbs, TableViews):
             raise CmError(EINVAL, f"no active listener {listener}")
         self._enter(now_ns)
         lst.listener_state = ListenerState.PASSIVE
-        self.tr("listen_destroyed", "irdma_cm_del_listen", listener=listener)
+        self._tr("listen_destroyed", "irdma_cm_del_listen", listener=listener)
         refs.dec_refcnt_listen(self, lst, free_hanging=True)
         self._finish()
 
@@ -277,7 +272,7 @@ class CmCore(DeviceVerbs, TableViews):
         if local_ip not in self._addresses:
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
         if self.config.quirks.conn_pdata_u8:
-            private_data = as_u8("connect", "irdma_connect", private_data, self.tr)
+            private_data = as_u8("connect", "irdma_connect", private_data, self._tr)
         check_conn_pdata("irdma_connect", private_data, self.config.mpa_rev)
         for name, value in (("ird", ird), ("ord", ord)):
             problem = VERB_RANGES[name].problem(value)
@@ -310,7 +305,7 @@ class CmCore(DeviceVerbs, TableViews):
         node.qhash_set = True
         node.cm_id = True
         node.qp_linked = True
-        self.dispatch(node, Input.CONNECT, None)
+        self._dispatch(node, Input.CONNECT, None)
         self._finish()
         return node.conn
 
@@ -334,7 +329,7 @@ class CmCore(DeviceVerbs, TableViews):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
-            private_data = as_u8("accept", "irdma_accept", private_data, self.tr)
+            private_data = as_u8("accept", "irdma_accept", private_data, self._tr)
         check_conn_pdata("irdma_accept", private_data, node.mpa_frame_rev)
         self._enter(now_ns)
         # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
@@ -342,7 +337,7 @@ class CmCore(DeviceVerbs, TableViews):
         # check and without the dcb_vlan_mode conversion of irdma_make_cm_node.
         self._set_node_vlan(node, self._addresses.get(node.loc_addr, NO_VLAN),
                             "irdma_accept")
-        outcome = self.dispatch(node, Input.ACCEPT, VerbArgs(bytes(private_data)))
+        outcome = self._dispatch(node, Input.ACCEPT, VerbArgs(bytes(private_data)))
         self._finish()
         if outcome.error is not None:
             raise outcome.error
@@ -359,7 +354,7 @@ class CmCore(DeviceVerbs, TableViews):
         if not node.client:
             self._check_held(node, "reject")
         if self.config.quirks.reject_pdata_u8:
-            private_data = as_u8("reject", "irdma_reject", private_data, self.tr)
+            private_data = as_u8("reject", "irdma_reject", private_data, self._tr)
         plen = len(private_data)
         if plen + MPA_V2_HDR > 544:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: {plen} + 24 > "
@@ -370,10 +365,10 @@ class CmCore(DeviceVerbs, TableViews):
         self._enter(now_ns)
         self.stats["rejects"] += 1
         if node.client:
-            self.tr("verb_ignored", "irdma_cm_reject", conn=conn,
+            self._tr("verb_ignored", "irdma_cm_reject", conn=conn,
                     reason="active node: irdma_cm_reject returns 0")
         else:
-            self.dispatch(node, Input.REJECT, VerbArgs(bytes(private_data)))
+            self._dispatch(node, Input.REJECT, VerbArgs(bytes(private_data)))
         self._finish()
 
     def close(self, conn: int, *, now_ns: int) -> None:
@@ -388,10 +383,10 @@ class CmCore(DeviceVerbs, TableViews):
             raise CmError(EINVAL, f"irdma_cm_close on connection {conn}: the node is "
                           "held only by the receive path stuck in irdma_process_options")
         self._enter(now_ns)
-        self.dispatch(node, Input.CLOSE, None)
+        self._dispatch(node, Input.CLOSE, None)
         self._finish()
 
-    def cm_close(self, conn: int, now_ns: int) -> int:
+    def _cm_close(self, conn: int, now_ns: int) -> int:
         """``irdma_cm_close`` for the disconnect path: like :meth:`close` but returns
         -EINVAL instead of raising (as ``irdma_qp_disconnect`` ignores it) and 0 for a
         node already gone."""
@@ -400,7 +395,7 @@ class CmCore(DeviceVerbs, TableViews):
             return 0
         self._enter(now_ns)
         try:
-            self.dispatch(node, Input.CLOSE, None)
+            self._dispatch(node, Input.CLOSE, None)
         except CmError as exc:
             return -exc.errno
         self._finish()
@@ -415,7 +410,7 @@ class CmCore(DeviceVerbs, TableViews):
                           f"(state {node.state.name})")
         self._enter(now_ns)
         disconnect.modify_qp(self, conn, "sqd" if graceful else "err", self._now_ns)
-        self.drain_qp(node.key)
+        self._drain_qp(node.key)
         self._finish()
 
     # ---- inspection (node, conns, listener, nodes_on, local_keys, qp: TableViews) ----
@@ -424,18 +419,11 @@ class CmCore(DeviceVerbs, TableViews):
         """Every node still in the table with the reason the kernel keeps it (None when
         the emulator cannot name one: that would be a bug). Each is recorded in the
         trace as ``kernel_leak``."""
-        out: list[tuple[int, CmState, str | None]] = []
-        for conn in self.conns():
-            n = self.nodes.by_conn[conn]
-            reason = leak_reason(n, self.leaks.get(n.conn), gen=self.config.gen)
-            out.append((conn, n.state, reason))
-            self.tr("kernel_leak", "irdma_rem_ref_cm_node", conn=conn,
-                    state=n.state.name, refcnt=n.refcnt, reason=reason)
-        return out
+        return leak_report(self)
 
     # ---- for the disconnect and teardown paths (DisconnectHost, TeardownHost) ------
 
-    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+    def _send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
         """``irdma_send_cm_event`` for the disconnect path (DISCONNECT and CLOSE from
         ``irdma_cm_disconn_true``)."""
         self._enter(now_ns)
@@ -443,7 +431,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node is not None:
             upcalls.send_cm_event(self, event, node, status)
 
-    def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
+    def _schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         """``irdma_schedule_cm_timer(CLOSE)`` with the QP as the entry: due in HZ/10 on
         the shared core timer (armed only when idle, as ``irdma_schedule_cm_timer``
         does); on expiry ``mpa_emu.cm.disconnect.handle_close_entry(core, conn, now_ns)``
@@ -453,7 +441,7 @@ class CmCore(DeviceVerbs, TableViews):
             return False
         self._enter(now_ns)
         self.qp_close_entries.add(node.conn)
-        self.timer.arm_close(node, self.jiffies)
+        self.timer.arm_close(node, self._jiffies)
         return True
 
     def has_node(self, conn: int) -> bool:
@@ -464,13 +452,13 @@ class CmCore(DeviceVerbs, TableViews):
         """``iwdev->iw_status``: False after :meth:`link_down`."""
         return self._link_up
 
-    def collect_qp_frames(self, conn: int) -> None:
+    def _collect_qp_frames(self, conn: int) -> None:
         """Move the QP's frames (and AEs) of ``conn`` into the core."""
         node = self.nodes.by_conn.get(conn)
         if node is not None and node.qp is not None:
-            self.drain_qp(node.key)
+            self._drain_qp(node.key)
 
-    def rts_ae_received(self, conn: int, now_ns: int) -> None:
+    def _rts_ae_received(self, conn: int, now_ns: int) -> None:
         """Wake ``irdma_accept`` (ESTABLISHED upcall) or ``irdma_cm_event_connected``
         (CONNECT_REPLY(0)) waiting for the RTS AE."""
         node = self.nodes.by_conn.get(conn)
@@ -482,41 +470,41 @@ class CmCore(DeviceVerbs, TableViews):
         else:
             upcalls.accept_complete(self, node)
 
-    def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
+    def _record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         """Emit one trace record on behalf of another module."""
         if self.trace is not None:
             self.trace.emit(make_record(max(now_ns, self._now_ns), self.name, kind, fn,
                                         fields))
 
-    def cm_node(self, conn: int) -> CmNode | None:
+    def _cm_node(self, conn: int) -> CmNode | None:
         """The node object of ``conn`` (read it, do not keep it)."""
         return self.nodes.by_conn.get(conn)
 
-    def has_driver_qp(self, conn: int) -> bool:
+    def _has_driver_qp(self, conn: int) -> bool:
         """``cm_node->iwqp != NULL``: active nodes from connect on, passive from accept."""
         n = self.nodes.by_conn.get(conn)
         return n is not None and (n.client or n.qp is not None)
 
-    def reset_node(self, conn: int, now_ns: int) -> None:
+    def _reset_node(self, conn: int, now_ns: int) -> None:
         """The NULL-checked teardown of a node without QP: CM RST and free (the
         ``TEARDOWN`` row)."""
         node = self.nodes.by_conn.get(conn)
         if node is None:
             return
         self._enter(now_ns)
-        self.dispatch(node, Input.TEARDOWN, None)
+        self._dispatch(node, Input.TEARDOWN, None)
 
-    def listen_list(self) -> list[Listener]:
+    def _listen_list(self) -> list[Listener]:
         """``cm_core->listen_list``, newest first."""
         return list(self.nodes.listeners)
 
-    def manage_syn_qhash(self, addr: bytes, port: int, vlan: int, ipv4: bool, add: bool,
+    def _manage_syn_qhash(self, addr: bytes, port: int, vlan: int, ipv4: bool, add: bool,
                          now_ns: int) -> bool:
         """``irdma_manage_qhash(TCP_SYN, ADD|DELETE)``: the steering rule lives on the
         listener or child that holds it, so there is nothing to fail here."""
         return True
 
-    def new_child_listener(self, parent: ListenerLike, addr: bytes, vlan: int
+    def _new_child_listener(self, parent: ListenerLike, addr: bytes, vlan: int
                            ) -> ChildListener:
         """A wildcard child for ``addr`` (``kmemdup`` of the parent), not yet linked."""
         return ChildListener(addr, vlan)
@@ -539,24 +527,24 @@ class CmCore(DeviceVerbs, TableViews):
         return self._now_ns
 
     @property
-    def jiffies(self) -> int:
+    def _jiffies(self) -> int:
         """:attr:`now_ns` in jiffies of ``CmConfig.hz``."""
         return ns_to_jiffies(self._now_ns, self._hz)
 
-    def tr(self, kind: str, fn: str, **fields: Any) -> None:
+    def _tr(self, kind: str, fn: str, **fields: Any) -> None:
         """Emit one trace record at the current time."""
         if self.trace is not None:
             self.trace.emit(make_record(self._now_ns, self.name, kind, fn, fields))
 
-    def drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
+    def _drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
         """Record that ``fn`` dropped ``seg`` and why."""
         if self.trace is not None:
-            self.tr("segment_dropped", fn, reason=reason,
+            self._tr("segment_dropped", fn, reason=reason,
                     conn=None if node is None else node.conn,
                     state=None if node is None else node.state.name,
                     flags=seg.flag_text, seq=seg.seq, ack=seg.ack, len=len(seg.payload))
 
-    def set_state(self, node: CmNode, new: CmState, fn: str) -> None:
+    def _set_state(self, node: CmNode, new: CmState, fn: str) -> None:
         """Move ``node`` to ``new`` on behalf of ``fn``. Only a running row may: every
         transition goes through the table (:mod:`mpa_emu.cm.transitions`)."""
         if node.state != new:
@@ -564,15 +552,17 @@ class CmCore(DeviceVerbs, TableViews):
                 raise RuntimeError(f"{fn}: {node.state.name} -> {new.name} outside the "
                                    "transition table")
             if self.trace is not None:
-                self.tr("state_changed", fn, conn=node.conn, old=node.state.name,
+                self._tr("state_changed", fn, conn=node.conn, old=node.state.name,
                         new=new.name)
+            if self._watch is not None:
+                self._watch.state_changed(node.conn, new)
             node.state = new
 
-    def dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
+    def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` and check where it left the node."""
         r = TABLE[(node.state, inp)]
         if not r.reachable:
-            unreachable_row_ran(r, self.tr)
+            unreachable_row_ran(r, self._tr)
         self._rows_running += 1
         try:
             result = r.run(self, node, r, rx)
@@ -584,39 +574,39 @@ class CmCore(DeviceVerbs, TableViews):
             f"table allows {sorted(s.name for s in r.allowed)}")
         return result
 
-    def transmit(self, tx: Transmit) -> None:
+    def _transmit(self, tx: Transmit) -> None:
         """Queue ``tx`` for :meth:`frames_to_send`; a loopback frame is also delivered
         to this core right after the current input."""
         self._outbox.append(tx)
         if self.trace is not None:
             seg = tx.segment
-            self.tr("segment_sent", tx.comment.split(":", 1)[0], conn=tx.conn,
+            self._tr("segment_sent", tx.comment.split(":", 1)[0], conn=tx.conn,
                     comment=tx.comment, flags=seg.flag_text, seq=seg.seq, ack=seg.ack,
                     len=len(seg.payload), loopback=tx.loopback)
         if tx.loopback:
             self._loop.append(tx.segment)
 
-    def rem_ref(self, node: CmNode) -> None:
+    def _rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``: drop one reference, destroy at zero."""
         refs.rem_ref(self, node)
 
-    def post(self, node: CmNode, etype: CmEventType | None) -> None:
+    def _post(self, node: CmNode, etype: CmEventType | None) -> None:
         """Queue a CM event for ``irdma_cm_event_handler``, or (``etype`` None) the
         qhash completion, to run after the current input in order."""
         self._work.append((node, etype))
 
-    def push_upcall(self, up: Upcall) -> None:
+    def _push_upcall(self, up: Upcall) -> None:
         """Queue an upcall for :meth:`next_event`."""
         self._upcalls.append(up)
 
-    def drain_qp(self, key: FlowKey) -> None:
+    def _drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         node = self.nodes.by_key.get(key)
         qp = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
-            self._drain_qp(key, qp, node)
+            self._drain_flow(key, qp, node)
 
-    def _drain_qp(self, key: FlowKey, qp: NicQp, node: CmNode | None) -> None:
+    def _drain_flow(self, key: FlowKey, qp: NicQp, node: CmNode | None) -> None:
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
         frames = qp.frames_to_send()
@@ -625,23 +615,23 @@ class CmCore(DeviceVerbs, TableViews):
             for tx in frames:
                 if lpb and not tx.loopback:
                     tx = Transmit(tx.segment, tx.comment, True, tx.conn)
-                self.transmit(tx)
+                self._transmit(tx)
         ae = qp.next_ae()
         while ae is not None:
             disconnect.on_ae(self, conn, ae, self._now_ns)
             ae = qp.next_ae()
         self.nic.track(key, qp, node_alive=key in self.nodes.by_key)
 
-    def record_leak(self, node: CmNode, reason: str) -> None:
+    def _record_leak(self, node: CmNode, reason: str) -> None:
         """Name why the kernel keeps ``node``; the first cause stays (a later symptom
         of the same leak does not replace it)."""
         self.leaks.setdefault(node.conn, reason)
 
-    def has_address(self, ip: bytes) -> bool:
+    def _has_address(self, ip: bytes) -> bool:
         """Whether ``ip`` is one of the host's addresses."""
         return ip in self._addresses
 
-    def establish_complete(self, node: CmNode) -> None:
+    def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: disconnect workers waiting in
         ``irdma_send_cm_event`` go on (:func:`mpa_emu.cm.disconnect.establish_complete`)."""
         if node.qp is not None:
@@ -672,7 +662,7 @@ class CmCore(DeviceVerbs, TableViews):
             expires = self.timer.expires
             assert expires is not None
             # a late caller fires the tick late, as a late softirq would: at "jiffies"
-            timer_tick(self, max(expires, self.jiffies))
+            timer_tick(self, max(expires, self._jiffies))
         elif source == "deferred":
             kind, node = self.deferred.pop()
             if kind == "qhash":
@@ -685,7 +675,7 @@ class CmCore(DeviceVerbs, TableViews):
             qp = self.nic.qp(key)
             if qp is not None:
                 qp.handle_timer(self._now_ns)
-                self.drain_qp(key)
+                self._drain_qp(key)
 
     def _finish(self) -> None:
         """Run what the kernel does after the input: queued CM events (ordered), zero-
@@ -708,13 +698,13 @@ class CmCore(DeviceVerbs, TableViews):
             return
         node.qhash_pending = False
         node.refcnt += 1
-        self.dispatch(node, Input.QHASH_DONE, None)
+        self._dispatch(node, Input.QHASH_DONE, None)
         node.refcnt -= 1
-        self.rem_ref(node)
+        self._rem_ref(node)
 
-    def qp_close_entry_due(self, node: CmNode) -> bool:
+    def _qp_close_entry_due(self, node: CmNode) -> bool:
         """The tick found ``node``'s close entry due: when the QP scheduled it
-        (:meth:`schedule_close_entry`) the QP branch of ``irdma_handle_close_entry`` runs
+        (:meth:`_schedule_close_entry`) the QP branch of ``irdma_handle_close_entry`` runs
         (:func:`mpa_emu.cm.disconnect.handle_close_entry`) and True is returned."""
         if node.conn not in self.qp_close_entries:
             return False
@@ -758,9 +748,9 @@ class CmCore(DeviceVerbs, TableViews):
             self.nic.rekeying(node, node.key, (*node.key[:4], vlan_id))
         self.nodes.rekey_vlan(node, vlan_id)
         if self.trace is not None:
-            self.tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
+            self._tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
-    def _make_cm_node(self, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
+    def _make_cm_node(self, key: FlowKey, rem_mac: bytes, lpb: bool, tos: int,
                       listener: Listener | None = None) -> CmNode:
         """``irdma_make_cm_node`` after the neighbour was resolved."""
         conn = self.nodes.new_conn()
@@ -771,9 +761,11 @@ class CmCore(DeviceVerbs, TableViews):
         self.nodes.add(node)
         self.stats["nodes_created"] += 1
         if self.trace is not None:
-            self.tr("node_created", "irdma_make_cm_node", conn=node.conn, loc=key[0],
+            self._tr("node_created", "irdma_make_cm_node", conn=node.conn, loc=key[0],
                     loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
                     isn=node.loc_seq_num, loopback=lpb)
+        if self._watch is not None:
+            self._watch.node_created(node.conn, key[1], key[2], key[3])
         return node
 
     # ---- internals: the receive path ---------------------------------------------------
@@ -781,11 +773,11 @@ class CmCore(DeviceVerbs, TableViews):
     def _receive_one(self, seg: Segment) -> None:
         """``irdma_receive_ilq`` + ``irdma_process_pkt``."""
         if self.trace is not None:
-            self.tr("segment_received", "irdma_receive_ilq", flags=seg.flag_text,
+            self._tr("segment_received", "irdma_receive_ilq", flags=seg.flag_text,
                     seq=seg.seq, ack=seg.ack, len=len(seg.payload),
                     sport=seg.sport, dport=seg.dport)
         if len(seg.src_ip) not in (4, 16) or len(seg.dst_ip) != len(seg.src_ip):
-            self.drop(seg, "irdma_receive_ilq", "not an IPv4 or IPv6 TCP segment")
+            self._drop(seg, "irdma_receive_ilq", "not an IPv4 or IPv6 TCP segment")
             return
         vlan_id = NO_VLAN if seg.vlan is None else seg.vlan & 0xFFF
         key = (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)
@@ -795,13 +787,13 @@ class CmCore(DeviceVerbs, TableViews):
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if node is not None or not seg.flags & SYN or seg.flags & ACK:
                 qp.receive(seg, self._now_ns)
-                self._drain_qp(key, qp, node)  # the node table is as before the QP ran
+                self._drain_flow(key, qp, node)  # the node table is as before the QP ran
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
         if self.ilq_stuck:
             # irdma_process_options never returned: the ILQ's receive path spins, so no
             # later segment reaches the CM (offloaded QPs are served by the hardware)
-            self.drop(seg, "irdma_receive_ilq", "receive path stuck in "
+            self._drop(seg, "irdma_receive_ilq", "receive path stuck in "
                       "irdma_process_options (zero-length option loop)")
             return
         if node is None:
@@ -809,7 +801,7 @@ class CmCore(DeviceVerbs, TableViews):
             if node is None:
                 return
         elif node.state == S.OFFLOADED:
-            self.drop(seg, "irdma_receive_ilq", "OFFLOADED: the hardware owns the flow",
+            self._drop(seg, "irdma_receive_ilq", "OFFLOADED: the hardware owns the flow",
                       node)
             return
         else:
@@ -818,20 +810,20 @@ class CmCore(DeviceVerbs, TableViews):
             self._process_pkt(node, seg)
         except KernelHang as hang:
             self.ilq_stuck = True
-            self.record_leak(node, f"receive path stuck in irdma_process_options: {hang}")
-            self.tr("kernel_bug", "irdma_process_options", conn=node.conn,
+            self._record_leak(node, f"receive path stuck in irdma_process_options: {hang}")
+            self._tr("kernel_bug", "irdma_process_options", conn=node.conn,
                     reason=f"infinite loop on {hang}; the segment is lost and the "
                            "lookup reference never released")
             return
-        self.rem_ref(node)
+        self._rem_ref(node)
 
-    def _passive_node(self, seg: Segment, key: NodeKey) -> CmNode | None:
+    def _passive_node(self, seg: Segment, key: FlowKey) -> CmNode | None:
         """No node for the segment: only a SYN without ACK that a qhash rule steers to
         the CM and a listener takes creates one (``irdma_receive_ilq``); it is still
         UNKNOWN, its SYN row makes it LISTENING."""
         fn = "irdma_receive_ilq"
         if not seg.flags & SYN or seg.flags & ACK:
-            self.drop(seg, fn, "no node for this 4-tuple and not a SYN")
+            self._drop(seg, fn, "no node for this 4-tuple and not a SYN")
             return None
         ipv4 = len(seg.dst_ip) == 4
         table = self.nodes
@@ -840,13 +832,15 @@ class CmCore(DeviceVerbs, TableViews):
             return None
         lst = table.find_listener(seg.dst_ip, ipv4, seg.dport, key[4],
                                   ListenerState.ACTIVE)
+        if self.trace is not None:
+            log_lines.passive_lookup(self, lst, seg.tos)
         if lst is None:
-            self.drop(seg, fn, "no active listener (irdma_find_listener)")
+            self._drop(seg, fn, "no active listener (irdma_find_listener)")
             return None
         lpb = is_loopback(seg.dst_ip, seg.src_ip)
         rem_mac = self.mac if lpb else self._neigh.get(seg.src_ip)
         if rem_mac is None:
-            self.drop(seg, "irdma_make_cm_node", "neighbour of the source not resolved")
+            self._drop(seg, "irdma_make_cm_node", "neighbour of the source not resolved")
             return None
         vlan_id = key[4]
         if vlan_id >= VLAN_N_VID and self.config.dcb_vlan_mode:
@@ -858,8 +852,8 @@ class CmCore(DeviceVerbs, TableViews):
                                   max(lst.tos, seg.tos), lst)
         node.cm_id = True
         if seg.flags & (RST | FIN):
-            self.drop(seg, fn, "SYN with RST or FIN: node freed", node)
-            self.rem_ref(node)
+            self._drop(seg, fn, "SYN with RST or FIN: node freed", node)
+            self._rem_ref(node)
             return None
         node.refcnt += 1
         return node
@@ -870,30 +864,34 @@ class CmCore(DeviceVerbs, TableViews):
         may carry, then a FIN alone."""
         flags = seg.flags
         if flags & RST:
+            if self.trace is not None:
+                log_lines.rst_pkt(self, node)
             send.cleanup(self, node)  # irdma_handle_rst_pkt cleans up first
-            self.dispatch(node, Input.RST, seg)
+            self._dispatch(node, Input.RST, seg)
             return
         if flags & SYN:
-            self.dispatch(node, Input.SYNACK if flags & ACK else Input.SYN, seg)
+            self._dispatch(node, Input.SYNACK if flags & ACK else Input.SYN, seg)
             return
         if flags & ACK:
             if not self._check_seq(node, seg, "irdma_handle_ack_pkt"):
                 return
-            outcome = self.dispatch(node, Input.ACK_DATA if seg.payload else Input.ACK,
+            outcome = self._dispatch(node, Input.ACK_DATA if seg.payload else Input.ACK,
                                     seg)
             if flags & FIN and not outcome.stop:
-                self.dispatch(node, Input.FIN, seg)
+                self._dispatch(node, Input.FIN, seg)
             return
         if flags & FIN:
             if self._check_seq(node, seg, "irdma_process_pkt"):
-                self.dispatch(node, Input.FIN, seg)
+                self._dispatch(node, Input.FIN, seg)
             return
-        self.dispatch(node, Input.NONE, seg)
+        self._dispatch(node, Input.NONE, seg)
 
     def _check_seq(self, node: CmNode, seg: Segment, fn: str) -> bool:
         """``irdma_check_seq``: False (and the drop recorded) when it refuses."""
         why = check_seq_refusal(seg.seq, seg.ack, loc_seq_num=node.loc_seq_num,
                                 rcv_nxt=node.rcv_nxt, rcv_wnd=node.settings.rcv_wnd)
         if why is not None:
-            self.drop(seg, fn, why, node)
+            if self.trace is not None:
+                log_lines.emit(self, log_lines.SEQ_ERR, conn=node.conn)
+            self._drop(seg, fn, why, node)
         return why is None

@@ -34,14 +34,14 @@ class _Core(teardown.TeardownHost, Protocol):
     _link_up: bool
     _now_ns: int
 
-    def tr(self, kind: str, fn: str, **fields: Any) -> None: ...
+    def _tr(self, kind: str, fn: str, **fields: Any) -> None: ...
     def _enter(self, now_ns: int) -> None: ...
     def _finish(self) -> None: ...
     def _check_ip(self, ip: bytes) -> None: ...
     def _verb_node(self, conn: int) -> CmNode: ...
     def _if_notify_one(self, ip: bytes, vlan_id: int, *, ifup: bool) -> None: ...
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None: ...
-    def qp_error(self, conn: int) -> None: ...
+    def _qp_error(self, conn: int) -> None: ...
 
 
 class DeviceVerbs:
@@ -56,7 +56,7 @@ class DeviceVerbs:
         self._enter(now_ns)
         self._link_up = False
         self.netdevs.up = False
-        self.tr("link_down", "irdma_netdevice_event", iw_status=0)
+        self._tr("link_down", "irdma_netdevice_event", iw_status=0)
         removed: list[bytes] = []
         if not self.config.keep_addr_on_down:
             for ip, vlan_id in list(self._addresses.items()):
@@ -72,7 +72,7 @@ class DeviceVerbs:
         abortive :meth:`disconnect`. Before, only an active node has a QP (bound by
         ``irdma_connect``): it goes to ERR with no TCP state, nothing is sent and the CM
         carries on, but ``irdma_modify_qp(RTS)`` in ``irdma_cm_event_connected`` then
-        fails (``iwarp_state > RTS``): no RTR goes out (see :meth:`qp_error`)."""
+        fails (``iwarp_state > RTS``): no RTR goes out (see :meth:`_qp_error`)."""
         node = self._verb_node(conn)
         if node.qp is not None:
             self.disconnect(conn, graceful=False, now_ns=now_ns)
@@ -81,17 +81,17 @@ class DeviceVerbs:
             raise CmError(EINVAL, f"connection {conn} has no QP yet (passive, not "
                           "accepted)")
         self._enter(now_ns)
-        self.qp_error(conn)
+        self._qp_error(conn)
         self._finish()
 
-    def qp_error(self: _Core, conn: int) -> None:
+    def _qp_error(self: _Core, conn: int) -> None:
         """Mark the driver QP of an active node before offload as moved to ERR
         (``irdma_modify_qp(ERR)`` with ``hw_tcp_state`` 0: no reset, no disconnect)."""
         node = self.nodes.by_conn.get(conn)
         if node is None or node.qp is not None or node.qp_error:
             return
         node.qp_error = True
-        self.tr("qp_state", "irdma_modify_qp", conn=conn, iwarp_state="ERROR",
+        self._tr("qp_state", "irdma_modify_qp", conn=conn, iwarp_state="ERROR",
                 reason="QP moved to ERR before offload: nothing sent")
 
     def teardown_connections(self: _Core, ip: bytes | None = None, *, vlan: int | None = None,

@@ -30,6 +30,8 @@ from __future__ import annotations
 from errno import ECONNRESET
 from typing import Any, Protocol
 
+from mpa_emu.cm import log_lines
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.events import IwEvent
 from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
@@ -66,28 +68,28 @@ class DisconnectHost(Protocol):
     def link_up(self) -> bool:
         """``iwdev->iw_status``."""
 
-    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+    def _send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
         """``irdma_send_cm_event``: queue one upcall to the application."""
 
-    def cm_close(self, conn: int, now_ns: int) -> int:
+    def _cm_close(self, conn: int, now_ns: int) -> int:
         """``irdma_cm_close`` on the node (for OFFLOADED: release it); its return value
         (0 or -EINVAL) is ignored by ``irdma_qp_disconnect``."""
 
-    def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
+    def _schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         """``irdma_schedule_cm_timer(..., IRDMA_TIMER_TYPE_CLOSE)`` with the QP as the
         entry: :func:`handle_close_entry` runs when it fires. ``False`` when the node
         already has a close entry (-EINVAL)."""
 
-    def collect_qp_frames(self, conn: int) -> None:
+    def _collect_qp_frames(self, conn: int) -> None:
         """Move the QP's transmitted frames into the host's outbox."""
 
-    def cm_node(self, conn: int) -> AcceleratedNode | None:
+    def _cm_node(self, conn: int) -> AcceleratedNode | None:
         """The node of ``conn`` (its ``accelerated`` flag is read), None once freed."""
 
-    def rts_ae_received(self, conn: int, now_ns: int) -> None:
+    def _rts_ae_received(self, conn: int, now_ns: int) -> None:
         """Wake ``irdma_accept`` / ``irdma_cm_event_connected`` waiting for the RTS AE."""
 
-    def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
+    def _record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         """Emit one trace record."""
 
 
@@ -95,7 +97,7 @@ class DisconnectHost(Protocol):
 
 
 def _recording(core: DisconnectHost) -> bool:
-    """Whether ``core.record`` keeps anything. A host with a ``trace`` attribute that is
+    """Whether ``core._record`` keeps anything. A host with a ``trace`` attribute that is
     ``None`` (a CmCore without tracing) drops every record, so the hot paths below do not
     build their fields (enum names) at all; any other host gets every record."""
     return getattr(core, "trace", True) is not None
@@ -109,11 +111,11 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     """
     qp = core.qp(conn)
     if qp is None:
-        core.record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
+        core._record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
                     ae=ae.kernel_name, reason="qp_id is already freed")
         return
     if ae is Ae.TERMINATE_TIMEOUT:
-        core.record("timer_fired", "irdma_terminate_timeout", now_ns, conn=conn)
+        core._record("timer_fired", "irdma_terminate_timeout", now_ns, conn=conn)
         terminate_done(core, conn, qp, now_ns, timeout=True)
         return
     iw = qp.iwqp
@@ -122,11 +124,14 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     iw.hw_iwarp_state = qp.ae_iwarp_state
     iw.last_aeq = ae
     if _recording(core):
-        core.record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
+        core._record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
                     tcp_state=iw.hw_tcp_state.name, iwarp_state=iw.hw_iwarp_state.name)
+    watch: NodeWatch | None = getattr(core, "_watch", None)  # as _recording: any host
+    if watch is not None:
+        watch.qp_event(now_ns, conn, ae.kernel_name)
     if ae is Ae.RTS:
         iw.rts_ae_rcvd = True
-        core.rts_ae_received(conn, now_ns)
+        core._rts_ae_received(conn, now_ns)
     elif ae in (Ae.LLP_FIN_RECEIVED, Ae.ROE_BAD_LLP_CLOSE):
         _fin_received(core, conn, qp, now_ns)
     elif ae is Ae.LLP_CLOSE_COMPLETE:
@@ -165,13 +170,13 @@ def _fin_received(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int) -> No
     if iw.ibqp_state == IbQpState.RTS:
         # irdma_next_iw_state(CLOSING): the NIC answers the peer's FIN with its own.
         iw.iwarp_state = IwarpState.CLOSING
-        core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn,
+        core._record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn,
                     target="CLOSING", reset_tcp_conn=False, rst=False)
         qp.modify_qp("sqd", now_ns)
-        core.collect_qp_frames(conn)
+        core._collect_qp_frames(conn)
         cm_disconn(core, conn, now_ns)
     if core.has_node(conn):
-        core.schedule_close_entry(conn, now_ns)
+        core._schedule_close_entry(conn, now_ns)
 
 
 def _next_iw_state_error(core: DisconnectHost, conn: int, qp: NicQp,
@@ -180,10 +185,10 @@ def _next_iw_state_error(core: DisconnectHost, conn: int, qp: NicQp,
     iw = qp.iwqp
     iw.iwarp_state = iw.hw_iwarp_state = IwarpState.ERROR
     reset = bool(iw.term_flags)
-    core.record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn, target="ERROR",
+    core._record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn, target="ERROR",
                 reset_tcp_conn=reset, rst=reset and qp.tcp_alive)
     qp.modify_qp("err", now_ns, reset_tcp_conn=reset)
-    core.collect_qp_frames(conn)
+    core._collect_qp_frames(conn)
 
 
 # ---- ctrl.c / utils.c: TERMINATE -----------------------------------------------------
@@ -191,7 +196,7 @@ def _next_iw_state_error(core: DisconnectHost, conn: int, qp: NicQp,
 def _start_terminate_timer(core: DisconnectHost, conn: int, iw: IwQp, now_ns: int) -> None:
     # irdma_terminate_start_timer: expires = jiffies + HZ.
     if iw.terminate_at is not None:
-        core.record("kernel_bug", "irdma_terminate_start_timer", now_ns, conn=conn,
+        core._record("kernel_bug", "irdma_terminate_start_timer", now_ns, conn=conn,
                     reason="timer_setup + add_timer on a pending terminate_timer; the "
                            "model restarts it")
     iw.terminate_at = now_ns + TERMINATE_TIMER_NS
@@ -209,12 +214,12 @@ def terminate_connection(core: DisconnectHost, conn: int, qp: NicQp, ae: Ae,
     fields = term.terminate_fields(ae, frame)
     _start_terminate_timer(core, conn, iw, now_ns)
     iw.term_flags |= TERM_SENT
-    core.record("terminate", "irdma_terminate_connection", now_ns, conn=conn,
+    core._record("terminate", "irdma_terminate_connection", now_ns, conn=conn,
                 ae=ae.kernel_name, layer=fields.layer, etype=fields.etype,
                 error_code=fields.error_code)
     iw.iwarp_state = iw.hw_iwarp_state = IwarpState.TERMINATE
     qp.modify_qp("terminate", now_ns, term=ulpdu)
-    core.collect_qp_frames(conn)
+    core._collect_qp_frames(conn)
 
 
 def terminate_send_fin(core: DisconnectHost, conn: int, qp: NicQp,
@@ -223,7 +228,7 @@ def terminate_send_fin(core: DisconnectHost, conn: int, qp: NicQp,
     iw = qp.iwqp
     iw.iwarp_state = iw.hw_iwarp_state = IwarpState.TERMINATE
     qp.modify_qp("terminate", now_ns, send_fin=True)
-    core.collect_qp_frames(conn)
+    core._collect_qp_frames(conn)
 
 
 def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
@@ -240,7 +245,7 @@ def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
         return
     iw.term_flags |= TERM_RCVD
     remote = term.remote_error(ulpdu)
-    core.record("terminate_received", "irdma_terminate_received", now_ns, conn=conn,
+    core._record("terminate_received", "irdma_terminate_received", now_ns, conn=conn,
                 layer_etype=ulpdu[18] if len(ulpdu) > 18 else None,
                 error_code=ulpdu[19] if len(ulpdu) > 19 else None, closes_now=remote)
     if remote:
@@ -300,13 +305,13 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
     in_reset = bool(getattr(core, "rf_reset", False))
-    core.record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
+    core._record("qp_modify", "irdma_modify_qp", now_ns, conn=conn, target=next_state.name,
                 reset_tcp_conn=reset_tcp_conn,
                 rst=reset_tcp_conn and qp.tcp_alive and not in_reset)
     if not in_reset:  # irdma_handle_cqp_op: no CQP command reaches a NIC being reset
         qp.modify_qp(target, now_ns,
                      reset_tcp_conn=reset_tcp_conn if target == "err" else None)
-    core.collect_qp_frames(conn)
+    core._collect_qp_frames(conn)
     iw.iwarp_state = next_state
     if iw.ibqp_state <= IbQpState.RTS:
         return
@@ -320,7 +325,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
         return
     iw.close_timer_started += 1
     if iw.cm_id and iw.close_timer_started == 1:
-        core.schedule_close_entry(conn, now_ns)
+        core._schedule_close_entry(conn, now_ns)
 
 
 # ---- cm.c: the close entry, irdma_cm_disconn, irdma_cm_disconn_true -----------------
@@ -332,7 +337,7 @@ def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
     if qp is None:
         return
     iw = qp.iwqp
-    core.record("timer_fired", "irdma_handle_close_entry", now_ns, conn=conn,
+    core._record("timer_fired", "irdma_handle_close_entry", now_ns, conn=conn,
                 cm_id=iw.cm_id)
     if not iw.cm_id:
         return
@@ -403,7 +408,7 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
         # irdma_cm_disconn_true: with the TCP connection over, qp->term_flags = 0.
         iw.term_flags = 0
     if _recording(core):
-        core.record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
+        core._record("disconnect_decision", "irdma_cm_disconn_true", now_ns, conn=conn,
                     hw_tcp_state=iw.hw_tcp_state.name, ibqp_state=iw.ibqp_state.name,
                     last_ae=iw.last_aeq.kernel_name if iw.last_aeq else None,
                     issue_disconn=issue_disconn, status=status, issue_close=issue_close,
@@ -412,11 +417,11 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
         return
     if not (issue_disconn or issue_close):
         return
-    node = core.cm_node(conn)
+    node = core._cm_node(conn)
     if node is not None and not node.accelerated:
         # irdma_send_cm_event: DISCONNECT and CLOSE wait for establish_comp.
         iw.parked = (*iw.parked, (issue_disconn, status, issue_close))
-        core.record("worker_blocked", "irdma_send_cm_event", now_ns, conn=conn,
+        core._record("worker_blocked", "irdma_send_cm_event", now_ns, conn=conn,
                     reason="node not accelerated: the disconnect worker waits on "
                            "establish_comp (forever if the accept fails)")
         return
@@ -426,11 +431,14 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
 def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
              issue_close: bool, now_ns: int) -> None:
     if issue_disconn:
-        core.send_cm_event(conn, IwEvent.DISCONNECT, status, now_ns)
+        core._send_cm_event(conn, IwEvent.DISCONNECT, status, now_ns)
     if issue_close:
-        core.send_cm_event(conn, IwEvent.CLOSE, 0, now_ns)
+        core._send_cm_event(conn, IwEvent.CLOSE, 0, now_ns)
         # irdma_qp_disconnect -> irdma_cm_close: for OFFLOADED this releases the node.
-        core.cm_close(conn, now_ns)
+        if _recording(core) and log_lines.plays_irdma(core):
+            core._record("kernel_log", log_lines.CALL_CLOSE.fn, now_ns,
+                        **log_lines.fields(log_lines.CALL_CLOSE, conn=conn))
+        core._cm_close(conn, now_ns)
 
 
 def establish_complete(core: DisconnectHost, conn: int, now_ns: int) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno as _errno
 
+from mpa_emu.errors import MpaEmuError
+
 _KERNEL_NAMES = {_errno.EOPNOTSUPP: "EOPNOTSUPP", _errno.EDEADLK: "EDEADLK",
                  _errno.EAGAIN: "EAGAIN"}
 """Where two names share a value, the one the kernel returns
@@ -17,7 +19,7 @@ def errno_name(err: int) -> str:
     return _KERNEL_NAMES.get(err) or _errno.errorcode.get(err, str(err))
 
 
-class CmError(ValueError):
+class CmError(MpaEmuError, ValueError):
     """A verb called in a way the driver refuses (wrong state, over a limit, unknown handle).
 
     ``errno`` is the positive Linux errno the kernel would return (``-errno`` in C), e.g.

@@ -1,10 +1,11 @@
 """The map from every function of the kernel's cm.c to what models it in mpa_emu.
 
-One entry per function of ``drivers/infiniband/hw/irdma/cm.c`` (97 in the newest mainline,
-numbered as in the reference's function table). An entry either names what models the
-function (dotted paths into mpa_emu: a module attribute, or ``Class.method``) or says why
-nothing does (hardware or OS plumbing whose guarantee is kept another way). The test
-``tests/cm/test_kernel_map.py`` keeps the map complete and true: every path must import.
+One entry per function of ``drivers/infiniband/hw/irdma/cm.c`` (97 in mainline Linux
+:data:`KERNEL_VERSION`, numbered as in the reference's function table). An entry either
+names what models the function (dotted paths into mpa_emu: a module attribute, or
+``Class.method``) or says why nothing does (hardware or OS plumbing whose guarantee is
+kept another way). The test ``tests/cm/test_kernel_map.py`` keeps the map complete and
+true: every path must import.
 
 ``mpa-emu kernel-map`` prints it.
 """
@@ -14,6 +15,14 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any
+
+KERNEL_VERSION = "6.16"
+"""The mainline Linux release whose ``drivers/infiniband/hw/irdma/cm.c`` (and ``cm.h``)
+the model follows: the newest cm.c the reference was read from (the 6.16 timer API,
+``timer_container_of``). Its state machine is the one of the 2023-2025 mainline trees
+(the listener match with its ``ipv4`` check, ``IRDMA_DEFAULT_RETRANS`` 32 since Linux
+6.3); they differ from it only in plumbing. docs/kernel-behaviour.md names the same
+release (a test checks it)."""
 
 MODELLED = "modelled"
 PLUMBING = "plumbing"
@@ -70,7 +79,7 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "mpa_emu.cm.upcalls.send_cm_event mpa_emu.cm.events.Upcall",
        "by behaviour: CONNECT_REPLY carries private data, IRD and ORD from the node"),
     _e(9, "irdma_send_cm_event", "E",
-       "mpa_emu.cm.events.Upcall CmCore.send_cm_event mpa_emu.cm.upcalls.send_cm_event",
+       "mpa_emu.cm.events.Upcall CmCore._send_cm_event mpa_emu.cm.upcalls.send_cm_event",
        "u8 private-data length: Quirks.pdata_len_u8"),
     _e(10, "irdma_timer_list_prep", "H",
        "mpa_emu.cm.timers.timer_tick CmCore._next_due",
@@ -255,7 +264,7 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "CmCore.reject mpa_emu.cm.actions.reject",
        ""),
     _e(72, "irdma_cm_close", "E",
-       "CmCore.cm_close",
+       "CmCore._cm_close",
        ""),
     _e(73, "irdma_receive_ilq", "E",
        "CmCore.receive CmCore._receive_one",

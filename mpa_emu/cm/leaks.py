@@ -8,6 +8,7 @@ a state without a timer, a reference an error path forgot, or the application's 
 
 from __future__ import annotations
 
+from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.states import CmState
 
@@ -60,3 +61,17 @@ def leak_reason(n: CmNode, known: str | None, *, gen: int = 2) -> str | None:
         return (f"{st.name} without a FIN entry: the FIN could not be built without an "
                 "AH, nothing retransmits it and no timer ends the node")
     return None
+
+
+def leak_report(cm: CoreOps) -> list[tuple[int, CmState, str | None]]:
+    """Every node still in ``cm``'s table with the reason the kernel keeps it (None when
+    the emulator cannot name one: that would be a bug), each recorded in the trace as
+    ``kernel_leak`` (:meth:`mpa_emu.cm.core.CmCore.leak_report`)."""
+    out: list[tuple[int, CmState, str | None]] = []
+    for conn in sorted(cm.nodes.by_conn):
+        n = cm.nodes.by_conn[conn]
+        reason = leak_reason(n, cm.leaks.get(n.conn), gen=cm.config.gen)
+        out.append((conn, n.state, reason))
+        cm._tr("kernel_leak", "irdma_rem_ref_cm_node", conn=conn,
+              state=n.state.name, refcnt=n.refcnt, reason=reason)
+    return out

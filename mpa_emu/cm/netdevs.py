@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-NO_VLAN = 0xFFFF
+from mpa_emu.wire.flow import NO_VLAN
 
 
 class NetdevList:

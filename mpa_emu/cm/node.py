@@ -15,6 +15,7 @@ from typing import NamedTuple
 from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.offload.nic import NicQp, StoredKey
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import Segment, Transmit
 
@@ -96,10 +97,6 @@ class ChildListener:
         self.loc_addr = loc_addr
         self.vlan_id = vlan_id
         self.qhash_set = True
-
-
-NodeKey = tuple[bytes, int, bytes, int, int]
-"""(local address, local port, remote address, remote port, VLAN id)."""
 
 
 REFCOUNT_SATURATED = 0xC000_0000
@@ -227,7 +224,7 @@ class CmNode:
         "rts_deadline", "send_entry", "settings", "state",
     )
 
-    def __init__(self, conn: int, key: NodeKey) -> None:
+    def __init__(self, conn: int, key: FlowKey) -> None:
         self.conn = conn
         self.key = key if isinstance(key, StoredKey) else tuple.__new__(StoredKey, key)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the

@@ -16,10 +16,11 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.conn_index import ConnIndex
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import Rdma0Op
-from mpa_emu.cm.node import ChildListener, CmNode, Listener, NodeKey
+from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.states import ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
 from mpa_emu.offload.nic import StoredKey
+from mpa_emu.wire.flow import FlowKey
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
 """``(local ip, local port, remote ip, remote port) -> ISN`` of a new node, or None for
@@ -50,7 +51,7 @@ def is_loopback(local_ip: bytes, remote_ip: bytes) -> bool:
     return remote_ip == bytes(15) + b"\x01"
 
 
-def make_cm_node(conn: int, key: NodeKey, rem_mac: bytes, lpb: bool, tos: int,
+def make_cm_node(conn: int, key: FlowKey, rem_mac: bytes, lpb: bool, tos: int,
                  cfg: CmConfig, isn: int, listener: Listener | None = None) -> CmNode:
     """The fields ``irdma_make_cm_node`` gives a new node (the caller files it), with
     the ``listener`` of a passive node (``irdma_handle_syn_pkt``)."""
@@ -87,7 +88,7 @@ class NodeTable:
                  "next_port")
 
     def __init__(self) -> None:
-        self.by_key: dict[NodeKey, CmNode] = {}
+        self.by_key: dict[FlowKey, CmNode] = {}
         self.by_conn: ConnIndex[CmNode] = ConnIndex()
         self.by_local: dict[tuple[bytes, int], list[CmNode]] = {}
         """Nodes per (local address, VLAN) in filing order, the order
@@ -121,7 +122,7 @@ class NodeTable:
             self.eph_in_use[dest] = self.eph_in_use.get(dest, 0) + 1
         self.by_key[key] = node
 
-    def _unfile(self, key: NodeKey) -> None:
+    def _unfile(self, key: FlowKey) -> None:
         del self.by_key[key]
         if key[1] >= EPHEMERAL_FIRST:
             dest = (key[0], key[2], key[3], key[4])

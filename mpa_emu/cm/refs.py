@@ -10,6 +10,7 @@ listener's reference, and a listener whose last reference goes leaves the listen
 
 from __future__ import annotations
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode, Listener
 from mpa_emu.cm.states import Input
@@ -18,7 +19,7 @@ from mpa_emu.cm.states import Input
 def rem_ref(cm: CoreOps, node: CmNode) -> None:
     """``irdma_rem_ref_cm_node``: drop one reference, destroy at zero."""
     if node.refcnt <= 0:
-        cm.tr("kernel_bug", "irdma_rem_ref_cm_node", conn=node.conn,
+        cm._tr("kernel_bug", "irdma_rem_ref_cm_node", conn=node.conn,
               reason="reference dropped on a freed node (refcount underflow, use after "
                      "free in irdma_rem_ref_cm_node)")
         return
@@ -36,6 +37,8 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     cm.stats["nodes_destroyed"] += 1
     lst = node.listener
     if not node.accelerated and node.accept_pend and lst is not None:
+        if cm.trace is not None:
+            log_lines.emit(cm, log_lines.DESTROYED_BEFORE_ESTABLISHED, conn=node.conn)
         lst.pend_accepts_cnt -= 1
     if node.close_entry is not None:
         node.close_entry.live = False
@@ -47,7 +50,7 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
         # off cm_hash_tbl, the node is never seen by irdma_timer_list_prep again
         node.send_entry.live = False
         node.send_entry = None
-        cm.tr("kernel_leak", "irdma_destroy_connection", conn=node.conn,
+        cm._tr("kernel_leak", "irdma_destroy_connection", conn=node.conn,
               reason="freed with a retransmission entry: the entry and its buffer are "
                      "never freed, nothing resends them")
     node.rts_deadline = None
@@ -58,8 +61,10 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
         node.qp = None
         cm.nic.node_freed(node.key, qp)
     if cm.trace is not None:
-        cm.tr("node_freed", "irdma_destroy_connection", conn=node.conn,
+        cm._tr("node_freed", "irdma_destroy_connection", conn=node.conn,
               state=node.state.name)
+    if cm._watch is not None:
+        cm._watch.node_freed(node.conn)
     if lst is not None:
         dec_refcnt_listen(cm, lst, free_hanging=False)
 
@@ -73,9 +78,13 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
                    if n.listener is lst and not n.accelerated]
         for n in pending:
             n.refcnt += 1  # irdma_reset_list_prep
-            cm.dispatch(n, Input.DESTROY_LISTEN, None)
+            cm._dispatch(n, Input.DESTROY_LISTEN, None)
     lst.refcnt -= 1
     if lst.refcnt == 0:
         cm.nodes.remove_listener(lst)
         cm.stats["listen_destroyed"] += 1
-        cm.tr("listener_freed", "irdma_dec_refcnt_listen", listener=lst.ident)
+        cm._tr("listener_freed", "irdma_dec_refcnt_listen", listener=lst.ident)
+        if cm.trace is not None:
+            # apbvt_del: true from irdma_destroy_listen and irdma_destroy_connection
+            log_lines.listener_line(cm, log_lines.LISTENER_FREED, lst, active=False,
+                                    apbvt_del=True)

@@ -5,6 +5,7 @@ them on the wire, once or with a retransmission entry (``irdma_schedule_cm_timer
 
 from __future__ import annotations
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.mpa_policy import MpaParams, build_mpa_frame
 from mpa_emu.cm.node import REFCOUNT_SATURATED, CmNode
@@ -69,19 +70,19 @@ def schedule_send(cm: CoreOps, node: CmNode, seg: Segment, comment: str, *,
     if node.send_entry is not None:
         # The kernel overwrites the entry without freeing it; callers clean up first.
         node.send_entry.live = False
-        cm.record_leak(node, "irdma_schedule_cm_timer overwrote a live send entry: the "
+        cm._record_leak(node, "irdma_schedule_cm_timer overwrote a live send entry: the "
                        "old entry's node reference is never dropped")
-        cm.tr("kernel_leak", "irdma_schedule_cm_timer", conn=node.conn,
+        cm._tr("kernel_leak", "irdma_schedule_cm_timer", conn=node.conn,
               reason="send entry overwritten: its node reference leaks")
     node.refcnt += 1
-    cm.transmit(tx)
+    cm._transmit(tx)
     if not retrans:
         node.refcnt -= 1  # irdma_cleanup_retrans_entry of the entry just made
         node.send_entry = None
         if close_when_complete:
-            cm.rem_ref(node)
+            cm._rem_ref(node)
         return
-    cm.timer.arm_send(node, tx, cm.jiffies, cm.config.retrans)
+    cm.timer.arm_send(node, tx, cm._jiffies, cm.config.retrans)
 
 
 def schedule_close(cm: CoreOps, node: CmNode) -> bool:
@@ -89,7 +90,7 @@ def schedule_close(cm: CoreOps, node: CmNode) -> bool:
     False when the node already has a close entry."""
     if node.close_entry is not None:
         return False
-    cm.timer.arm_close(node, cm.jiffies)
+    cm.timer.arm_close(node, cm._jiffies)
     return True
 
 
@@ -105,10 +106,10 @@ def cleanup(cm: CoreOps, node: CmNode) -> None:
         node.refcnt -= 1
         if node.refcnt <= 0:
             node.refcnt = REFCOUNT_SATURATED
-            cm.record_leak(node, "refcount_dec hit 0 in irdma_free_retrans_entry (the "
+            cm._record_leak(node, "refcount_dec hit 0 in irdma_free_retrans_entry (the "
                            "retransmission entry held the last reference): refcount "
                            "saturated, the node is never freed")
-            cm.tr("kernel_bug", "irdma_free_retrans_entry", conn=node.conn,
+            cm._tr("kernel_bug", "irdma_free_retrans_entry", conn=node.conn,
                   reason="refcount_t: decrement hit 0; leaking memory")
 
 
@@ -118,7 +119,7 @@ def send_syn(cm: CoreOps, node: CmNode, sendack: bool, comment: str) -> bool:
     seg = _form(cm, node, SYN | (ACK if sendack else 0),
                 syn_options(node.settings.mss, node.settings.rcv_wscale))
     if seg is None:
-        cm.tr("send_failed", "irdma_send_syn", conn=node.conn, reason="no AH")
+        cm._tr("send_failed", "irdma_send_syn", conn=node.conn, reason="no AH")
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
@@ -128,16 +129,16 @@ def send_ack(cm: CoreOps, node: CmNode, comment: str) -> None:
     """``irdma_send_ack``: a pure ACK, sent once, no timer."""
     seg = _form(cm, node, ACK)
     if seg is None:
-        cm.tr("send_failed", "irdma_send_ack", conn=node.conn, reason="no AH")
+        cm._tr("send_failed", "irdma_send_ack", conn=node.conn, reason="no AH")
         return
-    cm.transmit(Transmit(seg, comment, node.do_lpb, node.conn))
+    cm._transmit(Transmit(seg, comment, node.do_lpb, node.conn))
 
 
 def send_fin(cm: CoreOps, node: CmNode, comment: str) -> bool:
     """``irdma_send_fin``: ACK|FIN, retransmitted."""
     seg = _form(cm, node, ACK | FIN)
     if seg is None:
-        cm.tr("send_failed", "irdma_send_fin", conn=node.conn, reason="no AH")
+        cm._tr("send_failed", "irdma_send_fin", conn=node.conn, reason="no AH")
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
@@ -149,9 +150,11 @@ def send_reset(cm: CoreOps, node: CmNode, comment: str) -> bool:
     (``irdma_form_ah_cm_frame`` fails, and the caller's reference stays)."""
     seg = _form(cm, node, RST | ACK)
     if seg is None:
-        cm.tr("send_failed", "irdma_send_reset", conn=node.conn,
+        cm._tr("send_failed", "irdma_send_reset", conn=node.conn,
               reason="no valid AH (irdma_form_ah_cm_frame): no RST, no put")
         return False
+    if cm.trace is not None:
+        log_lines.send_reset(cm, node, comment)
     schedule_send(cm, node, seg, comment, retrans=False, close_when_complete=True)
     return True
 
@@ -190,12 +193,12 @@ def send_mpa_request(cm: CoreOps, node: CmNode, comment: str) -> bool:
     for retransmission. False when it could not be built or formed."""
     frame = cm_build_mpa_frame(cm, node, request=True, private_data=node.pdata)
     if not frame:
-        cm.tr("send_failed", "irdma_send_mpa_request", conn=node.conn,
+        cm._tr("send_failed", "irdma_send_mpa_request", conn=node.conn,
               reason=f"mpa_frame_rev {node.mpa_frame_rev}: header size 0")
         return False
     seg = _form(cm, node, ACK, payload=frame)
     if seg is None:
-        cm.tr("send_failed", "irdma_send_mpa_request", conn=node.conn, reason="no AH")
+        cm._tr("send_failed", "irdma_send_mpa_request", conn=node.conn, reason="no AH")
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
@@ -206,16 +209,16 @@ def host_stack(cm: CoreOps, seg: Segment) -> None:
     answers with RST|ACK when ``CmConfig.host_stack_rst`` is set and stays silent
     otherwise (``tcp_v4_send_reset`` / ``tcp_v6_send_reset``, outside cm.c)."""
     if not cm.config.host_stack_rst:
-        cm.drop(seg, "irdma_receive_ilq", "no listener: SYN left to the host stack (silent)")
+        cm._drop(seg, "irdma_receive_ilq", "no listener: SYN left to the host stack (silent)")
         return
-    if not cm.has_address(seg.dst_ip):
+    if not cm._has_address(seg.dst_ip):
         # the host stack has no such address (removed, the VLAN device kept):
         # ip_route_input finds no local route and the packet is dropped
-        cm.drop(seg, "irdma_receive_ilq",
+        cm._drop(seg, "irdma_receive_ilq",
                 "no listener: the host stack has no such address (dropped)")
         return
-    cm.drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
-    cm.transmit(host_stack_reset(seg, cm.mac, is_loopback(seg.dst_ip, seg.src_ip)))
+    cm._drop(seg, "irdma_receive_ilq", "no listener: host stack answers with RST")
+    cm._transmit(host_stack_reset(seg, cm.mac, is_loopback(seg.dst_ip, seg.src_ip)))
 
 
 def host_stack_reset(seg: Segment, mac: bytes, loopback: bool) -> Transmit:

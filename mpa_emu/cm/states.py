@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
+from mpa_emu.wire import flow as wire_flow
+
 
 class CmState(IntEnum):
     """``enum irdma_cm_node_state`` without the ``IRDMA_CM_STATE_`` prefix.
@@ -96,7 +98,7 @@ PASSIVE_STATE_INDICATED = 0
 DO_NOT_SEND_RESET_EVENT = 1
 SEND_RESET_EVENT = 2
 
-NO_VLAN = 0xFFFF
-"""The kernel's "no VLAN" sentinel for vlan_id (``rdma_vlan_dev_vlan_id`` of a plain
-netdev); VLAN_N_VID is 4096."""
+NO_VLAN = wire_flow.NO_VLAN
+"""The kernel's "no VLAN" sentinel for vlan_id (:data:`mpa_emu.wire.flow.NO_VLAN`);
+VLAN_N_VID is 4096."""
 VLAN_N_VID = 4096

@@ -32,12 +32,12 @@ class TableViews:
         lst = self.nodes.listener_ids.get(ident)
         return None if lst is None else ListenerView.of(lst)
 
-    def nodes_on(self, ip: bytes, vlan_id: int) -> list[CmNode]:
+    def _nodes_on(self, ip: bytes, vlan_id: int) -> list[CmNode]:
         """Nodes whose local address is ``ip`` on ``vlan_id`` (0xFFFF untagged): the
         selection of ``irdma_teardown_list_prep`` without scanning the table."""
         return self.nodes.local_nodes(ip, vlan_id)
 
-    def local_keys(self) -> list[tuple[bytes, int]]:
+    def _local_keys(self) -> list[tuple[bytes, int]]:
         """The (local address, VLAN id) keys of the node index: one per local address in
         use, so a teardown can match addresses without touching every node."""
         return list(self.nodes.by_local)

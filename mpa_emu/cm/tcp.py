@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.seq import add, between
-
-OPTION_NUM_EOL = 0
-OPTION_NUM_NONE = 1
-OPTION_NUM_MSS = 2
-OPTION_NUM_WINDOW_SCALE = 3
+from mpa_emu.wire.tcp_options import EOL as OPTION_NUM_EOL
+from mpa_emu.wire.tcp_options import MSS as OPTION_NUM_MSS
+from mpa_emu.wire.tcp_options import NOP as OPTION_NUM_NONE
+from mpa_emu.wire.tcp_options import WINDOW_SCALE as OPTION_NUM_WINDOW_SCALE
 
 MTU_TO_MSS_IPV4 = 40  # IRDMA_MTU_TO_MSS_IPV4
 MTU_TO_MSS_IPV6 = 60  # IRDMA_MTU_TO_MSS_IPV6
@@ -72,7 +71,9 @@ fast_frozen_init(OptionResult)
 
 def process_options(options: bytes, *, syn: bool, ipv4: bool, mss: int,
                     snd_wscale: int) -> OptionResult:
-    """``irdma_process_options`` over the raw option bytes of one segment.
+    """``irdma_process_options`` over the raw option bytes of one segment: the kernel's
+    own loop with its quirks (how any capture's options read is
+    :func:`mpa_emu.wire.tcp_options.parse_options`).
 
     EOL stops; NOP advances one byte; MSS must have length 4 and a value of at least
     536 (IPv4) / 1220 (IPv6), and only lowers the MSS; window scale is taken with no

@@ -27,10 +27,7 @@ from typing import Any, Protocol
 
 from mpa_emu.cm import disconnect
 from mpa_emu.cm.states import CmState
-
-NO_VLAN = 0xFFFF
-"""The kernel's "no VLAN" value for ``vlan_id`` (``rdma_vlan_dev_vlan_id`` of a real
-device)."""
+from mpa_emu.wire.flow import NO_VLAN
 
 
 def addr_key(ip: bytes) -> bytes:
@@ -91,33 +88,33 @@ class TeardownHost(disconnect.DisconnectHost, Protocol):
     rf_reset: bool
     """``rf->reset``: a device reset is in progress."""
 
-    def local_keys(self) -> Iterable[tuple[bytes, int]]:
+    def _local_keys(self) -> Iterable[tuple[bytes, int]]:
         """The (local address, VLAN id) keys of the node index, one per address in use."""
 
-    def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[NodeLike]:
+    def _nodes_on(self, ip: bytes, vlan_id: int) -> Collection[NodeLike]:
         """The nodes under one key of the index."""
 
     def conns(self) -> Iterable[int]:
         """Every node of the table (``cm_hash_tbl``), in table order."""
 
-    def cm_node(self, conn: int) -> NodeLike | None:
+    def _cm_node(self, conn: int) -> NodeLike | None:
         """The node of ``conn`` if it is in the table."""
 
-    def has_driver_qp(self, conn: int) -> bool:
+    def _has_driver_qp(self, conn: int) -> bool:
         """``cm_node->iwqp != NULL``: active nodes from ``irdma_connect`` on, passive
         ones from ``irdma_accept`` on."""
 
-    def reset_node(self, conn: int, now_ns: int) -> None:
+    def _reset_node(self, conn: int, now_ns: int) -> None:
         """Send the CM's RST for the node and free it (the NULL-checked teardown)."""
 
-    def listen_list(self) -> Iterable[ListenerLike]:
+    def _listen_list(self) -> Iterable[ListenerLike]:
         """``cm_core->listen_list``, newest first."""
 
-    def manage_syn_qhash(self, addr: bytes, port: int, vlan: int, ipv4: bool, add: bool,
+    def _manage_syn_qhash(self, addr: bytes, port: int, vlan: int, ipv4: bool, add: bool,
                          now_ns: int) -> bool:
         """``irdma_manage_qhash(TCP_SYN, ADD|DELETE, wait=false)``; ``True`` on success."""
 
-    def new_child_listener(self, parent: ListenerLike, addr: bytes, vlan: int) -> ChildLike:
+    def _new_child_listener(self, parent: ListenerLike, addr: bytes, vlan: int) -> ChildLike:
         """``kmemdup`` of the parent as a child for ``addr`` (not yet linked)."""
 
 
@@ -131,9 +128,9 @@ def select_nodes(core: TeardownHost, ipaddr: bytes, vlan: int, ipv4: bool,
     if disconnect_all:
         return list(core.conns())
     selected: list[int] = []
-    for key, node_vlan in core.local_keys():
+    for key, node_vlan in core._local_keys():
         if node_vlan == vlan and addr_matches(key, ipaddr, ipv4):
-            selected.extend(node.conn for node in core.nodes_on(key, node_vlan))
+            selected.extend(node.conn for node in core._nodes_on(key, node_vlan))
     selected.sort()
     return selected
 
@@ -151,7 +148,7 @@ def teardown_connections(core: TeardownHost, ipaddr: bytes, vlan: int,
     if ipv4 is None:
         ipv4 = len(ipaddr) == 4
     selected = select_nodes(core, ipaddr, vlan, ipv4, disconnect_all)
-    core.record("teardown", "irdma_cm_teardown_connections", now_ns,
+    core._record("teardown", "irdma_cm_teardown_connections", now_ns,
                 ipaddr=ipaddr, vlan=vlan, ipv4=ipv4, disconnect_all=disconnect_all,
                 selected=selected)
     for conn in selected:
@@ -173,7 +170,7 @@ def device_reset(core: TeardownHost, now_ns: int) -> list[int]:
 
 
 def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
-    node = core.cm_node(conn)
+    node = core._cm_node(conn)
     if node is None:
         return  # freed by an earlier node's teardown (refcount_inc_not_zero failed)
     if core.qp(conn) is not None:
@@ -181,10 +178,10 @@ def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
         if getattr(core, "rf_reset", False):
             disconnect.cm_disconn(core, conn, now_ns)  # if (iwdev->rf->reset)
         return
-    if core.has_driver_qp(conn):
+    if core._has_driver_qp(conn):
         # An active node before offload: its QP has no TCP state yet (hw_tcp_state 0),
         # so irdma_modify_qp(ERR) neither resets nor disconnects; the CM node goes on.
-        core.record("teardown_node", "irdma_cm_teardown_connections", now_ns, conn=conn,
+        core._record("teardown_node", "irdma_cm_teardown_connections", now_ns, conn=conn,
                     state=node.state.name,
                     action="QP to ERROR before offload: nothing sent, node kept")
         mark = getattr(core, "qp_error", None)
@@ -195,14 +192,14 @@ def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
     if quirks is None or quirks.teardown_null_qp_oops:
         # irdma_cm_teardown_connections: irdma_modify_qp(&cm_node->iwqp->ibqp, ...)
         # with iwqp == NULL for a passive node that was never accepted.
-        core.record("kernel_bug", "irdma_cm_teardown_connections", now_ns, conn=conn,
+        core._record("kernel_bug", "irdma_cm_teardown_connections", now_ns, conn=conn,
                     state=node.state.name,
                     message="the kernel would oops here: irdma_cm_teardown_connections "
                             "dereferences a NULL iwqp")
         return
-    core.record("teardown_node", "irdma_cm_teardown_connections", now_ns, conn=conn,
+    core._record("teardown_node", "irdma_cm_teardown_connections", now_ns, conn=conn,
                 state=node.state.name, action="no QP: RST and free (NULL check)")
-    core.reset_node(conn, now_ns)
+    core._reset_node(conn, now_ns)
 
 
 # ---- irdma_qhash_ctrl and irdma_if_notify --------------------------------------------
@@ -225,15 +222,15 @@ def qhash_ctrl(core: TeardownHost, parent: ListenerLike, ipaddr: bytes, ipv4: bo
         if not ifup:
             return -1
         # kmemdup(parent): the child inherits the parent's VLAN.
-        child = core.new_child_listener(parent, ipaddr, parent.vlan_id)
+        child = core._new_child_listener(parent, ipaddr, parent.vlan_id)
         allocated = True
-    ok = core.manage_syn_qhash(child.loc_addr, parent.loc_port, child.vlan_id, ipv4, ifup,
+    ok = core._manage_syn_qhash(child.loc_addr, parent.loc_port, child.vlan_id, ipv4, ifup,
                                now_ns)
     if ok:
         child.qhash_set = ifup
         if allocated:
             parent.children.insert(0, child)  # list_add: at the head
-    core.record("qhash", "irdma_qhash_ctrl", now_ns, addr=child.loc_addr,
+    core._record("qhash", "irdma_qhash_ctrl", now_ns, addr=child.loc_addr,
                 port=parent.loc_port, vlan=child.vlan_id, add=ifup, ok=ok,
                 new_child=allocated)
     return int(child.vlan_id)
@@ -252,7 +249,7 @@ def if_notify(core: TeardownHost, ip: bytes, ipv4: bool, ifup: bool, vlan: int,
     nfo_vlan = vlan
     length = 4 if ipv4 else 16
     zero = bytes(16)
-    for listener in list(core.listen_list()):
+    for listener in list(core._listen_list()):
         if vlan != listener.vlan_id:
             continue
         key = addr_key(listener.loc_addr)
@@ -263,11 +260,11 @@ def if_notify(core: TeardownHost, ip: bytes, ipv4: bool, ifup: bool, vlan: int,
             if child_vlan >= 0:
                 nfo_vlan = child_vlan  # irdma_qhash_ctrl overwrites nfo->vlan_id
         elif key[:length] != zero[:length]:
-            ok = core.manage_syn_qhash(listener.loc_addr, listener.loc_port,
+            ok = core._manage_syn_qhash(listener.loc_addr, listener.loc_port,
                                        listener.vlan_id, ipv4, ifup, now_ns)
             if ok:
                 listener.qhash_set = ifup
-            core.record("qhash", "irdma_if_notify", now_ns, addr=listener.loc_addr,
+            core._record("qhash", "irdma_if_notify", now_ns, addr=listener.loc_addr,
                         port=listener.loc_port, vlan=listener.vlan_id, add=ifup, ok=ok)
     if ifup:
         return []

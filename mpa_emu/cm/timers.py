@@ -169,19 +169,19 @@ class TickHost(Protocol):
 
     config: CmConfig
 
-    def tr(self, kind: str, fn: str, **fields: object) -> None:
+    def _tr(self, kind: str, fn: str, **fields: object) -> None:
         """Emit one trace record."""
 
-    def transmit(self, tx: Transmit) -> None:
+    def _transmit(self, tx: Transmit) -> None:
         """Queue a frame."""
 
-    def rem_ref(self, node: CmNode) -> None:
+    def _rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``."""
 
-    def dispatch(self, node: CmNode, inp: Input, rx: None) -> object:
+    def _dispatch(self, node: CmNode, inp: Input, rx: None) -> object:
         """Run the node's row for ``inp``."""
 
-    def qp_close_entry_due(self, node: CmNode) -> bool:
+    def _qp_close_entry_due(self, node: CmNode) -> bool:
         """Run the QP branch of ``irdma_handle_close_entry`` if the QP owns the entry."""
 
 
@@ -195,13 +195,13 @@ def timer_tick(cm: TickHost, j: int) -> None:
         node = entry.node
         node.refcnt += 1  # irdma_timer_list_prep
         if isinstance(entry, CloseEntry):
-            cm.tr("timer_fired", "irdma_handle_close_entry", conn=node.conn,
+            cm._tr("timer_fired", "irdma_handle_close_entry", conn=node.conn,
                   state=node.state.name)
-            if not cm.qp_close_entry_due(node):
-                cm.dispatch(node, Input.CLOSE_TIMER, None)
+            if not cm._qp_close_entry_due(node):
+                cm._dispatch(node, Input.CLOSE_TIMER, None)
         else:
             _send_entry_due(cm, node, entry, j)
-        cm.rem_ref(node)
+        cm._rem_ref(node)
     cm.timer.settle(j, lambda node: free_retrans_entry(cm, node))
 
 
@@ -211,7 +211,7 @@ def free_retrans_entry(cm: TickHost, node: CmNode) -> None:
     if entry is not None:
         entry.live = False
         node.send_entry = None
-        cm.rem_ref(node)
+        cm._rem_ref(node)
 
 
 def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> None:
@@ -219,25 +219,25 @@ def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> Non
     (``irdma_retrans_expired``: the ``RETRANS_EXPIRED`` row), or resent (unless
     ``ack_rcvd``) and backed off."""
     if node.state in (CmState.OFFLOADED, CmState.CLOSED):
-        cm.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
+        cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
               state=node.state.name, action="entry freed, no retransmission")
         free_retrans_entry(cm, node)
         return
     cfg = cm.config
     if entry.retranscount == 0:
-        cm.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
+        cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
               state=node.state.name, action="retransmissions exhausted")
         free_retrans_entry(cm, node)
-        cm.dispatch(node, Input.RETRANS_EXPIRED, None)
+        cm._dispatch(node, Input.RETRANS_EXPIRED, None)
         return
     number = cfg.retrans - entry.retranscount + 1
     if not node.ack_rcvd:
         orig = entry.transmit
         cm.stats["pkt_retrans"] += 1
-        cm.transmit(Transmit(orig.segment, f"irdma_cm_timer_tick: retransmit #{number} of "
+        cm._transmit(Transmit(orig.segment, f"irdma_cm_timer_tick: retransmit #{number} of "
                              f"{orig.comment}", orig.loopback, orig.conn))
     else:
-        cm.tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
+        cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
               state=node.state.name, action=f"resend #{number} skipped: ack_rcvd")
     entry.retranscount -= 1
     gap = backoff_gap(cfg.hz, cfg.retrans - entry.retranscount,

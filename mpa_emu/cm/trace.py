@@ -2,7 +2,23 @@
 
 Kinds used across the emulator: ``segment_sent``, ``segment_received``,
 ``segment_dropped`` (with ``reason``), ``state_changed``, ``timer_fired``,
-``event_queued``, ``upcall``, ``kernel_leak``, ``kernel_bug``, ``fault``.
+``event_queued``, ``upcall``, ``kernel_leak``, ``kernel_bug``, ``fault``, and:
+
+* ``kernel_log``: a line the driver writes to the kernel log, emitted by a stack's core
+  (irdma: :mod:`mpa_emu.cm.log_lines`) at the point the kernel prints it. Fields:
+  ``level`` (``"debug"``, ``"info"``, ``"warn"`` or ``"err"``), ``text`` (the format
+  string filled in as the kernel prints it, without the device prefix and the trailing
+  newline), ``dynamic_debug`` (true for ``ibdev_dbg``/``siw_dbg``/``pr_debug`` lines,
+  seen only with dynamic debug on), ``conn`` (the connection, when there is one); the
+  record's ``fn`` is the kernel function.
+* ``rdma_cm_event``: what iw_cm and rdma_cm made of one upcall, emitted by the host
+  (never the core) right after the upcall (:mod:`mpa_emu.ulp.rdma_cm`). Fields: ``conn``,
+  ``iw_event`` and ``iw_status`` (the upcall), ``iw_cm_old``/``iw_cm_new``/``iw_cm_fn``
+  (iw_cm's state change and the iwcm.c function), ``event`` (``RDMA_CM_EVENT_...``, null
+  when nothing reached the application, ``note`` then saying why), ``status``, and for an
+  event ``value`` (its ``enum rdma_cm_event_type`` value), ``private_data_len``,
+  ``initiator_depth``, ``responder_resources``; ``bug`` where iwcm.c would BUG(). The
+  record's ``fn`` is the cma.c function for an event, the iwcm.c one otherwise.
 """
 
 from __future__ import annotations

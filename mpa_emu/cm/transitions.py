@@ -30,7 +30,7 @@ the action, and then asserts that the node ended in ``next_state`` or one of
 every input, in production as in the tests: a new code path that moves a node somewhere
 the table does not say fails at once, with the row named.
 
-Every state change goes through a row. ``CmCore.set_state`` refuses to run outside an
+Every state change goes through a row. ``CmCore._set_state`` refuses to run outside an
 action, so nothing else (a verb, the receive path, a timer, teardown) can move a node
 behind the table's back: where the kernel changes a state outside its big switches,
 that place is an input with its own rows (``TEARDOWN`` for
@@ -95,6 +95,7 @@ from typing import Any
 from mpa_emu.cm import actions as a
 from mpa_emu.cm.contract import Action, Row
 from mpa_emu.cm.states import CmState, Input
+from mpa_emu.errors import MpaEmuError
 
 S = CmState
 
@@ -343,7 +344,7 @@ TABLE |= _rows(Input.TEARDOWN, "irdma_cm_teardown_connections", {},
 assert len(TABLE) == len(_ALL) * len(Input)
 
 
-class UnreachableRowRan(AssertionError):
+class UnreachableRowRan(MpaEmuError, AssertionError):
     """A row marked ``reachable=False`` ran: the table or the core is wrong."""
 
 

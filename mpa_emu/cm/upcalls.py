@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from errno import ECONNREFUSED, ECONNRESET, EINVAL
 
+from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
@@ -22,10 +23,12 @@ def create_event(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
     without ``cm_id`` gets no event."""
     if not node.cm_id:
         return
-    node.refcnt += 1
-    cm.post(node, etype)
     if cm.trace is not None:
-        cm.tr("event_queued", "irdma_cm_post_event", conn=node.conn, event=etype.name)
+        log_lines.create_event(cm, node, etype)
+    node.refcnt += 1
+    cm._post(node, etype)
+    if cm.trace is not None:
+        cm._tr("event_queued", "irdma_cm_post_event", conn=node.conn, event=etype.name)
 
 
 def event_handler(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
@@ -43,15 +46,15 @@ def event_handler(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
         if node.cm_id and node.state != S.OFFLOADED:
             event_connect_error(cm, node)
     else:
-        cm.tr("event_dropped", "irdma_cm_event_handler", conn=node.conn,
+        cm._tr("event_dropped", "irdma_cm_event_handler", conn=node.conn,
               event=etype.name, reason="bad event type")
-    cm.rem_ref(node)
+    cm._rem_ref(node)
 
 
 def event_connect_error(cm: CoreOps, node: CmNode) -> None:
     """``irdma_event_connect_error``: CONNECT_REPLY(-ECONNRESET) to the initiator."""
     if not node.client:
-        cm.tr("kernel_bug", "irdma_event_connect_error", conn=node.conn,
+        cm._tr("kernel_bug", "irdma_event_connect_error", conn=node.conn,
               reason="ABORTED on a passive node: cm_id->provider_data is the "
                      "listener, read as a QP (irdma_event_connect_error); no upcall")
         return
@@ -59,13 +62,13 @@ def event_connect_error(cm: CoreOps, node: CmNode) -> None:
         return
     node.qp_linked = False
     send_cm_event(cm, IwEvent.CONNECT_REPLY, node, -ECONNRESET)
-    cm.rem_ref(node)
+    cm._rem_ref(node)
 
 
 def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
     """``irdma_cm_init_tsa_conn`` + ``irdma_init_tcp_ctx``: the node is OFFLOADED and
     the NIC's QP takes the flow over with the node's TCP context."""
-    cm.set_state(node, S.OFFLOADED, fn)
+    cm._set_state(node, S.OFFLOADED, fn)
     cfg = cm.config
     loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
     st = node.settings
@@ -97,7 +100,7 @@ def event_connected(cm: CoreOps, node: CmNode) -> None:
         node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
     qp.send_rtr(cm.now_ns)
-    cm.drain_qp(node.key)
+    cm._drain_qp(node.key)
     if cm.config.gen == 1:
         connected_complete(cm, node)
 
@@ -108,9 +111,9 @@ def connected_qp_error(cm: CoreOps, node: CmNode) -> None:
     never transmits it and no TCP context is loaded; the return value is ignored, the
     RTS AE never comes, and CONNECT_REPLY(0) follows the wait (GEN_2: 12 s, "Slow
     Connection" logged only). The peer's accept then times out."""
-    cm.set_state(node, S.OFFLOADED, "irdma_cm_event_connected")
+    cm._set_state(node, S.OFFLOADED, "irdma_cm_event_connected")
     node.qhash_set = False
-    cm.tr("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
+    cm._tr("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
           errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
     if cm.config.gen == 2:
         node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
@@ -126,7 +129,7 @@ def connected_complete(cm: CoreOps, node: CmNode) -> None:
     node.accelerated = True
     if cm.config.gen == 2:
         node.ah_valid = False  # cm_free_ah
-    cm.establish_complete(node)
+    cm._establish_complete(node)
 
 
 def accept_complete(cm: CoreOps, node: CmNode) -> None:
@@ -139,7 +142,7 @@ def accept_complete(cm: CoreOps, node: CmNode) -> None:
     if node.accept_pend and lst is not None:
         lst.pend_accepts_cnt -= 1
         node.accept_pend = False
-    cm.establish_complete(node)
+    cm._establish_complete(node)
 
 
 def accept_failed(cm: CoreOps, node: CmNode, status: int, why: str, *,
@@ -147,7 +150,7 @@ def accept_failed(cm: CoreOps, node: CmNode, status: int, why: str, *,
     """The error path of ``irdma_accept``: the node's reference is dropped. With
     ``returned`` the verb returns ``status``: the error is given back for the verb to
     raise; otherwise (after the wait for the RTS AE) the ESTABLISHED upcall carries it."""
-    cm.tr("accept_failed", "irdma_accept", conn=node.conn, status=status, reason=why)
+    cm._tr("accept_failed", "irdma_accept", conn=node.conn, status=status, reason=why)
     node.held_by_app = False
     error = None
     if returned:
@@ -155,7 +158,7 @@ def accept_failed(cm: CoreOps, node: CmNode, status: int, why: str, *,
                         "node was released")
     else:
         send_cm_event(cm, IwEvent.ESTABLISHED, node, status)
-    cm.rem_ref(node)
+    cm._rem_ref(node)
     return error
 
 
@@ -163,8 +166,13 @@ def rts_timeout(cm: CoreOps, node: CmNode) -> None:
     """No RTS AE within ``rts_ae_timeout_ns``: ``irdma_cm_event_connected`` logs and
     goes on; ``irdma_accept`` fails with -ECONNRESET ("Slow Connection")."""
     node.rts_deadline = None
+    if cm.trace is not None:
+        log_lines.emit(cm, log_lines.SLOW_CONNECTION_CONNECTED if node.client
+                       else log_lines.SLOW_CONNECTION_ACCEPT, log_lines.node_ptr(cm, node),
+                       node.key[1], node.key[3], log_lines.cm_id_ptr(cm, node),
+                       conn=node.conn)
     if node.client:
-        cm.tr("slow_connection", "irdma_cm_event_connected", conn=node.conn,
+        cm._tr("slow_connection", "irdma_cm_event_connected", conn=node.conn,
               reason="no RTS AE within 12 s (logged only)")
         connected_complete(cm, node)
     else:
@@ -175,6 +183,8 @@ def rts_timeout(cm: CoreOps, node: CmNode) -> None:
 def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> None:
     """``irdma_send_cm_event``: one upcall with what ``irdma_get_cmevent_info`` fills
     in (private data for the connect events, IRD/ORD)."""
+    if cm.trace is not None:
+        log_lines.send_cm_event(cm, node, event, status)
     pdata = b""
     plen = past = 0
     ird = ord_ = 0
@@ -194,7 +204,7 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
     up = Upcall(event, node.conn, status, cm.now_ns, loc_addr, loc_port,
                 rem_addr, rem_port, pdata, plen, ird, ord_,
                 lst.ident if lst is not None else None, past)
-    cm.push_upcall(up)
+    cm._push_upcall(up)
     if cm.trace is not None:
-        cm.tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,
+        cm._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,
               status=status, private_data_len=plen, ird=ird, ord=ord_)

@@ -174,8 +174,9 @@ class DemoResult:
 
 
 def run_demo(seed: int = 0, *, trace_stream: IO[str] | None = None,
-             stories: list[Story | str] | None = None) -> DemoResult:
-    """Run every story on one two-host network; returns the ladders and the summary.
+             stories: list[Story | str] | None = None, logs: bool = False) -> DemoResult:
+    """Run every story on one two-host network; returns the ladders (``logs``: with the
+    drivers' kernel log lines) and the summary.
 
     A story that cannot be imported or raises is reported in the summary and in
     ``failures``; the stories after it still run.
@@ -203,5 +204,5 @@ def run_demo(seed: int = 0, *, trace_stream: IO[str] | None = None,
                                f"{type(exc).__name__}: {exc}")
             failures.append(name)
             title += "  [failed]"
-        ladders.append((title, ladder(net, since_ns=start)))
+        ladders.append((title, ladder(net, since_ns=start, logs=logs)))
     return DemoResult(net, ladders, ctx.summary, failures)

@@ -13,7 +13,12 @@ watching a live run wants to see into one line:
 * ``terminate_received``: a Terminate from the peer (``irdma_terminate_received``);
 * ``qp_modify``: the QP moved to CLOSING or ERROR, and whether that put a RST on the wire
   (``reset_tcp_conn`` with the NIC's TCP connection still alive);
-* ``disconnect_decision``: ``irdma_cm_disconn_true``'s DISCONNECT and CLOSE upcalls.
+* ``disconnect_decision``: ``irdma_cm_disconn_true``'s DISCONNECT and CLOSE upcalls;
+* ``kernel_log``: what the driver would write to the kernel log (``(dyndbg)`` marks a
+  line only seen with dynamic debug on).
+
+The rdma_cm event of each upcall (:func:`rdma_cm_line`) is printed right after the
+upcall's own line.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.ulp.rdma_cm import UlpStep
+from mpa_emu.views.describe import log_label, rdma_cm_label
 
 LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP/MPA"}
 """RFC 5040 section 4.8: the Layer nibble of a Terminate's control field."""
@@ -80,9 +87,18 @@ def nic_line(record: TraceRecord) -> str | None:
         else:
             reset = ""
         return f"{head} QP to {f.get('target')} ({record.fn}){reset}"
+    if kind == "kernel_log":
+        return f"t={record.time_ns / 1e9:.3f}s {log_label(f)} ({record.fn})"
     if kind == "disconnect_decision" and (f.get("issue_disconn") or f.get("issue_close")):
         upcalls = [name for name, on in (("DISCONNECT", f.get("issue_disconn")),
                                          ("CLOSE", f.get("issue_close"))) if on]
         return (f"{head} QP closing: {' and '.join(upcalls)} (irdma_cm_disconn_true, "
                 f"NIC TCP {f.get('hw_tcp_state')}, last AE {f.get('last_ae')})")
     return None
+
+
+def rdma_cm_line(step: UlpStep) -> str:
+    """``t=0.002s conn 1 => RDMA_CM_EVENT_REJECTED status -111 (-ECONNREFUSED)``: what
+    the application gets from rdma_cm for the upcall just printed."""
+    return (f"t={step.upcall.time_ns / 1e9:.3f}s conn {step.upcall.conn} "
+            f"{rdma_cm_label(step.trace_fields())}")

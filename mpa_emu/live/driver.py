@@ -32,9 +32,11 @@ from typing import Any, Protocol
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.live import icmp
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_text
 from mpa_emu.wire.segment import Segment
@@ -50,7 +52,7 @@ SOLICIT_INTERVAL_S = 0.5
 MAX_FRAMES_PER_POLL = 256
 
 
-class LiveError(Exception):
+class LiveError(MpaEmuError):
     """A live-mode operation failed (neighbour unresolved, TAP gone); one-line message."""
 
 
@@ -149,6 +151,9 @@ class LiveHost:
         self.known: dict[bytes, bytes] = {}
         """Neighbour table learned from ARP/ND: packed IP -> MAC."""
         self.upcalls: list[Upcall] = []
+        self.rdma_cm = RdmaCm()
+        """iw_cm and rdma_cm above the driver (:mod:`mpa_emu.ulp`), fed with every upcall
+        and the verbs that move iw_cm's state."""
         self.failures: list[VerbFailure] = []
         self.frames_in = 0
         self.frames_out = 0
@@ -251,11 +256,16 @@ class LiveHost:
 
     def accept(self, conn: int, private_data: bytes = b"") -> None:
         """irdma_accept."""
-        self.core.accept(conn, private_data=private_data, now_ns=self.now_ns)
+        try:
+            self.core.accept(conn, private_data=private_data, now_ns=self.now_ns)
+        except ValueError:
+            self.rdma_cm.verb(conn, "accept_failed")  # iw_cm_accept's error path
+            raise
         self._flush()
 
     def reject(self, conn: int, private_data: bytes = b"") -> None:
         """irdma_reject."""
+        self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
         self.core.reject(conn, private_data=private_data, now_ns=self.now_ns)
         self._flush()
 
@@ -267,6 +277,7 @@ class LiveHost:
     def disconnect(self, conn: int, *, graceful: bool = True) -> None:
         """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
         self.core.disconnect(conn, graceful=graceful, now_ns=self.now_ns)
+        self.rdma_cm.verb(conn, "disconnect")  # iw_cm_disconnect: ESTABLISHED -> CLOSING
         self._flush()
 
     def teardown(self, ip: bytes | None = None, *, vlan: int | None = None,
@@ -310,6 +321,17 @@ class LiveHost:
     def events(self, event: IwEvent | None = None) -> list[Upcall]:
         """Upcalls received so far, optionally of one kind."""
         return [u for u in self.upcalls if event is None or u.event == event]
+
+    @property
+    def cm_events(self) -> list[RdmaCmEvent]:
+        """The rdma_cm event queue of the emulated host's application, in order
+        (:mod:`mpa_emu.ulp.rdma_cm`), as :attr:`mpa_emu.net.host.Host.cm_events`."""
+        return self.rdma_cm.events
+
+    @property
+    def ulp_steps(self) -> list[UlpStep]:
+        """Every upcall through iw_cm and rdma_cm, in order."""
+        return self.rdma_cm.steps
 
     # ---- the loop ------------------------------------------------------------------
 
@@ -472,6 +494,9 @@ class LiveHost:
 
     def _deliver(self, upcall: Upcall) -> None:
         self.upcalls.append(upcall)
+        step = self.rdma_cm.upcall(upcall)
+        if self.trace is not None:
+            self._note("rdma_cm_event", step.trace_fn, **step.trace_fields())
         if upcall.event == IwEvent.CONNECT_REQUEST:
             policy = self._policies.get(upcall.listener, Accept()) \
                 if upcall.listener is not None else Accept()
@@ -486,9 +511,13 @@ class LiveHost:
             callback(self, upcall)
 
     def _guarded(self, verb: str, fn: Callable[..., None], conn: int, data: bytes) -> None:
+        if verb == "reject":
+            self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
         try:
             fn(conn, private_data=data, now_ns=self.now_ns)
         except ValueError as exc:  # CmError: the kernel would return -errno to the ULP
+            if verb == "accept":
+                self.rdma_cm.verb(conn, "accept_failed")  # iw_cm_accept's error path
             errno = int(getattr(exc, "errno", 0) or 0)
             failure = VerbFailure(self.now_ns, verb, errno, str(exc))
             self.failures.append(failure)

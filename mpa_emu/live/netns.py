@@ -16,11 +16,13 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 
+from mpa_emu.errors import MpaEmuError
+
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/run/netns"
 
 
-class NetnsError(Exception):
+class NetnsError(MpaEmuError):
     """A namespace operation failed; the message carries the command's own error."""
 
 

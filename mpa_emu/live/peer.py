@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import ddp, mpa
 
 Log = Callable[[str], None]
 
 
-class PeerError(Exception):
+class PeerError(MpaEmuError):
     """The exchange could not proceed: timeout, reset, refused, malformed frame."""
 
 

@@ -13,6 +13,8 @@ import socket
 import struct
 from types import TracebackType
 
+from mpa_emu.errors import MpaEmuError
+
 TUN_DEVICE = "/dev/net/tun"
 TUNSETIFF = 0x400454CA  # _IOW('T', 202, int), linux/if_tun.h
 IFF_TAP = 0x0002
@@ -25,7 +27,7 @@ IFNAMSIZ = 16
 MAX_FRAME = 65536
 
 
-class TapError(Exception):
+class TapError(MpaEmuError):
     """The TAP device cannot be opened or used; the message says why in one line."""
 
 

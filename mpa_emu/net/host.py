@@ -14,8 +14,10 @@ from typing import Any, Protocol, TypeAlias
 from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
 
 Address = str | bytes
@@ -101,6 +103,10 @@ class Host:
         """The same as :attr:`vlans`, kept up to date for the receive path."""
         self.upcalls: RecordLog[Upcall] = []
         """Every upcall delivered to this host's application, in order (``Upcall.time_ns``)."""
+        self.rdma_cm = RdmaCm()
+        self._tracing = getattr(net, "trace", None) is not None
+        """iw_cm and rdma_cm above the driver (:mod:`mpa_emu.ulp`): fed with every kept
+        upcall and the verbs that move iw_cm's state."""
         self.failures: list[VerbFailure] = []
         self._manual_neighbours: set[bytes] = set()
         self._policies: dict[int, Policy] = {}
@@ -201,6 +207,7 @@ class Host:
     def unlisten(self, listener: int) -> None:
         """Destroy a listener (irdma_destroy_listen)."""
         self.core.destroy_listen(listener, now_ns=self.net.now_ns)
+        self.rdma_cm.listener_destroyed(listener)
         self._acted()
 
     def connect(self, remote: Address | Host, port: int, *, local_ip: Address | None = None,
@@ -220,11 +227,16 @@ class Host:
 
     def accept(self, conn: int, private_data: bytes = b"") -> None:
         """Accept a pending request (irdma_accept)."""
-        self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
+        try:
+            self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
+        except CmError:
+            self.rdma_cm.verb(conn, "accept_failed")  # iw_cm_accept's error path
+            raise
         self._acted()
 
     def reject(self, conn: int, private_data: bytes = b"") -> None:
         """Reject a pending request with ``private_data`` (irdma_reject)."""
+        self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
         self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
         self._acted()
 
@@ -236,6 +248,7 @@ class Host:
     def disconnect(self, conn: int, *, graceful: bool = True) -> None:
         """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
         self.core.disconnect(conn, graceful=graceful, now_ns=self.net.now_ns)
+        self.rdma_cm.verb(conn, "disconnect")  # iw_cm_disconnect: ESTABLISHED -> CLOSING
         self._acted()
 
     def modify_qp_err(self, conn: int) -> None:
@@ -292,12 +305,29 @@ class Host:
         """Recorded upcalls, optionally of one kind."""
         return [u for u in self.upcalls if event is None or u.event == event]
 
+    @property
+    def cm_events(self) -> list[RdmaCmEvent]:
+        """The host's rdma_cm event queue, in order: what ``rdma_get_cm_event`` returns
+        to the application for the upcalls so far (:mod:`mpa_emu.ulp.rdma_cm`); empty on
+        a network that does not keep upcalls (``keep_upcalls=False``)."""
+        return self.rdma_cm.events
+
+    @property
+    def ulp_steps(self) -> list[UlpStep]:
+        """Every kept upcall through iw_cm and rdma_cm, in order: the iw_cm state
+        change and the rdma_cm event delivered, or why none was."""
+        return self.rdma_cm.steps
+
     def deliver(self, upcall: Upcall, keep: bool = True) -> None:
         """Hand one upcall to the application: record it, apply the listener policy to a
         CONNECT_REQUEST (:class:`Manual` for a listener not made with :meth:`listen`),
         then run the callbacks."""
         if keep:
             self.upcalls.append(upcall)
+            step = self.rdma_cm.upcall(upcall)
+            if self._tracing:
+                self.net.note(self.name, "rdma_cm_event", step.trace_fn,
+                              **step.trace_fields())
         if upcall.event == IwEvent.CONNECT_REQUEST:
             # A listener made on the core directly has no policy: its requests wait for
             # the user, as with Manual.

@@ -54,7 +54,8 @@ from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.segment import Segment, Transmit
 
 JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
-                                 "kernel_leak", "kernel_bug", "verb_failed", "run_bound"})
+                                 "kernel_leak", "kernel_bug", "verb_failed", "run_bound",
+                                 "rdma_cm_event", "kernel_log"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
 LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
@@ -239,6 +240,10 @@ class Network:
             cfg = replace(cfg, mtu=mtu)
         seed = derive_seed(self.seed, f"core:{name}")
         if stack == "irdma":
+            # irdma's registry parameters are CmConfig fields (mpa_emu/stacks/irdma.py).
+            defaults = STACKS["irdma"].defaults()
+            if parsed != defaults:
+                cfg = replace(cfg, mpa_rev=int(parsed["mpa_rev"]), gen=int(parsed["gen"]))
             core = self._core_factory(name, raw_mac, cfg, seed=seed, trace=self.trace)
         else:
             core = STACKS[stack].make_core(name, raw_mac, parsed, seed=seed, trace=self.trace,

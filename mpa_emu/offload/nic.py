@@ -27,11 +27,8 @@ from typing import NamedTuple, Protocol
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp, QpInit
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import Segment, Transmit
-
-FlowKey = tuple[bytes, int, bytes, int, int]
-"""(local address, local port, remote address, remote port, VLAN id): the node-table key
-of ``irdma_find_node``, which is also the flow the NIC's connection hash matches."""
 
 
 class StoredKey(NamedTuple):

@@ -68,6 +68,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp_records import NO_AE, RTS_AE, AeRecord, Busy, Unacked
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
@@ -75,6 +76,9 @@ from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.interning import shared, shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire.seq import MOD as _SEQ_MOD
+from mpa_emu.wire.seq import at_or_before as _seq_le
+from mpa_emu.wire.seq import before as _seq_lt
 
 REXMIT_THRESH = 8
 """IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""
@@ -84,18 +88,6 @@ RCV_WND_FIELD = 0xFFFF
 """irdma_init_tcp_ctx: rcv_wnd = 0xFFFF << rcv_wscale, so the window field is 0xFFFF."""
 FPDU_OVERHEAD = 2 + 4
 """ULPDU_LENGTH field and CRC (RFC 5044 section 4.1); pad comes on top."""
-
-_SEQ_MOD = 1 << 32
-
-
-def _seq_lt(a: int, b: int) -> bool:
-    """RFC 9293 section 3.4 sequence comparison ``a < b`` modulo 2**32."""
-    return ((a - b) % _SEQ_MOD) > (_SEQ_MOD >> 1)
-
-
-def _seq_le(a: int, b: int) -> bool:
-    return a == b or _seq_lt(a, b)
-
 
 @dataclass(frozen=True, slots=True)
 class QpInit:
@@ -220,7 +212,7 @@ _CRC_BAD = 0x800
 """The one FPDU kept in ``_received`` failed its CRC check."""
 
 
-class QpError(ValueError):
+class QpError(MpaEmuError, ValueError):
     """Misuse of the QP by the driver (a verb in a state where the NIC refuses it)."""
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpa_emu.replay.engine import Emitted, RunResult
-from mpa_emu.replay.recording import FlowKey, Frame, Recording, offload_classes
-from mpa_emu.views.describe import flags_joined, mpa_kind
+from mpa_emu.replay.recording import Frame, Recording, offload_classes
+from mpa_emu.views.describe import flags_joined
+from mpa_emu.wire.flow import FlowKey
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
 _LOOKAHEAD = 4
@@ -159,8 +161,9 @@ def _state_at(states: list[tuple[int, str]], time_ns: int) -> str:
 
 
 def compare(rec: Recording, run: RunResult, *, tolerance_ns: int, strict_offload: bool,
-            semantic: bool) -> Comparison:
-    """Align and compare every flow of ``rec`` with what the emulator sent in ``run``."""
+            semantic: bool, offloaded_state: str = "OFFLOADED") -> Comparison:
+    """Align and compare every flow of ``rec`` with what the emulator sent in ``run``;
+    ``offloaded_state`` is the emulated stack's state past MPA."""
     emitted_by_flow: dict[FlowKey, list[Emitted]] = {}
     for em in run.emitted:
         emitted_by_flow.setdefault(em.flow, []).append(em)
@@ -193,7 +196,7 @@ def compare(rec: Recording, run: RunResult, *, tolerance_ns: int, strict_offload
 
         # Semantic mode: NIC frames the node never got to send because its CM never
         # reached OFFLOADED are the CM's divergence, not the NIC model's.
-        cm_stuck = semantic and not any(s == "OFFLOADED" for _t, s in states)
+        cm_stuck = semantic and not any(s == offloaded_state for _t, s in states)
 
         def severity(nic: bool, stuck: bool = cm_stuck) -> str:
             return "warning" if nic and not strict_offload and not stuck else "error"

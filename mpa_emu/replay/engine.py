@@ -1,6 +1,7 @@
-"""Drive one :class:`~mpa_emu.cm.core.CmCore` with the frames of a recording.
+"""Drive one stack's core (irdma's :class:`~mpa_emu.cm.core.CmCore`, or siw's or cxgb4's
+through :mod:`mpa_emu.replay.stacks`) with the frames of a recording.
 
-The emulated host is an irdma node with default settings. Frames it did not send are
+The emulated host is that stack's node (``--profile``). Frames it did not send are
 injected at their recorded times on the virtual clock; the application around it is
 scripted from the recording itself:
 
@@ -35,16 +36,18 @@ import dataclasses
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from enum import IntEnum
+from typing import Literal, Protocol, TypeVar
 
+from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.replay.recording import FlowKey, Frame, Recording, offload_classes
-from mpa_emu.views.describe import mpa_kind
-from mpa_emu.wire.mpa import MpaFormatError, decode_frame
+from mpa_emu.replay import stacks
+from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
+from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import after
@@ -55,17 +58,23 @@ _RESTART_WINDOW = 1 << 16
 same connection (a v2 to v1 retry SYN carries ISN+1+L); further away it starts a new one."""
 _TIMER_LOOP_GUARD = 1_000_000
 
+OnRequest = Literal["auto", "accept", "reject"]
+"""The scripted application's answer to an MPA request: as recorded, or always the one
+verb (``--on-request``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class EngineOptions:
     """How the scripted application behaves and how long to run."""
 
-    on_request: str = "auto"
+    on_request: OnRequest = "auto"
     backlog: int = 4096
     horizon_ns: int = 400_000_000_000
     """How long past the capture's last frame timers keep running (extra frames)."""
     seed: int = 0
     config: CmConfig = field(default_factory=CmConfig)
+    stack: stacks.StackChoice | None = None
+    """The emulated side's stack (None: irdma with :attr:`config`)."""
     rebase: bool = False
     """Move the peer's acknowledgements onto the emulator's stream where its length
     differs from the recording (semantic mode)."""
@@ -244,24 +253,6 @@ def connection_starts(frames: list[Frame]) -> list[Frame]:
     return starts
 
 
-def _seq_len(seg: Segment) -> int:
-    """Sequence space a segment takes: payload, SYN and FIN (RFC 9293 section 3.4)."""
-    return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
-
-
-def _stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
-    """For each frame the recorded host sent: (frame number, end of its byte stream so
-    far), in capture order."""
-    out: list[tuple[int, int]] = []
-    nxt: int | None = None
-    for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
-        end = (f.seg.seq + _seq_len(f.seg)) & MASK32
-        if nxt is None or after(end, nxt) or f.seg.flags & SYN:
-            nxt = end
-        out.append((f.number, nxt))
-    return out
-
-
 @contextlib.contextmanager
 def _loaded_objects_frozen() -> Iterator[None]:
     """Keep the cyclic garbage collector off the objects that exist before the run.
@@ -279,114 +270,132 @@ def _loaded_objects_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+class FrameSource(Protocol):
+    """Where a run's frames come from, and what the recording says ahead of them: the whole
+    recording (:class:`RecordingSource`) or a window read ahead of a streamed capture
+    (:class:`mpa_emu.replay.stream.StreamSource`)."""
+
+    flows: dict[FlowKey, FlowRun]
+    """The recorded flows (the streamed source adds them as it reads)."""
+    by_ports: dict[tuple[int, bytes, int], FlowKey]
+    """Flow keys by (local port, remote address, remote port)."""
+
+    def setup(self, engine: Engine) -> None:
+        """Give the core its address, its neighbours and the listeners the capture needs."""
+
+    def play(self, engine: Engine) -> None:
+        """Feed the engine every frame and scripted verb in capture order (through
+        :meth:`Engine.catch_up`, :meth:`Engine.inject`, :meth:`Engine.run_verb` and
+        :meth:`Engine.drain`), then run its timers up to the horizon."""
+
+    def recorded_isn(self, lport: int, remote: bytes, rport: int) -> int | None:
+        """The ISN of the recorded host's next SYN or SYN-ACK on these ports."""
+
+    def first_outbound_seq(self, key: FlowKey) -> int | None:
+        """The seq of the first frame the recorded host sent in the flow, if any."""
+
+    def recorded_request(self, key: FlowKey, number: int) -> Frame | None:
+        """The first MPA request the recorded host sent in the flow after ``number``."""
+
+    def answer_pending(self, key: FlowKey, now: int) -> bool:
+        """True when the recording holds an answer of this flow's host at ``now`` or later."""
+
+    def flow_of(self, ports: tuple[int, bytes, int]) -> FlowKey | None:
+        """The flow of an upcall's ports (None: the capture has none)."""
+
+    def sending_flow(self, key: FlowKey) -> FlowRun:
+        """The flow of a frame the emulator sends."""
+
+
+class Sink(Protocol):
+    """What a run does with what the emulator does: keep everything for the full report
+    (:class:`KeepAll`) or compare each frame with the recorded one and forget it
+    (:class:`mpa_emu.replay.stream.CompareAndForget`)."""
+
+    traced: bool
+    """Each injected frame is recorded with the core's trace records and node states."""
+
+    def emitted(self, engine: Engine, run: FlowRun, seg: Segment, comment: str,
+                conn: int | None, delta: int) -> None:
+        """The emulator sent ``seg`` on ``run`` (``delta`` maps its seq to the recording's);
+        it is frame :attr:`Engine.emitted_count`."""
+
+    def received(self, run: FlowRun, seg: Segment) -> None:
+        """``seg`` (its ack mapped to the emulator's space) went into the core."""
+
+    def skipped(self, engine: Engine, frame: Frame, run: FlowRun) -> Injection | None:
+        """The emulated NIC drops ``frame`` (a bad checksum): what becomes of it."""
+
+    def upcall(self, ev: Upcall, run: FlowRun, current: Injection | None) -> None:
+        """An upcall of ``run``'s connection, delivered while ``current`` was injected."""
+
+    def connected(self, run: FlowRun) -> None:
+        """The scripted application called connect on ``run`` (``run.conn`` when it
+        succeeded)."""
+
+
+def to_core_ack(seg: Segment, delta: int | None, shift: int = 0) -> Segment:
+    """A recorded segment of the peer with its acknowledgement moved into the emulator's
+    sequence space: less ``delta`` (the emulator's ISN offset), plus ``shift`` (re-basing).
+    A segment with neither an ACK flag nor an ack number, or nothing to move, is as
+    recorded."""
+    if (delta or shift) and (seg.flags & ACK or seg.ack):
+        return with_ack(seg, (seg.ack - (delta or 0) + shift) & MASK32)
+    return seg
+
+
 class Engine:
-    """One replay run: build with a recording, call :meth:`run`."""
+    """The one replay driver: drives the emulated stack's core with the frames of
+    a :class:`FrameSource` and hands what it does to a :class:`Sink`. The clock and timer
+    catch-up, the ISN and ack mapping, the scripted application's verbs and the routing
+    of upcalls live here once. Built with a recording alone, it replays the whole
+    recording and keeps everything: call :meth:`run`."""
 
     def __init__(self, rec: Recording, options: EngineOptions,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None, *,
+                 source: FrameSource | None = None, sink: Sink | None = None) -> None:
         self.rec = rec
         self.opt = options
         self.progress = progress
+        self.source: FrameSource = RecordingSource(rec) if source is None else source
+        self.sink: Sink = KeepAll(options.trace) if sink is None else sink
         self.trace = Trace(keep=True)
-        self.core = CmCore("replay", rec.mac or b"\x02\x00\x00\x00\x00\x01", options.config,
-                           seed=options.seed, trace=self.trace if options.trace else None,
-                           isn=self._recorded_isn)
+        self.stack = options.stack or stacks.StackChoice(config=options.config)
+        self.core: CoreApi
+        self.core, notes = stacks.make_core(
+            self.stack, rec.mac or b"\x02\x00\x00\x00\x00\x01", seed=options.seed,
+            trace=self.trace if options.trace else None, isn=self._recorded_isn,
+            watch=NodeStates(self) if options.trace else None)
+        self._node_conns: bool = self.stack.stack == "irdma"  # see make_core
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
-        self._emitted_count = 0
+        self.emitted_count = 0
         self.injections: list[Injection] = []
         self.actions: Log[AppAction] = []
         self.upcalls: Log[Upcall] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = notes
         self.failure = ""
         self.failure_frame = 0
-        self.flows: dict[FlowKey, FlowRun] = {
-            key: FlowRun(key, [f.seg.seq for f in connection_starts(flow.frames)])
-            for key, flow in rec.flows.items()}
-        self._by_ports: dict[tuple[int, bytes, int], FlowKey] = {
-            (k[1], k[2], k[3]): k for k in rec.flows}
-        self._conn_flow: dict[int, FlowKey] = {}
-        self._states: dict[int, str] = {}
+        self.flows = self.source.flows
+        self.by_ports = self.source.by_ports
+        self.conn_flow: dict[int, FlowKey] = {}
+        """The flow of each connection the core made."""
+        self.states: dict[int, str] = {}
+        """Each connection's CM state by name, as the core told :class:`NodeStates`."""
         self._current: Injection | None = None
         """The injection whose consequences are being drained (upcalls attach to it)."""
-        self._seen = 0
         self._pending: list[tuple[str, FlowKey, bytes]] = []
-        self._replies: dict[int, Frame] = {}
-        """Recorded MPA replies of the emulated host, by frame number."""
-        self._answer_times: dict[FlowKey, list[int]] = {}
-        self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
         self.nic_events: list[NicEvent] = []
         self.upcall_frames: Log[int] = []
         self.rebases: list[Rebase] = []
         self._rec_nxt: dict[FlowKey, list[tuple[int, int]]] = (
-            {k: _stream_ends(flow.frames) for k, flow in rec.flows.items()}
+            {k: stream_ends(flow.frames) for k, flow in rec.flows.items()}
             if options.rebase else {})
 
     def _recorded_isn(self, local: bytes, lport: int, remote: bytes, rport: int
                       ) -> int | None:
-        """The ISN of the recorded host's next SYN or SYN-ACK on these ports."""
-        key = self._by_ports.get((lport, remote, rport))
-        run = self.flows.get(key) if key is not None else None
-        return run.peek_isn() if run is not None else None
-
-    # ---- setup ---------------------------------------------------------------------
-
-    def _setup(self) -> None:
-        rec, core = self.rec, self.core
-        core.add_address(rec.ip, vlan=rec.vlan, now_ns=0)
-        for ip, mac in sorted(rec.neighbours.items()):
-            core.set_neighbour(ip, mac)
-        ports: dict[tuple[int, int | None], None] = {}
-        for flow in rec.flows.values():
-            for f in flow.frames:
-                if not f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
-                    ports[(flow.key[1], flow.key[4])] = None
-                    break
-        for port, vlan in ports:
-            try:
-                core.create_listen(rec.ip, port, backlog=self.opt.backlog, ipv6=rec.ipv6,
-                                   vlan=vlan, now_ns=0)
-                self.actions.append(AppAction(0, 0, "listen", (rec.ip, port, b"", 0, vlan),
-                                              f"port {port} backlog {self.opt.backlog}"))
-            except CmError as exc:
-                self.notes.append(f"listen on port {port} refused: {exc}")
-
-    def _script(self) -> list[tuple[int, int, int, str, FlowKey]]:
-        """Timeline: (time, frame number, order, what, flow) for every recorded frame and
-        every scripted verb, in capture order."""
-        items: list[tuple[int, int, int, str, FlowKey]] = []
-        for f in self.rec.frames:
-            items.append((f.time_ns, f.number, 1, "frame", f.flow))
-        for key, flow in self.rec.flows.items():
-            # One connect per connection the recorded host opened (port reuse included;
-            # a v2 to v1 retry SYN belongs to the same connection).
-            for f in connection_starts(flow.frames):
-                if not f.seg.flags & ACK:
-                    items.append((f.time_ns, f.number, 0, "connect", key))
-            if not flow.active:
-                # One answer per MPA reply or reject (the NIC's resends share the seq).
-                answered: set[int] = set()
-                for f in flow.frames:
-                    if f.outbound and f.seg.seq not in answered and mpa_kind(
-                            f.seg.payload) in ("reply", "reject"):
-                        answered.add(f.seg.seq)
-                        self._replies[f.number] = f
-                        self._answer_times.setdefault(key, []).append(f.time_ns)
-                        items.append((f.time_ns, f.number, 0, "answer", key))
-            closing = self._first_nic_close(flow.frames)
-            if closing is not None:
-                items.append((closing.time_ns, closing.number, 0, "disconnect", key))
-        items.sort(key=lambda it: (it[0], it[1], it[2]))
-        return items
-
-    @staticmethod
-    def _first_nic_close(frames: list[Frame]) -> Frame | None:
-        classes = offload_classes([(f.outbound, f.seg) for f in frames])
-        for f, nic in zip((f for f in frames if f.outbound), classes, strict=True):
-            if nic and f.seg.flags & (FIN | RST):
-                return f
-        return None
+        return self.source.recorded_isn(lport, remote, rport)
 
     # ---- run -------------------------------------------------------------------------
 
@@ -398,8 +407,8 @@ class Engine:
         """
         try:
             with _loaded_objects_frozen():
-                self._setup()
-                self._play()
+                self.source.setup(self)
+                self.source.play(self)
         except CmError as exc:
             self.notes.append(f"a verb was refused unexpectedly: {exc}")
         except Exception as failure:
@@ -412,40 +421,19 @@ class Engine:
                          self.flows, last, self.notes, self.failure, self.failure_frame,
                          self.nic_events, self.upcall_frames, self.rebases)
 
-    def _play(self) -> None:
-        frames_by_number = self._by_number
-        items = self._script()
-        total = len(self.rec.frames)
-        done = 0
-        due: int | None = None
-        due_known = False  # the core has not been called since ``due`` was read
-        for time_ns, number, _order, what, key in items:
-            if not due_known or (due is not None and due <= time_ns):
-                due = self._advance(time_ns)
-                due_known = True
-            self.now = max(self.now, time_ns)
-            if what == "frame":
-                frame = frames_by_number[number]
-                self.position = number
-                done += 1
-                if self.progress is not None and done % 2048 == 0:
-                    self.progress(done, total)
-                if frame.outbound:
-                    continue  # a checkpoint only: the timers up to it have run
-                self._current = self._inject(frame)
-            elif what == "connect":
-                self._connect(key, number)
-            elif what == "answer":
-                self._answer(key, number, self._replies[number])
-            else:
-                self._disconnect(key, number)
-            due_known = False
-            self._drain()
-            self._current = None
-        self.position = max((f.number for f in self.rec.frames), default=0)
-        self._advance(self.rec.end_ns + self.opt.horizon_ns)
+    def catch_up(self, time_ns: int, due: int | None, due_known: bool) -> int | None:
+        """Bring the core's timers and the clock up to ``time_ns``; returns the next
+        deadline. ``due`` is the deadline last read when ``due_known`` (the core has not
+        run since), so the core is asked only when it may have changed."""
+        if not due_known:
+            due = self.core.get_timer()
+        if due is not None and due <= time_ns:
+            due = self.advance(time_ns)
+        if self.now < time_ns:
+            self.now = time_ns
+        return due
 
-    def _advance(self, until_ns: int) -> int | None:
+    def advance(self, until_ns: int) -> int | None:
         """Fire every timer due at or before ``until_ns``; returns the next deadline."""
         guard = 0
         while True:
@@ -454,72 +442,77 @@ class Engine:
                 return due
             self.now = max(self.now, due)
             self.core.handle_timer(self.now)
-            self._drain()
+            self.drain()
             guard += 1
             if guard > _TIMER_LOOP_GUARD:
                 self.notes.append(f"timer loop stopped at {self.now} ns: the core kept a "
                                   "deadline in the past")
                 return None
 
-    def _state(self, conn: int | None) -> str:
-        return "" if conn is None else self._states.get(conn, "")
+    def run_verb(self, what: str, key: FlowKey, frame: Frame) -> None:
+        """The scripted application's verb at recorded frame ``frame`` (its connect, its
+        answer to an MPA request, its disconnect after the NIC's FIN or RST), and what
+        the core did about it."""
+        if what == "connect":
+            self._connect(key, frame.number)
+        elif what == "answer":
+            self._answer(key, frame.number, frame)
+        else:
+            self._disconnect(key, frame)
+        self.drain()
 
-    def _consume_trace(self) -> None:
-        """Follow node creation, state changes and frees from the core's trace (cheaper
-        than a NodeView per frame, and it sees nodes that live and die in one call)."""
+    def state(self, conn: int | None) -> str:
+        """The CM state of ``conn`` as the trace told it ("" unknown, "freed")."""
+        return "" if conn is None else self.states.get(conn, "")
+
+    def forget(self, run: FlowRun, conns: set[int]) -> None:
+        """Forget a flow whose frames are replayed and whose nodes are freed."""
+        key = run.key
+        del self.flows[key]
+        del self.by_ports[(key[1], key[2], key[3])]
+        for c in conns:
+            self.conn_flow.pop(c, None)
+            self.states.pop(c, None)
+
+    def _trim_trace(self) -> None:
+        """Let the core's trace go once long (the injections keep their own records)."""
         records = self.trace.records
-        if not records:
-            return
-        for r in records[self._seen:]:
-            kind = r.kind
-            if kind == "state_changed":
-                self._states[r.fields["conn"]] = r.fields["new"]
-            elif kind == "node_created":
-                f = r.fields
-                conn = f["conn"]
-                self._states[conn] = "UNKNOWN"
-                key = self._by_ports.get((f["loc_port"], f["rem"], f["rem_port"]))
-                if key is not None:
-                    self.flows[key].conn = conn
-                    self._conn_flow[conn] = key
-            elif kind == "node_freed":
-                self._states[r.fields["conn"]] = "freed"
-            elif kind == "ae":
-                conn = r.fields["conn"]
-                self.nic_events.append(NicEvent(r.time_ns, self.position, conn,
-                                                self._conn_flow.get(conn), r.fields["ae"]))
         if len(records) > 4096:
             records.clear()
-        self._seen = len(records)
 
-    def _drain(self) -> None:
-        core = self.core
-        self._consume_trace()
-        for tx in core.frames_to_send():
-            if tx.loopback:
-                continue
-            seg = tx.segment
-            key: FlowKey = (seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
-            run = self.flows.get(key)
-            if run is None:
-                run = self.flows[key] = FlowRun(key, [])
-            if seg.flags & SYN and (run.delta is None or tx.conn != run.delta_conn):
-                isn = run.next_isn()
-                if isn is not None:
-                    run.delta = (isn - seg.seq) & MASK32
-                    run.delta_conn = tx.conn
-            if run.delta is None:
-                first = self._first_outbound_seq(key)
-                run.delta = ((first - seg.seq) & MASK32) if first is not None else 0
-                run.delta_conn = tx.conn
-            if tx.conn is not None and tx.conn != run.conn:
-                run.conn = tx.conn
-                self._conn_flow[tx.conn] = key
-            conn = tx.conn if tx.conn is not None else run.conn
-            state = self._state(conn)
-            self._record_emitted(run, Emitted(self._emitted_count + 1, self.now, seg,
-                                              tx.comment, conn, key, run.delta,
-                                              self.position, state))
+    # ---- what the emulator sends -----------------------------------------------------
+
+    def drain(self) -> None:
+        """Take the core's frames (each mapped onto the recording's sequence space, then
+        to the sink) and its upcalls."""
+        self._trim_trace()
+        out = self.core.frames_to_send()
+        if out:
+            source, sink = self.source, self.sink
+            for tx in out:
+                if tx.loopback:
+                    continue
+                seg = tx.segment
+                key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+                run = source.sending_flow(key)
+                conn = tx.conn if self._node_conns else run.conn
+                if seg.flags & SYN and (run.delta is None or conn != run.delta_conn):
+                    isn = run.next_isn()
+                    if isn is not None:
+                        run.delta = (isn - seg.seq) & MASK32
+                        run.delta_conn = conn
+                delta = run.delta
+                if delta is None:
+                    first = source.first_outbound_seq(key)
+                    run.delta = delta = ((first - seg.seq) & MASK32) if first is not None else 0
+                    run.delta_conn = conn
+                if conn is not None and conn != run.conn:
+                    run.conn = conn
+                    self.conn_flow[conn] = key
+                elif conn is None:
+                    conn = run.conn
+                self.emitted_count += 1
+                sink.emitted(self, run, seg, tx.comment, conn, delta)
         self._take_upcalls()
 
     def _take_upcalls(self) -> None:
@@ -533,83 +526,51 @@ class Engine:
         if self._pending:
             while self._pending:
                 verb, key, pdata = self._pending.pop(0)
-                self._decide(key, verb, pdata, self.position)
-            self._drain()
-
-    def _record_emitted(self, run: FlowRun, em: Emitted) -> None:
-        """Keep a frame the emulator sent (the comparison reads them after the run)."""
-        self._emitted_count += 1
-        self.emitted.append(em)
-        seg = em.seg
-        run.log.append((True, seg))
-        if em.state:
-            run.states.append((self.now, em.state))
-        if self.opt.rebase:
-            end = (seg.seq + (run.delta or 0) + _seq_len(seg)) & MASK32
-            if run.em_nxt is None or after(end, run.em_nxt):
-                run.em_nxt = end
-
-    def _first_outbound_seq(self, key: FlowKey) -> int | None:
-        """The seq of the first frame the recorded host sent in the flow, if any."""
-        flow = self.rec.flows.get(key)
-        if flow is None:
-            return None
-        return next((f.seg.seq for f in flow.frames if f.outbound), None)
-
-    def _recorded_request(self, key: FlowKey, number: int) -> Frame | None:
-        """The first MPA request the recorded host sent in the flow after frame
-        ``number``."""
-        return next((f for f in self.rec.flows[key].frames if f.outbound
-                     and f.number > number and mpa_kind(f.seg.payload) == "request"), None)
-
-    def _frame(self, number: int) -> Frame:
-        return self._by_number[number]
-
-    def _flow_of(self, ev: Upcall) -> FlowKey | None:
-        return self._by_ports.get((ev.local_port, ev.remote_ip, ev.remote_port))
+                self._decide(key, verb, pdata, number=self.position)
+            self.drain()
 
     def _on_upcall(self, ev: Upcall) -> None:
-        key = self._conn_flow.get(ev.conn) or self._flow_of(ev)
+        conn = ev.conn
+        key = self.conn_flow.get(conn) or self.source.flow_of(
+            (ev.local_port, ev.remote_ip, ev.remote_port))
         if key is None:
             return
-        self._conn_flow[ev.conn] = key
+        self.conn_flow[conn] = key
         run = self.flows[key]
-        run.conn = ev.conn
-        if self._current is not None and self._current.frame.flow == key:
-            self._current.upcalls.append(ev)
+        run.conn = conn
+        self.sink.upcall(ev, run, self._current)
         if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
-                and not self._answer_pending(key):
+                and not self.source.answer_pending(key, self.now):
             self._pending.append((self.opt.on_request, key, b""))
 
-    def _answer_pending(self, key: FlowKey) -> bool:
-        """True when the recording still holds an answer of this flow's host to come."""
-        return any(t >= self.now for t in self._answer_times.get(key, ()))
+    # ---- what the peer sends ---------------------------------------------------------
 
-    def _inject(self, frame: Frame) -> Injection | None:
+    def inject(self, frame: Frame) -> None:
+        """A recorded frame of the peer into the core at its time, its ack mapped onto
+        the emulator's stream; then what the core did about it."""
         run = self.flows[frame.flow]
-        seg = frame.seg
-        if not self.opt.trace and not frame.nic_dropped:
-            # Fast pass: nobody will read the story of this frame (see replay_capture).
-            if run.delta is not None and (seg.flags & ACK or seg.ack):
-                seg = with_ack(seg, (seg.ack - run.delta) & MASK32)
-            self.core.receive(seg, self.now)
-            run.log.append((False, seg))
-            return None
-        before = self._state(run.conn)
+        sink = self.sink
         if frame.nic_dropped:
-            skipped = Injection(frame, seg, before, before, [], [],
-                                f"dropped by the NIC: {frame.nic_dropped}")
-            self.injections.append(skipped)
-            return skipped
-        if run.delta is not None and (seg.flags & ACK or seg.ack):
-            seg = with_ack(seg, (seg.ack - run.delta + self._shift(frame, run)) & MASK32)
-        self._consume_trace()
+            self._current = sink.skipped(self, frame, run)
+        elif not sink.traced:
+            seg = to_core_ack(frame.seg, run.delta)
+            self.core.receive(seg, self.now)
+            sink.received(run, seg)
+        else:
+            self._current = self._inject_traced(frame, run)
+        self.drain()
+        self._current = None
+
+    def _inject_traced(self, frame: Frame, run: FlowRun) -> Injection:
+        before = self.state(run.conn)
+        seg = to_core_ack(frame.seg, run.delta, self._shift(frame, run))
+        self._trim_trace()
         mark = len(self.trace.records)
         self.core.receive(seg, self.now)
-        run.log.append((False, seg))
+        self.sink.received(run, seg)
         records = self.trace.records[mark:]
-        self._consume_trace()
-        after = self._state(run.conn)
+        self._trim_trace()
+        after = self.state(run.conn)
         if after:
             run.states.append((self.now, after))
         injection = Injection(frame, seg, before, after, records, [])
@@ -638,7 +599,7 @@ class Engine:
     # ---- scripted application --------------------------------------------------------
 
     def _connect(self, key: FlowKey, number: int) -> None:
-        request = self._recorded_request(key, number)
+        request = self.source.recorded_request(key, number)
         pdata, ird, ord_ = b"", 16, 16
         detail = "no recorded MPA request: empty private data, IRD/ORD 16/16"
         if request is not None:
@@ -654,27 +615,26 @@ class Engine:
                           f"{unreadable}")
         action = AppAction(self.now, number, "connect", key, detail)
         self.actions.append(action)
+        run = self.flows[key]
         try:
             conn = self.core.connect(key[0], key[2], key[3], local_port=key[1],
                                      private_data=pdata, ird=ird, ord=ord_, now_ns=self.now)
         except CmError as exc:
             action.error = str(exc)
-            return
-        run = self.flows[key]
-        run.conn = conn
-        self._conn_flow[conn] = key
+        else:
+            run.conn = conn
+            self.conn_flow[conn] = key
+            self._post_receives(key, conn, number)
+        self.sink.connected(run)
 
     def _answer(self, key: FlowKey, number: int, reply: Frame) -> None:
         verb = self.opt.on_request
         if verb == "auto":
             verb = "reject" if mpa_kind(reply.seg.payload) == "reject" else "accept"
-        try:
-            pdata = decode_frame(reply.seg.payload).private_data
-        except MpaFormatError:
-            pdata = b""
-        self._decide(key, verb, pdata, number)
+        self._decide(key, verb, *stacks.reply_terms(reply.seg.payload), number=number)
 
-    def _decide(self, key: FlowKey, verb: str, pdata: bytes, number: int) -> None:
+    def _decide(self, key: FlowKey, verb: str, pdata: bytes,
+                ird_ord: tuple[int, int] | None = None, *, number: int) -> None:
         run = self.flows[key]
         action = AppAction(self.now, number, verb, key,
                            f"private data {len(pdata)} bytes")
@@ -684,17 +644,23 @@ class Engine:
             return
         try:
             if verb == "accept":
-                self.core.accept(run.conn, private_data=pdata, now_ns=self.now)
+                stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
+                self._post_receives(key, run.conn, number)
             else:
                 self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
         except CmError as exc:
             action.error = str(exc)
 
-    def _disconnect(self, key: FlowKey, number: int) -> None:
+    def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
+        words = stacks.post_receives(self.core, self.stack, conn, self.rec.flows.get(key),
+                                     self.now)
+        if words:
+            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
+
+    def _disconnect(self, key: FlowKey, frame: Frame) -> None:
         run = self.flows[key]
-        frame = self._frame(number)
         graceful = not frame.seg.flags & RST
-        action = AppAction(self.now, number, "disconnect", key,
+        action = AppAction(self.now, frame.number, "disconnect", key,
                            "graceful (FIN)" if graceful else "abortive (RST)")
         self.actions.append(action)
         if run.conn is None:
@@ -704,3 +670,218 @@ class Engine:
             self.core.disconnect(run.conn, graceful=graceful, now_ns=self.now)
         except CmError as exc:
             action.error = str(exc)
+
+
+class NodeStates:
+    """What the engine knows of the core's nodes, told by the core as it happens
+    (:class:`~mpa_emu.cm.api.NodeWatch`): each connection's CM state by name (for the
+    report), its flow, and the NIC's asynchronous events."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def node_created(self, conn: int, loc_port: int, rem: bytes, rem_port: int) -> None:
+        """A new node starts UNKNOWN, on the recorded flow of its ports."""
+        engine = self.engine
+        engine.states[conn] = "UNKNOWN"
+        key = engine.by_ports.get((loc_port, rem, rem_port))
+        if key is not None:
+            engine.flows[key].conn = conn
+            engine.conn_flow[conn] = key
+
+    def state_changed(self, conn: int, state: IntEnum) -> None:
+        """Remember the node's new state; siw and cxgb4 also change state in queued work
+        and timers, so their flow's history takes every change as it happens."""
+        engine = self.engine
+        engine.states[conn] = state.name
+        if not engine._node_conns:
+            key = engine.conn_flow.get(conn)
+            if key is not None and key in engine.flows:
+                engine.flows[key].states.append((engine.now, state.name))
+
+    def node_freed(self, conn: int) -> None:
+        """The node is gone."""
+        self.engine.states[conn] = "freed"
+
+    def qp_event(self, time_ns: int, conn: int, ae: str) -> None:
+        """Keep the NIC's event with the capture frame replayed last."""
+        engine = self.engine
+        engine.nic_events.append(NicEvent(time_ns, engine.position, conn,
+                                          engine.conn_flow.get(conn), ae))
+
+
+class KeepAll:
+    """The whole-capture replay's sink: every emitted frame, every injection (with the
+    core's trace records and node states when ``traced``) and every flow's log is kept
+    for the comparison and the full report."""
+
+    def __init__(self, traced: bool) -> None:
+        self.traced = traced
+
+    def emitted(self, engine: Engine, run: FlowRun, seg: Segment, comment: str,
+                conn: int | None, delta: int) -> None:
+        """Keep the frame (the comparison reads them after the run)."""
+        now = engine.now
+        state = engine.state(conn)
+        engine.emitted.append(Emitted(engine.emitted_count, now, seg, comment, conn,
+                                      run.key, delta, engine.position, state))
+        run.log.append((True, seg))
+        if state:
+            run.states.append((now, state))
+        if engine.opt.rebase:
+            end = (seg.seq + delta + seq_len(seg)) & MASK32
+            if run.em_nxt is None or after(end, run.em_nxt):
+                run.em_nxt = end
+
+    def received(self, run: FlowRun, seg: Segment) -> None:
+        """Log the injected frame on its flow."""
+        run.log.append((False, seg))
+
+    def skipped(self, engine: Engine, frame: Frame, run: FlowRun) -> Injection | None:
+        """Record the frame as dropped by the NIC (its flow's state unchanged)."""
+        before = engine.state(run.conn)
+        skipped = Injection(frame, frame.seg, before, before, [], [],
+                            f"dropped by the NIC: {frame.nic_dropped}")
+        engine.injections.append(skipped)
+        return skipped
+
+    def upcall(self, ev: Upcall, run: FlowRun, current: Injection | None) -> None:
+        """Attach the upcall to the injection that caused it."""
+        if current is not None and current.frame.flow == run.key:
+            current.upcalls.append(ev)
+
+    def connected(self, run: FlowRun) -> None:
+        """Nothing more to keep: the action is in :attr:`Engine.actions`."""
+
+
+class RecordingSource:
+    """The whole recording as the frame source: every frame and every scripted verb in
+    one timeline, and the recording's answers looked up directly."""
+
+    def __init__(self, rec: Recording) -> None:
+        self.rec = rec
+        self.flows: dict[FlowKey, FlowRun] = {
+            key: FlowRun(key, [f.seg.seq for f in connection_starts(flow.frames)])
+            for key, flow in rec.flows.items()}
+        self.by_ports: dict[tuple[int, bytes, int], FlowKey] = {
+            (k[1], k[2], k[3]): k for k in rec.flows}
+        self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
+        self._answer_times: dict[FlowKey, list[int]] = {}
+
+    def setup(self, engine: Engine) -> None:
+        """The address, the recorded neighbours, a listener on every port a SYN reaches."""
+        rec, core = self.rec, engine.core
+        core.add_address(rec.ip, vlan=rec.vlan, now_ns=0)
+        for ip, mac in sorted(rec.neighbours.items()):
+            core.set_neighbour(ip, mac)
+        ports: dict[tuple[int, int | None], None] = {}
+        for flow in rec.flows.values():
+            for f in flow.frames:
+                if not f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
+                    ports[(flow.key[1], flow_vlan(flow.key))] = None
+                    break
+        backlog = engine.opt.backlog
+        for port, vlan in ports:
+            try:
+                core.create_listen(rec.ip, port, backlog=backlog, ipv6=rec.ipv6,
+                                   vlan=vlan, now_ns=0)
+                engine.actions.append(AppAction(0, 0, "listen",
+                                                flow_key(rec.ip, port, b"", 0, vlan),
+                                                f"port {port} backlog {backlog}"))
+            except CmError as exc:
+                engine.notes.append(f"listen on port {port} refused: {exc}")
+
+    def _script(self) -> list[tuple[int, int, int, str, FlowKey]]:
+        """Timeline: (time, frame number, order, what, flow) for every recorded frame and
+        every scripted verb, in capture order."""
+        items: list[tuple[int, int, int, str, FlowKey]] = []
+        for f in self.rec.frames:
+            items.append((f.time_ns, f.number, 1, "frame", f.flow))
+        for key, flow in self.rec.flows.items():
+            # One connect per connection the recorded host opened (port reuse included;
+            # a v2 to v1 retry SYN belongs to the same connection).
+            for f in connection_starts(flow.frames):
+                if not f.seg.flags & ACK:
+                    items.append((f.time_ns, f.number, 0, "connect", key))
+            if not flow.active:
+                # One answer per MPA reply or reject (the NIC's resends share the seq).
+                answered: set[int] = set()
+                for f in flow.frames:
+                    if f.outbound and f.seg.seq not in answered and mpa_kind(
+                            f.seg.payload) in ("reply", "reject"):
+                        answered.add(f.seg.seq)
+                        self._answer_times.setdefault(key, []).append(f.time_ns)
+                        items.append((f.time_ns, f.number, 0, "answer", key))
+            closing = _first_nic_close(flow.frames)
+            if closing is not None:
+                items.append((closing.time_ns, closing.number, 0, "disconnect", key))
+        items.sort(key=lambda it: (it[0], it[1], it[2]))
+        return items
+
+    def play(self, engine: Engine) -> None:
+        """Every frame and verb of the timeline, then the timers up to the horizon."""
+        frames_by_number = self._by_number
+        items = self._script()
+        total = len(self.rec.frames)
+        progress = engine.progress
+        done = 0
+        due: int | None = None
+        due_known = False  # the core has not been called since ``due`` was read
+        for time_ns, number, _order, what, key in items:
+            due = engine.catch_up(time_ns, due, due_known)
+            due_known = True
+            frame = frames_by_number[number]
+            if what == "frame":
+                engine.position = number
+                done += 1
+                if progress is not None and done % 2048 == 0:
+                    progress(done, total)
+                if frame.outbound:
+                    continue  # a checkpoint only: the timers up to it have run
+                engine.inject(frame)
+            else:
+                engine.run_verb(what, key, frame)
+            due_known = False
+        engine.position = max((f.number for f in self.rec.frames), default=0)
+        engine.advance(self.rec.end_ns + engine.opt.horizon_ns)
+
+    def recorded_isn(self, lport: int, remote: bytes, rport: int) -> int | None:
+        """The ISN of the recorded host's next SYN or SYN-ACK on these ports."""
+        key = self.by_ports.get((lport, remote, rport))
+        run = self.flows.get(key) if key is not None else None
+        return run.peek_isn() if run is not None else None
+
+    def first_outbound_seq(self, key: FlowKey) -> int | None:
+        """The seq of the first frame the recorded host sent in the flow, if any."""
+        flow = self.rec.flows.get(key)
+        if flow is None:
+            return None
+        return next((f.seg.seq for f in flow.frames if f.outbound), None)
+
+    def recorded_request(self, key: FlowKey, number: int) -> Frame | None:
+        """The first MPA request the recorded host sent in the flow after ``number``."""
+        return next((f for f in self.rec.flows[key].frames if f.outbound
+                     and f.number > number and mpa_kind(f.seg.payload) == "request"), None)
+
+    def answer_pending(self, key: FlowKey, now: int) -> bool:
+        """True when the recording still holds an answer of this flow's host to come."""
+        return any(t >= now for t in self._answer_times.get(key, ()))
+
+    def flow_of(self, ports: tuple[int, bytes, int]) -> FlowKey | None:
+        """The recorded flow on these ports."""
+        return self.by_ports.get(ports)
+
+    def sending_flow(self, key: FlowKey) -> FlowRun:
+        """The flow, made when the capture has none on these addresses and ports."""
+        run = self.flows.get(key)
+        if run is None:
+            run = self.flows[key] = FlowRun(key, [])
+        return run
+
+
+def _first_nic_close(frames: list[Frame]) -> Frame | None:
+    classes = offload_classes([(f.outbound, f.seg) for f in frames])
+    for f, nic in zip((f for f in frames if f.outbound), classes, strict=True):
+        if nic and f.seg.flags & (FIN | RST):
+            return f
+    return None

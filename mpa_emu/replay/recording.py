@@ -16,16 +16,19 @@ from typing import IO
 from mpa_emu.capture.checksums import Mode, Verdict
 from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
-from mpa_emu.views.describe import mpa_kind
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
-from mpa_emu.wire.segment import ACK, SYN, Segment
 
 # A flow as the emulated host sees it: (local ip, local port, remote ip, remote port, vlan).
-FlowKey = tuple[bytes, int, bytes, int, int | None]
+from mpa_emu.wire.flow import NO_VLAN, FlowKey
+from mpa_emu.wire.mpa import mpa_kind
+from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
+from mpa_emu.wire.seq import MASK as MASK32
+from mpa_emu.wire.seq import after
 
 
-class RecordingError(ValueError):
+class RecordingError(MpaEmuError, ValueError):
     """Bad input for replay: unreadable file, not Ethernet, no frames of the address."""
 
 
@@ -175,16 +178,17 @@ def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str
                 nic_dropped, artefact = nic_verdict(lenient, checksums)
                 if artefact:
                     artefacts[seg.src_ip] = artefacts.get(seg.src_ip, 0) + 1
+        vid = NO_VLAN if seg.vlan is None else seg.vlan  # the FlowKey's VLAN id
         if seg.src_ip == ip:
             outbound = True
-            key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
+            key: FlowKey = (ip, seg.sport, seg.dst_ip, seg.dport, vid)
             nic_dropped = ""  # checksum offload: the sender's NIC fills them in later
             if not mac:
                 mac, vlan = seg.src_mac, seg.vlan
             neighbours.setdefault(seg.dst_ip, seg.dst_mac)
         elif seg.dst_ip == ip:
             outbound = False
-            key = (ip, seg.dport, seg.src_ip, seg.sport, seg.vlan)
+            key = (ip, seg.dport, seg.src_ip, seg.sport, vid)
             if not mac:
                 mac, vlan = seg.dst_mac, seg.vlan
             neighbours[seg.src_ip] = seg.src_mac
@@ -300,3 +304,21 @@ def _addresses(raws: Sequence[CaptureRecord]) -> str:
     ranked = sorted(counts, key=lambda a: (-counts[a], a))
     shown = ", ".join(ip_text(a) for a in ranked[:8])
     return shown + (f" and {len(ranked) - 8} more" if len(ranked) > 8 else "")
+
+
+def seq_len(seg: Segment) -> int:
+    """Sequence space a segment takes: payload, SYN and FIN (RFC 9293 section 3.4)."""
+    return len(seg.payload) + (1 if seg.flags & SYN else 0) + (1 if seg.flags & FIN else 0)
+
+
+def stream_ends(frames: list[Frame]) -> list[tuple[int, int]]:
+    """For each frame the recorded host sent: (frame number, end of its byte stream so
+    far), in capture order."""
+    out: list[tuple[int, int]] = []
+    nxt: int | None = None
+    for f in sorted((f for f in frames if f.outbound), key=lambda f: f.number):
+        end = (f.seg.seq + seq_len(f.seg)) & MASK32
+        if nxt is None or after(end, nxt) or f.seg.flags & SYN:
+            nxt = end
+        out.append((f.number, nxt))
+    return out

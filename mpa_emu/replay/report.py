@@ -12,12 +12,20 @@ from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
-from mpa_emu.replay.engine import AppAction, Emitted, Injection, Rebase, RunResult
-from mpa_emu.replay.recording import FlowKey, Frame, Recording
-from mpa_emu.replay.semantic import SemanticVerdict, Story, emulator_name
-from mpa_emu.views.describe import flags_joined, segment_line, upcall_text
+from mpa_emu.replay.engine import AppAction, Emitted, Injection, OnRequest, Rebase, RunResult
+from mpa_emu.replay.recording import Frame, Recording
+from mpa_emu.replay.semantic import (
+    SemanticVerdict,
+    Story,
+    emulated_name,
+    rdma_cm_of,
+)
+from mpa_emu.replay.stacks import StackChoice, side_words
+from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
+from mpa_emu.views.describe import flags_joined, rdma_cm_label, segment_line, upcall_text
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.flow import FlowKey, flow_vlan
 from mpa_emu.wire.segment import Segment
 
 
@@ -26,7 +34,7 @@ class ReplayOptions:
     """The command line's options, as values."""
 
     emulate: bytes
-    on_request: str = "auto"
+    on_request: OnRequest = "auto"
     backlog: int = 4096
     time_tolerance_ns: int = 10_000_000
     strict_offload: bool = False
@@ -36,7 +44,16 @@ class ReplayOptions:
     checksums: Mode = Mode.OFFLOAD
     """Which injected frames the NIC drops for their checksum (``--checksums``)."""
     config: CmConfig = field(default_factory=CmConfig)
-    """The emulated node: irdma, or another profile (``--profile``, ``--mpa-rev``)."""
+    """irdma's configuration (``--mpa-rev``) when :attr:`stack` is None."""
+    stack: StackChoice | None = None
+    """The emulated side's stack (``--profile``); None: irdma with :attr:`config`."""
+    peers: tuple[tuple[bytes, StackChoice], ...] = ()
+    """Stacks named for the other addresses (``--profile IP=STACK,...``): words only."""
+
+    @property
+    def emulated_stack(self) -> StackChoice:
+        """The stack that plays the emulated side."""
+        return self.stack or StackChoice(config=self.config)
 
 
 def _t(ns: int) -> str:
@@ -47,7 +64,8 @@ def flow_text(key: FlowKey) -> str:
     def ep(ip: bytes, port: int) -> str:
         text = ip_text(ip)
         return f"[{text}]:{port}" if len(ip) == 16 else f"{text}:{port}"
-    vlan = f" vlan {key[4]}" if key[4] is not None else ""
+    tag = flow_vlan(key)
+    vlan = f" vlan {tag}" if tag is not None else ""
     return f"{ep(key[0], key[1])} <-> {ep(key[2], key[3])}{vlan}"
 
 
@@ -75,6 +93,23 @@ class ReplayReport:
     options: ReplayOptions
     semantic: SemanticVerdict | None = None
     """Per connection outcomes and their differences (semantic mode)."""
+    _labels: dict[int, str] | None = field(default=None, repr=False, compare=False)
+
+    def ulp_steps(self) -> dict[int, UlpStep]:
+        """Each upcall (by ``id``) through iw_cm and rdma_cm: the rdma_cm event the
+        emulated host's application gets for it (:func:`mpa_emu.ulp.rdma_cm.steps_for`)."""
+        return {id(step.upcall): step for step in steps_for(self.run.upcalls)}
+
+    def rdma_cm_labels(self) -> dict[int, str]:
+        """``=> RDMA_CM_EVENT_...`` for each upcall (by ``id``), computed once."""
+        if self._labels is None:
+            self._labels = {key: rdma_cm_label(step.trace_fields())
+                            for key, step in self.ulp_steps().items()}
+        return self._labels
+
+    def injection_outcome(self, inj: Injection) -> str:
+        """:func:`injection_text` with the rdma_cm event beside each upcall."""
+        return injection_text(inj, self.rdma_cm_labels())
 
     @property
     def failed(self) -> bool:
@@ -168,7 +203,8 @@ class ReplayReport:
                          if d.expected is not None else "")
             last = self._last_injection(d.flow, d.expected.time_ns if d.expected else 0)
             if last is not None:
-                lines.append(f"  last in   frame {last.frame.number}: {injection_text(last)}")
+                lines.append(f"  last in   frame {last.frame.number}: "
+                             f"{self.injection_outcome(last)}")
         flow = self.run.flows.get(d.flow)
         if flow is not None and flow.delta:
             lines.append(f"  numbers   the emulator's ISN differs from the recorded one: recorded "
@@ -188,6 +224,8 @@ class ReplayReport:
     def text(self) -> str:
         """Verdict, first divergence, and for --semantic what happened to each frame."""
         out = [self.verdict()]
+        if self.names_stacks:
+            out.append(self.stacks_line())
         first = self.first_text()
         if first:
             out.append(first)
@@ -207,14 +245,19 @@ class ReplayReport:
         if self.comparison.semantic:
             out.append("injected frames:")
             out += [f"  frame {inj.frame.number} t={_t(inj.frame.time_ns)} "
-                    f"{shape_text(inj.frame.seg)}: {injection_text(inj)}"
+                    f"{shape_text(inj.frame.seg)}: {self.injection_outcome(inj)}"
                     for inj in self.run.injections]
             out.append("application (verbs and upcalls):")
-            timeline = [(u.time_ns, 1, f"upcall {upcall_text(u)}") for u in self.run.upcalls]
+            rdma = self.rdma_cm_labels()
+            timeline = [(u.time_ns, 1, f"upcall {upcall_text(u)}", rdma.get(id(u), ""))
+                        for u in self.run.upcalls]
             timeline += [(a.time_ns, 0, f"{a.verb} ({a.detail})"
-                          + (f" refused: {a.error}{self._gone(a)}" if a.error else ""))
+                          + (f" refused: {a.error}{self._gone(a)}" if a.error else ""), "")
                          for a in self.run.actions if a.verb != "listen"]
-            out += [f"  t={_t(t)} {text}" for t, _o, text in sorted(timeline)]
+            for t, _o, text, beside in sorted(timeline):
+                out.append(f"  t={_t(t)} {text}")
+                if beside:
+                    out.append(f"  t={_t(t)}   {beside}")
         return "\n".join(out)
 
     def _gone(self, action: AppAction) -> str:
@@ -283,13 +326,14 @@ class ReplayReport:
     def _semantic_text(self) -> list[str]:
         sem = self.semantic
         assert sem is not None
-        who = emulator_name(self.options.config)
+        who = emulated_name(self.options.emulated_stack)
         out = ["outcome per connection (recorded host | " + who + "):"]
         for key, r in sem.recorded.items():
             e = sem.emulated[key]
             out.append(f"  {flow_text(key)} ({r.role})")
-            out.append(f"    recorded  {story_text(r)}")
-            out.append(f"    emulated  {story_text(e)}")
+            past_mpa = self.options.emulated_stack.offloaded_state
+            out.append(f"    recorded  {story_text(r, past_mpa)}")
+            out.append(f"    emulated  {story_text(e, past_mpa)}")
         if sem.divergences:
             out.append("differences in outcome:")
             out += [f"  {d.text}" for d in sem.divergences]
@@ -306,6 +350,7 @@ class ReplayReport:
         """Every divergence, extra frame, scripted verb and upcall, as plain data."""
         cmp = self.comparison
         o = self.options
+        steps = self.ulp_steps()
         return {
             "capture": self.recording.path,
             "emulate": ip_text(o.emulate),
@@ -331,12 +376,18 @@ class ReplayReport:
                         for a in self.run.actions],
             "upcalls": [{"time": u.time_ns / 1e9, "event": u.event.name, "conn": u.conn,
                          "status": u.status, "private_data_len": u.private_data_len,
-                         "ird": u.ird, "ord": u.ord} for u in self.run.upcalls],
-            "injections": ([_injection_json(i) for i in self.run.injections]
+                         "ird": u.ird, "ord": u.ord,
+                         "rdma_cm": steps[id(u)].as_dict()["rdma_cm"],
+                         "iw_cm_state": steps[id(u)].as_dict()["iw_cm_state"],
+                         "rdma_cm_note": steps[id(u)].note or None}
+                        for u in self.run.upcalls],
+            "injections": ([_injection_json(i, self.rdma_cm_labels())
+                            for i in self.run.injections]
                            if o.semantic else None),
             "checksums": o.checksums.value,
-            "profile": o.config.profile,
-            "mpa_rev": o.config.mpa_rev,
+            "profile": o.emulated_stack.profile_name,
+            "mpa_rev": o.emulated_stack.mpa_rev,
+            **self._stacks_json(),
             "offload_artefacts": {ip_text(ip): n for ip, n in
                                   sorted(self.recording.offload_artefacts.items())},
             "first_divergence": self.first_divergence or None,
@@ -349,13 +400,34 @@ class ReplayReport:
             + self.run.notes,
         }
 
+    @property
+    def names_stacks(self) -> bool:
+        """Whether the report names the stacks of the sides: any but irdma emulated, or
+        a stack named per address (an irdma replay's report reads as it always did)."""
+        o = self.options
+        return o.emulated_stack.stack != "irdma" or bool(o.peers)
+
+    def stacks_line(self) -> str:
+        """``stacks: 192.0.2.1 siw (emulated), 192.0.2.2 cxgb4 (recorded peer)``."""
+        o = self.options
+        return side_words(o.emulate, o.emulated_stack, dict(o.peers))
+
+    def _stacks_json(self) -> dict[str, Any]:
+        if not self.names_stacks:
+            return {}
+        o = self.options
+        return {"stack": o.emulated_stack.label,
+                "stacks": {ip_text(ip): {"stack": c.label,
+                                         "side": "emulated" if ip == o.emulate else "peer"}
+                           for ip, c in [(o.emulate, o.emulated_stack), *sorted(o.peers)]}}
+
     def _divergence_json(self, d: Divergence) -> dict[str, Any]:
         out = _divergence_json(d)
         if d.actual is None and d.expected is not None:
             last = self._last_injection(d.flow, d.expected.time_ns)
             if last is not None:
                 out["last_injected"] = {"frame": last.frame.number,
-                                        "outcome": injection_text(last)}
+                                        "outcome": self.injection_outcome(last)}
         return out
 
     # ---- pcapng -------------------------------------------------------------------
@@ -375,7 +447,7 @@ class ReplayReport:
             verdicts[em.index] = "extra: after the capture's end"
         items: list[tuple[int, int, int, Segment, str]] = []
         for inj in self.run.injections:
-            comment = f"injected frame {inj.frame.number}: {injection_text(inj)}"
+            comment = f"injected frame {inj.frame.number}: {self.injection_outcome(inj)}"
             items.append((inj.frame.time_ns, inj.frame.number, 0, inj.seg, comment))
         for em in self.run.emitted:
             comment = em.comment or "emitted"
@@ -393,7 +465,7 @@ class ReplayReport:
         return len(items)
 
 
-def injection_text(inj: Injection) -> str:
+def injection_text(inj: Injection, rdma: dict[int, str] | None = None) -> str:
     """What the emulator did with one injected frame."""
     if inj.skipped:
         return inj.skipped
@@ -408,18 +480,25 @@ def injection_text(inj: Injection) -> str:
         parts.append(f"state {inj.state_before or 'none'} -> {inj.state_after or 'none'}")
     elif inj.state_after:
         parts.append(f"state {inj.state_after}")
-    parts += ["upcall " + upcall_text(u) for u in inj.upcalls]
+    for u in inj.upcalls:
+        parts.append("upcall " + upcall_text(u))
+        beside = rdma.get(id(u)) if rdma is not None else None
+        if beside:
+            parts.append(f"rdma_cm {beside.removeprefix('=> ')}")
     return "; ".join(parts)
 
 
-def story_fields(s: Story) -> list[tuple[str, str]]:
-    """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order."""
+def story_fields(s: Story, past_mpa: str = "OFFLOADED") -> list[tuple[str, str]]:
+    """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order;
+    ``past_mpa`` names the stack's state past MPA (irdma's OFFLOADED, siw's RDMA_MODE,
+    cxgb4's FPDU_MODE)."""
     mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
     out = [("MPA sent", mpa_frames or "none"), ("answer", s.answer or "none"),
-           ("OFFLOADED", f"at frame {s.offloaded}" if s.offloaded else "never"),
+           (past_mpa, f"at frame {s.offloaded}" if s.offloaded else "never"),
            ("ESTABLISHED", f"at frame {s.established}" if s.established else "never")]
     if s.upcalls:
         out.append(("upcalls", ", ".join(name for _n, name in s.upcalls)))
+        out.append(("rdma_cm", ", ".join(rdma_cm_of(name) for _n, name in s.upcalls)))
     if s.nic:
         out.append(("NIC", ", ".join(f"{ev} at frame {n}" for n, ev in s.nic)))
     out.append(("first close", f"{s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
@@ -427,10 +506,10 @@ def story_fields(s: Story) -> list[tuple[str, str]]:
     return out
 
 
-def story_text(s: Story) -> str:
+def story_text(s: Story, past_mpa: str = "OFFLOADED") -> str:
     """One connection's outcome in one line."""
     parts = []
-    for name, value in story_fields(s):
+    for name, value in story_fields(s, past_mpa):
         if name == "MPA sent":
             parts.append(f"{name}: {value}")
         elif name == "first close":
@@ -454,7 +533,8 @@ def _story_json(s: Story) -> dict[str, Any]:
                      "p2p": m.rtr.peer_to_peer if m.rtr else None} for m in s.sent],
             "answer": s.answer or None, "offloaded": s.offloaded or None,
             "established": s.established or None,
-            "upcalls": [{"frame": n, "upcall": u} for n, u in s.upcalls],
+            "upcalls": [{"frame": n, "upcall": u, "rdma_cm": rdma_cm_of(u)}
+                        for n, u in s.upcalls],
             "nic": [{"frame": n, "event": ev} for n, ev in s.nic],
             "close": ({"frame": s.close[0], "by": s.close[1], "how": s.close[2]}
                       if s.close else None)}
@@ -494,13 +574,14 @@ def _divergence_json(d: Divergence) -> dict[str, Any]:
             "state": d.state, "why": d.why or None}
 
 
-def _injection_json(inj: Injection) -> dict[str, Any]:
+def _injection_json(inj: Injection, rdma: dict[int, str]) -> dict[str, Any]:
     return {"frame": inj.frame.number, "time": inj.frame.time_ns / 1e9,
             "kind": shape_text(inj.frame.seg), "ack_translated": (inj.seg.ack != inj.frame.seg.ack),
-            "outcome": injection_text(inj), "state_before": inj.state_before,
+            "outcome": injection_text(inj, rdma), "state_before": inj.state_before,
             "state_after": inj.state_after,
             "trace": [record_text(r) for r in inj.records],
-            "upcalls": [upcall_text(u) for u in inj.upcalls]}
+            "upcalls": [upcall_text(u) for u in inj.upcalls],
+            "rdma_cm": [rdma.get(id(u), "") for u in inj.upcalls]}
 
 
 __all__ = ["ReplayOptions", "ReplayReport", "injection_text"]

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
-from errno import ECONNREFUSED
+from errno import ECONNREFUSED, ECONNRESET
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.replay import stack_causes
 from mpa_emu.replay.engine import RunResult
-from mpa_emu.replay.recording import FlowKey, Recording
-from mpa_emu.views.describe import errno_text, mpa_kind
+from mpa_emu.replay.recording import Recording
+from mpa_emu.replay.stacks import StackChoice
+from mpa_emu.ulp.rdma_cm import RdmaCmEventType, connect_reply_event
+from mpa_emu.views.describe import errno_text
 from mpa_emu.wire import ddp, mpa
+from mpa_emu.wire.flow import FlowKey
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import at_or_after
@@ -237,14 +242,18 @@ def _mpa_end(conv: Conversation, outbound: bool, upto: int) -> int | None:
     return end
 
 
-def recorded_story(conv: Conversation, active: bool) -> Story:
-    """The recorded host's story, read from its frames."""
+def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> Story:
+    """The recorded host's story, read from its frames by the rules of its ``stack``
+    (the registry name of the stack that plays it)."""
     story, request, answer = _base_story(conv, active)
     if request is not None and not active:
         story.upcalls.append((request.frame, "CONNECT_REQUEST"))
     if story.answer == "reject" and active:
+        # siw_proc_mpareply reports a reject as -ECONNRESET; irdma and cxgb4
+        # (process_mpa_reply) as -ECONNREFUSED.
+        refused = ECONNRESET if stack == "siw" else ECONNREFUSED
         story.upcalls.append((story.answer_frame,
-                              f"CONNECT_REPLY {status_words(-ECONNREFUSED)}"))
+                              f"CONNECT_REPLY {status_words(-refused)}"))
     if story.answer != "accept":
         return story
     at = story.answer_frame
@@ -256,6 +265,8 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
                 return story
             break
     story.offloaded = at
+    if stack != "irdma":
+        return _software_cm_story(story, conv, active, request, answer, stack)
     crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
                & mpa.FLAG_CRC)
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
@@ -282,18 +293,58 @@ def recorded_story(conv: Conversation, active: bool) -> Story:
     return story
 
 
-def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResult
-                   ) -> Story:
-    """The emulated node's story: its frames, upcalls, states and NIC events."""
+def _software_cm_story(story: Story, conv: Conversation, active: bool,
+                       request: MpaSent | None, answer: MpaSent | None, stack: str
+                       ) -> Story:
+    """A siw or cxgb4 host past an accepting reply. The initiator's CONNECT_REPLY 0
+    comes with the reply (siw_proc_mpareply; cxgb4: process_mpa_reply). The
+    responder's ESTABLISHED comes with its reply (c4iw_accept_cr: established_upcall;
+    siw_accept), except a siw reply that picked an RTR: then with the peer's first FPDU
+    (siw_rtr_data_ready)."""
+    at = story.answer_frame
+    crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
+               & mpa.FLAG_CRC)
+    story.nic += _terminates(conv, at, crc)
+    if active:
+        story.established = at
+    else:
+        block = answer.rtr if answer is not None else None
+        waits = (stack == "siw" and block is not None and block.peer_to_peer
+                 and (block.write0 or block.read0))
+        if not waits:
+            story.established = at
+        else:
+            theirs = _fpdus(conv, False, at, _mpa_end(conv, False, at))
+            story.established = theirs[0][0] if theirs else 0
+    if story.established:
+        story.upcalls.append((story.established, "CONNECT_REPLY status 0" if active
+                              else "ESTABLISHED"))
+    story.nic.sort()
+    return story
+
+
+def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResult,
+                   offloaded_state: str = "OFFLOADED") -> Story:
+    """The emulated node's story: its frames, upcalls, states and NIC events.
+    ``offloaded_state`` is the stack's state past MPA (irdma's OFFLOADED, siw's
+    RDMA_MODE, cxgb4's FPDU_MODE)."""
     story, request, answer = _base_story(conv, active)
     crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
                & mpa.FLAG_CRC)
     frun = run.flows.get(key)
     offloaded = [e.after_frame for e in run.emitted if e.flow == key
-                 and e.state == "OFFLOADED"]
+                 and e.state == offloaded_state]
     offloaded += [i.frame.number for i in run.injections if i.frame.flow == key
-                  and i.state_after == "OFFLOADED"]
-    if frun is not None and any(s == "OFFLOADED" for _t, s in frun.states):
+                  and i.state_after == offloaded_state]
+    if frun is not None and offloaded_state != "OFFLOADED":
+        # siw and cxgb4 leave MPA in queued work or a timer as well: the frame is the
+        # last one injected at or before the change.
+        at = next((t for t, s in frun.states if s == offloaded_state), None)
+        if at is not None:
+            offloaded.append(max((i.frame.number for i in run.injections
+                                  if i.frame.flow == key and i.frame.time_ns <= at),
+                                 default=1))
+    if frun is not None and any(s == offloaded_state for _t, s in frun.states):
         story.offloaded = min(offloaded, default=story.answer_frame or 1)
     for up, number in zip(run.upcalls, run.upcall_frames, strict=True):
         if (up.local_port, up.remote_ip, up.remote_port) != (key[1], key[2], key[3]):
@@ -329,8 +380,28 @@ def _upcall_name(up: Upcall) -> str:
     return ""
 
 
+def _with_rdma_cm(name: str) -> str:
+    return f"{name} ({rdma_cm_of(name)})"
+
+
+def rdma_cm_of(name: str) -> str:
+    """The rdma_cm event behind a story's upcall name (``cma_iw_handler``,
+    ``iw_conn_req_handler``): ``CONNECT_REPLY status -111 (-ECONNREFUSED)`` ->
+    ``RDMA_CM_EVENT_REJECTED status -111 (-ECONNREFUSED)``."""
+    event, _, status_text = name.partition(" status ")
+    status = int(status_text.split()[0]) if status_text else 0
+    if event == "CONNECT_REQUEST":
+        return RdmaCmEventType.CONNECT_REQUEST.kernel_name
+    if event == "CONNECT_REPLY":
+        kind = connect_reply_event(status).kernel_name
+        return f"{kind} status {status} ({errno_text(status)})" if status else kind
+    if event == "ESTABLISHED" and status:
+        return f"none (rdma_accept returns {status})"
+    return RdmaCmEventType.ESTABLISHED.kernel_name
+
+
 def emulator_name(config: CmConfig) -> str:
-    """How the report names the emulated node: irdma, or the profile it plays."""
+    """How the report names an irdma node: irdma, or the profile it plays."""
     return "irdma" if config.profile == "irdma" else f"the {config.profile} profile"
 
 
@@ -350,19 +421,30 @@ def _conversations(rec: Recording, run: RunResult) -> dict[FlowKey, Conversation
             for k, v in items.items()}
 
 
-def judge(rec: Recording, run: RunResult, config: CmConfig) -> SemanticVerdict:
+def emulated_name(stack: StackChoice) -> str:
+    """How reports name the emulated side: irdma (or "the P profile" for an irdma
+    configured as profile P), else the stack's label (``siw``, ``cxgb4(mpa_rev=1)``)."""
+    return emulator_name(stack.config) if stack.stack == "irdma" else stack.label
+
+
+def judge(rec: Recording, run: RunResult, config: CmConfig,
+          stack: StackChoice | None = None, peer: str = "") -> SemanticVerdict:
     """Compare, connection by connection, what the emulated node did with what the
-    recorded host did; the differences in capture order."""
-    who = emulator_name(config)
+    recorded host did; the differences in capture order. ``stack`` is the emulated
+    side's (None: irdma with ``config``); ``peer`` names the other side's stack in the
+    findings ("" : unnamed)."""
+    stack = stack or StackChoice(config=config)
+    who = emulated_name(stack)
     emulated_convs = _conversations(rec, run)
     recorded: dict[FlowKey, Story] = {}
     emulated: dict[FlowKey, Story] = {}
     out: list[SemanticDivergence] = []
     for key, flow in rec.flows.items():
         conv = [(f.number, f.outbound, f.seg) for f in flow.frames]
-        r = recorded[key] = recorded_story(conv, flow.active)
-        e = emulated[key] = emulated_story(emulated_convs.get(key, []), flow.active, key, run)
-        out += _differences(key, r, e, who, run, config, conv)
+        r = recorded[key] = recorded_story(conv, flow.active, stack.stack)
+        e = emulated[key] = emulated_story(emulated_convs.get(key, []), flow.active, key, run,
+                                           stack.offloaded_state)
+        out += _differences(key, r, e, who, run, config, conv, stack, peer)
         out += _not_mpa_differences(key, conv, flow.active, e, who, run)
     out.sort(key=lambda d: d.frame)
     return SemanticVerdict(recorded, emulated, out)
@@ -420,7 +502,8 @@ def _rtr_causes(a: MpaSent, r: MpaSent, config: CmConfig) -> list[str]:
 
 
 def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
-                    config: CmConfig, crc_term: str = "") -> str:
+                    config: CmConfig, crc_term: str = "",
+                    stack: StackChoice | None = None) -> str:
     """What differs between the emulated node's MPA frame ``a`` and the recorded ``r``."""
     verb = {"request": "sends an MPA request", "reply": "accepts",
             "reject": "rejects"}[a.kind]
@@ -437,6 +520,8 @@ def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
             continue
         if bit == mpa.FLAG_CRC and a.flags & bit:
             why = ("always sets C (irdma_build_mpa_v1/v2)" if who == "irdma"
+                   else f"sets C ({stack_causes.crc_on(stack, a.kind)})"
+                   if stack is not None and stack.stack != "irdma"
                    else "sets C (the profile keeps irdma_build_mpa_v1's flags)")
             text = (f"{who} {why}; the recorded {role} "
                     "sent C=0")
@@ -449,13 +534,18 @@ def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
                     text += f" and the NIC sends a {crc_term}"
             parts.append(text)
         else:
-            parts.append(f"{who} sends {name}={int(bool(a.flags & bit))}; the recorded "
-                         f"{role} sent {name}={int(bool(r.flags & bit))}")
+            text = (f"{who} sends {name}={int(bool(a.flags & bit))}; the recorded "
+                    f"{role} sent {name}={int(bool(r.flags & bit))}")
+            if stack is not None and stack.stack != "irdma":
+                text += stack_causes.flag_off(stack, name, a.kind)
+            parts.append(text)
     if a.rev == r.rev and a.rtr is not None and r.rtr is not None and a.rtr != r.rtr:
         text = (f"{who} sends {_rtr_words(a.rtr)}; the recorded {role} sent "
                 f"{_rtr_words(r.rtr)}")
         if who == "irdma":
             text += "".join(f" ({c})" for c in _rtr_causes(a, r, config))
+        elif stack is not None and stack.stack != "irdma":
+            text += "".join(f" ({c})" for c in stack_causes.rtr(stack, a.kind, a.rtr, r.rtr))
         parts.append(text)
     if a.private_data != r.private_data:
         if len(a.private_data) != len(r.private_data):
@@ -502,9 +592,11 @@ def _dropped_words(why: str) -> str:
 
 
 def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
-                 config: CmConfig, conv: Conversation) -> list[SemanticDivergence]:
+                 config: CmConfig, conv: Conversation, stack: StackChoice | None = None,
+                 peer: str = "") -> list[SemanticDivergence]:
     out: list[SemanticDivergence] = []
     role = r.role
+    the_peer = f"the peer ({peer})" if peer else "the peer"
 
     def add(frame: int, aspect: str, text: str) -> None:
         out.append(SemanticDivergence(frame, key, aspect, f"frame {frame}: {text}"))
@@ -517,7 +609,7 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         rs = r.sent[i] if i < len(r.sent) else None
         es = e.sent[i] if i < len(e.sent) else None
         if rs is not None and es is not None:
-            text = _mpa_difference(es, rs, who, role, crc_error, config, crc_term)
+            text = _mpa_difference(es, rs, who, role, crc_error, config, crc_term, stack)
             if text:
                 add(rs.frame, "mpa", text)
         elif rs is not None:
@@ -529,7 +621,8 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
                     if plain is not None else "none")
             add(es.frame, "mpa", f"{who} sends an MPA {es.kind} {_mpa_words(es)}; the "
                 f"recorded {role} sent {what}")
-    for label, rv, emv, aspect in (("OFFLOADED", r.offloaded, e.offloaded, "offload"),
+    past_mpa = stack.offloaded_state if stack is not None else "OFFLOADED"
+    for label, rv, emv, aspect in ((past_mpa, r.offloaded, e.offloaded, "offload"),
                                    ("ESTABLISHED", r.established, e.established,
                                     "established")):
         if bool(rv) == bool(emv):
@@ -556,21 +649,34 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
         told = _told(en, frame, key, run)
         add(frame, "upcall",
-            f"{who} tells the application {told}{why}; the "
-            f"recorded outcome is {rn[1] if rn else 'nothing more'}")
+            f"{who} tells the application {told}"
+            f"{f' ({rdma_cm_of(en[1])})' if en else ''}{why}; the recorded outcome is "
+            f"{_with_rdma_cm(rn[1]) if rn else 'nothing more'}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
     if r.close is not None and (e.close is None or e.close[1:] != r.close[1:]):
         n, side, how = r.close
-        whose = f"the recorded {role}" if side == "host" else "the peer"
-        now = (f"{'the peer' if e.close[1] == 'peer' else who} closes first with a "
+        whose = f"the recorded {role}" if side == "host" else the_peer
+        now = (f"{the_peer if e.close[1] == 'peer' else who} closes first with a "
                f"{e.close[2]} (frame {e.close[0]})" if e.close else f"{who} never closes")
+        if e.close is not None and e.close[1] == "host" and stack is not None \
+                and stack.stack != "irdma":
+            now += _closing_function(key, run)
         add(n, "close", f"{whose} closes first with a {how}; {now}")
     elif r.close is None and e.close is not None:
         n, side, how = e.close
-        add(n, "close", f"{who if side == 'host' else 'the peer'} closes with a {how}; "
+        add(n, "close", f"{who if side == 'host' else the_peer} closes with a {how}; "
             "the recording shows no close")
     return out
+
+
+def _closing_function(key: FlowKey, run: RunResult) -> str:
+    """``: kernel_function`` behind the emulated side's first FIN or RST on ``key`` (the
+    frame's comment names it), or ""."""
+    for em in run.emitted:
+        if em.flow == key and em.seg.flags & (FIN | RST) and em.comment:
+            return f": {em.comment}"
+    return ""
 
 
 def _told(upcall: tuple[int, str] | None, frame: int, key: FlowKey, run: RunResult) -> str:

@@ -28,9 +28,11 @@ from typing import IO
 
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
-from mpa_emu.capture.spool import RecordSpool as Spool
+from mpa_emu.capture.spool import RecordSpool
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.events import Upcall
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.gc_tuning import fewer_young_collections
 from mpa_emu.replay.compare import Comparison
 from mpa_emu.replay.engine import (
@@ -42,12 +44,13 @@ from mpa_emu.replay.engine import (
     FlowRun,
     Injection,
     RunResult,
-    with_ack,
+    Sink,
 )
-from mpa_emu.replay.recording import FlowKey, Frame, OffloadClassifier, Recording, nic_verdict
+from mpa_emu.replay.recording import Frame, OffloadClassifier, Recording, nic_verdict
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
-from mpa_emu.views.describe import mpa_kind
 from mpa_emu.wire.codec import DecodeError, decode
+from mpa_emu.wire.flow import NO_VLAN, FlowKey, flow_key, flow_vlan
+from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -63,7 +66,7 @@ EVICT_EVERY = 512
 
 _CONNECT, _ANSWER, _CLOSE = 1, 2, 4
 
-class Fallback(Exception):
+class Fallback(MpaEmuError):
     """The streamed pass cannot vouch for the outcome: replay the whole capture."""
 
 
@@ -120,8 +123,11 @@ class _Tee:
         return data
 
 
-class StreamEngine(Engine):
-    """One streamed replay: build with a capture source, call :meth:`replay`."""
+class StreamSource:
+    """The capture read as a stream: a window of frames read ahead of the one being
+    replayed, the scripted verbs marked on the frames they belong to, and flows forgotten
+    once replayed. Build with a capture source (it reads up to the host's first frame),
+    then :meth:`bind` the engine it feeds."""
 
     vlan: int | None = None
     """The emulated host's VLAN, from its first frame. Not set in ``__init__``: after a
@@ -129,7 +135,6 @@ class StreamEngine(Engine):
     attribute for None until the end of ``__init__``, though reading frames sets it."""
 
     def __init__(self, source: str | IO[bytes], label: str, options: ReplayOptions,
-                 progress: Callable[[int, int], None] | None = None,
                  size: int | None = None) -> None:
         self.label = label
         self.ropt = options
@@ -156,41 +161,33 @@ class StreamEngine(Engine):
         """Flows whose read frames are all replayed, oldest first."""
         self.listening: dict[tuple[int, int | None], int] = {}
         self.listens: list[tuple[tuple[int, int | None], AppAction]] = []
-        self.compared_count = 0
-        self.matched = 0
         self.flow_counter = 0
         self.frame: Frame | None = None
-        self.started = False
-        # The flows read so far; the engine's ``flows`` and ``_by_ports`` become these
-        # very dicts once it is built.
-        self._sflows: dict[FlowKey, FlowRun] = {}
-        self._sports: dict[tuple[int, bytes, int], FlowKey] = {}
+        self.flows: dict[FlowKey, FlowRun] = {}
+        """The flows read so far (the engine's flows are this very dict)."""
+        self.by_ports: dict[tuple[int, bytes, int], FlowKey] = {}
         self._early_listens: list[tuple[int, int | None]] = []
         self._need = self._need_start
+        self._engine: Engine | None = None
+        self.compare = CompareAndForget(options.time_tolerance_ns)
         # Prime: the core needs the host's MAC, known from its first frame.
         while not self.mac and not self.eof:
             self._read_one()
         if not self.mac:
             raise Fallback("no frame of the address")
-        skeleton = Recording(label, self.ip, [], {}, self.mac, self.vlan, {}, 0, {}, 0, 0)
-        pre = self.pending
-        super().__init__(skeleton, EngineOptions(
-            on_request=options.on_request, backlog=options.backlog,
-            horizon_ns=options.horizon_ns, seed=options.seed, config=options.config,
-            rebase=False, trace=False), progress)
-        self.started = True
-        self.flows = self._sflows
-        self._by_ports = self._sports
-        self.pending = pre
-        # Sequences, not lists: only the JSON report reads them again.
-        self.actions = Spool(AppAction)
-        self.upcalls = Spool(Upcall)
-        self.upcall_frames = _Discard()
-        self.core.add_address(self.ip, vlan=self.vlan, now_ns=0)
+
+    def bind(self, engine: Engine) -> None:
+        """From now on the frames read feed ``engine``'s core."""
+        self._engine = engine
+
+    def setup(self, engine: Engine) -> None:
+        """The address, the neighbours and listeners of the frames read so far (later ones
+        as they are read)."""
+        engine.core.add_address(self.ip, vlan=self.vlan, now_ns=0)
         for ip, mac in self.nb.items():
-            self.core.set_neighbour(ip, mac)
+            engine.core.set_neighbour(ip, mac)
         for port, vlan in self._early_listens:
-            self._listen(port, vlan)
+            self._listen(engine, port, vlan)
 
     # ---- reading -----------------------------------------------------------------
 
@@ -237,9 +234,10 @@ class StreamEngine(Engine):
                 if artefact:
                     self.artefacts[seg.src_ip] = self.artefacts.get(seg.src_ip, 0) + 1
         src, dst = seg.src_ip, seg.dst_ip
+        vid = NO_VLAN if seg.vlan is None else seg.vlan  # the FlowKey's VLAN id
         if src == ip:
             outbound = True
-            key: FlowKey = (ip, seg.sport, dst, seg.dport, seg.vlan)
+            key: FlowKey = (ip, seg.sport, dst, seg.dport, vid)
             nic_dropped = ""
             if not self.mac:
                 self.mac, self.vlan = seg.src_mac, seg.vlan
@@ -247,7 +245,7 @@ class StreamEngine(Engine):
                 self._neighbour(dst, seg.dst_mac)
         elif dst == ip:
             outbound = False
-            key = (ip, seg.dport, src, seg.sport, seg.vlan)
+            key = (ip, seg.dport, src, seg.sport, vid)
             if not self.mac:
                 self.mac, self.vlan = seg.dst_mac, seg.vlan
             known = self.nb.get(src)
@@ -265,7 +263,7 @@ class StreamEngine(Engine):
         self.last_number = number
         self.relevant += 1
         frame = Frame(number, time_ns, seg, outbound, key, nic_dropped)
-        run = self._sflows.get(key)
+        run = self.flows.get(key)
         if run is None:
             run = self._new_flow(key)
         assert isinstance(run, StreamFlow)
@@ -292,13 +290,7 @@ class StreamEngine(Engine):
             kind = mpa_kind(payload) if payload else ""
             if run.first_out_seq is None:
                 run.first_out_seq = seg.seq
-            self.compared_count += 1
-            if run.sent:
-                self._pair(frame, run.sent.popleft())
-            else:
-                run.expected.append(frame)
-                if len(run.expected) > MAX_UNPAIRED:
-                    raise Fallback("recorded frames wait too long for the emulator's")
+            self.compare.recorded(frame, run)
             if kind == "reply" or kind == "reject":
                 if run.active is None:
                     run.assumed_passive = True
@@ -319,12 +311,12 @@ class StreamEngine(Engine):
         ports = _ports(key)
         if hash(ports) in self.evicted:
             raise Fallback("a flow comes back after it was forgotten")
-        if ports in self._sports:
+        if ports in self.by_ports:
             raise Fallback("two flows on the same ports")
         self.flow_counter += 1
-        run = self._sflows[key] = StreamFlow(key, [], order=self.flow_counter,
+        run = self.flows[key] = StreamFlow(key, [], order=self.flow_counter,
                                              reader=self._need)
-        self._sports[ports] = key
+        self.by_ports[ports] = key
         return run
 
     def _need_start(self, run: StreamFlow) -> None:
@@ -332,30 +324,31 @@ class StreamEngine(Engine):
 
     def _neighbour(self, ip: bytes, mac: bytes) -> None:
         self.nb[ip] = mac
-        if self.started:
-            self.core.set_neighbour(ip, mac)
+        if self._engine is not None:
+            self._engine.core.set_neighbour(ip, mac)
 
     def _want_listener(self, key: FlowKey, run: StreamFlow) -> None:
-        where = (key[1], key[4])
+        where = (key[1], flow_vlan(key))
         order = self.listening.get(where)
         if order is None:
             self.listening[where] = run.order
-            if self.started:
-                self._listen(*where)
+            if self._engine is not None:
+                self._listen(self._engine, *where)
             else:
                 self._early_listens.append(where)
         elif run.order < order:
             self.listening[where] = run.order
 
-    def _listen(self, port: int, vlan: int | None) -> None:
+    def _listen(self, engine: Engine, port: int, vlan: int | None) -> None:
+        backlog = engine.opt.backlog
         try:
-            self.core.create_listen(self.ip, port, backlog=self.opt.backlog,
-                                    ipv6=len(self.ip) == 16, vlan=vlan, now_ns=self.now)
+            engine.core.create_listen(self.ip, port, backlog=backlog,
+                                      ipv6=len(self.ip) == 16, vlan=vlan, now_ns=engine.now)
         except CmError as exc:
             raise Fallback(f"listen on port {port} refused: {exc}") from None
         self.listens.append(((port, vlan), AppAction(
-            0, 0, "listen", (self.ip, port, b"", 0, vlan),
-            f"port {port} backlog {self.opt.backlog}")))
+            0, 0, "listen", flow_key(self.ip, port, b"", 0, vlan),
+            f"port {port} backlog {backlog}")))
 
     def _read_ahead(self, done: Callable[[], bool]) -> None:
         """Read until ``done()`` or the end of the capture; past the look-ahead limit the
@@ -365,88 +358,11 @@ class StreamEngine(Engine):
                 raise Fallback("a look-ahead beyond the window")
             self._read_one()
 
-    # ---- comparison -----------------------------------------------------------------
+    # ---- what the engine asks ahead of the frames ------------------------------------
 
-    def _pair(self, e: Frame, em: Emitted) -> None:
-        self._match(e, em.seg, em.seq_delta, em.time_ns)
-
-    def _match(self, e: Frame, a: Segment, delta: int, time_ns: int) -> None:
-        """The recorded frame ``e`` against the emulator's ``a`` (sent at ``time_ns``,
-        ``delta`` from its sequence space to the recording's): field by field, no text."""
-        r = e.seg
-        if (r.flags != a.flags or r.seq != (a.seq + delta) & MASK32 or r.ack != a.ack
-                or r.window != a.window or r.payload != a.payload
-                or abs(time_ns - e.time_ns) > self.ropt.time_tolerance_ns
-                or (r.options != a.options and r.options + b"\x00" * (-len(r.options) % 4)
-                    != a.options + b"\x00" * (-len(a.options) % 4))):
-            raise Fallback(f"frame {e.number} differs")
-        self.matched += 1
-
-    # ---- engine hooks ---------------------------------------------------------------
-
-    def _drain(self) -> None:
-        """:meth:`Engine._drain` for the streamed pass (no trace, no kept frames): each
-        emitted frame is compared with its recorded counterpart as soon as both exist."""
-        core = self.core
-        out = core.frames_to_send()
-        if out:
-            flows = self.flows
-            for tx in out:
-                if tx.loopback:
-                    continue
-                seg = tx.segment
-                key: FlowKey = (seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
-                run = flows.get(key)
-                if not isinstance(run, StreamFlow):
-                    raise Fallback("the emulator sends on a flow the capture has not shown")
-                conn = tx.conn
-                if seg.flags & SYN and (run.delta is None or conn != run.delta_conn):
-                    isn = run.next_isn()
-                    if isn is not None:
-                        run.delta = (isn - seg.seq) & MASK32
-                        run.delta_conn = conn
-                delta = run.delta
-                if delta is None:
-                    first = self._first_outbound_seq(key)
-                    run.delta = delta = ((first - seg.seq) & MASK32) if first is not None else 0
-                    run.delta_conn = conn
-                if conn is not None and conn != run.conn:
-                    run.conn = conn
-                    self._conn_flow[conn] = key
-                elif conn is None:
-                    conn = run.conn
-                self._emitted_count += 1
-                if conn is not None:
-                    run.conns.add(conn)
-                if run.expected:
-                    self._match(run.expected.popleft(), seg, delta, self.now)
-                else:
-                    run.sent.append(Emitted(self._emitted_count, self.now, seg, tx.comment,
-                                            conn, key, delta, self.position, ""))
-                    if len(run.sent) > MAX_UNPAIRED:
-                        raise Fallback("emitted frames wait too long for the recorded ones")
-        self._take_upcalls()  # upcall_frames is a log that keeps nothing here
-
-    def _first_outbound_seq(self, key: FlowKey) -> int | None:
-        run = self.flows.get(key)
-        if not isinstance(run, StreamFlow):
-            raise Fallback("the emulator sends on a flow the capture has not shown")
-        self._read_ahead(lambda: run.first_out_seq is not None)
-        return run.first_out_seq
-
-    def _recorded_request(self, key: FlowKey, number: int) -> Frame | None:
-        run = self.flows[key]
-        assert isinstance(run, StreamFlow)
-
-        def find() -> Frame | None:
-            return next((f for f in run.window if f.outbound and f.number > number
-                         and mpa_kind(f.seg.payload) == "request"), None)
-        self._read_ahead(lambda: find() is not None)
-        return find()
-
-    def _recorded_isn(self, local: bytes, lport: int, remote: bytes, rport: int
-                      ) -> int | None:
-        key = self._by_ports.get((lport, remote, rport))
+    def recorded_isn(self, lport: int, remote: bytes, rport: int) -> int | None:
+        """The ISN of the recorded host's next SYN or SYN-ACK on these ports, read ahead."""
+        key = self.by_ports.get((lport, remote, rport))
         if key is None:
             if not self.eof or hash((lport, remote, rport)) in self.evicted:
                 raise Fallback("an ISN asked for a flow the capture has not shown")
@@ -455,64 +371,58 @@ class StreamEngine(Engine):
         self._read_ahead(lambda: run.peek_isn() is not None)
         return run.peek_isn()
 
-    def _answer_pending(self, key: FlowKey) -> bool:
-        run = self.flows[key]
-        assert isinstance(run, StreamFlow)
-        self._read_ahead(lambda: any(t >= self.now for t in run.answer_times))
-        return any(t >= self.now for t in run.answer_times)
+    def first_outbound_seq(self, key: FlowKey) -> int | None:
+        """The seq of the first frame the recorded host sent in the flow, read ahead."""
+        run = self._stream_flow(key)
+        self._read_ahead(lambda: run.first_out_seq is not None)
+        return run.first_out_seq
 
-    def _frame(self, number: int) -> Frame:
-        assert self.frame is not None and self.frame.number == number
-        return self.frame
+    def recorded_request(self, key: FlowKey, number: int) -> Frame | None:
+        """The first MPA request the recorded host sent in the flow after ``number``,
+        read ahead."""
+        run = self._stream_flow(key)
 
-    def _flow_of(self, ev: Upcall) -> FlowKey | None:
-        ports = (ev.local_port, ev.remote_ip, ev.remote_port)
-        key = self._by_ports.get(ports)
+        def find() -> Frame | None:
+            return next((f for f in run.window if f.outbound and f.number > number
+                         and mpa_kind(f.seg.payload) == "request"), None)
+        self._read_ahead(lambda: find() is not None)
+        return find()
+
+    def answer_pending(self, key: FlowKey, now: int) -> bool:
+        """True when the recording holds an answer of this flow's host at ``now`` or
+        later, read ahead."""
+        run = self._stream_flow(key)
+        self._read_ahead(lambda: any(t >= now for t in run.answer_times))
+        return any(t >= now for t in run.answer_times)
+
+    def flow_of(self, ports: tuple[int, bytes, int]) -> FlowKey | None:
+        """The flow of an upcall's ports; a forgotten one sends the replay the
+        whole-capture way."""
+        key = self.by_ports.get(ports)
         if key is None and hash(ports) in self.evicted:
             raise Fallback("an upcall for a forgotten flow")
         return key
 
-    def _on_upcall(self, ev: Upcall) -> None:
-        # Engine._on_upcall without the injection record (the streamed pass keeps none),
-        # plus the connection noted on its flow for forgetting.
-        conn = ev.conn
-        key = self._conn_flow.get(conn) or self._flow_of(ev)
-        if key is None:
-            return
-        self._conn_flow[conn] = key
-        run = self.flows[key]
-        run.conn = conn
-        if isinstance(run, StreamFlow):
-            run.conns.add(conn)
-        if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
-                and not self._answer_pending(key):
-            self._pending.append((self.opt.on_request, key, b""))
+    def sending_flow(self, key: FlowKey) -> FlowRun:
+        """The flow of a frame the emulator sends: one the capture has shown."""
+        return self._stream_flow(key)
 
-    def _connect(self, key: FlowKey, number: int) -> None:
-        super()._connect(key, number)
-        run = self.flows[key]
-        assert isinstance(run, StreamFlow)
-        if run.conn is not None:
-            run.conns.add(run.conn)
-
-    def _inject(self, frame: Frame) -> Injection | None:
-        if frame.nic_dropped:
-            return None
-        delta = self.flows[frame.flow].delta
-        seg = frame.seg
-        # A zero delta leaves the acknowledgement as recorded: no copy needed.
-        if delta and (seg.flags & ACK or seg.ack):
-            seg = with_ack(seg, (seg.ack - delta) & MASK32)
-        self.core.receive(seg, self.now)
-        return None
+    def _stream_flow(self, key: FlowKey) -> StreamFlow:
+        run = self.flows.get(key)
+        if not isinstance(run, StreamFlow):
+            raise Fallback("the emulator sends on a flow the capture has not shown")
+        return run
 
     # ---- forgetting ---------------------------------------------------------------
 
-    def _evict(self) -> None:
+    def _evict(self, engine: Engine) -> None:
         """Forget up to :data:`EVICT_EVERY` flows whose frames are all replayed and
         whose nodes the core has freed; the others go to the back of the queue (a pass
         costs the same however many connections linger)."""
-        has_node = self.core.has_node
+        core = engine.core
+        # irdma's node table answers directly; another stack's core by its node view.
+        has_node = core.has_node if isinstance(core, CmCore) else (
+            lambda conn: core.node(conn) is not None)
         idle = self.idle
         for _ in range(min(EVICT_EVERY, len(idle))):
             run = idle.popleft()
@@ -529,26 +439,14 @@ class StreamEngine(Engine):
                     break
             else:
                 run.idle = run.queued = False
-                key = run.key
-                del self.flows[key]
-                ports = _ports(key)
-                del self._by_ports[ports]
-                self.evicted.add(hash(ports))
-                for c in run.conns:
-                    self._conn_flow.pop(c, None)
-                    self._states.pop(c, None)
+                engine.forget(run, run.conns)
+                self.evicted.add(hash(_ports(run.key)))
 
     # ---- run -----------------------------------------------------------------------
 
-    def replay(self) -> ReplayReport:
-        """Replay the capture; the report of a clean match, else :class:`Fallback`."""
-        try:
-            self._stream()
-        except Fallback:
-            raise
-        except Exception as exc:
-            raise Fallback(f"{type(exc).__name__}: {exc}") from None
-        if self.notes or self.failure:
+    def report(self, engine: Engine) -> ReplayReport:
+        """The report of the clean match the streamed pass found (Fallback otherwise)."""
+        if engine.notes or engine.failure:
             raise Fallback("notes")
         for run in self.flows.values():
             assert isinstance(run, StreamFlow)
@@ -556,35 +454,39 @@ class StreamEngine(Engine):
                 raise Fallback("unpaired frames")
         if self.relevant == 0:
             raise Fallback("no frame of the address")
-        if self.progress is not None:
-            self.progress(self.relevant, self.relevant)
+        if engine.progress is not None:
+            engine.progress(self.relevant, self.relevant)
         assert self.t0 is not None
         end_ns = max(self.last_time, self.last_ns - self.t0)
         rec = Recording(self.label, self.ip, [], {}, self.mac, self.vlan, {}, self.total,
                         self.ignored, end_ns, self.t0, self.damage, self.ropt.checksums,
                         self.artefacts, frame_count=self.relevant)
-        actions: Spool[AppAction] = Spool(AppAction)
+        actions: RecordSpool[AppAction] = RecordSpool(AppAction)
         # The whole-capture replay makes every listener before the first frame, in the
         # order of the flows' first frames.
         for _where, action in sorted(self.listens, key=lambda it: self.listening[it[0]]):
             actions.append(action)
-        for action in self.actions:
+        for action in engine.actions:
             actions.append(action)
-        result = RunResult([], [], actions, self.upcalls, {},
-                        self.last_number, [], "", 0, [], [], [])
-        cmp = Comparison([], [], [], self.compared_count, False, matched_count=self.matched)
+        result = RunResult([], [], actions, engine.upcalls, {},
+                           self.last_number, [], "", 0, [], [], [])
+        compare = self.compare
+        cmp = Comparison([], [], [], compare.compared_count, False,
+                         matched_count=compare.matched)
         return ReplayReport(rec, result, cmp, self.ropt, None)
 
-    def _stream(self) -> None:
+    def play(self, engine: Engine) -> None:
+        """Read and replay the capture frame by frame, the scripted verbs at the frames
+        they belong to, then run the timers up to the horizon."""
         due: int | None = None
         due_known = False  # the core has not been called since ``due`` was read
         done = 0
         pending = self.pending
         idle = self.idle
-        receive = self.core.receive
-        catch_up = self._catch_up
-        drain = self._drain
-        progress = self.progress
+        catch_up = engine.catch_up
+        inject = engine.inject
+        run_verb = engine.run_verb
+        progress = engine.progress
         since_evict = 0
         while True:
             if len(pending) < WINDOW and not self.eof:
@@ -595,7 +497,6 @@ class StreamEngine(Engine):
                 break
             frame, marks, run = pending.popleft()
             self.frame = frame
-            key = frame.flow
             window = run.window
             window.popleft()
             if not window:
@@ -606,58 +507,100 @@ class StreamEngine(Engine):
             time_ns, number = frame.time_ns, frame.number
             if marks:
                 # The scripted verbs at this frame, in the whole-capture replay's order.
-                for what in (_CONNECT, _ANSWER, _CLOSE):
-                    if not marks & what:
-                        continue
-                    due = catch_up(time_ns, due, due_known)
-                    if what == _CONNECT:
-                        self._connect(key, number)
-                    elif what == _ANSWER:
-                        self._answer(key, number, frame)
-                    else:
-                        self._disconnect(key, number)
-                    due_known = False
-                    drain()
+                for what, name in ((_CONNECT, "connect"), (_ANSWER, "answer"),
+                                   (_CLOSE, "disconnect")):
+                    if marks & what:
+                        due = catch_up(time_ns, due, due_known)
+                        run_verb(name, frame.flow, frame)
+                        due_known = False
             due = catch_up(time_ns, due, due_known)
             due_known = True
-            self.position = number
+            engine.position = number
             done += 1
             if progress is not None and done % 2048 == 0:
                 progress(done, self._estimate(done))
             if not frame.outbound:
-                if not frame.nic_dropped:
-                    seg = frame.seg
-                    delta = run.delta
-                    # A zero delta leaves the acknowledgement as recorded: no copy needed.
-                    if delta and (seg.flags & ACK or seg.ack):
-                        seg = with_ack(seg, (seg.ack - delta) & MASK32)
-                    receive(seg, self.now)
+                inject(frame)
                 due_known = False
-                drain()
             since_evict += 1
             if since_evict >= EVICT_EVERY:
                 since_evict = 0
-                self._evict()
-        self.position = self.last_number
+                self._evict(engine)
+        engine.position = self.last_number
         assert self.t0 is not None
-        self._advance(max(self.last_time, self.last_ns - self.t0) + self.opt.horizon_ns)
-
-    def _catch_up(self, time_ns: int, due: int | None, due_known: bool) -> int | None:
-        """Bring the core's timers and the clock up to ``time_ns``; returns the next
-        deadline. ``due`` is the deadline last read when ``due_known`` (the core has not
-        run since), so the core is asked only when it may have changed."""
-        if not due_known:
-            due = self.core.get_timer()
-        if due is not None and due <= time_ns:
-            due = self._advance(time_ns)
-        if self.now < time_ns:
-            self.now = time_ns
-        return due
+        engine.advance(max(self.last_time, self.last_ns - self.t0) + engine.opt.horizon_ns)
 
     def _estimate(self, done: int) -> int:
         if self.size is None or not self.consumed:
             return done + len(self.pending)
         return max(done + len(self.pending), self.relevant * self.size // self.consumed)
+
+
+class CompareAndForget:
+    """The streamed pass's sink: each emitted frame is compared field by field with its
+    recorded counterpart as soon as both exist, and both are forgotten; any difference
+    sends the replay the whole-capture way (:class:`Fallback`)."""
+
+    traced = False
+
+    def __init__(self, tolerance_ns: int) -> None:
+        self.tolerance_ns = tolerance_ns
+        self.compared_count = 0
+        self.matched = 0
+
+    def recorded(self, frame: Frame, run: StreamFlow) -> None:
+        """The recorded host sent ``frame``: pair it with the emulator's or keep it."""
+        self.compared_count += 1
+        if run.sent:
+            em = run.sent.popleft()
+            self._match(frame, em.seg, em.seq_delta, em.time_ns)
+        else:
+            run.expected.append(frame)
+            if len(run.expected) > MAX_UNPAIRED:
+                raise Fallback("recorded frames wait too long for the emulator's")
+
+    def emitted(self, engine: Engine, run: FlowRun, seg: Segment, comment: str,
+                conn: int | None, delta: int) -> None:
+        """Pair the emulator's frame with the recorded one, or keep it until it comes."""
+        assert isinstance(run, StreamFlow)
+        if conn is not None:
+            run.conns.add(conn)
+        if run.expected:
+            self._match(run.expected.popleft(), seg, delta, engine.now)
+        else:
+            run.sent.append(Emitted(engine.emitted_count, engine.now, seg, comment, conn,
+                                    run.key, delta, engine.position, ""))
+            if len(run.sent) > MAX_UNPAIRED:
+                raise Fallback("emitted frames wait too long for the recorded ones")
+
+    def _match(self, e: Frame, a: Segment, delta: int, time_ns: int) -> None:
+        """The recorded frame ``e`` against the emulator's ``a`` (sent at ``time_ns``,
+        ``delta`` from its sequence space to the recording's): field by field, no text."""
+        r = e.seg
+        if (r.flags != a.flags or r.seq != (a.seq + delta) & MASK32 or r.ack != a.ack
+                or r.window != a.window or r.payload != a.payload
+                or abs(time_ns - e.time_ns) > self.tolerance_ns
+                or (r.options != a.options and r.options + b"\x00" * (-len(r.options) % 4)
+                    != a.options + b"\x00" * (-len(a.options) % 4))):
+            raise Fallback(f"frame {e.number} differs")
+        self.matched += 1
+
+    def received(self, run: FlowRun, seg: Segment) -> None:
+        """Nothing kept of an injected frame."""
+
+    def skipped(self, engine: Engine, frame: Frame, run: FlowRun) -> Injection | None:
+        """A frame the NIC drops is not injected, and nothing is kept of it."""
+        return None
+
+    def upcall(self, ev: Upcall, run: FlowRun, current: Injection | None) -> None:
+        """Note the connection on its flow (a flow is forgotten once its nodes are)."""
+        if isinstance(run, StreamFlow):
+            run.conns.add(ev.conn)
+
+    def connected(self, run: FlowRun) -> None:
+        """Note the connection on its flow."""
+        if run.conn is not None and isinstance(run, StreamFlow):
+            run.conns.add(run.conn)
 
 
 class _Discard:
@@ -673,6 +616,29 @@ class _Discard:
         return 0
 
 
+def stream_engine(source: str | IO[bytes], label: str, options: ReplayOptions,
+                  progress: Callable[[int, int], None] | None = None, *,
+                  size: int | None = None, sink: Sink | None = None
+                  ) -> tuple[StreamSource, Engine]:
+    """A streamed source of ``source`` and the engine it feeds, set up and ready to
+    :meth:`StreamSource.play`. The sink compares and forgets (``sink`` None) or is the
+    one given (a :class:`~mpa_emu.replay.engine.KeepAll` keeps every emitted frame)."""
+    frames = StreamSource(source, label, options, size)
+    skeleton = Recording(label, frames.ip, [], {}, frames.mac, frames.vlan, {}, 0, {}, 0, 0)
+    engine = Engine(skeleton, EngineOptions(
+        on_request=options.on_request, backlog=options.backlog,
+        horizon_ns=options.horizon_ns, seed=options.seed, config=options.config,
+        stack=options.stack, rebase=False, trace=False), progress, source=frames,
+        sink=frames.compare if sink is None else sink)
+    # Sequences, not lists: only the JSON report reads them again.
+    engine.actions = RecordSpool(AppAction)
+    engine.upcalls = RecordSpool(Upcall)
+    engine.upcall_frames = _Discard()
+    frames.bind(engine)
+    frames.setup(engine)
+    return frames, engine
+
+
 def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
                   progress: Callable[[int, int], None] | None = None) -> ReplayReport:
     """The report of a clean match of the capture, replayed as a stream; raises
@@ -684,9 +650,14 @@ def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
         except OSError:
             raise Fallback("unreadable") from None
     with fewer_young_collections():
-        return StreamEngine(source, label, options, progress, size).replay()
+        frames, engine = stream_engine(source, label, options, progress, size=size)
+        try:
+            frames.play(engine)
+        except Fallback:
+            raise
+        except Exception as exc:
+            raise Fallback(f"{type(exc).__name__}: {exc}") from None
+        return frames.report(engine)
 
 
-__all__ = ["Fallback", "Spool", "StreamEngine", "stream_replay"]
-
-
+__all__ = ["CompareAndForget", "Fallback", "StreamSource", "stream_engine", "stream_replay"]

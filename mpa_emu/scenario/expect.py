@@ -10,14 +10,17 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.net.host import Host
 from mpa_emu.net.network import CapturedFrame
 from mpa_emu.scenario.conns import RunLike, conn_ids
-from mpa_emu.views.describe import errno_text, upcall_label
+from mpa_emu.ulp.rdma_cm import RdmaCmEvent
+from mpa_emu.views.describe import errno_text, rdma_cm_label, rdma_cm_text, upcall_label
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import flags_text
 
 if TYPE_CHECKING:
     from mpa_emu.scenario.model import (
+        CmEventExpect,
         FailureExpect,
         FrameExpect,
         ListenerExpect,
@@ -52,6 +55,7 @@ def check_all(run: RunLike) -> list[ExpectResult]:
     """Every expectation of the scenario, in file order."""
     sc = run.scenario
     results = [*(_upcall(run, e) for e in sc.upcalls), *(_state(run, e) for e in sc.states),
+               *(_cm_event(run, e) for e in sc.cm_events),
                *(_frame(run, e) for e in sc.frames), *(_failure(run, e) for e in sc.failures),
                *(_trace(run, e) for e in sc.traces),
                *(_listener(run, e) for e in sc.listeners)]
@@ -122,8 +126,15 @@ def _listed(items: list[str], none: str) -> str:
     return _sample(items).listed(str, none)
 
 
-def _upcall_text(u: Upcall) -> str:
-    return f"{upcall_label(u)} (private_data_len {u.private_data_len}) at {u.time_ns / 1e9:.6f}s"
+def _upcall_text(u: Upcall, rdma: dict[int, str]) -> str:
+    text = f"{upcall_label(u)} (private_data_len {u.private_data_len}) at {u.time_ns / 1e9:.6f}s"
+    beside = rdma.get(id(u))
+    return f"{text} {beside}" if beside else text
+
+
+def _rdma_cm_beside(host: Host) -> dict[int, str]:
+    """The rdma_cm label (``=> RDMA_CM_EVENT_...``) of each of the host's upcalls."""
+    return {id(step.upcall): rdma_cm_label(step.trace_fields()) for step in host.ulp_steps}
 
 
 def _upcall(run: RunLike, e: UpcallExpect) -> ExpectResult:
@@ -146,10 +157,14 @@ def _upcall(run: RunLike, e: UpcallExpect) -> ExpectResult:
     # One pass over the upcalls (they may be on disk): the candidates are counted and a
     # few kept for the message.
     candidates: _Sample[Upcall] = _Sample()
+    beside: dict[int, str] = {}
+    """The rdma_cm label of each upcall kept for the message (one step per kept upcall)."""
     matched = 0
-    for u in host.upcalls:
+    for u, step in zip(host.upcalls, host.ulp_steps, strict=False):
         if u.event != want or (conns is not None and u.conn not in conns):
             continue
+        if len(candidates.first) < MAX_LISTED:
+            beside[id(u)] = rdma_cm_label(step.trace_fields())
         candidates.add(u)
         matched += ((e.status is None or u.status == e.status)
                     and (e.private_data is None or u.private_data == e.private_data)
@@ -160,10 +175,48 @@ def _upcall(run: RunLike, e: UpcallExpect) -> ExpectResult:
     ok = _count_ok(matched, e.count)
     actual = ""
     if not ok:
-        shown = candidates if candidates.count else _sample(host.upcalls)
+        if candidates.count:
+            shown = candidates
+        else:
+            shown = _Sample()
+            for u, step in zip(host.upcalls, host.ulp_steps, strict=False):
+                if len(shown.first) < MAX_LISTED:
+                    beside[id(u)] = rdma_cm_label(step.trace_fields())
+                shown.add(u)
         label = "" if candidates.count else f"no {e.event}; upcalls on {e.host}: "
         actual = f"{matched} matching; " + label + shown.listed(
-            _upcall_text, f"no upcalls on {e.host}")
+            lambda u: _upcall_text(u, beside), f"no upcalls on {e.host}")
+    return ExpectResult(e.line, what, ok, actual)
+
+
+def _cm_event_text(ev: RdmaCmEvent) -> str:
+    status = f" ({errno_text(ev.status)})" if ev.status else ""
+    return f"{rdma_cm_text(ev)}{status} at {ev.time_ns / 1e9:.6f}s"
+
+
+def _cm_event(run: RunLike, e: CmEventExpect) -> ExpectResult:
+    host = run.net.host(e.host)
+    parts = [f"{e.event} on {e.host}"]
+    if e.connection is not None:
+        parts.append(f"for {e.connection}")
+    if e.status is not None:
+        parts.append(f"status {errno_text(e.status) if e.status else 0}")
+    if e.at_ns is not None:
+        parts.append(f"at {e.at_ns / 1e9:.6f}s")
+    conns = set(conn_ids(run, e.connection, e.host)) if e.connection is not None else None
+    events = host.cm_events
+    candidates = [ev for ev in events if ev.name == e.event
+                  and (conns is None or ev.conn in conns)]
+    matched = [ev for ev in candidates if (e.status is None or ev.status == e.status)
+               and (e.at_ns is None or ev.time_ns == e.at_ns)]
+    what = f"rdma_cm event {' '.join(parts)} ({_count_text(e.count)})"
+    ok = _count_ok(len(matched), e.count)
+    actual = ""
+    if not ok:
+        shown = candidates if candidates else events
+        label = "" if candidates else f"no {e.event}; rdma_cm events on {e.host}: "
+        actual = f"{len(matched)} matching; " + label + _listed(
+            [_cm_event_text(ev) for ev in shown], f"no rdma_cm events on {e.host}")
     return ExpectResult(e.line, what, ok, actual)
 
 
@@ -176,7 +229,7 @@ def _state(run: RunLike, e: StateExpect) -> ExpectResult:
     records = run.connections.get(e.connection, [])
     if not records:
         return ExpectResult(e.line, what, False, f"{e.connection} was never created "
-                            "(connect refused: see verb failures)")
+                            f"(connect refused: {connect_refusal(run, e.connection)})")
     ids = conn_ids(run, e.connection, e.host)
     if not ids:
         return ExpectResult(e.line, what, e.state == "freed",
@@ -197,6 +250,22 @@ def _state(run: RunLike, e: StateExpect) -> ExpectResult:
     ok = all(have == want for got in seen for have, want in got)
     return ExpectResult(e.line, what, ok, ", ".join(
         f"#{c}: " + "/".join(have for have, _ in got) for c, got in zip(ids, seen, strict=True)))
+
+
+def connect_refusal(run: RunLike, name: str) -> str:
+    """Why the named ``[[connect]]`` made no connection: the errno name and message of
+    its connect verb's failures on its host (``EADDRNOTAVAIL: ...``)."""
+    specs = [c for c in run.scenario.connects if (c.name or f"line {c.line}") == name]
+    reasons: list[str] = []
+    for c in specs:
+        times = {c.at_ns + i * c.interval_ns for i in range(c.count)}
+        for f in run.net.host(c.host).failures:
+            if f.verb == "connect" and f.time_ns in times:
+                reason = f"{errno_text(-f.errno).lstrip('-')}: {f.message}" if f.errno \
+                    else f.message
+                if reason not in reasons:
+                    reasons.append(reason)
+    return "; ".join(reasons) if reasons else "see verb failures"
 
 
 def _listener(run: RunLike, e: ListenerExpect) -> ExpectResult:

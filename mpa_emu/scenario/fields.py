@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.ranges import EMULATOR_RANGES, Range
 from mpa_emu.scenario.lines import KeyPath, LineIndex
 
@@ -23,7 +24,7 @@ PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyz"
 """Filler of ``private_data_size``."""
 
 
-class ScenarioError(ValueError):
+class ScenarioError(MpaEmuError, ValueError):
     """A scenario file that cannot be used: the message names the file, line and key."""
 
     def __init__(self, message: str, *, line: int | None = None, key: str = "") -> None:

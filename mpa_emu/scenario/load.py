@@ -21,6 +21,7 @@ from mpa_emu.scenario.fields import ScenarioError, Source, Table
 from mpa_emu.scenario.model import (
     EVENT_ACTIONS,
     VERBS,
+    CmEventExpect,
     ConnectSpec,
     DropSpec,
     EventSpec,
@@ -36,6 +37,7 @@ from mpa_emu.scenario.model import (
     WireSpec,
 )
 from mpa_emu.stacks import STACKS, parse_params
+from mpa_emu.ulp.rdma_cm import RdmaCmEventType
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
 CAPTURE_MAGICS = frozenset(bytes.fromhex(m) for m in (
@@ -146,6 +148,7 @@ class _Loader:
         failures: tuple[FailureExpect, ...] = ()
         traces: tuple[TraceExpect, ...] = ()
         listeners: tuple[ListenerExpect, ...] = ()
+        cm_events: tuple[CmEventExpect, ...] = ()
         if expect is not None:
             upcalls = tuple(self.expect_upcall(t, conn_names) for t in expect.tables("upcall"))
             states = tuple(self.expect_state(t, conn_names) for t in expect.tables("state"))
@@ -154,6 +157,8 @@ class _Loader:
             traces = tuple(self.expect_trace(t) for t in expect.tables("trace"))
             listeners = tuple(self.expect_listener(t, listener_names)
                               for t in expect.tables("listener"))
+            cm_events = tuple(self.expect_cm_event(t, conn_names)
+                              for t in expect.tables("cm_event"))
             expect.done()
         top.done()
         for d in wire.drops:
@@ -163,7 +168,8 @@ class _Loader:
                         seed=seed, duration_ns=duration, max_events=max_events, wire=wire,
                         hosts=hosts, listens=listens, connects=connects, events=events,
                         upcalls=upcalls, states=states, frames=frames, failures=failures,
-                        traces=traces, tags=tags, listeners=listeners)
+                        traces=traces, tags=tags, listeners=listeners,
+                        cm_events=cm_events)
 
     # ---- sections --------------------------------------------------------------
 
@@ -389,6 +395,20 @@ class _Loader:
                             ird=t.integer("ird", lo=0), ord=t.integer("ord", lo=0),
                             connection=connection, count=t.ranged("count", _COUNT),
                             line=t.line())
+        t.done()
+        return spec
+
+    def expect_cm_event(self, t: Table, conns: set[str]) -> CmEventExpect:
+        host = self._host(t, "host", required=True)
+        name = t.text("event", required=True)
+        try:
+            event = RdmaCmEventType.parse(name).kernel_name
+        except ValueError as exc:
+            raise t.error("event", str(exc)) from None
+        connection = self._reference(t, "connection", conns, "connect")
+        spec = CmEventExpect(host=host, event=event, status=_errno(t, "status"),
+                             connection=connection, at_ns=t.duration("at"),
+                             count=t.integer("count", lo=0), line=t.line())
         t.done()
         return spec
 

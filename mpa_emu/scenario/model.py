@@ -198,6 +198,21 @@ class TraceExpect:
 
 
 @dataclass(frozen=True, slots=True)
+class CmEventExpect:
+    """``[[expect.cm_event]]``: rdma_cm events on a host (``RDMA_CM_EVENT_REJECTED``...,
+    :mod:`mpa_emu.ulp.rdma_cm`) matching every given field: status, the named connection,
+    the virtual time ``at``."""
+
+    host: str
+    event: str
+    status: int | None
+    connection: str | None
+    at_ns: int | None
+    count: int | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     """A whole scenario file."""
 
@@ -219,9 +234,10 @@ class Scenario:
     traces: tuple[TraceExpect, ...] = ()
     tags: tuple[str, ...] = field(default=())
     listeners: tuple[ListenerExpect, ...] = ()
+    cm_events: tuple[CmEventExpect, ...] = ()
 
     @property
     def expectation_count(self) -> int:
         """How many expectations the file states."""
         return (len(self.upcalls) + len(self.states) + len(self.frames) + len(self.failures)
-                + len(self.traces) + len(self.listeners))
+                + len(self.traces) + len(self.listeners) + len(self.cm_events))

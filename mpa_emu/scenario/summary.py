@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.stacks import stack_label
 from mpa_emu.views.describe import errno_text
 from mpa_emu.views.ladder import describe_frame
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 
 
 def summary(run: ScenarioRun) -> dict[str, Any]:
-    """Scenario, run outcome, expectations, upcalls and verb failures per host, frames."""
+    """Scenario, run outcome, expectations, upcalls (each with the rdma_cm event it gave,
+    ``rdma_cm_events``, in the same order), verb failures and kernel log lines per host,
+    frames."""
     sc = run.scenario
     hosts: dict[str, Any] = {}
     for name, host in run.net.hosts.items():
@@ -30,7 +33,11 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
             "addresses": [ip_text(a) for a in host.addresses],
             "upcalls": Rows(host.upcalls, _upcall),
             "verb_failures": [{"t_ns": f.time_ns, "verb": f.verb, "errno": f.errno,
+                               "errno_name": _errno_name(f.errno),
                                "message": f.message} for f in host.failures],
+            "rdma_cm_events": [step.as_dict() for step in host.ulp_steps],
+            "kernel_log": [dict(r.fields, t_ns=r.time_ns, fn=r.fn)
+                           for r in _records(run, "kernel_log", name)],
             "nodes": {str(c): _state(host.node(c)) for c in host.conns()},
         }
     return {
@@ -56,6 +63,29 @@ def _upcall(u: Upcall) -> dict[str, Any]:
             "ird": u.ird, "ord": u.ord,
             "local": f"{ip_text(u.local_ip)}:{u.local_port}",
             "remote": f"{ip_text(u.remote_ip)}:{u.remote_port}"}
+
+
+def refusal_lines(run: ScenarioRun) -> list[str]:
+    """One line per verb a host refused (a connect refused included), with the errno
+    name and the message: ``alice: connect refused at 0.000000 s: EADDRNOTAVAIL: ...``."""
+    out = []
+    for name, host in run.net.hosts.items():
+        for f in host.failures:
+            errno_part = f"{_errno_name(f.errno)}: " if f.errno else ""
+            out.append(f"{name}: {f.verb} refused at {f.time_ns / 1e9:.6f} s: "
+                       f"{errno_part}{f.message}")
+    return out
+
+
+def _errno_name(number: int) -> str:
+    return errno_text(-number).lstrip("-") if number else ""
+
+
+def _records(run: ScenarioRun, kind: str, host: str) -> list[TraceRecord]:
+    trace = run.net.trace
+    if trace is None:
+        return []
+    return [r for r in trace.kept() if r.kind == kind and r.host == host]
 
 
 def _state(view: object) -> str:

@@ -1,8 +1,10 @@
 """irdma's entry in the stack registry: today's :class:`~mpa_emu.cm.core.CmCore` with a
 :class:`~mpa_emu.cm.config.CmConfig` (drivers/infiniband/hw/irdma/cm.c), unchanged.
 
-irdma has no registry parameters yet: its knobs are the ``CmConfig`` fields and quirks,
-set through ``Network.add_host(config=...)`` or a scenario's ``[host.config]`` table.
+irdma keeps these settings as compiled-in constants, not module parameters: its registry
+parameters are the two ``CmConfig`` fields users meet between stacks (the MPA revision
+and the hardware generation); every other knob is a ``CmConfig`` field or quirk, set
+through ``Network.add_host(config=...)`` or a scenario's ``[host.config]`` table.
 """
 
 from __future__ import annotations
@@ -14,9 +16,19 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.base import StackParam
 
-PARAMS = ()
-"""irdma's registry parameters: none (its settings are ``CmConfig``)."""
+_CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"
+
+PARAMS: tuple[StackParam, ...] = (
+    StackParam("mpa_rev", int, 2, 1, 2, _CONSTANT,
+               "IRDMA_CM_DEFAULT_MPA_VER: the MPA revision irdma_connect requests and the "
+               "highest irdma_parse_mpa accepts (CmConfig.mpa_rev)."),
+    StackParam("gen", int, 2, 1, 2, "the hardware: 2 = E810 (icrdma), 1 = X722 (i40iw)",
+               "hardware generation (CmConfig.gen): GEN_1 frames the CM's packets through "
+               "the UDA queue, GEN_2 through the AH; IRD limits differ."),
+)
+"""irdma's registry parameters (the rest of its settings are ``CmConfig``)."""
 
 STATES = tuple(state.name for state in CmState)
 """enum irdma_cm_node_state without the prefix, in kernel order (cm.h)."""
@@ -25,5 +37,6 @@ STATES = tuple(state.name for state in CmState)
 def make_core(host: str, mac: bytes, params: Mapping[str, int | bool], *, seed: int,
               trace: Trace | None, mtu: int = 1500) -> CoreApi:
     """An irdma CM core with the default configuration and ``mtu``."""
-    del params  # no parameters
-    return CmCore(host, mac, CmConfig(mtu=mtu), seed=seed, trace=trace)
+    config = CmConfig(mtu=mtu, mpa_rev=int(params.get("mpa_rev", 2)),
+                      gen=int(params.get("gen", 2)))
+    return CmCore(host, mac, config, seed=seed, trace=trace)

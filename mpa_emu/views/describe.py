@@ -5,16 +5,23 @@ Segments: :func:`segment_label` (the ladder's ``[SYN, ACK] seq=.. ack=..`` with 
 option names), :func:`segment_line` (replay's one line with addresses, ``SYN|ACK`` and the
 payload in MPA terms), and their parts (:func:`flags_label`, :func:`flags_joined`,
 :func:`options_label`, :func:`describe_options`, :func:`mpa_summary`, :func:`fpdu_summary`,
-:func:`describe_payload`, :func:`mpa_kind`). Upcalls: :func:`upcall_label` (as the
+:func:`describe_payload`; what a payload is in MPA terms is
+:func:`mpa_emu.wire.mpa.mpa_kind`). Upcalls: :func:`upcall_label` (as the
 application sees it, in the ladder), :func:`upcall_line` (the live console),
-:func:`upcall_text` (replay reports), with :func:`errno_text` for their status.
+:func:`upcall_text` (replay reports), with :func:`errno_text` for their status; the
+rdma_cm event beside each (:func:`rdma_cm_label`, :func:`rdma_cm_text`) and the kernel log
+lines (:func:`log_label`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mpa_emu.cm.errors import errno_name
 from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.wire import mpa
+from mpa_emu.ulp.rdma_cm import RdmaCmEvent
+from mpa_emu.wire import mpa, tcp_options
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.ddp import (
     DDP_FLAG_LAST,
@@ -23,8 +30,9 @@ from mpa_emu.wire.ddp import (
     OPCODE_NAMES,
     RDMAP_VERSION,
 )
-from mpa_emu.wire.mpa import FLAG_REJECT, KEY_REP, KEY_REQ, MpaFormatError, decode_frame
+from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import Segment, flag_names
+from mpa_emu.wire.tcp_options import TcpOption, option_value, parse_options
 
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
@@ -115,58 +123,42 @@ def flags_label(flags: int) -> str:
 
 
 def options_label(options: bytes) -> str:
-    """TCP options as Wireshark's Info column names them: ``MSS=1460 WS=4 SACK_PERM
+    """TCP options named as Wireshark's Info column names them: ``MSS=1460 WS=2 SACK_PERM
     TSval=1 TSecr=0`` (RFC 9293 section 3.2, RFC 7323 sections 2.2 and 3.2, RFC 2018
-    section 2; WS is the multiplier 2^shift), plus ``EOL`` for an end-of-list option
-    (irdma ends its SYN options with one) and ``opt<kind>`` for any other kind."""
+    section 2), plus ``EOL`` for an end-of-list option (irdma ends its SYN options with
+    one) and ``opt<kind>`` for any other kind. WS is the shift count the option carries
+    (RFC 7323 section 2.2), as everywhere in mpa_emu; Wireshark's Info column shows the
+    factor 2^shift instead."""
+    parsed = parse_options(options)
     parts: list[str] = []
-    i = 0
-    while i < len(options):
-        kind = options[i]
-        if kind == 0:
+    for opt in parsed.options:
+        if opt.kind == tcp_options.EOL:
             parts.append("EOL")
-            break
-        if kind == 1:
-            i += 1
-            continue
-        length = options[i + 1] if i + 1 < len(options) else 0
-        value = options[i + 2: i + length] if length >= 2 else b""
-        if kind == 2 and len(value) == 2:
-            parts.append(f"MSS={int.from_bytes(value, 'big')}")
-        elif kind == 3 and len(value) == 1:
-            parts.append(f"WS={1 << min(value[0], 14)}")  # RFC 7323 2.3: shift <= 14
-        elif kind == 4 and length == 2:
-            parts.append("SACK_PERM")
-        elif kind == 8 and len(value) == 8:
-            parts.append(f"TSval={int.from_bytes(value[:4], 'big')} "
-                         f"TSecr={int.from_bytes(value[4:], 'big')}")
-        else:
-            parts.append(f"opt{kind}")
-        if length < 2:  # malformed: stop rather than loop
-            parts.append("(bad length)")
-            break
-        i += length
+        elif opt.kind != tcp_options.NOP:
+            parts.append(_option_label(opt))
+    problem = parsed.problem
+    if problem is not None and problem.what != "past end":  # stop rather than loop
+        parts.append(f"opt{problem.kind} (bad length)")
     return " ".join(parts)
 
 
+def _option_label(opt: TcpOption) -> str:
+    value = option_value(opt)
+    if isinstance(value, tuple):
+        return f"TSval={value[0]} TSecr={value[1]}"
+    if value is not None:
+        return f"{'MSS' if opt.kind == tcp_options.MSS else 'WS'}={value}"
+    if opt.kind == tcp_options.SACK_PERMITTED and opt.length == 2:
+        return "SACK_PERM"
+    return f"opt{opt.kind}"
+
+
 def segment_label(seg: Segment) -> str:
-    """``[SYN] seq=.. ack=.. len=.. MSS=1460 WS=4 EOL``."""
+    """``[SYN] seq=.. ack=.. len=.. MSS=1460 WS=2 EOL``."""
     text = f"{flags_label(seg.flags)} seq={seg.seq} ack={seg.ack} len={len(seg.payload)}"
     if seg.options:
         text += " " + options_label(seg.options)
     return text
-
-
-def mpa_kind(payload: bytes) -> str:
-    """"request", "reply", "reject", "data" or "" for an empty payload."""
-    if not payload:
-        return ""
-    key = payload[:16]
-    if len(payload) >= 20 and key in (KEY_REQ, KEY_REP):
-        if key == KEY_REQ:
-            return "request"
-        return "reject" if payload[16] & FLAG_REJECT else "reply"
-    return "data"
 
 
 def segment_line(seg: Segment) -> str:
@@ -191,34 +183,27 @@ def flags_joined(flags: int) -> str:
 
 
 def describe_options(opts: bytes) -> str:
-    """TCP options in words: MSS=1460,WS=2,EOL."""
+    """TCP options in words: MSS=1460,WS=2,EOL (WS the shift count, RFC 7323 section
+    2.2)."""
+    parsed = parse_options(opts)
     out: list[str] = []
-    i = 0
-    while i < len(opts):
-        kind = opts[i]
-        if kind == 0:
+    for opt in parsed.options:
+        value = option_value(opt)
+        if opt.kind == tcp_options.EOL:
             out.append("EOL")
-            break
-        if kind == 1:
+        elif opt.kind == tcp_options.NOP:
             out.append("NOP")
-            i += 1
-            continue
-        if i + 1 >= len(opts) or opts[i + 1] < 2:
-            out.append(f"bad({opts[i:].hex()})")
-            break
-        length = opts[i + 1]
-        body = opts[i + 2:i + length]
-        if kind == 2 and len(body) == 2:
-            out.append(f"MSS={int.from_bytes(body, 'big')}")
-        elif kind == 3 and len(body) == 1:
-            out.append(f"WS={body[0]}")
-        elif kind == 4:
+        elif isinstance(value, tuple):
+            out.append(f"TS={value[0]}/{value[1]}")
+        elif value is not None:
+            out.append(f"{'MSS' if opt.kind == tcp_options.MSS else 'WS'}={value}")
+        elif opt.kind == tcp_options.SACK_PERMITTED:
             out.append("SACK_PERM")
-        elif kind == 8 and len(body) == 8:
-            out.append(f"TS={int.from_bytes(body[:4], 'big')}/{int.from_bytes(body[4:], 'big')}")
         else:
-            out.append(f"opt{kind}({body.hex()})")
-        i += length
+            out.append(f"opt{opt.kind}({opt.value.hex()})")
+    problem = parsed.problem
+    if problem is not None and problem.what != "past end":
+        out.append(f"bad({problem.rest.hex()})")
     return ",".join(out)
 
 
@@ -293,3 +278,37 @@ def upcall_text(up: Upcall) -> str:
     status = f" status {up.status} ({errno_text(up.status)})" if up.status else ""
     pd = f" pdata_len {up.private_data_len}" if up.private_data_len else ""
     return f"{up.event.name}{status}{pd} (conn {up.conn})"
+
+
+def rdma_cm_label(fields: Mapping[str, Any]) -> str:
+    """``=> RDMA_CM_EVENT_REJECTED status -111 (-ECONNREFUSED)`` from the fields of an
+    ``rdma_cm_event`` trace record (or :meth:`mpa_emu.ulp.rdma_cm.UlpStep.trace_fields`):
+    the event the application gets for the upcall just before it, or why it gets none."""
+    event = fields.get("event")
+    if event is None:
+        note = fields.get("note") or "nothing goes up"
+        return f"=> no rdma_cm event: {note}"
+    status = int(fields.get("status") or 0)
+    text = f"=> {event} status {status}"
+    if status:
+        text += f" ({errno_text(status)})"
+    plen = fields.get("private_data_len") or 0
+    if plen:
+        text += f" pdata_len {plen}"
+    return text
+
+
+def rdma_cm_text(event: RdmaCmEvent) -> str:
+    """``RDMA_CM_EVENT_REJECTED status -111 (conn 1)``, as replay reports and summaries
+    show an rdma_cm event."""
+    status = f" status {event.status}" if event.status else ""
+    pd = f" pdata_len {event.private_data_len}" if event.private_data_len else ""
+    return f"{event.name}{status}{pd} (conn {event.conn})"
+
+
+def log_label(fields: Mapping[str, Any]) -> str:
+    """``klog err: MPA reply error: ...`` from a ``kernel_log`` trace record's fields
+    (``(dyndbg)`` marks a line only seen with dynamic debug on)."""
+    level = fields.get("level", "?")
+    dyn = " (dyndbg)" if fields.get("dynamic_debug") else ""
+    return f"klog {level}{dyn}: {fields.get('text', '')}"

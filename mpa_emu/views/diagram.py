@@ -31,6 +31,7 @@ from mpa_emu.capture.decode import (
     decode_leniently,
 )
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.views.crc_connections import CrcConnections, connection_key
 from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
 from mpa_emu.views.ladder import Row, numbered, render, render_lines
@@ -39,7 +40,7 @@ from mpa_emu.wire.mpa import FLAG_CRC
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 
-class DiagramError(ValueError):
+class DiagramError(MpaEmuError, ValueError):
     """The input cannot be drawn (unreadable capture)."""
 
 
@@ -59,13 +60,14 @@ class Ladder:
         return to_svg(self.rows, self.columns)
 
 
-def from_run(net: object) -> Ladder:
-    """The ladder of a finished network run (a :class:`mpa_emu.net.Network`)."""
+def from_run(net: object, *, logs: bool = False) -> Ladder:
+    """The ladder of a finished network run (a :class:`mpa_emu.net.Network`); ``logs``
+    adds the drivers' kernel log lines."""
     from mpa_emu.net import Network
     from mpa_emu.views import ladder
 
     assert isinstance(net, Network)
-    return Ladder(ladder.column_titles(net), ladder.rows(net))
+    return Ladder(ladder.column_titles(net), ladder.rows(net, logs=logs))
 
 
 def from_capture(path: str | Path, ports: Collection[int] = (),

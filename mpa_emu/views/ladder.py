@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mpa_emu.cm.trace import TraceRecord
-from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label, upcall_label
+from mpa_emu.views.describe import (
+    fpdu_summary,
+    log_label,
+    mpa_summary,
+    rdma_cm_label,
+    segment_label,
+    upcall_label,
+)
 from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:
@@ -76,14 +83,16 @@ def _frame_rows(frame: CapturedFrame, lanes: dict[str, int],
 
 
 def rows(net: Network, *, hosts: Sequence[str] | None = None,
-         since_ns: int = 0) -> list[Row]:
+         since_ns: int = 0, logs: bool = False) -> list[Row]:
     """The ladder rows of a run (at or after ``since_ns``), from the network journal
-    (needs ``tracing``)."""
-    return [row for _, row in journal_rows(net, hosts=hosts, since_ns=since_ns)]
+    (needs ``tracing``). Each upcall is followed by the rdma_cm event the application
+    gets for it (``=> RDMA_CM_EVENT_...``); ``logs`` adds the driver's kernel log lines
+    (``klog ...``)."""
+    return [row for _, row in journal_rows(net, hosts=hosts, since_ns=since_ns, logs=logs)]
 
 
 def journal_rows(net: Network, *, hosts: Sequence[str] | None = None,
-                 since_ns: int = 0) -> Iterator[tuple[JournalEntry, Row]]:
+                 since_ns: int = 0, logs: bool = False) -> Iterator[tuple[JournalEntry, Row]]:
     """:func:`rows` as they are made, each with the journal entry it comes from (a
     frame's entry carries its :class:`~mpa_emu.net.network.CapturedFrame`): one pass over
     the journal, which may be on disk."""
@@ -117,6 +126,11 @@ def journal_rows(net: Network, *, hosts: Sequence[str] | None = None,
                 state = record.fields.get("state")
                 yield entry, Row(entry.time_ns, lane, None,
                                  f"[#{conn}] freed" + (f" (was {state})" if state else ""))
+            elif record.kind == "rdma_cm_event":
+                yield entry, Row(entry.time_ns, lane, None, rdma_cm_label(record.fields))
+            elif record.kind == "kernel_log":
+                if logs:
+                    yield entry, Row(entry.time_ns, lane, None, log_label(record.fields))
             elif record.kind in ("kernel_leak", "kernel_bug", "verb_failed"):
                 what = record.fields.get("what", record.fields.get("error", ""))
                 yield entry, Row(entry.time_ns, lane, None,
@@ -235,9 +249,11 @@ def column_titles(net: Network, hosts: Sequence[str] | None = None,
     return titles
 
 
-def ladder(net: Network, *, hosts: Sequence[str] | None = None, since_ns: int = 0) -> str:
-    """The whole ladder of a run as text (rows at or after ``since_ns``)."""
-    return render(rows(net, hosts=hosts, since_ns=since_ns),
+def ladder(net: Network, *, hosts: Sequence[str] | None = None, since_ns: int = 0,
+           logs: bool = False) -> str:
+    """The whole ladder of a run as text (rows at or after ``since_ns``; ``logs``: with
+    the kernel log lines)."""
+    return render(rows(net, hosts=hosts, since_ns=since_ns, logs=logs),
                   column_titles(net, hosts, since_ns))
 
 

@@ -10,13 +10,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from mpa_emu.errors import MpaEmuError
+
 TIMEOUT = 300
 """Seconds a renderer may take."""
 CHROMIUM_MAX = 16_384
 """The largest side, in pixels, headless Chromium draws in one screenshot."""
 
 
-class PngError(ValueError):
+class PngError(MpaEmuError, ValueError):
     """No PNG could be made (no renderer, or the renderer failed)."""
 
 

@@ -43,6 +43,7 @@ import struct
 from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.fastinit import fast_constructor
 from mpa_emu.wire.segment import Segment
 
@@ -107,7 +108,7 @@ class DecodeFailure(StrEnum):
     BAD_TCP_CHECKSUM = "bad_tcp_checksum"
 
 
-class DecodeError(ValueError):
+class DecodeError(MpaEmuError, ValueError):
     """A frame that is not a well-formed Ethernet [+802.1Q] + IPv4/IPv6 + TCP segment.
 
     ``reason`` classifies the failure; the message says exactly what was wrong.
@@ -118,7 +119,7 @@ class DecodeError(ValueError):
         self.reason = reason
 
 
-class EncodeError(ValueError):
+class EncodeError(MpaEmuError, ValueError):
     """A :class:`Segment` that cannot be put on the wire (bad field sizes or ranges)."""
 
 

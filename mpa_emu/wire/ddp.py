@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypedDict
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.mpa import frame_fpdu
 
@@ -92,7 +93,7 @@ class TermLayer(IntEnum):
     LLP = 2
 
 
-class DdpFormatError(ValueError):
+class DdpFormatError(MpaEmuError, ValueError):
     """Bytes too short or inconsistent to be the DDP/RDMAP header asked for."""
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Literal
 
 import crc32c as _crc32c
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.fastinit import fast_frozen_init
 
 KEY_REQ = b"MPA ID Req Frame"
@@ -36,7 +38,7 @@ RTR_READ0 = 0x4000  # D, IETF_RDMA0_READ (ORD word)
 IRD_ORD_MASK = 0x3FFF  # IETF_NO_IRD_ORD: irdma reads 0x3FFF as "no value"
 
 
-class MpaFormatError(ValueError):
+class MpaFormatError(MpaEmuError, ValueError):
     """Bytes that cannot be an MPA request/reply frame at all."""
 
 
@@ -195,6 +197,24 @@ def looks_like_mpa(payload: bytes) -> bool:
     """True when a TCP payload starts with a request or reply key and has 20 bytes
     (the recognition rule of Wireshark's heuristic dissector)."""
     return len(payload) >= FRAME_SIZE and payload[:KEY_SIZE] in (KEY_REQ, KEY_REP)
+
+
+MpaKind = Literal["request", "reply", "reject", "data", ""]
+"""What a TCP payload is in MPA terms (:func:`mpa_kind`)."""
+
+
+def mpa_kind(payload: bytes) -> MpaKind:
+    """"request", "reply" or "reject" for a payload that starts with an MPA frame header
+    (RFC 5044 section 7.1: the key, then R in the flags byte), "data" for any other
+    payload and "" for none."""
+    if not payload:
+        return ""
+    key = payload[:KEY_SIZE]
+    if len(payload) >= FRAME_SIZE and key in (KEY_REQ, KEY_REP):
+        if key == KEY_REQ:
+            return "request"
+        return "reject" if payload[KEY_SIZE] & FLAG_REJECT else "reply"
+    return "data"
 
 
 def decode_frame(payload: bytes) -> MpaFrame:

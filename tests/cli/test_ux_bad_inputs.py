@@ -73,8 +73,8 @@ SCENARIO_MESSAGES = {
     "duplicate_connect_name": "[[connect]] name 'c' is already used on line 12",
     "connect_bad_target": "s.toml:10: connect[1].to: unknown host 'nobody' (hosts: a, b; or "
                           "give an IPv4 or IPv6 address)",
-    "expect_table_typo": "s.toml:8: expect.upcal: unknown key 'upcal' (known here: frame, "
-                         "listener, state, trace, upcall, verb_failure)",
+    "expect_table_typo": "s.toml:8: expect.upcal: unknown key 'upcal' (known here: "
+                         "cm_event, frame, listener, state, trace, upcall, verb_failure)",
     "time_in_the_past": 'event[1].at: expected a duration such as "10us"',
     "time_not_a_duration": "duration: expected a duration",
     "probability_over_1": "wire.loss: expected a probability between 0 and 1, got 2",

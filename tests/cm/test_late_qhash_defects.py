@@ -111,22 +111,22 @@ def test_an_unreachable_row_that_runs_fails_under_the_strict_check() -> None:
     s = Setup(CmConfig())
     s.peer(SYN, 100)
     [conn] = s.core.conns()
-    node = s.core.cm_node(conn)
+    node = s.core._cm_node(conn)
     assert node is not None and not row(node.state, Input.CONNECT).reachable
     assert transitions.STRICT_REACHABILITY  # the suite's autouse fixture
     with pytest.raises(UnreachableRowRan, match="SYN_RCVD x connect"):
-        s.core.dispatch(node, Input.CONNECT, None)
+        s.core._dispatch(node, Input.CONNECT, None)
 
 
 def test_unreachable_row_outside_the_strict_check_is_recorded() -> None:
     s = Setup(CmConfig())
     s.peer(SYN, 100)
     [conn] = s.core.conns()
-    node = s.core.cm_node(conn)
+    node = s.core._cm_node(conn)
     assert node is not None
     transitions.STRICT_REACHABILITY = False  # restored by the autouse fixture
     with pytest.raises(CmError):  # the misuse row itself refuses
-        s.core.dispatch(node, Input.CONNECT, None)
+        s.core._dispatch(node, Input.CONNECT, None)
     [rec] = s.core.trace.of_kind("table_bug")  # type: ignore[union-attr]
     assert rec.fields["state"] == "SYN_RCVD" and rec.fields["input"] == "connect"
 

@@ -1,5 +1,5 @@
 """Every state change of a node goes through the transition table: the only assignment
-of a node's state is in ``CmCore.set_state``, which refuses to run outside a row, and
+of a node's state is in ``CmCore._set_state``, which refuses to run outside a row, and
 every call of it sits in a row's action (or a helper the actions share)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _state_assignments(under: Path = PACKAGE) -> list[tuple[str, str]]:
 
 def test_a_node_state_is_assigned_only_by_set_state() -> None:
     # CmNode.__init__ sets UNKNOWN on self; everything else goes through the setter
-    assert _state_assignments() == [("cm/core.py", "set_state")]
+    assert _state_assignments() == [("cm/core.py", "_set_state")]
 
 
 def test_siw_cxgb4_and_tcp_states_change_in_one_setter_each() -> None:
@@ -62,12 +62,12 @@ def test_set_state_outside_a_row_is_refused() -> None:
     core.create_listen(IP_P, PORT)
     core.receive(to_host(MAC_P, IP_A, IP_P, 5000, PORT, flags=SYN, seq=1, src_mac=MAC_A), 0)
     [conn] = core.conns()
-    node = core.cm_node(conn)
+    node = core._cm_node(conn)
     assert node is not None and node.state is CmState.SYN_RCVD
     with pytest.raises(RuntimeError, match="outside the transition table"):
-        core.set_state(node, CmState.CLOSED, "test")
+        core._set_state(node, CmState.CLOSED, "test")
     assert node.state is CmState.SYN_RCVD
-    core.set_state(node, CmState.SYN_RCVD, "test")  # no change: nothing to refuse
+    core._set_state(node, CmState.SYN_RCVD, "test")  # no change: nothing to refuse
 
 
 def test_every_state_change_in_a_run_is_recorded_by_a_row_function() -> None:

@@ -121,13 +121,22 @@ class EmulatedHost:
 
 
 def make_host(lab: Lab, *, fault: FaultHook | None = None, seed: int = 1,
-              v6: bool = False, config: CmConfig | None = None) -> EmulatedHost:
-    """An emulated irdma host (the real CM core) on the lab's TAP with one address."""
+              v6: bool = False, config: CmConfig | None = None, stack: str = "irdma",
+              params: dict[str, int | bool] | None = None) -> EmulatedHost:
+    """An emulated host on the lab's TAP with one address: the irdma CM core with
+    ``config``, or another registered ``stack`` with its ``params``."""
+    from mpa_emu.cm.api import CoreApi
     from mpa_emu.cm.core import CmCore
+    from mpa_emu.stacks import STACKS, parse_params
 
     trace = Trace()
     capture = MemorySink()
-    core = CmCore("emu", EMU_MAC, config or CmConfig(), seed=seed, trace=trace)
+    core: CoreApi
+    if stack == "irdma":
+        core = CmCore("emu", EMU_MAC, config or CmConfig(), seed=seed, trace=trace)
+    else:
+        core = STACKS[stack].make_core("emu", EMU_MAC, parse_params(stack, params or {}),
+                                       seed=seed, trace=trace)
     host = LiveHost(lab.tap, core, EMU_MAC, trace=trace, capture=capture, fault=fault)
     host.add_address(packed(EMU_V6 if v6 else EMU_V4))
     return EmulatedHost(host, capture, trace)

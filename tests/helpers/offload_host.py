@@ -37,31 +37,31 @@ class Host:
     def link_up(self) -> bool:
         return self.up
 
-    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+    def _send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
         self.upcalls.append((event, status, now_ns))
 
-    def cm_close(self, conn: int, now_ns: int) -> int:
+    def _cm_close(self, conn: int, now_ns: int) -> int:
         self.node_alive = False
         self.close_due = None
         return 0
 
-    def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
+    def _schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         if self.close_due is not None:
             return False
         self.close_due = now_ns + disconnect.CLOSE_TIMER_NS
         return True
 
-    def collect_qp_frames(self, conn: int) -> None:
+    def _collect_qp_frames(self, conn: int) -> None:
         if self.nic_qp is not None:
             self.wire.extend(self.nic_qp.frames_to_send())
 
-    def rts_ae_received(self, conn: int, now_ns: int) -> None:
+    def _rts_ae_received(self, conn: int, now_ns: int) -> None:
         self.rts_woken.append(now_ns)
 
-    def cm_node(self, conn: int) -> Any:
+    def _cm_node(self, conn: int) -> Any:
         return SimpleNamespace(accelerated=self.accelerated) if self.node_alive else None
 
-    def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
+    def _record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         self.records.append((kind, fields))
 
     # driving
@@ -72,10 +72,10 @@ class Host:
 
     def pump(self, now_ns: int) -> None:
         assert self.nic_qp is not None
-        self.collect_qp_frames(self.conn)
+        self._collect_qp_frames(self.conn)
         while (ae := self.nic_qp.next_ae()) is not None:
             disconnect.on_ae(self, self.conn, ae, now_ns)
-        self.collect_qp_frames(self.conn)
+        self._collect_qp_frames(self.conn)
 
     def run_timers(self, until_ns: int) -> None:
         if self.close_due is not None and self.close_due <= until_ns:

@@ -20,6 +20,7 @@ from mpa_emu.cm.events import IwEvent, Transmit, Upcall
 from mpa_emu.cm.trace import Trace
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, LiveHost, Reject, VerbFailure
 from mpa_emu.live.sinks import MemorySink
+from mpa_emu.ulp.iwcm import IwCmState
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 from mpa_emu.wire.segment import ACK, SYN, Segment
@@ -322,6 +323,25 @@ def test_refused_policy_verb_is_recorded_and_reported(rig: Rig) -> None:
     assert [(f.verb, f.errno) for f in seen] == [("accept", errno.ECONNRESET)]
     assert rig.host.failures == seen
 
+
+
+def test_upcalls_give_the_applications_rdma_cm_events(rig: Rig) -> None:
+    """LiveHost.cm_events as Host.cm_events: iw_conn_req_handler's CONNECT_REQUEST, then
+    after the policy's reject (iw_cm_reject: CONN_RECV -> IDLE) nothing more for it; an
+    active CONNECT_REPLY(-ECONNREFUSED) is REJECTED (cma_iw_handler). Each has its trace
+    record."""
+    listener = rig.host.listen(4791, policy=Reject(b"no"))
+    rig.core.events += [
+        Upcall(IwEvent.CONNECT_REQUEST, 3, 0, 0, OUR_IP, 4791, PEER_IP, 40000,
+               listener=listener),
+        Upcall(IwEvent.CONNECT_REPLY, 4, -errno.ECONNREFUSED, 0, OUR_IP, 40001, PEER_IP,
+               4791)]
+    rig.host.poll(0)
+    assert [(e.name, e.status, e.conn) for e in rig.host.cm_events] == [
+        ("RDMA_CM_EVENT_CONNECT_REQUEST", 0, 3), ("RDMA_CM_EVENT_REJECTED", -111, 4)]
+    assert rig.host.rdma_cm.state(3) == IwCmState.IDLE
+    assert [r.fields["event"] for r in rig.trace.of_kind("rdma_cm_event")] == [
+        "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_REJECTED"]
 
 
 def test_device_reset_reaches_the_core_and_flushes_its_frames(rig: Rig) -> None:

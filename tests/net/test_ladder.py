@@ -55,8 +55,9 @@ def test_fpdu_summary_names_the_rdmap_opcode_and_checks_the_crc() -> None:
 
 
 def test_options_are_spelled_out() -> None:
-    # Hand-decoded: MSS (kind 2, len 4) 0x05b4, WS (kind 3, len 3) shift 2 -> x4, EOL.
-    assert describe.options_label(bytes.fromhex("020405b403030200")) == "MSS=1460 WS=4 EOL"
+    # Hand-decoded: MSS (kind 2, len 4) 0x05b4, WS (kind 3, len 3) shift.cnt 2 (RFC 7323
+    # section 2.2: the option carries the exponent, shown as it is), EOL.
+    assert describe.options_label(bytes.fromhex("020405b403030200")) == "MSS=1460 WS=2 EOL"
     # NOP NOP, Timestamps (kind 8, len 10) TSval 1 TSecr 2; SACK permitted (kind 4, len 2).
     assert describe.options_label(bytes.fromhex("0101080a0000000100000002")) == "TSval=1 TSecr=2"
     assert describe.options_label(bytes.fromhex("04020000")) == "SACK_PERM EOL"
@@ -64,7 +65,9 @@ def test_options_are_spelled_out() -> None:
 
 
 def test_options_read_as_tshark_reads_them(tmp_path: Path) -> None:
-    """A Linux-style SYN's options: the ladder names them as tshark's Info column does."""
+    """A Linux-style SYN's options: the ladder names them as tshark's Info column does,
+    except WS, which it shows as the shift count the option carries (RFC 7323 section
+    2.2) where tshark shows the factor 2^shift."""
     opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (3735928559, 0)), ("NOP", None),
             ("WScale", 7)]
     syn = (Ether() / IP(src="192.0.2.1", dst="192.0.2.2")
@@ -74,8 +77,10 @@ def test_options_read_as_tshark_reads_them(tmp_path: Path) -> None:
     info = subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "_ws.col.Info"],
                           capture_output=True, text=True, check=True).stdout.strip()
     theirs = info.split("Len=0 ", 1)[1].split()
+    assert theirs == ["MSS=1460", "SACK_PERM", "TSval=3735928559", "TSecr=0", "WS=128"]
+    factor = int(theirs[-1].removeprefix("WS="))
     ours = describe.options_label(bytes(syn[TCP])[20:]).split()
-    assert ours == theirs == ["MSS=1460", "SACK_PERM", "TSval=3735928559", "TSecr=0", "WS=128"]
+    assert ours == [*theirs[:-1], f"WS={factor.bit_length() - 1}"]
 
 
 def test_a_long_label_wraps_and_is_never_cut(fake_net: Any) -> None:
@@ -114,11 +119,13 @@ def test_ladder_draws_arrows_both_ways_and_marks_the_lost_frame(fake_net: Any) -
     syn, lost, note = lines[1], lines[2], lines[3]
     # Frames are numbered from 1 as in the capture file: the SYN is frame 1.
     assert syn.startswith("0.000000    |-- #1 40001>31000 [SYN] seq=") and syn.endswith("->|")
-    assert "MSS=1460 WS=4 EOL" in syn
+    assert "MSS=1460 WS=2 EOL" in syn
     assert lost.startswith("0.000010    |x--") and "#2 " in lost and "[SYN, ACK]" in lost
     assert lost.endswith("--|")
     assert "wire: dropped (the first SYN-ACK)" in note
-    assert lines[-1].startswith(" " * 12 + "| << CONNECT_REPLY")
+    assert lines[-2].startswith(" " * 12 + "| << CONNECT_REPLY")
+    # cma_iw_handler: CONNECT_REPLY status 0 -> RDMA_CM_EVENT_ESTABLISHED, on the line after
+    assert lines[-1].startswith(" " * 12 + "| => RDMA_CM_EVENT_ESTABLISHED status 0")
     resent = [line for line in lines if line.startswith("1.000000")]
     assert resent and "[SYN]" in resent[0]
 

@@ -102,7 +102,7 @@ def test_sends_after_offload_are_acknowledged() -> None:
     t0 = net.now_ns
     qp = alice.core.qp(conn)
     qp.post_send(b"payload of a Send after offload, 48 bytes long!!", t0)
-    alice.core.collect_qp_frames(conn)
+    alice.core._collect_qp_frames(conn)
     net.pump()
     net.run(until_ns=t0 + 10 * MS)
     bob_qp = bob.core.qp(bob.conns()[0])

@@ -19,9 +19,10 @@ from helpers.offload_peer import qp_init
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent
-from mpa_emu.offload.nic import FlowKey, Nic, NicQp, StoredKey
+from mpa_emu.offload.nic import Nic, NicQp, StoredKey
 from mpa_emu.offload.qp import QpInit
 from mpa_emu.wire import mpa
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, SYN
 
 K1 = StoredKey(b"\x0a\x00\x00\x02", PORT, b"\x0a\x00\x00\x01", 5000, 0xFFFF)

@@ -165,20 +165,29 @@ def test_a_v1_recording_with_c_set_matches_the_mpa_v1_profile(tmp_path: Path) ->
     assert rc == 0, text
     assert report["semantic"]["same_outcome"] is True
     conn = report["semantic"]["connections"][0]
-    assert conn["emulated"]["established"] == 8 == conn["recorded"]["established"]
+    # mpa-v1 is siw(mpa_version=1): siw_proc_mpareq answers in the request's own header
+    # (C kept), and siw_accept reports ESTABLISHED with the reply (frame 6) when the
+    # request is not enhanced (no RTR to wait for); the node accepted after frame 5.
+    assert conn["recorded"]["established"] == 6
+    assert conn["emulated"]["established"] == 5
     assert report["profile"] == "mpa-v1"
+    assert report["stack"] == "siw(mpa_version=1)"
 
 
 def test_profile_auto_names_the_profiles_with_the_recorded_outcome(tmp_path: Path) -> None:
-    # The recorded responder resets the rev 2 request and accepts the rev 1 retry: an
-    # MPA v1 peer (irdma_parse_mpa: a rev above its own is refused).
+    # The recorded responder resets the rev 2 request and accepts the rev 1 retry: a
+    # v1-only responder. cxgb4 with mpa_rev 1 aborts a request of a higher revision
+    # (process_mpa_request: "MPA version mismatch", abort: RST); siw takes any revision
+    # up to 2 (siw_proc_mpareq), so mpa-v1 = siw(mpa_version=1) answers the rev 2 request.
     rc, text, report = replay(PCAPS / "fallback_v2_to_v1.pcap", "--emulate",
                               "192.168.10.2", "--semantic", "--profile", "auto",
                               tmp_path=tmp_path)
     assert rc == 0, text
-    assert report["same_outcome_profiles"] == ["mpa-v1"]
-    assert text.splitlines()[0] == "PROFILES with the recorded outcome: mpa-v1"
+    assert report["same_outcome_profiles"] == ["cxgb4(mpa_rev=1)"]
+    assert text.splitlines()[0] == "PROFILES with the recorded outcome: cxgb4(mpa_rev=1)"
     assert report["profiles"]["irdma"]["same_outcome"] is False
+    assert report["profiles"]["siw(mpa_version=1)"]["same_outcome"] is False
+    assert report["picked"] == "cxgb4(mpa_rev=1)"
 
 
 def test_profile_auto_needs_semantic(tmp_path: Path) -> None:

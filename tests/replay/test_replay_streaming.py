@@ -133,7 +133,7 @@ def test_spool_gives_back_what_was_appended_past_its_memory_chunk() -> None:
     # field and one of several must both come back equal and in order.
     from dataclasses import dataclass
 
-    from mpa_emu.replay.stream import Spool
+    from mpa_emu.capture.spool import RecordSpool
 
     @dataclass(frozen=True)
     class One:
@@ -144,8 +144,8 @@ def test_spool_gives_back_what_was_appended_past_its_memory_chunk() -> None:
         x: int
         name: str
 
-    ones: Spool[One] = Spool(One)
-    twos: Spool[Two] = Spool(Two)
+    ones: RecordSpool[One] = RecordSpool(One)
+    twos: RecordSpool[Two] = RecordSpool(Two)
     for i in range(700):
         ones.append(One(i))
         twos.append(Two(i, f"n{i}"))

@@ -16,11 +16,12 @@ address = "192.0.2.1"
 """
 
 
-def test_irdma_is_registered_with_no_parameters() -> None:
+def test_irdma_is_registered_with_its_two_compiled_in_settings() -> None:
     st = STACKS["irdma"]
     assert isinstance(st, Stack)
     assert st.name == "irdma"
-    assert st.params == ()
+    # IRDMA_CM_DEFAULT_MPA_VER is 2 (cm.h); GEN_2 is the E810 (icrdma).
+    assert st.defaults() == {"mpa_rev": 2, "gen": 2}
     assert "OFFLOADED" in st.states  # enum irdma_cm_node_state (cm.h)
 
 
@@ -36,7 +37,8 @@ def test_every_parameter_default_is_in_its_range() -> None:
 def test_unknown_stack_and_unknown_parameter_are_one_line_errors() -> None:
     with pytest.raises(ValueError, match=r"unknown stack 'nope'"):
         parse_params("nope", {})
-    with pytest.raises(ValueError, match=r"^irdma: unknown parameter 'x' \(parameters: none\)$"):
+    with pytest.raises(ValueError,
+                       match=r"^irdma: unknown parameter 'x' \(parameters: mpa_rev, gen\)$"):
         parse_params("irdma", {"x": 1})
 
 
@@ -44,7 +46,8 @@ def test_a_default_irdma_host_is_unchanged() -> None:
     net = Network(seed=3)
     a = net.add_host("a", "192.0.2.1")
     b = net.add_host("b", "192.0.2.2", stack="irdma", params={})
-    assert (a.stack, a.params, b.stack) == ("irdma", {}, "irdma")
+    assert (a.stack, b.stack) == ("irdma", "irdma")
+    assert a.params == b.params == {"mpa_rev": 2, "gen": 2}
     assert type(a.core).__name__ == "CmCore"
 
 
@@ -146,3 +149,11 @@ def test_network_builds_a_siw_core_and_labels_its_capture_interface(tmp_path: ob
     out = io.BytesIO()
     net.write_pcapng(out)
     assert b"emulated siw(peer_to_peer=1) host s" in out.getvalue()
+
+
+def test_irdma_parameters_set_its_configuration() -> None:
+    net = Network(seed=3)
+    host = net.add_host("a", "192.0.2.1", stack="irdma", params={"mpa_rev": 1, "gen": 1})
+    assert (host.core.config.mpa_rev, host.core.config.gen) == (1, 1)
+    with pytest.raises(ValueError, match=r"irdma: mpa_rev must be 1\.\.2, got 3"):
+        net.add_host("b", "192.0.2.2", stack="irdma", params={"mpa_rev": 3})

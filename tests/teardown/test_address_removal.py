@@ -177,7 +177,7 @@ def test_wildcard_listener_over_three_addresses_with_one_removed() -> None:
     assert alice.node(first[B4]).state == alice.node(first[D4]).state == CmState.OFFLOADED
     # the child of 192.0.2.3 lost its SYN qhash: a SYN for it is not steered to the CM
     core = bob.core
-    lst = next(x for x in core.listen_list() if x.ident == listener)
+    lst = next(x for x in core._listen_list() if x.ident == listener)
     assert {c.loc_addr: c.qhash_set for c in lst.children} == {
         ip_bytes(B4): True, ip_bytes(C4): False, ip_bytes(D4): True}
     before = set(core.conns())
@@ -197,7 +197,7 @@ def test_address_added_back_gets_its_child_qhash_again() -> None:
     listener = bob.listen(PORT, None, policy=Accept())
     bob.remove_address(C4)
     bob.add_address(C4)
-    lst = next(x for x in bob.core.listen_list() if x.ident == listener)
+    lst = next(x for x in bob.core._listen_list() if x.ident == listener)
     assert {c.loc_addr: c.qhash_set for c in lst.children}[ip_bytes(C4)] is True
     conn = alice.connect(C4, PORT)
     net.run(until_ns=50 * MS)
@@ -208,7 +208,7 @@ def test_new_address_gets_a_child_under_the_wildcard_listener() -> None:
     net, alice, bob = established_pair([B4], [A4])
     listener = bob.listen(PORT, None, policy=Accept())
     bob.add_address(D4)
-    lst = next(x for x in bob.core.listen_list() if x.ident == listener)
+    lst = next(x for x in bob.core._listen_list() if x.ident == listener)
     assert ip_bytes(D4) in {c.loc_addr for c in lst.children}
     conn = alice.connect(D4, PORT)
     net.run(until_ns=50 * MS)
@@ -395,7 +395,7 @@ def test_bob_ack_segments_unaffected_by_removal_of_other_address() -> None:
     t0 = net.now_ns
     qp = alice.core.qp(keep)
     qp.post_send(b"still alive after the other address went away", t0)
-    alice.core.collect_qp_frames(keep)
+    alice.core._collect_qp_frames(keep)
     net.pump()
     net.run(until_ns=t0 + 50 * MS)
     acks = [f.segment for f in net.frames if f.time_ns >= t0 and f.sender == "bob"
@@ -416,7 +416,7 @@ def test_wildcard_listener_on_a_vlan_follows_the_notified_vlan(lower_dev: bool) 
     net.run(until_ns=50 * MS)
     bob.remove_address(B4)
     net.run(until_ns=net.now_ns + 2000 * MS)
-    lst = next(x for x in bob.core.listen_list() if x.ident == listener)
+    lst = next(x for x in bob.core._listen_list() if x.ident == listener)
     child = next(c for c in lst.children if c.loc_addr == ip_bytes(B4))
     assert child.qhash_set is lower_dev
     assert (alice.node(conn) is not None) is lower_dev

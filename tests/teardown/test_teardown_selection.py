@@ -92,35 +92,35 @@ class Table:
             index[(node.loc_addr, node.vlan_id)].append(node)
         return index
 
-    def local_keys(self) -> Iterable[tuple[bytes, int]]:
+    def _local_keys(self) -> Iterable[tuple[bytes, int]]:
         return list(self._index())
 
-    def nodes_on(self, ip: bytes, vlan_id: int) -> Collection[Node]:
+    def _nodes_on(self, ip: bytes, vlan_id: int) -> Collection[Node]:
         return self._index().get((ip, vlan_id), [])
 
     def conns(self) -> Iterable[int]:
         return sorted(self.nodes)
 
-    def cm_node(self, conn: int) -> Node | None:
+    def _cm_node(self, conn: int) -> Node | None:
         return self.nodes.get(conn)
 
-    def has_driver_qp(self, conn: int) -> bool:
+    def _has_driver_qp(self, conn: int) -> bool:
         node = self.nodes[conn]
         return conn in self.qps or node.client
 
-    def reset_node(self, conn: int, now_ns: int) -> None:
+    def _reset_node(self, conn: int, now_ns: int) -> None:
         self.resets.append(conn)
         del self.nodes[conn]
 
-    def listen_list(self) -> Iterable[ListenerRec]:
+    def _listen_list(self) -> Iterable[ListenerRec]:
         return list(self.listeners)
 
-    def manage_syn_qhash(self, addr: bytes, port: int, vlan: int, ipv4: bool, add: bool,
+    def _manage_syn_qhash(self, addr: bytes, port: int, vlan: int, ipv4: bool, add: bool,
                          now_ns: int) -> bool:
         self.qhash_ops.append((addr, port, vlan, add))
         return not self.qhash_fails
 
-    def new_child_listener(self, parent: Any, addr: bytes, vlan: int) -> Child:
+    def _new_child_listener(self, parent: Any, addr: bytes, vlan: int) -> Child:
         return Child(addr, vlan, qhash_set=False)
 
     # DisconnectHost
@@ -133,23 +133,23 @@ class Table:
     def link_up(self) -> bool:
         return True
 
-    def send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
+    def _send_cm_event(self, conn: int, event: IwEvent, status: int, now_ns: int) -> None:
         self.upcalls.append((conn, event, status))
 
-    def cm_close(self, conn: int, now_ns: int) -> None:
+    def _cm_close(self, conn: int, now_ns: int) -> None:
         self.nodes.pop(conn, None)
 
-    def schedule_close_entry(self, conn: int, now_ns: int) -> bool:
+    def _schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         self.close_entries.add(conn)
         return True
 
-    def collect_qp_frames(self, conn: int) -> None:
+    def _collect_qp_frames(self, conn: int) -> None:
         self.wire.extend(self.qps[conn].frames_to_send())
 
-    def rts_ae_received(self, conn: int, now_ns: int) -> None:
+    def _rts_ae_received(self, conn: int, now_ns: int) -> None:
         pass
 
-    def record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
+    def _record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         self.records.append((kind, fields))
 
 

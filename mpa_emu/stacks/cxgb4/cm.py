@@ -12,10 +12,11 @@ from collections import deque
 from errno import ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM, ETIMEDOUT
 from typing import Any
 
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, make_record
-from mpa_emu.stacks.cxgb4 import frames
+from mpa_emu.stacks.cxgb4 import fpdu_rx, frames
 from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp
 from mpa_emu.stacks.cxgb4.mpa_rx import BAD, INCOMPLETE, accumulate
 from mpa_emu.stacks.cxgb4.params import Cxgb4Params
@@ -55,6 +56,20 @@ class Cxgb4Cm:
     _upcalls: deque[Upcall]
     _next_conn: int
     _now: int
+    _watch: NodeWatch | None
+    _watched: set[int]
+    """Endpoints the watch was told of (node_created), until they leave the tables."""
+
+    def watch_nodes(self, watch: NodeWatch | None) -> None:
+        """Tell ``watch`` of each endpoint (not listeners): created with its 4-tuple on
+        its first state change, each change (an :class:`EpState`), freed when it leaves
+        the tables (:class:`mpa_emu.cm.api.WatchedCore`)."""
+        self._watch = watch
+
+    def _unwatch(self, ep: Endpoint) -> None:
+        if ep.conn in self._watched and ep.conn not in self._eps and self._watch is not None:
+            self._watched.discard(ep.conn)
+            self._watch.node_freed(ep.conn)
 
     # ---- trace and kernel log ------------------------------------------------------
 
@@ -79,6 +94,12 @@ class Cxgb4Cm:
                       debug=True)
         ident = ep.conn if isinstance(ep, Endpoint) else ep.ident
         self.tr("state_changed", fn, conn=ident, old=old.name, new=new.name)
+        watch = self._watch
+        if watch is not None and isinstance(ep, Endpoint) and old != new:
+            if ep.conn not in self._watched:
+                self._watched.add(ep.conn)
+                watch.node_created(ep.conn, ep.local_port, ep.remote_ip, ep.remote_port)
+            watch.state_changed(ep.conn, new)
 
     def _new_ep(self, initiator: bool, addrs: tuple[bytes, int, bytes, int]) -> Endpoint:
         ep = Endpoint(self._next_conn, initiator, addrs[0], addrs[1], addrs[2], addrs[3],
@@ -496,33 +517,68 @@ class Cxgb4Cm:
                    f"ecode {ecode:#04x}")
 
     def rdma_rx(self, ep: Endpoint, data: bytes) -> None:
-        """The firmware takes FPDUs in order: a Terminate raises ``CPL_RDMA_TERMINATE``,
-        a zero-length Read Request gets its zero-length Read Response, anything else is
-        dropped (no memory is registered)."""
+        """The adapter takes whole FPDUs in order (:func:`fpdu_rx.check`, the RFC rules):
+        a Terminate raises ``CPL_RDMA_TERMINATE``, a zero-length Read Request gets its
+        zero-length Read Response, a Send fills a posted receive buffer; a refused FPDU
+        is an error CQE (:meth:`c4iw_ev_dispatch`)."""
         ep.rx_fpdu += data
         while ep.qp == QpState.RTS and len(ep.rx_fpdu) >= 2:
             try:
                 fpdu = mpa.unframe_fpdu(bytes(ep.rx_fpdu))
-                seg = ddp.parse_segment(fpdu.ulpdu)
-            except (mpa.MpaFormatError, ddp.DdpFormatError) as exc:
-                if isinstance(exc, mpa.MpaFormatError) and "needs" in str(exc):
-                    return  # wait for the rest of the FPDU
-                self.tr("segment_dropped", "firmware RDMA", conn=ep.conn, reason=str(exc))
-                ep.rx_fpdu.clear()
-                return
+            except mpa.MpaFormatError:
+                return  # wait for the rest of the FPDU
             del ep.rx_fpdu[:fpdu.wire_length]
-            if seg.opcode == ddp.Opcode.TERMINATE:
+            partial = None if ep.rx_partial is None else len(ep.rx_partial)
+            verdict = fpdu_rx.check(fpdu, crc=ep.attr_crc, recvq=ep.recvq, msn=ep.rx_msn,
+                                    partial=partial, room=ep.rx_room)
+            if verdict.error is not None:
+                self.c4iw_ev_dispatch(ep, verdict.error)
+                return
+            if verdict.kind == "terminate":
                 self.terminate(ep)
                 return
-            rr = seg.read_request
-            if rr is not None and rr.size == 0:
-                self._send(ep, frames.read_response(rr.sink_stag, rr.sink_to,
+            if verdict.kind == "read":
+                self._send(ep, frames.read_response(verdict.sink_stag, verdict.sink_to,
                                                     crc=ep.attr_crc),
                            "firmware: RDMA Read Response (zero-length, answers the RTR)")
-                continue
-            self.tr("fpdu_received", "firmware RDMA", conn=ep.conn,
-                    opcode=ddp.OPCODE_NAMES.get(seg.opcode, str(seg.opcode)),
-                    len=len(seg.payload))
+            elif verdict.kind == "recv":
+                if ep.rx_partial is None:
+                    ep.rx_partial, ep.rx_room = bytearray(), verdict.room
+                ep.rx_partial += verdict.data
+                if verdict.last:
+                    message, ep.rx_partial = bytes(ep.rx_partial), None
+                    ep.rx_msn += 1
+                    ep.completions.append(("SUCCESS", message))
+                    self.tr("recv_completion", "firmware RDMA", conn=ep.conn,
+                            status="SUCCESS", bytes=len(message))
+            else:
+                raw = fpdu.ulpdu
+                self.tr("fpdu_received", "firmware RDMA", conn=ep.conn,
+                        opcode=ddp.OPCODE_NAMES.get(raw[1] & 0x0F, str(raw[1] & 0x0F)),
+                        len=len(raw))
+
+    def c4iw_ev_dispatch(self, ep: Endpoint, err: fpdu_rx.ErrCqe) -> None:
+        """``c4iw_ev_dispatch`` -> ``post_qp_event`` for the adapter's error CQE:
+        ``dump_err_cqe`` logs it, the QP goes from RTS to TERMINATE (``c4iw_modify_qp``,
+        not internal: ``post_terminate`` and a graceful ``c4iw_ep_disconnect``), then the
+        IB event. ``post_terminate`` gets no CQE from ``c4iw_modify_qp`` (it passes
+        NULL), so the Terminate carries ``build_term_codes(NULL)``: RDMAP local
+        catastrophic, 0, not the codes the CQE status maps to."""
+        mapped = fpdu_rx.build_term_codes(err)
+        self.tr("err_cqe", "c4iw_ev_dispatch", conn=ep.conn, status=err.name,
+                opcode=err.opcode, rq=err.rq, term_codes_for_status=list(mapped))
+        self.klog("err", "dump_err_cqe", f"AE qpid {ep.conn} opcode {err.opcode} status "
+                  f"{err.status:#x} type {0 if err.rq else 1} len {err.length:#x} wrid.hi 0x0 "
+                  "wrid.lo 0x0")
+        if ep.qp == QpState.RTS:
+            ep.qp = QpState.TERMINATE
+            self.tr("qp_state", "c4iw_modify_qp", conn=ep.conn, new="TERMINATE")
+            layer_etype, ecode = fpdu_rx.build_term_codes(None)
+            self._send(ep, frames.terminate(layer_etype, ecode, crc=ep.attr_crc),
+                       f"post_terminate: Terminate layer_etype {layer_etype:#04x} ecode "
+                       f"{ecode:#04x} (after {err.name})")
+            self.c4iw_ep_disconnect(ep, False)
+        self.tr("qp_event", "post_qp_event", conn=ep.conn, event=fpdu_rx.ib_event(err))
 
     def terminate(self, ep: Endpoint) -> None:
         """``terminate``: a Terminate arrived: QP to TERMINATE and an abortive close."""
@@ -615,10 +671,16 @@ class Cxgb4Cm:
         elif ep.state == S.MORIBUND:
             self.stop_ep_timer(ep)
             if ep.has_cm_id and ep.qp is not None:
-                ep.qp = QpState.IDLE
+                ep.qp = self._qp_after_close(ep.qp)
             self.close_complete_upcall(ep, 0)
             self._set_state(ep, S.DEAD, "close_con_rpl")
             self.release_ep_resources(ep)
+
+    @staticmethod
+    def _qp_after_close(qp: QpState) -> QpState:
+        """``c4iw_modify_qp(IDLE, internal)`` at the end of a close: CLOSING -> IDLE; from
+        TERMINATE the internal move fails into ERROR (the ``err`` path)."""
+        return QpState.ERROR if qp == QpState.TERMINATE else QpState.IDLE
 
     def peer_close(self, ep: Endpoint) -> None:
         """``peer_close``: the peer's FIN (``CPL_PEER_CLOSE``)."""
@@ -647,7 +709,7 @@ class Cxgb4Cm:
         elif st == S.MORIBUND:
             self.stop_ep_timer(ep)
             if ep.has_cm_id and ep.qp is not None:
-                ep.qp = QpState.IDLE
+                ep.qp = self._qp_after_close(ep.qp)
             self.close_complete_upcall(ep, 0)
             self._set_state(ep, S.DEAD, fn)
             release = True
@@ -717,7 +779,9 @@ class Cxgb4Cm:
         self.stop_ep_timer(ep)
         if not ep.held:
             self._eps.pop(ep.conn, None)
+            self._unwatch(ep)
 
     def _release_if_dead(self, ep: Endpoint) -> None:
         if ep.state == S.DEAD and ep.sock not in self._by_sock:
             self._eps.pop(ep.conn, None)
+            self._unwatch(ep)

@@ -28,13 +28,14 @@ from typing import Any
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import Upcall
 from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.cxgb4 import frames
 from mpa_emu.stacks.cxgb4.cm import CPL_ERR_CONN_RESET, CPL_ERR_XMIT_TIMEDOUT, Cxgb4Cm
 from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp
 from mpa_emu.stacks.cxgb4.params import Cxgb4Params
 from mpa_emu.stacks.cxgb4.states import EpState, QpState
 from mpa_emu.stacks.cxgb4.tcp import Cxgb4Tcp
 from mpa_emu.stacks.tcp.stack import TcpEvent
-from mpa_emu.wire import mpa
+from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import Segment, Transmit
 
 S = EpState
@@ -109,6 +110,8 @@ class Cxgb4Core(Cxgb4Cm):
         self._next_conn = 1
         self._next_listener = 1
         self._now = 0
+        self._watch = None
+        self._watched = set()
 
     # ---- local stack ------------------------------------------------------------------
 
@@ -323,6 +326,43 @@ class Cxgb4Core(Cxgb4Cm):
         else:
             self._modify_qp_from_ulp(ep, QpState.ERROR)
         self._drain()
+
+    def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
+        """``c4iw_post_receive``: a receive buffer of ``length`` bytes for the next Send
+        (an RQE the adapter takes). A QP in ERROR or TERMINATE refuses it (-EINVAL)."""
+        ep = self._ep(conn)
+        if not 0 <= length < 1 << 31:
+            raise CmError(EINVAL, f"post_recv: length {length} out of range")
+        if ep.qp in (QpState.ERROR, QpState.TERMINATE):
+            raise CmError(EINVAL, f"post_recv: the QP is in {ep.qp.name}")
+        ep.recvq.append(length)
+
+    def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
+        """``c4iw_post_send`` of an RDMA Send: the adapter sends it as FPDUs that fit the
+        MSS, MSN counting from 1 (RFC 5041 section 5.1). Only an RTS QP sends."""
+        ep = self._ep(conn)
+        if ep.qp != QpState.RTS or ep.sock is None or ep.state != S.FPDU_MODE:
+            raise CmError(EINVAL, f"post_send: connection {conn} has no RTS QP")
+        self._now = now_ns
+        ep.tx_msn += 1
+        room = max(4, self.tcp.mss(ep.sock) - ddp.UNTAGGED_HEADER_LEN - 2 - 4)
+        room -= room % 4
+        data = bytes(payload)
+        pos = 0
+        while True:
+            piece = data[pos:pos + room]
+            last = pos + room >= len(data)
+            self._send(ep, frames.send(piece, ep.tx_msn, pos, last=last, crc=ep.attr_crc),
+                       f"firmware: RDMA Send MSN {ep.tx_msn}")
+            pos += len(piece)
+            if last:
+                break
+        self._drain()
+
+    def completions(self, conn: int) -> list[tuple[str, bytes]]:
+        """Receive completions of ``conn``: (status, bytes placed)."""
+        ep = self._eps.get(conn)
+        return [] if ep is None else list(ep.completions)
 
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:

@@ -8,6 +8,7 @@ Field names follow the kernel's (``mpa_pkt``, ``mpa_pkt_len``, ``plen``, ``ird``
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.cxgb4.states import MPA_PKT_SIZE, EpState, P2pType, QpState
@@ -64,5 +65,16 @@ class Endpoint:
     """The bound QP's state (``c4iw_modify_qp``); None while no QP is bound."""
     rx_fpdu: bytearray = field(default_factory=bytearray)
     """RDMA mode: stream bytes not yet a whole FPDU."""
+    recvq: deque[int] = field(default_factory=deque)
+    """Receive buffers the application posted (lengths)."""
+    completions: list[tuple[str, bytes]] = field(default_factory=list)
+    """Receive completions: status and the bytes placed."""
+    rx_partial: bytearray | None = None
+    """A Send whose last segment has not arrived: the bytes placed so far."""
+    rx_room: int = 0
+    """The size of the buffer that Send fills."""
+    rx_msn: int = 1
+    """The MSN the next inbound Send must carry (RFC 5041 section 5.1: from 1)."""
+    tx_msn: int = 0
     upcall_ird: int = 0
     upcall_ord: int = 0

@@ -87,6 +87,11 @@ def read_response(stag: int, to: int, *, crc: bool) -> bytes:
     return _fpdu(ddp.read_response(b"", stag, to), crc)
 
 
+def send(payload: bytes, msn: int, mo: int, *, last: bool, crc: bool) -> bytes:
+    """An RDMA Send the firmware sends for ``c4iw_post_send``: untagged, QN 0."""
+    return _fpdu(ddp.send(payload, msn, mo, last=last), crc)
+
+
 def terminate(layer_etype: int, ecode: int, *, crc: bool) -> bytes:
     """``post_terminate`` with ``struct terminate_message`` {layer_etype, ecode, hdrct 0}
     as the firmware frames it: untagged, QN 2, MSN 1, MO 0, RDMAP Terminate."""

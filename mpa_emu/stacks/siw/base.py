@@ -7,10 +7,12 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.stacks.siw.cep import Cep
 from mpa_emu.stacks.siw.params import SiwParams
+from mpa_emu.stacks.siw.qp_rx import Completion, Mr
 from mpa_emu.stacks.siw.states import SiwState, SiwWork
 from mpa_emu.stacks.tcp import LINUX, TcpStack
 
@@ -35,8 +37,21 @@ class SiwBase:
         self._unclaimed: dict[int, tuple[int, bytearray]] = {}
         """Accepted sockets whose SIW_CM_WORK_ACCEPT has not run: listener cep, bytes."""
         self._addresses: dict[bytes, int | None] = {}
+        self._mrs: dict[int, Mr] = {}
+        """The device's memory regions by STag index (``stag >> 8``, siw_mem_id2obj)."""
+        self._done: dict[int, list[Completion]] = {}
+        """Receive completions of connections whose endpoint is gone."""
         self._next = 1
         self._now = 0
+        self._watch: NodeWatch | None = None
+        self._watched: set[int] = set()
+        """Endpoints the watch was told of (node_created), until freed."""
+
+    def watch_nodes(self, watch: NodeWatch | None) -> None:
+        """Tell ``watch`` of each connection endpoint (not listeners): created once its
+        4-tuple is known, each state change (a :class:`SiwState`), freed when forgotten
+        (:class:`mpa_emu.cm.api.WatchedCore`)."""
+        self._watch = watch
 
     def _new_cep(self, state: SiwState) -> Cep:
         cep = Cep(self._next, state)
@@ -48,6 +63,9 @@ class SiwBase:
     def _forget(self, cep: Cep) -> None:
         if not cep.held:  # iw_cm's reference keeps a CLOSED endpoint until accept/reject
             self._ceps.pop(cep.ident, None)
+            if cep.ident in self._watched and self._watch is not None:
+                self._watched.discard(cep.ident)
+                self._watch.node_freed(cep.ident)
         if cep.sock is not None:
             self._by_sock.pop(cep.sock, None)
             cep.sock = None
@@ -69,6 +87,12 @@ class SiwBase:
     def _set(self, cep: Cep, new: SiwState, fn: str) -> None:
         old = cep.state
         cep.state = new
+        watch = self._watch
+        if watch is not None and old != new and cep.rem_port:
+            if cep.ident not in self._watched:
+                self._watched.add(cep.ident)
+                watch.node_created(cep.ident, cep.loc_port, cep.rem_addr, cep.rem_port)
+            watch.state_changed(cep.ident, new)
         if self.trace is not None and old != new:
             self.trace.emit(make_record(self._now, self.name, "state_changed", fn,
                                         {"conn": cep.ident, "old": old.name,

@@ -3,10 +3,12 @@ network and scenarios see."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.mpa_stream import FrameReader
 from mpa_emu.stacks.siw.params import MPA_MAX_PRIVDATA
+from mpa_emu.stacks.siw.qp_rx import Completion, RxStream
 from mpa_emu.stacks.siw.states import SiwQpState, SiwState
 
 # Byte 16 of the MPA header: siw keeps it with the revision as one __be16 ``bits``
@@ -72,6 +74,12 @@ class Cep:
     loc_port: int = 0
     rem_addr: bytes = b""
     rem_port: int = 0
+    rxs: RxStream | None = None
+    """The QP's receive stream once it is in RTS (siw_qp_rx.c)."""
+    recvq: deque[int] = field(default_factory=deque)
+    """Receive buffers the application posted (lengths), shared with ``rxs``."""
+    completions: list[Completion] = field(default_factory=list)
+    """Receive completions, in order (the receive CQ)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,6 @@ from mpa_emu.stacks.siw.cep import (
     ListenerView,
     QpView,
 )
-from mpa_emu.stacks.siw.mpa_rules import SiwMpa
 from mpa_emu.stacks.siw.params import (
     MPA_MAX_PRIVDATA,
     MPAREP_TIMEOUT_NS,
@@ -48,6 +47,7 @@ from mpa_emu.stacks.siw.params import (
     SIW_MAX_IRD_QP,
     SIW_MAX_ORD_QP,
 )
+from mpa_emu.stacks.siw.qp import SiwQp
 from mpa_emu.stacks.siw.states import SiwQpState, SiwState, SiwWork
 from mpa_emu.stacks.tcp import TcpEvent
 from mpa_emu.wire.mpa import KEY_REQ
@@ -60,7 +60,7 @@ _SCENARIO_TCP_NAMES = {"SYN_RECV": "SYN_RECEIVED", "FIN_WAIT1": "FIN_WAIT_1",
 """Linux's socket state names (tcp_states.h) as scenario files spell TCP states."""
 
 
-class SiwCore(SiwMpa):
+class SiwCore(SiwQp):
     """One siw host: its endpoints (``struct siw_cep``) over a Linux-shaped TCP."""
 
     def __init__(self, name: str, mac: bytes, params: Mapping[str, int | bool] | None = None,
@@ -298,7 +298,7 @@ class SiwCore(SiwMpa):
         cep.cm_id = True
         cep.qp = True
         cep.crc = bool(cep.flags & FLAG_CRC)
-        cep.qp_state = SiwQpState.RTS
+        self._qp_to_rts(cep)
         cep.wait_rtr = wait_rtr
         self._set(cep, S.RDMA_MODE, "siw_accept")
         self._send_mpareqrep(cep, private_data, "siw_send_mpareqrep (siw_accept): "
@@ -374,6 +374,7 @@ class SiwCore(SiwMpa):
                           "to disconnect")
         if cep.qp_state == SiwQpState.RTS:
             cep.qp_state = SiwQpState.CLOSING if graceful else SiwQpState.ERROR
+            self._flush(cep)  # siw_qp_nextstate_from_rts: siw_rq_flush
         self._cm_drop(cep)
 
     def modify_qp_err(self, conn: int, *, now_ns: int) -> None:
@@ -386,24 +387,6 @@ class SiwCore(SiwMpa):
             cep.qp_state = SiwQpState.ERROR
             return
         self.disconnect(conn, graceful=False, now_ns=now_ns)
-
-    def _cm_drop(self, cep: Cep) -> None:
-        """siw_qp_cm_drop(qp, 0): AWAIT_MPAREP -> CONNECT_REPLY(-EINVAL), RDMA_MODE ->
-        CLOSE(0); the endpoint CLOSED and its socket released at once."""
-        if cep.state == S.CLOSED:
-            self._klog("debug", "siw_qp_cm_drop", "already closed", True, cep)
-            return
-        self._klog("debug", "siw_qp_cm_drop", f"immediate close, state {int(cep.state)}",
-                   True, cep)
-        if cep.cm_id:
-            if cep.state == S.AWAIT_MPAREP:
-                self._upcall(cep, IwEvent.CONNECT_REPLY, -EINVAL)
-            elif cep.state == S.RDMA_MODE:
-                self._upcall(cep, IwEvent.CLOSE, 0)
-            cep.cm_id = False
-        self._set(cep, S.CLOSED, "siw_qp_cm_drop")
-        self._release_socket(cep, "siw_qp_cm_drop")
-        self._forget(cep)
 
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:
@@ -590,8 +573,7 @@ class SiwCore(SiwMpa):
                 cep.listen_cep = None
             release = True
         elif work == SiwWork.CLOSE_LLP:
-            if cep.cm_id:
-                self._upcall(cep, IwEvent.CLOSE, 0)
+            self._close_llp(cep)
             release = True
         elif work == SiwWork.MPATIMEOUT:
             if cep.state == S.AWAIT_MPAREP:
@@ -614,6 +596,7 @@ class SiwCore(SiwMpa):
         self._set(cep, S.CLOSED, f"siw_cm_work_handler ({work.name})")
         if cep.qp:
             cep.qp_state = SiwQpState.ERROR  # siw_qp_llp_close
+            self._flush(cep)
         self._release_socket(cep, f"siw_cm_work_handler ({work.name})")
         cep.cm_id = False
         self._forget(cep)

@@ -1,6 +1,6 @@
-"""siw's MPA exchange and what follows it in RDMA mode: siw_proc_mpareq,
-siw_proc_mpareply, siw_send_mpareqrep, the RTR (siw_qp_mpa_rts), the Terminate
-(siw_send_terminate) and the QP receive path as far as the CM cares (siw_tcp_rx_data)."""
+"""siw's MPA exchange: siw_proc_mpareq, siw_proc_mpareply, siw_send_mpareqrep, the QP to
+RTS, the RTR (siw_qp_mpa_rts) and the Terminate of an MPA error (siw_send_terminate).
+RDMA mode itself is :mod:`mpa_emu.stacks.siw.qp`."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from mpa_emu.stacks.siw.cep import (
     Cep,
 )
 from mpa_emu.stacks.siw.params import SIW_MAX_IRD_QP, SIW_MAX_ORD_QP
-from mpa_emu.stacks.siw.states import SiwQpState, SiwState, SiwWork
-from mpa_emu.wire import ddp
-from mpa_emu.wire.mpa import KEY_REP, KEY_REQ, MpaFormatError, unframe_fpdu
+from mpa_emu.stacks.siw.qp_rx import RxStream
+from mpa_emu.stacks.siw.states import SiwQpState, SiwState
+from mpa_emu.wire.mpa import KEY_REP, KEY_REQ
 
 S = SiwState
 
@@ -168,7 +168,7 @@ class SiwMpa(SiwBase):
         if cep.qp_state > SiwQpState.RTR:
             return self._reply_err(cep, -EINVAL)  # the QP left IDLE/RTR meanwhile
         cep.crc = bool(flags & FLAG_CRC)
-        cep.qp_state = SiwQpState.RTS
+        self._qp_to_rts(cep)
         if rtr:
             self._send_rtr(cep, rtr)
         self._upcall(cep, IwEvent.CONNECT_REPLY, 0)
@@ -201,6 +201,12 @@ class SiwMpa(SiwBase):
 
     # ---- RDMA mode -------------------------------------------------------------------
 
+    def _qp_to_rts(self, cep: Cep) -> None:
+        """siw_qp_modify to RTS (siw_qp_nextstate_from_idle): CRC as negotiated, the
+        expected MSNs at 1, the receive stream ready."""
+        cep.qp_state = SiwQpState.RTS
+        cep.rxs = RxStream(cep.crc, self._mrs, cep.ident, cep.recvq)
+
     def _send_rtr(self, cep: Cep, rtr: int) -> None:
         """siw_qp_mpa_rts: a zero-length Write when the reply picked Write, else a
         zero-length Read Request."""
@@ -209,6 +215,8 @@ class SiwMpa(SiwBase):
         else:
             cep.orq_msn += 1
             ulpdu, what = rdma.read_rtr(cep.orq_msn), "zero-length RDMA Read Request"
+            if cep.rxs is not None:  # siw_read_to_orq: sink lkey 0, laddr 0, length 0
+                cep.rxs.expect_read_response(0, 0, 0)
         self._send_fpdu(cep, ulpdu, f"siw_qp_mpa_rts: RTR, {what} (AWAIT_MPAREP)")
 
     def _send_fpdu(self, cep: Cep, ulpdu: bytes, comment: str) -> None:
@@ -225,34 +233,3 @@ class SiwMpa(SiwBase):
                                             ecode),
                         f"siw_send_terminate: LLP/MPA ecode {ecode} ({cep.state.name})")
 
-    def _qp_rx(self, cep: Cep) -> None:
-        """siw_tcp_rx_data in RDMA mode, for what the CM cares about: the peer's RTR (the
-        first FPDU after a reply that picked one: ESTABLISHED, siw_rtr_data_ready), a
-        zero-length Read Request answered with a zero-length Read Response, a Terminate
-        (siw_proc_terminate: the connection is dropped, SIW_CM_WORK_CLOSE_LLP)."""
-        while cep.rx and cep.ident in self._ceps:
-            try:
-                f = unframe_fpdu(bytes(cep.rx))
-            except MpaFormatError:
-                return  # wait for the rest of the FPDU
-            del cep.rx[:f.wire_length]
-            try:
-                seg = ddp.parse_segment(f.ulpdu)
-            except ddp.DdpFormatError as exc:
-                self._note("segment_dropped", "siw_tcp_rx_data", reason=str(exc))
-                continue
-            opcode = seg.opcode
-            if opcode == ddp.Opcode.TERMINATE:
-                self._klog("debug", "siw_proc_terminate", "TERM received", True, cep)
-                cep.qp_state = SiwQpState.TERMINATE
-                # siw_qp_cm_drop(qp, 1): SIW_CM_WORK_CLOSE_LLP is queued
-                self._workq.append((cep.ident, SiwWork.CLOSE_LLP))
-                return
-            if opcode == ddp.Opcode.READ_REQUEST and seg.read_request is not None:
-                rreq = seg.read_request
-                if rreq.size == 0:
-                    self._send_fpdu(cep, rdma.read_response(rreq.sink_stag, rreq.sink_to),
-                                    "siw_qp_sq_process: zero-length RDMA Read Response")
-            if cep.wait_rtr:
-                cep.wait_rtr = False
-                self._upcall(cep, IwEvent.ESTABLISHED, 0)  # siw_rtr_data_ready

@@ -283,6 +283,12 @@ class TcpStack:
         s = self._socks.get(sock)
         return None if s is None else s.state
 
+    def mss(self, sock: int) -> int:
+        """The socket's ``mss_cache``: payload bytes per segment, options counted (0 once
+        freed)."""
+        s = self._socks.get(sock)
+        return 0 if s is None else s.mss
+
     def addresses(self, sock: int) -> tuple[bytes, int, bytes, int] | None:
         """(local ip, local port, remote ip, remote port) of a socket."""
         s = self._socks.get(sock)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
+from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error, mode_name
 from mpa_emu.capture.decode import (
     InspectError,
     RawFrame,
@@ -126,7 +126,7 @@ def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> Capture
 def inspect_frames(frames: Iterable[RawFrame], name: str = "",
                    checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
     """Analyse already-read frames (see :func:`~mpa_emu.capture.decode.read_frames`)."""
-    report = CaptureReport(path=name, checksums=str(checksums))
+    report = CaptureReport(path=name, checksums=mode_name(checksums))
     conns = list(stream_connections(frames, report, checksums))
     conns.sort(key=lambda c: c.index)
     report.connections = conns

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mpa_emu.capture.checksums import ModeName
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT, FLAG_RESERVED
 
 
@@ -175,7 +176,7 @@ class CaptureReport:
     problems: list[str] = field(default_factory=list)
     hidden: int = 0
     """Connections of the capture left out of ``connections`` by a selection."""
-    checksums: str = "offload"
+    checksums: ModeName = "offload"
 
     @property
     def errors(self) -> int:

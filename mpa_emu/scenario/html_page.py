@@ -1,12 +1,13 @@
 """The HTML report of ``mpa-emu run``: the run's ladder with the rows a failed
 expectation is about highlighted, each failed expectation with what the scenario asked
-and what happened side by side, every expectation, the upcalls and verb failures per
-host, and the trace records.
+and what happened side by side, every expectation, the upcalls (each with the rdma_cm
+event it gave) and verb failures per host, the drivers' kernel log lines, and the trace
+records.
 
 The page is written as it is made (:func:`write_run_page`): the ladder's rows, the
-frames' fields and the upcalls are read from the run's records (on disk for a run with
-:class:`~mpa_emu.net.records.SpooledRecords`) while they are written, so the report of
-a run of any length is written in bounded memory."""
+frames' fields, the upcalls and the records are read from the run's records (on disk for
+a run with :class:`~mpa_emu.net.records.SpooledRecords`) while they are written, so the
+report of a run of any length is written in bounded memory."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, TextIO
 
-from mpa_emu.views.describe import upcall_label
+from mpa_emu.views.describe import errno_text, log_label, rdma_cm_label, upcall_label
 from mpa_emu.views.html.fields import Fields, segment_fields
 from mpa_emu.views.html.page import Page, Section, cell, table, versus, write_table
 from mpa_emu.views.ladder import Row, column_titles, journal_rows
@@ -81,6 +82,8 @@ class _RunLadder:
         if r.frame is None:
             return any(e.line == line and r.source == lanes.get(e.host)
                        and r.label.startswith(f"<< {e.event}") for e in sc.upcalls) \
+                or any(ce.line == line and r.source == lanes.get(ce.host)
+                       and r.label.startswith(f"=> {ce.event}") for ce in sc.cm_events) \
                 or any(s.line == line and r.source == lanes.get(s.host) and "->" in r.label
                        for s in sc.states)
         captured: CapturedFrame = entry.item
@@ -115,15 +118,25 @@ def _page(run: ScenarioRun) -> Page:
           cell(e.what), cell(e.actual if not e.ok else "")] for e in run.expectations))
 
     def upcalls(out: TextIO) -> None:
-        write_table(out, ["time", "host", "upcall", "conn"],
-                    ([cell(f"{u.time_ns / 1e9:.6f}"), cell(name), cell(upcall_label(u)),
-                      cell(u.conn)]
-                     for name, host in run.net.hosts.items() for u in host.upcalls))
+        write_table(out, ["time", "host", "upcall", "conn", "rdma_cm event"],
+                    ([cell(f"{s.upcall.time_ns / 1e9:.6f}"), cell(name),
+                      cell(upcall_label(s.upcall)), cell(s.upcall.conn),
+                      cell(rdma_cm_label(s.trace_fields()))]
+                     for name, host in run.net.hosts.items() for s in host.ulp_steps))
 
     verbs = table(["time", "host", "verb", "errno", "message"],
-                  ([cell(f"{f.time_ns / 1e9:.6f}"), cell(name), cell(f.verb), cell(f.errno),
+                  ([cell(f"{f.time_ns / 1e9:.6f}"), cell(name), cell(f.verb),
+                    cell(f"{f.errno} ({errno_text(-f.errno).lstrip('-')})" if f.errno
+                         else f.errno),
                     cell(f.message)]
                    for name, host in run.net.hosts.items() for f in host.failures))
+
+    def logs(out: TextIO) -> None:
+        records = run.net.trace.kept() if run.net.trace is not None else []
+        write_table(out, ["time", "host", "function", "line"],
+                    ([cell(f"{r.time_ns / 1e9:.6f}"), cell(r.host), cell(r.fn),
+                      cell(log_label(r.fields))]
+                     for r in records if r.kind == "kernel_log"), cls="mono")
 
     def trace(out: TextIO) -> None:
         records = run.net.trace.kept() if run.net.trace is not None else []
@@ -147,7 +160,8 @@ def _page(run: ScenarioRun) -> Page:
                    f"expectations hold; seed {sc.seed}, {len(run.net.frames)} frames, "
                    f"stopped {run.result.reason} at {run.result.now_ns / 1e9:.6f} s (virtual)")
     sections = [Section("Expectations", expectations), Section("Upcalls", upcalls),
-                Section("Verb failures", verbs), Section("Trace records", trace)]
+                Section("Verb failures", verbs), Section("Kernel log", logs),
+                Section("Trace records", trace)]
     return Page(title=f"mpa-emu run {sc.path}", verdict=verdict, failed=not run.ok,
                 ladder=ladder, frames=Rows(run.net.frames, _frame_fields),
                 marks=ladder.mark, top="".join(boxes), sections=sections)

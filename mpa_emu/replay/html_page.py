@@ -9,12 +9,11 @@ from mpa_emu.replay.engine import Emitted
 from mpa_emu.replay.report import (
     ReplayReport,
     flow_text,
-    injection_text,
     record_text,
     story_fields,
     story_text,
 )
-from mpa_emu.replay.semantic import SemanticVerdict, emulator_name
+from mpa_emu.replay.semantic import SemanticVerdict, emulated_name
 from mpa_emu.views.describe import segment_line, upcall_text
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
@@ -67,11 +66,15 @@ def _outcome_box(report: ReplayReport, sem: SemanticVerdict) -> str:
     assert d is not None
     recorded, emulated = sem.recorded[d.flow], sem.emulated[d.flow]
     differing = {_ASPECT_FIELD[x.aspect] for x in sem.divergences if x.flow == d.flow}
-    r_fields, e_fields = story_fields(recorded), story_fields(emulated)
+    if "OFFLOADED" in differing:  # the stack's own name of the state past MPA
+        differing.add(report.options.emulated_stack.offloaded_state)
+    past_mpa = report.options.emulated_stack.offloaded_state
+    r_fields = story_fields(recorded, past_mpa)
+    e_fields = story_fields(emulated, past_mpa)
     extra = (f'<p class="why" id="outcome-why">{cell(d.text)}</p>'
              f"<p>{cell(d.aspect)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
              f" ({cell(recorded.role)})</p>")
-    who = emulator_name(report.options.config)
+    who = emulated_name(report.options.emulated_stack)
     return versus("First difference in outcome", "Expected (the recorded host)",
                   _aspects_table(r_fields, differing), f"Actual ({who})",
                   _aspects_table(e_fields, differing), extra)
@@ -93,11 +96,12 @@ def _aspects_table(fields: Fields, differing: set[str]) -> str:
 
 
 def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Section]:
-    who = emulator_name(report.options.config)
+    who = emulated_name(report.options.emulated_stack)
+    past_mpa = report.options.emulated_stack.offloaded_state
     stories = table(
         ["flow", "role", "recorded host", who],
-        ([cell(flow_text(k)), cell(r.role), cell(story_text(r)),
-          cell(story_text(sem.emulated[k]))] for k, r in sem.recorded.items()))
+        ([cell(flow_text(k)), cell(r.role), cell(story_text(r, past_mpa)),
+          cell(story_text(sem.emulated[k], past_mpa))] for k, r in sem.recorded.items()))
     differences = table(
         ["frame", "aspect", "flow", "difference"],
         ([frame_link(d.frame), cell(d.aspect), cell(flow_text(d.flow)), cell(d.text)]
@@ -137,6 +141,7 @@ def replay_page(report: ReplayReport) -> str:
         top = _outcome_box(report, sem)
     else:
         top = _divergence_box(report, first) if first is not None else ""
+    rdma = report.rdma_cm_labels()
     sections = _outcome_sections(report, sem) if sem is not None else []
     sections += [
         Section("Divergences", table(
@@ -150,15 +155,16 @@ def replay_page(report: ReplayReport) -> str:
               cell(segment_line(e.seg))]
              for e in cmp.extra))),
         Section("Upcalls", table(
-            ["time", "upcall"], ([cell(_t(u.time_ns)), cell(upcall_text(u))]
-                                 for u in report.run.upcalls))),
+            ["time", "upcall", "rdma_cm event"],
+            ([cell(_t(u.time_ns)), cell(upcall_text(u)), cell(rdma.get(id(u), ""))]
+             for u in report.run.upcalls))),
         Section("Application verbs", table(
             ["time", "after", "verb", "detail", "refused"],
             ([cell(_t(a.time_ns)), frame_link(a.frame), cell(a.verb), cell(a.detail),
               cell(a.error)] for a in report.run.actions))),
         Section("Trace records", table(
             ["frame", "outcome", "trace records"],
-            ([frame_link(inj.frame.number), cell(injection_text(inj)),
+            ([frame_link(inj.frame.number), cell(report.injection_outcome(inj)),
               "<br>".join(cell(record_text(r)) for r in inj.records) or "-"]
              for inj in report.run.injections), cls="mono")),
     ]
@@ -167,6 +173,8 @@ def replay_page(report: ReplayReport) -> str:
         sections.append(Section("Notes", "".join(f"<p>{cell(n)}</p>" for n in notes)))
     title = (f"mpa-emu replay {report.recording.path} "
              f"--emulate {ip_text(report.options.emulate)}")
+    if report.names_stacks:
+        title += f" ({report.stacks_line()})"
     return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
                 frames=capture_fields(report.recording.path, mode), marks=marks, top=top,
                 sections=sections).html()

@@ -1,0 +1,137 @@
+"""The scenarios a matrix runs between every ordered pair of sides.
+
+Each :class:`Scenario` is a short script over one :class:`~mpa_emu.matrix.cell.CellRun`
+(two hosts on one wire: ``initiator`` connects, ``responder`` listens), and optionally an
+*overlay*: the parameters it lays over each side (a v1-only peer, an RTR type, CRC
+required). Where a stack has no way to express the overlay the cell is not run and says
+why (``n/a``), never guessed.
+
+Faults that no application verb can cause (a peer that closes or resets its TCP
+connection while the MPA exchange is in flight, an FPDU with an invalid STag) are frames
+injected on the wire with the sequence numbers the connection is at, so every stack meets
+the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mpa_emu.matrix.sides import ParamValue, Side
+
+ConnectArgs = tuple[bytes, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One matrix scenario: its name, what it shows, how the listener answers and what
+    happens around the connection (see :mod:`mpa_emu.matrix.cell`)."""
+
+    name: str
+    doc: str
+    listener: str = "accept"
+    """``accept``, ``reject`` (with ``reject_pd`` bytes) or ``manual``."""
+    reject_pd: int = 0
+    private_data: bytes = b""
+    ird: int | None = None
+    """IRD/ORD the initiator asks for; None = the stack's usual 16, ``-1`` = its maximum."""
+    after_established: str = ""
+    """``close`` (graceful), ``abort`` (abortive) or ``bad_write`` (an FPDU with an
+    invalid STag injected from the initiator) once both sides are established."""
+    during_mpa: str = ""
+    """``fin`` or ``rst`` injected from the responder once the MPA request is on the wire."""
+    initiator_overlay: str = ""
+    responder_overlay: str = ""
+
+
+MPA_V1 = "mpa-v1"
+CRC_ON = "crc-required"
+CRC_OFF = "crc-off"
+MARKERS_ON = "markers"
+RTR_WRITE = "rtr-write"
+RTR_READ = "rtr-read"
+RTR_SEND = "rtr-send"
+
+OVERLAYS: dict[str, dict[str, Mapping[str, ParamValue] | None]] = {
+    # Parameter names as each stack's registry entry names them (docs/stacks/*.md); None
+    # where the stack has no such setting. A missing stack means None.
+    MPA_V1: {"irdma": {"mpa_rev": 1}, "siw": {"mpa_version": 1}, "cxgb4": {"mpa_rev": 1}},
+    CRC_ON: {"siw": {"mpa_crc_required": True}, "cxgb4": {"crc_enabled": True}},
+    CRC_OFF: {"siw": {"mpa_crc_required": False}, "cxgb4": {"crc_enabled": False}},
+    MARKERS_ON: {"cxgb4": {"markers_enabled": True}},
+    RTR_WRITE: {"siw": {"peer_to_peer": True, "rtr_type": 1},
+                "cxgb4": {"peer2peer": True, "p2p_type": 0}},
+    RTR_READ: {"siw": {"peer_to_peer": True, "rtr_type": 2},
+               "cxgb4": {"peer2peer": True, "p2p_type": 1}},
+    RTR_SEND: {},
+}
+
+
+def overlay(side: Side, name: str) -> Side | str:
+    """``side`` with overlay ``name`` applied, or the reason it cannot be."""
+    if not name:
+        return side
+    params = OVERLAYS[name].get(side.stack)
+    if params is None:
+        return f"{side.stack} has no setting for {name}"
+    try:
+        return side.with_params(params)
+    except ValueError as exc:
+        return str(exc)
+
+
+def _reject(n: int) -> Scenario:
+    return Scenario(f"reject-pd{n}", f"the responder's application rejects with {n} bytes "
+                    "of private data", listener="reject", reject_pd=n)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("connect", "connect with 5 bytes of private data and IRD/ORD 16; accept",
+             private_data=b"hello"),
+    _reject(0), _reject(255), _reject(256), _reject(512),
+    Scenario("v1-responder", "the responder speaks MPA rev 1 only",
+             responder_overlay=MPA_V1),
+    Scenario("v1-initiator", "the initiator speaks MPA rev 1 only",
+             initiator_overlay=MPA_V1),
+    Scenario("rtr-write", "both sides set to a zero-length RDMA Write RTR",
+             initiator_overlay=RTR_WRITE, responder_overlay=RTR_WRITE),
+    Scenario("rtr-read", "both sides set to a zero-length RDMA Read RTR",
+             initiator_overlay=RTR_READ, responder_overlay=RTR_READ),
+    Scenario("rtr-send", "both sides set to a zero-length Send RTR",
+             initiator_overlay=RTR_SEND, responder_overlay=RTR_SEND),
+    Scenario("ird-ord-0", "the initiator asks for IRD 0 and ORD 0", ird=0),
+    Scenario("ird-ord-max", "the initiator asks for its stack's maximum IRD/ORD", ird=-1),
+    Scenario("ird-ord-3fff", "the initiator asks for IRD/ORD 0x3FFF (the 14-bit field's "
+             "largest value, RFC 6581 section 5)", ird=0x3FFF),
+    Scenario("peer-close-mpa", "the responder's TCP sends a FIN once the MPA request is "
+             "on the wire", listener="manual", during_mpa="fin"),
+    Scenario("peer-reset-mpa", "the responder's TCP sends a RST once the MPA request is "
+             "on the wire", listener="manual", during_mpa="rst"),
+    Scenario("crc-mismatch", "the initiator requires CRC, the responder has it off",
+             initiator_overlay=CRC_ON, responder_overlay=CRC_OFF),
+    Scenario("markers-mismatch", "the initiator asks for markers",
+             initiator_overlay=MARKERS_ON),
+    Scenario("terminate-after-rts", "once established, an RDMA Write to an invalid STag "
+             "reaches the responder", after_established="bad_write"),
+    Scenario("graceful-close", "once established, the initiator disconnects gracefully",
+             after_established="close"),
+    Scenario("abortive-close", "once established, the initiator disconnects abortively",
+             after_established="abort"),
+)
+
+BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
+
+
+def select(names: list[str] | None) -> list[Scenario]:
+    """The scenarios named (all of them when ``names`` is empty); ValueError naming the
+    unknown one."""
+    if not names:
+        return list(SCENARIOS)
+    chosen = []
+    for name in names:
+        if name not in BY_NAME:
+            raise ValueError(f"unknown scenario {name!r} (known: {', '.join(BY_NAME)})")
+        chosen.append(BY_NAME[name])
+    return chosen
+
+
