@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mpa_emu.errors import MpaEmuError
+
 U8_MAX = 0xFF
 U16_MAX = 0xFFFF
 U32_MAX = 0xFFFF_FFFF
@@ -27,7 +29,7 @@ INT_MAX = 0x7FFF_FFFF
 """The largest C ``int`` (32 bits on every Linux target)."""
 
 
-class RangeError(ValueError):
+class RangeError(MpaEmuError, ValueError):
     """A value outside its :class:`Range` (or of the wrong type): the message names the
     key, the allowed range and its reason, and the value given."""
 
