@@ -1,13 +1,15 @@
-"""Which build is running: the pure-Python package, or the optional compiled build in
-which the modules every frame goes through are compiled with mypyc
-(``MPA_EMU_COMPILE=1 pip install --no-build-isolation .``, see setup.py and
-docs/compiling.md). Both builds behave the same; the compiled one is faster.
+"""Which build is running: the compiled build, in which the modules every frame goes
+through are compiled with mypyc (what a regular ``pip install .`` makes where a C compiler
+is found, see setup.py and docs/compiling.md), or the pure-Python package (an editable
+install, ``MPA_EMU_COMPILE=0``, or no compiler). Both behave the same; the compiled one is
+about twice as fast.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.machinery
+from pathlib import Path
 
 COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.wire.segment",
@@ -68,9 +70,21 @@ def compiled_modules() -> list[str]:
     return found
 
 
+def install_note() -> str:
+    """What setup.py recorded when it installed the package (``pure Python (why)`` or
+    ``compiled``), or ``""`` for an editable install or a checkout, which record nothing."""
+    try:
+        return (Path(__file__).with_name("build_note.txt")).read_text("utf-8").strip()
+    except OSError:
+        return ""
+
+
 def build_name() -> str:
-    """``"pure Python"`` or ``"compiled (N of M hot modules)"``."""
+    """``"compiled (N of M hot modules)"``, or ``"pure Python"`` with the reason the install
+    recorded for not compiling (``"pure Python (source tree)"`` for an editable install or a
+    checkout)."""
     count = len(compiled_modules())
-    if count == 0:
-        return "pure Python"
-    return f"compiled ({count} of {len(COMPILED_MODULES)} hot modules)"
+    if count:
+        return f"compiled ({count} of {len(COMPILED_MODULES)} hot modules)"
+    note = install_note()
+    return note if note.startswith("pure Python") else "pure Python (source tree)"

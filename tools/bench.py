@@ -10,18 +10,29 @@ Every figure is a ratio or a size with the median and the min-max of interleaved
 so each yardstick sees the same share of a busy machine. Times are CPU seconds (of this
 process, or of a child process and its children for whole commands), never wall time.
 
-P1  A full cycle between two emulated hosts through ``Network`` (connect, MPA v2
-    request, accept with reply, RTR, graceful close until both are freed), capture on and
-    the pcapng written, against two yardsticks over the same frames:
-    - the floor: hand-written ``struct`` code that builds AND parses each frame with its
-      IPv4 and TCP checksums (no validation);
+P1  A full cycle between two emulated hosts through ``Network``, as a user runs it
+    (connect with 5 bytes of private data and IRD/ORD 16, MPA v2 request, accept with a
+    reply, RTR, close as soon as CONNECT_REPLY arrives, one ``run()`` per cycle until
+    both nodes are freed; capture on, tracing and the upcall journal off, the pcapng
+    written to a file and its frames counted), timed in a worker process of the
+    interpreter measured (``--python`` measures several side by side in the same
+    rounds), against two yardsticks over the same frames in this process:
+    - the floor: hand-written ``struct`` code that rebuilds each frame byte for byte,
+      IPv4 and TCP checksums included (checked equal to the captured frames);
     - plain scapy: ``Ether()/IP()/TCP()/Raw()`` built, ``bytes()``, dissected with
       ``Ether(raw)`` with scapy.layers.inet loaded.
-    Targets: cycle <= 4x the floor; >= 30x faster than scapy.
+    Targets: cycle <= 3x the floor; scapy >= 50x slower than the cycle.
+    Stricter than the earlier rounds of this benchmark, which an independent measurement
+    of the same cycle read about 1.4x above: their floor also parsed each frame back and
+    verified its checksums (1.8x the build alone: 42 against 23 us), and their cycle ran
+    2,000 spaced cycles in one ``run()`` in the benchmark's own process with the pcapng
+    written to memory; one ``run()`` per cycle in a worker process, the pcapng written
+    to a file, costs the same on a clean heap and up to a third more where earlier work
+    left garbage for the collector.
 P2  ``mpa-emu replay`` against ``tshark -T fields`` with the MPA fields, whole processes,
-    on the same capture of about 100,000 frames. Target: tshark time / replay time >= 1.
-P3  Bytes per offloaded endpoint with 100,000 concurrent connections in one process
-    (RSS delta over both endpoints, divided by two). Target: <= 1 KiB.
+    on the same capture of about 100,000 frames. Target: tshark time / replay time >= 1.5.
+P3  Bytes per offloaded endpoint with 30,000 and 100,000 concurrent connections in one
+    process (RSS delta over both endpoints, divided by two). Target: <= 768 B.
 P6  Peak RSS of ``inspect``, ``replay``, ``diagram`` and ``judge`` on captures of 10^5
     and 10^6 frames. Target: <= 300 MB and flat in capture length.
 P7  Peak RSS of ``mpa-emu run`` with every output (-o, --trace, --json, --html) and of
@@ -100,6 +111,18 @@ def floor_parse(raw: bytes) -> Segment:
 
 
 def time_floor(segments: list[Segment], reps: int) -> float:
+    """Hand-written ``struct`` code rebuilding every frame of one cycle, checksums
+    included (the floor: building only, no parse, no validation)."""
+    t0 = clock()
+    for _ in range(reps):
+        for seg in segments:
+            floor_build(seg)
+    return (clock() - t0) / reps
+
+
+def time_floor_with_parse(segments: list[Segment], reps: int) -> float:
+    """The floor with each frame parsed back, checksums verified (the floor of earlier
+    rounds of this benchmark, shown for comparison)."""
     t0 = clock()
     for _ in range(reps):
         for seg in segments:
@@ -145,26 +168,61 @@ def syn_options(raw: bytes) -> list[tuple[str, object]]:
     return [*opts, ("EOL", None)] if opts else opts
 
 
-def bench_p1(rounds: int, cycles: int) -> list[str]:
+_CYCLE_CODE = (
+    "import sys; sys.path[:0] = sys.argv[1:3]; import bench_cycles; "
+    "from mpa_emu.compiled import build_name; "
+    "t, f, w = bench_cycles.time_user_cycles(int(sys.argv[3]), sys.argv[4]); "
+    "print(t, f, w, build_name(), sep='\\t')")
+
+
+def time_cycle_in_worker(python: str, cycles: int, path: Path) -> tuple[float, int, str]:
+    """Seconds per cycle (CPU time of the cycles, pcapng written to ``path``), frames per
+    cycle and the build's name, measured in a worker process of ``python``."""
+    out = subprocess.run([python, "-P", "-c", _CYCLE_CODE, *_paths(), str(cycles),
+                          str(path)], capture_output=True, text=True, cwd=ROOT,
+                         check=True).stdout
+    seconds, frames, written, build = out.rstrip("\n").split("\t")
+    if int(written) != int(frames) * cycles:
+        raise SystemExit(f"P1: the pcapng holds {written} frames, expected "
+                         f"{int(frames) * cycles}")
+    return float(seconds), int(frames), build
+
+
+def bench_p1(rounds: int, cycles: int, pythons: list[str], tmp: Path) -> list[str]:
     segments = bench_cycles.one_cycle_frames()
-    cyc, flo, sca = [], [], []
+    captured = bench_cycles.one_cycle_bytes()
+    if [floor_build(seg) for seg in segments] != captured:
+        raise SystemExit("P1: the struct floor does not rebuild the cycle's frames byte "
+                         "for byte")
+    cyc: dict[str, list[float]] = {p: [] for p in pythons}
+    names: dict[str, str] = {}
+    flo, flo_parse, sca = [], [], []
     for _ in range(rounds):
         gc.collect()
         flo.append(time_floor(segments, 300))
-        cyc.append(bench_cycles.time_cycles(cycles, True)[0])
+        for python in pythons:
+            seconds, _frames, names[python] = time_cycle_in_worker(
+                python, cycles, tmp / "p1.pcapng")
+            cyc[python].append(seconds)
         sca.append(time_scapy(segments, 5))
-    ratios = [c / f for c, f in zip(cyc, flo, strict=True)]
-    speedups = [s / c for s, c in zip(sca, cyc, strict=True)]
-    return [
-        f"P1 one cycle = {len(segments)} frames; cycle {summary([c * 1e6 for c in cyc], '{:.0f}')}"
-        f" us ({statistics.median([1 / c for c in cyc]):.0f} cycles/s), floor "
-        f"{summary([f * 1e6 for f in flo], '{:.1f}')} us, scapy "
-        f"{summary([s * 1e6 for s in sca], '{:.0f}')} us",
-        f"P1 cycle / floor      {summary(ratios)}x   target <= 4x: "
-        f"{verdict(statistics.median(ratios) <= 4)}",
-        f"P1 scapy / cycle      {summary(speedups, '{:.1f}')}x   target >= 30x: "
-        f"{verdict(statistics.median(speedups) >= 30)}",
-    ]
+        flo_parse.append(time_floor_with_parse(segments, 300))
+    lines = [f"P1 one cycle = {len(segments)} frames: floor (struct build) "
+             f"{summary([f * 1e6 for f in flo], '{:.1f}')} us, floor with parse "
+             f"{summary([f * 1e6 for f in flo_parse], '{:.1f}')} us, scapy "
+             f"{summary([s * 1e6 for s in sca], '{:.0f}')} us"]
+    for python in pythons:
+        times = cyc[python]
+        ratios = [c / f for c, f in zip(times, flo, strict=True)]
+        speedups = [s / c for s, c in zip(sca, times, strict=True)]
+        lines += [
+            f"P1 [{names[python]}] cycle {summary([c * 1e6 for c in times], '{:.0f}')} us "
+            f"({statistics.median([1 / c for c in times]):.0f} cycles/s)",
+            f"P1 [{names[python]}] cycle / floor   {summary(ratios)}x   target <= 3x: "
+            f"{verdict(statistics.median(ratios) <= 3)}",
+            f"P1 [{names[python]}] scapy / cycle   {summary(speedups, '{:.1f}')}x   "
+            f"target >= 50x: {verdict(statistics.median(speedups) >= 50)}",
+        ]
+    return lines
 
 
 # ---- whole commands -------------------------------------------------------------------
@@ -230,23 +288,27 @@ def bench_p2(rounds: int, connections: int, tmp: Path) -> list[str]:
     return [
         f"P2 {frames} frames: replay {summary([frames / r for r in rep], '{:.0f}')} frames/s,"
         f" tshark {summary([frames / t for t in tsh], '{:.0f}')} frames/s",
-        f"P2 tshark / replay    {summary(speed)}    target >= 1: "
-        f"{verdict(statistics.median(speed) >= 1)}",
+        f"P2 tshark / replay    {summary(speed)}    target >= 1.5: "
+        f"{verdict(statistics.median(speed) >= 1.5)}",
     ]
 
 
-def bench_p3(rounds: int, connections: int) -> list[str]:
-    per_endpoint = []
-    for _ in range(rounds):
-        code = (f"import sys; sys.path[:0] = {_paths()!r}; "
-                "import bench_cycles; "
-                f"b, _s, d = bench_cycles.memory_per_connection({connections}, 'rss'); "
-                "print(b, d)")
-        out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                             cwd=ROOT, check=True).stdout
-        per_endpoint.append(float(out.split()[0]) / 2)
-    return [f"P3 {connections} connections: {summary(per_endpoint, '{:.0f}')} B per endpoint"
-            f"   target <= 1024: {verdict(statistics.median(per_endpoint) <= 1024)}"]
+def bench_p3(rounds: int, sizes: list[int]) -> list[str]:
+    lines = []
+    for connections in sizes:
+        per_endpoint = []
+        for _ in range(rounds):
+            code = (f"import sys; sys.path[:0] = {_paths()!r}; "
+                    "import bench_cycles; "
+                    f"b, _s, d = bench_cycles.memory_per_connection({connections}, 'rss'); "
+                    "print(b, d)")
+            out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True,
+                                 text=True, cwd=ROOT, check=True).stdout
+            per_endpoint.append(float(out.split()[0]) / 2)
+        lines.append(f"P3 {connections} connections: {summary(per_endpoint, '{:.0f}')} B per "
+                     f"endpoint   target <= 768: "
+                     f"{verdict(statistics.median(per_endpoint) <= 768)}")
+    return lines
 
 
 def bench_p6(sizes: list[int], tmp: Path, flood: bool = False,
@@ -345,6 +407,10 @@ def main(argv: list[str] | None = None) -> int:
                     "2*10^4,2*10^5 with --quick)")
     ap.add_argument("--commands", default="",
                     help="P6 commands to measure, comma-separated (default all)")
+    ap.add_argument("--python", default="",
+                    help="P1: interpreters whose cycle is measured side by side in the same "
+                    "rounds, comma-separated (default this one), e.g. "
+                    ".venv/bin/python,.venv-compiled/bin/python")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5, "
                     "3 with --quick)")
     args = ap.parse_args(argv)
@@ -359,12 +425,14 @@ def main(argv: list[str] | None = None) -> int:
                       "rounds, CPU time"]
     print(out[0], flush=True)
     jobs: list[Callable[[Path], list[str]]] = []
+    pythons = [p.strip() for p in args.python.split(",") if p.strip()] or [sys.executable]
     if "p1" in wanted:
-        jobs.append(lambda _t: bench_p1(rounds, 200 if args.quick else 2000))
+        jobs.append(lambda t: bench_p1(rounds, 200 if args.quick else 2000, pythons, t))
     if "p2" in wanted:
         jobs.append(lambda t: bench_p2(rounds, 770 if args.quick else 7700, t))
     if "p3" in wanted:
-        jobs.append(lambda _t: bench_p3(rounds, 10_000 if args.quick else 100_000))
+        p3_sizes = [10_000] if args.quick else [30_000, 100_000]
+        jobs.append(lambda _t: bench_p3(rounds, p3_sizes))
     if "p6" in wanted:
         sizes = ([int(float(x)) for x in args.p6_sizes.split(",")] if args.p6_sizes
                  else [10_000, 100_000] if args.quick else [100_000, 1_000_000])

@@ -180,7 +180,9 @@ class Lab:
             yield
             time.sleep(0.5)
         finally:
-            proc.send_signal(signal.SIGINT)
+            # SIGTERM, not SIGINT: a script started with `&` hands its children SIGINT
+            # ignored. tcpdump writes out the capture on either.
+            proc.send_signal(signal.SIGTERM)
             proc.wait(10)
 
 

@@ -113,13 +113,29 @@ class ExpertInfo:
 
 @dataclass(frozen=True, slots=True)
 class TreeExpert:
-    """An expert info that sits in a frame's dissection tree."""
+    """An expert info that sits in a frame's dissection tree. ``protocol`` is the
+    dissector that raised it (PDML's protocol name, ``smb2``; for a malformed frame the
+    one named in "[Malformed Packet: SMB2]"), empty where not read."""
 
     frame: int
     severity: str
     group: str
     message: str
+    protocol: str = ""
 
+
+ERROR_SEVERITY = 0x00800000
+COUNTED_PROTOCOLS = ("iwarp", "tcp", "ip", "eth", "vlan", "frame", "_ws")
+"""Dissectors whose expert infos speak about the iWARP traffic itself: MPA, DDP/RDMAP and
+the TCP/IP/Ethernet under them (by name, lowercased prefix). Upper-layer dissectors
+(SMB2, SMB Direct, RPC-over-RDMA, NVMe, ...) judge the application's bytes, not iWARP."""
+
+
+def counted_protocol(protocol: str) -> bool:
+    """True for a protocol of :data:`COUNTED_PROTOCOLS` (``IWARP_MPA``, ``TCP``, ``IPv4``);
+    an unknown (empty) protocol counts."""
+    name = protocol.strip().lower()
+    return not name or name.startswith(COUNTED_PROTOCOLS)
 
 @dataclass(frozen=True, slots=True)
 class CrcVerdict:
@@ -336,6 +352,13 @@ class Tshark:
                 yield TreeExpert(frame=frame, severity="Error", group="Malformed",
                                  message="Malformed Packet")
 
+    def tree_problem_stream(self, capture: Capture) -> Iterator[TreeExpert]:
+        """The Error and Malformed expert infos in the tree, each with the protocol that
+        raised it, read from tshark's PDML of the frames that carry one."""
+        return _tree_problems_of(self.run_lines(
+            capture, "-T", "pdml", "-Y",
+            f"_ws.malformed || _ws.expert.severity >= {ERROR_SEVERITY:#x}"))
+
     def crc_verdicts(self, capture: Capture) -> list[CrcVerdict]:
         """The CRC of every FPDU as tshark judged it, in frame order."""
         return list(self.crc_verdict_stream(capture))
@@ -470,6 +493,48 @@ def _crc_verdicts_of(lines: Iterable[str]) -> Iterator[CrcVerdict]:
     except ElementTree.ParseError as exc:
         if feed.blank:
             return  # no output at all: no FPDU
+        raise TsharkError(f"tshark printed unreadable PDML: {exc}") from None
+
+
+_MALFORMED_RE = re.compile(r"\[Malformed Packet: (?P<protocol>[^\]]+)\]")
+
+
+def _tree_problems_of(lines: Iterable[str]) -> Iterator[TreeExpert]:
+    """Error/Malformed ``_ws.expert`` fields of PDML, each with its enclosing protocol."""
+    feed = _Feed(lines)
+    frame = 0
+    protos: list[str] = []
+    expert: dict[str, str] | None = None
+    try:
+        for event, elem in ElementTree.iterparse(feed, events=("start", "end")):
+            tag, name = elem.tag, elem.get("name", "")
+            if event == "start":
+                if tag == "proto":
+                    shown = _MALFORMED_RE.search(elem.get("showname", ""))
+                    protos.append(shown.group("protocol") if shown else name)
+                elif tag == "field" and name == "_ws.expert":
+                    expert = {"protocol": protos[-1] if protos else ""}
+                elif tag == "field" and expert is not None and name.startswith("_ws.expert."):
+                    expert[name] = elem.get("show", "")
+                elif tag == "field" and name == "frame.number":
+                    frame = int(elem.get("show", "0"))
+                continue
+            if tag == "proto":
+                protos.pop()
+            elif tag == "packet":
+                protos.clear()
+                elem.clear()
+            elif tag == "field" and name == "_ws.expert" and expert is not None:
+                sev = _decode([expert.get("_ws.expert.severity", "")], 0, SEVERITIES)
+                grp = _decode([expert.get("_ws.expert.group", "")], 0, GROUPS)
+                if sev == "Error" or grp == "Malformed":
+                    yield TreeExpert(frame=frame, severity=sev, group=grp,
+                                     message=expert.get("_ws.expert.message", ""),
+                                     protocol=expert["protocol"])
+                expert = None
+    except ElementTree.ParseError as exc:
+        if feed.blank:
+            return
         raise TsharkError(f"tshark printed unreadable PDML: {exc}") from None
 
 

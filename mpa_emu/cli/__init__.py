@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "mpa_emu.cli.run",
     "diagram": "mpa_emu.cli.diagram",
     "judge": "mpa_emu.cli.judge",
+    "explain": "mpa_emu.cli.explain",
     "examples": "mpa_emu.cli.examples",
     "wireshark-plugin": "mpa_emu.cli.wireshark_plugin",
     "fuzz": "mpa_emu.cli.fuzz",

@@ -12,6 +12,7 @@ from typing import TextIO
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.cli import CliError
 from mpa_emu.cli.inspect import add_checksums_argument
+from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.cli.values import capture_port
 from mpa_emu.views.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
 from mpa_emu.views.png import PngError, check_renderer, svg_to_png
@@ -35,6 +36,11 @@ note per sender, "TX checksum offload: not verified"; strict marks them on each 
 off marks no checksum. FPDUs get a CRC verdict only where C was set in the MPA request
 or reply (RFC 5044 section 7.1).
 
+--stacks (or --profile IP=STACK, which overrides the fingerprint of that address) names
+the stack each address is judged as in its lane title, as inspect judges it, and adds
+to a frame what the receiving side's own stack refuses in it (an ERROR line naming the
+stack, the rule and the kernel function).
+
 exit codes: 0 drawn, 2 unreadable input, bad scenario or unwritable output
 """
 
@@ -54,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scenarios: add what the drivers write to the kernel log (klog "
                              "lines; '(dyndbg)' marks those only dynamic debug shows)")
     add_checksums_argument(parser)
+    parser.add_argument("--stacks", action="store_true",
+                        help="captures: name the stack each address is judged as in its "
+                             "lane title (implied by --profile)")
+    add_profile_argument(parser)
 
 
 def build(source: str, ports: list[int] | None = None,
@@ -95,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
+    profiles = profiles_of(args)
     if args.source.lower().endswith(".toml"):
         return _scenario(args.source, output, svg, args.logs)
     try:
@@ -102,7 +113,14 @@ def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     except DiagramError as exc:
         raise CliError(str(exc)) from None
     with parked:
-        return _write(output, lambda out: parked.write(out, svg))
+        notes: dict[int, list[str]] = {}
+        if (args.stacks or profiles) and args.source != "-":
+            from mpa_emu.views.inspection.capture_stacks import address_stacks
+
+            stacks, notes = address_stacks(args.source, profiles)
+            parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c
+                              for c in parked.columns]
+        return _write(output, lambda out: parked.write(out, svg, notes))
 
 
 def _scenario(source: str, output: str | None, svg: bool, logs: bool = False) -> int:

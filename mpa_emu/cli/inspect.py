@@ -10,6 +10,7 @@ from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
+from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.cli.values import capture_port, positive
 from mpa_emu.views.inspection import (
     CaptureReport,
@@ -33,8 +34,12 @@ reply (rev, flags, IRD/ORD, RTR offered and chosen, private data in hex and text
 reason), the RTR (MPA v2 with the RFC 6581 block only), the FPDUs (CRC judged only where
 C was set in the request or reply, RFC 5044 section 7.1), RDMAP findings (Read Requests
 never answered, MSN gaps, Terminates decoded), every FIN and RST, data after a FIN, a
-fingerprint of each side, and every problem found, including what irdma would refuse
-(split MPA frames, PD_Length > 512, wrong key, unknown rev).
+fingerprint of each side and the stack it is judged as (irdma, siw, cxgb4,
+linux-userspace or unknown; --profile IP=STACK overrides it), and every problem found.
+Each side is judged by its own stack's rules (what irdma_parse_mpa,
+siw_proc_mpareq/siw_proc_mpareply or process_mpa_request/process_mpa_reply refuse): an
+error names the stack, the rule and the kernel function; what only another stack would
+refuse is a note.
 
 --checksums offload (the default) reads TCP checksums as Wireshark users expect of a
 capture taken on an endpoint: a checksum holding only the pseudo-header sum (or zero) is
@@ -65,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list every FPDU: opcode, QN/MSN/MO or STag/TO, length, L bit, "
                              "CRC verdict")
     add_checksums_argument(parser)
+    add_profile_argument(parser)
     add_html_option(parser)
 
 
@@ -96,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     first-frame order are written. Reading standard input (``-``) as text, each block is
     printed as soon as its connection ends, in that order, and the header comes last.
     ``--html`` needs every connection at once and keeps the whole report in memory."""
+    profiles = profiles_of(args)
     if args.html is not None:
         return _run_whole(args)
     live = args.capture == "-" and not args.json
@@ -103,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     shown = errors = total = 0
     with Spool() as spool:
         try:
-            for conn in stream_capture(args.capture, report, Mode(args.checksums)):
+            for conn in stream_capture(args.capture, report, Mode(args.checksums),
+                                       profiles):
                 total += 1
                 if not _selected(conn, args):
                     report.hidden += 1
@@ -144,7 +152,7 @@ def _check_connections(args: argparse.Namespace, total: int) -> None:
 
 def _run_whole(args: argparse.Namespace) -> int:
     try:
-        report = inspect_capture(args.capture, Mode(args.checksums))
+        report = inspect_capture(args.capture, Mode(args.checksums), profiles_of(args))
     except InspectError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     _check_connections(args, len(report.connections))

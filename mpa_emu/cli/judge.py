@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterator, Sequence
 from typing import IO, Any, TextIO
 
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
@@ -21,9 +21,11 @@ from mpa_emu.capture.tshark import (
     ExpertInfo,
     Tshark,
     TsharkError,
+    counted_protocol,
 )
 from mpa_emu.capture.tshark_pieces import Piece, Unsplittable, cut_capture
 from mpa_emu.cli import CliError
+from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.views.inspection import InspectError, TcpFrame, decode_frame, read_frames
 
 HELP = "run tshark on a capture with the MPA options and report its verdicts"
@@ -37,8 +39,13 @@ personal plugins (the MPA v2 Lua plugin included) never change a verdict.
 Reported: the checksum reading used, the MPA and DDP/RDMA summary lines, every FPDU CRC
 verdict (tshark gives one only where C was set in the request or reply), the MPA expert
 infos of "-z expert" (tshark 4.0 counts the request ones twice), and the problems:
-expert infos of severity Error, malformed frames, bad CRCs, and DDP or RDMAP versions
-other than 1 in tshark's decode (iwarp_ddp.dv, iwarp_rdma.version).
+expert infos of severity Error and malformed frames raised by the iWARP, TCP and IP
+dissectors, bad CRCs, and DDP or RDMAP versions other than 1 in tshark's decode
+(iwarp_ddp.dv, iwarp_rdma.version). Errors of the dissectors above iWARP (SMB2, SMB
+Direct, RPC-over-RDMA, NVMe, ...) judge the application's bytes: they are listed, not
+counted. tshark before 4.6 does not know RFC 6581: every MPA v2 request raises "Rev field
+is NOT set to one" and "Res field is NOT set to zero" (warnings); they are shown as a
+known limitation, never a failure.
 
 --checksums offload (the default): tshark decodes as Wireshark does by default (TCP
 checksums not verified, so a TX offload artefact never stops reassembly), verifies IPv4
@@ -53,6 +60,9 @@ piece (the frames so far of a connection open at a cut are carried into the next
 tshark's memory stays bounded; the report is the one of the whole file, printed at the
 end. Captures that cannot be cut safely (not all TCP on Ethernet, one endless connection,
 ...) are judged in one tshark run.
+
+--stacks (or --profile IP=STACK, which overrides the fingerprint of that address) also
+lists the stack each side of each connection is judged as, as inspect judges it.
 
 A capture damaged part-way (cut in the middle of a frame) is judged up to the damage,
 as inspect, diagram and replay read it; the report says where it stopped.
@@ -81,6 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "offload artefacts are notes; off: nothing verified")
     parser.add_argument("--tshark", metavar="PATH", help="the tshark binary to use")
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    parser.add_argument("--stacks", action="store_true",
+                        help="also list the stack each side of each connection is judged "
+                             "as (implied by --profile)")
+    add_profile_argument(parser)
 
 
 def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict[str, Any]:
@@ -102,6 +116,8 @@ def judge_capture(judge: Tshark, capture: str, mode: Mode = Mode.STRICT) -> dict
                 for v in verdicts.crcs],
         "expert": _iwarp_experts(verdicts.experts.table()),
         "problems": verdicts.problems(),
+        "not_counted": verdicts.not_counted(),
+        "known_limitations": known_limitations(judge.version(), verdicts.experts.table()),
     }
 
 
@@ -128,7 +144,9 @@ def write_verdicts(judge: Tshark, capture: str, mode: Mode, out: TextIO,
     problems = verdicts.problems()
     lines = _crc_lines(verdicts.crc_counts, [{"frame": v.frame, "text": v.text}
                                              for v in verdicts.bad_crcs])
-    lines += _tail_lines(_iwarp_experts(verdicts.experts.table()), problems)
+    table = verdicts.experts.table()
+    lines += _tail_lines(_iwarp_experts(table), problems, verdicts.not_counted(),
+                         known_limitations(judge.version(), table))
     out.write("\n".join(lines) + "\n")
     return bool(problems)
 
@@ -186,6 +204,7 @@ class _Verdicts:
         self.bad_crcs: list[CrcVerdict] = []
         self.experts = _ExpertTotals()
         self.tree_problems: list[str] = []
+        self.tree_others: list[str] = []
         self.version_problems: list[str] = []
 
     @property
@@ -198,16 +217,52 @@ class _Verdicts:
         return checksums
 
     def problems(self) -> list[str]:
-        """Error-level expert infos (table, then tree), malformed frames, bad CRCs and
-        bad TCP checksums, one line each."""
+        """Error-level expert infos (table, then tree) and malformed frames of the
+        iWARP/TCP/IP dissectors, bad CRCs and bad TCP checksums, one line each."""
         out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
-               for e in self.experts.table() if e.severity == "Error"]
+               for e in self.experts.table()
+               if e.severity == "Error" and counted_protocol(e.protocol)]
         out += self.tree_problems
         out += self.version_problems
         out += [f"frame {v.frame}: {v.text}" for v in self.bad_crcs]
         out += [f"frame {n}: bad TCP checksum (not a TX offload partial sum)"
                 for n in self.bad_checksums]
         return out
+
+    def not_counted(self) -> list[str]:
+        """Error-level expert infos and malformed frames of the dissectors above iWARP
+        (:func:`~mpa_emu.capture.tshark.counted_protocol`): listed, not problems."""
+        out = [f"expert {e.severity}/{e.group} {e.protocol}: {e.summary} (x{e.count})"
+               for e in self.experts.table()
+               if e.severity == "Error" and not counted_protocol(e.protocol)]
+        return out + self.tree_others
+
+
+REV_NOT_ONE = "Rev field is NOT set to one as required by RFC 5044"
+RES_NOT_ZERO = "Res field is NOT set to zero as required by RFC 5044"
+
+
+def known_limitations(version: str, table: list[ExpertInfo]) -> list[str]:
+    """What tshark says only because it predates RFC 6581 (Wireshark 4.6 decodes the
+    enhanced block): the Rev and Res warnings on MPA v2 requests."""
+    old = not _at_least(version, (4, 6))
+    out = []
+    for e in table:
+        if old and e.protocol.startswith("IWARP") and e.summary in (REV_NOT_ONE,
+                                                                     RES_NOT_ZERO):
+            out.append(f"{e.severity}/{e.group}: {e.summary} (x{e.count}): expected for MPA "
+                       "rev 2 (RFC 6581) from a tshark before 4.6, which checks RFC 5044 "
+                       "only; not a problem")
+    return out
+
+
+def _at_least(version: str, wanted: tuple[int, int]) -> bool:
+    """``TShark (Wireshark) 4.0.17 (...)`` at least ``wanted`` (major, minor)."""
+    for word in version.split():
+        parts = word.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return (int(parts[0]), int(parts[1])) >= wanted
+    return False
 
 
 def _judge_pieces(judge: Tshark, capture: str, mode: Mode, spool: TextIO,
@@ -259,11 +314,14 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
     verdicts.version_problems += _version_pass(judge, piece)
     carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
     verdicts.experts.add(judge.expert(piece.path), carried)
-    for e in judge.tree_expert_stream(piece.path):
+    for e in judge.tree_problem_stream(piece.path):
         where = piece.number(e.frame)
-        if where is not None and (e.severity == "Error" or e.group == "Malformed"):
-            verdicts.tree_problems.append(
-                f"frame {where}: {e.severity}/{e.group}: {e.message}")
+        if where is not None:
+            line = f"frame {where}: {e.severity}/{e.group}: {e.message}"
+            if counted_protocol(e.protocol):
+                verdicts.tree_problems.append(line)
+            else:
+                verdicts.tree_others.append(f"{line} ({e.protocol})")
 
 
 VERSION_FILTER = "iwarp_ddp.dv != 1 || iwarp_rdma.version != 1"
@@ -346,7 +404,8 @@ def format_verdicts(report: dict[str, Any]) -> str:
     counts = {s: sum(1 for v in report["crc"] if v["status"] == s)
               for s in ("good", "bad", "unchecked")}
     lines += _crc_lines(counts, [v for v in report["crc"] if v["status"] == "bad"])
-    lines += _tail_lines(report["expert"], report["problems"])
+    lines += _tail_lines(report["expert"], report["problems"], report.get("not_counted", []),
+                         report.get("known_limitations", []))
     return "\n".join(lines) + "\n"
 
 
@@ -369,10 +428,17 @@ def _crc_lines(counts: dict[str, int], bad: list[dict[str, Any]]) -> list[str]:
     return lines + [f"  frame {v['frame']}: {v['text']}" for v in bad]
 
 
-def _tail_lines(expert: list[dict[str, Any]], problems: list[str]) -> list[str]:
+def _tail_lines(expert: list[dict[str, Any]], problems: list[str],
+                not_counted: Sequence[str] = (), known: Sequence[str] = ()) -> list[str]:
     lines = ["", "MPA expert infos:"]
     lines += [f"  {e['severity']}/{e['group']}: {e['summary']} (x{e['count']})"
               for e in expert] or ["  (none)"]
+    if known:
+        lines += ["", "known limitations of this tshark:"]
+        lines += [f"  {k}" for k in known]
+    if not_counted:
+        lines += ["", "errors of dissectors above iWARP (not counted):"]
+        lines += [f"  {n}" for n in not_counted]
     lines += ["", "problems:"]
     lines += [f"  {p}" for p in problems] or ["  none"]
     return lines
@@ -412,8 +478,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace, path: str, shown: str | None = None) -> int:
     _check_capture(path, shown or path)
+    profiles = profiles_of(args)
+    stacks: list[str] | None = None
+    if args.stacks or profiles:
+        from mpa_emu.views.inspection import InspectError as ReadError
+        from mpa_emu.views.inspection.capture_stacks import stack_lines
+
+        try:
+            stacks = stack_lines(path, profiles)
+        except ReadError as exc:
+            raise CliError(str(exc).replace(path, shown or path)) from None
     try:
-        return _verdict(args, path, shown or path)
+        return _verdict(args, path, shown or path, stacks=stacks)
     except TsharkError as exc:
         error = CliError(str(exc).replace(path, shown or path))
     # tshark refuses a capture damaged part-way (an interrupted tcpdump, a full disk);
@@ -424,7 +500,7 @@ def _judge(args: argparse.Namespace, path: str, shown: str | None = None) -> int
             raise error from None
         copy.flush()
         try:
-            return _verdict(args, copy.name, shown or path, cut)
+            return _verdict(args, copy.name, shown or path, cut, stacks=stacks)
         except TsharkError as exc:
             raise CliError(str(exc).replace(copy.name, shown or path)) from None
 
@@ -447,14 +523,20 @@ def intact_copy(path: str, copy: IO[bytes]) -> str | None:
     return None
 
 
-def _verdict(args: argparse.Namespace, path: str, name: str, cut: str | None = None) -> int:
+def _verdict(args: argparse.Namespace, path: str, name: str, cut: str | None = None, *,
+             stacks: list[str] | None = None) -> int:
     mode = Mode(args.checksums)
     judge = Tshark(args.tshark, disable_rpcrdma=args.no_rpcrdma,
                    extra_options=MODE_OPTIONS[mode])
     if not args.json:
-        return 1 if write_verdicts(judge, path, mode, sys.stdout, name, cut) else 0
+        failed = write_verdicts(judge, path, mode, sys.stdout, name, cut)
+        if stacks is not None:
+            sys.stdout.write("\nstacks:\n" + "".join(f"  {s}\n" for s in stacks))
+        return 1 if failed else 0
     report = judge_capture(judge, path, mode)
     report["capture"] = name
     report["cut"] = cut
+    if stacks is not None:
+        report["stacks"] = stacks
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     return 1 if report["problems"] else 0

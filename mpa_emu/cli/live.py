@@ -42,6 +42,9 @@ docs/live.md.
 exit codes: 0 ran and stopped (--duration or SIGTERM), 1 a --connect failed or ended
 with a non-zero CONNECT_REPLY, 2 bad option, unusable TAP or namespace, 130 stopped by
 Ctrl-C (SIGINT) with no connect failure
+
+Started with SIGINT ignored (a job started with `&` from a script), it keeps ignoring
+Ctrl-C, as the shell asks; SIGTERM stops it.
 """
 
 
@@ -246,7 +249,11 @@ def _serve(host: driver.LiveHost, args: argparse.Namespace,
 
     previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, on_signal)
+        # A signal ignored from the start stays ignored, as Python leaves SIGINT and as
+        # the shell asks of a job started with `&` from a script: Ctrl-C meant for the
+        # foreground job must not stop it. SIGTERM still does.
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, on_signal)
     failed = False
     ours: set[int] = set()
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import sys
+import tempfile
 import time
-from pathlib import Path
+from typing import IO
 
 from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
@@ -53,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the matrix, print its tables, write what was asked for."""
     from mpa_emu.campaign.cases import Progress
     from mpa_emu.campaign.executor import ExecutorError
-    from mpa_emu.matrix import default_sides, parse_side, plan, run_matrix, select
-    from mpa_emu.matrix.output import html_page, table, to_json
+    from mpa_emu.matrix import default_sides, iter_matrix, parse_side, plan, select
+    from mpa_emu.matrix.output import GridEntry, JsonWriter, details, table_of, write_page
 
     try:
         scenarios = select(args.scenario)
@@ -76,27 +77,45 @@ def run(args: argparse.Namespace) -> int:
     print(f"matrix: {len(sides)} sides, {len(scenarios)} scenarios, {len(specs)} cells "
           f"on {where}", file=sys.stderr)
     started = time.perf_counter()
-    try:
-        cells = run_matrix(specs, jobs=args.jobs, scheduler=args.scheduler,
-                           progress=Progress(len(specs), "cells"))
-    except ExecutorError as exc:
-        raise CliError(str(exc)) from None
-    elapsed = time.perf_counter() - started
-    rate = len(cells) / elapsed if elapsed > 0 else 0.0
-    sys.stdout.write(table(cells))
-    print(f"{len(cells)} cells in {elapsed:.1f} s ({rate:.1f} cells per second)")
-    errors = [c for c in cells if c.status == "error"]
-    for cell in errors:
-        print(f"error: {cell.scenario} {cell.initiator} -> {cell.responder}: {cell.reason}")
-    if args.json:
-        _write(args.json, json.dumps(to_json(cells, rate=rate), indent=1) + "\n")
-    if args.html:
-        _write(args.html, html_page(cells))
+    entries: list[GridEntry] = []
+    errors: list[str] = []
+    with contextlib.ExitStack() as stack:
+        json_out = JsonWriter(_open(stack, args.json)) if args.json else None
+        html_out = _open(stack, args.html) if args.html else None
+        # The page's details come after its grids: they wait in a spool file, a cell
+        # at a time, so memory holds one grid entry per cell and nothing more.
+        spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) \
+            if args.html else None
+        try:
+            for cell in iter_matrix(specs, jobs=args.jobs, scheduler=args.scheduler,
+                                    progress=Progress(len(specs), "cells")):
+                entries.append(GridEntry.of(cell))
+                if cell.status == "error":
+                    errors.append(f"error: {cell.scenario} {cell.initiator} -> "
+                                  f"{cell.responder}: {cell.reason}")
+                if json_out is not None:
+                    json_out.add(cell)
+                if spool is not None:
+                    # one line per cell: a newline of the ladder as its character reference
+                    spool.write(details(cell).replace("\n", "&#10;") + "\n")
+        except ExecutorError as exc:
+            raise CliError(str(exc)) from None
+        elapsed = time.perf_counter() - started
+        rate = len(entries) / elapsed if elapsed > 0 else 0.0
+        if json_out is not None:
+            json_out.close(rate)
+        if spool is not None and html_out is not None:
+            spool.seek(0)
+            write_page(html_out, entries, (line.rstrip("\n") for line in spool))
+    sys.stdout.write(table_of(entries))
+    print(f"{len(entries)} cells in {elapsed:.1f} s ({rate:.1f} cells per second)")
+    for line in errors:
+        print(line)
     return 1 if errors else 0
 
 
-def _write(path: str, text: str) -> None:
+def _open(stack: contextlib.ExitStack, path: str) -> IO[str]:
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        return stack.enter_context(open(path, "w", encoding="utf-8"))
     except OSError as exc:
         raise CliError(f"{path}: {exc.strerror or exc}") from None

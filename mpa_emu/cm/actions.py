@@ -21,7 +21,7 @@ from mpa_emu.cm import log_lines, send
 from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError, errno_name
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
-from mpa_emu.cm.node import CmNode
+from mpa_emu.cm.node import CmNode, rdma0_code
 from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
@@ -108,11 +108,11 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
     st = node.settings
     res = parse_mpa(seg.payload, node_rev=st.mpa_frame_rev, initiator=initiator,
                     ird_size=st.ird_size, ord_size=st.ord_size,
-                    mpav2_ird_ord=st.mpav2_ird_ord, send_rdma0_op=node.send_rdma0_op,
+                    mpav2_ird_ord=st.mpav2_ird_ord, send_rdma0_op=st.send_rdma0_op,
                     require_p2p=cfg.p2p, prefer=cm.prefer, tail=cfg.quirks.v2_pdata_tail)
     if isinstance(res, MpaParseError):
         if res.step > 4:
-            node.mpa_frame_rev = seg.payload[17]
+            node.update_settings(mpa_frame_rev=seg.payload[17])
         if res.negotiated is not None:
             # irdma_negotiate_mpa_v2_ird_ord changed the node before failing; the
             # abort upcall (irdma_get_cmevent_info) reports these values
@@ -135,10 +135,11 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
                               else res.user_data)
     node.record_mpa(res.rev, len(node.pdata), res.negotiated)
     if res.negotiated is not None and cm.trace is not None:
-        log_lines.emit(cm, log_lines.NEGOTIATED, node.ord_size, node.ird_size,
+        st = node.settings
+        log_lines.emit(cm, log_lines.NEGOTIATED, st.ord_size, st.ird_size,
                        conn=node.conn)
         cm._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
-              ird=node.ird_size, ord=node.ord_size, rtr=node.send_rdma0_op.value)
+               ird=st.ird_size, ord=st.ord_size, rtr=st.send_rdma0_op.value)
     if res.reject and not initiator and node.state == S.ESTABLISHED \
             and cm.trace is not None:
         log_lines.emit(cm, log_lines.STATE_FOR_REJECT, conn=node.conn)
@@ -159,10 +160,9 @@ def parse_mpa_line(cm: CoreOps, node: CmNode, payload: bytes, step: int) -> None
 
 def apply_negotiated(node: CmNode, neg: Negotiated) -> None:
     """Store the IRD/ORD and RTR type ``irdma_negotiate_mpa_v2_ird_ord`` settled on."""
-    node.ird_size = neg.ird_size
-    node.ord_size = neg.ord_size
-    node.mpav2_ird_ord = neg.mpav2_ird_ord
-    node.send_rdma0_op = neg.send_rdma0_op
+    node.update_settings(ird_size=neg.ird_size, ord_size=neg.ord_size,
+                         mpav2_ird_ord=neg.mpav2_ird_ord,
+                         rdma0_write=rdma0_code(neg.send_rdma0_op))
 
 
 def _seg(rx: Rx) -> Segment:
@@ -258,7 +258,7 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     waits for the conn-established qhash (``cm_create_ah(wait=false)`` on GEN_2,
     ``irdma_add_qh`` on GEN_1), whose completion holds a node reference."""
     seg = _seg(rx)
-    lst = node.listener
+    lst = node.settings.listener
     assert lst is not None
     if lst.pend_accepts_cnt > lst.backlog:
         cm.stats["backlog_drops"] += 1
@@ -415,7 +415,7 @@ def mpa_request(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
               reason="R flag on a request: logged and ignored")
     cm._set_state(node, S.MPAREQ_RCVD, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: ESTABLISHED -> MPAREQ_RCVD")
-    node.passive_state = 0
+    node.update_settings(passive_state=0)
     create_event(cm, node, CmEventType.MPA_REQ)
     return GO_ON
 
@@ -514,9 +514,9 @@ def fin_again_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """RST in SYN_SENT/MPAREQ_SENT: at MPA v2 a new SYN at v1 on the same 4-tuple
     (``Quirks.mpa_v1_fallback``); at v1 the active open error."""
-    if node.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
+    if node.settings.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
         old = node.state.name
-        node.mpa_frame_rev = 1
+        node.update_settings(mpa_frame_rev=1)
         cm._set_state(node, S.SYN_SENT, r.kernel_fn)
         if not send.send_syn(cm, node, False, f"irdma_send_syn: {old} -> SYN_SENT "
                                               "(MPA v1 retry after RST)"):
@@ -529,7 +529,7 @@ def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def rst_indicated(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """RST after the CONNECT_REQUEST went up: ``passive_state++``; the accept or reject
     that comes later sees it."""
-    node.passive_state += 1
+    node.update_settings(passive_state=node.settings.passive_state + 1)
     return GO_ON
 
 
@@ -549,8 +549,8 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if cm.trace is not None:
         log_lines.emit(cm, log_lines.ACCEPT_VLAN, node.vlan_id, conn=node.conn)
     pdata = _pdata(rx)
-    node.passive_state += 1
-    if node.passive_state == SEND_RESET_EVENT:
+    node.update_settings(passive_state=node.settings.passive_state + 1)
+    if node.settings.passive_state == SEND_RESET_EVENT:
         return Outcome(True, accept_failed(cm, node, -ECONNRESET,
                                            "peer reset before accept", returned=True))
     reply = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata)
@@ -589,9 +589,8 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     (``irdma_send_mpa_reject``), FIN_WAIT1; after a peer RST freed without a packet."""
     pdata = _pdata(rx)
     send.cleanup(cm, node)
-    node.pdata_size = len(pdata)
-    node.passive_state += 1
-    if node.passive_state == SEND_RESET_EVENT:
+    node.update_settings(pdata_size=len(pdata), passive_state=node.settings.passive_state + 1)
+    if node.settings.passive_state == SEND_RESET_EVENT:
         cm._tr("reject_silent", r.kernel_fn, conn=node.conn,
               reason="peer reset before: freed, no packet")
         cm._set_state(node, S.CLOSED, r.kernel_fn)
@@ -616,8 +615,8 @@ def reject_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outc
     """``irdma_cm_reject`` after the listener went: freed, no packet."""
     node.held_by_app = False
     send.cleanup(cm, node)
-    node.passive_state += 1
-    if node.passive_state == SEND_RESET_EVENT:
+    node.update_settings(passive_state=node.settings.passive_state + 1)
+    if node.settings.passive_state == SEND_RESET_EVENT:
         cm._set_state(node, S.CLOSED, r.kernel_fn)
     cm._rem_ref(node)
     return GO_ON

@@ -297,10 +297,10 @@ class CmCore(DeviceVerbs, TableViews):
         table.next_port = next_port
         node = self._make_cm_node(key, rem_mac, lpb, tos)
         node.client = True
-        node.rcv_wscale = 2  # IRDMA_CM_DEFAULT_RCV_WND_SCALE
+        node.update_settings(rcv_wscale=2)  # IRDMA_CM_DEFAULT_RCV_WND_SCALE
         record_ird_ord(node, ird, ord, self.config)
         node.pdata = bytes(private_data)
-        node.pdata_size = len(private_data)
+        node.update_settings(pdata_size=len(private_data))
         node.ah_valid = True  # cm_create_ah(wait=true)
         node.qhash_set = True
         node.cm_id = True
@@ -330,7 +330,7 @@ class CmCore(DeviceVerbs, TableViews):
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("accept", "irdma_accept", private_data, self._tr)
-        check_conn_pdata("irdma_accept", private_data, node.mpa_frame_rev)
+        check_conn_pdata("irdma_accept", private_data, node.settings.mpa_frame_rev)
         self._enter(now_ns)
         # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
         # irdma_netdev_vlan_ipv6), 0xFFFF for an untagged or unknown address, before any

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Transmit
 
 __all__ = ["IwEvent", "Transmit", "Upcall"]
@@ -25,7 +24,7 @@ class IwEvent(IntEnum):
     CLOSE = 5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Upcall:
     """One iw_cm event as the application (rdma_cm) would see it.
 
@@ -56,23 +55,17 @@ class Upcall:
                  local_port: int, remote_ip: bytes, remote_port: int, private_data: bytes = b"",
                  private_data_len: int = 0, ird: int = 0, ord: int = 0,
                  listener: int | None = None, private_data_past_frame: int = 0) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.event = event  # type: ignore[misc]
-        self.conn = conn  # type: ignore[misc]
-        self.status = status  # type: ignore[misc]
-        self.time_ns = time_ns  # type: ignore[misc]
-        self.local_ip = local_ip  # type: ignore[misc]
-        self.local_port = local_port  # type: ignore[misc]
-        self.remote_ip = remote_ip  # type: ignore[misc]
-        self.remote_port = remote_port  # type: ignore[misc]
-        self.private_data = private_data  # type: ignore[misc]
-        self.private_data_len = private_data_len  # type: ignore[misc]
-        self.ird = ird  # type: ignore[misc]
-        self.ord = ord  # type: ignore[misc]
-        self.listener = listener  # type: ignore[misc]
-        self.private_data_past_frame = private_data_past_frame  # type: ignore[misc]
-
-
-fast_frozen_init(Upcall)
+        self.event = event
+        self.conn = conn
+        self.status = status
+        self.time_ns = time_ns
+        self.local_ip = local_ip
+        self.local_port = local_port
+        self.remote_ip = remote_ip
+        self.remote_port = remote_port
+        self.private_data = private_data
+        self.private_data_len = private_data_len
+        self.ird = ird
+        self.ord = ord
+        self.listener = listener
+        self.private_data_past_frame = private_data_past_frame

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from mpa_emu.wire import mpa
-from mpa_emu.wire.fastinit import fast_frozen_init
 
 MAX_CM_BUF = 544  # IRDMA_MAX_CM_BUF = IRDMA_MAX_IETF_SIZE (32) + IETF_MAX_PRIV_DATA_LEN
 MPA_V2_HDR = mpa.FRAME_SIZE + mpa.RTR_MSG_SIZE  # sizeof(struct ietf_mpa_v2)
@@ -25,7 +24,7 @@ class Rdma0Op(Enum):
     WRITE_ZERO = "write"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MpaParams:
     """The node fields ``irdma_build_mpa_v1/v2`` read."""
 
@@ -39,19 +38,13 @@ class MpaParams:
 
     def __init__(self, rev: int, ird_size: int, ord_size: int, mpav2_ird_ord: int,
                  send_rdma0_op: Rdma0Op, markers: bool = False, p2p: bool = True) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.rev = rev  # type: ignore[misc]
-        self.ird_size = ird_size  # type: ignore[misc]
-        self.ord_size = ord_size  # type: ignore[misc]
-        self.mpav2_ird_ord = mpav2_ird_ord  # type: ignore[misc]
-        self.send_rdma0_op = send_rdma0_op  # type: ignore[misc]
-        self.markers = markers  # type: ignore[misc]
-        self.p2p = p2p  # type: ignore[misc]
-
-
-fast_frozen_init(MpaParams)
+        self.rev = rev
+        self.ird_size = ird_size
+        self.ord_size = ord_size
+        self.mpav2_ird_ord = mpav2_ird_ord
+        self.send_rdma0_op = send_rdma0_op
+        self.markers = markers
+        self.p2p = p2p
 
 
 def build_mpa_frame(p: MpaParams, *, request: bool, private_data: bytes,
@@ -85,7 +78,7 @@ def build_mpa_frame(p: MpaParams, *, request: bool, private_data: bytes,
                         private_data=private_data).to_bytes()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Negotiated:
     """Node fields after ``irdma_negotiate_mpa_v2_ird_ord``."""
 
@@ -96,19 +89,13 @@ class Negotiated:
 
     def __init__(self, ird_size: int, ord_size: int, mpav2_ird_ord: int,
                  send_rdma0_op: Rdma0Op) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.ird_size = ird_size  # type: ignore[misc]
-        self.ord_size = ord_size  # type: ignore[misc]
-        self.mpav2_ird_ord = mpav2_ird_ord  # type: ignore[misc]
-        self.send_rdma0_op = send_rdma0_op  # type: ignore[misc]
+        self.ird_size = ird_size
+        self.ord_size = ord_size
+        self.mpav2_ird_ord = mpav2_ird_ord
+        self.send_rdma0_op = send_rdma0_op
 
 
-fast_frozen_init(Negotiated)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NegotiationError:
     """A non-zero return of the negotiation: errno and reason, and ``partial``, the node
     fields as the kernel left them (it changes the node in place before some of its
@@ -117,9 +104,6 @@ class NegotiationError:
     errno: int
     reason: str
     partial: Negotiated | None = None
-
-
-fast_frozen_init(NegotiationError)
 
 
 def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
@@ -170,7 +154,7 @@ def negotiate_mpa_v2_ird_ord(ctrl_ird: int, ctrl_ord: int, *, initiator: bool,
     return Negotiated(ird_size, ord_size, mpav2_ird_ord, send_rdma0_op)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ParsedMpa:
     """A frame ``irdma_parse_mpa`` accepted."""
 
@@ -188,22 +172,16 @@ class ParsedMpa:
 
     def __init__(self, rev: int, reject: bool, markers: bool, pd_length: int,
                  private_data: bytes, user_data: bytes, negotiated: Negotiated | None) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.rev = rev  # type: ignore[misc]
-        self.reject = reject  # type: ignore[misc]
-        self.markers = markers  # type: ignore[misc]
-        self.pd_length = pd_length  # type: ignore[misc]
-        self.private_data = private_data  # type: ignore[misc]
-        self.user_data = user_data  # type: ignore[misc]
-        self.negotiated = negotiated  # type: ignore[misc]
+        self.rev = rev
+        self.reject = reject
+        self.markers = markers
+        self.pd_length = pd_length
+        self.private_data = private_data
+        self.user_data = user_data
+        self.negotiated = negotiated
 
 
-fast_frozen_init(ParsedMpa)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MpaParseError:
     """A check of ``irdma_parse_mpa`` failed: errno, step (the check's place in the
     kernel's order, counted from 1) and reason;
@@ -214,9 +192,6 @@ class MpaParseError:
     step: int
     reason: str
     negotiated: Negotiated | None = None
-
-
-fast_frozen_init(MpaParseError)
 
 
 def parse_mpa(payload: bytes, *, node_rev: int, initiator: bool, ird_size: int,

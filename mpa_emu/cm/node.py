@@ -16,7 +16,7 @@ from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.cm.states import CmState, ListenerState
 from mpa_emu.offload.nic import NicQp, StoredKey
 from mpa_emu.wire.flow import FlowKey
-from mpa_emu.wire.interning import shared
+from mpa_emu.wire.interning import SharedRecords
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -116,40 +116,15 @@ _RCV_MARK_EN = 0x10
 _SND_MARK_EN = 0x20
 
 
-# Indexes of the NodeSettings fields, for CmNode._assign.
-_TOS = 0
-_USER_PRI = 1
-_REM_MAC = 2
-_RCV_WND = 3
-_RCV_WSCALE = 4
-_MSS = 5
-_SND_WSCALE = 6
-_SND_WND = 7
-_MAX_SND_WND = 8
-_MPA_FRAME_REV = 9
-_MPAV2_IRD_ORD = 10
-_IRD_SIZE = 11
-_ORD_SIZE = 12
-_RDMA0_WRITE = 13
-_PDATA_SIZE = 14
-_LSMM_SIZE = 15
-_PASSIVE_STATE = 16
-_LISTENER = 17
-
-
 class NodeSettings(NamedTuple):
     """The fields of ``irdma_cm_node`` (and its ``tcp_cntxt``) that are written only a
     few times per connection (at ``irdma_make_cm_node``, by the TCP options, the MPA
     negotiation, ``irdma_record_ird_ord``, accept and reject) and that nearly every
     connection of a host holds with the same values. A node holds one record, shared
-    through :func:`mpa_emu.wire.interning.shared`; writing a field puts the shared
-    record with that one field changed in its place, so nodes never see each other's
-    writes. A named tuple rather than a plain one: the compiled build would keep a
-    plain fixed-size tuple unboxed in the node and box a new copy at every read (see
-    :class:`mpa_emu.offload.nic.StoredKey`).
-
-    Every field holds exactly its declared type (never a bool for an int), so records
-    that compare equal are interchangeable."""
+    (:data:`SETTINGS`): read a field as ``node.settings.mss``, write with
+    ``node.update_settings(mss=...)``, which puts the shared record with the change in
+    place, so nodes never see each other's writes. Every field holds exactly its declared
+    type (never a bool for an int)."""
 
     tos: int
     """IP TOS of the node's frames."""
@@ -190,6 +165,15 @@ class NodeSettings(NamedTuple):
     """The listener of a passive node, None on the active side."""
 
 
+    @property
+    def send_rdma0_op(self) -> Rdma0Op:
+        """``send_rdma0_op``: the RTR's zero-length operation (from :attr:`rdma0_write`)."""
+        return RDMA0_OPS[self.rdma0_write]
+
+
+SETTINGS: SharedRecords[NodeSettings] = SharedRecords(NodeSettings, NodeSettings._fields)
+"""The shared node settings records, and the steps between them."""
+
 RDMA0_OPS = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
 """The :class:`Rdma0Op` of each ``NodeSettings.rdma0_write`` code."""
 
@@ -206,12 +190,6 @@ INITIAL_SETTINGS = NodeSettings(
     passive_state=0, listener=None)
 """The settings of a node ``CmNode()`` just made (``irdma_make_cm_node`` then fills
 them in, :func:`mpa_emu.cm.nodes.make_cm_node`)."""
-
-
-STEPS_MAX = 1024
-"""Record-to-record steps :meth:`CmNode._assign` remembers; past this many it starts
-over."""
-_STEPS: dict[tuple[int, tuple[tuple[int, object], ...]], tuple[NodeSettings, NodeSettings]] = {}
 
 
 class CmNode:
@@ -254,7 +232,7 @@ class CmNode:
         """The passive node counts in the listener's ``pend_accepts_cnt``."""
         self.settings = INITIAL_SETTINGS
         """The node's per-connection settings, one record shared by every node with the
-        same values (read and written through the properties of the same names)."""
+        same values (written through :meth:`update_settings`)."""
         self.loc_id = 0x3B47
         """``tcp_cntxt.loc_id``: the last IPv4 id of a GEN_1 frame (a slot: on GEN_1 it
         changes with every frame)."""
@@ -270,231 +248,36 @@ class CmNode:
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.rts_deadline: int | None = None
 
-    def make_settings(self, *, tos: int, user_pri: int, rem_mac: bytes, rcv_wscale: int,
-                      rcv_wnd: int, mss: int, mpa_frame_rev: int, ird_size: int,
-                      ord_size: int, listener: Listener | None) -> None:
-        """The settings ``irdma_make_cm_node`` gives a new node (the others keep
-        :data:`INITIAL_SETTINGS`)."""
-        self._assign(((_TOS, tos), (_USER_PRI, user_pri), (_REM_MAC, rem_mac),
-                      (_RCV_WSCALE, rcv_wscale), (_RCV_WND, rcv_wnd), (_MSS, mss),
-                      (_MPA_FRAME_REV, mpa_frame_rev), (_IRD_SIZE, ird_size),
-                      (_ORD_SIZE, ord_size), (_LISTENER, listener)))
+    def update_settings(self, **changes: object) -> None:
+        """Fields of :attr:`settings` changed, by name (``update_settings(mss=1460)``):
+        the shared record with them in place."""
+        self.settings = SETTINGS.changed(self.settings, changes)
 
     def record_ird_ord(self, ird_size: int, ord_size: int) -> None:
         """IRD and ORD at once (``irdma_record_ird_ord``)."""
-        self._assign(((_IRD_SIZE, ird_size), (_ORD_SIZE, ord_size)))
+        self.update_settings(ird_size=ird_size, ord_size=ord_size)
 
     def record_lsmm(self, lsmm_size: int, pdata_size: int) -> None:
         """The MPA reply ``irdma_accept`` hands the QP as its LSMM, and its private
         data length."""
-        self._assign(((_LSMM_SIZE, lsmm_size), (_PDATA_SIZE, pdata_size)))
+        self.update_settings(lsmm_size=lsmm_size, pdata_size=pdata_size)
 
     def record_tcp_options(self, mss: int, snd_wscale: int, snd_wnd: int) -> None:
         """What ``irdma_handle_tcp_options`` stores: the MSS and window scale the
         options gave, the peer's scaled window and the largest one seen."""
-        self._assign(((_MSS, mss), (_SND_WSCALE, snd_wscale), (_SND_WND, snd_wnd),
-                      (_MAX_SND_WND, max(self.settings.max_snd_wnd, snd_wnd))))
+        self.update_settings(mss=mss, snd_wscale=snd_wscale, snd_wnd=snd_wnd,
+                             max_snd_wnd=max(self.settings.max_snd_wnd, snd_wnd))
 
     def record_mpa(self, rev: int, pdata_size: int, neg: Negotiated | None) -> None:
         """What ``irdma_parse_mpa`` stores: the revision, the private data length and
         the IRD/ORD and RTR ``irdma_negotiate_mpa_v2_ird_ord`` settled on, if any."""
         if neg is None:
-            self._assign(((_MPA_FRAME_REV, rev), (_PDATA_SIZE, pdata_size)))
+            self.update_settings(mpa_frame_rev=rev, pdata_size=pdata_size)
         else:
-            self._assign(((_MPA_FRAME_REV, rev), (_PDATA_SIZE, pdata_size),
-                          (_IRD_SIZE, neg.ird_size), (_ORD_SIZE, neg.ord_size),
-                          (_MPAV2_IRD_ORD, neg.mpav2_ird_ord),
-                          (_RDMA0_WRITE, rdma0_code(neg.send_rdma0_op))))
-
-    def _put(self, index: int, value: object) -> None:
-        """One field of the settings changed."""
-        self._assign(((index, value),))
-
-    def _assign(self, changes: tuple[tuple[int, object], ...]) -> None:
-        """Fields of the settings changed (``(index, value)`` pairs): the shared
-        record with them in place. The step from a record to its successor is
-        remembered (:data:`_STEPS`), so a write the connections before made costs one
-        small dict lookup."""
-        old = self.settings
-        step_key = (id(old), changes)
-        step = _STEPS.get(step_key)
-        if step is not None and step[0] is old:
-            self.settings = step[1]
-            return
-        fields: list[object] = list(old)
-        for index, value in changes:
-            fields[index] = value
-        new = shared(tuple.__new__(NodeSettings, fields))
-        if new == old:
-            new = old
-        if len(_STEPS) >= STEPS_MAX:
-            _STEPS.clear()
-        # The entry holds ``old``, so its id is not reused while the entry exists.
-        _STEPS[step_key] = (old, new)
-        self.settings = new
-
-    @property
-    def tos(self) -> int:
-        """``tos`` of :attr:`settings`."""
-        return self.settings.tos
-
-    @tos.setter
-    def tos(self, value: int) -> None:
-        self._put(_TOS, value)
-
-    @property
-    def user_pri(self) -> int:
-        """``user_pri`` of :attr:`settings`."""
-        return self.settings.user_pri
-
-    @user_pri.setter
-    def user_pri(self, value: int) -> None:
-        self._put(_USER_PRI, value)
-
-    @property
-    def rem_mac(self) -> bytes:
-        """``rem_mac`` of :attr:`settings`."""
-        return self.settings.rem_mac
-
-    @rem_mac.setter
-    def rem_mac(self, value: bytes) -> None:
-        self._put(_REM_MAC, value)
-
-    @property
-    def rcv_wnd(self) -> int:
-        """``rcv_wnd`` of :attr:`settings`."""
-        return self.settings.rcv_wnd
-
-    @rcv_wnd.setter
-    def rcv_wnd(self, value: int) -> None:
-        self._put(_RCV_WND, value)
-
-    @property
-    def rcv_wscale(self) -> int:
-        """``rcv_wscale`` of :attr:`settings`."""
-        return self.settings.rcv_wscale
-
-    @rcv_wscale.setter
-    def rcv_wscale(self, value: int) -> None:
-        self._put(_RCV_WSCALE, value)
-
-    @property
-    def mss(self) -> int:
-        """``mss`` of :attr:`settings`."""
-        return self.settings.mss
-
-    @mss.setter
-    def mss(self, value: int) -> None:
-        self._put(_MSS, value)
-
-    @property
-    def snd_wscale(self) -> int:
-        """``snd_wscale`` of :attr:`settings`."""
-        return self.settings.snd_wscale
-
-    @snd_wscale.setter
-    def snd_wscale(self, value: int) -> None:
-        self._put(_SND_WSCALE, value)
-
-    @property
-    def snd_wnd(self) -> int:
-        """``snd_wnd`` of :attr:`settings`."""
-        return self.settings.snd_wnd
-
-    @snd_wnd.setter
-    def snd_wnd(self, value: int) -> None:
-        self._put(_SND_WND, value)
-
-    @property
-    def max_snd_wnd(self) -> int:
-        """``max_snd_wnd`` of :attr:`settings`."""
-        return self.settings.max_snd_wnd
-
-    @max_snd_wnd.setter
-    def max_snd_wnd(self, value: int) -> None:
-        self._put(_MAX_SND_WND, value)
-
-    @property
-    def mpa_frame_rev(self) -> int:
-        """``mpa_frame_rev`` of :attr:`settings`."""
-        return self.settings.mpa_frame_rev
-
-    @mpa_frame_rev.setter
-    def mpa_frame_rev(self, value: int) -> None:
-        self._put(_MPA_FRAME_REV, value)
-
-    @property
-    def mpav2_ird_ord(self) -> int:
-        """``mpav2_ird_ord`` of :attr:`settings`."""
-        return self.settings.mpav2_ird_ord
-
-    @mpav2_ird_ord.setter
-    def mpav2_ird_ord(self, value: int) -> None:
-        self._put(_MPAV2_IRD_ORD, value)
-
-    @property
-    def ird_size(self) -> int:
-        """``ird_size`` of :attr:`settings`."""
-        return self.settings.ird_size
-
-    @ird_size.setter
-    def ird_size(self, value: int) -> None:
-        self._put(_IRD_SIZE, value)
-
-    @property
-    def ord_size(self) -> int:
-        """``ord_size`` of :attr:`settings`."""
-        return self.settings.ord_size
-
-    @ord_size.setter
-    def ord_size(self, value: int) -> None:
-        self._put(_ORD_SIZE, value)
-
-    @property
-    def send_rdma0_op(self) -> Rdma0Op:
-        """``send_rdma0_op``: the RTR's zero-length operation (``rdma0_write`` of
-        :attr:`settings`)."""
-        return RDMA0_OPS[self.settings.rdma0_write]
-
-    @send_rdma0_op.setter
-    def send_rdma0_op(self, value: Rdma0Op) -> None:
-        self._put(_RDMA0_WRITE, rdma0_code(value))
-
-    @property
-    def pdata_size(self) -> int:
-        """``pdata_size`` of :attr:`settings`."""
-        return self.settings.pdata_size
-
-    @pdata_size.setter
-    def pdata_size(self, value: int) -> None:
-        self._put(_PDATA_SIZE, value)
-
-    @property
-    def lsmm_size(self) -> int:
-        """``lsmm_size`` of :attr:`settings`."""
-        return self.settings.lsmm_size
-
-    @lsmm_size.setter
-    def lsmm_size(self, value: int) -> None:
-        self._put(_LSMM_SIZE, value)
-
-    @property
-    def passive_state(self) -> int:
-        """``passive_state`` of :attr:`settings`."""
-        return self.settings.passive_state
-
-    @passive_state.setter
-    def passive_state(self, value: int) -> None:
-        self._put(_PASSIVE_STATE, value)
-
-    @property
-    def listener(self) -> Listener | None:
-        """``listener`` of :attr:`settings`."""
-        return self.settings.listener
-
-    @listener.setter
-    def listener(self, value: Listener | None) -> None:
-        self._put(_LISTENER, value)
+            self.update_settings(mpa_frame_rev=rev, pdata_size=pdata_size,
+                                 ird_size=neg.ird_size, ord_size=neg.ord_size,
+                                 mpav2_ird_ord=neg.mpav2_ird_ord,
+                                 rdma0_write=rdma0_code(neg.send_rdma0_op))
 
     @property
     def loc_addr(self) -> bytes:
@@ -582,9 +365,10 @@ class CmNode:
     @property
     def tcp_cntxt(self) -> TcpContext:
         """The kernel's ``tcp_cntxt`` grouping, as a snapshot."""
+        s = self.settings
         return TcpContext(self.client, self.loc_id, self.loc_seq_num, self.loc_ack_num,
-                          self.rem_ack_num, self.rcv_nxt, self.rcv_wnd, self.snd_wnd,
-                          self.max_snd_wnd, self.snd_wscale, self.rcv_wscale, self.mss)
+                          self.rem_ack_num, self.rcv_nxt, s.rcv_wnd, s.snd_wnd,
+                          s.max_snd_wnd, s.snd_wscale, s.rcv_wscale, s.mss)
 
 
 def segment_key(seg: Segment, vlan_id: int) -> tuple[bytes, int, bytes, int, int]:

@@ -58,7 +58,7 @@ def make_cm_node(conn: int, key: FlowKey, rem_mac: bytes, lpb: bool, tos: int,
     node = CmNode(conn, key)
     node.do_lpb = lpb
     node.loc_seq_num = isn
-    node.make_settings(
+    node.update_settings(
         tos=tos, user_pri=rt_tos2priority(tos), rem_mac=rem_mac,
         mpa_frame_rev=cfg.mpa_rev, ird_size=cfg.max_ird, ord_size=cfg.max_ord,
         # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)
@@ -74,7 +74,7 @@ def record_ird_ord(node: CmNode, ird: int, ord_: int, cfg: CmConfig) -> None:
     ird = min(ird, cfg.max_ird)
     if ord_ > cfg.max_ord:
         ord_ = cfg.max_ord
-    elif ord_ == 0 and node.send_rdma0_op is Rdma0Op.READ_ZERO:
+    elif ord_ == 0 and node.settings.send_rdma0_op is Rdma0Op.READ_ZERO:
         ord_ = 1
     node.record_ird_ord(ird, ord_)
 

@@ -35,7 +35,7 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     cm.nodes.remove(node)
     cm.leaks.pop(node.conn, None)
     cm.stats["nodes_destroyed"] += 1
-    lst = node.listener
+    lst = node.settings.listener
     if not node.accelerated and node.accept_pend and lst is not None:
         if cm.trace is not None:
             log_lines.emit(cm, log_lines.DESTROYED_BEFORE_ESTABLISHED, conn=node.conn)
@@ -75,7 +75,7 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
     (``irdma_reset_list_prep``); the listener goes with its last reference."""
     if free_hanging:
         pending = [n for n in cm.nodes.by_conn.values()
-                   if n.listener is lst and not n.accelerated]
+                   if n.settings.listener is lst and not n.accelerated]
         for n in pending:
             n.refcnt += 1  # irdma_reset_list_prep
             cm._dispatch(n, Input.DESTROY_LISTEN, None)

@@ -172,7 +172,7 @@ def mpa_params(cm: CoreOps, node: CmNode) -> MpaParams:
     st = node.settings
     return MpaParams(rev=st.mpa_frame_rev, ird_size=st.ird_size,
                      ord_size=st.ord_size, mpav2_ird_ord=st.mpav2_ird_ord,
-                     send_rdma0_op=node.send_rdma0_op, markers=cm.config.iw_ooo,
+                     send_rdma0_op=node.settings.send_rdma0_op, markers=cm.config.iw_ooo,
                      p2p=cm.config.p2p)
 
 
@@ -181,7 +181,7 @@ def cm_build_mpa_frame(cm: CoreOps, node: CmNode, *, request: bool, private_data
     """``irdma_cm_build_mpa_frame`` with the private data appended."""
     frame = build_mpa_frame(mpa_params(cm, node), request=request,
                             private_data=private_data, reject=reject)
-    if cm.config.iw_ooo and node.mpa_frame_rev == 2:
+    if cm.config.iw_ooo and node.settings.mpa_frame_rev == 2:
         # irdma_build_mpa_v2 enables receive markers on every v2 frame it builds:
         # request, accept reply and reject alike
         node.rcv_mark_en = True
@@ -194,7 +194,7 @@ def send_mpa_request(cm: CoreOps, node: CmNode, comment: str) -> bool:
     frame = cm_build_mpa_frame(cm, node, request=True, private_data=node.pdata)
     if not frame:
         cm._tr("send_failed", "irdma_send_mpa_request", conn=node.conn,
-              reason=f"mpa_frame_rev {node.mpa_frame_rev}: header size 0")
+               reason=f"mpa_frame_rev {node.settings.mpa_frame_rev}: header size 0")
         return False
     seg = _form(cm, node, ACK, payload=frame)
     if seg is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.seq import add, between
 from mpa_emu.wire.tcp_options import EOL as OPTION_NUM_EOL
 from mpa_emu.wire.tcp_options import MSS as OPTION_NUM_MSS
@@ -40,7 +39,7 @@ def check_seq_refusal(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int,
     return f"irdma_check_seq: seq {seq} outside [{rcv_nxt}, rcv_nxt + {rcv_wnd}]"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OptionResult:
     """Outcome of ``irdma_process_options``.
 
@@ -57,16 +56,10 @@ class OptionResult:
 
     def __init__(self, mss: int, snd_wscale: int, error: str | None = None,
                  hang: bool = False) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.mss = mss  # type: ignore[misc]
-        self.snd_wscale = snd_wscale  # type: ignore[misc]
-        self.error = error  # type: ignore[misc]
-        self.hang = hang  # type: ignore[misc]
-
-
-fast_frozen_init(OptionResult)
+        self.mss = mss
+        self.snd_wscale = snd_wscale
+        self.error = error
+        self.hang = hang
 
 
 def process_options(options: bytes, *, syn: bool, ipv4: bool, mss: int,

@@ -79,7 +79,7 @@ def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
         vlan=vlan_id if vlan_id < VLAN_N_VID else None, pcp=st.user_pri,
         tos=st.tos, ttl=64, snd_nxt=node.loc_seq_num, rcv_nxt=node.rcv_nxt,
         snd_wnd=st.snd_wnd, snd_wscale=st.snd_wscale, rcv_wscale=st.rcv_wscale,
-        mss=st.mss, rtr_op=node.send_rdma0_op.value, ird=st.ird_size,
+        mss=st.mss, rtr_op=st.send_rdma0_op.value, ird=st.ird_size,
         ord=st.ord_size, mpa_rev=st.mpa_frame_rev, crc=True,
         snd_markers=node.snd_mark_en, rcv_markers=node.rcv_mark_en)
     node.qp = cm.nic.offload(node.key, init, filed=cm.nodes.by_key.get(node.key) is node)

@@ -58,18 +58,19 @@ class NodeView:
     @classmethod
     def of(cls, n: CmNode) -> NodeView:
         """Snapshot a node."""
+        st = n.settings
         return cls(
             conn=n.conn, state=n.state, client=n.client, loc_addr=n.loc_addr,
             loc_port=n.loc_port, rem_addr=n.rem_addr, rem_port=n.rem_port,
             vlan_id=n.vlan_id, loc_seq_num=n.loc_seq_num, loc_ack_num=n.loc_ack_num,
-            rem_ack_num=n.rem_ack_num, rcv_nxt=n.rcv_nxt, snd_wnd=n.snd_wnd,
-            snd_wscale=n.snd_wscale, rcv_wscale=n.rcv_wscale, mss=n.mss,
-            mpa_frame_rev=n.mpa_frame_rev, ird_size=n.ird_size, ord_size=n.ord_size,
-            send_rdma0_op=n.send_rdma0_op.value, passive_state=n.passive_state,
+            rem_ack_num=n.rem_ack_num, rcv_nxt=n.rcv_nxt, snd_wnd=st.snd_wnd,
+            snd_wscale=st.snd_wscale, rcv_wscale=st.rcv_wscale, mss=st.mss,
+            mpa_frame_rev=st.mpa_frame_rev, ird_size=st.ird_size, ord_size=st.ord_size,
+            send_rdma0_op=st.send_rdma0_op.value, passive_state=st.passive_state,
             accept_pend=n.accept_pend, ack_rcvd=n.ack_rcvd, accelerated=n.accelerated,
             do_lpb=n.do_lpb, ah_valid=n.ah_valid, refcnt=n.refcnt,
             retransmitting=n.send_entry is not None, close_timer=n.close_entry is not None,
-            listener=n.listener.ident if n.listener is not None else None,
+            listener=st.listener.ident if st.listener is not None else None,
             offloaded_qp=n.qp is not None, qhash_set=n.qhash_set, qp_error=n.qp_error)
 
 

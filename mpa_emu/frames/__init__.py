@@ -7,7 +7,7 @@ scapy's ``TCPSession`` (the :meth:`MPA.tcp_reassemble` hook). Nothing else in sc
 configuration is changed; :func:`uninstall_bindings` takes the binding out again.
 """
 
-from mpa_emu.frames.connect import MPAReply, MPARequest, has_rtr_block
+from mpa_emu.frames.connect import MPAReply, MPARequest, SMBDIrdOrd, has_rtr_block
 from mpa_emu.frames.ddp import DDP, DDPTagged, DDPUntagged, RDMAPReadRequest, RDMAPTerminate
 from mpa_emu.frames.fpdu import MPAFPDU, MPAMarker, fpdu_wire_length
 from mpa_emu.frames.stream import (
@@ -32,6 +32,7 @@ __all__ = [
     "MPARequest",
     "RDMAPReadRequest",
     "RDMAPTerminate",
+    "SMBDIrdOrd",
     "dissect_stream",
     "fpdu_wire_length",
     "has_rtr_block",

@@ -5,6 +5,11 @@ Byte 16 carries M, C, R and the RFC 6581 flag S (``flags``, scapy style: ``flags
 and four reserved bits (``res``). For rev 2 with S set, the first four bytes of the private
 data are the RFC 6581 block (``p2p``, ``zero_len_send``, ``ird``; ``write0``, ``read0``,
 ``ord``) and PD_Length counts them. ``private_data`` is the ULP data after the block.
+
+Private data in a known format is read after dissection into ``legacy`` (a field with no
+wire bytes): the [MS-SMBD] 6.1 IRD/ORD negotiate header of SMB Direct
+(:func:`mpa_emu.wire.private_data.decode_legacy`); :class:`SMBDIrdOrd` builds or
+dissects those 8 bytes on their own (``SMBDIrdOrd(ird=32, ord=1)``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from scapy.fields import (
     ByteField,
     ConditionalField,
     FlagsField,
+    IntField,
     ShortField,
     StrFixedLenField,
     StrLenField,
@@ -36,6 +42,7 @@ from mpa_emu.wire.mpa import (
     MAX_PRIV_DATA_LEN,
     RTR_MSG_SIZE,
 )
+from mpa_emu.wire.private_data import decode_legacy
 
 # FlagsField bit 0 is the least significant bit of the 4-bit group, i.e. 0x10 of byte 16.
 FLAG_NAMES = "SRCM"
@@ -72,6 +79,7 @@ def _fields(key: bytes) -> list[Any]:
         rtr(BitField("read0", 0, 1)),  # D
         rtr(BitField("ord", 0, 14)),
         StrLenField("private_data", b"", length_from=_private_data_length),
+        NoteField("legacy"),
         NoteField("problem"),
     ]
 
@@ -108,6 +116,11 @@ class _MPAConnectFrame(GuardedPacket):
                             "for the RFC 6581 block")
         return problems
 
+    def post_dissect(self, s: bytes) -> bytes:
+        if not self.truncated and self.private_data:
+            self.fields["legacy"] = decode_legacy(bytes(self.private_data))
+        return s
+
     @property
     def flags_byte(self) -> int:
         """Byte 16 as on the wire: M C R S and the reserved nibble."""
@@ -141,6 +154,8 @@ class _MPAConnectFrame(GuardedPacket):
 
     def describe(self) -> str:
         text = f"{self.name} rev {self.rev} [{self.flags}] PD_Length {self.pd_length}"
+        if self.legacy is not None:
+            text += f" {self.legacy.text()}"
         return text + (f" ({self.problem})" if self.problem else "")
 
 
@@ -158,3 +173,11 @@ class MPAReply(_MPAConnectFrame):
     name = "MPA Reply"
     fields_desc: ClassVar[list[Any]] = _fields(KEY_REP)
     expected_key = KEY_REP
+
+
+class SMBDIrdOrd(Packet):
+    """The [MS-SMBD] 6.1 IRD/ORD negotiate header: IRD and ORD, 4 bytes each, big-endian
+    as Linux SMB Direct writes them (see :mod:`mpa_emu.wire.private_data`)."""
+
+    name = "MS-SMBD IRD/ORD Negotiate Header"
+    fields_desc: ClassVar[list[Any]] = [IntField("ird", 0), IntField("ord", 0)]

@@ -8,6 +8,7 @@ run cells anywhere with the same results.
 from __future__ import annotations
 
 import contextlib
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,23 @@ class CellResult:
     mpa_rev: int | None = None
     rejected_pd: int | None = None
     ladder: str = ""
-    """The cell's ladder (every frame with the transitions and upcalls behind it)."""
+    """The cell's ladder (every frame with the transitions and upcalls behind it), kept
+    here only when the cell writes no capture; otherwise it is in ``ladder_file``."""
+    ladder_file: str | None = None
+    """``CAPTURE.ladder.txt`` beside the capture."""
+
+    def ladder_text(self) -> str:
+        """The ladder, from memory or from its file (empty when the file is gone)."""
+        if self.ladder_file is None:
+            return self.ladder
+        try:
+            return Path(self.ladder_file).read_text(encoding="utf-8")
+        except OSError:
+            return ""
 
     def to_json(self) -> dict[str, Any]:
         """The cell as the JSON contract writes it (``docs/matrix.md``); the ladder is
-        left to the HTML page."""
+        left to the HTML page and the ladder file."""
         return {"initiator": self.initiator, "responder": self.responder,
                 "scenario": self.scenario, "status": self.status, "reason": self.reason,
                 "initiator_event": self.initiator_event,
@@ -98,11 +111,23 @@ class CellResult:
                 "responder_failures": self.responder_failures,
                 "rtr": self.rtr, "terminate": self.terminate, "frames": self.frames,
                 "mpa_rev": self.mpa_rev, "rejected_pd": self.rejected_pd,
-                "capture": self.capture}
+                "capture": self.capture, "ladder_file": self.ladder_file}
+
+
+COLLECT_EVERY = 64
+"""Cells between two full garbage collections in a process running cells: a cell's
+network is a web of reference cycles that the young-generation collections of a run
+promote, and only a full collection frees; without it a long matrix grows until the
+interpreter happens to run one."""
+_cells_run = 0
 
 
 def run_cell(spec: CellSpec) -> CellResult:
     """Run one cell; never raises (an emulator failure is a cell with status ``error``)."""
+    global _cells_run
+    _cells_run += 1
+    if _cells_run % COLLECT_EVERY == 0:
+        gc.collect()
     scenario = BY_NAME[spec.scenario]
     ini = overlay(spec.initiator, scenario.initiator_overlay)
     resp = overlay(spec.responder, scenario.responder_overlay)
@@ -279,11 +304,15 @@ def _collect(run: CellRun, result: CellResult, spec: CellSpec) -> None:
         for fp in conn.fpdu_list:
             if fp.opcode == ddp.Opcode.TERMINATE and result.terminate is None:
                 result.terminate = f"frame {fp.frame} from the {fp.side}: {fp.what}"
-    result.ladder = ladder(net)
-    if spec.capture is not None:
-        Path(spec.capture).parent.mkdir(parents=True, exist_ok=True)
-        net.write_pcapng(spec.capture)
-        result.capture = spec.capture
+    text = ladder(net)
+    if spec.capture is None:
+        result.ladder = text
+        return
+    Path(spec.capture).parent.mkdir(parents=True, exist_ok=True)
+    net.write_pcapng(spec.capture)
+    result.capture = spec.capture
+    result.ladder_file = spec.capture + ".ladder.txt"
+    Path(result.ladder_file).write_text(text, encoding="utf-8")
 
 
 def _rtr_of(conn: Any) -> str | None:

@@ -4,9 +4,13 @@ HTML page where every cell opens its ladder."""
 from __future__ import annotations
 
 import errno
-from collections.abc import Sequence
+import io
+import json
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import IO, Any
 
 from mpa_emu.matrix.cell import CellResult
 
@@ -55,29 +59,64 @@ def cell_text(cell: CellResult) -> str:
     return text
 
 
-def table(cells: Sequence[CellResult]) -> str:
+@dataclass(frozen=True, slots=True)
+class GridEntry:
+    """What the grids keep of a cell: its place, its short text, its colour and anchor."""
+
+    scenario: str
+    initiator: str
+    responder: str
+    text: str
+    css: str
+    anchor: str
+
+    @classmethod
+    def of(cls, cell: CellResult) -> GridEntry:
+        """The entry of ``cell``."""
+        css = ("na" if cell.status != "ran" else
+               "est" if cell.initiator_event == "RDMA_CM_EVENT_ESTABLISHED" else "bad")
+        # Interned: a grid holds one entry per cell, mostly the same few strings.
+        return cls(sys.intern(cell.scenario), sys.intern(cell.initiator),
+                   sys.intern(cell.responder), sys.intern(cell_text(cell)), css,
+                   anchor(cell))
+
+
+def _grids(entries: Sequence[GridEntry]) -> Iterator[tuple[str, list[str], list[str],
+                                                          dict[tuple[str, str], GridEntry]]]:
+    for scenario in dict.fromkeys(e.scenario for e in entries):
+        rows = [e for e in entries if e.scenario == scenario]
+        inis = list(dict.fromkeys(e.initiator for e in rows))
+        resps = list(dict.fromkeys(e.responder for e in rows))
+        yield scenario, inis, resps, {(e.initiator, e.responder): e for e in rows}
+
+
+def table_of(entries: Sequence[GridEntry]) -> str:
     """One grid per scenario: initiators down, responders across, what the initiator's
     application received in each cell."""
     out: list[str] = []
-    scenarios = list(dict.fromkeys(c.scenario for c in cells))
-    for scenario in scenarios:
-        rows = [c for c in cells if c.scenario == scenario]
-        inis = list(dict.fromkeys(c.initiator for c in rows))
-        resps = list(dict.fromkeys(c.responder for c in rows))
-        by = {(c.initiator, c.responder): cell_text(c) for c in rows}
+    for scenario, inis, resps, by in _grids(entries):
+        def text(i: str, r: str, by: dict[tuple[str, str], GridEntry] = by) -> str:
+            entry = by.get((i, r))
+            return entry.text if entry is not None else ""
+
         first = max(len("initiator \\ responder"), *(len(i) for i in inis))
-        widths = [max(len(r), *(len(by.get((i, r), "")) for i in inis)) for r in resps]
+        widths = [max(len(r), *(len(text(i, r)) for i in inis)) for r in resps]
         out.append(f"{scenario}")
         head = "initiator \\ responder".ljust(first)
         out.append("  " + "  ".join([head, *(r.ljust(w) for r, w in zip(resps, widths,
                                                                         strict=True))]).rstrip())
         for i in inis:
-            line = [i.ljust(first), *(by.get((i, r), "").ljust(w)
+            line = [i.ljust(first), *(text(i, r).ljust(w)
                                       for r, w in zip(resps, widths, strict=True))]
             out.append("  " + "  ".join(line).rstrip())
         out.append("")
     out.append(LEGEND)
     return "\n".join(out) + "\n"
+
+
+def table(cells: Sequence[CellResult]) -> str:
+    """:func:`table_of` the cells."""
+    return table_of([GridEntry.of(c) for c in cells])
 
 
 def to_json(cells: Sequence[CellResult], *, rate: float | None = None) -> dict[str, Any]:
@@ -88,54 +127,74 @@ def to_json(cells: Sequence[CellResult], *, rate: float | None = None) -> dict[s
     return doc
 
 
-def _anchor(cell: CellResult) -> str:
+class JsonWriter:
+    """The JSON contract written a cell at a time (nothing but the file grows)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.count = 0
+        stream.write('{"cells": [')
+
+    def add(self, cell: CellResult) -> None:
+        """Write one cell."""
+        self.stream.write(("," if self.count else "") + "\n " + json.dumps(cell.to_json()))
+        self.count += 1
+
+    def close(self, rate: float | None = None) -> None:
+        """End the document."""
+        tail = "" if rate is None else f', "cells_per_second": {round(rate, 2)}'
+        self.stream.write(f"\n]{tail}}}\n")
+
+
+def anchor(cell: CellResult) -> str:
+    """The HTML id of a cell's details."""
     raw = f"{cell.scenario}--{cell.initiator}--{cell.responder}"
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in raw)
 
 
-def html_page(cells: Sequence[CellResult]) -> str:
-    """A self-contained page: the grids, each cell a link to its details and ladder."""
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpa-emu matrix"
-             "</title><style>body{font-family:sans-serif}table{border-collapse:collapse;"
-             "margin-bottom:1.5em}td,th{border:1px solid #999;padding:2px 6px;"
-             "font-family:monospace}td.na{color:#888}td.est{background:#dfd}"
-             "td.bad{background:#fdd}pre{background:#f6f6f6;padding:6px;overflow:auto}"
-             "</style></head><body><h1>mpa-emu matrix</h1>",
-             f"<p>{escape(LEGEND)}</p>"]
-    scenarios = list(dict.fromkeys(c.scenario for c in cells))
-    for scenario in scenarios:
-        rows = [c for c in cells if c.scenario == scenario]
-        inis = list(dict.fromkeys(c.initiator for c in rows))
-        resps = list(dict.fromkeys(c.responder for c in rows))
-        by = {(c.initiator, c.responder): c for c in rows}
-        parts.append(f"<h2>{escape(scenario)}</h2><table><tr><th>initiator \\ responder"
-                     "</th>" + "".join(f"<th>{escape(r)}</th>" for r in resps) + "</tr>")
+_HEAD = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpa-emu matrix"
+         "</title><style>body{font-family:sans-serif}table{border-collapse:collapse;"
+         "margin-bottom:1.5em}td,th{border:1px solid #999;padding:2px 6px;"
+         "font-family:monospace}td.na{color:#888}td.est{background:#dfd}"
+         "td.bad{background:#fdd}pre{background:#f6f6f6;padding:6px;overflow:auto}"
+         "</style></head><body><h1>mpa-emu matrix</h1>")
+# A link to a cell opens its details.
+_TAIL = ("<script>function openCell(){var e=document.getElementById("
+         "location.hash.slice(1));if(e){e.open=true;}}"
+         "window.addEventListener('hashchange',openCell);openCell();</script></body></html>")
+
+
+def write_page(out: IO[str], entries: Sequence[GridEntry], details: Iterable[str]) -> None:
+    """The self-contained page: the grids, then each cell's details (HTML pieces, read
+    one at a time), each grid cell a link that opens them."""
+    out.write(_HEAD + f"\n<p>{escape(LEGEND)}</p>\n")
+    for scenario, inis, resps, by in _grids(entries):
+        out.write(f"<h2>{escape(scenario)}</h2><table><tr><th>initiator \\ responder</th>"
+                  + "".join(f"<th>{escape(r)}</th>" for r in resps) + "</tr>\n")
         for i in inis:
-            parts.append(f"<tr><th>{escape(i)}</th>")
+            row = [f"<tr><th>{escape(i)}</th>"]
             for r in resps:
-                cell = by.get((i, r))
-                if cell is None:
-                    parts.append("<td></td>")
-                    continue
-                cls = ("na" if cell.status != "ran" else
-                       "est" if cell.initiator_event == "RDMA_CM_EVENT_ESTABLISHED"
-                       else "bad")
-                parts.append(f"<td class='{cls}'><a href='#{_anchor(cell)}'>"
-                             f"{escape(cell_text(cell))}</a></td>")
-            parts.append("</tr>")
-        parts.append("</table>")
-    parts.append("<h2>Cells</h2>")
-    for cell in cells:
-        parts.append(_details(cell))
-    # A link to a cell opens its details.
-    parts.append("<script>function openCell(){var e=document.getElementById("
-                 "location.hash.slice(1));if(e){e.open=true;}}"
-                 "window.addEventListener('hashchange',openCell);openCell();</script>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+                e = by.get((i, r))
+                row.append("<td></td>" if e is None else
+                           f"<td class='{e.css}'><a href='#{e.anchor}'>{escape(e.text)}</a></td>")
+            out.write("".join(row) + "</tr>\n")
+        out.write("</table>\n")
+    out.write("<h2>Cells</h2>\n")
+    for piece in details:
+        out.write(piece + "\n")
+    out.write(_TAIL + "\n")
 
 
-def _details(cell: CellResult) -> str:
+def html_page(cells: Sequence[CellResult]) -> str:
+    """:func:`write_page` of the cells, as a string."""
+    buffer = io.StringIO()
+    write_page(buffer, [GridEntry.of(c) for c in cells], (details(c) for c in cells))
+    return buffer.getvalue()
+
+
+def details(cell: CellResult) -> str:
+    """The HTML of one cell's details: outcome, events, upcalls, refusals, RTR,
+    Terminate, capture and ladder."""
     rows = [("status", cell.status + (f": {cell.reason}" if cell.reason else "")),
             ("initiator's application", " ".join(
                 filter(None, [cell.initiator_event or "no event",
@@ -149,7 +208,8 @@ def _details(cell: CellResult) -> str:
             ("RTR", cell.rtr or "none"), ("Terminate", cell.terminate or "none"),
             ("capture", cell.capture or "not written")]
     body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-    ladder = f"<pre>{escape(cell.ladder)}</pre>" if cell.ladder else ""
-    return (f"<details id='{_anchor(cell)}'><summary>{escape(cell.scenario)}: "
+    text = cell.ladder_text()
+    ladder = f"<pre>{escape(text)}</pre>" if text else ""
+    return (f"<details id='{anchor(cell)}'><summary>{escape(cell.scenario)}: "
             f"{escape(cell.initiator)} &rarr; {escape(cell.responder)}: "
             f"{escape(cell_text(cell))}</summary><table>{body}</table>{ladder}</details>")

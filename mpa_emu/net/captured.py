@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpa_emu.net.faults import frame_kind
-from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.segment import Segment
 
 
@@ -82,7 +81,7 @@ def to_scapy_packet(data: bytes) -> Any:
     return Ether(data)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
     (:class:`CapturedFrame`), an ``upcall`` (:class:`~mpa_emu.cm.events.Upcall`) or a
@@ -93,5 +92,9 @@ class JournalEntry:
     time_ns: int
     item: Any
 
+    def __init__(self, kind: str, host: str, time_ns: int, item: Any) -> None:
+        self.kind = kind
+        self.host = host
+        self.time_ns = time_ns
+        self.item = item
 
-fast_frozen_init(JournalEntry)

@@ -10,30 +10,39 @@ irdma_qp`` embeds the hardware QP; an :class:`IwQp` can still stand alone.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
+from mpa_emu.wire.interning import SharedRecords
 
-# One lives per offloaded connection, so the states and yes/no fields read only a few
-# times per connection share one int, each stored as its difference (XOR) from the
-# value a new QP has: a fresh QP holds 0 and an established one 1 (rts_ae_rcvd), small
-# ints every QP shares.
-_RTS_AE_RCVD = 0x1
-_FLUSH_ISSUED = 0x2
-_NO_CM_ID = 0x4
-_IBQP_SHIFT = 4
-_IWARP_SHIFT = 8
-_HW_IWARP_SHIFT = 12
-_STATE_MASK = 0xF
 
-_IBQP = tuple(sorted(IbQpState, key=int))
-_IWARP = tuple(sorted(IwarpState, key=int))
-_IBQP0 = int(IbQpState.RTS)
-_IWARP0 = int(IwarpState.RTS)
+class DriverStates(NamedTuple):
+    """The states and yes/no fields of ``struct irdma_qp`` that the driver reads and writes
+    only a few times per connection. One lives per offloaded connection, so a QP holds one
+    shared record (:data:`STATES`) and a write puts the shared record with the change in
+    its place: a fresh QP and an established one hold the same two records as every
+    other."""
+
+    ibqp_state: IbQpState
+    iwarp_state: IwarpState
+    hw_iwarp_state: IwarpState
+    cm_id: bool
+    flush_issued: bool
+    rts_ae_rcvd: bool
+
+
+STATES: SharedRecords[DriverStates] = SharedRecords(DriverStates, DriverStates._fields)
+"""The shared :class:`DriverStates` records, and the steps between them."""
+
+NEW_QP = STATES.share(DriverStates(IbQpState.RTS, IwarpState.RTS, IwarpState.RTS, True,
+                                   False, False))
+"""A new QP's states."""
 
 
 class IwQp:
     """``struct irdma_qp`` fields used by the disconnect decision table."""
 
-    __slots__ = ("_bits", "close_timer_started", "hw_tcp_state", "last_aeq", "parked",
+    __slots__ = ("close_timer_started", "hw_tcp_state", "last_aeq", "parked", "states",
                  "term_flags", "terminate_at")
 
     def __init__(self, ibqp_state: IbQpState = IbQpState.RTS,
@@ -44,7 +53,9 @@ class IwQp:
                  flush_issued: bool = False, rts_ae_rcvd: bool = False,
                  term_flags: int = 0, terminate_at: int | None = None,
                  parked: tuple[tuple[bool, int, bool], ...] = ()) -> None:
-        self._bits = 0
+        self.states = NEW_QP
+        """The driver's states and flags read a few times per connection (written through
+        the properties of the same names)."""
         # Read on every AE: slots of their own (as properties they cost the cycle time).
         self.hw_tcp_state = hw_tcp_state
         """``iwqp->hw_tcp_state``: set to ESTABLISHED by the RTS modify, then from each
@@ -61,74 +72,70 @@ class IwQp:
         """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
         (the node is not accelerated yet): (issue_disconn, status, issue_close). A tuple,
         so that the many QPs with nothing parked share the empty one."""
-        if ibqp_state is not IbQpState.RTS or iwarp_state is not IwarpState.RTS \
-                or hw_iwarp_state is not IwarpState.RTS:
-            self.ibqp_state = ibqp_state
-            self.iwarp_state = iwarp_state
-            self.hw_iwarp_state = hw_iwarp_state
-        if not cm_id:
-            self.cm_id = False
-        if flush_issued:
-            self.flush_issued = True
-        if rts_ae_rcvd:
-            self.rts_ae_rcvd = True
+        if (ibqp_state, iwarp_state, hw_iwarp_state, cm_id, flush_issued, rts_ae_rcvd) != \
+                NEW_QP:
+            self.states = STATES.share(DriverStates(ibqp_state, iwarp_state, hw_iwarp_state,
+                                                    cm_id, flush_issued, rts_ae_rcvd))
 
     @property
     def ibqp_state(self) -> IbQpState:
         """``iwqp->ibqp_state``: the verbs state the ULP last set."""
-        return _IBQP[((self._bits >> _IBQP_SHIFT) & _STATE_MASK) ^ _IBQP0]
+        return self.states.ibqp_state
 
     @ibqp_state.setter
     def ibqp_state(self, value: IbQpState) -> None:
-        self._bits = ((self._bits & ~(_STATE_MASK << _IBQP_SHIFT))
-                      | ((value ^ _IBQP0) << _IBQP_SHIFT))
+        if self.states.ibqp_state is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"ibqp_state": value})
 
     @property
     def iwarp_state(self) -> IwarpState:
         """``iwqp->iwarp_state``: the state the driver last asked the NIC for."""
-        return _IWARP[((self._bits >> _IWARP_SHIFT) & _STATE_MASK) ^ _IWARP0]
+        return self.states.iwarp_state
 
     @iwarp_state.setter
     def iwarp_state(self, value: IwarpState) -> None:
-        self._bits = ((self._bits & ~(_STATE_MASK << _IWARP_SHIFT))
-                      | ((value ^ _IWARP0) << _IWARP_SHIFT))
+        if self.states.iwarp_state is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"iwarp_state": value})
 
     @property
     def hw_iwarp_state(self) -> IwarpState:
         """``iwqp->hw_iwarp_state``."""
-        return _IWARP[((self._bits >> _HW_IWARP_SHIFT) & _STATE_MASK) ^ _IWARP0]
+        return self.states.hw_iwarp_state
 
     @hw_iwarp_state.setter
     def hw_iwarp_state(self, value: IwarpState) -> None:
-        self._bits = ((self._bits & ~(_STATE_MASK << _HW_IWARP_SHIFT))
-                      | ((value ^ _IWARP0) << _HW_IWARP_SHIFT))
+        if self.states.hw_iwarp_state is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"hw_iwarp_state": value})
 
     @property
     def cm_id(self) -> bool:
         """``iwqp->cm_id != NULL``: cleared when the CLOSE upcall is decided."""
-        return not self._bits & _NO_CM_ID
+        return self.states.cm_id
 
     @cm_id.setter
     def cm_id(self, value: bool) -> None:
-        self._bits = self._bits & ~_NO_CM_ID if value else self._bits | _NO_CM_ID
+        if self.states.cm_id is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"cm_id": value})
 
     @property
     def flush_issued(self) -> bool:
         """``iwqp->flush_issued``."""
-        return bool(self._bits & _FLUSH_ISSUED)
+        return self.states.flush_issued
 
     @flush_issued.setter
     def flush_issued(self, value: bool) -> None:
-        self._bits = self._bits | _FLUSH_ISSUED if value else self._bits & ~_FLUSH_ISSUED
+        if self.states.flush_issued is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"flush_issued": value})
 
     @property
     def rts_ae_rcvd(self) -> bool:
         """``iwqp->rts_ae_rcvd``."""
-        return bool(self._bits & _RTS_AE_RCVD)
+        return self.states.rts_ae_rcvd
 
     @rts_ae_rcvd.setter
     def rts_ae_rcvd(self, value: bool) -> None:
-        self._bits = self._bits | _RTS_AE_RCVD if value else self._bits & ~_RTS_AE_RCVD
+        if self.states.rts_ae_rcvd is not value:  # else the value is held already
+            self.states = STATES.changed(self.states, {"rts_ae_rcvd": value})
 
     def __repr__(self) -> str:
         return (f"IwQp(ibqp_state={self.ibqp_state!r}, iwarp_state={self.iwarp_state!r}, "

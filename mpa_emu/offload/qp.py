@@ -66,14 +66,26 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.qp_records import NO_AE, RTS_AE, AeRecord, Busy, Unacked
+from mpa_emu.offload.qp_records import (
+    FIRST_RECV,
+    NO_AE,
+    NO_SENDS,
+    RTS_AE,
+    AeRecord,
+    Busy,
+    RecvExpect,
+    SendCounts,
+    Unacked,
+    shared_link,
+)
+from mpa_emu.offload.qp_records import (
+    QpInit as QpInit,  # the QP's context record, imported from here too
+)
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire import ddp, mpa
-from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.interning import shared, shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MOD as _SEQ_MOD
@@ -89,43 +101,7 @@ RCV_WND_FIELD = 0xFFFF
 FPDU_OVERHEAD = 2 + 4
 """ULPDU_LENGTH field and CRC (RFC 5044 section 4.1); pad comes on top."""
 
-@dataclass(frozen=True, slots=True)
-class QpInit:
-    """What ``irdma_init_tcp_ctx`` and ``irdma_cm_init_tsa_conn`` put into the
-    QP context: the hardware continues from exactly these numbers."""
-
-    conn: int
-    active: bool
-    gen: int
-    local_mac: bytes
-    remote_mac: bytes
-    local_ip: bytes
-    remote_ip: bytes
-    local_port: int
-    remote_port: int
-    vlan: int | None
-    pcp: int
-    tos: int
-    ttl: int
-    snd_nxt: int
-    rcv_nxt: int
-    snd_wnd: int
-    snd_wscale: int
-    rcv_wscale: int
-    mss: int
-    rtr_op: str
-    ird: int
-    ord: int
-    mpa_rev: int
-    crc: bool
-    snd_markers: bool
-    rcv_markers: bool
-
-
-fast_frozen_init(QpInit)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ReceivedMessage:
     """One FPDU the QP took off the stream: the DDP segment and its CRC verdict."""
 
@@ -133,61 +109,14 @@ class ReceivedMessage:
     crc_ok: bool
     time_ns: int
 
-
-fast_frozen_init(ReceivedMessage)
-
-
-# Expected MSN (positions 0-2) and message offset (3-5) per untagged queue before any
-# message (RFC 5041 section 5.1: the first message on a queue has MSN 1): one shared
-# tuple, replaced on each message by another shared one, so that a QP costs one slot
-# and the many QPs that received the same messages share their counters.
-_FIRST_RECV: tuple[int, ...] = (1, 1, 1, 0, 0, 0)
-_MO = 3
-"""Offset of a queue's message offset from its MSN in the tuple."""
-
-
-def _next_recv(values: tuple[int, ...], qn: int, msn: int, mo: int) -> tuple[int, ...]:
-    """``values`` with queue ``qn`` expecting ``msn`` and ``mo`` next (shared)."""
-    changed = list(values)
-    changed[qn] = msn
-    changed[qn + _MO] = mo
-    return shared(tuple(changed))
-
-
-_MSN_MASK = 0xFFFF_FFFF
-"""OffloadedQp._counts: the last MSN sent (low 32 bits, RFC 5041 section 5.1), above it
-the number of retransmissions."""
-_RETX_SHIFT = 32
+    def __init__(self, ulpdu: bytes, crc_ok: bool, time_ns: int) -> None:
+        self.ulpdu = ulpdu
+        self.crc_ok = crc_ok
+        self.time_ns = time_ns
 
 
 RECEIVED_KEPT = 8
 """How many of the last received FPDUs a QP keeps for inspection."""
-
-
-# Positions in the shared part of a QP's context (see _shared_ctx).
-(_GEN, _LOCAL_MAC, _REMOTE_MAC, _LOCAL_IP, _REMOTE_IP, _VLAN, _PCP, _TOS, _TTL, _SND_WSCALE,
- _RCV_WSCALE, _MSS, _RTR_OP, _IRD, _ORD, _MPA_REV, _CRC, _SND_MARKERS,
- _RCV_MARKERS) = range(19)
-
-_SharedCtx = tuple[Any, ...]
-_SHARED_CTX: dict[_SharedCtx, _SharedCtx] = {}
-_SHARED_CTX_MAX = 4096
-"""Distinct shared contexts kept for reuse; past this many the table starts over."""
-
-
-def _shared_ctx(init: QpInit) -> _SharedCtx:
-    """The part of ``init`` that connections between the same two addresses with the
-    same settings have in common, one tuple for all of them."""
-    ctx = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
-           init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
-           init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
-           init.snd_markers, init.rcv_markers)
-    shared = _SHARED_CTX.get(ctx)
-    if shared is None:
-        if len(_SHARED_CTX) >= _SHARED_CTX_MAX:
-            _SHARED_CTX.clear()
-        shared = _SHARED_CTX[ctx] = ctx
-    return shared
 
 
 # Bits of OffloadedQp._flags: one int for the QP's yes/no facts (each a slot of its own
@@ -228,9 +157,9 @@ class OffloadedQp(IwQp):
     outbox is ``None`` when empty.
     """
 
-    __slots__ = ("_ae", "_busy", "_conn", "_counts", "_ctx", "_flags", "_irs", "_isn",
-                 "_local_port", "_outbox", "_received", "_received_at", "_recv",
-                 "_remote_port", "_wnd0", "nic_iwarp_state", "rcv_nxt", "received_count",
+    __slots__ = ("_ae", "_busy", "_conn", "_flags", "_irs", "_isn",
+                 "_link", "_local_port", "_outbox", "_received", "_received_at", "_recv",
+                 "_remote_port", "_sent", "_wnd0", "nic_iwarp_state", "rcv_nxt", "received_count",
                  "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
@@ -238,9 +167,9 @@ class OffloadedQp(IwQp):
             raise QpError(f"rtr_op must be 'read' or 'write', got {init.rtr_op!r}")
         # The driver's copies of this QP's states (struct irdma_qp), as a new IwQp has them.
         super().__init__()
-        # The context is kept as the per-connection numbers plus a tuple of what many
-        # connections share (addresses, VLAN, negotiated settings), interned so that
-        # 100,000 QPs between two hosts hold one copy: :attr:`init` rebuilds the record.
+        # The context is kept as the per-connection numbers plus the shared QpLink of what
+        # many connections have in common (addresses, VLAN, negotiated settings):
+        # :attr:`init` rebuilds the record.
         self._conn = init.conn
         self._flags = _ACTIVE if init.active else 0
         self._local_port = init.local_port
@@ -248,7 +177,7 @@ class OffloadedQp(IwQp):
         self._isn = init.snd_nxt
         self._irs = init.rcv_nxt
         self._wnd0 = init.snd_wnd
-        self._ctx = _shared_ctx(init)
+        self._link = shared_link(init)
         self.tcp_state = TcpState.ESTABLISHED
         self.nic_iwarp_state = IwarpState.RTS
         """The NIC's own iWARP state (the driver's copies are ``iwarp_state`` and
@@ -268,8 +197,8 @@ class OffloadedQp(IwQp):
         """FPDUs taken off the stream so far (:attr:`received` keeps the last few)."""
         self._busy: Busy | None = None
         self._outbox: list[Transmit] | None = None
-        self._counts = 0
-        self._recv: tuple[int, ...] = _FIRST_RECV
+        self._sent: SendCounts = NO_SENDS
+        self._recv: RecvExpect = FIRST_RECV
 
     def __repr__(self) -> str:
         return (f"OffloadedQp(conn={self._conn}, tcp_state={self.tcp_state!r}, "
@@ -283,7 +212,7 @@ class OffloadedQp(IwQp):
     @property
     def retransmissions(self) -> int:
         """Segments retransmitted so far."""
-        return self._counts >> _RETX_SHIFT
+        return self._sent.retransmissions
 
     def _work(self) -> Busy:
         busy = self._busy
@@ -301,16 +230,16 @@ class OffloadedQp(IwQp):
     def init(self) -> QpInit:
         """The connection context the QP was created with (``irdma_init_tcp_ctx``),
         rebuilt from the QP's own fields."""
-        c = self._ctx
-        return QpInit(conn=self._conn, active=bool(self._flags & _ACTIVE), gen=c[_GEN],
-                      local_mac=c[_LOCAL_MAC], remote_mac=c[_REMOTE_MAC],
-                      local_ip=c[_LOCAL_IP], remote_ip=c[_REMOTE_IP],
+        c = self._link
+        return QpInit(conn=self._conn, active=bool(self._flags & _ACTIVE), gen=c.gen,
+                      local_mac=c.local_mac, remote_mac=c.remote_mac,
+                      local_ip=c.local_ip, remote_ip=c.remote_ip,
                       local_port=self._local_port, remote_port=self._remote_port,
-                      vlan=c[_VLAN], pcp=c[_PCP], tos=c[_TOS], ttl=c[_TTL],
+                      vlan=c.vlan, pcp=c.pcp, tos=c.tos, ttl=c.ttl,
                       snd_nxt=self._isn, rcv_nxt=self._irs, snd_wnd=self._wnd0,
-                      snd_wscale=c[_SND_WSCALE], rcv_wscale=c[_RCV_WSCALE], mss=c[_MSS],
-                      rtr_op=c[_RTR_OP], ird=c[_IRD], ord=c[_ORD], mpa_rev=c[_MPA_REV],
-                      crc=c[_CRC], snd_markers=c[_SND_MARKERS], rcv_markers=c[_RCV_MARKERS])
+                      snd_wscale=c.snd_wscale, rcv_wscale=c.rcv_wscale, mss=c.mss,
+                      rtr_op=c.rtr_op, ird=c.ird, ord=c.ord, mpa_rev=c.mpa_rev,
+                      crc=c.crc, snd_markers=c.snd_markers, rcv_markers=c.rcv_markers)
 
     @property
     def received(self) -> list[ReceivedMessage]:
@@ -352,7 +281,7 @@ class OffloadedQp(IwQp):
         if not self._flags & _ACTIVE or self._flags & _RTR_SENT:
             raise QpError("the RTR is sent once, by an active QP")
         self._flags |= _RTR_SENT
-        if self._ctx[_RTR_OP] == "read":
+        if self._link.rtr_op == "read":
             ulpdu = ddp.read_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA READ request"
             self._flags |= _READ_PENDING
@@ -369,9 +298,9 @@ class OffloadedQp(IwQp):
         """
         if self.nic_iwarp_state != IwarpState.RTS or self._flags & _FIN_REQUESTED:
             raise QpError(f"post_send needs an RTS QP, the QP is {self.nic_iwarp_state.name}")
-        msn = ((self._counts & _MSN_MASK) + 1) & _MSN_MASK
-        self._counts = (self._counts & ~_MSN_MASK) | msn
-        room = max(1, self._ctx[_MSS] - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
+        self._sent = self._sent.next_message()
+        msn = self._sent.msn
+        room = max(1, self._link.mss - FPDU_OVERHEAD - 3 - ddp.UNTAGGED_HEADER_LEN)
         chunks = [data[i:i + room] for i in range(0, len(data), room)] or [b""]
         offset = 0
         for index, chunk in enumerate(chunks):
@@ -482,7 +411,7 @@ class OffloadedQp(IwQp):
             self._raise(Ae.LLP_TOO_MANY_RETRIES)
             return
         busy.retries += 1
-        self._counts += 1 << _RETX_SHIFT
+        self._sent = self._sent.retransmitted()
         oldest = busy.unacked[0]
         self._emit(oldest.seq, oldest.flags, oldest.payload,
                    f"hw qp: retransmission {busy.retries} of {oldest.comment}")
@@ -552,7 +481,7 @@ class OffloadedQp(IwQp):
 
     def _fpdu(self, ulpdu: bytes) -> bytes:
         # Without negotiated CRC the field is still present; siw and irdma send 0.
-        return mpa.frame_fpdu(ulpdu, crc=None if self._ctx[_CRC] else 0)
+        return mpa.frame_fpdu(ulpdu, crc=None if self._link.crc else 0)
 
     def _raise(self, ae: Ae, q2: bytes | None = None) -> None:
         busy = self._work()
@@ -633,16 +562,16 @@ class OffloadedQp(IwQp):
 
     def _emit(self, seq: int, flags: int, payload: bytes, comment: str,
               ack: int | None = None) -> None:
-        c = self._ctx
-        vlan = c[_VLAN]
+        c = self._link
+        vlan = c.vlan
         seg = Segment(
-            src_mac=c[_LOCAL_MAC], dst_mac=c[_REMOTE_MAC],
-            src_ip=c[_LOCAL_IP], dst_ip=c[_REMOTE_IP],
+            src_mac=c.local_mac, dst_mac=c.remote_mac,
+            src_ip=c.local_ip, dst_ip=c.remote_ip,
             sport=self._local_port, dport=self._remote_port,
             seq=seq, ack=self.rcv_nxt if ack is None else ack, flags=flags,
             window=RCV_WND_FIELD,
-            payload=payload, vlan=vlan, pcp=c[_PCP] if vlan is not None else 0,
-            ttl=c[_TTL], tos=c[_TOS],
+            payload=payload, vlan=vlan, pcp=c.pcp if vlan is not None else 0,
+            ttl=c.ttl, tos=c.tos,
         )
         if self._outbox is None:
             self._outbox = []
@@ -652,7 +581,7 @@ class OffloadedQp(IwQp):
         # RFC 9293 section 3.10.7.1: a RST is acceptable when its sequence number is in
         # the receive window.
         if not (_seq_le(self.rcv_nxt, frame.seq)
-                and _seq_lt(frame.seq, (self.rcv_nxt + (RCV_WND_FIELD << self._ctx[_RCV_WSCALE]))
+                and _seq_lt(frame.seq, (self.rcv_nxt + (RCV_WND_FIELD << self._link.rcv_wscale))
                             % _SEQ_MOD)):
             return
         was_time_wait = self.tcp_state == TcpState.TIME_WAIT
@@ -681,7 +610,7 @@ class OffloadedQp(IwQp):
                     self._settle()
             if self._flags & _FIN_SENT and ack == self.snd_nxt:
                 self._our_fin_acked()
-        self.snd_wnd = shared(frame.window << self._ctx[_SND_WSCALE])
+        self.snd_wnd = shared(frame.window << self._link.snd_wscale)
 
     def _our_fin_acked(self) -> None:
         if self.tcp_state == TcpState.FIN_WAIT_1:
@@ -754,7 +683,7 @@ class OffloadedQp(IwQp):
             raw = stream[start:start + total]
             start += total
             fpdu = mpa.unframe_fpdu(raw)
-            crc_ok = fpdu.crc_ok or not self._ctx[_CRC]
+            crc_ok = fpdu.crc_ok or not self._link.crc
             self.received_count += 1
             kept = self._received
             if isinstance(kept, bytes):
@@ -823,9 +752,9 @@ class OffloadedQp(IwQp):
         if qn > ddp.QN_TERMINATE:
             return Ae.DDP_UBE_INVALID_QN
         recv = self._recv
-        if msn != recv[qn]:
+        if msn != recv.msn[qn]:
             return Ae.DDP_INVALID_MSN_GAP_IN_MSN
-        if mo != recv[qn + _MO]:
+        if mo != recv.mo[qn]:
             return Ae.DDP_UBE_INVALID_MO
         allowed = ((ddp.Opcode.SEND, ddp.Opcode.SEND_INVALIDATE, ddp.Opcode.SEND_SE,
                     ddp.Opcode.SEND_SE_INVALIDATE), (ddp.Opcode.READ_REQUEST,),
@@ -835,10 +764,7 @@ class OffloadedQp(IwQp):
         body = ulpdu[ddp.UNTAGGED_HEADER_LEN:]
         if qn != ddp.QN_SEND and not last:
             return Ae.DDP_NO_L_BIT  # Read Requests and Terminates are single segments
-        if last:
-            self._recv = _next_recv(recv, qn, (msn + 1) % _SEQ_MOD, 0)
-        else:
-            self._recv = _next_recv(recv, qn, msn, (mo + len(body)) % _SEQ_MOD)
+        self._recv = recv.after(qn, last, len(body))
         if qn == ddp.QN_TERMINATE:
             return Ae.LLP_TERMINATE_RECEIVED
         if qn == ddp.QN_READ_REQUEST:

@@ -32,7 +32,6 @@ drop every later segment of the peer).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -224,19 +223,12 @@ class RunResult:
         return bool(self.failure) and self.failure_frame < self.last_frame
 
 
-def _make_with_ack() -> Callable[[Segment, int], Segment]:
-    # One positional constructor call is several times faster than dataclasses.replace,
-    # and generating it from the fields keeps it right when Segment gains a field.
-    args = ", ".join("ack" if f.name == "ack" else f"s.{f.name}"
-                     for f in dataclasses.fields(Segment))
-    namespace: dict[str, object] = {"Segment": Segment}
-    exec(f"def with_ack(s, ack):\n    return Segment({args})\n", namespace)
-    fn: Callable[[Segment, int], Segment] = namespace["with_ack"]  # type: ignore[assignment]
-    return fn
-
-
-with_ack = _make_with_ack()
-"""``seg`` with another acknowledgement number."""
+def with_ack(s: Segment, ack: int) -> Segment:
+    """``s`` with another acknowledgement number (one constructor call: several times
+    faster than ``dataclasses.replace``; a test checks it copies every other field)."""
+    return Segment(s.src_mac, s.dst_mac, s.src_ip, s.dst_ip, s.sport, s.dport, s.seq, ack,
+                   s.flags, s.window, s.options, s.payload, s.vlan, s.pcp, s.ttl, s.tos,
+                   s.ip_id, s.df, s.urg_ptr, s.flow_label)
 
 
 def connection_starts(frames: list[Frame]) -> list[Frame]:

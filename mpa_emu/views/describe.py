@@ -31,6 +31,7 @@ from mpa_emu.wire.ddp import (
     RDMAP_VERSION,
 )
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
+from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment, flag_names
 from mpa_emu.wire.tcp_options import TcpOption, option_value, parse_options
 
@@ -80,7 +81,13 @@ def mpa_summary(payload: bytes) -> str | None:
     if flag_names:
         parts.append("+".join(flag_names))
     if frame.private_data:
-        parts.append(f"pd={text_or_hex(frame.private_data)}")
+        legacy = decode_legacy(frame.private_data)
+        if legacy is not None:
+            # [MS-SMBD] 6.1 (SMB Direct's IRD/ORD negotiate header).
+            parts.append(f"MS-SMBD legacy IRD {legacy.ird} ORD {legacy.ord}"
+                         + (" (LE)" if legacy.broken else ""))
+        else:
+            parts.append(f"pd={text_or_hex(frame.private_data)}")
     return " ".join(parts)
 
 
@@ -224,7 +231,10 @@ def describe_payload(payload: bytes) -> str:
                                           (r.read0, "READ0 "), (r.zero_len_send, "SEND0 "))
                           if on)
             text += f" [IRD {r.ird} ORD {r.ord} {rtr.strip()}]"
-        if frame.private_data:
+        legacy = decode_legacy(frame.private_data)
+        if legacy is not None:
+            text += f" [{legacy.text()}]"
+        elif frame.private_data:
             text += f" pdata={frame.private_data[:24].hex()}"
             if len(frame.private_data) > 24:
                 text += "..."

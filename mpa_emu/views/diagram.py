@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TextIO
@@ -215,10 +215,14 @@ class ParkedLadder:
         self._parked = parked
         self.columns = columns
 
-    def write(self, out: TextIO, svg: bool) -> None:
-        """Draw into ``out``: SVG, or text for a terminal."""
+    def write(self, out: TextIO, svg: bool,
+              notes: Mapping[int, Sequence[str]] | None = None) -> None:
+        """Draw into ``out``: SVG, or text for a terminal; ``notes`` (by frame number) are
+        added to those frames' details (the stack findings of ``diagram --stacks``)."""
         self._parked.seek(0)
         rows = _unparked(self._parked)
+        if notes:
+            rows = _with_notes(rows, notes)
         if svg:
             gap = lane_gap(rows, len(self.columns))  # a first pass sizes the lanes
             self._parked.seek(0)
@@ -252,6 +256,16 @@ def park_capture(path: str | Path, ports: Collection[int] = (),
         parked.close()
         raise
     return ParkedLadder(parked, columns(lanes))
+
+
+def _with_notes(rows: Iterable[Row], notes: Mapping[int, Sequence[str]]) -> Iterator[Row]:
+    for row in rows:
+        extra = notes.get(row.frame) if row.frame is not None else None
+        if extra:
+            detail = "; ".join([*([row.detail] if row.detail else []), *extra])
+            row = Row(row.time_ns, row.source, row.target, row.label, detail, row.lost,
+                      row.frame)
+        yield row
 
 
 def _unparked(parked: IO[bytes]) -> Iterator[Row]:

@@ -44,7 +44,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.wire.fastinit import fast_constructor
 from mpa_emu.wire.segment import Segment
 
 if TYPE_CHECKING:
@@ -291,10 +290,6 @@ def round_trips(seg: Segment) -> bool:
 
 # ---- decode ----------------------------------------------------------------------
 
-# One Segment per decoded frame: made without the type call and ``__init__``.
-_make_segment = fast_constructor(Segment)
-
-
 def decode(frame: bytes | bytearray | memoryview) -> Segment:
     """Parse an Ethernet frame into a :class:`Segment`.
 
@@ -411,7 +406,7 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
     if (sport + dport + seq + ack + offset_flags + window + _tcsum + urg_ptr + addr_sum
             + IPPROTO_TCP + tcp_len + int.from_bytes(options, "big") + data_sum) % 0xFFFF:
         raise DecodeError(DecodeFailure.BAD_TCP_CHECKSUM, f"bad TCP checksum 0x{_tcsum:04x}")
-    return _make_segment(
+    return Segment(
         frame[6:12], frame[0:6], src_ip, dst_ip, sport, dport, seq, ack,
         offset_flags & _TCP_FLAGS_MASK, window, options, payload, vlan, pcp, ttl, tos,
         ip_id, df, urg_ptr, flow_label)

@@ -23,7 +23,6 @@ from enum import IntEnum
 from typing import TypedDict
 
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.wire.fastinit import fast_frozen_init
 from mpa_emu.wire.mpa import frame_fpdu
 
 DDP_FLAG_TAGGED = 0x80  # T
@@ -124,7 +123,7 @@ def _control_fields(ddp: int, rdmap: int) -> _ControlFields:
                           rdmap_reserved=(rdmap & RDMAP_RESERVED_MASK) >> 4)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TaggedHeader:
     """A tagged DDP header with its RDMAP control byte (14 bytes): Write, Read Response."""
 
@@ -140,17 +139,14 @@ class TaggedHeader:
     def __init__(self, opcode: int, stag: int, to: int, last: bool = True, ddp_version: int = 1,
                  rdmap_version: int = 1, ddp_reserved: int = 0,
                  rdmap_reserved: int = 0) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.opcode = opcode  # type: ignore[misc]
-        self.stag = stag  # type: ignore[misc]
-        self.to = to  # type: ignore[misc]
-        self.last = last  # type: ignore[misc]
-        self.ddp_version = ddp_version  # type: ignore[misc]
-        self.rdmap_version = rdmap_version  # type: ignore[misc]
-        self.ddp_reserved = ddp_reserved  # type: ignore[misc]
-        self.rdmap_reserved = rdmap_reserved  # type: ignore[misc]
+        self.opcode = opcode
+        self.stag = stag
+        self.to = to
+        self.last = last
+        self.ddp_version = ddp_version
+        self.rdmap_version = rdmap_version
+        self.ddp_reserved = ddp_reserved
+        self.rdmap_reserved = rdmap_reserved
 
     def to_bytes(self) -> bytes:
         """Serialise: control bytes, STag (u32 BE), TO (u64 BE)."""
@@ -171,10 +167,7 @@ class TaggedHeader:
         return cls(stag=stag, to=to, **_control_fields(ddp, rdmap))
 
 
-fast_frozen_init(TaggedHeader)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class UntaggedHeader:
     """An untagged DDP header with its RDMAP control byte (18 bytes): Send variants,
     Read Request, Terminate. ``rsvd_ulp`` is RsvdULP[8:39]: the Invalidate STag for the
@@ -194,19 +187,16 @@ class UntaggedHeader:
     def __init__(self, opcode: int, qn: int, msn: int, mo: int = 0, last: bool = True,
                  rsvd_ulp: int = 0, ddp_version: int = 1, rdmap_version: int = 1,
                  ddp_reserved: int = 0, rdmap_reserved: int = 0) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.opcode = opcode  # type: ignore[misc]
-        self.qn = qn  # type: ignore[misc]
-        self.msn = msn  # type: ignore[misc]
-        self.mo = mo  # type: ignore[misc]
-        self.last = last  # type: ignore[misc]
-        self.rsvd_ulp = rsvd_ulp  # type: ignore[misc]
-        self.ddp_version = ddp_version  # type: ignore[misc]
-        self.rdmap_version = rdmap_version  # type: ignore[misc]
-        self.ddp_reserved = ddp_reserved  # type: ignore[misc]
-        self.rdmap_reserved = rdmap_reserved  # type: ignore[misc]
+        self.opcode = opcode
+        self.qn = qn
+        self.msn = msn
+        self.mo = mo
+        self.last = last
+        self.rsvd_ulp = rsvd_ulp
+        self.ddp_version = ddp_version
+        self.rdmap_version = rdmap_version
+        self.ddp_reserved = ddp_reserved
+        self.rdmap_reserved = rdmap_reserved
 
     def to_bytes(self) -> bytes:
         """Serialise: control bytes, RsvdULP, QN, MSN, MO (each u32 BE)."""
@@ -228,10 +218,7 @@ class UntaggedHeader:
         return cls(qn=qn, msn=msn, mo=mo, rsvd_ulp=rsvd_ulp, **_control_fields(ddp, rdmap))
 
 
-fast_frozen_init(UntaggedHeader)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ReadRequest:
     """The RDMA Read Request header after the untagged DDP header (RFC 5040 section 4.4)."""
 
@@ -243,14 +230,11 @@ class ReadRequest:
 
     def __init__(self, sink_stag: int, sink_to: int, size: int, src_stag: int,
                  src_to: int) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.sink_stag = sink_stag  # type: ignore[misc]
-        self.sink_to = sink_to  # type: ignore[misc]
-        self.size = size  # type: ignore[misc]
-        self.src_stag = src_stag  # type: ignore[misc]
-        self.src_to = src_to  # type: ignore[misc]
+        self.sink_stag = sink_stag
+        self.sink_to = sink_to
+        self.size = size
+        self.src_stag = src_stag
+        self.src_to = src_to
 
     def to_bytes(self) -> bytes:
         """Sink STag, sink TO, RDMA read message size, source STag, source TO."""
@@ -267,9 +251,6 @@ class ReadRequest:
         sink_stag, sink_to, size, src_stag, src_to = struct.unpack_from("!IQIIQ", raw)
         return cls(sink_stag=sink_stag, sink_to=sink_to, size=size, src_stag=src_stag,
                    src_to=src_to)
-
-
-fast_frozen_init(ReadRequest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +333,7 @@ class TerminateHeader:
                    ddp_header=ddp_header, rdmap_header=rdmap_header, reserved=word & 0x1FFF)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class DdpSegment:
     """One parsed DDP segment: its header, the RDMAP body for Read Request and Terminate,
     and the ULP payload that follows."""
@@ -365,13 +346,10 @@ class DdpSegment:
     def __init__(self, header: TaggedHeader | UntaggedHeader,
                  read_request: ReadRequest | None = None,
                  terminate: TerminateHeader | None = None, payload: bytes = b"") -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.header = header  # type: ignore[misc]
-        self.read_request = read_request  # type: ignore[misc]
-        self.terminate = terminate  # type: ignore[misc]
-        self.payload = payload  # type: ignore[misc]
+        self.header = header
+        self.read_request = read_request
+        self.terminate = terminate
+        self.payload = payload
 
     @property
     def opcode(self) -> int:
@@ -382,9 +360,6 @@ class DdpSegment:
     def tagged(self) -> bool:
         """True for the tagged buffer model."""
         return isinstance(self.header, TaggedHeader)
-
-
-fast_frozen_init(DdpSegment)
 
 
 def parse_segment(ulpdu: bytes) -> DdpSegment:

@@ -6,13 +6,14 @@ costs 100,000 objects unless they share one. :func:`shared` returns the first ob
 seen with a value (ints and tuples of ints), from a table bounded at :data:`SHARED_MAX`
 entries (it starts over when full, so a stream of distinct values costs no more than
 the table). :func:`shared_bytes` does the same for short byte strings (private data, the
-RTR every connection receives).
+RTR every connection receives). :class:`SharedRecords` shares the named-tuple records
+that connections change a field at a time (a node's settings, a QP's context).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 H = TypeVar("H", bound=Hashable)
 
@@ -41,3 +42,49 @@ def shared_bytes(value: bytes) -> bytes:
     """:func:`shared` for a byte string of at most :data:`SHARED_BYTES_MAX` bytes;
     a longer one is returned as it is."""
     return shared(value) if len(value) <= SHARED_BYTES_MAX else value
+
+
+R = TypeVar("R", bound=tuple[object, ...])
+
+
+class SharedRecords(Generic[R]):
+    """Records of one named-tuple type that many connections hold with the same values,
+    shared: :meth:`changed` returns the shared record equal to ``old`` with some fields
+    changed, and remembers the step from ``old``, so that a write the connections before
+    made costs one small dict lookup. A named tuple rather than a plain one: the compiled
+    build would keep a plain fixed-size tuple unboxed in its holder and box a new copy at
+    every read.
+
+    Every field must hold exactly its declared type (never a bool for an int), so that
+    records comparing equal are interchangeable."""
+
+    __slots__ = ("_cls", "_index", "_steps", "_steps_max")
+
+    def __init__(self, cls: type[R], fields: tuple[str, ...], steps_max: int = 1024) -> None:
+        self._cls = cls
+        self._index = {name: i for i, name in enumerate(fields)}
+        self._steps: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[R, R]] = {}
+        self._steps_max = steps_max
+
+    def share(self, record: R) -> R:
+        """The shared record equal to ``record`` (``record`` itself the first time)."""
+        return shared(record)
+
+    def changed(self, old: R, changes: dict[str, object]) -> R:
+        """The shared record equal to ``old`` with ``changes`` (field name to value)."""
+        key = (id(old), tuple(changes.items()))
+        step = self._steps.get(key)
+        if step is not None and step[0] is old:
+            return step[1]
+        values: list[object] = list(old)
+        index = self._index
+        for name, value in changes.items():
+            values[index[name]] = value
+        new = shared(tuple.__new__(self._cls, values))
+        if new == old:
+            new = old
+        if len(self._steps) >= self._steps_max:
+            self._steps.clear()
+        # The entry holds ``old``, so its id is not reused while the entry exists.
+        self._steps[key] = (old, new)
+        return new

@@ -14,7 +14,6 @@ from typing import Literal
 import crc32c as _crc32c
 
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.wire.fastinit import fast_frozen_init
 
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
@@ -42,7 +41,7 @@ class MpaFormatError(MpaEmuError, ValueError):
     """Bytes that cannot be an MPA request/reply frame at all."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RtrBlock:
     """The 4-byte RFC 6581 Enhanced RDMA Connection Establishment Data."""
 
@@ -56,15 +55,12 @@ class RtrBlock:
     def __init__(self, ird: int, ord: int, peer_to_peer: bool = True,
                  zero_len_send: bool = False, write0: bool = False,
                  read0: bool = False) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.ird = ird  # type: ignore[misc]
-        self.ord = ord  # type: ignore[misc]
-        self.peer_to_peer = peer_to_peer  # type: ignore[misc]
-        self.zero_len_send = zero_len_send  # type: ignore[misc]
-        self.write0 = write0  # type: ignore[misc]
-        self.read0 = read0  # type: ignore[misc]
+        self.ird = ird
+        self.ord = ord
+        self.peer_to_peer = peer_to_peer
+        self.zero_len_send = zero_len_send
+        self.write0 = write0
+        self.read0 = read0
 
     def to_bytes(self) -> bytes:
         """Two big-endian u16 words: A|B|IRD, C|D|ORD."""
@@ -90,10 +86,7 @@ class RtrBlock:
         )
 
 
-fast_frozen_init(RtrBlock)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MpaFrame:
     """An MPA request or reply as it sits in a TCP payload.
 
@@ -111,15 +104,12 @@ class MpaFrame:
 
     def __init__(self, request: bool, rev: int, flags: int = 64, rtr: RtrBlock | None = None,
                  private_data: bytes = b"", pd_length: int | None = None) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.request = request  # type: ignore[misc]
-        self.rev = rev  # type: ignore[misc]
-        self.flags = flags  # type: ignore[misc]
-        self.rtr = rtr  # type: ignore[misc]
-        self.private_data = private_data  # type: ignore[misc]
-        self.pd_length = pd_length  # type: ignore[misc]
+        self.request = request
+        self.rev = rev
+        self.flags = flags
+        self.rtr = rtr
+        self.private_data = private_data
+        self.pd_length = pd_length
 
     @property
     def key(self) -> bytes:
@@ -146,10 +136,7 @@ class MpaFrame:
         return head + block + self.private_data
 
 
-fast_frozen_init(MpaFrame)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MpaHeader:
     """The fixed 20 bytes of a received frame, before any policy is applied."""
 
@@ -159,13 +146,10 @@ class MpaHeader:
     pd_length: int
 
     def __init__(self, key: bytes, flags: int, rev: int, pd_length: int) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.key = key  # type: ignore[misc]
-        self.flags = flags  # type: ignore[misc]
-        self.rev = rev  # type: ignore[misc]
-        self.pd_length = pd_length  # type: ignore[misc]
+        self.key = key
+        self.flags = flags
+        self.rev = rev
+        self.pd_length = pd_length
 
     @property
     def is_request(self) -> bool:
@@ -176,9 +160,6 @@ class MpaHeader:
     def is_reply(self) -> bool:
         """Key equals "MPA ID Rep Frame"."""
         return self.key == KEY_REP
-
-
-fast_frozen_init(MpaHeader)
 
 
 def parse_header(payload: bytes) -> MpaHeader:
@@ -262,7 +243,7 @@ def frame_fpdu(ulpdu: bytes, crc: int | None = None) -> bytes:
     return body + struct.pack("<I", value & 0xFFFFFFFF)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Fpdu:
     """A received FPDU without markers."""
 
@@ -272,21 +253,15 @@ class Fpdu:
     crc_ok: bool
 
     def __init__(self, ulpdu: bytes, pad: bytes, crc: int, crc_ok: bool) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.ulpdu = ulpdu  # type: ignore[misc]
-        self.pad = pad  # type: ignore[misc]
-        self.crc = crc  # type: ignore[misc]
-        self.crc_ok = crc_ok  # type: ignore[misc]
+        self.ulpdu = ulpdu
+        self.pad = pad
+        self.crc = crc
+        self.crc_ok = crc_ok
 
     @property
     def wire_length(self) -> int:
         """Bytes the FPDU takes on the stream."""
         return 2 + len(self.ulpdu) + len(self.pad) + 4
-
-
-fast_frozen_init(Fpdu)
 
 
 def unframe_fpdu(data: bytes) -> Fpdu:

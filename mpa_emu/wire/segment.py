@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpa_emu.wire.fastinit import fast_frozen_init
-
 # TCP flag bits (RFC 9293 section 3.1).
 FIN = 0x01
 SYN = 0x02
@@ -50,7 +48,7 @@ def flags_text(flags: int) -> str:
     return _render_flags(flags)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Segment:
     """One Ethernet frame carrying IPv4 or IPv6 and a TCP segment.
 
@@ -58,6 +56,10 @@ class Segment:
     (IPv6), MACs are 6 bytes. ``vlan`` is the 802.1Q VLAN id or ``None`` when untagged;
     ``pcp`` the 802.1Q priority. ``options`` are the raw TCP option bytes (padded to a
     multiple of 4 by the codec), ``payload`` the TCP payload.
+
+    A value: hashable and compared by its fields, never changed once made (a plain
+    slotted class rather than a frozen one, so that its ``__init__`` stores straight into
+    the slots in both builds; ``dataclasses.replace`` makes a changed copy).
     """
 
     src_mac: bytes
@@ -86,29 +88,26 @@ class Segment:
                  options: bytes = b"", payload: bytes = b"", vlan: int | None = None,
                  pcp: int = 0, ttl: int = 64, tos: int = 0, ip_id: int = 0, df: bool = True,
                  urg_ptr: int = 0, flow_label: int = 0) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.src_mac = src_mac  # type: ignore[misc]
-        self.dst_mac = dst_mac  # type: ignore[misc]
-        self.src_ip = src_ip  # type: ignore[misc]
-        self.dst_ip = dst_ip  # type: ignore[misc]
-        self.sport = sport  # type: ignore[misc]
-        self.dport = dport  # type: ignore[misc]
-        self.seq = seq  # type: ignore[misc]
-        self.ack = ack  # type: ignore[misc]
-        self.flags = flags  # type: ignore[misc]
-        self.window = window  # type: ignore[misc]
-        self.options = options  # type: ignore[misc]
-        self.payload = payload  # type: ignore[misc]
-        self.vlan = vlan  # type: ignore[misc]
-        self.pcp = pcp  # type: ignore[misc]
-        self.ttl = ttl  # type: ignore[misc]
-        self.tos = tos  # type: ignore[misc]
-        self.ip_id = ip_id  # type: ignore[misc]
-        self.df = df  # type: ignore[misc]
-        self.urg_ptr = urg_ptr  # type: ignore[misc]
-        self.flow_label = flow_label  # type: ignore[misc]
+        self.src_mac = src_mac
+        self.dst_mac = dst_mac
+        self.src_ip = src_ip
+        self.dst_ip = dst_ip
+        self.sport = sport
+        self.dport = dport
+        self.seq = seq
+        self.ack = ack
+        self.flags = flags
+        self.window = window
+        self.options = options
+        self.payload = payload
+        self.vlan = vlan
+        self.pcp = pcp
+        self.ttl = ttl
+        self.tos = tos
+        self.ip_id = ip_id
+        self.df = df
+        self.urg_ptr = urg_ptr
+        self.flow_label = flow_label
 
     @property
     def ipv4(self) -> bool:
@@ -125,10 +124,7 @@ class Segment:
         return (self.src_ip, self.sport, self.dst_ip, self.dport)
 
 
-fast_frozen_init(Segment)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Transmit:
     """A frame a host puts on the wire (or loops back internally).
 
@@ -146,13 +142,7 @@ class Transmit:
 
     def __init__(self, segment: Segment, comment: str, loopback: bool = False,
                  conn: int | None = None) -> None:
-        # Compiled build: each field is stored directly (the dataclass __init__ would go
-        # through object.__setattr__). The pure build never runs this body: Python refuses
-        # these stores on a frozen class, and fast_frozen_init gives the class its own.
-        self.segment = segment  # type: ignore[misc]
-        self.comment = comment  # type: ignore[misc]
-        self.loopback = loopback  # type: ignore[misc]
-        self.conn = conn  # type: ignore[misc]
-
-
-fast_frozen_init(Transmit)
+        self.segment = segment
+        self.comment = comment
+        self.loopback = loopback
+        self.conn = conn

@@ -18,6 +18,19 @@
 --   mpa_v2.private_data_text  the same bytes as text (non-printable bytes shown as '.')
 --   mpa_v2.rtr             the RTR types set, as words: "send", "write", "read"
 --
+-- The same values also carry Wireshark 4.6's own field names, so that a display filter
+-- written for 4.6 works on 4.0 to 4.4 with this plugin (4.6 has them built in; there the
+-- plugin leaves them to Wireshark):
+--
+--   iwarp_mpa.enhanced_flag, iwarp_mpa.enhanced, iwarp_mpa.enhanced.a/.b/.c/.D,
+--   iwarp_mpa.enhanced.ird, iwarp_mpa.enhanced.ord
+--   iwarp_mpa.legacy, iwarp_mpa.legacy.ird, iwarp_mpa.legacy.ord (uint32): the
+--     [MS-SMBD] 6.1 IRD/ORD negotiate header of SMB Direct over iWARP, 8 bytes of private
+--     data (after the RFC 6581 block when there is one), IRD then ORD, big-endian as
+--     Linux SMB Direct writes them;
+--   iwarp_mpa.broken_le_legacy: the same header written little-endian (old cifs.ko
+--     and ksmbd), its values then read little-endian.
+--
 -- Expert infos: mpa_v2.short_block (fewer than 4 bytes), mpa_v2.no_rtr and
 -- mpa_v2.many_rtr (an accepting P2P reply must choose exactly one RTR type),
 -- mpa_v2.rtr_not_offered (the reply chose a type its request did not offer).
@@ -68,6 +81,37 @@ mpa_v2.fields = {
     pf.write_rtr, pf.read_rtr, pf.ord, pf.no_ird_ord, pf.private_data, pf.private_data_len,
     pf.private_data_text, pf.rtr,
 }
+
+-- Wireshark 4.6's names (packet-iwarp-mpa.c in 4.6 registers them itself: Field.new
+-- succeeds there, and the plugin then does not add its copies).
+local native_46 = pcall(Field.new, "iwarp_mpa.enhanced.ird")
+local ws = nil
+if not native_46 then
+    ws = {
+        enhanced_flag = ProtoField.bool("iwarp_mpa.enhanced_flag", "Enhanced RDMA Connection"),
+        enhanced = ProtoField.none("iwarp_mpa.enhanced", "Enhanced Negotiation"),
+        a = ProtoField.bool("iwarp_mpa.enhanced.a", "Control Flag A", 16, nil, PEER_TO_PEER),
+        b = ProtoField.bool("iwarp_mpa.enhanced.b", "Control Flag B", 16, nil, ZERO_LEN_SEND),
+        ird = ProtoField.uint16("iwarp_mpa.enhanced.ird", "Inbound RDMA Read Queue Depth",
+            base.DEC, nil, VALUE_MASK),
+        c = ProtoField.bool("iwarp_mpa.enhanced.c", "Control Flag C", 16, nil, WRITE_RTR),
+        d = ProtoField.bool("iwarp_mpa.enhanced.D", "Control Flag D", 16, nil, READ_RTR),
+        ord = ProtoField.uint16("iwarp_mpa.enhanced.ord", "Outbound RDMA Read Queue Depth",
+            base.DEC, nil, VALUE_MASK),
+        legacy = ProtoField.none("iwarp_mpa.legacy", "Legacy IRD/ORD Negotiation"),
+        legacy_ird = ProtoField.uint32("iwarp_mpa.legacy.ird",
+            "Legacy Inbound RDMA Read Queue Depth"),
+        legacy_ord = ProtoField.uint32("iwarp_mpa.legacy.ord",
+            "Legacy Outbound RDMA Read Queue Depth"),
+        broken_le = ProtoField.none("iwarp_mpa.broken_le_legacy",
+            "Broken Little-Endian Legacy IRD/ORD Negotiation"),
+    }
+    for _, field in pairs(ws) do
+        mpa_v2.fields[#mpa_v2.fields + 1] = field
+    end
+end
+local LEGACY_SIZE = 8
+local LEGACY_MAX = 0xFFFF
 
 local ef_short = ProtoExpert.new("mpa_v2.short_block", "Enhanced flag set but fewer than 4 "
     .. "bytes of private data (RFC 6581 section 5)", expert.group.MALFORMED, expert.severity.ERROR)
@@ -124,6 +168,41 @@ local function headers()
     return found
 end
 
+-- [MS-SMBD] 6.1: exactly 8 bytes of ULP private data, IRD then ORD; big-endian when the
+-- values read so are ones a device offers, else little-endian (old cifs.ko / ksmbd).
+local function legacy_values(range)
+    if ws == nil or range:len() ~= LEGACY_SIZE then
+        return nil
+    end
+    local ird, ord = range(0, 4):uint(), range(4, 4):uint()
+    if ird <= LEGACY_MAX and ord <= LEGACY_MAX and (ird ~= 0 or ord ~= 0) then
+        return ird, ord, false
+    end
+    ird, ord = range(0, 4):le_uint(), range(4, 4):le_uint()
+    if ird <= LEGACY_MAX and ord <= LEGACY_MAX and (ird ~= 0 or ord ~= 0) then
+        return ird, ord, true
+    end
+    return nil
+end
+
+local function decode_legacy(tree, range)
+    local ird, ord, little = legacy_values(range)
+    if ird == nil then
+        return
+    end
+    local legacy = tree:add(ws.legacy, range)
+    if little then
+        legacy:add(ws.broken_le, range)
+        legacy:add_le(ws.legacy_ird, range(0, 4))
+        legacy:add_le(ws.legacy_ord, range(4, 4))
+        legacy:append_text(string.format(": IRD %d, ORD %d (little-endian)", ird, ord))
+    else
+        legacy:add(ws.legacy_ird, range(0, 4))
+        legacy:add(ws.legacy_ord, range(4, 4))
+        legacy:append_text(string.format(": IRD %d, ORD %d", ird, ord))
+    end
+end
+
 local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
     local subtree = tree:add(mpa_v2, pdata_fi.range)
     subtree:add(pf.request, hdr.request)
@@ -139,6 +218,16 @@ local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
     local ord_range = range(2, 2)
     local ird_word = ird_range:uint()
     local ord_word = ord_range:uint()
+    if ws ~= nil then
+        subtree:add(ws.enhanced_flag, true)
+        local enhanced = subtree:add(ws.enhanced, range(0, BLOCK_SIZE))
+        enhanced:add(ws.a, ird_range)
+        enhanced:add(ws.b, ird_range)
+        enhanced:add(ws.ird, ird_range)
+        enhanced:add(ws.c, ord_range)
+        enhanced:add(ws.d, ord_range)
+        enhanced:add(ws.ord, ord_range)
+    end
     local ird_item = subtree:add(pf.ird_word, ird_range)
     ird_item:add(pf.p2p, ird_range)
     ird_item:add(pf.zero_len_send, ird_range)
@@ -180,6 +269,7 @@ local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
         local ulp = range(BLOCK_SIZE, ulp_len)
         subtree:add(pf.private_data, ulp)
         subtree:add(pf.private_data_text, ulp, printable(ulp:bytes()))
+        decode_legacy(subtree, ulp)
     end
     subtree:append_text(string.format(": IRD %d, ORD %d", ird, ord))
     if pinfo.cols.info then
@@ -221,6 +311,14 @@ function mpa_v2.dissector(_, pinfo, tree)
                 local subtree = tree:add(mpa_v2, hdr.range)
                 subtree:add(pf.request, hdr.request)
                 subtree:add_proto_expert_info(ef_short)
+            end
+        else
+            -- No RFC 6581 block: the whole private data may be the legacy header.
+            local pdata_fi = at(pdatas, hdr.offset + 20)
+            if pdata_fi ~= nil and legacy_values(pdata_fi.range) ~= nil then
+                local subtree = tree:add(mpa_v2, pdata_fi.range)
+                subtree:add(pf.request, hdr.request)
+                decode_legacy(subtree, pdata_fi.range)
             end
         end
     end

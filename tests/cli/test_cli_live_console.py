@@ -9,9 +9,10 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from errno import ECONNREFUSED
+from typing import Any
 
 import pytest
 from helpers.pair_tap import PairTap
@@ -121,14 +122,41 @@ def _listen_until(signum: int) -> int:
         timer.cancel()
 
 
+@pytest.fixture
+def sigint_disposition() -> Iterator[Callable[[Any], None]]:
+    """Sets SIGINT's disposition for the test (the run under test starts from it, whatever
+    the test run inherited: a suite started with `&` from a script gets SIGINT ignored)
+    and puts the inherited one back afterwards."""
+    inherited = signal.getsignal(signal.SIGINT)
+    yield lambda handler: signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGINT, inherited)
+
+
 def test_ctrl_c_stops_the_run_and_exits_130(
-        wire: tuple[socket.socket, socket.socket], capsys: pytest.CaptureFixture[str]) -> None:
+        wire: tuple[socket.socket, socket.socket], capsys: pytest.CaptureFixture[str],
+        sigint_disposition: Callable[[Any], None]) -> None:
+    sigint_disposition(signal.default_int_handler)  # what Python installs in a terminal
     code = _listen_until(signal.SIGINT)
     out = capsys.readouterr().out
     assert code == 130, out
     assert f"listening on port {PORT}" in out and "shutting down" in out
     # The handler is the previous one again: a later Ctrl-C is not swallowed.
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_sigint_ignored_from_the_start_stays_ignored_and_sigterm_stops(
+        wire: tuple[socket.socket, socket.socket], capsys: pytest.CaptureFixture[str],
+        sigint_disposition: Callable[[Any], None]) -> None:
+    # A job started with `&` from a script: Python leaves SIGINT ignored, and so does live.
+    sigint_disposition(signal.SIG_IGN)
+    interrupt = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    interrupt.start()
+    try:
+        code = _listen_until(signal.SIGTERM)  # SIGTERM at 0.5 s, after the SIGINT
+    finally:
+        interrupt.cancel()
+    assert code == 0, capsys.readouterr().out  # stopped by SIGTERM, not by Ctrl-C
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def test_sigterm_stops_the_run_and_exits_0(
@@ -183,4 +211,6 @@ def test_help_states_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         main(["live", "--help"])
     text = capsys.readouterr().out
     assert "130 stopped by" in text and "non-zero CONNECT_REPLY" in text
-    assert live_command.EPILOG.strip().endswith("no connect failure")
+    epilog = " ".join(live_command.EPILOG.split())
+    assert "130 stopped by Ctrl-C (SIGINT) with no connect failure" in epilog
+    assert live_command.EPILOG.strip().endswith("SIGTERM stops it.")

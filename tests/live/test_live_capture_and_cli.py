@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers.live_lab import EMU_V4, TAP_NAME, Lab, make_host
+from helpers.signals import sigint_as_in_a_terminal
 
 from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.cm.events import IwEvent
@@ -70,8 +71,8 @@ def test_tshark_on_the_tap_sees_the_frames_of_our_own_capture(lab: Lab, tmp_path
     theirs = tmp_path / "tshark.pcapng"
     command = ["ip", "netns", "exec", lab.ns.name, "tshark", "-i", TAP_NAME, "-w", str(theirs),
                "-f", f"tcp port {PORT}"]
-    with _stopped(subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE)) as tshark:
+    with _stopped(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   preexec_fn=sigint_as_in_a_terminal)) as tshark:
         _wait_for_line(tshark.stderr, "Capturing on", 30)
         time.sleep(0.5)  # dumpcap announces the capture a moment before it is attached
         emu = make_host(lab)
@@ -135,8 +136,8 @@ def test_live_and_peer_commands_reject_then_shut_down_on_sigint(bare_ns: Namespa
                 "--tap", "mpacli0", "--address", "192.0.2.130",
                 "--host-address", "192.0.2.129/25", "--listen", str(PORT), "--reject",
                 "--private-data", "nope", "-o", str(capture), "--duration", "15"]
-    with _stopped(subprocess.Popen(live_cmd, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT)) as live:
+    with _stopped(subprocess.Popen(live_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   preexec_fn=sigint_as_in_a_terminal)) as live:
         _wait_for_line(live.stdout, f"listening on port {PORT}", 10)
         peer_cmd = ["ip", "netns", "exec", bare_ns.name, sys.executable, "-m", "mpa_emu",
                     "peer", "--connect", f"192.0.2.130:{PORT}", "--private-data", "hi",

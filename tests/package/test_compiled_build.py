@@ -1,7 +1,8 @@
-"""The optional compiled build (setup.py, docs/compiling.md): its module list is one list,
-every module on it exists, and the build a test run sees is the one it asked for. tools/
-test.sh runs the whole suite twice: on the pure-Python package, then on the compiled build
-with MPA_EMU_EXPECT_COMPILED=1."""
+"""The compiled build (setup.py, docs/compiling.md): a regular install compiles where it
+can and says why not where it cannot, its module list is one list, every module on it
+exists, and the build a test run sees is the one it asked for. tools/test.sh runs the
+whole suite twice: on the pure-Python package, then on the compiled build with
+MPA_EMU_EXPECT_COMPILED=1."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import ast
 import importlib.machinery
 import os
 import runpy
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
+import pytest
 from helpers.source import PACKAGE, module_file
 
 from mpa_emu.compiled import COMPILED_MODULES, build_name, compiled_modules
@@ -23,6 +28,66 @@ ROOT = PACKAGE.parent
 def test_setup_compiles_exactly_the_listed_modules() -> None:
     read = runpy.run_path(str(ROOT / "setup.py"), run_name="not_main")
     assert read["_compiled_modules"]() == list(COMPILED_MODULES)
+
+
+def _setup(monkeypatch: pytest.MonkeyPatch, compile_env: str | None,
+           *argv: str) -> dict[str, Any]:
+    if compile_env is None:
+        monkeypatch.delenv("MPA_EMU_COMPILE", raising=False)
+    else:
+        monkeypatch.setenv("MPA_EMU_COMPILE", compile_env)
+    monkeypatch.setattr(sys, "argv", ["setup.py", *argv])
+    return runpy.run_path(str(ROOT / "setup.py"), run_name="not_main")
+
+
+def test_a_regular_install_compiles_where_a_compiler_is_found(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    read = _setup(monkeypatch, None, "bdist_wheel")
+    problem = read["_compiler_problem"]()
+    if shutil.which("cc") is None:
+        pytest.fail("a C compiler is needed here (tools/test.sh installs gcc)")
+    assert problem is None
+    assert read["_decide"]() == (True, "")
+
+
+def test_no_compiler_means_the_pure_package_and_says_why(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    read = _setup(monkeypatch, None, "bdist_wheel")
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    compile_it, reason = read["_decide"]()
+    assert not compile_it
+    assert reason.startswith("no working C compiler (") and "no-such-cc" in reason
+    # MPA_EMU_COMPILE=1 insists: an error that says why, not a silent pure build.
+    monkeypatch.setenv("MPA_EMU_COMPILE", "1")
+    with pytest.raises(SystemExit, match="MPA_EMU_COMPILE=1: cannot compile: no working C"):
+        read["_decide"]()
+
+
+def test_the_environment_forces_either_build_and_editable_stays_pure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _setup(monkeypatch, "0", "bdist_wheel")["_decide"]() == (False, "MPA_EMU_COMPILE=0")
+    assert _setup(monkeypatch, None, "editable_wheel")["_decide"]() == \
+        (False, "editable install")
+    with pytest.raises(SystemExit, match="needs a regular install"):
+        _setup(monkeypatch, "1", "editable_wheel")["_decide"]()
+    with pytest.raises(SystemExit, match=r"use 1 \(compiled\) or 0"):
+        _setup(monkeypatch, "yes", "bdist_wheel")["_decide"]()
+
+
+def test_the_build_backend_asks_for_mypy_and_the_dependencies_only_to_compile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    backend = runpy.run_path(str(ROOT / "build_backend.py"), run_name="not_main")
+    # setuptools' own answer (its egg_info run) is not what is tested here.
+    monkeypatch.setattr(backend["_setuptools"], "get_requires_for_build_wheel",
+                        lambda config_settings=None: ["setuptools-own"])
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "dependencies"]
+    monkeypatch.delenv("MPA_EMU_COMPILE", raising=False)
+    wanted = backend["get_requires_for_build_wheel"]()
+    assert wanted == ["setuptools-own", backend["MYPY"], *dependencies]
+    monkeypatch.setenv("MPA_EMU_COMPILE", "0")
+    assert backend["get_requires_for_build_wheel"]() == ["setuptools-own"]
 
 
 def test_every_listed_module_is_a_source_module_of_the_package() -> None:
@@ -47,7 +112,7 @@ def test_the_build_under_test_is_the_one_asked_for() -> None:
         # no stale compiled module shadows the source of the pure-Python run
         assert compiled_modules() == []
         assert loaded_compiled == []
-        assert build_name() == "pure Python"
+        assert build_name().startswith("pure Python (")
 
 
 def test_version_names_the_build() -> None:

@@ -116,11 +116,11 @@ def test_docs_commands_write_reports_and_their_screenshots_exist(
         argv = command.split()[1:]
         target = tmp_path / argv[-1]
         argv[-1] = str(target)
-        # replay and inspect show a failure (exit 1), the run passes (exit 0).
+        # replay, inspect and explain show a failure (exit 1), the run passes (exit 0).
         assert main(argv) == (0 if argv[0] == "run" else 1)
         assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
         written += 1
-    assert written == 3
+    assert written == 4
     capsys.readouterr()
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", doc)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

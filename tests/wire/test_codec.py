@@ -331,12 +331,3 @@ def test_tshark_reads_golden_frames_with_good_checksums(tmp_path: Path) -> None:
             assert (row["vlan.id"], row["vlan.priority"]) == ("100", "5")
         else:
             assert row["vlan.id"] == ""
-
-
-def test_decode_constructor_fills_unspecified_fields_with_dataclass_defaults() -> None:
-    from mpa_emu.wire.codec import _make_segment
-
-    required = (MAC_A, MAC_P, V4_A, V4_P, PORT_A, PORT_P, ISN_A, 0, SYN)
-    made = _make_segment(*required)
-    assert type(made) is Segment
-    assert made == Segment(*required)

@@ -19,6 +19,7 @@ from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.views.inspection import options_text, parse_tcp_options
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
+from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment
 
 Fields = list[tuple[str, str]]
@@ -62,6 +63,9 @@ def _mpa_fields(payload: bytes) -> Fields:
                                (rtr.read0, "zero-length RDMA Read")) if ok]
         out.append(("RTR offered", ", ".join(ops) or "none"))
     if frame.private_data:
+        legacy = decode_legacy(frame.private_data)
+        if legacy is not None:
+            out.append(("private data format", legacy.text()))
         out.append(("private data", text_or_hex(frame.private_data, limit=200)))
         out.append(("private data hex", frame.private_data[:HEX_SHOWN].hex(" ")
                     + (" ..." if len(frame.private_data) > HEX_SHOWN else "")))

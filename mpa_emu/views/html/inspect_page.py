@@ -18,9 +18,8 @@ def _connection(c: ConnectionReport) -> Section:
         ["frame", "severity", "finding"],
         ([frame_link(f.frame), cell(f.severity), cell(f.text)] for f in c.findings))
     lines = format_connection(c).splitlines()[1:]
-    # The findings follow the "ended" line; they get their own table below.
-    ended = next((i for i, line in enumerate(lines) if line.startswith("  ended")), len(lines))
-    story = "\n".join(lines[:ended + 1])
+    # The findings close the block, one line each; they get their own table below.
+    story = "\n".join(lines[:len(lines) - len(c.findings)])
     comments = table(["frame", "comment"],
                      ([frame_link(n), cell(text)] for n, text in c.comments), cls="mono")
     body = (f"<p>frames {frame_link(c.first_frame)} to {frame_link(c.last_frame)}</p>"

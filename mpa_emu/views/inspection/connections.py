@@ -16,6 +16,8 @@ from mpa_emu.capture.decode import (
     endpoint,
     read_frames,
 )
+from mpa_emu.judge.profile import Profiles
+from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
 from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
 from mpa_emu.views.inspection.mpa_exchange import (
@@ -113,38 +115,44 @@ def _read_with_damage(path: str | Path, damage: list[str]) -> Iterator[RawFrame]
         damage.append(str(exc))
 
 
-def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
+def inspect_capture(path: str | Path, checksums: Mode = Mode.OFFLOAD,
+                    profiles: Profiles | None = None) -> CaptureReport:
     """Read a capture and analyse every TCP connection in it, reading TCP checksums as
-    ``checksums`` says. A file damaged part-way is analysed up to the damage, which is
+    ``checksums`` says and judging each side by its stack (``profiles`` given, else its
+    fingerprint). A file damaged part-way is analysed up to the damage, which is
     reported as a problem. ``-`` reads standard input."""
     damage: list[str] = []
-    report = inspect_frames(_read_with_damage(path, damage), str(path), checksums)
+    report = inspect_frames(_read_with_damage(path, damage), str(path), checksums, profiles)
     report.problems.extend(damage)
     return report
 
 
 def inspect_frames(frames: Iterable[RawFrame], name: str = "",
-                   checksums: Mode = Mode.OFFLOAD) -> CaptureReport:
+                   checksums: Mode = Mode.OFFLOAD,
+                   profiles: Profiles | None = None) -> CaptureReport:
     """Analyse already-read frames (see :func:`~mpa_emu.capture.decode.read_frames`)."""
     report = CaptureReport(path=name, checksums=mode_name(checksums))
-    conns = list(stream_connections(frames, report, checksums))
+    conns = list(stream_connections(frames, report, checksums, profiles=profiles))
     conns.sort(key=lambda c: c.index)
     report.connections = conns
     return report
 
 
 def stream_capture(path: str | Path, report: CaptureReport,
-                   checksums: Mode = Mode.OFFLOAD) -> Iterator[ConnectionReport]:
+                   checksums: Mode = Mode.OFFLOAD,
+                   profiles: Profiles | None = None) -> Iterator[ConnectionReport]:
     """:func:`stream_connections` over a capture file (``-``: standard input); damage
     part-way is added to ``report.problems`` when the stream ends."""
     damage: list[str] = []
-    yield from stream_connections(_read_with_damage(path, damage), report, checksums)
+    yield from stream_connections(_read_with_damage(path, damage), report, checksums,
+                                  profiles=profiles)
     report.problems.extend(damage)
 
 
 def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
                        checksums: Mode = Mode.OFFLOAD, *, linger: int | None = None,
-                       idle: int | None = None) -> Iterator[ConnectionReport]:
+                       idle: int | None = None,
+                       profiles: Profiles | None = None) -> Iterator[ConnectionReport]:
     """Analyse frames as they are read, yielding each connection's report as soon as the
     connection is finished (after ``linger`` frames once closed, ``idle`` frames when
     silent: see :data:`LINGER_FRAMES` and :data:`IDLE_FRAMES`; every
@@ -152,7 +160,8 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
     finish; their ``index`` numbers them by first frame. ``report`` collects the frame
     counts and the frame-level problems; its ``connections`` are left alone.
 
-    Memory holds the frames of connections still open or lingering, never the capture."""
+    Memory holds the frames of connections still open or lingering, never the capture.
+    ``profiles`` give the stack of a side by its address (else it is fingerprinted)."""
     # The windows are read here, not bound as defaults, so one setting reaches every
     # caller (a test narrows them to measure memory past them on short captures).
     linger = LINGER_FRAMES if linger is None else linger
@@ -175,7 +184,7 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
                 if conn is not None and _starts_new_connection(conn, decoded):
                     # Nothing can join the old connection any more.
                     (closed if conn.closed else open_).pop(conn.index, None)
-                    yield _analyse(conn, checksums)
+                    yield _analyse(conn, checksums, profiles)
                     conn = None
                 if conn is None:
                     count += 1
@@ -194,13 +203,13 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
                 del held[oldest.index]
                 if live.get(oldest.key) is oldest:
                     del live[oldest.key]
-                yield _analyse(oldest, checksums)
+                yield _analyse(oldest, checksums, profiles)
     rest = sorted([*open_.values(), *closed.values()], key=lambda c: c.index)
     open_.clear()
     closed.clear()
     live.clear()
     for conn in rest:
-        yield _analyse(conn, checksums)
+        yield _analyse(conn, checksums, profiles)
 
 
 def _starts_new_connection(conn: _Conn, f: TcpFrame) -> bool:
@@ -224,9 +233,7 @@ def _orient(conn: _Conn) -> None:
         conn.client, conn.server = conn.server, conn.client
 
 
-
-
-def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
+def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> ConnectionReport:
     _orient(conn)
     rep = ConnectionReport(index=conn.index, client=endpoint(*conn.client),
                            server=endpoint(*conn.server), vlan=conn.vlan,
@@ -238,6 +245,8 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
         _frame_findings(rep, d, f, mode)
         if f.comment:
             rep.comments.append((f.number, f.comment))
+        if f.flags & (SYN | FIN | RST) or f.payload.startswith((KEY_REQ, KEY_REP)):
+            rep.times[f.number] = f.time
         if f.flags & SYN:
             d.syn_count += 1
             if d.isn is None:
@@ -251,6 +260,7 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
             d.fins.append((f.number, seq_space.add(f.seq, len(f.payload))))
         if f.flags & RST:
             d.rsts.append(f.number)
+    rep.times[conn.frames[-1].number] = conn.frames[-1].time
     client, server = sides[True], sides[False]
     _offload_notes(rep, client, server, mode)
     handshake(rep, conn.frames, client, server)
@@ -278,6 +288,12 @@ def _analyse(conn: _Conn, mode: Mode) -> ConnectionReport:
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)
+    rep.closes = sorted([(n, side, "FIN") for side, d in (("client", client), ("server", server))
+                         for n, _ in d.fins]
+                        + [(n, side, "RST") for side, d in (("client", client),
+                                                            ("server", server))
+                           for n in d.rsts])
+    stack_verdicts.judge_connection(rep, client, server, c_stream, s_stream, profiles)
     fingerprints(rep, client, server)
     rep.findings.sort(key=lambda x: (x.frame or 0))
     return rep
@@ -344,14 +360,15 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
                     f"({_frames(frames)})")
             events.append((frames[0], text))
             rep.add(frames[0], "warning", f"{text}; the {other_name} had closed its "
-                    f"side in frame {other.fin_frame}")
+                    f"side in frame {other.fin_frame}", rule="data-after-fin")
         if d.fins:
             fin_frame, fin_seq = d.fins[0]
             late = [f for f, seq, data in d.segments
                     if f > fin_frame and seq_space.at_or_after(seq, fin_seq)]
             if late:
                 rep.add(late[0], "error", f"{side} sends data past its own FIN (frame "
-                        f"{fin_frame}): the FIN ends its stream (RFC 9293 section 3.6)")
+                        f"{fin_frame}): the FIN ends its stream (RFC 9293 section 3.6)",
+                        rule="data-after-fin")
     events.sort()
     if not events:
         return "open at end of capture"

@@ -68,8 +68,15 @@ def mpa_shape(m: MpaInfo | None, other: MpaInfo | None) -> str:
 
 
 def fingerprints(rep: ConnectionReport, client: Direction, server: Direction) -> None:
-    """One line per side into ``rep.fingerprints``."""
+    """One line per side into ``rep.fingerprints``, ending with the stack the side is
+    judged as (``rep.stacks``, :mod:`mpa_emu.judge`)."""
+    judged = {s.side: s for s in rep.stacks}
     for side, d, mine, theirs in (("client", client, rep.request, rep.reply),
                                   ("server", server, rep.reply, rep.request)):
         parts = [tcp_shape(d), mpa_shape(mine, theirs)]
-        rep.fingerprints.append(f"{side}: " + "; ".join(p for p in parts if p))
+        line = f"{side}: " + "; ".join(p for p in parts if p)
+        stack = judged.get(side)
+        if stack is not None:
+            how = "given by --profile" if stack.source == "profile" else "judged"
+            line += f" => {stack.stack} ({how})"
+        rep.fingerprints.append(line)

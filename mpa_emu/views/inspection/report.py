@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mpa_emu.capture.checksums import ModeName
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT, FLAG_RESERVED
+from mpa_emu.wire.private_data import LegacyIrdOrd
+
+if TYPE_CHECKING:
+    from mpa_emu.judge.model import Refusal, SideStack
 
 
 @dataclass(slots=True)
@@ -17,6 +21,12 @@ class Finding:
     frame: int | None
     severity: str
     text: str
+    stack: str | None = None
+    """The stack whose rule this is (``irdma``, ``siw``, ``cxgb4``), if any."""
+    rule: str | None = None
+    """The catalogue key of the rule (docs/explain.md)."""
+    fn: str | None = None
+    """The kernel function that enforces the rule."""
 
 
 @dataclass(slots=True)
@@ -36,6 +46,9 @@ class MpaInfo:
     write_rtr: bool | None = None
     read_rtr: bool | None = None
     private_data: bytes = b""
+    """The ULP private data (after the RFC 6581 block when there is one)."""
+    legacy: LegacyIrdOrd | None = None
+    """The private data read as the [MS-SMBD] legacy IRD/ORD header, when it is one."""
 
     @property
     def reject(self) -> bool:
@@ -149,10 +162,21 @@ class ConnectionReport:
     fingerprints: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     comments: list[tuple[int, str]] = field(default_factory=list)
+    stacks: list[SideStack] = field(default_factory=list)
+    """The stack each side is judged as (client first), with the evidence."""
+    refusals: list[Refusal] = field(default_factory=list)
+    """Rules of the sides' own stacks that the MPA exchange breaks."""
+    closes: list[tuple[int, str, str]] = field(default_factory=list)
+    """Every FIN and RST as (frame, ``client``|``server``, ``FIN``|``RST``), in frame
+    order."""
+    times: dict[int, float] = field(default_factory=dict)
+    """Capture time of the frames that mark the story (SYNs, MPA frames, FINs, RSTs, the
+    last frame), for timers; not part of the JSON report."""
 
-    def add(self, frame: int | None, severity: str, text: str) -> None:
-        """Record a finding."""
-        self.findings.append(Finding(frame, severity, text))
+    def add(self, frame: int | None, severity: str, text: str, *, stack: str | None = None,
+            rule: str | None = None, fn: str | None = None) -> None:
+        """Record a finding (``stack``, ``rule``, ``fn``: the stack rule behind it)."""
+        self.findings.append(Finding(frame, severity, text, stack, rule, fn))
 
     @property
     def errors(self) -> int:
@@ -161,7 +185,9 @@ class ConnectionReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (bytes as hex), as in :meth:`CaptureReport.to_dict`."""
-        return _jsonable(asdict(self))  # type: ignore[no-any-return]
+        out: dict[str, Any] = _jsonable(asdict(self))
+        out.pop("times", None)
+        return out
 
 
 @dataclass(slots=True)
@@ -185,7 +211,10 @@ class CaptureReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (bytes as hex)."""
-        return _jsonable(asdict(self))  # type: ignore[no-any-return]
+        out: dict[str, Any] = _jsonable(asdict(self))
+        for conn in out.get("connections", []):
+            conn.pop("times", None)
+        return out
 
 
 def _jsonable(value: Any) -> Any:

@@ -44,6 +44,8 @@ def _mpa_lines(label: str, m: MpaInfo) -> list[str]:
     if m.private_data or m.pd_length:
         what = "reject reason" if m.reject else "private data"
         lines.append(f"  {'':<12}{what} {_pdata_text(m.private_data)}")
+    if m.legacy is not None:
+        lines.append(f"  {'':<12}= {m.legacy.text()}")
     return lines
 
 
@@ -91,6 +93,8 @@ def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
     lines.append(f"  {'ended':<12}{c.ended}")
     for i, fp in enumerate(c.fingerprints):
         lines.append(f"  {'looks like' if i == 0 else '':<12}{fp}")
+    for i, st in enumerate(c.stacks):
+        lines.append(f"  {'stacks' if i == 0 else '':<12}{st.text()}")
     for f in c.findings:
         where = f"frame {f.frame}: " if f.frame is not None else ""
         lines.append(f"  {f.severity.upper() if f.severity == 'error' else f.severity:<12}"

@@ -1,0 +1,129 @@
+"""The causes ``mpa-emu explain`` names, each with the kernel functions behind it and the
+fix (docs/explain.md prints the same catalogue)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One entry of the catalogue."""
+
+    key: str
+    title: str
+    functions: str
+    fix: str
+
+
+_CAUSES = (
+    Cause("ok", "established", "siw_accept / irdma_accept / c4iw_accept_cr; cma_iw_handler",
+          "nothing to fix"),
+    Cause("not-iwarp", "a TCP connection without MPA", "-",
+          "nothing to fix: this connection does not speak iWARP"),
+    Cause("rejected", "rejected by the responder's application (R set in the reply)",
+          "rdma_reject -> iw_cm_reject -> siw_reject / irdma_reject / c4iw_reject_cr; "
+          "the initiator: siw_proc_mpareply, irdma_cm_event_handler (MPA_REJECT), "
+          "process_mpa_reply",
+          "read the reject's private data: the responder's application says why; fix what it "
+          "names (a wrong service, no resources, an unsupported protocol version)"),
+    Cause("no-p2p", "no P2P (RFC 6581 A bit) where a stack requires it",
+          "irdma_negotiate_mpa_v2_ird_ord (irdma needs A in the request and in the reply); "
+          "process_mpa_reply (cxgb4 with peer2peer needs the RTR it asked for)",
+          "have the other side send P2P: siw's peer_to_peer is a constant in siw_main.c (a "
+          "siw built with peer_to_peer = true sends it), iw_cxgb4 peer2peer=1 (the default); "
+          "or connect stacks that agree (siw to siw, siw to cxgb4 with peer2peer=0)"),
+    Cause("rtr-mismatch", "the reply chose no RTR type the initiator offered",
+          "siw_proc_mpareply (Terminate LLP/MPA 0x07 No matching RTR option), "
+          "process_mpa_reply (\"RTR mismatch, sending TERM\"), "
+          "irdma_negotiate_mpa_v2_ird_ord (-EOPNOTSUPP)",
+          "offer an RTR type the responder takes: iw_cxgb4 p2p_type (module parameter: 1 "
+          "RDMA Read, the default, 0 RDMA Write), siw's rtr_type (a constant in siw_cm.c: "
+          "Write and Read); irdma offers Write and Read and chooses Read"),
+    Cause("ird-ord", "IRD/ORD insufficient (the responder's ORD above the initiator's IRD)",
+          "irdma_negotiate_mpa_v2_ird_ord (-EINVAL), siw_proc_mpareply (Terminate LLP/MPA "
+          "0x06 Insufficient IRD resources), process_mpa_reply (\"Insufficient IRD, "
+          "sending TERM\")",
+          "in rdma_conn_param give the responder an initiator_depth (ORD) no larger than "
+          "the initiator's responder_resources (IRD), within the device's max_qp_rd_atom "
+          "and max_qp_init_rd_atom"),
+    Cause("pd-over-limit", "private data over a stack's limit",
+          "irdma_parse_mpa (PD_Length > 512, or a segment over 544 bytes: -EOVERFLOW), "
+          "siw_recv_mpa_rr (MPA_MAX_PRIVDATA 256: -EPROTO), process_mpa_request / "
+          "process_mpa_reply (MPA_MAX_PRIVATE_DATA 256)",
+          "send less private data (rdma_conn_param.private_data_len): irdma takes 512 bytes "
+          "of PD_Length, siw and cxgb4 256, the RFC 6581 block counting 4 of them"),
+    Cause("revision", "MPA revision mismatch (and irdma's fallback to rev 1)",
+          "irdma_parse_mpa (-EINVAL), irdma_handle_rst_pkt (the v2 -> v1 retry), "
+          "siw_proc_mpareq / siw_proc_mpareply (rev > 2: -EPROTO; an enhanced request "
+          "needs a rev 2 reply with the enhanced flag: -ECONNRESET), process_mpa_request / "
+          "process_mpa_reply (rev above mpa_rev)",
+          "run both sides at one revision: iw_cxgb4 mpa_rev=1|2 (module parameter), siw's "
+          "mpa_version (a constant in siw_main.c), irdma retries at rev 1 by itself"),
+    Cause("wrong-key", "an MPA frame that is not the one due (wrong or missing key)",
+          "irdma_parse_mpa (\"Unexpected MPA Key\": -EINVAL, RST), siw_proc_mpareq "
+          "(-EPROTO), siw_proc_mpareply (Terminate LLP/MPA 0x04 Invalid MPA Request or "
+          "Reply frame), process_mpa_request / process_mpa_reply (abort)",
+          "the peer does not speak MPA where it should, or answers on the wrong side "
+          "(both initiators, or a proxy in between): check what listens on the port"),
+    Cause("crc-mismatch", "FPDU CRC errors (or one side insisting on CRC)",
+          "siw_proc_mpareq / siw_proc_mpareply (mpa_crc_required, mpa_crc_strict), the "
+          "receiver's CRC check (Terminate LLP/MPA 0x02 MPA CRC error)",
+          "find what changes the bytes (a middlebox, a NIC offload) or the CRC byte order "
+          "(little-endian CRC32c, RFC 5044 section 4); siw's mpa_crc_required and "
+          "mpa_crc_strict are constants in siw_main.c, iw_cxgb4 crc_enabled is a module "
+          "parameter"),
+    Cause("markers", "MPA markers asked for where a stack does not do them",
+          "siw_proc_mpareq (reject), siw_proc_mpareply (-ECONNREFUSED)",
+          "turn markers off on the peer (iw_cxgb4 markers_enabled=0, the default; irdma "
+          "sets M only for out-of-order mode)"),
+    Cause("split-frame", "an MPA request or reply split over TCP segments",
+          "irdma_parse_mpa (no reassembly: -EOVERFLOW, RST); siw_recv_mpa_rr and "
+          "process_mpa_request reassemble",
+          "make the peer send the frame in one segment: an MSS of at least 20 + PD_Length, "
+          "TCP_NODELAY (siw sets it unless siw_tcp_nagle), no middlebox resegmenting"),
+    Cause("mpa-timeout", "the MPA exchange timed out",
+          "siw_cm_work_handler (SIW_CM_WORK_MPATIMEOUT: MPAREQ_TIMEOUT 10 s, MPAREP_TIMEOUT "
+          "5 s), ep_timeout / process_timeout (iw_cxgb4 ep_timeout_secs, 60 s), "
+          "irdma_cm_timer_tick (the request's retransmission schedule)",
+          "make the peer answer in time (its listener, its application's accept); "
+          "iw_cxgb4 ep_timeout_secs=N lengthens cxgb4's timer"),
+    Cause("reset", "reset or closed during the MPA exchange",
+          "the side that sent the RST or FIN: irdma_send_reset, siw's socket release, "
+          "c4iw_ep_disconnect",
+          "read the kernel log of the side that closed: its stack says why"),
+    Cause("terminate", "a Terminate message ended the connection",
+          "siw_init_terminate / siw_send_terminate, irdma's AE handling "
+          "(irdma_bld_termhdr_ddp_rdma), c4iw_modify_qp (send_term)",
+          "the Terminate's layer, type and code name the error; the header it quotes "
+          "names the FPDU that caused it"),
+    Cause("rx-overflow", "receive buffer overflow (a Send with no or too small a receive)",
+          "the receiver's DDP untagged buffer check (Terminate DDP/untagged 0x02 no buffer "
+          "available, 0x05 message too long)",
+          "post receives before the peer sends (ibv_post_recv before rdma_accept / "
+          "rdma_connect completes) and make them as large as the largest Send"),
+    Cause("zero-length-rtr-refused", "the zero-length RTR was refused by the responder",
+          "siw_rtr_data_ready (the first FPDU), irdma's RTS AE, cxgb4's FPDU_MODE rx",
+          "offer and send an RTR type the responder takes (siw: a zero-length Write or "
+          "Read, not a Send)"),
+    Cause("data-after-fin", "data after a FIN",
+          "tcp (RFC 9293 section 3.6); siw_cm_llp_state_change, irdma_handle_fin_pkt",
+          "an application sent after its peer closed (legal half-close) or after its own "
+          "shutdown (a bug of the sender)"),
+    Cause("port-decoded-as-other",
+          "Wireshark decodes the port as another protocol (MPA not shown)",
+          "Wireshark's port table runs before the iwarp_mpa_tcp heuristic",
+          "tshark -o tcp.try_heuristic_first:TRUE (Wireshark: Preferences > Protocols > "
+          "TCP > Try heuristic sub-dissectors first)"),
+    Cause("tcp-refused", "the TCP connection was refused (RST to the SYN)",
+          "the responder's TCP: nothing listens on the port",
+          "rdma_listen on the port at the responder; check a firewall"),
+    Cause("tcp-timeout", "the SYN got no answer",
+          "the initiator's TCP (SYN retransmissions)",
+          "check the route, ARP/ND and firewalls between the two hosts"),
+    Cause("incomplete", "the capture ends before the exchange does", "-",
+          "capture longer, or from the start of the connection"),
+)
+
+CAUSES: dict[str, Cause] = {c.key: c for c in _CAUSES}
+"""Every cause by key, in catalogue order."""

@@ -1,0 +1,186 @@
+"""Which stack one side of a connection runs, decided from what it put on the wire.
+
+Evidence, each item a fact of the kernel source:
+
+- the SYN or SYN-ACK: irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window
+  field 65535 (``irdma_send_syn``, ``rcv_wnd`` in ``irdma_make_cm_node``) and never SACK
+  or timestamps; a Linux socket (siw, a userspace iWARP library) sends SACK permitted and
+  timestamps besides MSS and WS (``tcp_syn_options``); Chelsio's offloaded TCP sends
+  timestamps and SACK only when the iw_cxgb4 module parameters enable_tcp_timestamps
+  and enable_tcp_sack are set (both off by default), window scaling by default;
+- the MPA flags: irdma always sets C (``irdma_build_mpa_v1/v2``), cxgb4 sets it by
+  default (``crc_enabled``), siw only with ``mpa_crc_required`` (off); siw marks
+  ``MPA_RR_FLAG_GSO_EXP`` (0x08 of the flags byte) when built with ``try_gso``;
+- the RFC 6581 block: irdma always sets P2P and offers both the Write and the Read RTR,
+  and as responder chooses Read; cxgb4 (``peer2peer`` on, ``p2p_type`` Read by default)
+  offers only the Read RTR, and as responder prefers Write; siw sends the block without
+  P2P by default (``peer_to_peer`` off) and as responder prefers Write;
+- rev 1 with no CRC from a Linux socket: a userspace iWARP library (siw's revision is
+  the constant 2 in siw_main.c).
+- a Terminate's control word in siw's little-endian bit-field layout (struct
+  iwarp_terminate, :mod:`mpa_emu.wire.terminate_layouts`) rather than RFC 5040's.
+
+Each stack gets a score; one that the evidence rules out (irdma without C, irdma with
+SACK) is out. The best score wins when it is ahead of the others; otherwise the side is
+``unknown``. The evidence is kept in words for the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mpa_emu.judge.model import SideStack
+from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
+from mpa_emu.wire.terminate_layouts import SIW as SIW_LAYOUT
+from mpa_emu.wire.terminate_layouts import TerminateRead
+
+if TYPE_CHECKING:
+    from mpa_emu.judge.shapes import MpaFrameLike as MpaInfo
+    from mpa_emu.judge.shapes import SideLike as Direction
+
+IRDMA_WINDOW = 65535
+IRDMA_SYN_OPTIONS = (2, 3, 0)
+GSO_FLAG = 0x08
+"""siw's MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte)."""
+
+_CANDIDATES = (IRDMA, SIW, CXGB4, LINUX_USERSPACE)
+
+
+class _Score:
+    def __init__(self) -> None:
+        self.points = dict.fromkeys(_CANDIDATES, 0)
+        self.out: set[str] = set()
+        self.evidence: list[str] = []
+        self.linux_socket = False
+
+    def add(self, text: str, **points: int) -> None:
+        self.evidence.append(text)
+        for name, value in points.items():
+            self.points[name.replace("_", "-")] += value
+
+    def rule_out(self, text: str, *names: str, **points: int) -> None:
+        self.add(text, **points)
+        self.out.update(names)
+
+    def best(self) -> str:
+        live = {k: v for k, v in self.points.items() if k not in self.out and v > 0}
+        if not live:
+            return UNKNOWN
+        ranked = sorted(live.items(), key=lambda kv: -kv[1])
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return UNKNOWN
+        return ranked[0][0]
+
+
+def _tcp(score: _Score, d: Direction) -> None:
+    if d.syn_frame is None:
+        return
+    kinds = d.option_kinds
+    if kinds == IRDMA_SYN_OPTIONS and d.syn_window == IRDMA_WINDOW:
+        score.add("SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", irdma=3)
+        return
+    if 4 in kinds or 8 in kinds:
+        what = "SACK and timestamps" if 4 in kinds and 8 in kinds else \
+            "SACK" if 4 in kinds else "timestamps"
+        score.rule_out(f"SYN with {what}: a Linux socket (tcp_syn_options; irdma's TCP "
+                       "never sends them, cxgb4's only with enable_tcp_timestamps and "
+                       "enable_tcp_sack set)", IRDMA, siw=1, linux_userspace=1, cxgb4=-2)
+        score.linux_socket = True
+        return
+    if 2 in kinds and 3 in kinds:
+        score.add("SYN with MSS and WS, no SACK or timestamps (cxgb4's offloaded TCP "
+                  "defaults)", cxgb4=1)
+
+
+def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
+    if mine is None:
+        return
+    what = "request" if mine.request else "reply"
+    if mine.flags & GSO_FLAG:
+        score.add(f"{what} sets 0x08 (siw's MPA_RR_FLAG_GSO_EXP, try_gso)", siw=3)
+    crc = bool(mine.flags & FLAG_CRC)
+    # A siw responder echoes the request's flags (siw_proc_mpareq keeps its bits), so a
+    # reply's C says something only when the request did not set C.
+    own_crc = mine.request or (theirs is not None and not theirs.flags & FLAG_CRC)
+    if not crc:
+        score.rule_out(f"{what} without C (irdma always sets C, siw's mpa_crc_required is "
+                       "off)", IRDMA, siw=1, linux_userspace=1, cxgb4=-1)
+    elif own_crc:
+        score.add(f"{what} sets C (irdma always, cxgb4 crc_enabled)", irdma=1, cxgb4=1)
+        if mine.request and score.linux_socket:
+            score.add("a Linux socket's request with C: not siw's default (mpa_crc_required "
+                      "is a constant, off), a userspace library", siw=-1, linux_userspace=1)
+    if mine.rev == 1:
+        score.add(f"{what} rev 1 (a userspace iWARP library; siw and cxgb4 send rev 2)",
+                  linux_userspace=1)
+    if not mine.has_block:
+        if mine.rev == 2 and not mine.flags & FLAG_ENHANCED:
+            score.add(f"{what} rev 2 without the enhanced flag")
+        return
+    offered = mine.rtr_names()
+    values = f"{what} IRD {mine.ird} ORD {mine.ord}"
+    if IRD_ORD_MASK in (mine.ird, mine.ord):
+        score.add(f"{values}: 0x3FFF is irdma's \"no IRD/ORD value\" (IETF_NO_IRD_ORD)")
+    elif 0 in (mine.ird, mine.ord):
+        score.add(f"{values}: a 0 is an application's own value (siw passes it on; "
+                  "irdma_negotiate_mpa_v2_ird_ord refuses an IRD of 0 with the Read RTR)")
+    if mine.legacy is not None:
+        score.add(f"{what} private data is the [MS-SMBD] IRD/ORD header: SMB Direct"
+                  + (" from an old cifs.ko/ksmbd (little-endian)" if mine.legacy.broken
+                     else ""))
+    if not mine.p2p:
+        score.rule_out(f"{what} block without P2P (siw's peer_to_peer is off; irdma always "
+                       "sets it)", IRDMA, siw=2, cxgb4=-1)
+        return
+    if mine.request and score.linux_socket:
+        score.add("a Linux socket's request with P2P: not siw's default (peer_to_peer is a "
+                  "constant, off), a userspace library", siw=-1, linux_userspace=1)
+    if mine.request:
+        if offered == ["write", "read"]:
+            score.add("request P2P offering the Write and Read RTR (irdma's defaults)",
+                      irdma=1)
+        elif offered == ["read"]:
+            score.add("request P2P offering only the Read RTR (cxgb4's p2p_type)", cxgb4=2)
+        return
+    both = theirs is not None and {"write", "read"} <= set(theirs.rtr_names())
+    if both and offered == ["read"]:
+        score.add("reply chose Read where Write was offered too (irdma prefers Read)",
+                  irdma=2)
+    elif both and offered == ["write"]:
+        score.add("reply chose Write where Read was offered too (siw and cxgb4 prefer "
+                  "Write)", siw=1, cxgb4=1)
+
+
+def _terminates(score: _Score, terminates: Sequence[TerminateRead]) -> None:
+    # siw declares the control word with C bit-fields (struct iwarp_terminate, iwarp.h):
+    # on a little-endian host Layer lands in the low nibble of the first byte. Only a
+    # Terminate whose two readings differ tells the layouts apart.
+    for t in terminates:
+        kept, other = t.reading, t.other
+        if other is None:
+            continue
+        # The layout kept is evidence only when the bytes decided it: the quoted headers
+        # fit one layout's header-control bits alone, or only one reading is defined
+        # (read_terminate falls back to RFC 5040's otherwise).
+        decided = kept.fits != other.fits or kept.known != other.known
+        if kept.layout == SIW_LAYOUT and decided:
+            score.add("Terminate in siw's little-endian bit-field layout (struct "
+                      "iwarp_terminate)", siw=3)
+            return
+        if decided:
+            score.add("Terminate in RFC 5040 section 4.8's layout (not siw's bit-fields)",
+                      siw=-2)
+            return
+
+
+def decide(side: str, address: str, d: Direction, mine: MpaInfo | None,
+           theirs: MpaInfo | None, terminates: Sequence[TerminateRead] = ()) -> SideStack:
+    """The stack of one side from its SYN, its MPA frame (``mine``, read beside the other
+    side's frame ``theirs``) and the Terminates it sent."""
+    score = _Score()
+    _tcp(score, d)
+    _mpa(score, mine, theirs)
+    _terminates(score, terminates)
+    return SideStack(side, address, score.best(), "fingerprint", score.evidence)
