@@ -23,6 +23,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.capture.decode",
     "mpa_emu.capture.spool",
     "mpa_emu.net.network",
+    "mpa_emu.net.captured",
     "mpa_emu.net.host",
     "mpa_emu.net.wire",
     "mpa_emu.net.policy",

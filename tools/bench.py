@@ -35,6 +35,10 @@ P3  Bytes per offloaded endpoint with 30,000 and 100,000 concurrent connections 
     process (RSS delta over both endpoints, divided by two). Target: <= 768 B.
 P6  Peak RSS of ``inspect``, ``replay``, ``diagram`` and ``judge`` on captures of 10^5
     and 10^6 frames. Target: <= 300 MB and flat in capture length.
+P7  Peak RSS of ``mpa-emu run`` with every output (-o, --trace, --json, --html) and of
+    ``mpa-emu diagram`` on a scenario of 2*10^5 and 2*10^6 events: a connect to an
+    address nobody answers, retransmitted (``retrans`` = 2^32 - 1, the kernel's u32)
+    until the event bound. Target: <= 150 MB and within 1.5x from the shorter run.
 """
 
 from __future__ import annotations
@@ -344,17 +348,63 @@ def bench_p6(sizes: list[int], tmp: Path, flood: bool = False,
     return lines
 
 
+SILENT_PEER = """\
+max_events = {events}
+[[host]]
+name = "a"
+address = "10.0.0.1"
+neighbours = {{ "10.0.0.2" = "02:00:00:00:00:09" }}
+config = {{ retrans = 4294967295 }}
+[[connect]]
+from = "a"
+to = "10.0.0.2"
+port = 1
+"""
+
+
+def bench_p7(sizes: list[int], tmp: Path) -> list[str]:
+    lines = []
+    peaks: dict[str, list[int]] = {}
+    for events in sizes:
+        scenario = tmp / f"p7_{events}.toml"
+        scenario.write_text(SILENT_PEER.format(events=events), encoding="utf-8")
+        outputs = [tmp / f"p7.{ext}" for ext in ("pcapng", "jsonl", "json", "html", "svg")]
+        commands = {
+            "run": mpa_emu("run", str(scenario), "--no-progress", "-o", str(outputs[0]),
+                           "--trace", str(outputs[1]), "--json", str(outputs[2]),
+                           "--html", str(outputs[3])),
+            "diagram": mpa_emu("diagram", str(scenario), "-o", str(outputs[4])),
+        }
+        for name, argv in commands.items():
+            cpu, rss, rc = run_child(argv)
+            peaks.setdefault(name, []).append(rss)
+            lines.append(f"P7 {name:8} {events:>9} events: peak {rss / 2**20:7.0f} MB, "
+                         f"{cpu:.0f} s CPU (exit {rc})")
+        for out in outputs:
+            out.unlink(missing_ok=True)
+    for name, values in peaks.items():
+        grows = values[-1] / values[0] if values[0] else float("inf")
+        ok = max(values) <= 150 * 2**20 and grows <= 1.5
+        lines.append(f"P7 {name:8} largest/smallest {grows:.2f}x, max "
+                     f"{max(values) / 2**20:.0f} MB   target <= 150 MB and within 1.5x: "
+                     f"{verdict(ok)}")
+    return lines
+
+
 # ---- main ---------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a sanity pass")
-    ap.add_argument("--only", default="p1,p2,p3,p6", help="comma-separated subset")
+    ap.add_argument("--only", default="p1,p2,p3,p6,p7", help="comma-separated subset")
     ap.add_argument("--flood", action="store_true",
                     help="P6 also replays a SYN flood of as many SYNs as frames")
     ap.add_argument("--p6-sizes", default="",
                     help="P6 capture sizes in frames, comma-separated (default 10^5,10^6; "
                     "10^4,10^5 with --quick)")
+    ap.add_argument("--p7-sizes", default="",
+                    help="P7 run lengths in events, comma-separated (default 2*10^5,2*10^6; "
+                    "2*10^4,2*10^5 with --quick)")
     ap.add_argument("--commands", default="",
                     help="P6 commands to measure, comma-separated (default all)")
     ap.add_argument("--python", default="",
@@ -366,9 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 5)
     wanted = {w.strip().lower() for w in args.only.split(",") if w.strip()}
-    unknown = wanted - {"p1", "p2", "p3", "p6"}
+    unknown = wanted - {"p1", "p2", "p3", "p6", "p7"}
     if unknown:
-        ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from p1, p2, p3, p6")
+        ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from p1, p2, p3, p6, "
+                 "p7")
     out: list[str] = [f"mpa_emu benchmarks ({build_name()}, Python "
                       f"{sys.version.split()[0]}): median [min-max] of {rounds} interleaved "
                       "rounds, CPU time"]
@@ -387,6 +438,10 @@ def main(argv: list[str] | None = None) -> int:
                  else [10_000, 100_000] if args.quick else [100_000, 1_000_000])
         only = {c.strip() for c in args.commands.split(",") if c.strip()}
         jobs.append(lambda t: bench_p6(sizes, t, args.flood, only))
+    if "p7" in wanted:
+        events = ([int(float(x)) for x in args.p7_sizes.split(",")] if args.p7_sizes
+                  else [20_000, 200_000] if args.quick else [200_000, 2_000_000])
+        jobs.append(lambda t: bench_p7(events, t))
     with tempfile.TemporaryDirectory(prefix="mpa_bench") as tmp:
         for job in jobs:
             lines = job(Path(tmp))

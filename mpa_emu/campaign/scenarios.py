@@ -33,6 +33,7 @@ class ScenarioOutcome:
 
 def run_scenario_case(case: ScenarioCase) -> ScenarioOutcome:
     """Load and run one scenario file; a bad file is a failed case naming the problem."""
+    from mpa_emu.net.records import SpooledRecords
     from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
 
     started = time.perf_counter()
@@ -40,12 +41,14 @@ def run_scenario_case(case: ScenarioCase) -> ScenarioOutcome:
         sc = load_scenario(case.path)
         if case.seed is not None:
             sc = replace(sc, seed=case.seed)
-        result = run_scenario(sc)
+        # The records on disk, as a single run keeps them: bounded memory per case.
+        with SpooledRecords() as records:
+            result = run_scenario(sc, records=records)
+            failures = tuple(e.text(sc.path) for e in result.failures())
     except ScenarioError as exc:
         return ScenarioOutcome(case.path, case.path, False, f"ERROR: {exc}", (str(exc),),
                                time.perf_counter() - started)
     out = io.StringIO()
-    failures = tuple(e.text(sc.path) for e in result.failures())
     for line in failures:
         out.write(line + "\n")
     if result.result.bounded:

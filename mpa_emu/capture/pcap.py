@@ -56,7 +56,10 @@ _PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d": (">", 1),
 }
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_CHUNK = 1 << 20
+_CHUNK = 1 << 18
+"""Bytes asked of the file at a time: a quarter MB reads as fast as larger requests and
+keeps the reader's buffer (twice this while it refills) small beside what a reading
+command holds for the connections it follows."""
 
 
 class CaptureError(MpaEmuError, ValueError):

@@ -1,12 +1,18 @@
-"""The spools: what a command over a long capture produces, parked in a temporary file so
-that memory stays bounded whatever the capture's length.
+"""Temporary files that keep long outputs out of memory.
 
-The reading commands stream a capture and finish its connections in the order the
-connections end, while their reports list connections in the order they began. A
-:class:`Spool` keeps such text pieces on disk and only their places (three integers
-each) in memory, and writes them back in the order of their keys. A
-:class:`RecordSpool` is an append-only list of records (the scripted verbs and upcalls
-of a streamed replay) that goes to disk in chunks and is read back in order.
+* :class:`Spool`: text pieces parked on disk and written back in the order of their keys.
+  The reading commands stream a capture and finish its connections in the order the
+  connections end, while their reports list connections in the order they began; the
+  spool keeps the pieces on disk and only their places (three integers each) in memory.
+* :class:`RecordSpool`: a list of records (dataclass instances) whose items go to disk
+  past the first few hundred, read back in order or by index: the scripted verbs and
+  upcalls of a streamed replay, the frames, trace records and upcalls of a spooled run.
+* :class:`SettlingLog`: a :class:`RecordSpool` in front of which items wait in memory
+  until they are settled (a captured frame still on the wire may yet get a note), so
+  that what reaches the disk never changes again.
+
+Each keeps a handful of integers per chunk of items in memory, so a report on a capture
+or a run of any length is written in bounded memory.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ import os
 import pickle
 import tempfile
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, TypeVar, overload
+from typing import IO, Any, Generic, Protocol, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -65,54 +72,85 @@ class Spool:
         self.close()
 
 
+class RecordLog(Protocol[T]):
+    """What the emulator's record lists offer, in memory (a ``list``) or on disk
+    (:class:`RecordSpool`, :class:`SettlingLog`): append, length, iteration in order and
+    an item by index."""
+
+    def append(self, item: T, /) -> None:
+        """Add ``item`` at the end."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[T]: ...
+
+    def __getitem__(self, index: int, /) -> T: ...
+
+
 class RecordSpool(Sequence[T]):
-    """A list of records (dataclass instances of one class) that keeps its items on disk
-    in chunks past the first few hundred: the scripted verbs and upcalls of a long
-    replayed capture, read again only for the JSON report."""
+    """A list that keeps its items on disk past the first :attr:`CHUNK`: appended in
+    order, read back in order (:meth:`__iter__`) or one by index (one chunk read).
 
-    _CHUNK = 256
+    Items go to disk as rows (tuples of plain values) in pickled chunks: ``cls`` a
+    dataclass, whose fields make the row and whose constructor takes it back, or
+    ``to_row``/``from_row`` for anything else. Memory holds the last chunk and one file
+    offset per chunk."""
 
-    def __init__(self, cls: type[T]) -> None:
-        # Items go to disk as tuples of their fields: pickling a slotted dataclass per
-        # item is slower and kept memory alive.
-        self._cls = cls
-        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        # attrgetter of one name gives the value itself, of several a tuple.
-        if len(names) > 1:
-            self._row: Callable[[T], tuple[object, ...]] = operator.attrgetter(*names)
+    CHUNK = 256
+
+    def __init__(self, cls: type[T] | None = None, *,
+                 to_row: Callable[[T], tuple[Any, ...]] | None = None,
+                 from_row: Callable[[tuple[Any, ...]], T] | None = None) -> None:
+        if to_row is not None and from_row is not None:
+            self._row = to_row
+            self._make = from_row
+        elif cls is not None:
+            # Rows of the fields: pickling a slotted dataclass per item is slower and
+            # kept memory alive.
+            names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+            # attrgetter of one name gives the value itself, of several a tuple.
+            if len(names) > 1:
+                self._row = operator.attrgetter(*names)
+            else:
+                one: Callable[[T], object] = operator.attrgetter(names[0])
+                self._row = lambda item: (one(item),)
+            make: Callable[..., T] = cls
+            self._make = lambda row: make(*row)
         else:
-            one: Callable[[T], object] = operator.attrgetter(names[0])
-            self._row = lambda item: (one(item),)
+            raise TypeError("RecordSpool needs a dataclass or to_row and from_row")
         self._head: list[T] = []
         self._file: IO[bytes] | None = None
+        self._chunks = array("q")
+        """File offset of every chunk on disk."""
         self._spilled = 0
 
     def append(self, item: T) -> None:
         """Add ``item`` at the end."""
         head = self._head
         head.append(item)
-        if len(head) >= self._CHUNK:
+        if len(head) >= self.CHUNK:
             if self._file is None:
-                self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the spool
+                self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
             self._file.seek(0, os.SEEK_END)
-            rows = list(map(self._row, self._head))
+            self._chunks.append(self._file.tell())
+            rows = list(map(self._row, head))
             pickle.dump(rows, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-            self._spilled += len(self._head)
+            self._spilled += len(head)
             self._head = []
 
     def __len__(self) -> int:
         return self._spilled + len(self._head)
 
+    def _chunk(self, number: int) -> list[T]:
+        assert self._file is not None
+        self._file.seek(self._chunks[number])
+        # One unpickler per chunk: a long-lived one would keep every row in its memo.
+        rows: list[tuple[Any, ...]] = pickle.load(self._file)
+        return list(map(self._make, rows))
+
     def __iter__(self) -> Iterator[T]:
-        pos, left = 0, self._spilled
-        while left > 0 and self._file is not None:
-            self._file.seek(pos)
-            rows: list[tuple[object, ...]] = pickle.load(self._file)
-            pos = self._file.tell()
-            left -= len(rows)
-            cls = self._cls
-            for row in rows:
-                yield cls(*row)
+        for number in range(len(self._chunks)):
+            yield from self._chunk(number)
         yield from list(self._head)
 
     @overload
@@ -122,5 +160,71 @@ class RecordSpool(Sequence[T]):
     def __getitem__(self, index: slice) -> Sequence[T]: ...
 
     def __getitem__(self, index: int | slice) -> T | Sequence[T]:
-        items = list(self)
-        return items[index]
+        if isinstance(index, slice):
+            return list(self)[index]
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("RecordSpool index out of range")
+        if index >= self._spilled:
+            return self._head[index - self._spilled]
+        return self._chunk(index // self.CHUNK)[index % self.CHUNK]
+
+    def close(self) -> None:
+        """Delete the temporary file (the spool is empty afterwards)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._chunks = array("q")
+        self._head = []
+        self._spilled = 0
+
+
+class SettlingLog(Generic[T]):
+    """Items appended in order wait in memory until ``settled(item)`` holds for them and
+    for every item before them; :meth:`settle` then moves them to a :class:`RecordSpool`.
+    Reading (length, iteration, index) sees the spooled items followed by the waiting
+    ones, as one list."""
+
+    def __init__(self, spool: RecordSpool[T], settled: Callable[[T], bool]) -> None:
+        self.spool = spool
+        self._settled = settled
+        self._waiting: deque[T] = deque()
+
+    def append(self, item: T) -> None:
+        """Add ``item`` at the end (it waits until settled)."""
+        self._waiting.append(item)
+
+    def settle(self) -> None:
+        """Move the settled items at the front to disk."""
+        waiting = self._waiting
+        settled = self._settled
+        spool = self.spool
+        while waiting and settled(waiting[0]):
+            spool.append(waiting.popleft())
+
+    def waiting(self) -> int:
+        """How many items wait in memory."""
+        return len(self._waiting)
+
+    def __len__(self) -> int:
+        return len(self.spool) + len(self._waiting)
+
+    def __iter__(self) -> Iterator[T]:
+        yield from self.spool
+        yield from list(self._waiting)
+
+    def __getitem__(self, index: int) -> T:
+        done = len(self.spool)
+        size = done + len(self._waiting)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("SettlingLog index out of range")
+        return self.spool[index] if index < done else self._waiting[index - done]
+
+    def close(self) -> None:
+        """Delete the spool's file and forget the waiting items."""
+        self.spool.close()
+        self._waiting.clear()

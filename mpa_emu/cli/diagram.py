@@ -107,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
 def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
     profiles = profiles_of(args)
     if args.source.lower().endswith(".toml"):
-        ladder = build(args.source, args.port, Mode(args.checksums), logs=args.logs)
-        return _write(output, lambda out: out.write(ladder.svg() if svg else ladder.text()))
+        return _scenario(args.source, output, svg, args.logs)
     try:
         parked = park_capture(args.source, args.port or (), Mode(args.checksums))
     except DiagramError as exc:
@@ -122,6 +121,33 @@ def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:
             parked.columns = [f"{c} ({'/'.join(stacks[c])})" if c in stacks else c
                               for c in parked.columns]
         return _write(output, lambda out: parked.write(out, svg, notes))
+
+
+def _scenario(source: str, output: str | None, svg: bool, logs: bool = False) -> int:
+    """Run a scenario with its records on disk and draw its ladder from them, a row at
+    a time (the same drawing as :func:`build`'s, in memory bounded by what is alive)."""
+    from mpa_emu.net.records import SpooledRecords
+    from mpa_emu.scenario import ScenarioError, load_scenario, run_scenario
+    from mpa_emu.views.diagram import lane_gap, write_svg
+    from mpa_emu.views.ladder import column_titles, journal_rows, render_lines
+
+    with SpooledRecords() as records:
+        try:
+            net = run_scenario(load_scenario(source), records=records).net
+        except ScenarioError as exc:
+            raise CliError(str(exc)) from None
+        columns = column_titles(net)
+
+        def draw(out: TextIO) -> None:
+            if svg:
+                # Two passes over the records: the lanes' spacing first, then the rows.
+                gap = lane_gap((row for _, row in journal_rows(net, logs=logs)), len(columns))
+                write_svg((row for _, row in journal_rows(net, logs=logs)), columns, out, gap)
+                return
+            for line in render_lines((row for _, row in journal_rows(net, logs=logs)), columns):
+                out.write(line + "\n")
+
+        return _write(output, draw)
 
 
 def _write(output: str | None, draw: Callable[[TextIO], object]) -> int:

@@ -42,8 +42,13 @@ def write_inspect_html(path: str | None, report: CaptureReport) -> None:
 
 
 def write_run_html(path: str | None, run: ScenarioRun) -> None:
-    """Write the run report to ``path`` (nothing when None)."""
+    """Write the run report to ``path`` (nothing when None), as it is made: its ladder,
+    tables and frame fields are read from the run's records while written."""
     if path is not None:
-        from mpa_emu.scenario.html_page import run_page
+        from mpa_emu.scenario.html_page import write_run_page
 
-        _write(path, lambda: run_page(run))
+        try:
+            with open(path, "w", encoding="utf-8") as out:
+                write_run_page(run, out)
+        except OSError as exc:
+            raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -13,11 +13,12 @@ from typing import Any, TextIO
 
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
-from mpa_emu.cli.values import check_seconds, check_writable, seed
+from mpa_emu.cli.values import check_range, check_seconds, check_writable, seed
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.limits import CONFIG_RANGES, VERB_RANGES
 from mpa_emu.cm.profiles import PROFILES, profile
 from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
@@ -120,8 +121,7 @@ def parse_address(text: str) -> tuple[bytes, int | None]:
 
 def _check(args: argparse.Namespace) -> None:
     for port in args.listen:
-        if not 0 < port < 65536:
-            raise CliError(f"--listen port must be 1..65535, got {port}")
+        check_range("--listen port", port, VERB_RANGES["port"])
     for cidr in args.host_address:
         try:
             ipaddress.ip_interface(cidr)
@@ -133,8 +133,9 @@ def _check(args: argparse.Namespace) -> None:
     check_seconds("--delay", args.delay)
     check_seconds("--grace", args.grace)
     check_seconds("--device-reset-at", args.device_reset_at)
-    if args.retrans is not None and not 0 <= args.retrans <= 64:
-        raise CliError(f"--retrans must be 0..64, got {args.retrans}")
+    check_range("--retrans", args.retrans, CONFIG_RANGES["retrans"])
+    check_range("--ird", args.ird, VERB_RANGES["ird"])
+    check_range("--ord", args.ord, VERB_RANGES["ord"])
     # Before the TAP exists: a typo in an output path must not leave a device behind.
     check_writable("-o", args.output)
     check_writable("--trace", args.trace)

@@ -14,7 +14,8 @@ from mpa_emu.capture.pcap import capture_error
 from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
-from mpa_emu.cli.values import seed
+from mpa_emu.cli.values import check_range, seed
+from mpa_emu.cm.limits import VERB_RANGES
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.replay.stacks import parse_profile
@@ -129,8 +130,7 @@ def job_from(args: argparse.Namespace) -> ReplayJob:
         ip = ip_bytes(args.emulate)
     except ValueError as exc:
         raise CliError(f"--emulate: {exc}") from None
-    if args.backlog < 0:
-        raise CliError("--backlog must be 0 or more")
+    check_range("--backlog", args.backlog, VERB_RANGES["backlog"])
     for option, seconds in (("--time-tolerance", args.time_tolerance),
                             ("--horizon", args.horizon)):
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO, Any
 
 from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
+from mpa_emu.net.records import SpooledRecords
 from mpa_emu.scenario import (
     Scenario,
     ScenarioError,
@@ -23,6 +22,7 @@ from mpa_emu.scenario import (
 )
 from mpa_emu.scenario.progress import ProgressBar
 from mpa_emu.scenario.summary import refusal_lines, summary
+from mpa_emu.views.streamed_json import write_json
 
 HELP = "run a scenario file (TOML) on the emulated network and check its expectations"
 
@@ -132,8 +132,15 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
         sc = load_scenario(path)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    with _open_text(args.trace) as trace:
-        result = _execute(args, sc, trace)
+    # Frames, journal, trace records and upcalls wait on disk (memory bounded by what is
+    # alive, not by the run's length); every output is written from there.
+    with SpooledRecords() as records:
+        with _open_text(args.trace) as trace:
+            result = _execute(args, sc, trace, records)
+        return _outputs(args, result)
+
+
+def _outputs(args: argparse.Namespace, result: ScenarioRun) -> int:
     if args.output:
         try:
             result.net.write_pcapng(args.output)
@@ -159,7 +166,8 @@ def _report_interrupt(result: ScenarioRun, args: argparse.Namespace) -> None:
         + (f"; written so far: {', '.join(kept)}" if kept else "") + "\n")
 
 
-def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> ScenarioRun:
+def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None,
+             records: SpooledRecords) -> ScenarioRun:
     if args.seed is not None:
         from dataclasses import replace
 
@@ -168,7 +176,8 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
     if not args.no_progress and sys.stderr.isatty():
         bar = ProgressBar(sys.stderr, sc.name)
     try:
-        result = run_scenario(sc, trace_stream=trace, progress=bar, interruptible=True)
+        result = run_scenario(sc, trace_stream=trace, progress=bar, interruptible=True,
+                              records=records)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
     return result
@@ -176,8 +185,8 @@ def _execute(args: argparse.Namespace, sc: Scenario, trace: IO[str] | None) -> S
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
     try:
-        Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
-                              encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as out:
+            write_json(data, out)
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 

@@ -7,6 +7,8 @@ import argparse
 import math
 import os
 
+from mpa_emu.ranges import EMULATOR_RANGES, Range
+
 
 def _integer(text: str) -> int:
     try:
@@ -43,6 +45,16 @@ def check_seconds(option: str, value: float | None, *, positive: bool = False) -
         raise CliError(f"{option} must be a finite number of seconds, {bound}; got {value:g}")
 
 
+def check_range(option: str, value: int | None, allowed: Range) -> None:
+    """An integer option must lie within ``allowed``, a range of the tables scenario files
+    and the Python API check too (:mod:`mpa_emu.cm.limits`, :mod:`mpa_emu.ranges`);
+    CliError naming the range and the type behind it."""
+    from mpa_emu.cli import CliError
+
+    if value is not None and allowed.problem(value) is not None:
+        raise CliError(f"{option} must be {allowed.text()} ({allowed.why}), got {value}")
+
+
 def check_writable(option: str, path: str | None) -> None:
     """Refuse an output path that cannot be written before any work is done (CliError):
     a directory, or a file in a directory that does not exist."""
@@ -62,6 +74,10 @@ def check_writable(option: str, path: str | None) -> None:
 def seed(text: str) -> int:
     """A seed: an integer of 0 or more, as in a scenario file's ``seed``."""
     value = _integer(text)
+    allowed = EMULATOR_RANGES["seed"]
     if value < 0:
         raise argparse.ArgumentTypeError(f"a seed is 0 or more, got {value}")
+    if value > allowed.hi:
+        raise argparse.ArgumentTypeError(f"a seed is {allowed.text()} ({allowed.why}), "
+                                         f"got {value}")
     return value

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from mpa_emu.cm.limits import check_config
+
 RtrPreference = Literal["read", "write"]
 """The zero-length operation a responder picks as RTR when the request offers both
 (``enum send_rdma0`` as :class:`mpa_emu.cm.mpa_policy.Rdma0Op`)."""
@@ -82,7 +84,9 @@ PDATA_TAILS: tuple[str, ...] = get_args(PdataTail)
 
 @dataclass(frozen=True, slots=True)
 class CmConfig:
-    """Per-host CM settings. Times are in kernel jiffies of ``hz`` unless named ``_ns``."""
+    """Per-host CM settings. Times are in kernel jiffies of ``hz`` unless named ``_ns``.
+    Integer fields are checked against :data:`mpa_emu.cm.limits.CONFIG_RANGES` when the
+    configuration is built (:class:`mpa_emu.ranges.RangeError`, a ValueError)."""
 
     gen: int = 2
     """Hardware generation: 2 = E810 (icrdma, AH framing), 1 = X722 (i40iw, UDA framing)."""
@@ -131,6 +135,11 @@ class CmConfig:
     ``"read"``; siw picks ``"write"``."""
     accept_markers: bool = True
     """irdma honours M in a received request; siw rejects a request with M set."""
+
+    def __post_init__(self) -> None:
+        # Every integer against the kernel type it is kept in (mpa_emu.cm.limits): a
+        # value no kernel could hold is refused here, before any host is built.
+        check_config(self)
 
     def jiffies(self, seconds: float) -> int:
         """Convert seconds to jiffies of this host's HZ."""

@@ -114,6 +114,8 @@ class CoreOps(Protocol):
     """Who follows the nodes (replay), told of each creation, state change and free."""
     stats: dict[str, int]
     leaks: dict[int, str]
+    qp_close_entries: set[int]
+    """Connections whose close entry the QP scheduled (irdma_qp_disconnect's path)."""
     """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""
     prefer: Rdma0Op
     nodes: NodeTable

@@ -45,11 +45,12 @@ from mpa_emu.cm.device import DeviceVerbs
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.leaks import leak_report
+from mpa_emu.cm.limits import VERB_RANGES
 from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
-from mpa_emu.cm.pdata import as_u8
+from mpa_emu.cm.pdata import as_u8, check_conn_pdata
 from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
 from mpa_emu.cm.table_views import TableViews
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
@@ -60,7 +61,6 @@ from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
 from mpa_emu.offload.nic import Nic, NicQp, QpFactory
 from mpa_emu.wire.flow import FlowKey
-from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 
@@ -68,7 +68,6 @@ S = CmState
 ENOMEM = errno.ENOMEM
 EADDRINUSE = errno.EADDRINUSE
 EADDRNOTAVAIL = errno.EADDRNOTAVAIL
-IRD_ORD_MAX = 0xFFFF
 
 DEFAULT_CONFIG = CmConfig()
 
@@ -125,7 +124,7 @@ class CmCore(DeviceVerbs, TableViews):
         self._upcalls: deque[Upcall] = deque()
         self._work: deque[tuple[CmNode, CmEventType | None]] = deque()
         self._loop: deque[Segment] = deque()
-        self._qp_close_entries: set[int] = set()
+        self.qp_close_entries: set[int] = set()
         self._now_ns = 0
         self._rows_running = 0
         """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
@@ -213,8 +212,9 @@ class CmCore(DeviceVerbs, TableViews):
         """
         if not 0 < port < 0x10000:
             raise CmError(EINVAL, f"listen port {port} out of range 1..65535")
-        if backlog < 0:
-            raise CmError(EINVAL, "backlog must not be negative")
+        problem = VERB_RANGES["backlog"].problem(backlog)
+        if problem is not None:
+            raise CmError(EINVAL, f"backlog: {problem}")
         ipv4 = not ipv6
         if ip is not None:
             self._check_ip(ip)
@@ -273,11 +273,11 @@ class CmCore(DeviceVerbs, TableViews):
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("connect", "irdma_connect", private_data, self._tr)
-        if len(private_data) > MAX_PRIV_DATA_LEN:
-            raise CmError(EINVAL, f"private data of {len(private_data)} bytes overflows "
-                          "pdata_buf[512]")
-        if not (0 <= ird <= IRD_ORD_MAX and 0 <= ord <= IRD_ORD_MAX):
-            raise CmError(EINVAL, "ird/ord out of range")
+        check_conn_pdata("irdma_connect", private_data, self.config.mpa_rev)
+        for name, value in (("ird", ird), ("ord", ord)):
+            problem = VERB_RANGES[name].problem(value)
+            if problem is not None:
+                raise CmError(EINVAL, f"{name}: {problem}")
         vlan_id = self._addresses[local_ip]
         if vlan_id >= VLAN_N_VID and self.config.dcb_vlan_mode:
             vlan_id = 0
@@ -330,8 +330,7 @@ class CmCore(DeviceVerbs, TableViews):
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
             private_data = as_u8("accept", "irdma_accept", private_data, self._tr)
-        if len(private_data) + MPA_V2_HDR > 0xFFFF:
-            raise CmError(EINVAL, "private data does not fit PD_Length")
+        check_conn_pdata("irdma_accept", private_data, node.settings.mpa_frame_rev)
         self._enter(now_ns)
         # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
         # irdma_netdev_vlan_ipv6), 0xFFFF for an untagged or unknown address, before any
@@ -441,7 +440,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node is None or node.close_entry is not None:
             return False
         self._enter(now_ns)
-        self._qp_close_entries.add(node.conn)
+        self.qp_close_entries.add(node.conn)
         self.timer.arm_close(node, self._jiffies)
         return True
 
@@ -707,9 +706,9 @@ class CmCore(DeviceVerbs, TableViews):
         """The tick found ``node``'s close entry due: when the QP scheduled it
         (:meth:`_schedule_close_entry`) the QP branch of ``irdma_handle_close_entry`` runs
         (:func:`mpa_emu.cm.disconnect.handle_close_entry`) and True is returned."""
-        if node.conn not in self._qp_close_entries:
+        if node.conn not in self.qp_close_entries:
             return False
-        self._qp_close_entries.discard(node.conn)
+        self.qp_close_entries.discard(node.conn)
         entry = node.close_entry
         if entry is not None:
             entry.live = False

@@ -43,6 +43,9 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
     if node.close_entry is not None:
         node.close_entry.live = False
         node.close_entry = None
+    # A close entry the QP scheduled goes with the node: its mark too (else one is kept
+    # for every connection freed before its QP's close entry fired).
+    cm.qp_close_entries.discard(node.conn)
     if node.send_entry is not None:
         # off cm_hash_tbl, the node is never seen by irdma_timer_list_prep again
         node.send_entry.live = False

@@ -39,7 +39,8 @@ def backoff_gap(hz: int, n: int, *, int_shift: bool = True) -> int:
     """
     cap = MAX_TIMEOUT_S * hz
     if not int_shift:
-        return min(hz << n, cap)
+        # Past the cap's bit length the shift only grows (retrans may be any u32).
+        return cap if n >= cap.bit_length() else min(hz << n, cap)
     shifted = c_int_shift(hz, n)
     if shifted < 0:
         # min(unsigned long, ...) of a negative int: the conversion makes it huge.

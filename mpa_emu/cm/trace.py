@@ -26,7 +26,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpa_emu.capture.spool import RecordLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +82,26 @@ def _default(value: object) -> object:
 class Trace:
     """A sink for trace records: kept in memory and optionally streamed to a JSONL file."""
 
-    def __init__(self, stream: IO[str] | None = None, keep: bool = True) -> None:
+    def __init__(self, stream: IO[str] | None = None, keep: bool = True,
+                 log: RecordLog[TraceRecord] | None = None) -> None:
         self._stream = stream
         self._keep = keep
         self.records: list[TraceRecord] = []
+        """Every record kept, in order (empty when the records go to ``log``)."""
+        self._log: RecordLog[TraceRecord] = self.records if log is None else log
+
+    def kept(self) -> RecordLog[TraceRecord]:
+        """Every record kept, in order: :attr:`records`, or the log given (a spool on
+        disk for a network built with :class:`~mpa_emu.net.records.SpooledRecords`)."""
+        return self._log
 
     def emit(self, record: TraceRecord) -> None:
         """Record one entry."""
         if self._keep:
-            self.records.append(record)
+            self._log.append(record)
         if self._stream is not None:
             self._stream.write(record.to_json() + "\n")
 
     def of_kind(self, kind: str) -> Iterator[TraceRecord]:
         """Records of one kind, in order."""
-        return (r for r in self.records if r.kind == kind)
+        return (r for r in self._log if r.kind == kind)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
+from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
@@ -100,7 +101,7 @@ class Host:
         an address is added on it. A device stays when its last address goes."""
         self.vlan_set: frozenset[int | None] = frozenset(self.devices)
         """The same as :attr:`vlans`, kept up to date for the receive path."""
-        self.upcalls: list[Upcall] = []
+        self.upcalls: RecordLog[Upcall] = []
         """Every upcall delivered to this host's application, in order (``Upcall.time_ns``)."""
         self.rdma_cm = RdmaCm()
         self._tracing = getattr(net, "trace", None) is not None

@@ -29,19 +29,25 @@ import hashlib
 import heapq
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import IO, Any, Protocol
 
 from mpa_emu.capture.pcap import PcapngWriter
+from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.trace import Trace, TraceRecord, make_record
 from mpa_emu.gc_tuning import fewer_young_collections
+from mpa_emu.net.captured import CapturedFrame as CapturedFrame
+from mpa_emu.net.captured import JournalEntry as JournalEntry
+from mpa_emu.net.captured import to_scapy_packet as to_scapy_packet
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Address, Host, as_ip
+from mpa_emu.net.records import SpooledRecords
 from mpa_emu.net.wire import Wire
+from mpa_emu.ranges import EMULATOR_RANGES, check_value
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
@@ -79,108 +85,24 @@ def _default_core(name: str, mac: bytes, config: CmConfig, *, seed: int,
     return CmCore(name, mac, config, seed=seed, trace=trace)
 
 
-@dataclass(slots=True)
-class CapturedFrame:
-    """One frame as the capture saw it.
-
-    ``interface`` is the sending host's name (or ``<host>/lo`` for loopback), ``time_ns``
-    the virtual time it was put on the wire, ``data`` the exact bytes sent (the capture
-    point is the sender's interface: a corruption on the wire is told in ``notes``, with
-    the flipped bit, while ``data`` keeps what was sent), ``segment``
-    the decoded value (``None`` for injected bytes that do not decode). ``notes`` collects
-    what happened to it (wire faults, the receiving NIC's drop); :attr:`comment` joins
-    them to the sender's comment for the pcapng file.
-    """
-
-    index: int
-    time_ns: int
-    interface: str
-    sender: str
-    receivers: tuple[str, ...]
-    data: bytes
-    origin: str
-    segment: Segment | None
-    loopback: bool = False
-    notes: list[str] = field(default_factory=list)
-    delivered: int = 0
-
-    def __init__(self, index: int, time_ns: int, interface: str, sender: str,
-                 receivers: tuple[str, ...], data: bytes, origin: str, segment: Segment | None,
-                 loopback: bool = False, notes: list[str] | None = None,
-                 delivered: int = 0) -> None:
-        # Written out: the compiled build then stores each field directly.
-        self.index = index
-        self.time_ns = time_ns
-        self.interface = interface
-        self.sender = sender
-        self.receivers = receivers
-        self.data = data
-        self.origin = origin
-        self.segment = segment
-        self.loopback = loopback
-        self.notes = [] if notes is None else notes
-        self.delivered = delivered
-
-    @property
-    def comment(self) -> str:
-        """The pcapng comment: kernel function and transition, then the frame's fate."""
-        return "; ".join([self.origin, *self.notes]) if self.notes else self.origin
-
-    @property
-    def kind(self) -> str:
-        """``"SYN"``, ``"MPA request"``... (``"undecodable"`` for broken injected bytes)."""
-        return frame_kind(self.segment) if self.segment is not None else "undecodable"
-
-    def packet(self) -> Any:
-        """The frame as a scapy packet (``Ether(data)``, with mpa_emu's layers bound)."""
-        return to_scapy_packet(self.data)
-
-
-def to_scapy_packet(data: bytes) -> Any:
-    """Dissect frame bytes with scapy, with mpa_emu's MPA and DDP layers bound."""
-    # imported here, not at the top: scapy is loaded only when a packet is asked for
-    from scapy.layers.l2 import Ether
-
-    import mpa_emu.frames  # noqa: F401  (importing binds the MPA/DDP layers)
-
-    return Ether(data)
-
-
 class JournalTrace(Trace):
     """The network's trace: records as usual, and hands each one to ``observer`` so the
     network can interleave state changes with frames and upcalls in causal order."""
 
     def __init__(self, stream: IO[str] | None,
-                 observer: Callable[[TraceRecord], None] | None = None) -> None:
-        super().__init__(stream)
+                 observer: Callable[[TraceRecord], None] | None = None,
+                 log: RecordLog[TraceRecord] | None = None) -> None:
+        super().__init__(stream, log=log)
         self.observer = observer
 
     def emit(self, record: TraceRecord) -> None:
         """Record one entry and show it to the observer."""
         if self._keep:
-            self.records.append(record)
+            self._log.append(record)
         if self._stream is not None:
             self._stream.write(record.to_json() + "\n")
         if self.observer is not None:
             self.observer(record)
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class JournalEntry:
-    """One step of the run in causal order, for the ladder: a captured ``frame``
-    (:class:`CapturedFrame`), an ``upcall`` (:class:`~mpa_emu.cm.events.Upcall`) or a
-    ``trace`` record (state changes and drops, as :class:`~mpa_emu.cm.trace.TraceRecord`)."""
-
-    kind: str
-    host: str
-    time_ns: int
-    item: Any
-
-    def __init__(self, kind: str, host: str, time_ns: int, item: Any) -> None:
-        self.kind = kind
-        self.host = host
-        self.time_ns = time_ns
-        self.item = item
 
 
 @dataclass(slots=True)
@@ -233,20 +155,29 @@ class Network:
     ``capture_loopback`` adds loopback frames on ``<host>/lo``. ``tracing`` keeps a
     :class:`~mpa_emu.cm.trace.Trace` of the cores and the wire (streamed as JSON Lines to
     ``trace_stream`` when given). ``keep_upcalls`` records upcalls in ``Host.upcalls``.
+    ``records`` keeps the frames, the journal, the trace records and the upcalls on
+    disk instead of in lists (:class:`~mpa_emu.net.records.SpooledRecords`: memory
+    bounded by what is alive, read back the same way).
     """
 
     def __init__(self, seed: int = 0, *, latency_ns: int = 10_000,
                  faults: FaultConfig | None = None, capture: bool = True,
                  capture_loopback: bool = True, tracing: bool = True,
                  trace_stream: IO[str] | None = None, keep_upcalls: bool = True,
-                 core_factory: CoreFactory | None = None) -> None:
+                 core_factory: CoreFactory | None = None,
+                 records: SpooledRecords | None = None) -> None:
+        check_value("seed", seed, EMULATOR_RANGES["seed"])
+        check_value("latency_ns", latency_ns, EMULATOR_RANGES["latency_ns"])
         self.seed = seed
         self.now_ns = 0
         self.wire = Wire(latency_ns=latency_ns, faults=faults, seed=derive_seed(seed, "wire"))
         self.capture = capture
         self.capture_loopback = capture_loopback
         self.keep_upcalls = keep_upcalls
-        self.journal: list[JournalEntry] | None = [] if tracing else None
+        self.records = records
+        self.journal: RecordLog[JournalEntry] | None = None
+        if tracing:
+            self.journal = records.journal() if records is not None else []
         self.delivery_tap: Callable[[Host, bytes | Segment], None] | None = None
         """Called with every frame handed to a host's NIC, before the NIC's checks: the
         bytes as the wire carried them (a fault may have changed them), or the segment
@@ -254,9 +185,10 @@ class Network:
         """Frames, upcalls and trace records in causal order (kept when ``tracing``)."""
         self.trace: Trace | None = None
         if tracing or trace_stream is not None:
-            self.trace = JournalTrace(trace_stream,
-                                      self._journal_record if tracing else None)
-        self.frames: list[CapturedFrame] = []
+            self.trace = JournalTrace(trace_stream, self._journal_record if tracing else None,
+                                      records.trace() if records is not None else None)
+        self.frames: RecordLog[CapturedFrame] = (
+            records.frames() if records is not None else [])
         self.events_run = 0
         """Events run so far by every :meth:`run` call, an interrupted one included."""
         self.hosts: dict[str, Host] = {}
@@ -318,6 +250,8 @@ class Network:
                                            mtu=cfg.mtu)
         host = Host(self, name, raw_mac, cfg, core, auto_neighbours=auto_neighbours,
                     stack=stack, params=parsed)
+        if self.records is not None:
+            host.upcalls = self.records.upcalls()
         self.hosts[name] = host
         self._host_list.append(host)
         self._by_mac[raw_mac] = host
@@ -378,6 +312,7 @@ class Network:
         """Run ``fn(*args, **kwargs)`` at virtual time ``time_ns`` (not in the past)."""
         if time_ns < self.now_ns:
             raise ValueError(f"cannot schedule at {time_ns} ns: the clock is at {self.now_ns} ns")
+        check_value("time_ns", time_ns, EMULATOR_RANGES["time_ns"])
         call = ScheduledCall(time_ns, fn, args, kwargs)
         self._push(time_ns, _CALL, call, None)
         return call
@@ -455,8 +390,11 @@ class Network:
         self.pump()
         queue = self._queue
         reason = "idle"
+        records = self.records
         try:
             while True:
+                if records is not None and not events & 63:
+                    records.settle()  # between events: no frame is half-captured
                 when = queue[0][0] if queue else None
                 timer_host: Host | None = None
                 for host in hosts:
@@ -500,6 +438,8 @@ class Network:
         finally:
             # Counted even when Ctrl-C (KeyboardInterrupt) cuts the loop short.
             self.events_run += events
+            if records is not None:
+                records.settle()
         if until_ns is not None and reason != "max_events" and until_ns > self.now_ns:
             self.now_ns = until_ns
         return RunResult(reason, events, self.now_ns)
@@ -594,6 +534,7 @@ class Network:
                     frames.append(captured)
                     if self.journal is not None:
                         self.journal.append(JournalEntry("frame", host.name, now, captured))
+                    captured.in_flight = 1
                 self._seq += 1
                 heapq.heappush(self._queue, (now + wire.latency_ns, self._seq,
                                              _DELIVER, owner, (seg, captured, False)))
@@ -631,6 +572,8 @@ class Network:
             # ``seg`` the decode is skipped.
             item = (seg if seg is not None and codec.round_trips(seg) else data, frame,
                     forced)
+            if frame is not None:
+                frame.in_flight += len(receivers)
             for receiver in receivers:
                 self._seq += 1
                 heapq.heappush(self._queue, (when, self._seq, _DELIVER, receiver, item))
@@ -651,6 +594,8 @@ class Network:
                 frame.notes.append(f"not delivered: {reason}")
             self.note(sender.name, "segment_dropped", "wire", frame=index, reason=reason)
             return
+        if frame is not None:
+            frame.in_flight += len(outcome.flights) * len(receivers)
         for flight in outcome.flights:
             for receiver in receivers:
                 self._push(self.now_ns + flight.delay_ns, _DELIVER, receiver,
@@ -659,6 +604,9 @@ class Network:
     def _deliver(self, host: Host,
                  item: tuple[bytes | Segment, CapturedFrame | None, bool]) -> None:
         data, frame, forced = item
+        if frame is not None:
+            # Its notes and delivery count are final once every delivery has run.
+            frame.in_flight -= 1
         if self.delivery_tap is not None:
             self.delivery_tap(host, data)
         if not host.link_up:

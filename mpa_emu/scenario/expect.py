@@ -4,10 +4,12 @@ scenario line and, when it fails, what happened instead."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import CapturedFrame
 from mpa_emu.scenario.conns import RunLike, conn_ids
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     )
 
 MAX_LISTED = 6
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +94,36 @@ def _short(data: bytes) -> str:
     return f"{data[:40]!r}... ({len(data)} bytes)"
 
 
+class _Sample(Generic[T]):
+    """The first :data:`MAX_LISTED` of a stream of items and how many there were: a
+    failed expectation lists a few of what it saw, whatever the run's length."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[T] = []
+
+    def add(self, item: T) -> None:
+        self.count += 1
+        if len(self.first) < MAX_LISTED:
+            self.first.append(item)
+
+    def listed(self, text: Callable[[T], str], none: str) -> str:
+        """``a; b; c (+4 more)``, or ``none`` when the stream was empty."""
+        if not self.count:
+            return none
+        more = f" (+{self.count - MAX_LISTED} more)" if self.count > MAX_LISTED else ""
+        return "; ".join(map(text, self.first)) + more
+
+
+def _sample(items: Iterable[T]) -> _Sample[T]:
+    sample: _Sample[T] = _Sample()
+    for item in items:
+        sample.add(item)
+    return sample
+
+
 def _listed(items: list[str], none: str) -> str:
-    if not items:
-        return none
-    more = f" (+{len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""
-    return "; ".join(items[:MAX_LISTED]) + more
+    return _sample(items).listed(str, none)
 
 
 def _upcall_text(u: Upcall, rdma: dict[int, str]) -> str:
@@ -125,22 +154,38 @@ def _upcall(run: RunLike, e: UpcallExpect) -> ExpectResult:
     if e.ord is not None:
         parts.append(f"ORD {e.ord}")
     conns = set(conn_ids(run, e.connection, e.host)) if e.connection is not None else None
-    candidates = [u for u in host.upcalls if u.event == want
-                  and (conns is None or u.conn in conns)]
-    matched = [u for u in candidates
-               if (e.status is None or u.status == e.status)
-               and (e.private_data is None or u.private_data == e.private_data)
-               and (e.private_data_len is None or u.private_data_len == e.private_data_len)
-               and (e.ird is None or u.ird == e.ird) and (e.ord is None or u.ord == e.ord)]
+    # One pass over the upcalls (they may be on disk): the candidates are counted and a
+    # few kept for the message.
+    candidates: _Sample[Upcall] = _Sample()
+    beside: dict[int, str] = {}
+    """The rdma_cm label of each upcall kept for the message (one step per kept upcall)."""
+    matched = 0
+    for u, step in zip(host.upcalls, host.ulp_steps, strict=False):
+        if u.event != want or (conns is not None and u.conn not in conns):
+            continue
+        if len(candidates.first) < MAX_LISTED:
+            beside[id(u)] = rdma_cm_label(step.trace_fields())
+        candidates.add(u)
+        matched += ((e.status is None or u.status == e.status)
+                    and (e.private_data is None or u.private_data == e.private_data)
+                    and (e.private_data_len is None
+                         or u.private_data_len == e.private_data_len)
+                    and (e.ird is None or u.ird == e.ird) and (e.ord is None or u.ord == e.ord))
     what = f"upcall {' '.join(parts)} ({_count_text(e.count)})"
-    ok = _count_ok(len(matched), e.count)
+    ok = _count_ok(matched, e.count)
     actual = ""
     if not ok:
-        shown = candidates if candidates else host.upcalls
-        label = "" if candidates else f"no {e.event}; upcalls on {e.host}: "
-        beside = _rdma_cm_beside(host)
-        actual = f"{len(matched)} matching; " + label + _listed(
-            [_upcall_text(u, beside) for u in shown], f"no upcalls on {e.host}")
+        if candidates.count:
+            shown = candidates
+        else:
+            shown = _Sample()
+            for u, step in zip(host.upcalls, host.ulp_steps, strict=False):
+                if len(shown.first) < MAX_LISTED:
+                    beside[id(u)] = rdma_cm_label(step.trace_fields())
+                shown.add(u)
+        label = "" if candidates.count else f"no {e.event}; upcalls on {e.host}: "
+        actual = f"{matched} matching; " + label + shown.listed(
+            lambda u: _upcall_text(u, beside), f"no upcalls on {e.host}")
     return ExpectResult(e.line, what, ok, actual)
 
 
@@ -309,20 +354,30 @@ def _frame(run: RunLike, e: FrameExpect) -> ExpectResult:
         parts.append(f"RTR {' '.join(e.rtr) or 'none'}")
     if e.lost is not None:
         parts.append("lost on the way" if e.lost else "delivered")
-    frames = [f for f in run.net.frames if not f.loopback]
-    matched = [f for f in frames if _frame_matches(f, e)]
+    # One pass over the frames (they may be on disk): matches counted, a few of the
+    # frames of the kind kept for the message.
+    matched = 0
+    same_kind: _Sample[CapturedFrame] = _Sample()
+    for f in run.net.frames:
+        if f.loopback:
+            continue
+        matched += _frame_matches(f, e)
+        if e.kind is None or f.kind == e.kind:
+            same_kind.add(f)
     what = f"frame {' '.join(parts)} ({_count_text(e.count, e.min, e.max)})"
-    ok = _count_ok(len(matched), e.count, e.min, e.max)
+    ok = _count_ok(matched, e.count, e.min, e.max)
     actual = ""
     if not ok:
-        same_kind = [f for f in frames if e.kind is None or f.kind == e.kind]
-        actual = f"{len(matched)} matching; " + _listed(
-            [f"#{f.index} {f.kind} from {f.sender}"
-             + (f" flags {flags_text(f.segment.flags)}" if f.segment is not None else "")
-             + (f" pd={_short(pd)}" if (pd := _frame_pdata(f)) is not None else "")
-             + (f" RTR {' '.join(r) or 'none'}" if (r := _frame_rtr(f)) is not None else "")
-             for f in same_kind], f"no {e.kind or ''} frames on the wire".replace("  ", " "))
+        actual = f"{matched} matching; " + same_kind.listed(
+            _frame_text, f"no {e.kind or ''} frames on the wire".replace("  ", " "))
     return ExpectResult(e.line, what, ok, actual)
+
+
+def _frame_text(f: CapturedFrame) -> str:
+    return (f"#{f.index} {f.kind} from {f.sender}"
+            + (f" flags {flags_text(f.segment.flags)}" if f.segment is not None else "")
+            + (f" pd={_short(pd)}" if (pd := _frame_pdata(f)) is not None else "")
+            + (f" RTR {' '.join(r) or 'none'}" if (r := _frame_rtr(f)) is not None else ""))
 
 
 def _failure(run: RunLike, e: FailureExpect) -> ExpectResult:
@@ -346,10 +401,16 @@ def _fields_text(fields: dict[str, object]) -> str:
 
 
 def _trace(run: RunLike, e: TraceExpect) -> ExpectResult:
-    records = run.net.trace.records if run.net.trace is not None else []
-    of_kind = [r for r in records if r.kind == e.kind and (e.host is None or r.host == e.host)]
-    matched = [r for r in of_kind if (e.fn is None or r.fn == e.fn)
-               and (e.text is None or e.text in r.to_json())]
+    records = run.net.trace.kept() if run.net.trace is not None else []
+    # One pass over the records (they may be on disk).
+    of_kind: _Sample[TraceRecord] = _Sample()
+    matched = 0
+    for r in records:
+        if r.kind != e.kind or (e.host is not None and r.host != e.host):
+            continue
+        of_kind.add(r)
+        matched += ((e.fn is None or r.fn == e.fn)
+                    and (e.text is None or e.text in r.to_json()))
     parts = [f"trace {e.kind}"]
     if e.host:
         parts.append(f"on {e.host}")
@@ -357,8 +418,7 @@ def _trace(run: RunLike, e: TraceExpect) -> ExpectResult:
         parts.append(f"from {e.fn}")
     if e.text:
         parts.append(f"containing {e.text!r}")
-    ok = _count_ok(len(matched), e.count)
-    actual = "" if ok else f"{len(matched)} matching; " + _listed(
-        [f"{r.host} {r.fn} {_fields_text(r.fields)}" for r in of_kind],
-        f"no {e.kind} records")
+    ok = _count_ok(matched, e.count)
+    actual = "" if ok else f"{matched} matching; " + of_kind.listed(
+        lambda r: f"{r.host} {r.fn} {_fields_text(r.fields)}", f"no {e.kind} records")
     return ExpectResult(e.line, f"{' '.join(parts)} ({_count_text(e.count)})", ok, actual)

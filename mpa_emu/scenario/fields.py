@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from mpa_emu.errors import MpaEmuError
+from mpa_emu.ranges import EMULATOR_RANGES, Range
 from mpa_emu.scenario.lines import KeyPath, LineIndex
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)\s*$")
@@ -132,6 +133,18 @@ class Table:
             raise self.error(key, f"expected an integer {span}, got {value}")
         return value
 
+    def ranged(self, key: str, allowed: Range, default: int | None = None, *,
+               required: bool = False) -> Any:
+        """An integer within ``allowed`` (a :class:`~mpa_emu.ranges.Range` of one of the
+        range tables); the message names the range and the type behind it."""
+        value = self._need(key, default, required)
+        if value is None:
+            return None
+        problem = allowed.problem(value)
+        if problem is not None:
+            raise self.error(key, problem)
+        return value
+
     def flag(self, key: str, default: bool | None = None) -> Any:
         """A boolean."""
         value = self.raw(key, default)
@@ -154,14 +167,24 @@ class Table:
         value = self._need(key, default, required)
         if value is None:
             return None
+        ns: int | None = None
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        if isinstance(value, str):
+            ns = value
+        elif isinstance(value, str):
             m = _DURATION.match(value)
             if m:
-                return round(float(m.group(1)) * _UNITS[m.group(2)])
-        raise self.error(key, "expected a duration such as \"10us\", \"1.5ms\", \"2s\" or "
-                         f"an integer of nanoseconds, got {_show(value)}")
+                number = float(m.group(1)) * _UNITS[m.group(2)]
+                # Hundreds of digits make infinity: as much too long as any other.
+                ns = round(number) if number < 2 * EMULATOR_RANGES["time_ns"].hi else (
+                    EMULATOR_RANGES["time_ns"].hi + 1)
+        if ns is None:
+            raise self.error(key, "expected a duration such as \"10us\", \"1.5ms\", \"2s\" "
+                             f"or an integer of nanoseconds, got {_show(value)}")
+        allowed = EMULATOR_RANGES["time_ns"]
+        if ns > allowed.hi:
+            raise self.error(key, f"expected a duration of at most {allowed.hi} ns "
+                             f"({allowed.why}), got {_show(value)}")
+        return ns
 
     def data_bytes(self, key: str) -> bytes | None:
         """Private data: ``key`` as UTF-8 text, ``key_hex`` as hex digits, or ``key_size``

@@ -13,8 +13,10 @@ from typing import Any
 
 from mpa_emu.cm.config import PDATA_TAILS, CmConfig, Quirks
 from mpa_emu.cm.events import IwEvent
+from mpa_emu.cm.limits import CONFIG_RANGES, VERB_RANGES
 from mpa_emu.cm.profiles import PROFILES
 from mpa_emu.net.faults import FRAME_KINDS
+from mpa_emu.ranges import EMULATOR_RANGES
 from mpa_emu.scenario.fields import ScenarioError, Source, Table
 from mpa_emu.scenario.model import (
     EVENT_ACTIONS,
@@ -59,6 +61,8 @@ TCP_STATE_NAMES = ("none", "NON_EXISTENT", "CLOSED", "LISTEN", "SYN_SENT", "SYN_
 """IRDMA_TCP_STATE_* without the prefix; ``none`` for a node without a QP."""
 
 MAX_EVENTS_DEFAULT = 2_000_000
+
+_COUNT = EMULATOR_RANGES["expect_count"]
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -117,9 +121,10 @@ class _Loader:
     def scenario(self, top: Table) -> Scenario:
         name = top.text("name", default=Path(self.source.name).stem)
         description = top.text("description", default="")
-        seed = top.integer("seed", default=0, lo=0)
+        seed = top.ranged("seed", EMULATOR_RANGES["seed"], default=0)
         duration = top.duration("duration")
-        max_events = top.integer("max_events", default=MAX_EVENTS_DEFAULT, lo=1)
+        max_events = top.ranged("max_events", EMULATOR_RANGES["max_events"],
+                                default=MAX_EVENTS_DEFAULT)
         tags = tuple(top.strings("tags"))
         wire_table = top.table("wire")
         wire = self.wire(wire_table) if wire_table is not None else WireSpec()
@@ -172,11 +177,16 @@ class _Loader:
         drops = []
         for d in t.tables("drop"):
             frame = d.text("frame", required=True, choices=FRAME_KINDS)
-            drops.append(DropSpec(frame=frame, nth=d.integer("nth", default=1, lo=1),
-                                  count=d.integer("count", default=1, lo=1),
+            drops.append(DropSpec(frame=frame,
+                                  nth=d.ranged("nth", EMULATOR_RANGES["nth"], default=1),
+                                  count=d.ranged("count", EMULATOR_RANGES["drop_count"],
+                                                 default=1),
                                   sender=d.text("from"), line=d.line()))
             d.done()
-        spec = WireSpec(latency_ns=t.duration("latency", default=10_000),
+        latency = t.duration("latency", default=10_000)
+        if latency > EMULATOR_RANGES["latency_ns"].hi:
+            raise t.error("latency", EMULATOR_RANGES["latency_ns"].problem(latency) or "")
+        spec = WireSpec(latency_ns=latency,
                         loss=t.prob("loss"), duplicate=t.prob("duplicate"),
                         reorder=t.prob("reorder"), corrupt=t.prob("corrupt"),
                         reorder_delay_ns=t.duration("reorder_delay", default=50_000),
@@ -200,7 +210,7 @@ class _Loader:
             if a in self.host_addresses:
                 raise t.error("address", f"{a} already belongs to {self.host_addresses[a]}")
             self.host_addresses[a] = name
-        vlan = t.integer("vlan", lo=0, hi=4094)
+        vlan = t.ranged("vlan", VERB_RANGES["vlan"])
         mac = self._mac(t, "mac")
         stack = t.text("stack", default="irdma", choices=tuple(sorted(STACKS)))
         self.host_stacks[name] = stack
@@ -211,7 +221,7 @@ class _Loader:
                                        "[host.params]")
         profile_name = t.text("profile", default="irdma", choices=tuple(PROFILES))
         config = PROFILES[profile_name]()
-        mtu = t.integer("mtu", lo=68, hi=65535)
+        mtu = t.ranged("mtu", CONFIG_RANGES["mtu"])
         cfg_table = t.table("config")
         if cfg_table is not None:
             config = self.config(cfg_table, config)
@@ -265,10 +275,6 @@ class _Loader:
             changes[f.name] = self._typed(t, f.name, getattr(base, f.name))
         if changes.get("rtr_preference") not in (None, "read", "write"):
             raise t.error("rtr_preference", "expected \"read\" or \"write\"")
-        if changes.get("mpa_rev") not in (None, 1, 2):
-            raise t.error("mpa_rev", "expected 1 or 2")
-        if changes.get("gen") not in (None, 1, 2):
-            raise t.error("gen", "expected 1 (X722) or 2 (E810)")
         quirks = base.quirks
         q = t.table("quirks")
         if q is not None:
@@ -289,7 +295,7 @@ class _Loader:
         if isinstance(current, bool):
             return t.flag(key)
         if isinstance(current, int):
-            return t.integer(key, lo=0)
+            return t.ranged(key, CONFIG_RANGES[key])
         return t.text(key)
 
     def listen(self, t: Table) -> ListenSpec:
@@ -304,11 +310,11 @@ class _Loader:
                 self._address(t, "address", address)
         policy = t.text("policy", default="accept", choices=("accept", "reject", "manual"))
         spec = ListenSpec(host=host, address=address,
-                          port=t.integer("port", required=True, lo=1, hi=65535),
-                          backlog=t.integer("backlog", default=16, lo=0),
+                          port=t.ranged("port", VERB_RANGES["port"], required=True),
+                          backlog=t.ranged("backlog", VERB_RANGES["backlog"], default=16),
                           ipv6=bool(t.flag("ipv6", default=False)) or ipv6_wild
                           or (address is not None and ":" in address),
-                          vlan=t.integer("vlan", lo=0, hi=4094), policy=policy,
+                          vlan=t.ranged("vlan", VERB_RANGES["vlan"]), policy=policy,
                           private_data=t.data_bytes("private_data") or b"",
                           delay_ns=t.duration("delay", default=0),
                           at_ns=t.duration("at", default=0), name=t.text("name"),
@@ -331,14 +337,20 @@ class _Loader:
             self._address(t, "local_address", local)
         spec = ConnectSpec(host=host, to=to, port=t.integer("port", required=True, lo=0, hi=65535),
                            local_address=local,
-                           local_port=t.integer("local_port", lo=1, hi=65535),
+                           local_port=t.ranged("local_port", VERB_RANGES["port"]),
                            private_data=t.data_bytes("private_data") or b"",
-                           ird=t.integer("ird", default=16, lo=0),
-                           ord=t.integer("ord", default=16, lo=0),
+                           ird=t.ranged("ird", VERB_RANGES["ird"], default=16),
+                           ord=t.ranged("ord", VERB_RANGES["ord"], default=16),
                            at_ns=t.duration("at", default=0),
-                           count=t.integer("count", default=1, lo=1, hi=100_000),
+                           count=t.ranged("count", EMULATOR_RANGES["connect_count"],
+                                          default=1),
                            interval_ns=t.duration("interval", default=1_000_000),
                            name=t.text("name"), line=t.line())
+        last = spec.at_ns + (spec.count - 1) * spec.interval_ns
+        if last > EMULATOR_RANGES["time_ns"].hi:
+            raise t.error("interval", f"the last of {spec.count} connects would start at "
+                          f"{last} ns, past the latest virtual time "
+                          f"{EMULATOR_RANGES['time_ns'].hi} ns")
         t.done()
         return spec
 
@@ -359,7 +371,7 @@ class _Loader:
             raise t.error(None, f"action {action!r} needs key 'connection'")
         mac = self._mac(t, "mac")
         spec = EventSpec(at_ns=t.duration("at", required=True), action=action, host=host,
-                         address=address, vlan=t.integer("vlan", lo=0, hi=4094),
+                         address=address, vlan=t.ranged("vlan", VERB_RANGES["vlan"]),
                          connection=connection, listener=listener,
                          graceful=bool(t.flag("graceful", default=True)),
                          private_data=t.data_bytes("private_data") or b"",
@@ -381,7 +393,7 @@ class _Loader:
                             private_data=t.data_bytes("private_data"),
                             private_data_len=t.integer("private_data_len", lo=0),
                             ird=t.integer("ird", lo=0), ord=t.integer("ord", lo=0),
-                            connection=connection, count=t.integer("count", lo=0),
+                            connection=connection, count=t.ranged("count", _COUNT),
                             line=t.line())
         t.done()
         return spec
@@ -430,8 +442,8 @@ class _Loader:
                            flags=t.text("flags"), private_data=t.data_bytes("private_data"),
                            mpa_rev=t.integer("mpa_rev", lo=0, hi=255),
                            rtr=self._rtr(t), lost=t.flag("lost"),
-                           count=t.integer("count", lo=0), min=t.integer("min", lo=0),
-                           max=t.integer("max", lo=0), line=t.line())
+                           count=t.ranged("count", _COUNT), min=t.ranged("min", _COUNT),
+                           max=t.ranged("max", _COUNT), line=t.line())
         if spec.flags is not None and set(spec.flags) - set("FSRPAUEC"):
             raise t.error("flags", f"TCP flags are letters of FSRPAUEC, got {spec.flags!r}")
         t.done()
@@ -453,14 +465,14 @@ class _Loader:
         host = self._host(t, "host", required=True)
         spec = FailureExpect(host=host, verb=t.text("verb", choices=VERBS),
                              errno=_errno(t, "errno"),
-                             count=t.integer("count", lo=0), line=t.line())
+                             count=t.ranged("count", _COUNT), line=t.line())
         t.done()
         return spec
 
     def expect_trace(self, t: Table) -> TraceExpect:
         host = self._host(t, "host")
         spec = TraceExpect(kind=t.text("kind", required=True), host=host, fn=t.text("fn"),
-                           text=t.text("text"), count=t.integer("count", lo=0),
+                           text=t.text("text"), count=t.ranged("count", _COUNT),
                            line=t.line())
         t.done()
         return spec

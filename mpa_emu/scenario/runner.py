@@ -9,6 +9,7 @@ from typing import IO, Any, Protocol
 
 from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
 from mpa_emu.net.host import Host, Policy
+from mpa_emu.net.records import SpooledRecords
 from mpa_emu.scenario.conns import ConnRecord, conn_ids
 from mpa_emu.scenario.expect import ExpectResult, check_all
 from mpa_emu.scenario.fields import ScenarioError
@@ -53,15 +54,17 @@ class ScenarioRun:
         return [e for e in self.expectations if not e.ok]
 
 
-def build_network(sc: Scenario, *, trace_stream: IO[str] | None = None) -> Network:
+def build_network(sc: Scenario, *, trace_stream: IO[str] | None = None,
+                  records: SpooledRecords | None = None) -> Network:
     """The network of a scenario: wire, faults, named drops and hosts (nothing
-    scheduled yet). A host the network refuses (a MAC already taken, a multicast MAC)
-    is a :class:`ScenarioError` naming the host's line."""
+    scheduled yet), keeping its records in ``records`` when given (on disk). A host
+    the network refuses (a MAC already taken, a multicast MAC) is a
+    :class:`ScenarioError` naming the host's line."""
     w = sc.wire
     faults = FaultConfig(loss=w.loss, duplicate=w.duplicate, reorder=w.reorder,
                          corrupt=w.corrupt, reorder_delay_ns=w.reorder_delay_ns)
     net = Network(sc.seed, latency_ns=w.latency_ns, faults=faults, tracing=True,
-                  trace_stream=trace_stream)
+                  trace_stream=trace_stream, records=records)
     for h in sc.hosts:
         try:
             host = net.add_host(h.name, list(h.addresses), mac=h.mac, vlan=h.vlan,
@@ -169,12 +172,16 @@ def _note_tuple(record: ConnRecord, view: Any) -> None:
 
 def run_scenario(sc: Scenario, *, trace_stream: IO[str] | None = None,
                  progress: Progress | None = None,
-                 interruptible: bool = False) -> ScenarioRun:
+                 interruptible: bool = False,
+                 records: SpooledRecords | None = None) -> ScenarioRun:
     """Build the network, schedule everything, run until idle (or the duration), and
     check every expectation. With ``interruptible``, Ctrl-C (KeyboardInterrupt) ends the
     run early instead of propagating: the result has ``interrupted`` set, reason
-    ``"interrupted"``, and what was captured until then."""
-    net = build_network(sc, trace_stream=trace_stream)
+    ``"interrupted"``, and what was captured until then. With ``records``
+    (:class:`~mpa_emu.net.records.SpooledRecords`) the frames, journal, trace and upcalls
+    go to disk: memory bounded by what is alive, whatever the run's length; the caller
+    closes ``records`` once the reports are written."""
+    net = build_network(sc, trace_stream=trace_stream, records=records)
     run = ScenarioRun(sc, net, RunResult("idle", 0, 0))
     _Schedule(sc, net, run).all()
     try:

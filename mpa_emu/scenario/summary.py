@@ -1,4 +1,8 @@
-"""A finished scenario run as plain JSON-ready values (``mpa-emu run --json``)."""
+"""A finished scenario run as JSON-ready values (``mpa-emu run --json``). The arrays that
+grow with the run (frames, upcalls) are :class:`~mpa_emu.views.streamed_json.Rows`,
+read from the run's records as they are written
+(:func:`~mpa_emu.views.streamed_json.write_json`;
+:func:`~mpa_emu.views.streamed_json.materialize` for plain lists)."""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ from mpa_emu.cm.trace import TraceRecord
 from mpa_emu.stacks import stack_label
 from mpa_emu.views.describe import errno_text
 from mpa_emu.views.ladder import describe_frame
+from mpa_emu.views.streamed_json import Rows
 from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:
+    from mpa_emu.cm.events import Upcall
     from mpa_emu.scenario.runner import ScenarioRun
 
 
@@ -25,16 +31,7 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
             "profile": host.config.profile if host.stack == "irdma" else None,
             "stack": stack_label(host.stack, host.params),
             "addresses": [ip_text(a) for a in host.addresses],
-            "upcalls": [{"t_ns": u.time_ns, "event": u.event.name, "conn": u.conn,
-                         "status": u.status,
-                         "status_text": errno_text(u.status) if u.status else "0",
-                         "private_data": u.private_data.hex(),
-                         "private_data_len": u.private_data_len,
-                         "private_data_past_frame": u.private_data_past_frame,
-                         "ird": u.ird, "ord": u.ord,
-                         "local": f"{ip_text(u.local_ip)}:{u.local_port}",
-                         "remote": f"{ip_text(u.remote_ip)}:{u.remote_port}"}
-                        for u in host.upcalls],
+            "upcalls": Rows(host.upcalls, _upcall),
             "verb_failures": [{"t_ns": f.time_ns, "verb": f.verb, "errno": f.errno,
                                "errno_name": _errno_name(f.errno),
                                "message": f.message} for f in host.failures],
@@ -52,8 +49,20 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
         "connections": {name: [{"host": r.host, "conn": r.conn} for r in recs]
                         for name, recs in run.connections.items()},
         "hosts": hosts,
-        "frames": [describe_frame(f) for f in run.net.frames],
+        "frames": Rows(run.net.frames, describe_frame),
     }
+
+
+def _upcall(u: Upcall) -> dict[str, Any]:
+    return {"t_ns": u.time_ns, "event": u.event.name, "conn": u.conn,
+            "status": u.status,
+            "status_text": errno_text(u.status) if u.status else "0",
+            "private_data": u.private_data.hex(),
+            "private_data_len": u.private_data_len,
+            "private_data_past_frame": u.private_data_past_frame,
+            "ird": u.ird, "ord": u.ord,
+            "local": f"{ip_text(u.local_ip)}:{u.local_port}",
+            "remote": f"{ip_text(u.remote_ip)}:{u.remote_port}"}
 
 
 def refusal_lines(run: ScenarioRun) -> list[str]:
@@ -76,7 +85,7 @@ def _records(run: ScenarioRun, kind: str, host: str) -> list[TraceRecord]:
     trace = run.net.trace
     if trace is None:
         return []
-    return [r for r in trace.records if r.kind == kind and r.host == host]
+    return [r for r in trace.kept() if r.kind == kind and r.host == host]
 
 
 def _state(view: object) -> str:

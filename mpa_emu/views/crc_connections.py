@@ -10,7 +10,7 @@ retransmissions too; a new SYN on the same ports forgets it at once.
 
 from __future__ import annotations
 
-from mpa_emu.views.inspection.connections import LINGER_FRAMES
+from mpa_emu.views.inspection import connections
 from mpa_emu.wire.segment import FIN, RST
 
 _FIN_LOW = 1
@@ -31,8 +31,8 @@ class CrcConnections:
 
     __slots__ = ("_closed_at", "_fins", "linger")
 
-    def __init__(self, linger: int = LINGER_FRAMES) -> None:
-        self.linger = linger
+    def __init__(self, linger: int | None = None) -> None:
+        self.linger = connections.LINGER_FRAMES if linger is None else linger
         self._fins: dict[bytes, int] = {}
         """Connection -> the FIN bits of the sides that sent one."""
         self._closed_at: dict[bytes, int] = {}

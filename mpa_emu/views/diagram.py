@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TextIO
@@ -333,21 +333,30 @@ def to_svg(rows: Iterable[Row], columns: Sequence[str]) -> str:
     return out.getvalue()
 
 
+RowMarks = Callable[[int, Row], str | None]
+"""A row's mark (a class added to its group: the HTML reports' ``hl``, ``rel``,
+``ok``), from its number and the row; None for none."""
+
+
 def write_svg(rows: Iterable[Row], columns: Sequence[str], out: TextIO,
-              gap: int | None = None) -> None:
+              gap: int | None = None, *, marks: RowMarks | None = None,
+              declaration: bool = True) -> None:
     """:func:`to_svg` written into ``out`` as the rows come: the body goes to a
     temporary file first, since the picture's size heads the document. Without ``gap``
-    (the lane spacing, :func:`lane_gap`) the rows are read twice."""
+    (the lane spacing, :func:`lane_gap`) the rows are read twice, so kept in memory: a
+    caller with rows of any length passes the gap of a first pass. ``marks`` adds a
+    class to the rows it names; without ``declaration`` the XML declaration line is left
+    out (SVG inline in HTML)."""
     if gap is None:
         rows = list(rows)
         gap = lane_gap(rows, len(columns))
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
-        height, width = _svg_body(rows, len(columns), body, gap)
+        height, width = _svg_body(rows, len(columns), body, gap, marks)
         if columns:  # room for the last lane's title, centred on the lane
             width = max(width, _svg_lane_x(len(columns) - 1, gap)
                         + int(len(columns[-1]) * TITLE_CHAR_W / 2) + 20)
         body.seek(0)
-        _svg_head(columns, height, width, out, gap)
+        _svg_head(columns, height, width, out, gap, declaration)
         shutil.copyfileobj(body, out)
         out.write("</svg>\n")
 
@@ -358,9 +367,9 @@ def _svg_lane_x(lane: int, gap: int = LANE_GAP) -> int:
 
 
 def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO,
-              gap: int = LANE_GAP) -> tuple[int, int]:
+              gap: int = LANE_GAP, marks: RowMarks | None = None) -> tuple[int, int]:
     """Write the rows' elements (each line followed by a newline) for ``lanes`` lanes
-    ``gap`` apart; the picture's height and width."""
+    ``gap`` apart, each row's group with its mark; the picture's height and width."""
     # The canvas ends past the last lane by what its notes need, not a lane's gap.
     right = (_svg_lane_x(lanes - 1, gap) if lanes else LEFT) + 40
     y = TOP
@@ -368,7 +377,9 @@ def _svg_body(rows: Iterable[Row], lanes: int, out: TextIO,
     for number, row in enumerate(rows):
         # One group per row, so that a page can find, highlight and explain each frame.
         frame = f' data-frame="{row.frame}"' if row.frame is not None else ""
-        _line(out, f'<g class="row" data-row="{number}"{frame}>')
+        mark = marks(number, row) if marks is not None else None
+        cls = f"row {mark}" if mark else "row"
+        _line(out, f'<g class="{cls}" data-row="{number}"{frame}>')
         y += ROW_H
         if row.time_ns != last_time:
             _line(out, f'<text x="8" y="{y + 4}" class="t">{row.time_ns / 1e9:.6f}</text>')
@@ -419,7 +430,7 @@ def _line(out: TextIO, text: str) -> None:
 
 
 def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO,
-              gap: int = LANE_GAP) -> None:
+              gap: int = LANE_GAP, declaration: bool = True) -> None:
     """Write everything before the rows, each line followed by a newline (the lanes one
     by one: a capture may have tens of thousands)."""
     style = (
@@ -433,7 +444,7 @@ def _svg_head(columns: Sequence[str], height: int, width: int, out: TextIO,
         " .lost { stroke: #c00; stroke-width: 1.2; stroke-dasharray: 5 3; }"
     )
     out.write("\n".join([
-        '<?xml version="1.0" encoding="UTF-8"?>',
+        *(['<?xml version="1.0" encoding="UTF-8"?>'] if declaration else []),
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}">',
         f"<style>{style}</style>",

@@ -27,7 +27,7 @@ from mpa_emu.views.describe import (
 from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:
-    from mpa_emu.net.network import CapturedFrame, Network
+    from mpa_emu.net.network import CapturedFrame, JournalEntry, Network
 
 GAP = 88
 """Characters between two adjacent host lanes."""
@@ -88,6 +88,14 @@ def rows(net: Network, *, hosts: Sequence[str] | None = None,
     (needs ``tracing``). Each upcall is followed by the rdma_cm event the application
     gets for it (``=> RDMA_CM_EVENT_...``); ``logs`` adds the driver's kernel log lines
     (``klog ...``)."""
+    return [row for _, row in journal_rows(net, hosts=hosts, since_ns=since_ns, logs=logs)]
+
+
+def journal_rows(net: Network, *, hosts: Sequence[str] | None = None,
+                 since_ns: int = 0, logs: bool = False) -> Iterator[tuple[JournalEntry, Row]]:
+    """:func:`rows` as they are made, each with the journal entry it comes from (a
+    frame's entry carries its :class:`~mpa_emu.net.network.CapturedFrame`): one pass over
+    the journal, which may be on disk."""
     if net.journal is None:
         raise ValueError("the ladder needs a network built with tracing=True")
     names = list(hosts) if hosts is not None else list(net.hosts)
@@ -95,38 +103,38 @@ def rows(net: Network, *, hosts: Sequence[str] | None = None,
     # A lane stands for a host, not an address: when a host sends from several
     # addresses, the arrows name them.
     with_addresses = any(len(used) > 1 for used in sent_from(net, since_ns).values())
-    out: list[Row] = []
     for entry in net.journal:
         if entry.time_ns < since_ns:
             continue
         lane = lanes.get(entry.host)
         if entry.kind == "frame":
-            out.extend(_frame_rows(entry.item, lanes, with_addresses))
+            for row in _frame_rows(entry.item, lanes, with_addresses):
+                yield entry, row
         elif lane is None:
             continue
         elif entry.kind == "upcall":
-            out.append(Row(entry.time_ns, lane, None, upcall_label(entry.item)))
+            yield entry, Row(entry.time_ns, lane, None, upcall_label(entry.item))
         else:
             record: TraceRecord = entry.item
             if record.kind == "state_changed":
-                out.append(Row(entry.time_ns, lane, None, state_change_text(record)))
+                yield entry, Row(entry.time_ns, lane, None, state_change_text(record))
             elif record.kind == "segment_dropped" and record.fn not in ("wire", "nic"):
-                out.append(Row(entry.time_ns, lane, None,
-                               f"drop: {record.fields.get('reason', '?')} ({record.fn})"))
+                yield entry, Row(entry.time_ns, lane, None,
+                                 f"drop: {record.fields.get('reason', '?')} ({record.fn})")
             elif record.kind == "node_freed":
                 conn = record.fields.get("conn")
                 state = record.fields.get("state")
-                out.append(Row(entry.time_ns, lane, None,
-                               f"[#{conn}] freed" + (f" (was {state})" if state else "")))
+                yield entry, Row(entry.time_ns, lane, None,
+                                 f"[#{conn}] freed" + (f" (was {state})" if state else ""))
             elif record.kind == "rdma_cm_event":
-                out.append(Row(entry.time_ns, lane, None, rdma_cm_label(record.fields)))
+                yield entry, Row(entry.time_ns, lane, None, rdma_cm_label(record.fields))
             elif record.kind == "kernel_log":
                 if logs:
-                    out.append(Row(entry.time_ns, lane, None, log_label(record.fields)))
+                    yield entry, Row(entry.time_ns, lane, None, log_label(record.fields))
             elif record.kind in ("kernel_leak", "kernel_bug", "verb_failed"):
                 what = record.fields.get("what", record.fields.get("error", ""))
-                out.append(Row(entry.time_ns, lane, None, f"{record.kind}: {what}".rstrip(": ")))
-    return out
+                yield entry, Row(entry.time_ns, lane, None,
+                                 f"{record.kind}: {what}".rstrip(": "))
 
 
 def _endpoint(ip: bytes, port: int) -> str:

@@ -14,7 +14,8 @@ from helpers.import_graph import import_graph
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "ranges", "gc_tuning", "compiled"),
+    ("errors",),
+    ("ranges", "gc_tuning", "compiled"),
     ("wire",),
     ("frames", "capture"),
     ("offload",),

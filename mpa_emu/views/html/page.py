@@ -9,23 +9,41 @@ and ``ok`` (matched: green).
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from typing import Protocol, TextIO
 
-from mpa_emu.views.diagram import Ladder
+from mpa_emu.views.diagram import RowMarks, lane_gap, write_svg
 from mpa_emu.views.html.fields import Fields
+from mpa_emu.views.ladder import Row
 
 MARKS = ("hl", "rel", "ok")
 
 
+class LadderLike(Protocol):
+    """What a page draws: lane titles and rows (a
+    :class:`~mpa_emu.views.diagram.Ladder`, or rows read again from a run's records
+    each time they are asked for: the page reads them twice)."""
+
+    @property
+    def columns(self) -> Sequence[str]:
+        """One title per lane."""
+
+    @property
+    def rows(self) -> Iterable[Row]:
+        """The rows, in order."""
+
+
 @dataclass(slots=True)
 class Section:
-    """A titled part of the report below the ladder (``body`` is HTML)."""
+    """A titled part of the report below the ladder: ``body`` is HTML, or writes its
+    HTML into the page as the page is written (a table of a long run's rows)."""
 
     title: str
-    body: str
+    body: str | Callable[[TextIO], None]
     anchor: str = ""
 
 
@@ -36,31 +54,30 @@ class Page:
     title: str
     verdict: str
     failed: bool
-    ladder: Ladder
-    frames: Mapping[int, Fields]
-    """Decoded fields by frame number, shown when a ladder row is pointed at or clicked."""
-    marks: Mapping[int, str] = field(default_factory=dict)
-    """Row index (in ``ladder.rows``) -> one of :data:`MARKS`."""
+    ladder: LadderLike
+    frames: Mapping[int, Fields] | Iterable[tuple[int, Fields]]
+    """Decoded fields by frame number, shown when a ladder row is pointed at or clicked
+    (a mapping, or pairs read as the page is written)."""
+    marks: Mapping[int, str] | RowMarks = field(default_factory=dict)
+    """Row index (in ``ladder.rows``) -> one of :data:`MARKS`; or a function of the
+    row's index and the row giving its mark (or None)."""
     top: str = ""
     """HTML between the verdict and the ladder (the divergence, side by side)."""
     sections: list[Section] = field(default_factory=list)
 
     def html(self) -> str:
         """The page as one HTML document."""
-        svg = self.ladder.svg().split("\n", 1)[1]  # inline SVG takes no XML declaration
-        for index, mark in sorted(self.marks.items()):
-            svg = svg.replace(f'<g class="row" data-row="{index}"',
-                              f'<g class="row {mark}" data-row="{index}"', 1)
-        data = {"frames": {str(k): v for k, v in self.frames.items()}}
-        # "</" cannot end the script element early when written as "<\/" (same JSON).
-        payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+        out = io.StringIO()
+        self.write(out)
+        return out.getvalue()
+
+    def write(self, out: TextIO) -> None:
+        """Write the page into ``out`` as it is made: the ladder's rows, the sections'
+        tables and the frames' fields are read while written, never all held."""
         nav = "".join(f'<a href="#{escape(s.anchor or _anchor(s.title))}">{escape(s.title)}</a>'
                       for s in self.sections)
-        sections = "".join(
-            f'<section id="{escape(s.anchor or _anchor(s.title))}"><h2>{escape(s.title)}</h2>'
-            f"{s.body}</section>" for s in self.sections)
         verdict_class = "verdict bad" if self.failed else "verdict good"
-        return "\n".join([
+        out.write("\n".join([
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -70,13 +87,42 @@ class Page:
             f'<p class="{verdict_class}" id="verdict">{escape(self.verdict)}</p>',
             f"<nav>{nav}</nav></header>",
             self.top,
-            '<div class="main"><div class="ladder" id="ladder">', svg, "</div>",
+            '<div class="main"><div class="ladder" id="ladder">', ""]))
+        marks = self.marks
+        by_row: RowMarks = marks if callable(marks) else lambda number, _row: marks.get(number)
+        # Two passes over the rows (read again, never held): the lanes' spacing first.
+        # Inline SVG takes no XML declaration.
+        columns = self.ladder.columns
+        gap = lane_gap(self.ladder.rows, len(columns))
+        write_svg(self.ladder.rows, columns, out, gap, marks=by_row, declaration=False)
+        out.write("\n".join([
+            "", "</div>",
             '<aside id="fields"><h2>Frame</h2><p class="hint">Point at a frame in the '
-            "ladder to see its fields; click to keep them here.</p></aside></div>",
-            sections,
-            f'<script type="application/json" id="report-data">{payload}</script>',
-            f"<script>{SCRIPT}</script>",
-            "</body></html>", ""])
+            "ladder to see its fields; click to keep them here.</p></aside></div>", ""]))
+        for s in self.sections:
+            out.write(f'<section id="{escape(s.anchor or _anchor(s.title))}">'
+                      f"<h2>{escape(s.title)}</h2>")
+            if callable(s.body):
+                s.body(out)
+            else:
+                out.write(s.body)
+            out.write("</section>")
+        out.write('\n<script type="application/json" id="report-data">')
+        _write_frames(self.frames, out)
+        out.write("\n".join(["</script>", f"<script>{SCRIPT}</script>", "</body></html>", ""]))
+
+
+def _write_frames(frames: Mapping[int, Fields] | Iterable[tuple[int, Fields]],
+                  out: TextIO) -> None:
+    """``{"frames": {number: fields, ...}}`` as compact JSON, one frame at a time. "</"
+    cannot end the script element early when written as "<\\/" (the same JSON); no
+    piece boundary splits one, since every piece ends in JSON punctuation."""
+    pairs = frames.items() if isinstance(frames, Mapping) else frames
+    out.write('{"frames":{')
+    for n, (number, fields) in enumerate(pairs):
+        piece = json.dumps(str(number)) + ":" + json.dumps(fields, separators=(",", ":"))
+        out.write(("," if n else "") + piece.replace("</", "<\\/"))
+    out.write("}}")
 
 
 def _anchor(title: str) -> str:
@@ -97,11 +143,23 @@ def frame_link(number: int | None) -> str:
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "") -> str:
     """An HTML table; cells are HTML (escape text with :func:`cell`)."""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    if not body:
-        return '<p class="none">none</p>'
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    out = io.StringIO()
+    write_table(out, head, rows, cls=cls)
+    return out.getvalue()
+
+
+def write_table(out: TextIO, head: Sequence[str], rows: Iterable[Sequence[str]], *,
+                cls: str = "") -> None:
+    """:func:`table` written into ``out`` a row at a time."""
+    started = False
+    for row in rows:
+        line = "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+        if not started:
+            th = "".join(f"<th>{escape(h)}</th>" for h in head)
+            out.write(f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>')
+            started = True
+        out.write(line)
+    out.write("</tbody></table>" if started else '<p class="none">none</p>')
 
 
 def fields_table(fields: Fields, other: Fields | None = None) -> str:

@@ -150,8 +150,8 @@ def stream_capture(path: str | Path, report: CaptureReport,
 
 
 def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
-                       checksums: Mode = Mode.OFFLOAD, *, linger: int = LINGER_FRAMES,
-                       idle: int = IDLE_FRAMES,
+                       checksums: Mode = Mode.OFFLOAD, *, linger: int | None = None,
+                       idle: int | None = None,
                        profiles: Profiles | None = None) -> Iterator[ConnectionReport]:
     """Analyse frames as they are read, yielding each connection's report as soon as the
     connection is finished (after ``linger`` frames once closed, ``idle`` frames when
@@ -162,6 +162,10 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
 
     Memory holds the frames of connections still open or lingering, never the capture.
     ``profiles`` give the stack of a side by its address (else it is fingerprinted)."""
+    # The windows are read here, not bound as defaults, so one setting reaches every
+    # caller (a test narrows them to measure memory past them on short captures).
+    linger = LINGER_FRAMES if linger is None else linger
+    idle = IDLE_FRAMES if idle is None else idle
     live: dict[tuple[Any, ...], _Conn] = {}
     # Connections by last activity, oldest first (dicts keep insertion order).
     open_: dict[int, _Conn] = {}
