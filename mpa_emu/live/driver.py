@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.events import IwEvent, Transmit, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
@@ -323,13 +324,13 @@ class LiveHost:
         return [u for u in self.upcalls if event is None or u.event == event]
 
     @property
-    def cm_events(self) -> list[RdmaCmEvent]:
+    def cm_events(self) -> RecordLog[RdmaCmEvent]:
         """The rdma_cm event queue of the emulated host's application, in order
         (:mod:`mpa_emu.ulp.rdma_cm`), as :attr:`mpa_emu.net.host.Host.cm_events`."""
         return self.rdma_cm.events
 
     @property
-    def ulp_steps(self) -> list[UlpStep]:
+    def ulp_steps(self) -> RecordLog[UlpStep]:
         """Every upcall through iw_cm and rdma_cm, in order."""
         return self.rdma_cm.steps
 

@@ -23,6 +23,7 @@ from mpa_emu.views.inspection import inspect_frames
 from mpa_emu.views.ladder import ladder
 from mpa_emu.wire import ddp
 from mpa_emu.wire.codec import encode
+from mpa_emu.wire.interning import forget
 from mpa_emu.wire.mpa import frame_fpdu, looks_like_mpa
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
@@ -128,6 +129,8 @@ def run_cell(spec: CellSpec) -> CellResult:
     global _cells_run
     _cells_run += 1
     if _cells_run % COLLECT_EVERY == 0:
+        # Cells share nothing: the shared-value tables start over, then the garbage goes.
+        forget()
         gc.collect()
     scenario = BY_NAME[spec.scenario]
     ini = overlay(spec.initiator, scenario.initiator_overlay)

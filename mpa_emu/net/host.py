@@ -306,14 +306,14 @@ class Host:
         return [u for u in self.upcalls if event is None or u.event == event]
 
     @property
-    def cm_events(self) -> list[RdmaCmEvent]:
+    def cm_events(self) -> RecordLog[RdmaCmEvent]:
         """The host's rdma_cm event queue, in order: what ``rdma_get_cm_event`` returns
         to the application for the upcalls so far (:mod:`mpa_emu.ulp.rdma_cm`); empty on
         a network that does not keep upcalls (``keep_upcalls=False``)."""
         return self.rdma_cm.events
 
     @property
-    def ulp_steps(self) -> list[UlpStep]:
+    def ulp_steps(self) -> RecordLog[UlpStep]:
         """Every kept upcall through iw_cm and rdma_cm, in order: the iw_cm state
         change and the rdma_cm event delivered, or why none was."""
         return self.rdma_cm.steps

@@ -252,6 +252,7 @@ class Network:
                     stack=stack, params=parsed)
         if self.records is not None:
             host.upcalls = self.records.upcalls()
+            host.rdma_cm = self.records.rdma_cm()
         self.hosts[name] = host
         self._host_list.append(host)
         self._by_mac[raw_mac] = host

@@ -36,7 +36,9 @@ from typing import Any
 from mpa_emu.capture.spool import RecordLog, RecordSpool, SettlingLog
 from mpa_emu.cm.events import Upcall
 from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.gc_tuning import Collector
 from mpa_emu.net.captured import CapturedFrame, JournalEntry
+from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.segment import Segment
 
 _segment_row: Callable[[Segment], tuple[Any, ...]] = operator.attrgetter(
@@ -104,6 +106,11 @@ def _entry_settled(entry: JournalEntry) -> bool:
     return entry.kind != "frame" or entry.item.in_flight == 0
 
 
+SETTLES_PER_COLLECTION = 5_000
+"""Events between two full collections of a bounded run (one settle an event): freed
+nodes, QPs and timers are reference cycles, freed only by a full collection."""
+
+
 class SpooledRecords:
     """The on-disk sink of a :class:`~mpa_emu.net.network.Network` (one network each).
 
@@ -120,6 +127,8 @@ class SpooledRecords:
         self._trace: RecordSpool[TraceRecord] = RecordSpool(to_row=_trace_row,
                                                             from_row=_trace_from_row)
         self._upcalls: list[RecordSpool[Upcall]] = []
+        self._collector = Collector(SETTLES_PER_COLLECTION)
+        self._ulp: list[RecordSpool[RdmaCmEvent] | RecordSpool[UlpStep]] = []
 
     def frames(self) -> RecordLog[CapturedFrame]:
         """The captured frames, in capture order."""
@@ -139,11 +148,19 @@ class SpooledRecords:
         self._upcalls.append(spool)
         return spool
 
+    def rdma_cm(self) -> RdmaCm:
+        """A new host's iw_cm and rdma_cm, its event queue and steps on disk."""
+        events: RecordSpool[RdmaCmEvent] = RecordSpool(RdmaCmEvent)
+        steps: RecordSpool[UlpStep] = RecordSpool(UlpStep)
+        self._ulp += [events, steps]
+        return RdmaCm(events, steps)
+
     def settle(self) -> None:
         """Write what has settled (frames no longer on the wire, and the journal up to
         the first frame still on it)."""
         self._frames.settle()
         self._journal.settle()
+        self._collector.tick()
 
     def waiting(self) -> int:
         """Records still in memory because a frame before them is on the wire."""
@@ -156,6 +173,8 @@ class SpooledRecords:
         self._trace.close()
         for spool in self._upcalls:
             spool.close()
+        for log in self._ulp:
+            log.close()
 
     def __enter__(self) -> SpooledRecords:
         return self

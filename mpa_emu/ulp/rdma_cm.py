@@ -39,6 +39,7 @@ from enum import IntEnum
 from errno import ECONNREFUSED, ECONNRESET, ETIMEDOUT
 from typing import Any
 
+from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.ulp.iwcm import IwCmState, IwCmStep, Verb, on_upcall, on_verb
 
@@ -210,11 +211,13 @@ class RdmaCm:
     CONN_RECV, a CONNECT_REPLY finds an active one in CONN_SENT (``iw_cm_connect``).
     ``events`` is the host's rdma_cm event queue, ``steps`` every upcall's outcome."""
 
-    def __init__(self) -> None:
+    def __init__(self, events: RecordLog[RdmaCmEvent] | None = None,
+                 steps: RecordLog[UlpStep] | None = None) -> None:
         self.states: dict[int, IwCmState] = {}
         """iw_cm state per connection."""
-        self.events: list[RdmaCmEvent] = []
-        self.steps: list[UlpStep] = []
+        self.events: RecordLog[RdmaCmEvent] = [] if events is None else events
+        """The event queue: a list, or a log on disk for a bounded run."""
+        self.steps: RecordLog[UlpStep] = [] if steps is None else steps
         self._dropping: set[int] = set()
         self._listeners_gone: set[int] = set()
 

@@ -13,7 +13,7 @@ that connections change a field at a time (a node's settings, a QP's context).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 H = TypeVar("H", bound=Hashable)
 
@@ -46,6 +46,18 @@ def shared_bytes(value: bytes) -> bytes:
 
 R = TypeVar("R", bound=tuple[object, ...])
 
+_RECORDS: list[SharedRecords[Any]] = []
+"""Every :class:`SharedRecords` made, for :func:`forget`."""
+
+
+def forget() -> None:
+    """Forget every shared value and remembered step. Nothing changes but memory and
+    speed: for a process that runs many independent networks one after another (the
+    matrix), whose values have nothing to share with the next ones."""
+    _TABLE.clear()
+    for records in _RECORDS:
+        records._steps.clear()
+
 
 class SharedRecords(Generic[R]):
     """Records of one named-tuple type that many connections hold with the same values,
@@ -61,6 +73,7 @@ class SharedRecords(Generic[R]):
     __slots__ = ("_cls", "_index", "_steps", "_steps_max")
 
     def __init__(self, cls: type[R], fields: tuple[str, ...], steps_max: int = 1024) -> None:
+        _RECORDS.append(self)
         self._cls = cls
         self._index = {name: i for i, name in enumerate(fields)}
         self._steps: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[R, R]] = {}
