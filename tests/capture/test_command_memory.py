@@ -99,7 +99,8 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     ["inspect", "--fpdus"],
     ["inspect", "--json"],
     ["replay", "--emulate", SERVER_TEXT],
-], ids=["inspect", "inspect-json", "replay"])
+    ["explain"],
+], ids=["inspect", "inspect-json", "replay", "explain"])
 def test_reading_a_capture_ten_times_longer_keeps_the_peak(
         captures: tuple[Path, Path], argv: list[str]) -> None:
     small, large = captures
