@@ -12,7 +12,6 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.cli.values import capture_port, positive
-from mpa_emu.gc_tuning import Collector
 from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,
@@ -109,15 +108,11 @@ def run(args: argparse.Namespace) -> int:
     live = args.capture == "-" and not args.json
     report = CaptureReport(path=args.capture, checksums=args.checksums)
     shown = errors = total = 0
-    # A connection's report is a web of records (json's asdict copies them): collected
-    # every so many connections, so the peak does not grow with the capture.
-    collector = Collector(CONNECTIONS_PER_COLLECTION)
     with Spool() as spool:
         try:
             for conn in stream_capture(args.capture, report, Mode(args.checksums),
                                        profiles):
                 total += 1
-                collector.tick()
                 if not _selected(conn, args):
                     report.hidden += 1
                     continue
@@ -146,9 +141,6 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.write("\n" + piece)
             sys.stdout.write("\n")
     return 1 if errors else 0
-
-
-CONNECTIONS_PER_COLLECTION = 256
 
 
 def _check_connections(args: argparse.Namespace, total: int) -> None:

@@ -11,6 +11,7 @@ neither measure."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ import mpa_emu.views.inspection.connections as connections
 from mpa_emu.cli import main
 from mpa_emu.net import Accept, Network
 from mpa_emu.net.records import SpooledRecords
+from mpa_emu.wire.interning import forget
 
 FLAT = 1.5
 
@@ -51,6 +53,10 @@ def _quiet() -> Iterator[None]:
 
 
 def _peak(work: Callable[[], object]) -> int:
+    # The same start for both runs whatever ran before in this process: the shared-value
+    # tables empty, the garbage of earlier tests gone.
+    forget()
+    gc.collect()
     tracemalloc.start()
     try:
         with _quiet():

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.inspect_builders import write_pcap
+from helpers.stack_captures import rejected_by_siw_application, siw_smb_direct
 
 from mpa_emu.cli import main
 from mpa_emu.judge.catalogue import CAUSES
-from tests.helpers.inspect_builders import write_pcap
-from tests.helpers.stack_captures import rejected_by_siw_application, siw_smb_direct
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = {"flow", "verdict", "cause", "initiator_event", "initiator_status",

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import stack_captures as caps
+from helpers.inspect_builders import Conversation, write_pcap
 
 from mpa_emu.cli import main
-from tests.helpers import stack_captures as caps
-from tests.helpers.inspect_builders import Conversation, write_pcap
 
 REQUEST = "RDMA_CM_EVENT_CONNECT_REQUEST"
 ESTABLISHED = "RDMA_CM_EVENT_ESTABLISHED"
@@ -107,7 +107,7 @@ def test_terminate_names_layer_type_code_and_the_quoted_header(
 
 def test_crc_mismatch_from_the_terminate(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.helpers.real_like_captures import v2_crc_errors
+    from helpers.real_like_captures import v2_crc_errors
 
     conn = explain(v2_crc_errors(tmp_path / "crc.pcap"), capsys)
     assert (conn["verdict"], conn["cause"]) == ("failed", "crc-mismatch")

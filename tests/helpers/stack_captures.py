@@ -23,8 +23,8 @@ from pathlib import Path
 
 from scapy.utils import wrpcap
 
-from tests.helpers.inspect_builders import Conversation
-from tests.helpers.real_like_captures import KEY_REP, KEY_REQ, fpdu, send
+from helpers.inspect_builders import Conversation
+from helpers.real_like_captures import KEY_REP, KEY_REQ, fpdu, send
 
 LINUX_SYN = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1000, 0)), ("NOP", None),
              ("WScale", 7)]
@@ -253,7 +253,7 @@ def reset_during_exchange(cport: int = 41110) -> Conversation:
 def accepted_irdma(cport: int, *after: tuple[bool, bytes]) -> Conversation:
     """irdma to irdma, accepted with the Read RTR (CRC on), the RTR, then ``after``
     (from_client, payload) FPDUs or flags-only segments (payload ``b"F"``/``b"R"``)."""
-    from tests.helpers.real_like_captures import fpdu as crc_fpdu
+    from helpers.real_like_captures import fpdu as crc_fpdu
 
     conv = Conversation(client="10.0.2.1", server="10.0.2.2", cport=cport)
     conv.handshake(IRDMA_SYN, IRDMA_SYN)

@@ -8,11 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from mpa_emu.views.inspection import inspect_capture
-from tests.helpers.inspect_builders import Conversation, write_pcap
-from tests.helpers.real_like_captures import KEY_REP, KEY_REQ
-from tests.helpers.stack_captures import (
+from helpers.inspect_builders import Conversation, write_pcap
+from helpers.real_like_captures import KEY_REP, KEY_REQ
+from helpers.stack_captures import (
     CXGB4_SYN,
     IRDMA_REQUEST,
     LINUX_SYN,
@@ -21,6 +19,8 @@ from tests.helpers.stack_captures import (
     block,
     mpa,
 )
+
+from mpa_emu.views.inspection import inspect_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,8 +84,8 @@ def test_a_terminate_in_siws_bit_field_layout_points_to_siw(tmp_path: Path) -> N
     # header-control bits announces exactly those bytes.
     import struct
 
-    from tests.helpers.real_like_captures import send
-    from tests.helpers.stack_captures import no_crc
+    from helpers.real_like_captures import send
+    from helpers.stack_captures import no_crc
 
     quoted = bytes([0x41, 0x43]) + struct.pack("!IIII", 0, 0, 1, 0)
     body = bytes([0x21, 0x02, 0x02, 0x00]) + struct.pack("!H", 18) + quoted

@@ -14,6 +14,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from helpers.inspect_builders import write_pcap
+from helpers.stack_captures import SMBD_IRD, SMBD_ORD, siw_smb_direct
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
 
@@ -22,8 +24,6 @@ from mpa_emu.cli import main
 from mpa_emu.frames import MPAReply, MPARequest, SMBDIrdOrd
 from mpa_emu.views.describe import mpa_summary
 from mpa_emu.wire.private_data import LegacyIrdOrd, decode_legacy, encode_legacy
-from tests.helpers.inspect_builders import write_pcap
-from tests.helpers.stack_captures import SMBD_IRD, SMBD_ORD, siw_smb_direct
 
 BIG = struct.pack(">II", 32, 1)
 LITTLE = struct.pack("<II", 32, 1)

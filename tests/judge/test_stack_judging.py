@@ -12,18 +12,18 @@ import json
 from pathlib import Path
 
 import pytest
-
-from mpa_emu.cli import main
-from mpa_emu.judge.profile import ProfileError, parse_profiles
-from mpa_emu.views.inspection import inspect_capture
-from tests.helpers.inspect_builders import write_pcap
-from tests.helpers.stack_captures import (
+from helpers.inspect_builders import write_pcap
+from helpers.stack_captures import (
     pdata_over_siw_limit,
     reply_without_p2p_to_irdma,
     siw_request_to_irdma,
     siw_smb_direct,
     siw_smb_direct_with_bad_smb2,
 )
+
+from mpa_emu.cli import main
+from mpa_emu.judge.profile import ProfileError, parse_profiles
+from mpa_emu.views.inspection import inspect_capture
 
 
 def _only(path: Path, profile: list[str] | None = None):  # type: ignore[no-untyped-def]
@@ -166,8 +166,8 @@ def test_judge_does_not_fail_on_an_smb2_error(tmp_path: Path,
 
 def test_irdmas_mss_rule_is_a_note_when_the_receiver_is_not_irdma(tmp_path: Path) -> None:
     # irdma_process_options refuses an MSS option below 536; a Linux socket takes it.
-    from tests.helpers.inspect_builders import Conversation
-    from tests.helpers.stack_captures import LINUX_SYNACK, SIW_REQUEST
+    from helpers.inspect_builders import Conversation
+    from helpers.stack_captures import LINUX_SYNACK, SIW_REQUEST
 
     small = [("MSS", 500), *LINUX_SYNACK[1:]]
     conv = Conversation(client="10.0.3.1", server="10.0.3.2").handshake(small, LINUX_SYNACK)
@@ -181,9 +181,9 @@ def test_irdmas_mss_rule_is_a_note_when_the_receiver_is_not_irdma(tmp_path: Path
 def test_irdma_reads_a_rev_2_request_without_s_as_having_the_block(tmp_path: Path) -> None:
     # irdma_parse_mpa decides on Rev == 2 alone: "abcd" read as the block has no A bit
     # (0x61 & 0x80 == 0), so irdma_negotiate_mpa_v2_ird_ord refuses it.
-    from tests.helpers.inspect_builders import Conversation
-    from tests.helpers.real_like_captures import KEY_REQ
-    from tests.helpers.stack_captures import IRDMA_SYN, mpa
+    from helpers.inspect_builders import Conversation
+    from helpers.real_like_captures import KEY_REQ
+    from helpers.stack_captures import IRDMA_SYN, mpa
 
     conv = Conversation(client="10.0.3.1", server="10.0.3.2").handshake(IRDMA_SYN, IRDMA_SYN)
     conv.client_sends(mpa(KEY_REQ, 0x40, 2, b"abcdefgh"))
