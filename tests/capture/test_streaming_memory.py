@@ -4,6 +4,7 @@ report is the one of the whole capture read at once."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 import tracemalloc
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 from mpa_emu.capture.pcap import read_capture
 from mpa_emu.views.inspection import CaptureReport, RawFrame, read_frames, stream_connections
 from mpa_emu.wire import codec
+from mpa_emu.wire.interning import forget
 
 GOLDEN = Path(__file__).resolve().parents[2] / "pcaps" / "golden" / "golden_accept_v2.pcapng"
 
@@ -38,6 +40,10 @@ def _frames(connections: int) -> Iterator[RawFrame]:
 def _peak(connections: int) -> tuple[int, int, int]:
     """Peak traced memory, connections reported, frames read."""
     report = CaptureReport(path="generated")
+    # The same start whatever ran before in this process: the shared-value tables
+    # empty, the garbage of earlier tests gone.
+    forget()
+    gc.collect()
     tracemalloc.start()
     try:
         ended = sum(1 for _ in stream_connections(_frames(connections), report,
