@@ -266,87 +266,6 @@ class _Input:
         return self.base + self.pos
 
 
-def read_capture(source: str | os.PathLike[str] | BinaryIO | IO[bytes] | bytes
-                 ) -> Iterator[CaptureRecord]:
-    """Yield every frame of a pcap or pcapng capture, in file order.
-
-    ``source`` is a path, a binary file object or the file's bytes. Raises
-    :class:`CaptureError` for an unknown format, a truncated file or an inconsistent
-    block; records before the fault have been yielded.
-    """
-    if isinstance(source, bytes):
-        yield from _read_stream(io.BytesIO(source))
-    elif isinstance(source, str | os.PathLike):
-        try:
-            stream = open(source, "rb")  # noqa: SIM115 - closed by the with below
-        except OSError as exc:
-            raise CaptureError(f"cannot open capture: {exc}") from None
-        with stream:
-            yield from _read_stream(stream)
-    else:
-        yield from _read_stream(source)
-
-
-def read_intact(source: str | os.PathLike[str] | BinaryIO | IO[bytes] | bytes
-                ) -> tuple[list[CaptureRecord], CaptureError | None]:
-    """Every record of a capture up to its first fault, and that fault (``None`` when
-    the capture reads to its end): for a capture cut short (an interrupted tcpdump, a full
-    disk) whose intact frames are still worth using."""
-    records: list[CaptureRecord] = []
-    try:
-        for record in read_capture(source):
-            records.append(record)
-    except CaptureError as exc:
-        return records, exc
-    return records, None
-
-
-def _read_stream(stream: IO[bytes]) -> Iterator[CaptureRecord]:
-    inp = _Input(stream)
-    have = inp.ensure(4)
-    if have == 0:
-        raise CaptureError("empty file: not a pcap or pcapng capture")
-    magic = inp.buf[:4]
-    if magic == _PCAPNG_MAGIC:
-        yield from _read_pcapng(inp)
-    elif magic in _PCAP_MAGICS:
-        endian, ns_per_tick = _PCAP_MAGICS[magic]
-        yield from _read_pcap(inp, endian, ns_per_tick)
-    else:
-        raise CaptureError(f"not a pcap or pcapng file (starts with {magic.hex(' ')})")
-
-
-def _read_pcap(inp: _Input, endian: str, ns_per_tick: int) -> Iterator[CaptureRecord]:
-    if inp.ensure(24) < 24:
-        raise CaptureError("truncated pcap file header (needs 24 bytes)")
-    major, minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(
-        endian + "HHiIII", inp.buf, inp.pos + 4)
-    if major != 2:
-        raise CaptureError(f"unsupported pcap version {major}.{minor}")
-    linktype = network & 0xFFFF  # the upper bits carry FCS information
-    inp.pos += 24
-    record_head = struct.Struct(endian + "IIII")
-    index = 0
-    while True:
-        have = inp.ensure(16)
-        if have == 0:
-            return
-        if have < 16:
-            raise CaptureError(f"truncated pcap record header {index} at offset {inp.offset}")
-        sec, frac, caplen, wire_len = record_head.unpack_from(inp.buf, inp.pos)
-        if caplen > max(snaplen, DEFAULT_SNAPLEN):
-            raise CaptureError(f"pcap record {index} at offset {inp.offset} claims "
-                               f"{caplen} captured bytes (snaplen {snaplen})")
-        if inp.ensure(16 + caplen) < 16 + caplen:
-            raise CaptureError(f"truncated pcap record {index} at offset {inp.offset}: "
-                               f"{caplen} bytes announced")
-        start = inp.pos + 16
-        yield CaptureRecord(sec * 1_000_000_000 + frac * ns_per_tick, 0, None, linktype,
-                            inp.buf[start:start + caplen], wire_len)
-        inp.pos = start + caplen
-        index += 1
-
-
 @dataclass(slots=True)
 class _Interface:
     linktype: int
@@ -373,98 +292,311 @@ class _Interface:
         return ns + self.tsoffset_ns
 
 
-def _read_pcapng(inp: _Input) -> Iterator[CaptureRecord]:
-    endian = "<"
-    head = struct.Struct("<II")
-    epb = struct.Struct("<IIIII")
-    interfaces: list[_Interface] = []
-    while True:
-        have = inp.ensure(12)
+Source = str | os.PathLike[str] | BinaryIO | IO[bytes] | bytes
+"""What the readers take: a path, a binary file object or the file's bytes."""
+
+_new_record = tuple.__new__
+"""Makes a :class:`CaptureRecord` from a tuple of its fields without the named tuple's
+own ``__new__`` (a Python function): ``_new_record(CaptureRecord, fields)``."""
+
+
+def read_capture(source: Source) -> Iterator[CaptureRecord]:
+    """Yield every frame of a pcap or pcapng capture, in file order.
+
+    ``source`` is a path, a binary file object or the file's bytes. Raises
+    :class:`CaptureError` for an unknown format, a truncated file or an inconsistent
+    block; records before the fault have been yielded.
+    """
+    reader = CaptureReader(source, comments=True)
+    try:
+        while (frame := reader.next_frame()) is not None:
+            yield _new_record(CaptureRecord, (
+                reader.time_ns, reader.interface, reader.interface_name, reader.linktype,
+                frame, reader.orig_len, reader.comment))
+    finally:
+        reader.close()
+
+
+def read_intact(source: Source) -> tuple[list[CaptureRecord], CaptureError | None]:
+    """Every record of a capture up to its first fault, and that fault (``None`` when
+    the capture reads to its end): for a capture cut short (an interrupted tcpdump, a full
+    disk) whose intact frames are still worth using."""
+    records: list[CaptureRecord] = []
+    try:
+        for record in read_capture(source):
+            records.append(record)
+    except CaptureError as exc:
+        return records, exc
+    return records, None
+
+
+_START, _PCAPNG, _PCAP, _DONE = 0, 1, 2, 3
+
+
+class CaptureReader:
+    """The frames of a pcap or pcapng capture pulled one at a time (what
+    :func:`read_capture` yields, without a record per frame): :meth:`next_frame` returns
+    the next frame's bytes and leaves what the capture says of it in the attributes.
+
+    ``source`` is opened at the first :meth:`next_frame`, which raises
+    :class:`CaptureError` as :func:`read_capture` does; :meth:`close` closes a file the
+    reader opened. ``comments``: read each frame's comments into :attr:`comment` (else
+    it stays None)."""
+
+    time_ns: int | None = None
+    """The last frame's time in ns since the epoch (None: a Simple Packet Block)."""
+    interface_name: str | None = None
+    comment: str | None = None
+
+    def __init__(self, source: Source, *, comments: bool = False) -> None:
+        self.source = source
+        self.comments = comments
+        self.interface = 0
+        self.linktype = 0
+        self.orig_len = 0
+        self._state = _START
+        self._inp = _Input(io.BytesIO(b""))
+        self._owned: IO[bytes] | None = None
+        # pcapng: the section's byte order and structs, its interfaces.
+        self._endian = "<"
+        self._head = struct.Struct("<II")
+        self._epb = struct.Struct("<IIIII")
+        # The usual block, an Enhanced Packet Block already in the buffer, in two
+        # unpacks: its whole head from the block start, and its trailing length.
+        self._epb_block = struct.Struct("<IIIIIII")
+        self._tail = _U32
+        self._interfaces: list[_Interface] = []
+        # pcap: the record header, the tick, the snap length and link type, the index.
+        self._record_head = struct.Struct("<IIII")
+        self._ns_per_tick = 1
+        self._snaplen = 0
+        self._index = 0
+
+    def close(self) -> None:
+        """Close the file the reader opened (a stream it was given stays open)."""
+        self._state = _DONE
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    def next_frame(self) -> bytes | None:
+        """The next frame's captured bytes (None at the end of the capture), its time,
+        interface, link type, length on the wire and comment in the attributes."""
+        state = self._state
+        if state == _PCAPNG:
+            # The usual block first (see __init__); anything else below.
+            inp = self._inp
+            buf = inp.buf
+            pos = inp.pos
+            if len(buf) - pos >= 32:
+                (block_type, length, index, ts_high, ts_low, caplen,
+                 wire_len) = self._epb_block.unpack_from(buf, pos)
+                end = pos + length - 4
+                data_end = pos + 28 + caplen
+                interfaces = self._interfaces
+                if (block_type == BT_EPB and length >= 32 and not length & 3
+                        and pos + length <= len(buf) and data_end <= end
+                        and index < len(interfaces)
+                        and self._tail.unpack_from(buf, end)[0] == length):
+                    iface = interfaces[index]
+                    ticks = ts_high << 32 | ts_low
+                    ns_per_tick = iface.ns_per_tick
+                    self.time_ns = (ticks * ns_per_tick + iface.tsoffset_ns if ns_per_tick
+                                    else iface.to_ns(ticks))
+                    self.interface = index
+                    self.interface_name = iface.name
+                    self.linktype = iface.linktype
+                    self.orig_len = wire_len
+                    if self.comments:
+                        opt_start = data_end + (-caplen % 4)
+                        self.comment = (_comments(buf, opt_start, end, self._endian, inp)
+                                        if opt_start < end else None)
+                    inp.pos = pos + length
+                    return buf[pos + 28:data_end]
+            return self._pcapng_block()
+        if state == _PCAP:
+            return self._pcap_record()
+        if state == _START:
+            self._start()
+            return self.next_frame()
+        return None
+
+    def _start(self) -> None:
+        """Open the source and read what kind of capture it is (and a pcap file header)."""
+        self._state = _DONE  # whatever goes wrong here ends the capture
+        source = self.source
+        if isinstance(source, bytes):
+            stream: IO[bytes] = io.BytesIO(source)
+        elif isinstance(source, str | os.PathLike):
+            try:
+                stream = open(source, "rb")  # noqa: SIM115 - closed by close()
+            except OSError as exc:
+                raise CaptureError(f"cannot open capture: {exc}") from None
+            self._owned = stream
+        else:
+            stream = source
+        inp = self._inp = _Input(stream)
+        have = inp.ensure(4)
         if have == 0:
-            return
-        if have < 8:
-            raise CaptureError(f"truncated pcapng block header at offset {inp.offset}")
-        block_type, = _U32.unpack_from(inp.buf, inp.pos)
-        if block_type == BT_SHB:
-            if have < 12:
-                raise CaptureError(f"truncated section header at offset {inp.offset}")
-            bom = inp.buf[inp.pos + 8:inp.pos + 12]
-            if bom == b"\x4d\x3c\x2b\x1a":
-                endian = "<"
-            elif bom == b"\x1a\x2b\x3c\x4d":
-                endian = ">"
-            else:
-                raise CaptureError(f"bad byte-order magic {bom.hex()} at offset {inp.offset}")
-            head = struct.Struct(endian + "II")
-            epb = struct.Struct(endian + "IIIII")
-            interfaces = []
-        block_type, length = head.unpack_from(inp.buf, inp.pos)
-        if length < 12 or length & 3:
-            raise CaptureError(f"pcapng block of type 0x{block_type:08x} at offset "
-                               f"{inp.offset} has bad length {length}")
-        if inp.ensure(length) < length:
-            raise CaptureError(f"truncated pcapng block of type 0x{block_type:08x} at "
-                               f"offset {inp.offset}: {length} bytes announced")
-        buf = inp.buf
-        pos = inp.pos
-        end = pos + length - 4
-        if struct.unpack_from(endian + "I", buf, end)[0] != length:
-            raise CaptureError(f"pcapng block at offset {inp.offset}: trailing length "
-                               f"differs from {length}")
-        if block_type == BT_EPB:
-            if length < 32:
-                raise CaptureError(f"enhanced packet block at offset {inp.offset} is "
-                                   f"too short ({length} bytes)")
-            index, ts_high, ts_low, caplen, wire_len = epb.unpack_from(buf, pos + 8)
-            data_end = pos + 28 + caplen
-            if data_end > end:
-                raise CaptureError(f"enhanced packet block at offset {inp.offset}: "
-                                   f"captured length {caplen} overruns the block")
-            if index >= len(interfaces):
-                _interface(interfaces, index, inp.offset)  # raises
-            iface = interfaces[index]
-            opt_start = data_end + (-caplen % 4)
-            comment = _comments(buf, opt_start, end, endian, inp) if opt_start < end else None
-            ticks = ts_high << 32 | ts_low
-            yield CaptureRecord(
-                ticks * iface.ns_per_tick + iface.tsoffset_ns if iface.ns_per_tick
-                else iface.to_ns(ticks),
-                index, iface.name, iface.linktype, buf[pos + 28:data_end], wire_len, comment)
-        elif block_type == BT_SPB:
-            iface = _interface(interfaces, 0, inp.offset)
-            (wire_len,) = struct.unpack_from(endian + "I", buf, pos + 8)
-            caplen = min(wire_len, end - pos - 12)
-            if iface.snaplen:
-                caplen = min(caplen, iface.snaplen)
-            yield CaptureRecord(None, 0, iface.name, iface.linktype,
-                                buf[pos + 12:pos + 12 + caplen], wire_len)
-        elif block_type == BT_OPB:
-            if length < 32:
-                raise CaptureError(f"packet block at offset {inp.offset} is too short")
-            index, _drops, ts_high, ts_low, caplen, wire_len = struct.unpack_from(
-                endian + "HHIIII", buf, pos + 8)
-            data_end = pos + 28 + caplen
-            if data_end > end:
-                raise CaptureError(f"packet block at offset {inp.offset}: captured length "
-                                   f"{caplen} overruns the block")
-            iface = _interface(interfaces, index, inp.offset)
-            opt_start = data_end + (-caplen % 4)
-            comment = _comments(buf, opt_start, end, endian, inp) if opt_start < end else None
-            yield CaptureRecord(iface.to_ns(ts_high << 32 | ts_low), index, iface.name,
-                                iface.linktype, buf[pos + 28:data_end], wire_len, comment)
-        elif block_type == BT_IDB:
-            if length < 20:
-                raise CaptureError(f"interface block at offset {inp.offset} is too short")
-            linktype, _reserved, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
-            interfaces.append(_read_idb_options(
-                _Interface(linktype, snaplen, None, 6, 0), buf, pos + 16, end, endian,
-                inp).finish())
-        elif block_type == BT_SHB:
-            major, _minor = struct.unpack_from(endian + "HH", buf, pos + 12)
-            if major != 1:
-                raise CaptureError(f"unsupported pcapng version {major} at offset {inp.offset}")
-        # Any other block (name resolution, statistics, custom...) carries no frame.
-        inp.pos = pos + length
+            raise CaptureError("empty file: not a pcap or pcapng capture")
+        magic = inp.buf[:4]
+        if magic == _PCAPNG_MAGIC:
+            self._state = _PCAPNG
+        elif magic in _PCAP_MAGICS:
+            endian, self._ns_per_tick = _PCAP_MAGICS[magic]
+            if inp.ensure(24) < 24:
+                raise CaptureError("truncated pcap file header (needs 24 bytes)")
+            major, minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(
+                endian + "HHiIII", inp.buf, inp.pos + 4)
+            if major != 2:
+                raise CaptureError(f"unsupported pcap version {major}.{minor}")
+            self._snaplen = snaplen
+            self.linktype = network & 0xFFFF  # the upper bits carry FCS information
+            inp.pos += 24
+            self._record_head = struct.Struct(endian + "IIII")
+            self._state = _PCAP
+        else:
+            raise CaptureError(f"not a pcap or pcapng file (starts with {magic.hex(' ')})")
+
+    def _pcap_record(self) -> bytes | None:
+        inp = self._inp
+        index = self._index
+        have = inp.ensure(16)
+        if have == 0:
+            self._state = _DONE
+            return None
+        self._state = _DONE  # until the record is whole
+        if have < 16:
+            raise CaptureError(f"truncated pcap record header {index} at offset {inp.offset}")
+        sec, frac, caplen, wire_len = self._record_head.unpack_from(inp.buf, inp.pos)
+        snaplen = self._snaplen
+        if caplen > max(snaplen, DEFAULT_SNAPLEN):
+            raise CaptureError(f"pcap record {index} at offset {inp.offset} claims "
+                               f"{caplen} captured bytes (snaplen {snaplen})")
+        if inp.ensure(16 + caplen) < 16 + caplen:
+            raise CaptureError(f"truncated pcap record {index} at offset {inp.offset}: "
+                               f"{caplen} bytes announced")
+        self._state = _PCAP
+        start = inp.pos + 16
+        self.time_ns = sec * 1_000_000_000 + frac * self._ns_per_tick
+        self.orig_len = wire_len
+        inp.pos = start + caplen
+        self._index = index + 1
+        return inp.buf[start:start + caplen]
+
+    def _pcapng_block(self) -> bytes | None:
+        """The blocks up to the next frame, read the careful way (any block the fast
+        path of :meth:`next_frame` leaves)."""
+        inp = self._inp
+        self._state = _DONE  # until a frame is found or the file ends cleanly
+        while True:
+            have = inp.ensure(12)
+            if have == 0:
+                return None
+            if have < 8:
+                raise CaptureError(f"truncated pcapng block header at offset {inp.offset}")
+            block_type, = _U32.unpack_from(inp.buf, inp.pos)
+            if block_type == BT_SHB:
+                if have < 12:
+                    raise CaptureError(f"truncated section header at offset {inp.offset}")
+                bom = inp.buf[inp.pos + 8:inp.pos + 12]
+                if bom == b"\x4d\x3c\x2b\x1a":
+                    endian = "<"
+                elif bom == b"\x1a\x2b\x3c\x4d":
+                    endian = ">"
+                else:
+                    raise CaptureError(f"bad byte-order magic {bom.hex()} at offset "
+                                       f"{inp.offset}")
+                self._endian = endian
+                self._head = struct.Struct(endian + "II")
+                self._epb = struct.Struct(endian + "IIIII")
+                self._epb_block = struct.Struct(endian + "IIIIIII")
+                self._tail = struct.Struct(endian + "I")
+                self._interfaces = []
+            endian = self._endian
+            block_type, length = self._head.unpack_from(inp.buf, inp.pos)
+            if length < 12 or length & 3:
+                raise CaptureError(f"pcapng block of type 0x{block_type:08x} at offset "
+                                   f"{inp.offset} has bad length {length}")
+            if inp.ensure(length) < length:
+                raise CaptureError(f"truncated pcapng block of type 0x{block_type:08x} at "
+                                   f"offset {inp.offset}: {length} bytes announced")
+            buf = inp.buf
+            pos = inp.pos
+            end = pos + length - 4
+            if struct.unpack_from(endian + "I", buf, end)[0] != length:
+                raise CaptureError(f"pcapng block at offset {inp.offset}: trailing length "
+                                   f"differs from {length}")
+            interfaces = self._interfaces
+            frame: bytes | None = None
+            if block_type == BT_EPB:
+                if length < 32:
+                    raise CaptureError(f"enhanced packet block at offset {inp.offset} is "
+                                       f"too short ({length} bytes)")
+                index, ts_high, ts_low, caplen, wire_len = self._epb.unpack_from(buf, pos + 8)
+                data_end = pos + 28 + caplen
+                if data_end > end:
+                    raise CaptureError(f"enhanced packet block at offset {inp.offset}: "
+                                       f"captured length {caplen} overruns the block")
+                if index >= len(interfaces):
+                    _interface(interfaces, index, inp.offset)  # raises
+                iface = interfaces[index]
+                opt_start = data_end + (-caplen % 4)
+                comment = _comments(buf, opt_start, end, endian, inp) if opt_start < end else None
+                ticks = ts_high << 32 | ts_low
+                self.time_ns = (ticks * iface.ns_per_tick + iface.tsoffset_ns
+                                if iface.ns_per_tick else iface.to_ns(ticks))
+                self._frame_of(index, iface, wire_len, comment)
+                frame = buf[pos + 28:data_end]
+            elif block_type == BT_SPB:
+                iface = _interface(interfaces, 0, inp.offset)
+                (wire_len,) = struct.unpack_from(endian + "I", buf, pos + 8)
+                caplen = min(wire_len, end - pos - 12)
+                if iface.snaplen:
+                    caplen = min(caplen, iface.snaplen)
+                self.time_ns = None
+                self._frame_of(0, iface, wire_len, None)
+                frame = buf[pos + 12:pos + 12 + caplen]
+            elif block_type == BT_OPB:
+                if length < 32:
+                    raise CaptureError(f"packet block at offset {inp.offset} is too short")
+                index, _drops, ts_high, ts_low, caplen, wire_len = struct.unpack_from(
+                    endian + "HHIIII", buf, pos + 8)
+                data_end = pos + 28 + caplen
+                if data_end > end:
+                    raise CaptureError(f"packet block at offset {inp.offset}: captured "
+                                       f"length {caplen} overruns the block")
+                iface = _interface(interfaces, index, inp.offset)
+                opt_start = data_end + (-caplen % 4)
+                comment = _comments(buf, opt_start, end, endian, inp) if opt_start < end else None
+                self.time_ns = iface.to_ns(ts_high << 32 | ts_low)
+                self._frame_of(index, iface, wire_len, comment)
+                frame = buf[pos + 28:data_end]
+            elif block_type == BT_IDB:
+                if length < 20:
+                    raise CaptureError(f"interface block at offset {inp.offset} is too short")
+                linktype, _reserved, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
+                interfaces.append(_read_idb_options(
+                    _Interface(linktype, snaplen, None, 6, 0), buf, pos + 16, end, endian,
+                    inp).finish())
+            elif block_type == BT_SHB:
+                major, _minor = struct.unpack_from(endian + "HH", buf, pos + 12)
+                if major != 1:
+                    raise CaptureError(f"unsupported pcapng version {major} at offset "
+                                       f"{inp.offset}")
+            # Any other block (name resolution, statistics, custom...) carries no frame.
+            inp.pos = pos + length
+            if frame is not None:
+                self._state = _PCAPNG
+                return frame
+
+    def _frame_of(self, index: int, iface: _Interface, wire_len: int,
+                  comment: str | None) -> None:
+        self.interface = index
+        self.interface_name = iface.name
+        self.linktype = iface.linktype
+        self.orig_len = wire_len
+        self.comment = comment if self.comments else None
 
 
 def _interface(interfaces: list[_Interface], index: int, offset: int) -> _Interface:

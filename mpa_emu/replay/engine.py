@@ -148,6 +148,19 @@ class FlowRun:
     shift: int = 0
     """Bytes the peer's acknowledgements were last moved by (re-basing)."""
 
+    def __init__(self, key: FlowKey, starts: list[int]) -> None:
+        # Written out: the generated one is interpreted code in the compiled build too.
+        self.key = key
+        self.starts = starts
+        self.next_start = 0
+        self.delta = None
+        self.delta_conn = None
+        self.conn = None
+        self.states = []
+        self.log = []
+        self.em_nxt = None
+        self.shift = 0
+
     def next_isn(self) -> int | None:
         if self.next_start < len(self.starts):
             isn = self.starts[self.next_start]

@@ -47,6 +47,17 @@ class Frame:
     nic_dropped: str = ""
     """Why the receiving NIC would drop this frame before the CM sees it (bad checksum)."""
 
+    def __init__(self, number: int, time_ns: int, seg: Segment, outbound: bool,
+                 flow: FlowKey, nic_dropped: str = "") -> None:
+        # Written out (one is made per frame): the generated one is interpreted code in
+        # the compiled build too.
+        self.number = number
+        self.time_ns = time_ns
+        self.seg = seg
+        self.outbound = outbound
+        self.flow = flow
+        self.nic_dropped = nic_dropped
+
 
 @dataclass(slots=True)
 class Flow:

@@ -350,7 +350,6 @@ class ReplayReport:
         """Every divergence, extra frame, scripted verb and upcall, as plain data."""
         cmp = self.comparison
         o = self.options
-        steps = self.ulp_steps()
         return {
             "capture": self.recording.path,
             "emulate": ip_text(o.emulate),
@@ -374,13 +373,9 @@ class ReplayReport:
                          "flow": flow_text(a.flow) if a.flow[2] else None,
                          "detail": a.detail, "error": a.error or None}
                         for a in self.run.actions],
-            "upcalls": [{"time": u.time_ns / 1e9, "event": u.event.name, "conn": u.conn,
-                         "status": u.status, "private_data_len": u.private_data_len,
-                         "ird": u.ird, "ord": u.ord,
-                         "rdma_cm": steps[id(u)].as_dict()["rdma_cm"],
-                         "iw_cm_state": steps[id(u)].as_dict()["iw_cm_state"],
-                         "rdma_cm_note": steps[id(u)].note or None}
-                        for u in self.run.upcalls],
+            # One pass over the upcalls, each with its step: a streamed run reads them
+            # back from disk, as new objects every time.
+            "upcalls": [_upcall_json(step) for step in steps_for(self.run.upcalls)],
             "injections": ([_injection_json(i, self.rdma_cm_labels())
                             for i in self.run.injections]
                            if o.semantic else None),
@@ -554,6 +549,15 @@ def _frame_json(f: Frame) -> dict[str, Any]:
     return {"frame": f.number, "time": f.time_ns / 1e9, "flags": flags_joined(s.flags),
             "seq": s.seq, "ack": s.ack, "window": s.window, "options": s.options.hex(),
             "payload": s.payload.hex(), "summary": segment_line(s)}
+
+
+def _upcall_json(step: UlpStep) -> dict[str, Any]:
+    u = step.upcall
+    ulp = step.as_dict()
+    return {"time": u.time_ns / 1e9, "event": u.event.name, "conn": u.conn,
+            "status": u.status, "private_data_len": u.private_data_len, "ird": u.ird,
+            "ord": u.ord, "rdma_cm": ulp["rdma_cm"], "iw_cm_state": ulp["iw_cm_state"],
+            "rdma_cm_note": step.note or None}
 
 
 def _emitted_json(e: Emitted) -> dict[str, Any]:

@@ -24,10 +24,10 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Final
 
 from mpa_emu.capture.decode import Undecodable, after_refusal
-from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureRecord, read_capture
+from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureReader
 from mpa_emu.capture.spool import RecordSpool
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
@@ -64,7 +64,18 @@ MAX_UNPAIRED = 4096
 EVICT_EVERY = 512
 """Replayed frames between two passes over the flows that may be forgotten."""
 
-_CONNECT, _ANSWER, _CLOSE = 1, 2, 4
+_CONNECT: Final = 1
+_ANSWER: Final = 2
+_CLOSE: Final = 4
+# The names the per-frame path reads, as constants of this module (the compiled build
+# reads a Final name directly, an imported one from the module's namespace).
+_SYN: Final = SYN
+_ACK: Final = ACK
+_FIN_RST: Final = FIN | RST
+_MASK32: Final = MASK32
+_RESTART: Final = _RESTART_WINDOW
+_ETHERNET: Final = LINKTYPE_ETHERNET
+_UNTAGGED: Final = NO_VLAN
 
 class Fallback(MpaEmuError):
     """The streamed pass cannot vouch for the outcome: replay the whole capture."""
@@ -98,6 +109,28 @@ class StreamFlow(FlowRun):
     """The flow is in the engine's idle queue (once at most)."""
     reader: Callable[[StreamFlow], None] | None = None
     """Reads ahead until the flow's next recorded connection start is known."""
+
+    def __init__(self, key: FlowKey, starts: list[int], order: int,
+                 reader: Callable[[StreamFlow], None] | None) -> None:
+        # Written out (one is made per flow): the generated one is interpreted code in
+        # the compiled build too.
+        FlowRun.__init__(self, key, starts)  # not super(): slots make a new class
+        self.order = order
+        self.window = deque()
+        self.active = None
+        self.assumed_passive = False
+        self.last_syn = None
+        self.first_out_seq = None
+        self.expected = deque()
+        self.sent = deque()
+        self.classifier = OffloadClassifier()
+        self.nic_closed = False
+        self.answered = set()
+        self.answer_times = []
+        self.conns = set()
+        self.idle = False
+        self.queued = False
+        self.reader = reader
 
     def next_isn(self) -> int | None:
         if self.next_start >= len(self.starts) and self.reader is not None:
@@ -139,7 +172,7 @@ class StreamSource:
         self.label = label
         self.ropt = options
         self.size = size
-        self.records: Iterator[CaptureRecord] = read_capture(source)
+        self.reader = CaptureReader(source)
         self.ip = options.emulate
         self.eof = False
         self.total = 0
@@ -171,10 +204,18 @@ class StreamSource:
         self._engine: Engine | None = None
         self.compare = CompareAndForget(options.time_tolerance_ns)
         # Prime: the core needs the host's MAC, known from its first frame.
-        while not self.mac and not self.eof:
-            self._read_one()
-        if not self.mac:
-            raise Fallback("no frame of the address")
+        try:
+            while not self.mac and not self.eof:
+                self._read_one()
+            if not self.mac:
+                raise Fallback("no frame of the address")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close the capture file (the reader's)."""
+        self.reader.close()
 
     def bind(self, engine: Engine) -> None:
         """From now on the frames read feed ``engine``'s core."""
@@ -194,11 +235,9 @@ class StreamSource:
     def _read_one(self) -> None:
         """Read and classify the capture's next record (the per-frame hot path: one
         decode, one :class:`Frame`, no text)."""
+        reader = self.reader
         try:
-            raw = next(self.records)
-        except StopIteration:
-            self.eof = True
-            return
+            data = reader.next_frame()
         except CaptureError as damaged:
             if self.total == 0:
                 raise Fallback(str(damaged)) from None
@@ -206,12 +245,14 @@ class StreamSource:
                            "replayed up to it")
             self.eof = True
             return
+        if data is None:
+            self.eof = True
+            return
         self.total = number = self.total + 1
-        data = raw.frame
         self.consumed += len(data) + 32
-        if raw.linktype != LINKTYPE_ETHERNET:
+        if reader.linktype != _ETHERNET:
             raise Fallback("not Ethernet")
-        stamp = raw.time_ns
+        stamp = reader.time_ns
         t0 = self.t0
         if stamp is not None:
             if t0 is None:
@@ -234,7 +275,7 @@ class StreamSource:
                 if artefact:
                     self.artefacts[seg.src_ip] = self.artefacts.get(seg.src_ip, 0) + 1
         src, dst = seg.src_ip, seg.dst_ip
-        vid = NO_VLAN if seg.vlan is None else seg.vlan  # the FlowKey's VLAN id
+        vid = _UNTAGGED if seg.vlan is None else seg.vlan  # the FlowKey's VLAN id
         if src == ip:
             outbound = True
             key: FlowKey = (ip, seg.sport, dst, seg.dport, vid)
@@ -271,14 +312,14 @@ class StreamSource:
         run.window.append(frame)
         marks = 0
         flags = seg.flags
-        if flags & SYN:
+        if flags & _SYN:
             if outbound:
-                if run.last_syn is None or (seg.seq - run.last_syn) & MASK32 >= _RESTART_WINDOW:
+                if run.last_syn is None or (seg.seq - run.last_syn) & _MASK32 >= _RESTART:
                     run.starts.append(seg.seq)
-                    if not flags & ACK:
+                    if not flags & _ACK:
                         marks |= _CONNECT
                 run.last_syn = seg.seq
-            if not flags & ACK:
+            if not flags & _ACK:
                 if run.active is None:
                     if run.assumed_passive and outbound:
                         raise Fallback("a flow's first SYN comes after its MPA answer")
@@ -298,11 +339,11 @@ class StreamSource:
                     run.answered.add(seg.seq)
                     run.answer_times.append(time_ns)
                     marks |= _ANSWER
-            if run.classifier.feed(True, seg, kind) and flags & (FIN | RST) \
+            if run.classifier.feed(True, seg, kind) and flags & _FIN_RST \
                     and not run.nic_closed:
                 run.nic_closed = True
                 marks |= _CLOSE
-        elif payload or flags & SYN:
+        elif payload or flags & _SYN:
             # A received frame without payload or SYN leaves the classifier as it is.
             run.classifier.feed(False, seg, mpa_kind(payload) if payload else "")
         self.pending.append((frame, marks, run))
@@ -314,8 +355,7 @@ class StreamSource:
         if ports in self.by_ports:
             raise Fallback("two flows on the same ports")
         self.flow_counter += 1
-        run = self.flows[key] = StreamFlow(key, [], order=self.flow_counter,
-                                             reader=self._need)
+        run = self.flows[key] = StreamFlow(key, [], self.flow_counter, self._need)
         self.by_ports[ports] = key
         return run
 
@@ -483,16 +523,12 @@ class StreamSource:
         done = 0
         pending = self.pending
         idle = self.idle
-        catch_up = engine.catch_up
-        inject = engine.inject
-        run_verb = engine.run_verb
         progress = engine.progress
         since_evict = 0
         while True:
             if len(pending) < WINDOW and not self.eof:
-                read = self._read_one
                 while len(pending) < WINDOW and not self.eof:
-                    read()
+                    self._read_one()
             if not pending:
                 break
             frame, marks, run = pending.popleft()
@@ -510,17 +546,17 @@ class StreamSource:
                 for what, name in ((_CONNECT, "connect"), (_ANSWER, "answer"),
                                    (_CLOSE, "disconnect")):
                     if marks & what:
-                        due = catch_up(time_ns, due, due_known)
-                        run_verb(name, frame.flow, frame)
+                        due = engine.catch_up(time_ns, due, due_known)
+                        engine.run_verb(name, frame.flow, frame)
                         due_known = False
-            due = catch_up(time_ns, due, due_known)
+            due = engine.catch_up(time_ns, due, due_known)
             due_known = True
             engine.position = number
             done += 1
             if progress is not None and done % 2048 == 0:
                 progress(done, self._estimate(done))
             if not frame.outbound:
-                inject(frame)
+                engine.inject(frame)
                 due_known = False
             since_evict += 1
             if since_evict >= EVICT_EVERY:
@@ -577,7 +613,7 @@ class CompareAndForget:
         """The recorded frame ``e`` against the emulator's ``a`` (sent at ``time_ns``,
         ``delta`` from its sequence space to the recording's): field by field, no text."""
         r = e.seg
-        if (r.flags != a.flags or r.seq != (a.seq + delta) & MASK32 or r.ack != a.ack
+        if (r.flags != a.flags or r.seq != (a.seq + delta) & _MASK32 or r.ack != a.ack
                 or r.window != a.window or r.payload != a.payload
                 or abs(time_ns - e.time_ns) > self.tolerance_ns
                 or (r.options != a.options and r.options + b"\x00" * (-len(r.options) % 4)
@@ -657,6 +693,8 @@ def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
             raise
         except Exception as exc:
             raise Fallback(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            frames.close()
         return frames.report(engine)
 
 

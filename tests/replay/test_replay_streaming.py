@@ -153,3 +153,24 @@ def test_spool_gives_back_what_was_appended_past_its_memory_chunk() -> None:
     assert list(ones) == [One(i) for i in range(700)]
     assert list(twos) == [Two(i, f"n{i}") for i in range(700)]
     assert twos[699] == Two(699, "n699")
+
+
+def test_json_of_a_long_streamed_replay_names_every_upcall(tmp_path: Path) -> None:
+    # 100 connections give 400 upcalls, more than the spool keeps in memory: the JSON
+    # report reads them back from disk, each with the rdma_cm event it becomes.
+    path = tmp_path / "copies.pcapng"
+    _copies(path, 100)
+    report = replay_capture(path, ReplayOptions(emulate=SERVER))
+    assert report.verdict().startswith("MATCH")
+    by_conn: dict[int, list[tuple[str, str | None]]] = {}
+    for u in report.to_json()["upcalls"]:
+        event = u["rdma_cm"]["event"] if u["rdma_cm"] else None
+        by_conn.setdefault(u["conn"], []).append((u["event"], event))
+    # Each accepted connection, closed by the peer: iw_cm's upcalls and what
+    # cma_iw_handler makes of them (nothing for DISCONNECT; CLOSE is DISCONNECTED).
+    assert len(by_conn) == 100
+    for events in by_conn.values():
+        assert events == [("CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_REQUEST"),
+                          ("ESTABLISHED", "RDMA_CM_EVENT_ESTABLISHED"),
+                          ("DISCONNECT", None),
+                          ("CLOSE", "RDMA_CM_EVENT_DISCONNECTED")]
