@@ -24,7 +24,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, BinaryIO, NamedTuple
+from typing import IO, BinaryIO, Final, NamedTuple
 
 from mpa_emu.errors import MpaEmuError
 
@@ -330,7 +330,14 @@ def read_intact(source: Source) -> tuple[list[CaptureRecord], CaptureError | Non
     return records, None
 
 
-_START, _PCAPNG, _PCAP, _DONE = 0, 1, 2, 3
+_START: Final = 0
+_PCAPNG: Final = 1
+_PCAP: Final = 2
+_DONE: Final = 3
+_EPB: Final = BT_EPB
+_EpbHead = tuple[int, int, int, int, int, int, int]
+"""An Enhanced Packet Block's type, length, interface, timestamp (high, low), captured
+and original length."""
 
 
 class CaptureReader:
@@ -389,12 +396,13 @@ class CaptureReader:
             buf = inp.buf
             pos = inp.pos
             if len(buf) - pos >= 32:
-                (block_type, length, index, ts_high, ts_low, caplen,
-                 wire_len) = self._epb_block.unpack_from(buf, pos)
+                # Typed: the compiled build does the arithmetic on machine integers.
+                head: _EpbHead = self._epb_block.unpack_from(buf, pos)
+                block_type, length, index, ts_high, ts_low, caplen, wire_len = head
                 end = pos + length - 4
                 data_end = pos + 28 + caplen
                 interfaces = self._interfaces
-                if (block_type == BT_EPB and length >= 32 and not length & 3
+                if (block_type == _EPB and length >= 32 and not length & 3
                         and pos + length <= len(buf) and data_end <= end
                         and index < len(interfaces)
                         and self._tail.unpack_from(buf, end)[0] == length):

@@ -148,18 +148,22 @@ class FlowRun:
     shift: int = 0
     """Bytes the peer's acknowledgements were last moved by (re-basing)."""
 
-    def __init__(self, key: FlowKey, starts: list[int]) -> None:
+    def __init__(self, key: FlowKey, starts: list[int], next_start: int = 0,
+                 delta: int | None = None, delta_conn: int | None = None,
+                 conn: int | None = None, states: list[tuple[int, str]] | None = None,
+                 log: list[tuple[bool, Segment]] | None = None, em_nxt: int | None = None,
+                 shift: int = 0) -> None:
         # Written out: the generated one is interpreted code in the compiled build too.
         self.key = key
         self.starts = starts
-        self.next_start = 0
-        self.delta = None
-        self.delta_conn = None
-        self.conn = None
-        self.states = []
-        self.log = []
-        self.em_nxt = None
-        self.shift = 0
+        self.next_start = next_start
+        self.delta = delta
+        self.delta_conn = delta_conn
+        self.conn = conn
+        self.states = [] if states is None else states
+        self.log = [] if log is None else log
+        self.em_nxt = em_nxt
+        self.shift = shift
 
     def next_isn(self) -> int | None:
         if self.next_start < len(self.starts):

@@ -110,26 +110,45 @@ class StreamFlow(FlowRun):
     reader: Callable[[StreamFlow], None] | None = None
     """Reads ahead until the flow's next recorded connection start is known."""
 
-    def __init__(self, key: FlowKey, starts: list[int], order: int,
-                 reader: Callable[[StreamFlow], None] | None) -> None:
+    def __init__(self, key: FlowKey, starts: list[int], next_start: int = 0,
+                 delta: int | None = None, delta_conn: int | None = None,
+                 conn: int | None = None, states: list[tuple[int, str]] | None = None,
+                 log: list[tuple[bool, Segment]] | None = None, em_nxt: int | None = None,
+                 shift: int = 0, order: int = 0, window: deque[Frame] | None = None,
+                 active: bool | None = None, assumed_passive: bool = False,
+                 last_syn: int | None = None, first_out_seq: int | None = None,
+                 expected: deque[Frame] | None = None, sent: deque[Emitted] | None = None,
+                 classifier: OffloadClassifier | None = None, nic_closed: bool = False,
+                 answered: set[int] | None = None, answer_times: list[int] | None = None,
+                 conns: set[int] | None = None, idle: bool = False, queued: bool = False,
+                 reader: Callable[[StreamFlow], None] | None = None) -> None:
         # Written out (one is made per flow): the generated one is interpreted code in
         # the compiled build too.
-        FlowRun.__init__(self, key, starts)  # not super(): slots make a new class
+        self.key = key
+        self.starts = starts
+        self.next_start = next_start
+        self.delta = delta
+        self.delta_conn = delta_conn
+        self.conn = conn
+        self.states = [] if states is None else states
+        self.log = [] if log is None else log
+        self.em_nxt = em_nxt
+        self.shift = shift
         self.order = order
-        self.window = deque()
-        self.active = None
-        self.assumed_passive = False
-        self.last_syn = None
-        self.first_out_seq = None
-        self.expected = deque()
-        self.sent = deque()
-        self.classifier = OffloadClassifier()
-        self.nic_closed = False
-        self.answered = set()
-        self.answer_times = []
-        self.conns = set()
-        self.idle = False
-        self.queued = False
+        self.window = deque() if window is None else window
+        self.active = active
+        self.assumed_passive = assumed_passive
+        self.last_syn = last_syn
+        self.first_out_seq = first_out_seq
+        self.expected = deque() if expected is None else expected
+        self.sent = deque() if sent is None else sent
+        self.classifier = OffloadClassifier() if classifier is None else classifier
+        self.nic_closed = nic_closed
+        self.answered = set() if answered is None else answered
+        self.answer_times = [] if answer_times is None else answer_times
+        self.conns = set() if conns is None else conns
+        self.idle = idle
+        self.queued = queued
         self.reader = reader
 
     def next_isn(self) -> int | None:
@@ -355,7 +374,8 @@ class StreamSource:
         if ports in self.by_ports:
             raise Fallback("two flows on the same ports")
         self.flow_counter += 1
-        run = self.flows[key] = StreamFlow(key, [], self.flow_counter, self._need)
+        run = self.flows[key] = StreamFlow(key, [], order=self.flow_counter,
+                                             reader=self._need)
         self.by_ports[ports] = key
         return run
 

@@ -291,7 +291,10 @@ def round_trips(seg: Segment) -> bool:
 # ---- decode ----------------------------------------------------------------------
 
 # The fast path's names, bound once (Final: the compiled build reads them as constants).
-_UNPACK_ETH_V4: Final = _ETH_V4.unpack_from
+_UNPACK_V4: Final = struct.Struct("!6s6sHBBHHHBBHIIHHIIHHHH").unpack_from
+"""``_ETH_V4`` with the addresses as integers (their checksum words)."""
+_V4Fields = tuple[bytes, bytes, int, int, int, int, int, int, int, int, int, int, int, int,
+                  int, int, int, int, int, int, int]
 _FROM_BYTES: Final = int.from_bytes
 _ETHERTYPE_IPV4: Final = 0x0800
 _PROTO_TCP: Final = 6
@@ -314,35 +317,37 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
     data = frame if type(frame) is bytes else bytes(frame)
     n = len(data)
     if n >= 54:
-        # The usual frame (untagged IPv4 without options, TCP) in one unpack, and each
-        # checksum as one integer; any doubt, and the checks below say what is wrong.
-        ethertype: int
-        ver_ihl: int
-        total: int
-        frag: int
-        proto: int
-        offset_flags: int
-        (dst_mac, src_mac, ethertype, ver_ihl, tos, total, ip_id, frag, ttl, proto, _csum,
-         src_ip, dst_ip, sport, dport, seq, ack, offset_flags, window, _tcsum,
-         urg_ptr) = _UNPACK_ETH_V4(data)
+        # The usual frame (untagged IPv4 without options, TCP) in one unpack, its
+        # checksums from the field values; any doubt, and the checks below say what is
+        # wrong. (Typed: the compiled build does the arithmetic on machine integers.)
+        fields: _V4Fields = _UNPACK_V4(data)
+        (dst_mac, src_mac, ethertype, ver_ihl, tos, total, ip_id, frag, ttl, proto, csum,
+         src, dst, sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr) = fields
         end = 14 + total
         hdr_end = 34 + (offset_flags >> 12) * 4
+        # RFC 1071: a header's words, its checksum included, sum to -0 (0 modulo 0xFFFF);
+        # since 2**16 is 1 modulo 0xFFFF, a 32-bit field counts as its value.
         if (ethertype == _ETHERTYPE_IPV4 and ver_ihl == 0x45 and proto == _PROTO_TCP
                 and not frag & _NOT_WHOLE and 54 <= hdr_end <= end <= n
-                # RFC 1071: the header's words, checksum included, sum to -0.
-                and not _FROM_BYTES(data[14:34], "big") % 0xFFFF):
-            # RFC 9293 section 3.1: the pseudo-header's addresses are the 8 bytes before
-            # the TCP header, so they and the segment read as one integer; since 2**16
-            # is 1 modulo 0xFFFF, its residue is the sum of their 16-bit words (an odd
-            # length padded with a zero byte).
-            tcp_sum = _FROM_BYTES(data[26:end], "big")
-            if total & 1:
-                tcp_sum <<= 8
-            if not (tcp_sum + _PROTO_TCP + total - 20) % 0xFFFF:
-                return Segment(src_mac, dst_mac, src_ip, dst_ip, sport, dport, seq, ack,
-                               offset_flags & 0x0FFF, window, data[54:hdr_end],
-                               data[hdr_end:end], None, 0, ttl, tos, ip_id,
-                               bool(frag & _DF), urg_ptr, 0)
+                and not (0x4500 + tos + total + ip_id + frag + (ttl << 8) + _PROTO_TCP
+                         + csum + src + dst) % 0xFFFF):
+            options = data[54:hdr_end]
+            payload = data[hdr_end:end]
+            # RFC 9293 section 3.1: the pseudo-header, the fixed header, the options and
+            # the payload (an odd length padded with a zero byte).
+            tcp_sum = (src + dst + _PROTO_TCP + total - 20 + sport + dport + seq + ack
+                       + offset_flags + window + tcp_csum + urg_ptr)
+            if options:
+                tcp_sum += _FROM_BYTES(options, "big") % 0xFFFF
+            if payload:
+                data_sum = _FROM_BYTES(payload, "big")
+                if len(payload) & 1:
+                    data_sum <<= 8
+                tcp_sum += data_sum % 0xFFFF
+            if not tcp_sum % 0xFFFF:
+                return Segment(src_mac, dst_mac, data[26:30], data[30:34], sport, dport, seq,
+                               ack, offset_flags & 0x0FFF, window, options, payload, None, 0,
+                               ttl, tos, ip_id, bool(frag & _DF), urg_ptr, 0)
     frame = data
     if n < 14:
         raise DecodeError(DecodeFailure.TRUNCATED, f"frame of {n} bytes has no Ethernet header")
