@@ -160,7 +160,9 @@ def run(args: argparse.Namespace) -> int:
     job = job_from(args)
     progress = _Progress() if sys.stderr.isatty() else None
     try:
-        result = run_job(job, progress)
+        # Only the outputs the job writes read the result again (the JSON report lists
+        # every verb and upcall).
+        result = run_job(job, progress, journal=False)
     except RecordingError as exc:
         raise CliError(capture_error(job.capture, str(exc))) from None
     finally:

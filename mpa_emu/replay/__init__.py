@@ -27,8 +27,8 @@ from mpa_emu.replay.stream import Fallback, _Tee, stream_replay
 
 def replay_capture(path: str | Path, options: ReplayOptions,
                    progress: Callable[[int, int], None] | None = None, *,
-                   detail: bool = False, recording: Recording | None = None
-                   ) -> ReplayReport:
+                   detail: bool = False, recording: Recording | None = None,
+                   journal: bool = True) -> ReplayReport:
     """Replay ``path`` with ``options.emulate`` played by the emulator.
 
     Raises :class:`RecordingError` for bad input (unreadable file, not Ethernet, no
@@ -43,19 +43,24 @@ def replay_capture(path: str | Path, options: ReplayOptions,
     or when ``detail`` (the merged pcapng wants every frame's story) or semantic mode
     asks for it, the capture is replayed again with the trace; the core is
     deterministic, so both runs send the same frames.
+
+    ``journal``: the report lists every scripted verb and upcall (the JSON report and
+    the page need them). Without it, a clean match found streaming keeps only the
+    refused verbs, which the text notes: the report is then for :meth:`ReplayReport.text`.
     """
     traced = detail or options.semantic
     if recording is not None:
         rec = recording
     elif str(path) == "-":
-        got = _replay_stdin(options, progress, traced)
+        got = _replay_stdin(options, progress, traced, journal)
         if isinstance(got, ReplayReport):
             return got
         rec = got
     else:
         if not traced:
             try:
-                return stream_replay(str(path), str(path), options, progress)
+                return stream_replay(str(path), str(path), options, progress,
+                                     journal=journal)
             except Fallback:
                 pass  # the whole-capture replay tells what differs
         rec = load(path, options.emulate, options.checksums)
@@ -83,14 +88,15 @@ def replay_capture(path: str | Path, options: ReplayOptions,
 
 
 def _replay_stdin(options: ReplayOptions, progress: Callable[[int, int], None] | None,
-                  traced: bool) -> Recording | ReplayReport:
+                  traced: bool, journal: bool) -> Recording | ReplayReport:
     """A capture read from standard input: streamed while a copy goes to a temporary
     file, which the whole-capture replay reads should the stream fall back."""
     with tempfile.TemporaryFile() as copy:
         stdin = sys.stdin.buffer
         if not traced:
             try:
-                return stream_replay(cast(IO[bytes], _Tee(stdin, copy)), "-", options, progress)
+                return stream_replay(cast(IO[bytes], _Tee(stdin, copy)), "-", options, progress,
+                                     journal=journal)
             except Fallback:
                 pass
         shutil.copyfileobj(stdin, copy)

@@ -623,14 +623,20 @@ class Engine:
                 detail = (f"recorded MPA request (frame {request.number}) unreadable: "
                           f"{unreadable}")
         action = AppAction(self.now, number, "connect", key, detail)
-        self.actions.append(action)
         run = self.flows[key]
+        conn: int | None = None
+        # A verb goes to the log once its outcome is known (a log on disk keeps what it
+        # was given), and before what follows from it.
         try:
-            conn = self.core.connect(key[0], key[2], key[3], local_port=key[1],
-                                     private_data=pdata, ird=ird, ord=ord_, now_ns=self.now)
-        except CmError as exc:
-            action.error = str(exc)
-        else:
+            try:
+                conn = self.core.connect(key[0], key[2], key[3], local_port=key[1],
+                                         private_data=pdata, ird=ird, ord=ord_,
+                                         now_ns=self.now)
+            except CmError as exc:
+                action.error = str(exc)
+        finally:
+            self.actions.append(action)
+        if conn is not None:
             run.conn = conn
             self.conn_flow[conn] = key
             self._post_receives(key, conn, number)
@@ -647,18 +653,25 @@ class Engine:
         run = self.flows[key]
         action = AppAction(self.now, number, verb, key,
                            f"private data {len(pdata)} bytes")
-        self.actions.append(action)
         if run.conn is None:
             action.error = "no connection request to answer"
+            self.actions.append(action)
             return
+        words = ""
         try:
-            if verb == "accept":
-                stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
-                self._post_receives(key, run.conn, number)
-            else:
-                self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
-        except CmError as exc:
-            action.error = str(exc)
+            try:
+                if verb == "accept":
+                    stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
+                    words = stacks.post_receives(self.core, self.stack, run.conn,
+                                                 self.rec.flows.get(key), self.now)
+                else:
+                    self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
+            except CmError as exc:
+                action.error = str(exc)
+        finally:
+            self.actions.append(action)
+        if words:
+            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
 
     def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
         words = stacks.post_receives(self.core, self.stack, conn, self.rec.flows.get(key),
@@ -671,14 +684,17 @@ class Engine:
         graceful = not frame.seg.flags & RST
         action = AppAction(self.now, frame.number, "disconnect", key,
                            "graceful (FIN)" if graceful else "abortive (RST)")
-        self.actions.append(action)
         if run.conn is None:
             action.error = "no connection"
+            self.actions.append(action)
             return
         try:
-            self.core.disconnect(run.conn, graceful=graceful, now_ns=self.now)
-        except CmError as exc:
-            action.error = str(exc)
+            try:
+                self.core.disconnect(run.conn, graceful=graceful, now_ns=self.now)
+            except CmError as exc:
+                action.error = str(exc)
+        finally:
+            self.actions.append(action)
 
 
 class NodeStates:

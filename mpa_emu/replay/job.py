@@ -98,16 +98,19 @@ class JobResult:
         return data
 
 
-def run_job(job: ReplayJob, progress: Callable[[int, int], None] | None = None
-            ) -> JobResult:
+def run_job(job: ReplayJob, progress: Callable[[int, int], None] | None = None, *,
+            journal: bool = True) -> JobResult:
     """Replay the job's capture (:class:`~mpa_emu.replay.RecordingError` on bad input);
-    its outputs are written by :func:`write_outputs`."""
+    its outputs are written by :func:`write_outputs`. ``journal``: see
+    :func:`~mpa_emu.replay.replay_capture` (False: the result is for its text and its
+    outputs only, as the command line uses it)."""
     options = job.options()
     if job.all_profiles:
         survey = replay_profiles(job.capture, options, progress, mpa_rev=job.mpa_rev,
                                  detail=job.detail)
         return JobResult(survey.best, survey)
-    return JobResult(replay_capture(job.capture, options, progress, detail=job.detail),
+    return JobResult(replay_capture(job.capture, options, progress, detail=job.detail,
+                                    journal=journal or job.json is not None or job.detail),
                      None)
 
 

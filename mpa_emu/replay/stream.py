@@ -24,7 +24,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Final
+from typing import IO, Final, Generic, TypeVar
 
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureReader
@@ -43,6 +43,7 @@ from mpa_emu.replay.engine import (
     EngineOptions,
     FlowRun,
     Injection,
+    Log,
     RunResult,
     Sink,
 )
@@ -54,14 +55,16 @@ from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 
-WINDOW = 1024
+T = TypeVar("T")
+
+WINDOW: Final = 1024
 """Frames read ahead of the one being replayed."""
-MAX_LOOKAHEAD = 1 << 16
+MAX_LOOKAHEAD: Final = 1 << 16
 """A look-ahead not answered within this many frames sends the replay the whole-capture
 way."""
-MAX_UNPAIRED = 4096
+MAX_UNPAIRED: Final = 4096
 """Emitted (or recorded) frames of one flow waiting for their counterpart."""
-EVICT_EVERY = 512
+EVICT_EVERY: Final = 512
 """Replayed frames between two passes over the flows that may be forgotten."""
 
 _CONNECT: Final = 1
@@ -521,14 +524,11 @@ class StreamSource:
         rec = Recording(self.label, self.ip, [], {}, self.mac, self.vlan, {}, self.total,
                         self.ignored, end_ns, self.t0, self.damage, self.ropt.checksums,
                         self.artefacts, frame_count=self.relevant)
-        actions: RecordSpool[AppAction] = RecordSpool(AppAction)
         # The whole-capture replay makes every listener before the first frame, in the
         # order of the flows' first frames.
-        for _where, action in sorted(self.listens, key=lambda it: self.listening[it[0]]):
-            actions.append(action)
-        for action in engine.actions:
-            actions.append(action)
-        result = RunResult([], [], actions, engine.upcalls, {},
+        listens = [action for _where, action in sorted(
+            self.listens, key=lambda it: self.listening[it[0]])]
+        result = RunResult([], [], _Actions(listens, engine.actions), engine.upcalls, {},
                            self.last_number, [], "", 0, [], [], [])
         compare = self.compare
         cmp = Comparison([], [], [], compare.compared_count, False,
@@ -659,26 +659,67 @@ class CompareAndForget:
             run.conns.add(run.conn)
 
 
-class _Discard:
-    """Upcall frame numbers, which only the semantic verdict reads: not kept."""
+class _Discard(Generic[T]):
+    """What no output of the run reads: not kept (upcall frame numbers, which only the
+    semantic verdict reads; the upcalls when no JSON report lists them)."""
 
-    def append(self, item: int, /) -> None:
+    def append(self, item: T, /) -> None:
         pass
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[T]:
         return iter(())
 
     def __len__(self) -> int:
         return 0
 
 
+class _Refused:
+    """The scripted verbs when no JSON report lists them all: only the refused ones,
+    which the text report notes (on disk past a few hundred). A verb is logged once its
+    outcome is known."""
+
+    def __init__(self) -> None:
+        self.kept: RecordSpool[AppAction] = RecordSpool(AppAction)
+
+    def append(self, item: AppAction, /) -> None:
+        if item.error:
+            self.kept.append(item)
+
+    def __iter__(self) -> Iterator[AppAction]:
+        return iter(self.kept)
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+
+class _Actions:
+    """A streamed run's verbs as the report lists them: the listeners first (the
+    whole-capture replay makes them before the first frame), then the engine's log."""
+
+    def __init__(self, listens: list[AppAction], log: Log[AppAction]) -> None:
+        self.listens = listens
+        self.log = log
+
+    def append(self, item: AppAction, /) -> None:
+        self.log.append(item)
+
+    def __iter__(self) -> Iterator[AppAction]:
+        yield from self.listens
+        yield from self.log
+
+    def __len__(self) -> int:
+        return len(self.listens) + len(self.log)
+
+
 def stream_engine(source: str | IO[bytes], label: str, options: ReplayOptions,
                   progress: Callable[[int, int], None] | None = None, *,
-                  size: int | None = None, sink: Sink | None = None
+                  size: int | None = None, sink: Sink | None = None, journal: bool = True
                   ) -> tuple[StreamSource, Engine]:
     """A streamed source of ``source`` and the engine it feeds, set up and ready to
     :meth:`StreamSource.play`. The sink compares and forgets (``sink`` None) or is the
-    one given (a :class:`~mpa_emu.replay.engine.KeepAll` keeps every emitted frame)."""
+    one given (a :class:`~mpa_emu.replay.engine.KeepAll` keeps every emitted frame).
+    ``journal``: keep every scripted verb and upcall (the JSON report lists them); else
+    only the refused verbs, which the text report notes."""
     frames = StreamSource(source, label, options, size)
     skeleton = Recording(label, frames.ip, [], {}, frames.mac, frames.vlan, {}, 0, {}, 0, 0)
     engine = Engine(skeleton, EngineOptions(
@@ -686,9 +727,13 @@ def stream_engine(source: str | IO[bytes], label: str, options: ReplayOptions,
         horizon_ns=options.horizon_ns, seed=options.seed, config=options.config,
         stack=options.stack, rebase=False, trace=False), progress, source=frames,
         sink=frames.compare if sink is None else sink)
-    # Sequences, not lists: only the JSON report reads them again.
-    engine.actions = RecordSpool(AppAction)
-    engine.upcalls = RecordSpool(Upcall)
+    # Sequences, not lists: only the JSON report reads them all again.
+    if journal:
+        engine.actions = RecordSpool(AppAction)
+        engine.upcalls = RecordSpool(Upcall)
+    else:
+        engine.actions = _Refused()
+        engine.upcalls = _Discard()
     engine.upcall_frames = _Discard()
     frames.bind(engine)
     frames.setup(engine)
@@ -696,9 +741,11 @@ def stream_engine(source: str | IO[bytes], label: str, options: ReplayOptions,
 
 
 def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
-                  progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+                  progress: Callable[[int, int], None] | None = None, *,
+                  journal: bool = True) -> ReplayReport:
     """The report of a clean match of the capture, replayed as a stream; raises
-    :class:`Fallback` when the whole-capture replay must tell the outcome."""
+    :class:`Fallback` when the whole-capture replay must tell the outcome. ``journal``:
+    see :func:`stream_engine` (without it, the report is for the text only)."""
     size: int | None = None
     if isinstance(source, str):
         try:
@@ -706,7 +753,8 @@ def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
         except OSError:
             raise Fallback("unreadable") from None
     with fewer_young_collections():
-        frames, engine = stream_engine(source, label, options, progress, size=size)
+        frames, engine = stream_engine(source, label, options, progress, size=size,
+                                       journal=journal)
         try:
             frames.play(engine)
         except Fallback:

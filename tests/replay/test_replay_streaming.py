@@ -174,3 +174,17 @@ def test_json_of_a_long_streamed_replay_names_every_upcall(tmp_path: Path) -> No
                           ("ESTABLISHED", "RDMA_CM_EVENT_ESTABLISHED"),
                           ("DISCONNECT", None),
                           ("CLOSE", "RDMA_CM_EVENT_DISCONNECTED")]
+
+
+def test_a_replay_for_its_text_alone_keeps_no_journal(tmp_path: Path) -> None:
+    # The command line without --json: the same text, without keeping every verb and
+    # upcall (only the listener and the refused verbs, of which there are none here).
+    path = tmp_path / "copies.pcapng"
+    _copies(path, 100)
+    full = replay_capture(path, ReplayOptions(emulate=SERVER))
+    text_only = replay_capture(path, ReplayOptions(emulate=SERVER), journal=False)
+    assert text_only.text() == full.text()
+    assert len(full.run.upcalls) == 400
+    assert len(text_only.run.upcalls) == 0
+    assert [a.verb for a in full.run.actions].count("accept") == 100
+    assert [a.verb for a in text_only.run.actions] == ["listen"]
