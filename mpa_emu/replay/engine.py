@@ -36,7 +36,7 @@ import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal, Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
@@ -56,6 +56,11 @@ _RESTART_WINDOW = 1 << 16
 """A recorded SYN whose seq is within this distance after the previous one continues the
 same connection (a v2 to v1 retry SYN carries ISN+1+L); further away it starts a new one."""
 _TIMER_LOOP_GUARD = 1_000_000
+# The names the per-frame path reads, as constants of this module (the compiled build
+# reads a Final name directly, an imported one from the module's namespace).
+_SYN: Final = SYN
+_ACK: Final = ACK
+_MASK32: Final = MASK32
 
 OnRequest = Literal["auto", "accept", "reject"]
 """The scripted application's answer to an MPA request: as recorded, or always the one
@@ -348,8 +353,8 @@ def to_core_ack(seg: Segment, delta: int | None, shift: int = 0) -> Segment:
     sequence space: less ``delta`` (the emulator's ISN offset), plus ``shift`` (re-basing).
     A segment with neither an ACK flag nor an ack number, or nothing to move, is as
     recorded."""
-    if (delta or shift) and (seg.flags & ACK or seg.ack):
-        return with_ack(seg, (seg.ack - (delta or 0) + shift) & MASK32)
+    if (delta or shift) and (seg.flags & _ACK or seg.ack):
+        return with_ack(seg, (seg.ack - (delta or 0) + shift) & _MASK32)
     return seg
 
 
@@ -494,7 +499,8 @@ class Engine:
     def drain(self) -> None:
         """Take the core's frames (each mapped onto the recording's sequence space, then
         to the sink) and its upcalls."""
-        self._trim_trace()
+        if self.opt.trace:
+            self._trim_trace()
         out = self.core.frames_to_send()
         if out:
             source, sink = self.source, self.sink
@@ -505,15 +511,15 @@ class Engine:
                 key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
                 run = source.sending_flow(key)
                 conn = tx.conn if self._node_conns else run.conn
-                if seg.flags & SYN and (run.delta is None or conn != run.delta_conn):
+                if seg.flags & _SYN and (run.delta is None or conn != run.delta_conn):
                     isn = run.next_isn()
                     if isn is not None:
-                        run.delta = (isn - seg.seq) & MASK32
+                        run.delta = (isn - seg.seq) & _MASK32
                         run.delta_conn = conn
                 delta = run.delta
                 if delta is None:
                     first = source.first_outbound_seq(key)
-                    run.delta = delta = ((first - seg.seq) & MASK32) if first is not None else 0
+                    run.delta = delta = ((first - seg.seq) & _MASK32) if first is not None else 0
                     run.delta_conn = conn
                 if conn is not None and conn != run.conn:
                     run.conn = conn
@@ -548,16 +554,18 @@ class Engine:
         run = self.flows[key]
         run.conn = conn
         self.sink.upcall(ev, run, self._current)
-        if ev.event == IwEvent.CONNECT_REQUEST and self.opt.on_request != "auto" \
+        if self.opt.on_request != "auto" and ev.event == IwEvent.CONNECT_REQUEST \
                 and not self.source.answer_pending(key, self.now):
             self._pending.append((self.opt.on_request, key, b""))
 
     # ---- what the peer sends ---------------------------------------------------------
 
-    def inject(self, frame: Frame) -> None:
+    def inject(self, frame: Frame, run: FlowRun | None = None) -> None:
         """A recorded frame of the peer into the core at its time, its ack mapped onto
-        the emulator's stream; then what the core did about it."""
-        run = self.flows[frame.flow]
+        the emulator's stream; then what the core did about it. ``run``: the frame's
+        flow, when the caller has it at hand."""
+        if run is None:
+            run = self.flows[frame.flow]
         sink = self.sink
         if frame.nic_dropped:
             self._current = sink.skipped(self, frame, run)

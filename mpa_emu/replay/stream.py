@@ -576,7 +576,7 @@ class StreamSource:
             if progress is not None and done % 2048 == 0:
                 progress(done, self._estimate(done))
             if not frame.outbound:
-                engine.inject(frame)
+                engine.inject(frame, run)
                 due_known = False
             since_evict += 1
             if since_evict >= EVICT_EVERY:
