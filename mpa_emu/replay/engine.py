@@ -56,8 +56,7 @@ _RESTART_WINDOW = 1 << 16
 """A recorded SYN whose seq is within this distance after the previous one continues the
 same connection (a v2 to v1 retry SYN carries ISN+1+L); further away it starts a new one."""
 _TIMER_LOOP_GUARD = 1_000_000
-# The names the per-frame path reads, as constants of this module (the compiled build
-# reads a Final name directly, an imported one from the module's namespace).
+# Per-frame names as Final constants: the compiled build reads them directly.
 _SYN: Final = SYN
 _ACK: Final = ACK
 _MASK32: Final = MASK32
@@ -152,23 +151,6 @@ class FlowRun:
     """End of the emulator's byte stream so far, in the recording's sequence space."""
     shift: int = 0
     """Bytes the peer's acknowledgements were last moved by (re-basing)."""
-
-    def __init__(self, key: FlowKey, starts: list[int], next_start: int = 0,
-                 delta: int | None = None, delta_conn: int | None = None,
-                 conn: int | None = None, states: list[tuple[int, str]] | None = None,
-                 log: list[tuple[bool, Segment]] | None = None, em_nxt: int | None = None,
-                 shift: int = 0) -> None:
-        # Written out: the generated one is interpreted code in the compiled build too.
-        self.key = key
-        self.starts = starts
-        self.next_start = next_start
-        self.delta = delta
-        self.delta_conn = delta_conn
-        self.conn = conn
-        self.states = [] if states is None else states
-        self.log = [] if log is None else log
-        self.em_nxt = em_nxt
-        self.shift = shift
 
     def next_isn(self) -> int | None:
         if self.next_start < len(self.starts):
@@ -633,9 +615,7 @@ class Engine:
         action = AppAction(self.now, number, "connect", key, detail)
         run = self.flows[key]
         conn: int | None = None
-        # A verb goes to the log once its outcome is known (a log on disk keeps what it
-        # was given), and before what follows from it.
-        try:
+        try:  # logged once its outcome is known (a spool keeps what it is given)
             try:
                 conn = self.core.connect(key[0], key[2], key[3], local_port=key[1],
                                          private_data=pdata, ird=ird, ord=ord_,
