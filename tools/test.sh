@@ -51,11 +51,14 @@ build_compiled() {
     MPA_EMU_COMPILE=0 .venv-compiled/bin/python -m pip install -q 'setuptools>=77' '.[test]'
     local python="$PWD/.venv-compiled/bin/python" copy
     copy="$(mktemp -d)"
+    # Removed however the build ends (tools/test.sh stops it with SIGTERM when it exits
+    # early).
+    trap 'rm -rf "$copy"' EXIT
+    trap 'exit 143' TERM
     cp -r mpa_emu setup.py build_backend.py pyproject.toml README.md "$copy"
     find "$copy/mpa_emu" -name __pycache__ -prune -exec rm -rf {} +
     (cd "$copy" && MPA_EMU_COMPILE=1 "$python" -m pip install -q --no-build-isolation \
         --no-deps --force-reinstall .)
-    rm -rf "$copy"
     key > "$stamp"
 }
 build_pid=
@@ -70,7 +73,7 @@ if [ "${MPA_EMU_SKIP_COMPILED:-0}" != 1 ]; then
         build_compiled </dev/null >"$build_log" 2>&1 &
         build_pid=$!
         set +m
-        trap 'kill -- -"$build_pid" 2>/dev/null || true' EXIT
+        trap 'kill -- -"$build_pid" 2>/dev/null || true; rm -f "$build_log"' EXIT
     fi
 fi
 
