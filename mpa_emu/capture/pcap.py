@@ -24,39 +24,39 @@ import os
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, BinaryIO, NamedTuple
+from typing import IO, BinaryIO, Final, NamedTuple
 
 from mpa_emu.errors import MpaEmuError
 
-LINKTYPE_ETHERNET = 1
-DEFAULT_SNAPLEN = 262144  # what tcpdump writes; no emulated frame comes near it
+LINKTYPE_ETHERNET: Final = 1
+DEFAULT_SNAPLEN: Final = 262144  # what tcpdump writes; no emulated frame comes near it
 
 # pcapng block types (draft-ietf-opsawg-pcapng section 10.1).
-BT_SHB = 0x0A0D0D0A
-BT_IDB = 0x00000001
-BT_OPB = 0x00000002  # obsolete Packet Block (appendix A)
-BT_SPB = 0x00000003
-BT_EPB = 0x00000006
-BYTE_ORDER_MAGIC = 0x1A2B3C4D
+BT_SHB: Final = 0x0A0D0D0A
+BT_IDB: Final = 0x00000001
+BT_OPB: Final = 0x00000002  # obsolete Packet Block (appendix A)
+BT_SPB: Final = 0x00000003
+BT_EPB: Final = 0x00000006
+BYTE_ORDER_MAGIC: Final = 0x1A2B3C4D
 
 # Option codes.
-OPT_ENDOFOPT = 0
-OPT_COMMENT = 1
-SHB_USERAPPL = 4
-IF_NAME = 2
-IF_DESCRIPTION = 3
-IF_TSRESOL = 9
-IF_TSOFFSET = 14
+OPT_ENDOFOPT: Final = 0
+OPT_COMMENT: Final = 1
+SHB_USERAPPL: Final = 4
+IF_NAME: Final = 2
+IF_DESCRIPTION: Final = 3
+IF_TSRESOL: Final = 9
+IF_TSOFFSET: Final = 14
 
 # pcap magic numbers as read little-endian (draft-ietf-opsawg-pcap section 4).
-_PCAP_MAGICS = {
+_PCAP_MAGICS: Final = {
     b"\xd4\xc3\xb2\xa1": ("<", 1000),  # microseconds, little-endian
     b"\xa1\xb2\xc3\xd4": (">", 1000),
     b"\x4d\x3c\xb2\xa1": ("<", 1),  # nanoseconds
     b"\xa1\xb2\x3c\x4d": (">", 1),
 }
-_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_CHUNK = 1 << 18
+_PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
+_CHUNK: Final = 1 << 18
 """Bytes asked of the file at a time: a quarter MB reads as fast as larger requests and
 keeps the reader's buffer (twice this while it refills) small beside what a reading
 command holds for the connections it follows."""
@@ -94,13 +94,14 @@ class CaptureRecord(NamedTuple):
 
 # ---- writer ----------------------------------------------------------------------
 
-_U16 = struct.Struct("<H")
-_OPT_HEAD = struct.Struct("<HH")
-_BLOCK_HEAD = struct.Struct("<II")
-_SHB_BODY = struct.Struct("<IHHq")
-_IDB_BODY = struct.Struct("<HHI")
-_EPB_HEAD = struct.Struct("<IIIIIII")  # type, length, interface, ts high, ts low, caplen, len
-_U32 = struct.Struct("<I")
+_U16: Final = struct.Struct("<H")
+_OPT_HEAD: Final = struct.Struct("<HH")
+_BLOCK_HEAD: Final = struct.Struct("<II")
+_SHB_BODY: Final = struct.Struct("<IHHq")
+_IDB_BODY: Final = struct.Struct("<HHI")
+# type, length, interface, ts high, ts low, caplen, len
+_EPB_HEAD: Final = struct.Struct("<IIIIIII")
+_U32: Final = struct.Struct("<I")
 
 
 def _option(code: int, value: bytes) -> bytes:

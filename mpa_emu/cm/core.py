@@ -34,7 +34,7 @@ import errno
 import random
 from collections import deque
 from errno import EINVAL
-from typing import Any
+from typing import Any, Final
 
 from mpa_emu.cm import disconnect, log_lines, refs, send, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
@@ -51,7 +51,34 @@ from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
 from mpa_emu.cm.pdata import as_u8, check_conn_pdata
-from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
+from mpa_emu.cm.states import (
+    CM_CLOSED,
+    CM_LISTENER_DESTROYED,
+    CM_LISTENING,
+    CM_MPAREQ_RCVD,
+    CM_OFFLOADED,
+    IN_ACCEPT,
+    IN_ACK,
+    IN_ACK_DATA,
+    IN_CLOSE,
+    IN_CONNECT,
+    IN_FIN,
+    IN_NONE,
+    IN_QHASH_DONE,
+    IN_REJECT,
+    IN_RST,
+    IN_SYN,
+    IN_SYNACK,
+    IN_TEARDOWN,
+    LISTENER_ACTIVE,
+    LISTENER_EITHER,
+    LISTENER_PASSIVE,
+    NO_VLAN,
+    VLAN_N_VID,
+    CmEventType,
+    CmState,
+    Input,
+)
 from mpa_emu.cm.table_views import TableViews
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
 from mpa_emu.cm.teardown import ListenerLike
@@ -64,12 +91,11 @@ from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 
-S = CmState
-ENOMEM = errno.ENOMEM
-EADDRINUSE = errno.EADDRINUSE
-EADDRNOTAVAIL = errno.EADDRNOTAVAIL
+ENOMEM: Final = errno.ENOMEM
+EADDRINUSE: Final = errno.EADDRINUSE
+EADDRNOTAVAIL: Final = errno.EADDRNOTAVAIL
 
-DEFAULT_CONFIG = CmConfig()
+DEFAULT_CONFIG: Final = CmConfig()
 
 
 class CmCore(DeviceVerbs, TableViews):
@@ -232,8 +258,8 @@ class CmCore(DeviceVerbs, TableViews):
         if vlan_id >= VLAN_N_VID and self.config.dcb_vlan_mode:
             vlan_id = 0
         table = self.nodes
-        found = table.find_listener(addr, ipv4, port, vlan_id, ListenerState.EITHER)
-        if found is not None and found.listener_state == ListenerState.ACTIVE:
+        found = table.find_listener(addr, ipv4, port, vlan_id, LISTENER_EITHER)
+        if found is not None and found.listener_state == LISTENER_ACTIVE:
             raise CmError(ENOMEM, "a matching listener is active (irdma_make_listen_node)")
         self._enter(now_ns)
         lst = table.make_listen_node(found, addr, port, ipv4, vlan_id, backlog, wildcard,
@@ -246,10 +272,10 @@ class CmCore(DeviceVerbs, TableViews):
     def destroy_listen(self, listener: int, *, now_ns: int) -> None:
         """``irdma_destroy_listen``: RST the pending nodes, release the listener."""
         lst = self.nodes.listener_ids.get(listener)
-        if lst is None or lst.listener_state != ListenerState.ACTIVE:
+        if lst is None or lst.listener_state != LISTENER_ACTIVE:
             raise CmError(EINVAL, f"no active listener {listener}")
         self._enter(now_ns)
-        lst.listener_state = ListenerState.PASSIVE
+        lst.listener_state = LISTENER_PASSIVE
         self._tr("listen_destroyed", "irdma_cm_del_listen", listener=listener)
         refs.dec_refcnt_listen(self, lst, free_hanging=True)
         self._finish()
@@ -305,7 +331,7 @@ class CmCore(DeviceVerbs, TableViews):
         node.qhash_set = True
         node.cm_id = True
         node.qp_linked = True
-        self._dispatch(node, Input.CONNECT, None)
+        self._dispatch(node, IN_CONNECT, None)
         self._finish()
         return node.conn
 
@@ -325,7 +351,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node.client:
             raise CmError(EINVAL, "accept on an active connection")
         self._check_held(node, "accept")
-        if node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
+        if node.state not in (CM_MPAREQ_RCVD, CM_LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
@@ -337,7 +363,7 @@ class CmCore(DeviceVerbs, TableViews):
         # check and without the dcb_vlan_mode conversion of irdma_make_cm_node.
         self._set_node_vlan(node, self._addresses.get(node.loc_addr, NO_VLAN),
                             "irdma_accept")
-        outcome = self._dispatch(node, Input.ACCEPT, VerbArgs(bytes(private_data)))
+        outcome = self._dispatch(node, IN_ACCEPT, VerbArgs(bytes(private_data)))
         self._finish()
         if outcome.error is not None:
             raise outcome.error
@@ -359,7 +385,7 @@ class CmCore(DeviceVerbs, TableViews):
         if plen + MPA_V2_HDR > 544:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: {plen} + 24 > "
                           "544 (irdma_reject)")
-        if not node.client and node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
+        if not node.client and node.state not in (CM_MPAREQ_RCVD, CM_LISTENER_DESTROYED):
             raise CmError(EINVAL, f"reject in state {node.state.name}: no MPA request "
                           "is pending")
         self._enter(now_ns)
@@ -368,7 +394,7 @@ class CmCore(DeviceVerbs, TableViews):
             self._tr("verb_ignored", "irdma_cm_reject", conn=conn,
                     reason="active node: irdma_cm_reject returns 0")
         else:
-            self._dispatch(node, Input.REJECT, VerbArgs(bytes(private_data)))
+            self._dispatch(node, IN_REJECT, VerbArgs(bytes(private_data)))
         self._finish()
 
     def close(self, conn: int, *, now_ns: int) -> None:
@@ -377,13 +403,13 @@ class CmCore(DeviceVerbs, TableViews):
         for an early-state node that only its retransmission entry keeps (the caller's
         reference is gone: the kernel would free it under the timer)."""
         node = self._verb_node(conn)
-        if node.state == S.LISTENING:
+        if node.state == CM_LISTENING:
             # only irdma_receive_ilq holds it, stuck in irdma_process_options: no cm_id
             # leads to it, so irdma_cm_close is never called on it
             raise CmError(EINVAL, f"irdma_cm_close on connection {conn}: the node is "
                           "held only by the receive path stuck in irdma_process_options")
         self._enter(now_ns)
-        self._dispatch(node, Input.CLOSE, None)
+        self._dispatch(node, IN_CLOSE, None)
         self._finish()
 
     def _cm_close(self, conn: int, now_ns: int) -> int:
@@ -395,7 +421,7 @@ class CmCore(DeviceVerbs, TableViews):
             return 0
         self._enter(now_ns)
         try:
-            self._dispatch(node, Input.CLOSE, None)
+            self._dispatch(node, IN_CLOSE, None)
         except CmError as exc:
             return -exc.errno
         self._finish()
@@ -492,7 +518,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node is None:
             return
         self._enter(now_ns)
-        self._dispatch(node, Input.TEARDOWN, None)
+        self._dispatch(node, IN_TEARDOWN, None)
 
     def _listen_list(self) -> list[Listener]:
         """``cm_core->listen_list``, newest first."""
@@ -568,7 +594,7 @@ class CmCore(DeviceVerbs, TableViews):
             result = r.run(self, node, r, rx)
         finally:
             self._rows_running -= 1
-        after = node.state if node.refcnt > 0 else S.CLOSED
+        after = node.state if node.refcnt > 0 else CM_CLOSED
         assert after in r.allowed, (
             f"{r.kernel_fn} {r.state.name}/{r.input.value} ended in {after.name}, "
             f"table allows {sorted(s.name for s in r.allowed)}")
@@ -698,7 +724,7 @@ class CmCore(DeviceVerbs, TableViews):
             return
         node.qhash_pending = False
         node.refcnt += 1
-        self._dispatch(node, Input.QHASH_DONE, None)
+        self._dispatch(node, IN_QHASH_DONE, None)
         node.refcnt -= 1
         self._rem_ref(node)
 
@@ -800,7 +826,7 @@ class CmCore(DeviceVerbs, TableViews):
             node = self._passive_node(seg, key)
             if node is None:
                 return
-        elif node.state == S.OFFLOADED:
+        elif node.state == CM_OFFLOADED:
             self._drop(seg, "irdma_receive_ilq", "OFFLOADED: the hardware owns the flow",
                       node)
             return
@@ -831,7 +857,7 @@ class CmCore(DeviceVerbs, TableViews):
             send.host_stack(self, seg)
             return None
         lst = table.find_listener(seg.dst_ip, ipv4, seg.dport, key[4],
-                                  ListenerState.ACTIVE)
+                                  LISTENER_ACTIVE)
         if self.trace is not None:
             log_lines.passive_lookup(self, lst, seg.tos)
         if lst is None:
@@ -867,24 +893,24 @@ class CmCore(DeviceVerbs, TableViews):
             if self.trace is not None:
                 log_lines.rst_pkt(self, node)
             send.cleanup(self, node)  # irdma_handle_rst_pkt cleans up first
-            self._dispatch(node, Input.RST, seg)
+            self._dispatch(node, IN_RST, seg)
             return
         if flags & SYN:
-            self._dispatch(node, Input.SYNACK if flags & ACK else Input.SYN, seg)
+            self._dispatch(node, IN_SYNACK if flags & ACK else IN_SYN, seg)
             return
         if flags & ACK:
             if not self._check_seq(node, seg, "irdma_handle_ack_pkt"):
                 return
-            outcome = self._dispatch(node, Input.ACK_DATA if seg.payload else Input.ACK,
+            outcome = self._dispatch(node, IN_ACK_DATA if seg.payload else IN_ACK,
                                     seg)
             if flags & FIN and not outcome.stop:
-                self._dispatch(node, Input.FIN, seg)
+                self._dispatch(node, IN_FIN, seg)
             return
         if flags & FIN:
             if self._check_seq(node, seg, "irdma_process_pkt"):
-                self._dispatch(node, Input.FIN, seg)
+                self._dispatch(node, IN_FIN, seg)
             return
-        self._dispatch(node, Input.NONE, seg)
+        self._dispatch(node, IN_NONE, seg)
 
     def _check_seq(self, node: CmNode, seg: Segment, fn: str) -> bool:
         """``irdma_check_seq``: False (and the drop recorded) when it refuses."""

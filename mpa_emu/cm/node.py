@@ -10,10 +10,10 @@ or leaks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
-from mpa_emu.cm.states import CmState, ListenerState
+from mpa_emu.cm.states import CM_UNKNOWN, LISTENER_ACTIVE
 from mpa_emu.offload.nic import NicQp, StoredKey
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import SharedRecords
@@ -79,7 +79,7 @@ class Listener:
         self.vlan_id = vlan_id
         self.backlog = backlog
         self.wildcard = wildcard
-        self.listener_state = ListenerState.ACTIVE
+        self.listener_state = LISTENER_ACTIVE
         self.pend_accepts_cnt = 0
         self.refcnt = 1
         self.reused_node = False
@@ -99,7 +99,7 @@ class ChildListener:
         self.qhash_set = True
 
 
-REFCOUNT_SATURATED = 0xC000_0000
+REFCOUNT_SATURATED: Final = 0xC000_0000
 """``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
 zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
 kernel)."""
@@ -108,12 +108,12 @@ kernel)."""
 # Bits of CmNode._flags: the node's yes/no fields read only a few times per connection,
 # in one int (a slot each would cost 8 bytes per connection). The flags read on nearly
 # every input stay slots of their own: a property costs the cycle more than it saves.
-_QP_LINKED = 0x1
-_HELD_BY_APP = 0x2
-_ACK_RCVD = 0x4
-_QP_ERROR = 0x8
-_RCV_MARK_EN = 0x10
-_SND_MARK_EN = 0x20
+_QP_LINKED: Final = 0x1
+_HELD_BY_APP: Final = 0x2
+_ACK_RCVD: Final = 0x4
+_QP_ERROR: Final = 0x8
+_RCV_MARK_EN: Final = 0x10
+_SND_MARK_EN: Final = 0x20
 
 
 class NodeSettings(NamedTuple):
@@ -171,10 +171,10 @@ class NodeSettings(NamedTuple):
         return RDMA0_OPS[self.rdma0_write]
 
 
-SETTINGS: SharedRecords[NodeSettings] = SharedRecords(NodeSettings, NodeSettings._fields)
+SETTINGS: Final[SharedRecords[NodeSettings]] = SharedRecords(NodeSettings, NodeSettings._fields)
 """The shared node settings records, and the steps between them."""
 
-RDMA0_OPS = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
+RDMA0_OPS: Final = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
 """The :class:`Rdma0Op` of each ``NodeSettings.rdma0_write`` code."""
 
 
@@ -183,7 +183,7 @@ def rdma0_code(op: Rdma0Op) -> int:
     return 1 if op is Rdma0Op.WRITE_ZERO else 0
 
 
-INITIAL_SETTINGS = NodeSettings(
+INITIAL_SETTINGS: Final = NodeSettings(
     tos=0, user_pri=0, rem_mac=b"", rcv_wnd=0xFFFF, rcv_wscale=2,
     mss=1460, snd_wscale=0, snd_wnd=0, max_snd_wnd=0, mpa_frame_rev=2, mpav2_ird_ord=0,
     ird_size=0, ord_size=0, rdma0_write=0, pdata_size=0, lsmm_size=0,
@@ -209,7 +209,7 @@ class CmNode:
         node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
         which the table holds anyway, so the node keeps them only here)."""
         self._flags = 0
-        self.state = CmState.UNKNOWN
+        self.state = CM_UNKNOWN
         self.refcnt = 1
         # Read for nearly every frame or input: slots of their own, not _flags bits.
         self.do_lpb = False

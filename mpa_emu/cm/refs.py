@@ -13,7 +13,7 @@ from __future__ import annotations
 from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode, Listener
-from mpa_emu.cm.states import Input
+from mpa_emu.cm.states import IN_DESTROY_LISTEN
 
 
 def rem_ref(cm: CoreOps, node: CmNode) -> None:
@@ -78,7 +78,7 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
                    if n.settings.listener is lst and not n.accelerated]
         for n in pending:
             n.refcnt += 1  # irdma_reset_list_prep
-            cm._dispatch(n, Input.DESTROY_LISTEN, None)
+            cm._dispatch(n, IN_DESTROY_LISTEN, None)
     lst.refcnt -= 1
     if lst.refcnt == 0:
         cm.nodes.remove_listener(lst)

@@ -15,7 +15,7 @@ from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.net.policy import Accept, Manual, Reject
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
@@ -328,7 +328,7 @@ class Host:
             if self._tracing:
                 self.net.note(self.name, "rdma_cm_event", step.trace_fn,
                               **step.trace_fields())
-        if upcall.event == IwEvent.CONNECT_REQUEST:
+        if upcall.event == IW_CONNECT_REQUEST:
             # A listener made on the core directly has no policy: its requests wait for
             # the user, as with Manual.
             policy = self._policies.get(upcall.listener, Manual()) \

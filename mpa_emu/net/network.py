@@ -30,7 +30,7 @@ import heapq
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import IO, Any, Protocol
+from typing import IO, Any, Final, Protocol
 
 from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.capture.spool import RecordLog
@@ -53,15 +53,15 @@ from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.segment import Segment, Transmit
 
-JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
+JOURNAL_TRACE_KINDS: Final = frozenset({"state_changed", "segment_dropped", "node_freed",
                                  "kernel_leak", "kernel_bug", "verb_failed", "run_bound",
                                  "rdma_cm_event", "kernel_log"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
-LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
+LOOPBACK_NOTE: Final = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
 
-_DELIVER = 0
-_CALL = 1
+_DELIVER: Final = 0
+_CALL: Final = 1
 
 
 def derive_seed(seed: int, label: str) -> int:

@@ -10,9 +10,17 @@ irdma_qp`` embeds the hardware QP; an :class:`IwQp` can still stand alone.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
+from mpa_emu.offload.states import (
+    IB_QPS_RTS,
+    QPS_RTS,
+    TCP_ESTABLISHED,
+    Ae,
+    IbQpState,
+    IwarpState,
+    TcpState,
+)
 from mpa_emu.wire.interning import SharedRecords
 
 
@@ -31,10 +39,10 @@ class DriverStates(NamedTuple):
     rts_ae_rcvd: bool
 
 
-STATES: SharedRecords[DriverStates] = SharedRecords(DriverStates, DriverStates._fields)
+STATES: Final[SharedRecords[DriverStates]] = SharedRecords(DriverStates, DriverStates._fields)
 """The shared :class:`DriverStates` records, and the steps between them."""
 
-NEW_QP = STATES.share(DriverStates(IbQpState.RTS, IwarpState.RTS, IwarpState.RTS, True,
+NEW_QP: Final = STATES.share(DriverStates(IB_QPS_RTS, QPS_RTS, QPS_RTS, True,
                                    False, False))
 """A new QP's states."""
 
@@ -45,10 +53,10 @@ class IwQp:
     __slots__ = ("close_timer_started", "hw_tcp_state", "last_aeq", "parked", "states",
                  "term_flags", "terminate_at")
 
-    def __init__(self, ibqp_state: IbQpState = IbQpState.RTS,
-                 iwarp_state: IwarpState = IwarpState.RTS,
-                 hw_tcp_state: TcpState = TcpState.ESTABLISHED,
-                 hw_iwarp_state: IwarpState = IwarpState.RTS, last_aeq: Ae | None = None,
+    def __init__(self, ibqp_state: IbQpState = IB_QPS_RTS,
+                 iwarp_state: IwarpState = QPS_RTS,
+                 hw_tcp_state: TcpState = TCP_ESTABLISHED,
+                 hw_iwarp_state: IwarpState = QPS_RTS, last_aeq: Ae | None = None,
                  close_timer_started: int = 0, cm_id: bool = True,
                  flush_issued: bool = False, rts_ae_rcvd: bool = False,
                  term_flags: int = 0, terminate_at: int | None = None,

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import struct
 from enum import StrEnum
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.segment import Segment
@@ -49,19 +49,19 @@ from mpa_emu.wire.segment import Segment
 if TYPE_CHECKING:
     from scapy.packet import Packet
 
-ETH_P_IP = 0x0800
-ETH_P_IPV6 = 0x86DD
-ETH_P_8021Q = 0x8100
-IPPROTO_TCP = 6
-ETH_ZLEN = 60  # minimum Ethernet frame without the FCS (IEEE 802.3 clause 4.4.2)
-MAX_TCP_OPTIONS = 40  # data offset is 4 bits: at most 60 header bytes
+ETH_P_IP: Final = 0x0800
+ETH_P_IPV6: Final = 0x86DD
+ETH_P_8021Q: Final = 0x8100
+IPPROTO_TCP: Final = 6
+ETH_ZLEN: Final = 60  # minimum Ethernet frame without the FCS (IEEE 802.3 clause 4.4.2)
+MAX_TCP_OPTIONS: Final = 40  # data offset is 4 bits: at most 60 header bytes
 
-_IPV4_DF = 0x4000
+_IPV4_DF: Final = 0x4000
 _IPV4_MF = 0x2000
 _IPV4_RESERVED = 0x8000
 _IPV4_FRAG_OFFSET = 0x1FFF
 _TCI_DEI = 0x1000
-_TCP_FLAGS_MASK = 0x0FFF
+_TCP_FLAGS_MASK: Final = 0x0FFF
 
 # IPv6 next-header values that are extension headers (RFC 8200 section 4, RFC 4302,
 # RFC 4303, RFC 6275, RFC 7401, RFC 5533), named for error messages.
@@ -82,10 +82,10 @@ _IPV6_EXTENSIONS = {
 _TCP = "HHIIHHHH"  # sport dport seq ack offset|flags window checksum urg_ptr
 _V4 = "BBHHHBBH4s4s"  # ver|ihl tos total id flags|frag ttl proto checksum src dst
 _V6 = "IHBB16s16s"  # ver|tc|flow payload_len next_header hop_limit src dst
-_ETH_V4 = struct.Struct("!6s6sH" + _V4 + _TCP)
-_ETH_V6 = struct.Struct("!6s6sH" + _V6 + _TCP)
-_VLAN_V4 = struct.Struct("!6s6sHHH" + _V4 + _TCP)
-_VLAN_V6 = struct.Struct("!6s6sHHH" + _V6 + _TCP)
+_ETH_V4: Final = struct.Struct("!6s6sH" + _V4 + _TCP)
+_ETH_V6: Final = struct.Struct("!6s6sH" + _V6 + _TCP)
+_VLAN_V4: Final = struct.Struct("!6s6sHHH" + _V4 + _TCP)
+_VLAN_V6: Final = struct.Struct("!6s6sHHH" + _V6 + _TCP)
 _ETH_TYPE = struct.Struct("!H")
 _VLAN_TAG = struct.Struct("!HH")
 _IPV4_HEADER = struct.Struct("!" + _V4)

@@ -13,16 +13,16 @@ that connections change a field at a time (a node's settings, a QP's context).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 H = TypeVar("H", bound=Hashable)
 
-SHARED_MAX = 4096
+SHARED_MAX: Final = 4096
 """Distinct values kept for reuse; past this many the table starts over."""
-SHARED_BYTES_MAX = 64
+SHARED_BYTES_MAX: Final = 64
 """Longest byte string :func:`shared_bytes` shares (so the table stays small)."""
 
-_TABLE: dict[object, object] = {}
+_TABLE: Final[dict[object, object]] = {}
 
 
 def shared(value: H) -> H:
@@ -46,7 +46,7 @@ def shared_bytes(value: bytes) -> bytes:
 
 R = TypeVar("R", bound=tuple[object, ...])
 
-_RECORDS: list[SharedRecords[Any]] = []
+_RECORDS: Final[list[SharedRecords[Any]]] = []
 """Every :class:`SharedRecords` made, for :func:`forget`."""
 
 
