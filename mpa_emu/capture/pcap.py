@@ -102,6 +102,10 @@ _IDB_BODY: Final = struct.Struct("<HHI")
 # type, length, interface, ts high, ts low, caplen, len
 _EPB_HEAD: Final = struct.Struct("<IIIIIII")
 _U32: Final = struct.Struct("<I")
+_PADDING: Final = (b"", b"\x00", b"\x00\x00", b"\x00\x00\x00")
+"""Zero bytes that pad 0 to 3 bytes of a frame to a multiple of 4."""
+_COMMENTS_KEPT: Final = 1024
+"""Distinct frame comments a writer remembers encoded; past this many it starts over."""
 
 
 def _option(code: int, value: bytes) -> bytes:
@@ -131,6 +135,7 @@ class PcapngWriter:
         self._stream = stream
         self._names: dict[str, int] = {}
         self._snaplens: list[int] = []
+        self._comments: dict[str, bytes] = {}
         opts = [_option(SHB_USERAPPL, application.encode())]
         if comment is not None:
             opts.append(_option(OPT_COMMENT, _utf8(comment)))
@@ -184,12 +189,24 @@ class PcapngWriter:
         if snaplen and len(frame) > snaplen:
             frame = frame[:snaplen]
         caplen = len(frame)
-        opts = b"" if comment is None else _option(OPT_COMMENT, _utf8(comment)) + b"\x00" * 4
-        total = 32 + caplen + (-caplen % 4) + len(opts)
+        opts = b"" if comment is None else self._comment_options(comment)
+        pad = -caplen % 4
+        total = 32 + caplen + pad + len(opts)
         self._stream.write(b"".join((
             _EPB_HEAD.pack(BT_EPB, total, index, time_ns >> 32, time_ns & 0xFFFFFFFF,
                            caplen, wire_len),
-            frame, b"\x00" * (-caplen % 4), opts, _U32.pack(total))))
+            frame, _PADDING[pad], opts, _U32.pack(total))))
+
+    def _comment_options(self, comment: str) -> bytes:
+        """The options of a frame with ``comment``: ``opt_comment`` and the end of
+        options, remembered per text (most frames of a capture repeat a few comments)."""
+        opts = self._comments.get(comment)
+        if opts is None:
+            opts = _option(OPT_COMMENT, _utf8(comment)) + b"\x00" * 4
+            if len(self._comments) >= _COMMENTS_KEPT:
+                self._comments.clear()
+            self._comments[comment] = opts
+        return opts
 
     def write_record(self, record: CaptureRecord) -> None:
         """Write a record read from another capture (its interface declared by name,

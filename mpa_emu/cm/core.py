@@ -153,6 +153,8 @@ class CmCore(DeviceVerbs, TableViews):
         self.qp_close_entries: set[int] = set()
         self._now_ns = 0
         self._rows_running = 0
+        self._tick_jiffy = -1
+        self._tick_at_ns = 0
         """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
 
     # ---- local stack -------------------------------------------------------------
@@ -212,8 +214,17 @@ class CmCore(DeviceVerbs, TableViews):
     def get_timer(self) -> int | None:
         """Absolute ns of the next deadline (core timer, qhash completion, RTS wait, QP
         timers), None when idle."""
-        due = self._next_due()
-        return None if due is None else due[0]
+        best = None
+        expires = self.timer.expires
+        if expires is not None:
+            best = self._tick_ns(expires)
+        t = self.deferred.deadline()
+        if t is not None and (best is None or t < best):
+            best = t
+        t = self.nic.deadline()
+        if t is not None and (best is None or t < best):
+            best = t
+        return best
 
     def frames_to_send(self) -> list[Transmit]:
         """Drain the outbox (loopback frames included, marked, already delivered)."""
@@ -674,7 +685,7 @@ class CmCore(DeviceVerbs, TableViews):
         best: tuple[int, str] | None = None
         expires = self.timer.expires
         if expires is not None:
-            best = (jiffies_to_ns(expires, self._hz), "tick")
+            best = (self._tick_ns(expires), "tick")
         t = self.deferred.deadline()
         if t is not None and (best is None or t < best[0]):
             best = (t, "deferred")
@@ -682,6 +693,14 @@ class CmCore(DeviceVerbs, TableViews):
         if t is not None and (best is None or t < best[0]):
             best = (t, "qp")
         return best
+
+    def _tick_ns(self, expires: int) -> int:
+        """The ns of the core timer's expiry jiffy ``expires``, remembered for the one
+        expiry last asked about (the deadline is read after nearly every input)."""
+        if expires != self._tick_jiffy:
+            self._tick_jiffy = expires
+            self._tick_at_ns = jiffies_to_ns(expires, self._hz)
+        return self._tick_at_ns
 
     def _fire(self, source: str) -> None:
         if source == "tick":

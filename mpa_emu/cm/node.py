@@ -251,7 +251,11 @@ class CmNode:
     def update_settings(self, **changes: object) -> None:
         """Fields of :attr:`settings` changed, by name (``update_settings(mss=1460)``):
         the shared record with them in place."""
-        self.settings = SETTINGS.changed(self.settings, changes)
+        if len(changes) == 1:
+            for name, value in changes.items():
+                self.settings = SETTINGS.changed_field(self.settings, name, value)
+        else:
+            self.settings = SETTINGS.changed(self.settings, changes)
 
     def record_ird_ord(self, ird_size: int, ord_size: int) -> None:
         """IRD and ORD at once (``irdma_record_ird_ord``)."""

@@ -93,7 +93,7 @@ class IwQp:
     @ibqp_state.setter
     def ibqp_state(self, value: IbQpState) -> None:
         if self.states.ibqp_state is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"ibqp_state": value})
+            self.states = STATES.changed_field(self.states, "ibqp_state", value)
 
     @property
     def iwarp_state(self) -> IwarpState:
@@ -103,7 +103,7 @@ class IwQp:
     @iwarp_state.setter
     def iwarp_state(self, value: IwarpState) -> None:
         if self.states.iwarp_state is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"iwarp_state": value})
+            self.states = STATES.changed_field(self.states, "iwarp_state", value)
 
     @property
     def hw_iwarp_state(self) -> IwarpState:
@@ -113,7 +113,7 @@ class IwQp:
     @hw_iwarp_state.setter
     def hw_iwarp_state(self, value: IwarpState) -> None:
         if self.states.hw_iwarp_state is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"hw_iwarp_state": value})
+            self.states = STATES.changed_field(self.states, "hw_iwarp_state", value)
 
     @property
     def cm_id(self) -> bool:
@@ -123,7 +123,7 @@ class IwQp:
     @cm_id.setter
     def cm_id(self, value: bool) -> None:
         if self.states.cm_id is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"cm_id": value})
+            self.states = STATES.changed_field(self.states, "cm_id", value)
 
     @property
     def flush_issued(self) -> bool:
@@ -133,7 +133,7 @@ class IwQp:
     @flush_issued.setter
     def flush_issued(self, value: bool) -> None:
         if self.states.flush_issued is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"flush_issued": value})
+            self.states = STATES.changed_field(self.states, "flush_issued", value)
 
     @property
     def rts_ae_rcvd(self) -> bool:
@@ -143,7 +143,7 @@ class IwQp:
     @rts_ae_rcvd.setter
     def rts_ae_rcvd(self, value: bool) -> None:
         if self.states.rts_ae_rcvd is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"rts_ae_rcvd": value})
+            self.states = STATES.changed_field(self.states, "rts_ae_rcvd", value)
 
     def __repr__(self) -> str:
         return (f"IwQp(ibqp_state={self.ibqp_state!r}, iwarp_state={self.iwarp_state!r}, "

@@ -174,22 +174,27 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
     offset_flags = (5 + (olen >> 2)) << 12 | flags
     src_ip = seg.src_ip
     dst_ip = seg.dst_ip
-    addresses = src_ip + dst_ip
     # Checksums are computed from the field values rather than from packed bytes: every
     # field starts on a 16-bit boundary and 2**16 is 1 modulo 0xFFFF, so a 32-bit field
     # adds its value, and options and payload add the integers of their bytes (the
     # payload starts on a 32-bit boundary; an odd length is padded with a zero byte).
-    addr_sum = int.from_bytes(addresses, "big")
+    # Only residues modulo 0xFFFF matter, so each address adds its residue
+    # (:func:`_address_sum`) and every sum stays a small int.
+    addr_sum = _address_sum(src_ip) + _address_sum(dst_ip)
     sport, dport, seq, ack = seg.sport, seg.dport, seg.seq, seg.ack
     window, urg_ptr, ttl, tos = seg.window, seg.urg_ptr, seg.ttl, seg.tos
-    data_sum = int.from_bytes(payload, "big")
-    if len(payload) & 1:
-        data_sum <<= 8
+    data_sum = 0
+    if payload:
+        data_sum = int.from_bytes(payload, "big") % 0xFFFF
+        if len(payload) & 1:
+            data_sum = (data_sum << 8) % 0xFFFF
     tcp_sum = (sport + dport + seq + ack + offset_flags + window + urg_ptr + addr_sum
-               + IPPROTO_TCP + tcp_len + int.from_bytes(options, "big") + data_sum)
+               + IPPROTO_TCP + tcp_len + data_sum)
+    if options:
+        tcp_sum += int.from_bytes(options, "big") % 0xFFFF
     vlan = seg.vlan
     try:
-        if len(addresses) == 8 and len(src_ip) == 4:
+        if len(src_ip) == 4 and len(dst_ip) == 4:
             ip_total = 20 + tcp_len
             if ip_total > 0xFFFF:
                 raise EncodeError(f"IPv4 total length {ip_total} exceeds 65535")
@@ -211,7 +216,7 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
                     0x45, tos, ip_total, ip_id, frag, ttl, IPPROTO_TCP, ip_csum,
                     src_ip, dst_ip,
                     sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr)
-        elif len(addresses) == 32 and len(src_ip) == 16:
+        elif len(src_ip) == 16 and len(dst_ip) == 16:
             if tcp_len > 0xFFFF:
                 raise EncodeError(f"IPv6 payload length {tcp_len} exceeds 65535")
             if seg.flow_label & ~0xFFFFF:
@@ -240,6 +245,21 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
     if pad and len(frame) < ETH_ZLEN:
         frame += bytes(ETH_ZLEN - len(frame))
     return frame
+
+
+_ADDRESS_SUMS: Final[dict[bytes, int]] = {}
+_ADDRESS_SUMS_MAX: Final = 4096
+
+
+def _address_sum(ip: bytes) -> int:
+    """The 16-bit word sum of a packed address modulo 0xFFFF, remembered per address (a
+    network has few; the table starts over past :data:`_ADDRESS_SUMS_MAX`)."""
+    found = _ADDRESS_SUMS.get(ip)
+    if found is None:
+        if len(_ADDRESS_SUMS) >= _ADDRESS_SUMS_MAX:
+            _ADDRESS_SUMS.clear()
+        found = _ADDRESS_SUMS[ip] = int.from_bytes(ip, "big") % 0xFFFF
+    return found
 
 
 def _tci(pcp: int, vlan: int) -> int:

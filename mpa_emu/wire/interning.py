@@ -57,6 +57,7 @@ def forget() -> None:
     _TABLE.clear()
     for records in _RECORDS:
         records._steps.clear()
+        records._field_steps.clear()
 
 
 class SharedRecords(Generic[R]):
@@ -70,13 +71,15 @@ class SharedRecords(Generic[R]):
     Every field must hold exactly its declared type (never a bool for an int), so that
     records comparing equal are interchangeable."""
 
-    __slots__ = ("_cls", "_index", "_steps", "_steps_max")
+    __slots__ = ("_cls", "_field_steps", "_index", "_steps", "_steps_max")
 
     def __init__(self, cls: type[R], fields: tuple[str, ...], steps_max: int = 1024) -> None:
         _RECORDS.append(self)
         self._cls = cls
         self._index = {name: i for i, name in enumerate(fields)}
         self._steps: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[R, R]] = {}
+        self._field_steps: dict[tuple[int, str, object], tuple[R, R]] = {}
+        """The steps of :meth:`changed_field`, keyed without a tuple of the changes."""
         self._steps_max = steps_max
 
     def share(self, record: R) -> R:
@@ -100,4 +103,18 @@ class SharedRecords(Generic[R]):
             self._steps.clear()
         # The entry holds ``old``, so its id is not reused while the entry exists.
         self._steps[key] = (old, new)
+        return new
+
+    def changed_field(self, old: R, name: str, value: object) -> R:
+        """:meth:`changed` for one field: the shared record equal to ``old`` with field
+        ``name`` set to ``value``."""
+        key = (id(old), name, value)
+        step = self._field_steps.get(key)
+        if step is not None and step[0] is old:
+            return step[1]
+        new = self.changed(old, {name: value})
+        steps = self._field_steps
+        if len(steps) >= self._steps_max:
+            steps.clear()
+        steps[key] = (old, new)  # holds ``old``: its id is not reused meanwhile
         return new
