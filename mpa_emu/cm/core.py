@@ -86,7 +86,7 @@ from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.offload.nic import Nic, NicQp, QpFactory
+from mpa_emu.offload.nic import HwQp, Nic, QpFactory
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
@@ -643,7 +643,7 @@ class CmCore(DeviceVerbs, TableViews):
         if qp is not None:
             self._drain_flow(key, qp, node)
 
-    def _drain_flow(self, key: FlowKey, qp: NicQp, node: CmNode | None) -> None:
+    def _drain_flow(self, key: FlowKey, qp: HwQp, node: CmNode | None) -> None:
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
         frames = qp.frames_to_send()

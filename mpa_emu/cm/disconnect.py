@@ -35,7 +35,7 @@ from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.events import IW_CLOSE, IW_DISCONNECT, IwEvent
 from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.nic import NicQp
+from mpa_emu.offload.nic import HwQp
 from mpa_emu.offload.states import (
     AE_BAD_CLOSE,
     AE_LLP_CLOSE_COMPLETE,
@@ -82,7 +82,7 @@ class AcceleratedNode(Protocol):
 class DisconnectHost(Protocol):
     """What the disconnect path needs from the CM core (one emulated host)."""
 
-    def qp(self, conn: int) -> NicQp | None:
+    def qp(self, conn: int) -> HwQp | None:
         """The NIC QP of ``conn``, ``None`` before offload or once the node is freed."""
 
     def has_node(self, conn: int) -> bool:
@@ -182,7 +182,7 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
             terminate_connection(core, conn, qp, ae, qp.ae_frame, now_ns)
 
 
-def _fin_received(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int) -> None:
+def _fin_received(core: DisconnectHost, conn: int, qp: HwQp, now_ns: int) -> None:
     iw = qp.iwqp
     if iw.term_flags:
         return
@@ -202,7 +202,7 @@ def _fin_received(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int) -> No
         core._schedule_close_entry(conn, now_ns)
 
 
-def _next_iw_state_error(core: DisconnectHost, conn: int, qp: NicQp,
+def _next_iw_state_error(core: DisconnectHost, conn: int, qp: HwQp,
                          now_ns: int) -> None:
     # irdma_next_iw_state(ERROR): reset_tcp_conn only when term_flags is set.
     iw = qp.iwqp
@@ -225,7 +225,7 @@ def _start_terminate_timer(core: DisconnectHost, conn: int, iw: IwQp, now_ns: in
     iw.terminate_at = now_ns + TERMINATE_TIMER_NS
 
 
-def terminate_connection(core: DisconnectHost, conn: int, qp: NicQp, ae: Ae,
+def terminate_connection(core: DisconnectHost, conn: int, qp: HwQp, ae: Ae,
                          frame: bytes | None, now_ns: int) -> None:
     """``irdma_terminate_connection``: build the Terminate for ``ae``
     (``irdma_bld_terminate_hdr``), start the terminate timer, set ``IRDMA_TERM_SENT``
@@ -245,7 +245,7 @@ def terminate_connection(core: DisconnectHost, conn: int, qp: NicQp, ae: Ae,
     core._collect_qp_frames(conn)
 
 
-def terminate_send_fin(core: DisconnectHost, conn: int, qp: NicQp,
+def terminate_send_fin(core: DisconnectHost, conn: int, qp: HwQp,
                        now_ns: int) -> None:
     """``irdma_terminate_send_fin``: TERMINATE with ``IRDMAQP_TERM_SEND_FIN_ONLY``."""
     iw = qp.iwqp
@@ -254,7 +254,7 @@ def terminate_send_fin(core: DisconnectHost, conn: int, qp: NicQp,
     core._collect_qp_frames(conn)
 
 
-def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
+def terminate_received(core: DisconnectHost, conn: int, qp: HwQp,
                        now_ns: int) -> None:
     """``irdma_terminate_received``: check the peer's Terminate; a bad one is answered
     by a Terminate of our own. An RDMAP remote protection/operation error closes at once
@@ -278,7 +278,7 @@ def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
         terminate_send_fin(core, conn, qp, now_ns)
 
 
-def terminate_done(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int, *,
+def terminate_done(core: DisconnectHost, conn: int, qp: HwQp, now_ns: int, *,
                    timeout: bool) -> None:
     """``irdma_terminate_done``: once only, stop the timer (unless it fired), move the
     QP to ERROR (``reset_tcp_conn``, because ``term_flags`` is set) and disconnect."""

@@ -14,7 +14,7 @@ from typing import Final, NamedTuple
 
 from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.cm.states import CM_UNKNOWN, LISTENER_ACTIVE
-from mpa_emu.offload.nic import NicQp, StoredKey
+from mpa_emu.offload.nic import HwQp, StoredKey
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import SharedRecords
 from mpa_emu.wire.segment import Segment, Transmit
@@ -244,7 +244,7 @@ class CmNode:
         """Private data (a slot: it may differ for every connection)."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
-        self.qp: NicQp | None = None
+        self.qp: HwQp | None = None
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.rts_deadline: int | None = None
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeAlias
 from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.net.policy import Accept, Manual, Reject
@@ -27,6 +28,10 @@ Callback: TypeAlias = Callable[["Host", Upcall], None]
 CONNECT_REQUEST upcall."""
 Policy: TypeAlias = Accept | Reject | Manual | Callback
 """How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
+HostCore: TypeAlias = CmCore | CoreApi
+"""A host's connection manager: any :class:`~mpa_emu.cm.api.CoreApi`, spelled so that the
+compiled build calls irdma's :class:`~mpa_emu.cm.core.CmCore` directly (a call through a
+protocol is a generic Python method call)."""
 
 
 class HostNetwork(Protocol):
@@ -74,7 +79,7 @@ class Host:
     """One emulated host on the network, running one stack's connection manager (irdma
     by default). Create it with ``Network.add_host``."""
 
-    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: CoreApi,
+    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: HostCore,
                  *, auto_neighbours: bool = True, stack: str = "irdma",
                  params: dict[str, int | bool] | None = None) -> None:
         self.net = net

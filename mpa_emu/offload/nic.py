@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeAlias
 
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp, QpInit
@@ -107,12 +107,17 @@ class NicQp(Protocol):
 QpFactory = Callable[[QpInit], NicQp]
 """Builds the QP of a connection being offloaded (``OffloadedQp`` by default)."""
 
+HwQp: TypeAlias = OffloadedQp | NicQp
+"""A QP as the NIC and the core hold it: the same as :class:`NicQp`, spelled so that the
+compiled build calls the emulator's own :class:`~mpa_emu.offload.qp.OffloadedQp`
+directly (a call through a protocol is a generic Python method call)."""
+
 
 class QpOwner(Protocol):
     """A node-table entry as the NIC reads it."""
 
     @property
-    def qp(self) -> NicQp | None:
+    def qp(self) -> HwQp | None:
         """The QP the node handed its flow to, None before the offload."""
 
 
@@ -132,7 +137,7 @@ class Nic:
                  nodes: Mapping[FlowKey, QpOwner] | None = None) -> None:
         self._factory: QpFactory = OffloadedQp if factory is None else factory
         self._nodes: Mapping[FlowKey, QpOwner] = {} if nodes is None else nodes
-        self._own: dict[FlowKey, NicQp | None] = {}
+        self._own: dict[FlowKey, HwQp | None] = {}
         """The flows the node table cannot answer for: a QP whose node is gone or not
         filed under the key, or None where the filed node's QP is no longer steered."""
         self._heap: list[tuple[int, int, FlowKey]] = []
@@ -140,7 +145,7 @@ class Nic:
         """The deadline last queued per QP, so an unchanged one is not queued again."""
         self._seq = 0
 
-    def offload(self, key: StoredKey, init: QpInit, *, filed: bool) -> NicQp:
+    def offload(self, key: StoredKey, init: QpInit, *, filed: bool) -> HwQp:
         """Create the QP of ``key`` (``irdma_cm_init_tsa_conn``); from now on the NIC
         owns the flow. ``filed``: the node being offloaded is the one the node table
         files under ``key`` (and will hold the returned QP), so the table steers it."""
@@ -151,12 +156,12 @@ class Nic:
             self._own[key] = qp
         return qp
 
-    def qp(self, key: FlowKey) -> NicQp | None:
+    def qp(self, key: FlowKey) -> HwQp | None:
         """The QP owning ``key``, None when the CM owns the flow."""
         node = self._nodes.get(key)
         return self.flow_qp(key, None if node is None else node.qp)
 
-    def flow_qp(self, key: FlowKey, node_qp: NicQp | None) -> NicQp | None:
+    def flow_qp(self, key: FlowKey, node_qp: HwQp | None) -> HwQp | None:
         """:meth:`qp` for a caller that already looked ``key`` up in the node table:
         ``node_qp`` is the QP of the node filed under it (None without one)."""
         own = self._own
@@ -186,7 +191,7 @@ class Nic:
         if node.qp is not None and new_key not in self._nodes:
             self._own.setdefault(new_key, None)
 
-    def track(self, key: FlowKey, qp: NicQp, *, node_alive: bool) -> None:
+    def track(self, key: FlowKey, qp: HwQp, *, node_alive: bool) -> None:
         """Note the QP's next deadline after it ran; a QP whose node is gone and whose
         TCP has nothing left to do and can no longer answer is released."""
         t = qp.get_timer()
@@ -202,7 +207,7 @@ class Nic:
             if not node_alive and not qp.tcp_alive:
                 self.release(key)
 
-    def node_freed(self, key: FlowKey, qp: NicQp) -> None:
+    def node_freed(self, key: FlowKey, qp: HwQp) -> None:
         """The CM node of ``key`` was destroyed: its QP stays while its TCP runs or can
         still answer."""
         if qp.get_timer() is None and not qp.tcp_alive:
