@@ -50,6 +50,7 @@ from mpa_emu.cm.states import (
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
 from mpa_emu.errors import MpaEmuError
+from mpa_emu.offload.nic import HwQp
 from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
@@ -584,7 +585,7 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.qhash_set = False
     if cm.config.gen == 2:
         node.ah_valid = False  # cm_free_ah
-    qp = node.qp
+    qp: HwQp | None = node.qp
     if qp is None:
         return GO_ON
     if cm.config.gen == 2:

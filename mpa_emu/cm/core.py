@@ -639,7 +639,7 @@ class CmCore(DeviceVerbs, TableViews):
     def _drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         node = self.nodes.by_key.get(key)
-        qp = self.nic.flow_qp(key, None if node is None else node.qp)
+        qp: HwQp | None = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             self._drain_flow(key, qp, node)
 
@@ -717,7 +717,7 @@ class CmCore(DeviceVerbs, TableViews):
                 upcalls.rts_timeout(self, node)
         else:
             key = self.nic.pop_due()
-            qp = self.nic.qp(key)
+            qp: HwQp | None = self.nic.qp(key)
             if qp is not None:
                 qp.handle_timer(self._now_ns)
                 self._drain_qp(key)
@@ -827,7 +827,7 @@ class CmCore(DeviceVerbs, TableViews):
         vlan_id = NO_VLAN if seg.vlan is None else seg.vlan & 0xFFF
         key = (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)
         node = self.nodes.by_key.get(key)
-        qp = self.nic.flow_qp(key, None if node is None else node.qp)
+        qp: HwQp | None = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if node is not None or not seg.flags & SYN or seg.flags & ACK:

@@ -132,7 +132,7 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     Call right after ``qp.next_ae()`` returned ``ae``: the AEQE's TCP and iWARP states are
     read from ``qp.ae_tcp_state`` / ``qp.ae_iwarp_state``.
     """
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         core._record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
                     ae=ae.kernel_name, reason="qp_id is already freed")
@@ -299,7 +299,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
     """``irdma_modify_qp`` to ``"sqd"`` (graceful: FIN) or ``"err"`` (abortive: RST when
     the TCP connection is alive), with the close timer or the immediate disconnect that
     follows. A QP already in error is left alone."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -356,7 +356,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
 def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_handle_close_entry`` for a QP close entry that came due: a QP whose
     ``cm_id`` is still set is declared closed (RESET_SENT) and disconnected."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -415,7 +415,7 @@ def _llp_closed(iw: IwQp, device_reset: bool) -> bool:
 def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_cm_disconn_true``: decide, then DISCONNECT and/or CLOSE upcalls; a CLOSE
     is followed by ``irdma_qp_disconnect`` -> ``irdma_cm_close`` on the node."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -467,7 +467,7 @@ def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
 def establish_complete(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``complete(&cm_node->establish_comp)`` (end of ``irdma_accept`` and
     ``irdma_cm_event_connected``): disconnect workers parked on it deliver now."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None or not qp.iwqp.parked:
         return
     parked, qp.iwqp.parked = qp.iwqp.parked, ()

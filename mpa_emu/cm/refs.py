@@ -14,6 +14,7 @@ from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode, Listener
 from mpa_emu.cm.states import IN_DESTROY_LISTEN
+from mpa_emu.offload.nic import HwQp
 
 
 def rem_ref(cm: CoreOps, node: CmNode) -> None:
@@ -55,9 +56,9 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
                      "never freed, nothing resends them")
     node.rts_deadline = None
     node.ah_valid = False
-    if node.qp is not None:
+    qp: HwQp | None = node.qp
+    if qp is not None:
         # the QP outlives the node while its TCP still has timers running
-        qp = node.qp
         node.qp = None
         cm.nic.node_freed(node.key, qp)
     if cm.trace is not None:

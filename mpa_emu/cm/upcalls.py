@@ -21,6 +21,7 @@ from mpa_emu.cm.states import (
     VLAN_N_VID,
     CmEventType,
 )
+from mpa_emu.offload.nic import HwQp
 from mpa_emu.offload.qp import QpInit
 
 
@@ -99,7 +100,7 @@ def event_connected(cm: CoreOps, node: CmNode) -> None:
         return
     init_tsa_conn(cm, node, "irdma_cm_event_connected")
     node.qhash_set = False
-    qp = node.qp
+    qp: HwQp | None = node.qp
     if qp is None:
         return
     if cm.config.gen == 2:
