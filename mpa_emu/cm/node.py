@@ -14,7 +14,7 @@ from typing import Final, NamedTuple
 
 from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.cm.states import CM_UNKNOWN, LISTENER_ACTIVE
-from mpa_emu.offload.nic import HwQp, StoredKey
+from mpa_emu.offload.nic import HwQp, stored_key
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import SharedRecords
 from mpa_emu.wire.segment import Segment, Transmit
@@ -204,7 +204,7 @@ class CmNode:
 
     def __init__(self, conn: int, key: FlowKey) -> None:
         self.conn = conn
-        self.key = key if isinstance(key, StoredKey) else tuple.__new__(StoredKey, key)
+        self.key = stored_key(key)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
         node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
         which the table holds anyway, so the node keeps them only here)."""

@@ -20,7 +20,7 @@ from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.states import LISTENER_ACTIVE, ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
-from mpa_emu.offload.nic import StoredKey
+from mpa_emu.offload.nic import StoredKey, stored_key
 from mpa_emu.wire.flow import FlowKey
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
@@ -152,7 +152,7 @@ class NodeTable:
         node already on the new key is found first (``irdma_find_node`` walks the
         bucket from its head)."""
         old = node.vlan_id
-        key = StoredKey(node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
+        key = stored_key((node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id))
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         if key not in self.by_key:

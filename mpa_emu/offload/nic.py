@@ -28,6 +28,7 @@ from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp, QpInit
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire.flow import FlowKey
+from mpa_emu.wire.interning import shared_flow_int
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -43,6 +44,16 @@ class StoredKey(NamedTuple):
     rem_addr: bytes
     rem_port: int
     vlan_id: int
+
+
+def stored_key(key: FlowKey) -> StoredKey:
+    """``key`` as a :class:`StoredKey`, its ports and VLAN id shared
+    (:func:`~mpa_emu.wire.interning.shared_flow_int`): the two ends of a connection on
+    one host, and every connection to one listener, then hold one int per value."""
+    if isinstance(key, StoredKey):
+        return key
+    return StoredKey(key[0], shared_flow_int(key[1]), key[2], shared_flow_int(key[3]),
+                     shared_flow_int(key[4]))
 
 
 class NicQp(Protocol):

@@ -38,6 +38,24 @@ def shared(value: H) -> H:
     return found if type(found) is type(value) else value
 
 
+_FLOW_INTS: Final[dict[int, int]] = {}
+
+
+def shared_flow_int(value: int) -> int:
+    """:func:`shared` for a port or a VLAN id of a flow key, from a table of its own: at
+    most 65,536 values exist (0xFFFF is the no-VLAN id), and every connection of a
+    busy host has a port of its own, which would flush the general table. An int above
+    256 is a 28-byte object each time it is computed (a key built in the compiled
+    build boxes its ints anew), so two keys that name a port share one object."""
+    found = _FLOW_INTS.get(value)
+    if found is None:
+        if not 0 <= value <= 0xFFFF:
+            return value
+        _FLOW_INTS[value] = value
+        return value
+    return found
+
+
 def shared_bytes(value: bytes) -> bytes:
     """:func:`shared` for a byte string of at most :data:`SHARED_BYTES_MAX` bytes;
     a longer one is returned as it is."""
@@ -55,6 +73,7 @@ def forget() -> None:
     speed: for a process that runs many independent networks one after another (the
     matrix), whose values have nothing to share with the next ones."""
     _TABLE.clear()
+    _FLOW_INTS.clear()
     for records in _RECORDS:
         records._steps.clear()
         records._field_steps.clear()
