@@ -114,6 +114,7 @@ _ACK_RCVD: Final = 0x4
 _QP_ERROR: Final = 0x8
 _RCV_MARK_EN: Final = 0x10
 _SND_MARK_EN: Final = 0x20
+_ACCEPT_PEND: Final = 0x40
 
 
 class NodeSettings(NamedTuple):
@@ -196,7 +197,7 @@ class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "_flags", "accelerated", "accept_pend", "ah_valid", "client", "close_entry",
+        "_flags", "accelerated", "ah_valid", "client", "close_entry",
         "cm_id", "conn", "do_lpb", "ipv4", "key", "loc_ack_num", "loc_id", "loc_seq_num",
         "pdata", "qhash_pending", "qhash_set", "qp", "rcv_nxt", "refcnt", "rem_ack_num",
         "rts_deadline", "send_entry", "settings", "state",
@@ -228,8 +229,6 @@ class CmNode:
         """The connection's qhash rule is installed."""
         self.qhash_pending = False
         """The conn-established qhash/AH completion has not arrived yet."""
-        self.accept_pend = False
-        """The passive node counts in the listener's ``pend_accepts_cnt``."""
         self.settings = INITIAL_SETTINGS
         """The node's per-connection settings, one record shared by every node with the
         same values (written through :meth:`update_settings`)."""
@@ -317,6 +316,17 @@ class CmNode:
     @qp_linked.setter
     def qp_linked(self, value: bool) -> None:
         self._flags = self._flags | _QP_LINKED if value else self._flags & ~_QP_LINKED
+
+    @property
+    def accept_pend(self) -> bool:
+        """The passive node counts in the listener's ``pend_accepts_cnt`` (a bit of the
+        flags: with it the node's bool fields fit 8 bytes, and the node one size class
+        smaller)."""
+        return bool(self._flags & _ACCEPT_PEND)
+
+    @accept_pend.setter
+    def accept_pend(self, value: bool) -> None:
+        self._flags = self._flags | _ACCEPT_PEND if value else self._flags & ~_ACCEPT_PEND
 
     @property
     def ack_rcvd(self) -> bool:

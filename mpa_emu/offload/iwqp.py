@@ -37,21 +37,25 @@ class DriverStates(NamedTuple):
     cm_id: bool
     flush_issued: bool
     rts_ae_rcvd: bool
+    terminate_at: int | None
+    """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending."""
+    parked: tuple[tuple[bool, int, bool], ...]
+    """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
+    (the node is not accelerated yet): (issue_disconn, status, issue_close)."""
 
 
 STATES: Final[SharedRecords[DriverStates]] = SharedRecords(DriverStates, DriverStates._fields)
 """The shared :class:`DriverStates` records, and the steps between them."""
 
 NEW_QP: Final = STATES.share(DriverStates(IB_QPS_RTS, QPS_RTS, QPS_RTS, True,
-                                   False, False))
+                                          False, False, None, ()))
 """A new QP's states."""
 
 
 class IwQp:
     """``struct irdma_qp`` fields used by the disconnect decision table."""
 
-    __slots__ = ("close_timer_started", "hw_tcp_state", "last_aeq", "parked", "states",
-                 "term_flags", "terminate_at")
+    __slots__ = ("close_timer_started", "hw_tcp_state", "last_aeq", "states", "term_flags")
 
     def __init__(self, ibqp_state: IbQpState = IB_QPS_RTS,
                  iwarp_state: IwarpState = QPS_RTS,
@@ -74,16 +78,10 @@ class IwQp:
         """``atomic_t close_timer_started``: only the first increment schedules the
         timer."""
         self.last_aeq = last_aeq
-        self.terminate_at = terminate_at
-        """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending."""
-        self.parked = parked
-        """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
-        (the node is not accelerated yet): (issue_disconn, status, issue_close). A tuple,
-        so that the many QPs with nothing parked share the empty one."""
-        if (ibqp_state, iwarp_state, hw_iwarp_state, cm_id, flush_issued, rts_ae_rcvd) != \
-                NEW_QP:
-            self.states = STATES.share(DriverStates(ibqp_state, iwarp_state, hw_iwarp_state,
-                                                    cm_id, flush_issued, rts_ae_rcvd))
+        states = (ibqp_state, iwarp_state, hw_iwarp_state, cm_id, flush_issued, rts_ae_rcvd,
+                  terminate_at, parked)
+        if states != NEW_QP:
+            self.states = STATES.share(DriverStates(*states))
 
     @property
     def ibqp_state(self) -> IbQpState:
@@ -144,6 +142,29 @@ class IwQp:
     def rts_ae_rcvd(self, value: bool) -> None:
         if self.states.rts_ae_rcvd is not value:  # else the value is held already
             self.states = STATES.changed_field(self.states, "rts_ae_rcvd", value)
+
+    @property
+    def terminate_at(self) -> int | None:
+        """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending
+        (kept in :attr:`states`: few QPs ever start it)."""
+        return self.states.terminate_at
+
+    @terminate_at.setter
+    def terminate_at(self, value: int | None) -> None:
+        if self.states.terminate_at != value:
+            self.states = STATES.changed_field(self.states, "terminate_at", value)
+
+    @property
+    def parked(self) -> tuple[tuple[bool, int, bool], ...]:
+        """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on
+        ``establish_comp`` (the node is not accelerated yet): (issue_disconn, status,
+        issue_close), in :attr:`states` (nearly every QP has none)."""
+        return self.states.parked
+
+    @parked.setter
+    def parked(self, value: tuple[tuple[bool, int, bool], ...]) -> None:
+        if self.states.parked != value:
+            self.states = STATES.changed_field(self.states, "parked", value)
 
     def __repr__(self) -> str:
         return (f"IwQp(ibqp_state={self.ibqp_state!r}, iwarp_state={self.iwarp_state!r}, "

@@ -52,8 +52,11 @@ def stored_key(key: FlowKey) -> StoredKey:
     one host, and every connection to one listener, then hold one int per value."""
     if isinstance(key, StoredKey):
         return key
-    return StoredKey(key[0], shared_flow_int(key[1]), key[2], shared_flow_int(key[3]),
-                     shared_flow_int(key[4]))
+    # The fields as objects: a StoredKey(...) call would have the compiled build box the
+    # shared ints anew.
+    fields: tuple[object, ...] = (key[0], shared_flow_int(key[1]), key[2],
+                                  shared_flow_int(key[3]), shared_flow_int(key[4]))
+    return tuple.__new__(StoredKey, fields)
 
 
 class NicQp(Protocol):

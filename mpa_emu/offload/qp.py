@@ -197,7 +197,7 @@ class OffloadedQp(IwQp):
 
     __slots__ = ("_ae", "_busy", "_conn", "_flags", "_irs", "_isn",
                  "_link", "_local_port", "_outbox", "_received", "_received_at", "_recv",
-                 "_remote_port", "_sent", "_wnd0", "nic_iwarp_state", "rcv_nxt", "received_count",
+                 "_remote_port", "_sent", "nic_iwarp_state", "rcv_nxt", "received_count",
                  "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
@@ -206,15 +206,14 @@ class OffloadedQp(IwQp):
         # The driver's copies of this QP's states (struct irdma_qp), as a new IwQp has them.
         super().__init__()
         # The context is kept as the per-connection numbers plus the shared QpLink of what
-        # many connections have in common (addresses, VLAN, negotiated settings):
-        # :attr:`init` rebuilds the record.
+        # many connections have in common (addresses, VLAN, the peer's first window,
+        # negotiated settings): :attr:`init` rebuilds the record.
         self._conn = init.conn
         self._flags = _ACTIVE if init.active else 0
         self._local_port = init.local_port
         self._remote_port = init.remote_port
         self._isn = init.snd_nxt
         self._irs = init.rcv_nxt
-        self._wnd0 = init.snd_wnd
         self._link = shared_link(init)
         self.tcp_state = TCP_ESTABLISHED
         self.nic_iwarp_state = QPS_RTS
@@ -274,7 +273,7 @@ class OffloadedQp(IwQp):
                       local_ip=c.local_ip, remote_ip=c.remote_ip,
                       local_port=self._local_port, remote_port=self._remote_port,
                       vlan=c.vlan, pcp=c.pcp, tos=c.tos, ttl=c.ttl,
-                      snd_nxt=self._isn, rcv_nxt=self._irs, snd_wnd=self._wnd0,
+                      snd_nxt=self._isn, rcv_nxt=self._irs, snd_wnd=c.snd_wnd,
                       snd_wscale=c.snd_wscale, rcv_wscale=c.rcv_wscale, mss=c.mss,
                       rtr_op=c.rtr_op, ird=c.ird, ord=c.ord, mpa_rev=c.mpa_rev,
                       crc=c.crc, snd_markers=c.snd_markers, rcv_markers=c.rcv_markers)

@@ -210,6 +210,7 @@ class QpLink:
     pcp: int
     tos: int
     ttl: int
+    snd_wnd: int
     snd_wscale: int
     rcv_wscale: int
     mss: int
@@ -223,8 +224,9 @@ class QpLink:
 
     def __init__(self, gen: int, local_mac: bytes, remote_mac: bytes, local_ip: bytes,
                  remote_ip: bytes, vlan: int | None, pcp: int, tos: int, ttl: int,
-                 snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str, ird: int, ord: int,
-                 mpa_rev: int, crc: bool, snd_markers: bool, rcv_markers: bool) -> None:
+                 snd_wnd: int, snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str,
+                 ird: int, ord: int, mpa_rev: int, crc: bool, snd_markers: bool,
+                 rcv_markers: bool) -> None:
         self.gen = gen
         self.local_mac = local_mac
         self.remote_mac = remote_mac
@@ -234,6 +236,7 @@ class QpLink:
         self.pcp = pcp
         self.tos = tos
         self.ttl = ttl
+        self.snd_wnd = snd_wnd
         self.snd_wscale = snd_wscale
         self.rcv_wscale = rcv_wscale
         self.mss = mss
@@ -256,8 +259,8 @@ def shared_link(init: QpInit) -> QpLink:
     and compares in C, the record's dataclass methods would run interpreted), made on
     the first QP that has them."""
     values = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
-              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
-              init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
+              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wnd, init.snd_wscale,
+              init.rcv_wscale, init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
               init.snd_markers, init.rcv_markers)
     link = _LINKS.get(values)
     if link is None:

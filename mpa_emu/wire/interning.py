@@ -38,18 +38,19 @@ def shared(value: H) -> H:
     return found if type(found) is type(value) else value
 
 
-_FLOW_INTS: Final[dict[int, int]] = {}
+_FLOW_INTS: Final[dict[object, object]] = {}
 
 
-def shared_flow_int(value: int) -> int:
+def shared_flow_int(value: object) -> object:
     """:func:`shared` for a port or a VLAN id of a flow key, from a table of its own: at
     most 65,536 values exist (0xFFFF is the no-VLAN id), and every connection of a
     busy host has a port of its own, which would flush the general table. An int above
-    256 is a 28-byte object each time it is computed (a key built in the compiled
-    build boxes its ints anew), so two keys that name a port share one object."""
+    256 is a 28-byte object each time it is computed (a key built in the compiled build
+    boxes its ints anew), so two keys that name a port share one object. Typed
+    ``object``: the compiled build keeps an ``int`` unboxed and boxes it anew."""
     found = _FLOW_INTS.get(value)
     if found is None:
-        if not 0 <= value <= 0xFFFF:
+        if type(value) is not int or not 0 <= value <= 0xFFFF:
             return value
         _FLOW_INTS[value] = value
         return value
