@@ -156,7 +156,8 @@ class Nic:
         filed under the key, or None where the filed node's QP is no longer steered."""
         self._heap: list[tuple[int, int, FlowKey]] = []
         self._due: dict[FlowKey, int] = {}
-        """The deadline last queued per QP, so an unchanged one is not queued again."""
+        """The deadline last queued per QP, so an unchanged one is not queued again; a heap
+        item is current while it is its QP's entry here."""
         self._seq = 0
 
     def offload(self, key: StoredKey, init: QpInit, *, filed: bool) -> HwQp:
@@ -164,6 +165,7 @@ class Nic:
         owns the flow. ``filed``: the node being offloaded is the one the node table
         files under ``key`` (and will hold the returned QP), so the table steers it."""
         qp = self._factory(init)
+        self._due.pop(key, None)  # a QP that had the flow before: its deadline is gone
         if filed:
             self._own.pop(key, None)
         else:
@@ -260,8 +262,7 @@ class Nic:
         return key
 
     def _live(self, item: tuple[int, int, FlowKey]) -> bool:
-        qp = self.qp(item[2])
-        if qp is None:
-            return False
-        t = qp.get_timer()
-        return t is not None and t == item[0]
+        # The deadline the flow's QP last had (:meth:`track` notes it after every run of
+        # the QP; a QP that no longer steers the flow has none): an item is current while
+        # it is that deadline.
+        return self._due.get(item[2]) == item[0]
