@@ -536,7 +536,7 @@ class Network:
                     frames = self.frames
                     captured = CapturedFrame(len(frames), now, host.name, host.name,
                                              (owner.name,), codec.encode(seg), tx.comment,
-                                             None, False, decode=True)
+                                             None, False, decodes=True)
                     frames.append(captured)
                     if self.journal is not None:
                         self.journal.append(JournalEntry("frame", host.name, now, captured))
