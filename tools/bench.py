@@ -35,6 +35,11 @@ P3  Bytes per offloaded endpoint with 30,000 and 100,000 concurrent connections 
     process (RSS delta over both endpoints, divided by two). Target: <= 768 B.
 P6  Peak RSS of ``inspect``, ``replay``, ``diagram`` and ``judge`` on captures of 10^5
     and 10^6 frames. Target: <= 300 MB and flat in capture length.
+P8  Scaling out: ``mpa-emu fuzz`` (4,000 cases) and ``mpa-emu matrix`` (every default
+    side and scenario, 500 cells, run three times over) on ``-j 1`` and ``-j 2``, the
+    rate each command reports (cases or cells per second, wall clock: the one figure
+    here that needs an otherwise idle machine), with the results compared between the
+    two. Target: ``-j 2`` at least 1.7x the serial rate on two cores.
 P7  Peak RSS of ``mpa-emu run`` with every output (-o, --trace, --json, --html) and of
     ``mpa-emu diagram`` on a scenario of 2*10^5 and 2*10^6 events: a connect to an
     address nobody answers, retransmitted (``retrans`` = 2^32 - 1, the kernel's u32)
@@ -391,12 +396,69 @@ def bench_p7(sizes: list[int], tmp: Path) -> list[str]:
     return lines
 
 
+def _rate(text: str, unit: str) -> float:
+    """The ``(N <unit>)`` rate a campaign command prints on its summary line."""
+    import re
+
+    found = re.search(r"\(([0-9.]+) " + re.escape(unit) + r"\)", text)
+    if found is None:
+        raise SystemExit(f"P8: no rate ({unit}) in the command's output:\n{text}")
+    return float(found.group(1))
+
+
+def bench_p8(rounds: int, tmp: Path, cases: int) -> list[str]:
+    import json
+    import re
+
+    def fuzz(jobs: int) -> tuple[float, str]:
+        out = subprocess.run(mpa_emu("fuzz", "--cases", str(cases), "-j", str(jobs),
+                                     "--out", str(tmp / "p8-fuzz")),
+                             capture_output=True, text=True, cwd=ROOT, check=False).stdout
+        summary_line = out.strip().splitlines()[-1]
+        # What the campaign found, without its timing.
+        return _rate(out, "cases/s"), re.sub(r" in [0-9.]+ s \([0-9]+ cases/s\)", "",
+                                             summary_line)
+
+    def matrix(jobs: int) -> tuple[float, str]:
+        rates, found = [], ""
+        for _ in range(3):
+            out_json = tmp / f"p8-matrix-{jobs}.json"
+            # One folder name for every run: the JSON names each cell's capture file.
+            out = subprocess.run(mpa_emu("matrix", "-j", str(jobs), "--captures",
+                                         str(tmp / "p8-cells"), "--json",
+                                         str(out_json)),
+                                 capture_output=True, text=True, cwd=ROOT, check=False).stdout
+            rates.append(_rate(out, "cells per second"))
+            cells = json.loads(out_json.read_text(encoding="utf-8"))
+            found = json.dumps(cells.get("cells", cells), sort_keys=True)
+            shutil.rmtree(tmp / "p8-cells", ignore_errors=True)
+        return statistics.median(rates), found
+
+    lines = []
+    for name, command in (("fuzz", fuzz), ("matrix", matrix)):
+        ratios, serial, parallel = [], [], []
+        same = True
+        for _ in range(rounds):
+            one, found_one = command(1)
+            two, found_two = command(2)
+            serial.append(one)
+            parallel.append(two)
+            ratios.append(two / one)
+            same = same and found_one == found_two
+        lines.append(f"P8 {name:6} -j 1 {summary(serial, '{:.0f}')}/s, -j 2 "
+                     f"{summary(parallel, '{:.0f}')}/s; results "
+                     f"{'identical' if same else 'DIFFER'}")
+        lines.append(f"P8 {name:6} -j 2 / -j 1  {summary(ratios)}x   target >= 1.7: "
+                     f"{verdict(statistics.median(ratios) >= 1.7 and same)}")
+    return lines
+
+
 # ---- main ---------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a sanity pass")
-    ap.add_argument("--only", default="p1,p2,p3,p6,p7", help="comma-separated subset")
+    ap.add_argument("--only", default="p1,p2,p3,p6,p7,p8", help="comma-separated subset")
     ap.add_argument("--flood", action="store_true",
                     help="P6 also replays a SYN flood of as many SYNs as frames")
     ap.add_argument("--p6-sizes", default="",
@@ -416,10 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 5)
     wanted = {w.strip().lower() for w in args.only.split(",") if w.strip()}
-    unknown = wanted - {"p1", "p2", "p3", "p6", "p7"}
+    unknown = wanted - {"p1", "p2", "p3", "p6", "p7", "p8"}
     if unknown:
         ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from p1, p2, p3, p6, "
-                 "p7")
+                 "p7, p8")
     out: list[str] = [f"mpa_emu benchmarks ({build_name()}, Python "
                       f"{sys.version.split()[0]}): median [min-max] of {rounds} interleaved "
                       "rounds, CPU time"]
@@ -442,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         events = ([int(float(x)) for x in args.p7_sizes.split(",")] if args.p7_sizes
                   else [20_000, 200_000] if args.quick else [200_000, 2_000_000])
         jobs.append(lambda t: bench_p7(events, t))
+    if "p8" in wanted:
+        jobs.append(lambda t: bench_p8(rounds, t, 400 if args.quick else 4000))
     with tempfile.TemporaryDirectory(prefix="mpa_bench") as tmp:
         for job in jobs:
             lines = job(Path(tmp))

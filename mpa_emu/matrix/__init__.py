@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import overload
 
 from mpa_emu.campaign.cases import Progress
-from mpa_emu.campaign.executor import run_cases
+from mpa_emu.campaign.executor import iter_cases
 from mpa_emu.matrix.catalogue import SCENARIOS, Scenario, select
 from mpa_emu.matrix.cell import CellResult, CellSpec, run_cell
 from mpa_emu.matrix.sides import Side, default_sides, parse_side
@@ -84,25 +84,25 @@ def _file_name(text: str) -> str:
 
 
 CHUNK = 64
-"""Cells handed to the executor at a time: what is held in memory is one chunk of
-results, whatever the size of the matrix (each cell's capture and ladder are on disk)."""
+"""Cells the executor runs ahead of the last one yielded: what is held in memory is at
+most this many results, whatever the size of the matrix (each cell's capture and ladder
+are on disk)."""
 
 
 def iter_matrix(specs: Sequence[CellSpec], *, jobs: int = 1, scheduler: str | None = None,
                 progress: Progress | None = None) -> Iterator[CellResult]:
-    """Run the cells serially, on ``jobs`` local processes or on a Dask cluster, a chunk
-    at a time; the results come in ``specs`` order and are the same whatever runs them."""
-    for start in range(0, len(specs), CHUNK):
-        chunk = list(specs[start:start + CHUNK])
-        outcomes = run_cases(run_cell, chunk, jobs=jobs, scheduler=scheduler)
-        for spec, outcome in zip(chunk, outcomes, strict=True):
-            if progress is not None:
-                progress.advance()
-            if outcome.result is not None:
-                yield outcome.result
-            else:
-                yield CellResult(spec.initiator.label, spec.responder.label, spec.scenario,
-                                 status="error", reason=outcome.error or "the cell did not run")
+    """Run the cells serially, on ``jobs`` local processes or on a Dask cluster, at most
+    :data:`CHUNK` ahead of the last one yielded; the results come in ``specs`` order and
+    are the same whatever runs them."""
+    outcomes = iter_cases(run_cell, specs, jobs=jobs, scheduler=scheduler, window=CHUNK)
+    for spec, outcome in zip(specs, outcomes, strict=True):
+        if progress is not None:
+            progress.advance()
+        if outcome.result is not None:
+            yield outcome.result
+        else:
+            yield CellResult(spec.initiator.label, spec.responder.label, spec.scenario,
+                             status="error", reason=outcome.error or "the cell did not run")
     if progress is not None:
         progress.close()
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from helpers.campaign_lab import dask_cluster
 
-from mpa_emu.campaign.executor import Progress, run_cases
+from mpa_emu.campaign.executor import Progress, iter_cases, run_cases
 
 
 def square(n: int) -> int:
@@ -57,6 +58,8 @@ def test_a_dying_worker_gets_its_case_once_more(tmp_path: Path) -> None:
     got = run_cases(die_once, [(marker, n) for n in range(6)], jobs=2)
     assert [o.result for o in got] == list(range(6))
     assert got[2].attempts == 2 and os.path.exists(marker)
+    # The case queued behind it on the same worker never ran there: one attempt.
+    assert [o.attempts for o in got if o.index != 2] == [1] * 5
 
 
 def test_a_case_that_kills_every_worker_is_an_error_after_two_tries() -> None:
@@ -74,6 +77,30 @@ def test_dask_cluster_retries_a_lost_worker_once_then_reports_the_case() -> None
         lost = run_cases(os._exit, [5], scheduler=address)
     assert lost[0].result is None and lost[0].attempts == 2
     assert lost[0].error is not None and lost[0].error.startswith("worker lost 2 times")
+
+
+def worker_pid(_n: int) -> int:
+    return os.getpid()
+
+
+def test_workers_live_for_the_whole_iteration_and_cases_are_read_a_window_ahead() -> None:
+    taken: list[int] = []
+
+    def payloads() -> Iterator[int]:
+        for n in range(300):
+            taken.append(n)
+            yield n
+
+    outcomes = iter_cases(worker_pid, payloads(), jobs=2, window=16)
+    first = next(outcomes)
+    assert first.index == 0
+    # At most the window is taken ahead of the outcome yielded (16 cases), whatever the
+    # length of the campaign.
+    assert len(taken) <= 17
+    rest = list(outcomes)
+    assert [o.index for o in rest] == list(range(1, 300))
+    pids = {first.result} | {o.result for o in rest}
+    assert len(pids) == 2 and os.getpid() not in pids
 
 
 class _Tty(io.StringIO):
