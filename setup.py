@@ -18,8 +18,12 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -100,6 +104,45 @@ class _BuildPy(build_py):
                 f.write(self.note + "\n")
 
 
+class _BuildExt(build_ext):
+    """build_ext that compiles the C files of an extension side by side, on every core.
+
+    mypyc puts every compiled module into one shared library made of one C file per module
+    (``multi_file``), and setuptools compiles the files of one extension one after the
+    other: its ``parallel`` option only builds whole extensions side by side (here the
+    one-file shims that import each module from the shared library). Both kinds of work
+    go to one pool of ``os.cpu_count()`` compiler processes."""
+
+    def build_extensions(self) -> None:
+        compiler = self.compiler
+        if getattr(compiler, "compiler_type", "") != "unix":
+            super().build_extensions()  # another compiler class compiles its own way
+            return
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+
+            def compile_side_by_side(sources: Sequence[str], output_dir: str | None = None,
+                                     macros: Any = None, include_dirs: Any = None,
+                                     debug: bool = False, extra_preargs: Any = None,
+                                     extra_postargs: Any = None,
+                                     depends: Any = None) -> list[str]:
+                # CCompiler.compile, with its loop over the sources run in the pool.
+                macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
+                    output_dir, macros, include_dirs, sources, depends, extra_postargs)
+                cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+                jobs = [pool.submit(compiler._compile, obj, *build[obj], cc_args,
+                                    extra_postargs, pp_opts)
+                        for obj in objects if obj in build]  # the others are up to date
+                for job in jobs:
+                    job.result()
+                return list(objects)
+
+            compiler.compile = compile_side_by_side
+            try:
+                super().build_extensions()
+            finally:
+                del compiler.compile
+
+
 def _build_base(kind: str) -> str:
     """``build/<kind>`` without the package tree a previous build left in it: a pure wheel
     must never pick up a compiled module of an earlier compiled build (an extension module
@@ -131,9 +174,9 @@ def main() -> None:
 
     modules = [m.replace(".", "/") + ".py" for m in _compiled_modules()]
     _BuildPy.note = "compiled"
-    # multi_file: one C file per module, so build_ext compiles them on every core.
+    # multi_file: one C file per module, so that _BuildExt compiles them on every core.
     setup(ext_modules=mypycify(modules, opt_level="3", multi_file=True),
-          cmdclass={"build_py": _BuildPy},
+          cmdclass={"build_py": _BuildPy, "build_ext": _BuildExt},
           options={"build": {"build_base": _build_base("compiled")},
                    "build_ext": {"parallel": os.cpu_count() or 1}})
 

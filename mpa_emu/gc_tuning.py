@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
+from typing import Final
 
-YOUNG_COLLECTION = 20_000
+YOUNG_COLLECTION: Final = 20_000
 """Allocations between two young-generation collections inside :func:`fewer_young_collections`."""
 
 

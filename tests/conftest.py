@@ -50,3 +50,22 @@ def isolated_wireshark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         for key in ("WIRESHARK_CONFIG_DIR", "XDG_CONFIG_HOME", "HOME"):
             patch.setenv(key, env[key])
         yield folder
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow(seconds): runs for about that many seconds on one core; such tests "
+                   "start first, longest first (no worker of a parallel run is left with one "
+                   "at the end)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first, longest first, the others after them in their
+    order. pytest-xdist hands tests out in this order (tools/test.sh sends them one at a
+    time, ``--maxschedchunk=1``), so the long ones run beside the many short ones instead
+    of making a tail."""
+    def seconds(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("slow")
+        return float(mark.args[0]) if mark is not None else 0.0
+
+    items.sort(key=seconds, reverse=True)  # stable: the others keep their order

@@ -2,10 +2,10 @@
 # The project's test command: installs what the tests need, then lints, type-checks and
 # runs the whole suite (tshark, tcpdump, browser and live tests included) on the
 # pure-Python package (an editable install in .venv), then again on the compiled build
-# (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist). The
-# compiled build is made once per state of the sources, setup.py and mypy, and reused by
-# later runs. Extra arguments go to pytest. MPA_EMU_SKIP_COMPILED=1 leaves the second
-# run out.
+# (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist), the
+# longest tests first (tests/conftest.py). The compiled build is made while the first run
+# goes, once per state of the sources, setup.py and mypy, and reused by later runs. Extra
+# arguments go to pytest. MPA_EMU_SKIP_COMPILED=1 leaves the second run out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,36 +33,70 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The compiled build is a regular (not editable) install: the compiled modules live in the
+# environment, never beside the sources, so an edited .py is never shadowed by a stale
+# build of it. Built with the environment's own mypy, so that its version is part of the
+# key, and from a copy of the sources, so that nothing the first run does in the checkout
+# (a wheel built there) meets it. It runs beside ruff, mypy and the first run, which
+# leave a core idle often enough (tshark, subprocesses, live tests) to make room for it.
+sources="$( (find mpa_emu -type f ! -path '*/__pycache__/*' -print0 | sort -z \
+             | xargs -0 sha256sum; sha256sum setup.py build_backend.py pyproject.toml) \
+           | sha256sum | cut -d' ' -f1)"
+stamp=.venv-compiled/mpa_emu-build.key
+key() { echo "$sources $(.venv-compiled/bin/python -m mypy --version 2>/dev/null || true)"; }
+build_compiled() {
+    rm -f "$stamp"
+    python3 -m venv .venv-compiled
+    .venv-compiled/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+    MPA_EMU_COMPILE=0 .venv-compiled/bin/python -m pip install -q 'setuptools>=77' '.[test]'
+    local python="$PWD/.venv-compiled/bin/python" copy
+    copy="$(mktemp -d)"
+    # Removed however the build ends (tools/test.sh stops it with SIGTERM when it exits
+    # early).
+    trap 'rm -rf "$copy"' EXIT
+    trap 'exit 143' TERM
+    cp -r mpa_emu setup.py build_backend.py pyproject.toml README.md "$copy"
+    find "$copy/mpa_emu" -name __pycache__ -prune -exec rm -rf {} +
+    (cd "$copy" && MPA_EMU_COMPILE=1 "$python" -m pip install -q --no-build-isolation \
+        --no-deps --force-reinstall .)
+    key > "$stamp"
+}
+build_pid=
+if [ "${MPA_EMU_SKIP_COMPILED:-0}" != 1 ]; then
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(key)" ]; then
+        echo "tools/test.sh: reusing the compiled build in .venv-compiled (same sources and mypy)"
+    else
+        echo "tools/test.sh: building the compiled package in .venv-compiled meanwhile"
+        build_log="$(mktemp)"
+        # Its own process group (set -m), so that an early exit stops all of it.
+        set -m
+        build_compiled </dev/null >"$build_log" 2>&1 &
+        build_pid=$!
+        set +m
+        trap 'kill -- -"$build_pid" 2>/dev/null || true; rm -f "$build_log"' EXIT
+    fi
+fi
+
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install -q -e '.[test]'
 
 .venv/bin/ruff check mpa_emu tests tools setup.py build_backend.py
 .venv/bin/mypy
-.venv/bin/python -m pytest -n auto "$@"
+.venv/bin/python -m pytest -n auto --maxschedchunk=1 "$@"
 
 if [ "${MPA_EMU_SKIP_COMPILED:-0}" = 1 ]; then
     exit 0
 fi
-
-# A regular (not editable) install: the compiled modules live in the environment, never
-# beside the sources, so an edited .py is never shadowed by a stale build of it. Built
-# with the environment's own mypy, so that its version is part of the key.
-sources="$( (find mpa_emu -type f ! -path '*/__pycache__/*' -print0 | sort -z \
-             | xargs -0 sha256sum; sha256sum setup.py build_backend.py pyproject.toml) \
-           | sha256sum | cut -d' ' -f1)"
-stamp=.venv-compiled/mpa_emu-build.key
-key() { echo "$sources $(.venv-compiled/bin/python -m mypy --version 2>/dev/null || true)"; }
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(key)" ]; then
-    echo "tools/test.sh: reusing the compiled build in .venv-compiled (same sources and mypy)"
-else
-    rm -f "$stamp"
-    python3 -m venv .venv-compiled
-    .venv-compiled/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-    MPA_EMU_COMPILE=0 .venv-compiled/bin/python -m pip install -q 'setuptools>=77' '.[test]'
-    MPA_EMU_COMPILE=1 .venv-compiled/bin/python -m pip install -q --no-build-isolation \
-        --no-deps --force-reinstall .
-    key > "$stamp"
+if [ -n "$build_pid" ]; then
+    if ! wait "$build_pid"; then
+        cat "$build_log" >&2
+        echo "tools/test.sh: the compiled build failed (above)" >&2
+        exit 1
+    fi
+    trap - EXIT
+    rm -f "$build_log"
 fi
 # PYTHONSAFEPATH: the checkout (the current directory) must not shadow the installed build.
-PYTHONSAFEPATH=1 MPA_EMU_EXPECT_COMPILED=1 .venv-compiled/bin/python -m pytest -n auto "$@"
+PYTHONSAFEPATH=1 MPA_EMU_EXPECT_COMPILED=1 .venv-compiled/bin/python -m pytest -n auto \
+    --maxschedchunk=1 "$@"

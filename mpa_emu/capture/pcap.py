@@ -28,35 +28,35 @@ from typing import IO, BinaryIO, Final, NamedTuple
 
 from mpa_emu.errors import MpaEmuError
 
-LINKTYPE_ETHERNET = 1
-DEFAULT_SNAPLEN = 262144  # what tcpdump writes; no emulated frame comes near it
+LINKTYPE_ETHERNET: Final = 1
+DEFAULT_SNAPLEN: Final = 262144  # what tcpdump writes; no emulated frame comes near it
 
 # pcapng block types (draft-ietf-opsawg-pcapng section 10.1).
-BT_SHB = 0x0A0D0D0A
-BT_IDB = 0x00000001
-BT_OPB = 0x00000002  # obsolete Packet Block (appendix A)
-BT_SPB = 0x00000003
-BT_EPB = 0x00000006
-BYTE_ORDER_MAGIC = 0x1A2B3C4D
+BT_SHB: Final = 0x0A0D0D0A
+BT_IDB: Final = 0x00000001
+BT_OPB: Final = 0x00000002  # obsolete Packet Block (appendix A)
+BT_SPB: Final = 0x00000003
+BT_EPB: Final = 0x00000006
+BYTE_ORDER_MAGIC: Final = 0x1A2B3C4D
 
 # Option codes.
-OPT_ENDOFOPT = 0
-OPT_COMMENT = 1
-SHB_USERAPPL = 4
-IF_NAME = 2
-IF_DESCRIPTION = 3
-IF_TSRESOL = 9
-IF_TSOFFSET = 14
+OPT_ENDOFOPT: Final = 0
+OPT_COMMENT: Final = 1
+SHB_USERAPPL: Final = 4
+IF_NAME: Final = 2
+IF_DESCRIPTION: Final = 3
+IF_TSRESOL: Final = 9
+IF_TSOFFSET: Final = 14
 
 # pcap magic numbers as read little-endian (draft-ietf-opsawg-pcap section 4).
-_PCAP_MAGICS = {
+_PCAP_MAGICS: Final = {
     b"\xd4\xc3\xb2\xa1": ("<", 1000),  # microseconds, little-endian
     b"\xa1\xb2\xc3\xd4": (">", 1000),
     b"\x4d\x3c\xb2\xa1": ("<", 1),  # nanoseconds
     b"\xa1\xb2\x3c\x4d": (">", 1),
 }
-_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_CHUNK = 1 << 18
+_PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
+_CHUNK: Final = 1 << 18
 """Bytes asked of the file at a time: a quarter MB reads as fast as larger requests and
 keeps the reader's buffer (twice this while it refills) small beside what a reading
 command holds for the connections it follows."""
@@ -94,13 +94,18 @@ class CaptureRecord(NamedTuple):
 
 # ---- writer ----------------------------------------------------------------------
 
-_U16 = struct.Struct("<H")
-_OPT_HEAD = struct.Struct("<HH")
-_BLOCK_HEAD = struct.Struct("<II")
-_SHB_BODY = struct.Struct("<IHHq")
-_IDB_BODY = struct.Struct("<HHI")
-_EPB_HEAD = struct.Struct("<IIIIIII")  # type, length, interface, ts high, ts low, caplen, len
-_U32 = struct.Struct("<I")
+_U16: Final = struct.Struct("<H")
+_OPT_HEAD: Final = struct.Struct("<HH")
+_BLOCK_HEAD: Final = struct.Struct("<II")
+_SHB_BODY: Final = struct.Struct("<IHHq")
+_IDB_BODY: Final = struct.Struct("<HHI")
+# type, length, interface, ts high, ts low, caplen, len
+_EPB_HEAD: Final = struct.Struct("<IIIIIII")
+_U32: Final = struct.Struct("<I")
+_PADDING: Final = (b"", b"\x00", b"\x00\x00", b"\x00\x00\x00")
+"""Zero bytes that pad 0 to 3 bytes of a frame to a multiple of 4."""
+_COMMENTS_KEPT: Final = 1024
+"""Distinct frame comments a writer remembers encoded; past this many it starts over."""
 
 
 def _option(code: int, value: bytes) -> bytes:
@@ -130,6 +135,7 @@ class PcapngWriter:
         self._stream = stream
         self._names: dict[str, int] = {}
         self._snaplens: list[int] = []
+        self._comments: dict[str, bytes] = {}
         opts = [_option(SHB_USERAPPL, application.encode())]
         if comment is not None:
             opts.append(_option(OPT_COMMENT, _utf8(comment)))
@@ -183,12 +189,24 @@ class PcapngWriter:
         if snaplen and len(frame) > snaplen:
             frame = frame[:snaplen]
         caplen = len(frame)
-        opts = b"" if comment is None else _option(OPT_COMMENT, _utf8(comment)) + b"\x00" * 4
-        total = 32 + caplen + (-caplen % 4) + len(opts)
+        opts = b"" if comment is None else self._comment_options(comment)
+        pad = -caplen % 4
+        total = 32 + caplen + pad + len(opts)
         self._stream.write(b"".join((
             _EPB_HEAD.pack(BT_EPB, total, index, time_ns >> 32, time_ns & 0xFFFFFFFF,
                            caplen, wire_len),
-            frame, b"\x00" * (-caplen % 4), opts, _U32.pack(total))))
+            frame, _PADDING[pad], opts, _U32.pack(total))))
+
+    def _comment_options(self, comment: str) -> bytes:
+        """The options of a frame with ``comment``: ``opt_comment`` and the end of
+        options, remembered per text (most frames of a capture repeat a few comments)."""
+        opts = self._comments.get(comment)
+        if opts is None:
+            opts = _option(OPT_COMMENT, _utf8(comment)) + b"\x00" * 4
+            if len(self._comments) >= _COMMENTS_KEPT:
+                self._comments.clear()
+            self._comments[comment] = opts
+        return opts
 
     def write_record(self, record: CaptureRecord) -> None:
         """Write a record read from another capture (its interface declared by name,

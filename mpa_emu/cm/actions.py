@@ -22,15 +22,38 @@ from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
 from mpa_emu.cm.errors import CmError, errno_name
 from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
 from mpa_emu.cm.node import CmNode, rdma0_code
-from mpa_emu.cm.states import SEND_RESET_EVENT, CmEventType, CmState, Input
+from mpa_emu.cm.states import (
+    CM_CLOSED,
+    CM_CLOSING,
+    CM_ESTABLISHED,
+    CM_EVENT_ABORTED,
+    CM_EVENT_CONNECTED,
+    CM_EVENT_MPA_REJECT,
+    CM_EVENT_MPA_REQ,
+    CM_EVENT_UNKNOWN,
+    CM_FIN_WAIT1,
+    CM_FIN_WAIT2,
+    CM_LAST_ACK,
+    CM_LISTENER_DESTROYED,
+    CM_LISTENING,
+    CM_MPAREJ_RCVD,
+    CM_MPAREQ_RCVD,
+    CM_MPAREQ_SENT,
+    CM_OFFLOADED,
+    CM_SYN_RCVD,
+    CM_SYN_SENT,
+    CM_TIME_WAIT,
+    IN_MPA,
+    IN_SYN,
+    SEND_RESET_EVENT,
+)
 from mpa_emu.cm.tcp import process_options
 from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
 from mpa_emu.errors import MpaEmuError
+from mpa_emu.offload.nic import HwQp
 from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
-
-S = CmState
 
 
 class KernelHang(MpaEmuError):
@@ -51,8 +74,8 @@ def active_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
                            int(node.state), conn=node.conn)
         send.send_reset_held(cm, node, f"irdma_send_reset: irdma_active_open_err "
                                        f"{old} -> CLOSED")
-    cm._set_state(node, S.CLOSED, "irdma_active_open_err")
-    create_event(cm, node, CmEventType.ABORTED)
+    cm._set_state(node, CM_CLOSED, "irdma_active_open_err")
+    create_event(cm, node, CM_EVENT_ABORTED)
 
 
 def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
@@ -60,7 +83,7 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     send.cleanup(cm, node)
     cm.stats["passive_errs"] += 1
     old = node.state.name
-    cm._set_state(node, S.CLOSED, "irdma_passive_open_err")
+    cm._set_state(node, CM_CLOSED, "irdma_passive_open_err")
     if cm.trace is not None:
         log_lines.emit(cm, log_lines.PASSIVE_OPEN_ERR, log_lines.node_ptr(cm, node),
                        int(node.state), conn=node.conn)
@@ -140,7 +163,7 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
                        conn=node.conn)
         cm._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
                ird=st.ird_size, ord=st.ord_size, rtr=st.send_rdma0_op.value)
-    if res.reject and not initiator and node.state == S.ESTABLISHED \
+    if res.reject and not initiator and node.state == CM_ESTABLISHED \
             and cm.trace is not None:
         log_lines.emit(cm, log_lines.STATE_FOR_REJECT, conn=node.conn)
     if res.markers:
@@ -214,7 +237,7 @@ def active_open_err_quiet(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def passive_open_err_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_passive_open_err(reset=1)``; in MPAREQ_RCVD the application still holds
     the node (``irdma_handle_synack_pkt`` does not tell it)."""
-    if node.state == S.MPAREQ_RCVD:
+    if node.state == CM_MPAREQ_RCVD:
         cm._tr("kernel_bug", r.kernel_fn, conn=node.conn,
               reason="node freed while the application holds it: a later accept/reject "
                      "is a use-after-free (irdma_handle_synack_pkt, MPAREQ_RCVD case)")
@@ -238,7 +261,7 @@ def reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def free_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Cleanup, CLOSED, drop the base reference."""
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -249,8 +272,8 @@ def listen_syn(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A node ``irdma_receive_ilq`` just made for a SYN on a listener: LISTENING, then
     the SYN is processed in that state (``irdma_process_pkt`` -> the LISTENING case of
     ``irdma_handle_syn_pkt``)."""
-    cm._set_state(node, S.LISTENING, "irdma_receive_ilq")
-    return cm._dispatch(node, Input.SYN, rx)
+    cm._set_state(node, CM_LISTENING, "irdma_receive_ilq")
+    return cm._dispatch(node, IN_SYN, rx)
 
 
 def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
@@ -272,7 +295,7 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.rcv_nxt = (seg.seq + 1) & MASK32
     node.accept_pend = True
     lst.pend_accepts_cnt += 1
-    cm._set_state(node, S.SYN_RCVD, r.kernel_fn)
+    cm._set_state(node, CM_SYN_RCVD, r.kernel_fn)
     node.refcnt += 1
     node.qhash_pending = True
     latency = cm.config.ah_latency_ns
@@ -325,7 +348,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         # irdma_handle_synack_pkt ignores irdma_send_mpa_request's error: the node
         # stays in SYN_SENT with no timer and nothing is reported
         return GO_ON
-    cm._set_state(node, S.MPAREQ_SENT, r.kernel_fn)
+    cm._set_state(node, CM_MPAREQ_SENT, r.kernel_fn)
     return GO_ON
 
 
@@ -333,7 +356,7 @@ def synack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """SYN-ACK on a LISTENING node: ``loc_seq_num = ack``, CLOSED, RST."""
     node.loc_seq_num = _seg(rx).ack
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
 
@@ -349,7 +372,7 @@ def synack_reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """ACK on a LISTENING node: cleanup, CLOSED, RST."""
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
 
@@ -357,7 +380,7 @@ def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def fin_wait1_acked(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Our FIN acknowledged: FIN_WAIT2 (which has no timer)."""
     send.cleanup(cm, node)
-    cm._set_state(node, S.FIN_WAIT2, r.kernel_fn)
+    cm._set_state(node, CM_FIN_WAIT2, r.kernel_fn)
     return GO_ON
 
 
@@ -370,10 +393,10 @@ def syn_rcvd_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if tcp_options(cm, node, seg, passive=True):
         return STOP
     _set_rem_ack(node, seg.ack)
-    cm._set_state(node, S.ESTABLISHED, r.kernel_fn)
+    cm._set_state(node, CM_ESTABLISHED, r.kernel_fn)
     if seg.payload:
         node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
-        cm._dispatch(node, Input.MPA, seg)
+        cm._dispatch(node, IN_MPA, seg)
     return GO_ON
 
 
@@ -389,7 +412,7 @@ def established_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     seg = _seg(rx)
     send.cleanup(cm, node)
     node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
-    cm._dispatch(node, Input.MPA, seg)
+    cm._dispatch(node, IN_MPA, seg)
     return GO_ON
 
 
@@ -399,7 +422,7 @@ def mpareq_sent_data(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     _set_rem_ack(node, seg.ack)
     node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
     node.ack_rcvd = False
-    cm._dispatch(node, Input.MPA, seg)
+    cm._dispatch(node, IN_MPA, seg)
     return GO_ON
 
 
@@ -413,10 +436,10 @@ def mpa_request(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if reject:
         cm._tr("mpa_note", r.kernel_fn, conn=node.conn,
               reason="R flag on a request: logged and ignored")
-    cm._set_state(node, S.MPAREQ_RCVD, r.kernel_fn)
+    cm._set_state(node, CM_MPAREQ_RCVD, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: ESTABLISHED -> MPAREQ_RCVD")
     node.update_settings(passive_state=0)
-    create_event(cm, node, CmEventType.MPA_REQ)
+    create_event(cm, node, CM_EVENT_MPA_REQ)
     return GO_ON
 
 
@@ -429,12 +452,12 @@ def mpa_reply(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         return GO_ON
     send.cleanup(cm, node)
     if reject:
-        cm._set_state(node, S.MPAREJ_RCVD, r.kernel_fn)
-        etype = CmEventType.MPA_REJECT
+        cm._set_state(node, CM_MPAREJ_RCVD, r.kernel_fn)
+        etype = CM_EVENT_MPA_REJECT
         comment = "irdma_send_ack: MPAREQ_SENT -> MPAREJ_RCVD"
     else:
-        cm._set_state(node, S.OFFLOADED, r.kernel_fn)
-        etype = CmEventType.CONNECTED
+        cm._set_state(node, CM_OFFLOADED, r.kernel_fn)
+        etype = CM_EVENT_CONNECTED
         comment = "irdma_send_ack: MPAREQ_SENT -> OFFLOADED"
     send.send_ack(cm, node, comment)
     create_event(cm, node, etype)
@@ -450,8 +473,8 @@ def mpa_unexpected(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
             # irdma_create_event(UNKNOWN) is queued and irdma_cm_event_handler says so
             log_lines.emit(cm, log_lines.WRONG_STATE, int(node.state), conn=node.conn)
             if node.cm_id:
-                log_lines.create_event(cm, node, int(CmEventType.UNKNOWN))
-                log_lines.emit(cm, log_lines.BAD_EVENT_TYPE, int(CmEventType.UNKNOWN),
+                log_lines.create_event(cm, node, int(CM_EVENT_UNKNOWN))
+                log_lines.emit(cm, log_lines.BAD_EVENT_TYPE, int(CM_EVENT_UNKNOWN),
                                conn=node.conn)
         cm._drop(seg, r.kernel_fn, f"MPA frame in {node.state.name}: event UNKNOWN "
                 "(bad event type)", node)
@@ -465,17 +488,17 @@ def fin_to_last_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     old = node.state.name
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, S.LAST_ACK, r.kernel_fn)
+    cm._set_state(node, CM_LAST_ACK, r.kernel_fn)
     send.send_fin(cm, node, f"irdma_send_fin: {old} -> LAST_ACK")
     return GO_ON
 
 
 def fin_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN while our MPA request waits: ABORTED, CLOSED, RST."""
-    create_event(cm, node, CmEventType.ABORTED)
+    create_event(cm, node, CM_EVENT_ABORTED)
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_handle_fin_pkt "
                                    "MPAREQ_SENT -> CLOSED")
     return GO_ON
@@ -485,7 +508,7 @@ def fin_simultaneous(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT1: CLOSING and an ACK (no retransmission entry is left)."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSING, r.kernel_fn)
+    cm._set_state(node, CM_CLOSING, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT1 -> CLOSING")
     return GO_ON
 
@@ -494,7 +517,7 @@ def fin_time_wait(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT2: TIME_WAIT, ACK, a close entry in ``HZ/10``."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, S.TIME_WAIT, r.kernel_fn)
+    cm._set_state(node, CM_TIME_WAIT, r.kernel_fn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT2 -> TIME_WAIT")
     send.schedule_close(cm, node)
     return GO_ON
@@ -504,7 +527,7 @@ def fin_again_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A second FIN in TIME_WAIT: freed at once, not ACKed."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -517,7 +540,7 @@ def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if node.settings.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
         old = node.state.name
         node.update_settings(mpa_frame_rev=1)
-        cm._set_state(node, S.SYN_SENT, r.kernel_fn)
+        cm._set_state(node, CM_SYN_SENT, r.kernel_fn)
         if not send.send_syn(cm, node, False, f"irdma_send_syn: {old} -> SYN_SENT "
                                               "(MPA v1 retry after RST)"):
             active_open_err(cm, node, reset=False)
@@ -537,7 +560,7 @@ def rst_indicated(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def connect(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_connect``: SYN_SENT and the SYN (retransmitted)."""
-    cm._set_state(node, S.SYN_SENT, r.kernel_fn)
+    cm._set_state(node, CM_SYN_SENT, r.kernel_fn)
     send.send_syn(cm, node, False, "irdma_send_syn: UNKNOWN -> SYN_SENT")
     return GO_ON
 
@@ -562,7 +585,7 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.qhash_set = False
     if cm.config.gen == 2:
         node.ah_valid = False  # cm_free_ah
-    qp = node.qp
+    qp: HwQp | None = node.qp
     if qp is None:
         return GO_ON
     if cm.config.gen == 2:
@@ -593,19 +616,19 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if node.settings.passive_state == SEND_RESET_EVENT:
         cm._tr("reject_silent", r.kernel_fn, conn=node.conn,
               reason="peer reset before: freed, no packet")
-        cm._set_state(node, S.CLOSED, r.kernel_fn)
+        cm._set_state(node, CM_CLOSED, r.kernel_fn)
         cm._rem_ref(node)
         return GO_ON
     frame = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata,
                                     reject=True)
     seg_out = send.form(node, ACK | FIN, cm.mac, gen1=cm.config.gen == 1, payload=frame)
     if seg_out is None:
-        cm._set_state(node, S.CLOSED, r.kernel_fn)
+        cm._set_state(node, CM_CLOSED, r.kernel_fn)
         if not send.send_reset(cm, node, "irdma_send_reset: irdma_cm_reject -> CLOSED"):
             cm._tr("kernel_leak", r.kernel_fn, conn=node.conn,
                   reason="reject and RST both failed (no AH)")
         return GO_ON
-    cm._set_state(node, S.FIN_WAIT1, "irdma_send_mpa_reject")
+    cm._set_state(node, CM_FIN_WAIT1, "irdma_send_mpa_reject")
     send.schedule_send(cm, node, seg_out, "irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1",
                        retrans=True)
     return GO_ON
@@ -617,7 +640,7 @@ def reject_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outc
     send.cleanup(cm, node)
     node.update_settings(passive_state=node.settings.passive_state + 1)
     if node.settings.passive_state == SEND_RESET_EVENT:
-        cm._set_state(node, S.CLOSED, r.kernel_fn)
+        cm._set_state(node, CM_CLOSED, r.kernel_fn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -641,7 +664,7 @@ def close_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def close_fin(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_close`` in CLOSE_WAIT (never set by cm.c): LAST_ACK and our FIN."""
-    cm._set_state(node, S.LAST_ACK, r.kernel_fn)
+    cm._set_state(node, CM_LAST_ACK, r.kernel_fn)
     send.send_fin(cm, node, "irdma_send_fin: CLOSE_WAIT -> LAST_ACK")
     return GO_ON
 
@@ -666,14 +689,14 @@ def listener_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     old = node.state
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_dec_refcnt_listen "
                                      f"{old.name} -> LISTENER_DESTROYED"):
-        cm._set_state(node, S.CLOSED, r.kernel_fn)
+        cm._set_state(node, CM_CLOSED, r.kernel_fn)
         cm._record_leak(node, "listener destroyed, RST not sent (no AH): CLOSED with a "
                        "leaked reference (irdma_dec_refcnt_listen ignores "
                        "irdma_send_reset's failure)")
         cm._tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
         return GO_ON
-    cm._set_state(node, S.LISTENER_DESTROYED, r.kernel_fn)
-    if old != S.MPAREQ_RCVD:
+    cm._set_state(node, CM_LISTENER_DESTROYED, r.kernel_fn)
+    if old != CM_MPAREQ_RCVD:
         cm._rem_ref(node)
     return GO_ON
 
@@ -687,7 +710,7 @@ def listener_leave(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def expire_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in SYN_RCVD/CLOSING: CLOSED and freed, no RST."""
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -695,7 +718,7 @@ def expire_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def expire_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in FIN_WAIT1/LAST_ACK: CLOSED, RST (freeing)."""
     old = node.state.name
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                      "-> CLOSED"):
         cm._record_leak(node, "retransmissions expired, RST not sent (no AH)")
@@ -705,10 +728,10 @@ def expire_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def expire_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in the other states: CLOSED, RST, ABORTED event."""
     old = node.state.name
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                    "-> CLOSED")
-    create_event(cm, node, CmEventType.ABORTED)
+    create_event(cm, node, CM_EVENT_ABORTED)
     return GO_ON
 
 
@@ -726,7 +749,7 @@ def teardown_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_teardown_connections`` on a node without QP, as the NULL-checked
     kernel would (``Quirks.teardown_null_qp_oops`` off): cleanup, CLOSED, RST, put."""
     send.cleanup(cm, node)
-    cm._set_state(node, S.CLOSED, r.kernel_fn)
+    cm._set_state(node, CM_CLOSED, r.kernel_fn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_cm_teardown_connections "
                                    "-> CLOSED")
     cm._rem_ref(node)

@@ -8,7 +8,7 @@ RFC-conforming behaviour instead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Final, Literal, get_args
 
 from mpa_emu.cm.limits import check_config
 
@@ -78,7 +78,7 @@ class Quirks:
                              f"not {self.v2_pdata_tail!r}")
 
 
-PDATA_TAILS: tuple[str, ...] = get_args(PdataTail)
+PDATA_TAILS: Final[tuple[str, ...]] = get_args(PdataTail)
 """The choices of :attr:`Quirks.v2_pdata_tail`."""
 
 

@@ -11,11 +11,11 @@ came and went), so a long run costs no more than its live connections.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 T = TypeVar("T")
 
-SPARSE_MIN = 64
+SPARSE_MIN: Final = 64
 """A window shorter than this is never thinned."""
 
 

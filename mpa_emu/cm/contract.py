@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
@@ -61,9 +61,9 @@ class Outcome:
         return f"Outcome(stop={self.stop}, error={self.error!r})"
 
 
-GO_ON = Outcome(False)
+GO_ON: Final = Outcome(False)
 """The action ran; the rest of the segment (a FIN after the ACK) is processed."""
-STOP = Outcome(True)
+STOP: Final = Outcome(True)
 """The kernel function returned an error: nothing more of this segment is processed."""
 
 

@@ -34,9 +34,9 @@ import errno
 import random
 from collections import deque
 from errno import EINVAL
-from typing import Any
+from typing import Any, Final
 
-from mpa_emu.cm import disconnect, log_lines, refs, send, teardown, upcalls
+from mpa_emu.cm import disconnect, log_lines, refs, send, states, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
 from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
@@ -51,7 +51,7 @@ from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
 from mpa_emu.cm.pdata import as_u8, check_conn_pdata
-from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input, ListenerState
+from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input
 from mpa_emu.cm.table_views import TableViews
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
 from mpa_emu.cm.teardown import ListenerLike
@@ -59,17 +59,16 @@ from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.offload.nic import Nic, NicQp, QpFactory
+from mpa_emu.offload.nic import HwQp, Nic, QpFactory
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 
-S = CmState
-ENOMEM = errno.ENOMEM
-EADDRINUSE = errno.EADDRINUSE
-EADDRNOTAVAIL = errno.EADDRNOTAVAIL
+ENOMEM: Final = errno.ENOMEM
+EADDRINUSE: Final = errno.EADDRINUSE
+EADDRNOTAVAIL: Final = errno.EADDRNOTAVAIL
 
-DEFAULT_CONFIG = CmConfig()
+DEFAULT_CONFIG: Final = CmConfig()
 
 
 class CmCore(DeviceVerbs, TableViews):
@@ -127,6 +126,8 @@ class CmCore(DeviceVerbs, TableViews):
         self.qp_close_entries: set[int] = set()
         self._now_ns = 0
         self._rows_running = 0
+        self._tick_jiffy = -1
+        self._tick_at_ns = 0
         """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
 
     # ---- local stack -------------------------------------------------------------
@@ -175,19 +176,26 @@ class CmCore(DeviceVerbs, TableViews):
     def handle_timer(self, now_ns: int) -> None:
         """Fire everything due at or before ``now_ns``, in time order."""
         while True:
-            due = self._next_due()
-            if due is None or due[0] > now_ns:
+            due = self.get_timer()
+            if due is None or due > now_ns:
                 break
-            self._enter(due[0])
-            self._fire(due[1])
+            self._enter(due)
+            self._fire(due)
             self._finish()
         self._enter(now_ns)
 
     def get_timer(self) -> int | None:
         """Absolute ns of the next deadline (core timer, qhash completion, RTS wait, QP
-        timers), None when idle."""
-        due = self._next_due()
-        return None if due is None else due[0]
+        timers: the earliest), None when idle."""
+        expires = self.timer.expires
+        best = None if expires is None else self._tick_ns(expires)
+        t = self.deferred.deadline()
+        if t is not None and (best is None or t < best):
+            best = t
+        t = self.nic.deadline()
+        if t is not None and (best is None or t < best):
+            best = t
+        return best
 
     def frames_to_send(self) -> list[Transmit]:
         """Drain the outbox (loopback frames included, marked, already delivered)."""
@@ -232,8 +240,8 @@ class CmCore(DeviceVerbs, TableViews):
         if vlan_id >= VLAN_N_VID and self.config.dcb_vlan_mode:
             vlan_id = 0
         table = self.nodes
-        found = table.find_listener(addr, ipv4, port, vlan_id, ListenerState.EITHER)
-        if found is not None and found.listener_state == ListenerState.ACTIVE:
+        found = table.find_listener(addr, ipv4, port, vlan_id, states.LISTENER_EITHER)
+        if found is not None and found.listener_state == states.LISTENER_ACTIVE:
             raise CmError(ENOMEM, "a matching listener is active (irdma_make_listen_node)")
         self._enter(now_ns)
         lst = table.make_listen_node(found, addr, port, ipv4, vlan_id, backlog, wildcard,
@@ -246,10 +254,10 @@ class CmCore(DeviceVerbs, TableViews):
     def destroy_listen(self, listener: int, *, now_ns: int) -> None:
         """``irdma_destroy_listen``: RST the pending nodes, release the listener."""
         lst = self.nodes.listener_ids.get(listener)
-        if lst is None or lst.listener_state != ListenerState.ACTIVE:
+        if lst is None or lst.listener_state != states.LISTENER_ACTIVE:
             raise CmError(EINVAL, f"no active listener {listener}")
         self._enter(now_ns)
-        lst.listener_state = ListenerState.PASSIVE
+        lst.listener_state = states.LISTENER_PASSIVE
         self._tr("listen_destroyed", "irdma_cm_del_listen", listener=listener)
         refs.dec_refcnt_listen(self, lst, free_hanging=True)
         self._finish()
@@ -305,7 +313,7 @@ class CmCore(DeviceVerbs, TableViews):
         node.qhash_set = True
         node.cm_id = True
         node.qp_linked = True
-        self._dispatch(node, Input.CONNECT, None)
+        self._dispatch(node, states.IN_CONNECT, None)
         self._finish()
         return node.conn
 
@@ -325,7 +333,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node.client:
             raise CmError(EINVAL, "accept on an active connection")
         self._check_held(node, "accept")
-        if node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
+        if node.state not in (states.CM_MPAREQ_RCVD, states.CM_LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
@@ -337,7 +345,7 @@ class CmCore(DeviceVerbs, TableViews):
         # check and without the dcb_vlan_mode conversion of irdma_make_cm_node.
         self._set_node_vlan(node, self._addresses.get(node.loc_addr, NO_VLAN),
                             "irdma_accept")
-        outcome = self._dispatch(node, Input.ACCEPT, VerbArgs(bytes(private_data)))
+        outcome = self._dispatch(node, states.IN_ACCEPT, VerbArgs(bytes(private_data)))
         self._finish()
         if outcome.error is not None:
             raise outcome.error
@@ -359,7 +367,8 @@ class CmCore(DeviceVerbs, TableViews):
         if plen + MPA_V2_HDR > 544:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: {plen} + 24 > "
                           "544 (irdma_reject)")
-        if not node.client and node.state not in (S.MPAREQ_RCVD, S.LISTENER_DESTROYED):
+        if not node.client and node.state not in (states.CM_MPAREQ_RCVD,
+                                                  states.CM_LISTENER_DESTROYED):
             raise CmError(EINVAL, f"reject in state {node.state.name}: no MPA request "
                           "is pending")
         self._enter(now_ns)
@@ -368,7 +377,7 @@ class CmCore(DeviceVerbs, TableViews):
             self._tr("verb_ignored", "irdma_cm_reject", conn=conn,
                     reason="active node: irdma_cm_reject returns 0")
         else:
-            self._dispatch(node, Input.REJECT, VerbArgs(bytes(private_data)))
+            self._dispatch(node, states.IN_REJECT, VerbArgs(bytes(private_data)))
         self._finish()
 
     def close(self, conn: int, *, now_ns: int) -> None:
@@ -377,13 +386,13 @@ class CmCore(DeviceVerbs, TableViews):
         for an early-state node that only its retransmission entry keeps (the caller's
         reference is gone: the kernel would free it under the timer)."""
         node = self._verb_node(conn)
-        if node.state == S.LISTENING:
+        if node.state == states.CM_LISTENING:
             # only irdma_receive_ilq holds it, stuck in irdma_process_options: no cm_id
             # leads to it, so irdma_cm_close is never called on it
             raise CmError(EINVAL, f"irdma_cm_close on connection {conn}: the node is "
                           "held only by the receive path stuck in irdma_process_options")
         self._enter(now_ns)
-        self._dispatch(node, Input.CLOSE, None)
+        self._dispatch(node, states.IN_CLOSE, None)
         self._finish()
 
     def _cm_close(self, conn: int, now_ns: int) -> int:
@@ -395,7 +404,7 @@ class CmCore(DeviceVerbs, TableViews):
             return 0
         self._enter(now_ns)
         try:
-            self._dispatch(node, Input.CLOSE, None)
+            self._dispatch(node, states.IN_CLOSE, None)
         except CmError as exc:
             return -exc.errno
         self._finish()
@@ -492,7 +501,7 @@ class CmCore(DeviceVerbs, TableViews):
         if node is None:
             return
         self._enter(now_ns)
-        self._dispatch(node, Input.TEARDOWN, None)
+        self._dispatch(node, states.IN_TEARDOWN, None)
 
     def _listen_list(self) -> list[Listener]:
         """``cm_core->listen_list``, newest first."""
@@ -568,7 +577,7 @@ class CmCore(DeviceVerbs, TableViews):
             result = r.run(self, node, r, rx)
         finally:
             self._rows_running -= 1
-        after = node.state if node.refcnt > 0 else S.CLOSED
+        after = node.state if node.refcnt > 0 else states.CM_CLOSED
         assert after in r.allowed, (
             f"{r.kernel_fn} {r.state.name}/{r.input.value} ended in {after.name}, "
             f"table allows {sorted(s.name for s in r.allowed)}")
@@ -602,11 +611,11 @@ class CmCore(DeviceVerbs, TableViews):
     def _drain_qp(self, key: FlowKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         node = self.nodes.by_key.get(key)
-        qp = self.nic.flow_qp(key, None if node is None else node.qp)
+        qp: HwQp | None = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             self._drain_flow(key, qp, node)
 
-    def _drain_flow(self, key: FlowKey, qp: NicQp, node: CmNode | None) -> None:
+    def _drain_flow(self, key: FlowKey, qp: HwQp, node: CmNode | None) -> None:
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
         frames = qp.frames_to_send()
@@ -643,27 +652,21 @@ class CmCore(DeviceVerbs, TableViews):
         if now_ns > self._now_ns:
             self._now_ns = now_ns
 
-    def _next_due(self) -> tuple[int, str] | None:
-        """The earliest of the core timer, the deferred completions and the QPs."""
-        best: tuple[int, str] | None = None
-        expires = self.timer.expires
-        if expires is not None:
-            best = (jiffies_to_ns(expires, self._hz), "tick")
-        t = self.deferred.deadline()
-        if t is not None and (best is None or t < best[0]):
-            best = (t, "deferred")
-        t = self.nic.deadline()
-        if t is not None and (best is None or t < best[0]):
-            best = (t, "qp")
-        return best
+    def _tick_ns(self, expires: int) -> int:
+        """The ns of the core timer's expiry jiffy ``expires`` (the last one remembered)."""
+        if expires != self._tick_jiffy:
+            self._tick_jiffy = expires
+            self._tick_at_ns = jiffies_to_ns(expires, self._hz)
+        return self._tick_at_ns
 
-    def _fire(self, source: str) -> None:
-        if source == "tick":
-            expires = self.timer.expires
-            assert expires is not None
+    def _fire(self, due: int) -> None:
+        """Fire the source whose deadline :meth:`get_timer` gave as ``due``: the core
+        timer, else the deferred completions, else the QPs (the first on a tie)."""
+        expires = self.timer.expires
+        if expires is not None and self._tick_ns(expires) == due:
             # a late caller fires the tick late, as a late softirq would: at "jiffies"
             timer_tick(self, max(expires, self._jiffies))
-        elif source == "deferred":
+        elif self.deferred.deadline() == due:
             kind, node = self.deferred.pop()
             if kind == "qhash":
                 self._qhash_done(node)
@@ -672,7 +675,7 @@ class CmCore(DeviceVerbs, TableViews):
                 upcalls.rts_timeout(self, node)
         else:
             key = self.nic.pop_due()
-            qp = self.nic.qp(key)
+            qp: HwQp | None = self.nic.qp(key)
             if qp is not None:
                 qp.handle_timer(self._now_ns)
                 self._drain_qp(key)
@@ -698,7 +701,7 @@ class CmCore(DeviceVerbs, TableViews):
             return
         node.qhash_pending = False
         node.refcnt += 1
-        self._dispatch(node, Input.QHASH_DONE, None)
+        self._dispatch(node, states.IN_QHASH_DONE, None)
         node.refcnt -= 1
         self._rem_ref(node)
 
@@ -782,7 +785,7 @@ class CmCore(DeviceVerbs, TableViews):
         vlan_id = NO_VLAN if seg.vlan is None else seg.vlan & 0xFFF
         key = (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)
         node = self.nodes.by_key.get(key)
-        qp = self.nic.flow_qp(key, None if node is None else node.qp)
+        qp: HwQp | None = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if node is not None or not seg.flags & SYN or seg.flags & ACK:
@@ -800,7 +803,7 @@ class CmCore(DeviceVerbs, TableViews):
             node = self._passive_node(seg, key)
             if node is None:
                 return
-        elif node.state == S.OFFLOADED:
+        elif node.state == states.CM_OFFLOADED:
             self._drop(seg, "irdma_receive_ilq", "OFFLOADED: the hardware owns the flow",
                       node)
             return
@@ -831,7 +834,7 @@ class CmCore(DeviceVerbs, TableViews):
             send.host_stack(self, seg)
             return None
         lst = table.find_listener(seg.dst_ip, ipv4, seg.dport, key[4],
-                                  ListenerState.ACTIVE)
+                                  states.LISTENER_ACTIVE)
         if self.trace is not None:
             log_lines.passive_lookup(self, lst, seg.tos)
         if lst is None:
@@ -867,24 +870,24 @@ class CmCore(DeviceVerbs, TableViews):
             if self.trace is not None:
                 log_lines.rst_pkt(self, node)
             send.cleanup(self, node)  # irdma_handle_rst_pkt cleans up first
-            self._dispatch(node, Input.RST, seg)
+            self._dispatch(node, states.IN_RST, seg)
             return
         if flags & SYN:
-            self._dispatch(node, Input.SYNACK if flags & ACK else Input.SYN, seg)
+            self._dispatch(node, states.IN_SYNACK if flags & ACK else states.IN_SYN, seg)
             return
         if flags & ACK:
             if not self._check_seq(node, seg, "irdma_handle_ack_pkt"):
                 return
-            outcome = self._dispatch(node, Input.ACK_DATA if seg.payload else Input.ACK,
+            outcome = self._dispatch(node, states.IN_ACK_DATA if seg.payload else states.IN_ACK,
                                     seg)
             if flags & FIN and not outcome.stop:
-                self._dispatch(node, Input.FIN, seg)
+                self._dispatch(node, states.IN_FIN, seg)
             return
         if flags & FIN:
             if self._check_seq(node, seg, "irdma_process_pkt"):
-                self._dispatch(node, Input.FIN, seg)
+                self._dispatch(node, states.IN_FIN, seg)
             return
-        self._dispatch(node, Input.NONE, seg)
+        self._dispatch(node, states.IN_NONE, seg)
 
     def _check_seq(self, node: CmNode, seg: Segment, fn: str) -> bool:
         """``irdma_check_seq``: False (and the drop recorded) when it refuses."""

@@ -28,23 +28,46 @@ Model choices (documented, deterministic):
 from __future__ import annotations
 
 from errno import ECONNRESET
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from mpa_emu.cm import log_lines
 from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.cm.events import IW_CLOSE, IW_DISCONNECT, IwEvent
 from mpa_emu.offload import terminate as term
 from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.nic import NicQp
-from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
+from mpa_emu.offload.nic import HwQp
+from mpa_emu.offload.states import (
+    AE_BAD_CLOSE,
+    AE_LLP_CLOSE_COMPLETE,
+    AE_LLP_CONNECTION_RESET,
+    AE_LLP_FIN_RECEIVED,
+    AE_LLP_TERMINATE_RECEIVED,
+    AE_RESET_SENT,
+    AE_ROE_BAD_LLP_CLOSE,
+    AE_RTS,
+    AE_TERMINATE_SENT,
+    AE_TERMINATE_TIMEOUT,
+    IB_QPS_ERR,
+    IB_QPS_RTS,
+    IB_QPS_SQD,
+    QPS_CLOSING,
+    QPS_ERROR,
+    QPS_RTS,
+    QPS_TERMINATE,
+    TCP_CLOSE_WAIT,
+    TCP_CLOSED,
+    TCP_NON_EXISTENT,
+    TCP_TIME_WAIT,
+    Ae,
+)
 
-CLOSE_TIMER_NS = 100_000_000
+CLOSE_TIMER_NS: Final = 100_000_000
 """irdma_schedule_cm_timer(IRDMA_TIMER_TYPE_CLOSE): HZ/10."""
-TERMINATE_TIMER_NS = 1_000_000_000
+TERMINATE_TIMER_NS: Final = 1_000_000_000
 """irdma_terminate_start_timer: ``jiffies + HZ``."""
-TERM_SENT = 0x01
-TERM_RCVD = 0x02
-TERM_DONE = 0x04
+TERM_SENT: Final = 0x01
+TERM_RCVD: Final = 0x02
+TERM_DONE: Final = 0x04
 """``IRDMA_TERM_SENT``, ``IRDMA_TERM_RCVD``, ``IRDMA_TERM_DONE`` (type.h)."""
 
 
@@ -59,7 +82,7 @@ class AcceleratedNode(Protocol):
 class DisconnectHost(Protocol):
     """What the disconnect path needs from the CM core (one emulated host)."""
 
-    def qp(self, conn: int) -> NicQp | None:
+    def qp(self, conn: int) -> HwQp | None:
         """The NIC QP of ``conn``, ``None`` before offload or once the node is freed."""
 
     def has_node(self, conn: int) -> bool:
@@ -109,12 +132,12 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     Call right after ``qp.next_ae()`` returned ``ae``: the AEQE's TCP and iWARP states are
     read from ``qp.ae_tcp_state`` / ``qp.ae_iwarp_state``.
     """
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         core._record("ae_dropped", "irdma_process_aeq", now_ns, conn=conn,
                     ae=ae.kernel_name, reason="qp_id is already freed")
         return
-    if ae is Ae.TERMINATE_TIMEOUT:
+    if ae is AE_TERMINATE_TIMEOUT:
         core._record("timer_fired", "irdma_terminate_timeout", now_ns, conn=conn)
         terminate_done(core, conn, qp, now_ns, timeout=True)
         return
@@ -129,47 +152,47 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     watch: NodeWatch | None = getattr(core, "_watch", None)  # as _recording: any host
     if watch is not None:
         watch.qp_event(now_ns, conn, ae.kernel_name)
-    if ae is Ae.RTS:
+    if ae is AE_RTS:
         iw.rts_ae_rcvd = True
         core._rts_ae_received(conn, now_ns)
-    elif ae in (Ae.LLP_FIN_RECEIVED, Ae.ROE_BAD_LLP_CLOSE):
+    elif ae in (AE_LLP_FIN_RECEIVED, AE_ROE_BAD_LLP_CLOSE):
         _fin_received(core, conn, qp, now_ns)
-    elif ae is Ae.LLP_CLOSE_COMPLETE:
+    elif ae is AE_LLP_CLOSE_COMPLETE:
         if iw.term_flags:
             terminate_done(core, conn, qp, now_ns, timeout=False)
         else:
             cm_disconn(core, conn, now_ns)
-    elif ae in (Ae.BAD_CLOSE, Ae.RESET_SENT):
+    elif ae in (AE_BAD_CLOSE, AE_RESET_SENT):
         _next_iw_state_error(core, conn, qp, now_ns)
         cm_disconn(core, conn, now_ns)
-    elif ae is Ae.LLP_CONNECTION_RESET:
+    elif ae is AE_LLP_CONNECTION_RESET:
         if iw.close_timer_started:
             return
         cm_disconn(core, conn, now_ns)
-    elif ae is Ae.TERMINATE_SENT:
+    elif ae is AE_TERMINATE_SENT:
         terminate_send_fin(core, conn, qp, now_ns)
-    elif ae is Ae.LLP_TERMINATE_RECEIVED:
+    elif ae is AE_LLP_TERMINATE_RECEIVED:
         terminate_received(core, conn, qp, now_ns)
     else:
         # The abnormal AEs (hw.c's long case list and its default).
-        if iw.hw_iwarp_state not in (IwarpState.RTS, IwarpState.TERMINATE):
+        if iw.hw_iwarp_state not in (QPS_RTS, QPS_TERMINATE):
             _next_iw_state_error(core, conn, qp, now_ns)
             cm_disconn(core, conn, now_ns)
         else:
             terminate_connection(core, conn, qp, ae, qp.ae_frame, now_ns)
 
 
-def _fin_received(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int) -> None:
+def _fin_received(core: DisconnectHost, conn: int, qp: HwQp, now_ns: int) -> None:
     iw = qp.iwqp
     if iw.term_flags:
         return
     iw.close_timer_started += 1
     if iw.close_timer_started != 1:
         return
-    iw.hw_tcp_state = TcpState.CLOSE_WAIT
-    if iw.ibqp_state == IbQpState.RTS:
+    iw.hw_tcp_state = TCP_CLOSE_WAIT
+    if iw.ibqp_state == IB_QPS_RTS:
         # irdma_next_iw_state(CLOSING): the NIC answers the peer's FIN with its own.
-        iw.iwarp_state = IwarpState.CLOSING
+        iw.iwarp_state = QPS_CLOSING
         core._record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn,
                     target="CLOSING", reset_tcp_conn=False, rst=False)
         qp.modify_qp("sqd", now_ns)
@@ -179,11 +202,11 @@ def _fin_received(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int) -> No
         core._schedule_close_entry(conn, now_ns)
 
 
-def _next_iw_state_error(core: DisconnectHost, conn: int, qp: NicQp,
+def _next_iw_state_error(core: DisconnectHost, conn: int, qp: HwQp,
                          now_ns: int) -> None:
     # irdma_next_iw_state(ERROR): reset_tcp_conn only when term_flags is set.
     iw = qp.iwqp
-    iw.iwarp_state = iw.hw_iwarp_state = IwarpState.ERROR
+    iw.iwarp_state = iw.hw_iwarp_state = QPS_ERROR
     reset = bool(iw.term_flags)
     core._record("qp_modify", "irdma_next_iw_state", now_ns, conn=conn, target="ERROR",
                 reset_tcp_conn=reset, rst=reset and qp.tcp_alive)
@@ -202,7 +225,7 @@ def _start_terminate_timer(core: DisconnectHost, conn: int, iw: IwQp, now_ns: in
     iw.terminate_at = now_ns + TERMINATE_TIMER_NS
 
 
-def terminate_connection(core: DisconnectHost, conn: int, qp: NicQp, ae: Ae,
+def terminate_connection(core: DisconnectHost, conn: int, qp: HwQp, ae: Ae,
                          frame: bytes | None, now_ns: int) -> None:
     """``irdma_terminate_connection``: build the Terminate for ``ae``
     (``irdma_bld_terminate_hdr``), start the terminate timer, set ``IRDMA_TERM_SENT``
@@ -217,21 +240,21 @@ def terminate_connection(core: DisconnectHost, conn: int, qp: NicQp, ae: Ae,
     core._record("terminate", "irdma_terminate_connection", now_ns, conn=conn,
                 ae=ae.kernel_name, layer=fields.layer, etype=fields.etype,
                 error_code=fields.error_code)
-    iw.iwarp_state = iw.hw_iwarp_state = IwarpState.TERMINATE
+    iw.iwarp_state = iw.hw_iwarp_state = QPS_TERMINATE
     qp.modify_qp("terminate", now_ns, term=ulpdu)
     core._collect_qp_frames(conn)
 
 
-def terminate_send_fin(core: DisconnectHost, conn: int, qp: NicQp,
+def terminate_send_fin(core: DisconnectHost, conn: int, qp: HwQp,
                        now_ns: int) -> None:
     """``irdma_terminate_send_fin``: TERMINATE with ``IRDMAQP_TERM_SEND_FIN_ONLY``."""
     iw = qp.iwqp
-    iw.iwarp_state = iw.hw_iwarp_state = IwarpState.TERMINATE
+    iw.iwarp_state = iw.hw_iwarp_state = QPS_TERMINATE
     qp.modify_qp("terminate", now_ns, send_fin=True)
     core._collect_qp_frames(conn)
 
 
-def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
+def terminate_received(core: DisconnectHost, conn: int, qp: HwQp,
                        now_ns: int) -> None:
     """``irdma_terminate_received``: check the peer's Terminate; a bad one is answered
     by a Terminate of our own. An RDMAP remote protection/operation error closes at once
@@ -255,7 +278,7 @@ def terminate_received(core: DisconnectHost, conn: int, qp: NicQp,
         terminate_send_fin(core, conn, qp, now_ns)
 
 
-def terminate_done(core: DisconnectHost, conn: int, qp: NicQp, now_ns: int, *,
+def terminate_done(core: DisconnectHost, conn: int, qp: HwQp, now_ns: int, *,
                    timeout: bool) -> None:
     """``irdma_terminate_done``: once only, stop the timer (unless it fired), move the
     QP to ERROR (``reset_tcp_conn``, because ``term_flags`` is set) and disconnect."""
@@ -276,32 +299,32 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
     """``irdma_modify_qp`` to ``"sqd"`` (graceful: FIN) or ``"err"`` (abortive: RST when
     the TCP connection is alive), with the close timer or the immediate disconnect that
     follows. A QP already in error is left alone."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
     reset_tcp_conn = False
     dont_wait = False
     if target == "sqd":
-        if iw.hw_iwarp_state > IwarpState.RTS:
+        if iw.hw_iwarp_state > QPS_RTS:
             return
-        if iw.iwarp_state == IwarpState.CLOSING or iw.iwarp_state < IwarpState.RTS:
+        if iw.iwarp_state == QPS_CLOSING or iw.iwarp_state < QPS_RTS:
             return
-        if iw.iwarp_state > IwarpState.CLOSING:
+        if iw.iwarp_state > QPS_CLOSING:
             return  # -EINVAL in the kernel; nothing changes
-        next_state = IwarpState.CLOSING
-        iw.ibqp_state = IbQpState.SQD
+        next_state = QPS_CLOSING
+        iw.ibqp_state = IB_QPS_SQD
     elif target == "err":
-        if iw.iwarp_state == IwarpState.ERROR:
+        if iw.iwarp_state == QPS_ERROR:
             return
-        next_state = IwarpState.ERROR
+        next_state = QPS_ERROR
         # irdma_modify_qp: RST only for a live connection on a link that is up.
-        if (iw.hw_tcp_state > TcpState.CLOSED and core.link_up()
-                and iw.hw_tcp_state != TcpState.TIME_WAIT):
+        if (iw.hw_tcp_state > TCP_CLOSED and core.link_up()
+                and iw.hw_tcp_state != TCP_TIME_WAIT):
             reset_tcp_conn = True
         else:
             dont_wait = True
-        iw.ibqp_state = IbQpState.ERR
+        iw.ibqp_state = IB_QPS_ERR
     else:
         raise ValueError(f"modify_qp target must be 'sqd' or 'err', got {target!r}")
     in_reset = bool(getattr(core, "rf_reset", False))
@@ -313,12 +336,12 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
                      reset_tcp_conn=reset_tcp_conn if target == "err" else None)
     core._collect_qp_frames(conn)
     iw.iwarp_state = next_state
-    if iw.ibqp_state <= IbQpState.RTS:
+    if iw.ibqp_state <= IB_QPS_RTS:
         return
     if dont_wait:
-        if iw.cm_id and iw.hw_tcp_state != TcpState.NON_EXISTENT:
-            iw.hw_tcp_state = TcpState.CLOSED
-            iw.last_aeq = Ae.RESET_SENT
+        if iw.cm_id and iw.hw_tcp_state != TCP_NON_EXISTENT:
+            iw.hw_tcp_state = TCP_CLOSED
+            iw.last_aeq = AE_RESET_SENT
             cm_disconn(core, conn, now_ns)
         return
     if not core.has_node(conn):
@@ -333,7 +356,7 @@ def modify_qp(core: DisconnectHost, conn: int, target: str, now_ns: int) -> None
 def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_handle_close_entry`` for a QP close entry that came due: a QP whose
     ``cm_id`` is still set is declared closed (RESET_SENT) and disconnected."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -341,10 +364,10 @@ def handle_close_entry(core: DisconnectHost, conn: int, now_ns: int) -> None:
                 cm_id=iw.cm_id)
     if not iw.cm_id:
         return
-    iw.hw_tcp_state = TcpState.CLOSED
-    iw.hw_iwarp_state = IwarpState.ERROR
-    iw.last_aeq = Ae.RESET_SENT
-    iw.ibqp_state = IbQpState.ERR
+    iw.hw_tcp_state = TCP_CLOSED
+    iw.hw_iwarp_state = QPS_ERROR
+    iw.last_aeq = AE_RESET_SENT
+    iw.ibqp_state = IB_QPS_ERR
     cm_disconn(core, conn, now_ns)
 
 
@@ -371,10 +394,10 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
     last_ae = iw.last_aeq
     if iw.term_flags:
         issue_disconn = issue_close = True
-    elif iw.hw_tcp_state == TcpState.CLOSE_WAIT or (
-            iw.ibqp_state == IbQpState.RTS and last_ae is Ae.LLP_CONNECTION_RESET):
+    elif iw.hw_tcp_state == TCP_CLOSE_WAIT or (
+            iw.ibqp_state == IB_QPS_RTS and last_ae is AE_LLP_CONNECTION_RESET):
         issue_disconn = True
-        if last_ae is Ae.LLP_CONNECTION_RESET:
+        if last_ae is AE_LLP_CONNECTION_RESET:
             status = -ECONNRESET
     if _llp_closed(iw, device_reset) or not iw.cm_id:
         issue_close = True
@@ -384,15 +407,15 @@ def disconn_decision(iw: IwQp, *, device_reset: bool = False) -> tuple[bool, int
 def _llp_closed(iw: IwQp, device_reset: bool) -> bool:
     """The second test of ``irdma_cm_disconn_true``: the TCP connection is over (CLOSED,
     TIME_WAIT, a bad close, a reset) or the device is being reset."""
-    return (iw.hw_tcp_state in (TcpState.CLOSED, TcpState.TIME_WAIT)
-            or iw.last_aeq in (Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE, Ae.LLP_CONNECTION_RESET)
+    return (iw.hw_tcp_state in (TCP_CLOSED, TCP_TIME_WAIT)
+            or iw.last_aeq in (AE_ROE_BAD_LLP_CLOSE, AE_BAD_CLOSE, AE_LLP_CONNECTION_RESET)
             or device_reset)
 
 
 def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``irdma_cm_disconn_true``: decide, then DISCONNECT and/or CLOSE upcalls; a CLOSE
     is followed by ``irdma_qp_disconnect`` -> ``irdma_cm_close`` on the node."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None:
         return
     iw = qp.iwqp
@@ -431,9 +454,9 @@ def cm_disconn_true(core: DisconnectHost, conn: int, now_ns: int) -> None:
 def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
              issue_close: bool, now_ns: int) -> None:
     if issue_disconn:
-        core._send_cm_event(conn, IwEvent.DISCONNECT, status, now_ns)
+        core._send_cm_event(conn, IW_DISCONNECT, status, now_ns)
     if issue_close:
-        core._send_cm_event(conn, IwEvent.CLOSE, 0, now_ns)
+        core._send_cm_event(conn, IW_CLOSE, 0, now_ns)
         # irdma_qp_disconnect -> irdma_cm_close: for OFFLOADED this releases the node.
         if _recording(core) and log_lines.plays_irdma(core):
             core._record("kernel_log", log_lines.CALL_CLOSE.fn, now_ns,
@@ -444,7 +467,7 @@ def _deliver(core: DisconnectHost, conn: int, issue_disconn: bool, status: int,
 def establish_complete(core: DisconnectHost, conn: int, now_ns: int) -> None:
     """``complete(&cm_node->establish_comp)`` (end of ``irdma_accept`` and
     ``irdma_cm_event_connected``): disconnect workers parked on it deliver now."""
-    qp = core.qp(conn)
+    qp: HwQp | None = core.qp(conn)
     if qp is None or not qp.iwqp.parked:
         return
     parked, qp.iwqp.parked = qp.iwqp.parked, ()

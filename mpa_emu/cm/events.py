@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final
 
 from mpa_emu.wire.segment import Transmit
 
@@ -69,3 +70,12 @@ class Upcall:
         self.ord = ord
         self.listener = listener
         self.private_data_past_frame = private_data_past_frame
+
+# Every member as a module-level ``Final`` name. In the compiled build such a name is a
+# C static, while ``IwEvent.X`` is an attribute lookup through ``EnumType.__getattr__`` on
+# every use (Python 3.11): the per-frame code reads the members through these.
+IW_CONNECT_REQUEST: Final = IwEvent.CONNECT_REQUEST
+IW_CONNECT_REPLY: Final = IwEvent.CONNECT_REPLY
+IW_ESTABLISHED: Final = IwEvent.ESTABLISHED
+IW_DISCONNECT: Final = IwEvent.DISCONNECT
+IW_CLOSE: Final = IwEvent.CLOSE

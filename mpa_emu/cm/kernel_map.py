@@ -82,7 +82,7 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "mpa_emu.cm.events.Upcall CmCore._send_cm_event mpa_emu.cm.upcalls.send_cm_event",
        "u8 private-data length: Quirks.pdata_len_u8"),
     _e(10, "irdma_timer_list_prep", "H",
-       "mpa_emu.cm.timers.timer_tick CmCore._next_due",
+       "mpa_emu.cm.timers.timer_tick CmCore.get_timer",
        "a heap of due times replaces the node walk; arming rules kept (add_timer only "
        "when the timer is idle)"),
     _e(11, "irdma_create_event", "E",

@@ -10,11 +10,12 @@ import errno
 import struct
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 from mpa_emu.wire import mpa
 
-MAX_CM_BUF = 544  # IRDMA_MAX_CM_BUF = IRDMA_MAX_IETF_SIZE (32) + IETF_MAX_PRIV_DATA_LEN
-MPA_V2_HDR = mpa.FRAME_SIZE + mpa.RTR_MSG_SIZE  # sizeof(struct ietf_mpa_v2)
+MAX_CM_BUF: Final = 544  # IRDMA_MAX_CM_BUF = IRDMA_MAX_IETF_SIZE (32) + IETF_MAX_PRIV_DATA_LEN
+MPA_V2_HDR: Final = mpa.FRAME_SIZE + mpa.RTR_MSG_SIZE  # sizeof(struct ietf_mpa_v2)
 
 
 class Rdma0Op(Enum):

@@ -10,11 +10,11 @@ or leaks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
-from mpa_emu.cm.states import CmState, ListenerState
-from mpa_emu.offload.nic import NicQp, StoredKey
+from mpa_emu.cm.states import CM_UNKNOWN, LISTENER_ACTIVE
+from mpa_emu.offload.nic import HwQp, stored_key
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import SharedRecords
 from mpa_emu.wire.segment import Segment, Transmit
@@ -79,7 +79,7 @@ class Listener:
         self.vlan_id = vlan_id
         self.backlog = backlog
         self.wildcard = wildcard
-        self.listener_state = ListenerState.ACTIVE
+        self.listener_state = LISTENER_ACTIVE
         self.pend_accepts_cnt = 0
         self.refcnt = 1
         self.reused_node = False
@@ -99,7 +99,7 @@ class ChildListener:
         self.qhash_set = True
 
 
-REFCOUNT_SATURATED = 0xC000_0000
+REFCOUNT_SATURATED: Final = 0xC000_0000
 """``REFCOUNT_SATURATED`` of ``refcount_t``: where a count goes once ``refcount_dec`` hit
 zero. Far from zero, so later gets and puts never free the node (it leaks, as in the
 kernel)."""
@@ -108,12 +108,13 @@ kernel)."""
 # Bits of CmNode._flags: the node's yes/no fields read only a few times per connection,
 # in one int (a slot each would cost 8 bytes per connection). The flags read on nearly
 # every input stay slots of their own: a property costs the cycle more than it saves.
-_QP_LINKED = 0x1
-_HELD_BY_APP = 0x2
-_ACK_RCVD = 0x4
-_QP_ERROR = 0x8
-_RCV_MARK_EN = 0x10
-_SND_MARK_EN = 0x20
+_QP_LINKED: Final = 0x1
+_HELD_BY_APP: Final = 0x2
+_ACK_RCVD: Final = 0x4
+_QP_ERROR: Final = 0x8
+_RCV_MARK_EN: Final = 0x10
+_SND_MARK_EN: Final = 0x20
+_ACCEPT_PEND: Final = 0x40
 
 
 class NodeSettings(NamedTuple):
@@ -171,10 +172,10 @@ class NodeSettings(NamedTuple):
         return RDMA0_OPS[self.rdma0_write]
 
 
-SETTINGS: SharedRecords[NodeSettings] = SharedRecords(NodeSettings, NodeSettings._fields)
+SETTINGS: Final[SharedRecords[NodeSettings]] = SharedRecords(NodeSettings, NodeSettings._fields)
 """The shared node settings records, and the steps between them."""
 
-RDMA0_OPS = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
+RDMA0_OPS: Final = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
 """The :class:`Rdma0Op` of each ``NodeSettings.rdma0_write`` code."""
 
 
@@ -183,7 +184,7 @@ def rdma0_code(op: Rdma0Op) -> int:
     return 1 if op is Rdma0Op.WRITE_ZERO else 0
 
 
-INITIAL_SETTINGS = NodeSettings(
+INITIAL_SETTINGS: Final = NodeSettings(
     tos=0, user_pri=0, rem_mac=b"", rcv_wnd=0xFFFF, rcv_wscale=2,
     mss=1460, snd_wscale=0, snd_wnd=0, max_snd_wnd=0, mpa_frame_rev=2, mpav2_ird_ord=0,
     ird_size=0, ord_size=0, rdma0_write=0, pdata_size=0, lsmm_size=0,
@@ -196,7 +197,7 @@ class CmNode:
     """``irdma_cm_node``: one half connection in the node table."""
 
     __slots__ = (
-        "_flags", "accelerated", "accept_pend", "ah_valid", "client", "close_entry",
+        "_flags", "accelerated", "ah_valid", "client", "close_entry",
         "cm_id", "conn", "do_lpb", "ipv4", "key", "loc_ack_num", "loc_id", "loc_seq_num",
         "pdata", "qhash_pending", "qhash_set", "qp", "rcv_nxt", "refcnt", "rem_ack_num",
         "rts_deadline", "send_entry", "settings", "state",
@@ -204,12 +205,12 @@ class CmNode:
 
     def __init__(self, conn: int, key: FlowKey) -> None:
         self.conn = conn
-        self.key = key if isinstance(key, StoredKey) else tuple.__new__(StoredKey, key)
+        self.key = stored_key(key)
         """The node-table key of ``irdma_find_node``: addresses, ports and VLAN (the
         node's ``loc_addr``, ``loc_port``, ``rem_addr``, ``rem_port`` and ``vlan_id``,
         which the table holds anyway, so the node keeps them only here)."""
         self._flags = 0
-        self.state = CmState.UNKNOWN
+        self.state = CM_UNKNOWN
         self.refcnt = 1
         # Read for nearly every frame or input: slots of their own, not _flags bits.
         self.do_lpb = False
@@ -228,8 +229,6 @@ class CmNode:
         """The connection's qhash rule is installed."""
         self.qhash_pending = False
         """The conn-established qhash/AH completion has not arrived yet."""
-        self.accept_pend = False
-        """The passive node counts in the listener's ``pend_accepts_cnt``."""
         self.settings = INITIAL_SETTINGS
         """The node's per-connection settings, one record shared by every node with the
         same values (written through :meth:`update_settings`)."""
@@ -244,14 +243,18 @@ class CmNode:
         """Private data (a slot: it may differ for every connection)."""
         self.send_entry: SendEntry | None = None
         self.close_entry: CloseEntry | None = None
-        self.qp: NicQp | None = None
+        self.qp: HwQp | None = None
         """The NIC's QP the flow was handed to (``irdma_cm_init_tsa_conn``), None before."""
         self.rts_deadline: int | None = None
 
     def update_settings(self, **changes: object) -> None:
         """Fields of :attr:`settings` changed, by name (``update_settings(mss=1460)``):
         the shared record with them in place."""
-        self.settings = SETTINGS.changed(self.settings, changes)
+        if len(changes) == 1:
+            for name, value in changes.items():
+                self.settings = SETTINGS.changed_field(self.settings, name, value)
+        else:
+            self.settings = SETTINGS.changed(self.settings, changes)
 
     def record_ird_ord(self, ird_size: int, ord_size: int) -> None:
         """IRD and ORD at once (``irdma_record_ird_ord``)."""
@@ -313,6 +316,17 @@ class CmNode:
     @qp_linked.setter
     def qp_linked(self, value: bool) -> None:
         self._flags = self._flags | _QP_LINKED if value else self._flags & ~_QP_LINKED
+
+    @property
+    def accept_pend(self) -> bool:
+        """The passive node counts in the listener's ``pend_accepts_cnt`` (a bit of the
+        flags: with it the node's bool fields fit 8 bytes, and the node one size class
+        smaller)."""
+        return bool(self._flags & _ACCEPT_PEND)
+
+    @accept_pend.setter
+    def accept_pend(self, value: bool) -> None:
+        self._flags = self._flags | _ACCEPT_PEND if value else self._flags & ~_ACCEPT_PEND
 
     @property
     def ack_rcvd(self) -> bool:

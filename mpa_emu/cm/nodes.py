@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.conn_index import ConnIndex
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.mpa_policy import Rdma0Op
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
-from mpa_emu.cm.states import ListenerState
+from mpa_emu.cm.states import LISTENER_ACTIVE, ListenerState
 from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
-from mpa_emu.offload.nic import StoredKey
+from mpa_emu.offload.nic import StoredKey, stored_key
 from mpa_emu.wire.flow import FlowKey
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
@@ -30,11 +31,11 @@ PortDest = tuple[bytes, bytes, int, int]
 """(local address, remote address, remote port, VLAN id): the keys that compete for
 the ephemeral ports of one destination."""
 
-EPHEMERAL_FIRST = 49152
-EPHEMERAL_COUNT = 0x4000
+EPHEMERAL_FIRST: Final = 49152
+EPHEMERAL_COUNT: Final = 0x4000
 
 # ip_tos2prio (net/ipv4/route.c), indexed by IPTOS_TOS(tos) >> 1: rt_tos2priority.
-_TOS2PRIO = (0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
+_TOS2PRIO: Final = (0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
 
 
 def rt_tos2priority(tos: int) -> int:
@@ -151,7 +152,7 @@ class NodeTable:
         node already on the new key is found first (``irdma_find_node`` walks the
         bucket from its head)."""
         old = node.vlan_id
-        key = StoredKey(node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id)
+        key = stored_key((node.loc_addr, node.loc_port, node.rem_addr, node.rem_port, vlan_id))
         if self.by_key.get(node.key) is node:
             self._unfile(node.key)
         if key not in self.by_key:
@@ -254,7 +255,7 @@ class NodeTable:
         lst.vlan_id = vlan_id
         lst.pend_accepts_cnt = 0
         lst.backlog = backlog
-        lst.listener_state = ListenerState.ACTIVE
+        lst.listener_state = LISTENER_ACTIVE
         lst.tos = tos
         if not lst.reused_node:
             if wildcard:

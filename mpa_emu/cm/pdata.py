@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from errno import EINVAL
-from typing import Any
+from typing import Any, Final
 
 from mpa_emu.cm.errors import CmError
 from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN, RTR_MSG_SIZE
 
-U8 = 0xFF
+U8: Final = 0xFF
 
 
 def as_u8(verb: str, fn: str, private_data: bytes, trace: Callable[..., Any]) -> bytes:

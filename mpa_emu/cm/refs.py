@@ -13,7 +13,8 @@ from __future__ import annotations
 from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode, Listener
-from mpa_emu.cm.states import Input
+from mpa_emu.cm.states import IN_DESTROY_LISTEN
+from mpa_emu.offload.nic import HwQp
 
 
 def rem_ref(cm: CoreOps, node: CmNode) -> None:
@@ -55,9 +56,9 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
                      "never freed, nothing resends them")
     node.rts_deadline = None
     node.ah_valid = False
-    if node.qp is not None:
+    qp: HwQp | None = node.qp
+    if qp is not None:
         # the QP outlives the node while its TCP still has timers running
-        qp = node.qp
         node.qp = None
         cm.nic.node_freed(node.key, qp)
     if cm.trace is not None:
@@ -78,7 +79,7 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
                    if n.settings.listener is lst and not n.accelerated]
         for n in pending:
             n.refcnt += 1  # irdma_reset_list_prep
-            cm._dispatch(n, Input.DESTROY_LISTEN, None)
+            cm._dispatch(n, IN_DESTROY_LISTEN, None)
     lst.refcnt -= 1
     if lst.refcnt == 0:
         cm.nodes.remove_listener(lst)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.view import ListenerView, NodeView
-from mpa_emu.offload.nic import NicQp
+from mpa_emu.offload.nic import HwQp
 
 
 class TableViews:
@@ -42,7 +42,7 @@ class TableViews:
         use, so a teardown can match addresses without touching every node."""
         return list(self.nodes.by_local)
 
-    def qp(self, conn: int) -> NicQp | None:
+    def qp(self, conn: int) -> HwQp | None:
         """The offloaded QP of a connection, None before offload or once freed."""
         n = self.nodes.by_conn.get(conn)
         return None if n is None else n.qp

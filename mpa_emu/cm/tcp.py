@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Final
 
 from mpa_emu.wire.seq import add, between
 from mpa_emu.wire.tcp_options import EOL as OPTION_NUM_EOL
@@ -14,12 +15,12 @@ from mpa_emu.wire.tcp_options import MSS as OPTION_NUM_MSS
 from mpa_emu.wire.tcp_options import NOP as OPTION_NUM_NONE
 from mpa_emu.wire.tcp_options import WINDOW_SCALE as OPTION_NUM_WINDOW_SCALE
 
-MTU_TO_MSS_IPV4 = 40  # IRDMA_MTU_TO_MSS_IPV4
-MTU_TO_MSS_IPV6 = 60  # IRDMA_MTU_TO_MSS_IPV6
-MIN_MTU_IPV4 = 576  # IRDMA_MIN_MTU_IPV4
-MIN_MTU_IPV6 = 1280  # IRDMA_MIN_MTU_IPV6
-CM_DEFAULT_MSS = 536  # IRDMA_CM_DEFAULT_MSS
-CM_DEFAULT_RCV_WND_SCALED = 0x3FFFC  # IRDMA_CM_DEFAULT_RCV_WND_SCALED
+MTU_TO_MSS_IPV4: Final = 40  # IRDMA_MTU_TO_MSS_IPV4
+MTU_TO_MSS_IPV6: Final = 60  # IRDMA_MTU_TO_MSS_IPV6
+MIN_MTU_IPV4: Final = 576  # IRDMA_MIN_MTU_IPV4
+MIN_MTU_IPV6: Final = 1280  # IRDMA_MIN_MTU_IPV6
+CM_DEFAULT_MSS: Final = 536  # IRDMA_CM_DEFAULT_MSS
+CM_DEFAULT_RCV_WND_SCALED: Final = 0x3FFFC  # IRDMA_CM_DEFAULT_RCV_WND_SCALED
 
 
 def check_seq(seq: int, ack: int, *, loc_seq_num: int, rcv_nxt: int, rcv_wnd: int) -> bool:

@@ -18,17 +18,23 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.node import CloseEntry, CmNode, SendEntry
-from mpa_emu.cm.states import CmState, Input
+from mpa_emu.cm.states import (
+    CM_CLOSED,
+    CM_OFFLOADED,
+    IN_CLOSE_TIMER,
+    IN_RETRANS_EXPIRED,
+    Input,
+)
 from mpa_emu.cm.timing import backoff_gap
 from mpa_emu.wire.segment import Transmit
 
 Entry = SendEntry | CloseEntry
 
-COMPACT_MIN = 1024
+COMPACT_MIN: Final = 1024
 """Heap length from which :class:`CoreTimer` drops the items of cleaned-up entries."""
 
 
@@ -111,7 +117,7 @@ class CoreTimer:
             due, _, entry = heap[0]
             if not entry.live or entry.due != due:
                 heapq.heappop(heap)
-            elif isinstance(entry, SendEntry) and entry.node.state == CmState.OFFLOADED:
+            elif isinstance(entry, SendEntry) and entry.node.state == CM_OFFLOADED:
                 heapq.heappop(heap)
                 drop_offloaded(entry.node)
             else:
@@ -198,7 +204,7 @@ def timer_tick(cm: TickHost, j: int) -> None:
             cm._tr("timer_fired", "irdma_handle_close_entry", conn=node.conn,
                   state=node.state.name)
             if not cm._qp_close_entry_due(node):
-                cm._dispatch(node, Input.CLOSE_TIMER, None)
+                cm._dispatch(node, IN_CLOSE_TIMER, None)
         else:
             _send_entry_due(cm, node, entry, j)
         cm._rem_ref(node)
@@ -218,7 +224,7 @@ def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> Non
     """One send entry of ``irdma_cm_timer_tick``: freed (OFFLOADED, CLOSED), expired
     (``irdma_retrans_expired``: the ``RETRANS_EXPIRED`` row), or resent (unless
     ``ack_rcvd``) and backed off."""
-    if node.state in (CmState.OFFLOADED, CmState.CLOSED):
+    if node.state in (CM_OFFLOADED, CM_CLOSED):
         cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
               state=node.state.name, action="entry freed, no retransmission")
         free_retrans_entry(cm, node)
@@ -228,7 +234,7 @@ def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> Non
         cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
               state=node.state.name, action="retransmissions exhausted")
         free_retrans_entry(cm, node)
-        cm._dispatch(node, Input.RETRANS_EXPIRED, None)
+        cm._dispatch(node, IN_RETRANS_EXPIRED, None)
         return
     number = cfg.retrans - entry.retranscount + 1
     if not node.ack_rcvd:

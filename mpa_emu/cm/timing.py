@@ -10,8 +10,10 @@ off: the clean ``min(HZ * 2**n, 12 s)``).
 
 from __future__ import annotations
 
-NS_PER_S = 1_000_000_000
-MAX_TIMEOUT_S = 12
+from typing import Final
+
+NS_PER_S: Final = 1_000_000_000
+MAX_TIMEOUT_S: Final = 12
 """IRDMA_MAX_TIMEOUT = 12 * HZ."""
 
 

@@ -10,12 +10,19 @@ from errno import ECONNREFUSED, ECONNRESET, EINVAL
 from mpa_emu.cm import log_lines
 from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.events import IW_CONNECT_REPLY, IW_CONNECT_REQUEST, IW_ESTABLISHED, IwEvent, Upcall
 from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.states import VLAN_N_VID, CmEventType, CmState
+from mpa_emu.cm.states import (
+    CM_EVENT_ABORTED,
+    CM_EVENT_CONNECTED,
+    CM_EVENT_MPA_REJECT,
+    CM_EVENT_MPA_REQ,
+    CM_OFFLOADED,
+    VLAN_N_VID,
+    CmEventType,
+)
+from mpa_emu.offload.nic import HwQp
 from mpa_emu.offload.qp import QpInit
-
-S = CmState
 
 
 def create_event(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
@@ -33,17 +40,17 @@ def create_event(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
 
 def event_handler(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
     """``irdma_cm_event_handler`` for one queued event (drops the event's reference)."""
-    if etype == CmEventType.MPA_REQ:
+    if etype == CM_EVENT_MPA_REQ:
         node.held_by_app = True
-        send_cm_event(cm, IwEvent.CONNECT_REQUEST, node, 0)
-    elif etype == CmEventType.CONNECTED:
-        if node.cm_id and node.state == S.OFFLOADED:
+        send_cm_event(cm, IW_CONNECT_REQUEST, node, 0)
+    elif etype == CM_EVENT_CONNECTED:
+        if node.cm_id and node.state == CM_OFFLOADED:
             event_connected(cm, node)
-    elif etype == CmEventType.MPA_REJECT:
-        if node.cm_id and node.state != S.OFFLOADED:
-            send_cm_event(cm, IwEvent.CONNECT_REPLY, node, -ECONNREFUSED)
-    elif etype == CmEventType.ABORTED:
-        if node.cm_id and node.state != S.OFFLOADED:
+    elif etype == CM_EVENT_MPA_REJECT:
+        if node.cm_id and node.state != CM_OFFLOADED:
+            send_cm_event(cm, IW_CONNECT_REPLY, node, -ECONNREFUSED)
+    elif etype == CM_EVENT_ABORTED:
+        if node.cm_id and node.state != CM_OFFLOADED:
             event_connect_error(cm, node)
     else:
         cm._tr("event_dropped", "irdma_cm_event_handler", conn=node.conn,
@@ -61,14 +68,14 @@ def event_connect_error(cm: CoreOps, node: CmNode) -> None:
     if not node.qp_linked:
         return
     node.qp_linked = False
-    send_cm_event(cm, IwEvent.CONNECT_REPLY, node, -ECONNRESET)
+    send_cm_event(cm, IW_CONNECT_REPLY, node, -ECONNRESET)
     cm._rem_ref(node)
 
 
 def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
     """``irdma_cm_init_tsa_conn`` + ``irdma_init_tcp_ctx``: the node is OFFLOADED and
     the NIC's QP takes the flow over with the node's TCP context."""
-    cm._set_state(node, S.OFFLOADED, fn)
+    cm._set_state(node, CM_OFFLOADED, fn)
     cfg = cm.config
     loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
     st = node.settings
@@ -93,7 +100,7 @@ def event_connected(cm: CoreOps, node: CmNode) -> None:
         return
     init_tsa_conn(cm, node, "irdma_cm_event_connected")
     node.qhash_set = False
-    qp = node.qp
+    qp: HwQp | None = node.qp
     if qp is None:
         return
     if cm.config.gen == 2:
@@ -111,7 +118,7 @@ def connected_qp_error(cm: CoreOps, node: CmNode) -> None:
     never transmits it and no TCP context is loaded; the return value is ignored, the
     RTS AE never comes, and CONNECT_REPLY(0) follows the wait (GEN_2: 12 s, "Slow
     Connection" logged only). The peer's accept then times out."""
-    cm._set_state(node, S.OFFLOADED, "irdma_cm_event_connected")
+    cm._set_state(node, CM_OFFLOADED, "irdma_cm_event_connected")
     node.qhash_set = False
     cm._tr("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
           errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
@@ -125,7 +132,7 @@ def connected_qp_error(cm: CoreOps, node: CmNode) -> None:
 def connected_complete(cm: CoreOps, node: CmNode) -> None:
     """The end of ``irdma_cm_event_connected``: CONNECT_REPLY(0), accelerated."""
     node.rts_deadline = None
-    send_cm_event(cm, IwEvent.CONNECT_REPLY, node, 0)
+    send_cm_event(cm, IW_CONNECT_REPLY, node, 0)
     node.accelerated = True
     if cm.config.gen == 2:
         node.ah_valid = False  # cm_free_ah
@@ -136,7 +143,7 @@ def accept_complete(cm: CoreOps, node: CmNode) -> None:
     """The end of ``irdma_accept``: ESTABLISHED upcall, accelerated, the listener's
     pending count released."""
     node.rts_deadline = None
-    send_cm_event(cm, IwEvent.ESTABLISHED, node, 0)
+    send_cm_event(cm, IW_ESTABLISHED, node, 0)
     node.accelerated = True
     lst = node.settings.listener
     if node.accept_pend and lst is not None:
@@ -157,7 +164,7 @@ def accept_failed(cm: CoreOps, node: CmNode, status: int, why: str, *,
         error = CmError(-status, f"irdma_accept on connection {node.conn}: {why}; the "
                         "node was released")
     else:
-        send_cm_event(cm, IwEvent.ESTABLISHED, node, status)
+        send_cm_event(cm, IW_ESTABLISHED, node, status)
     cm._rem_ref(node)
     return error
 
@@ -189,15 +196,15 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
     plen = past = 0
     ird = ord_ = 0
     st = node.settings
-    if event in (IwEvent.CONNECT_REQUEST, IwEvent.CONNECT_REPLY):
+    if event in (IW_CONNECT_REQUEST, IW_CONNECT_REPLY):
         plen = st.pdata_size & 0xFF if cm.config.quirks.pdata_len_u8 else st.pdata_size
         pdata = node.pdata[:plen]
         if st.mpa_frame_rev == 2 and cm.config.quirks.v2_pdata_plus4:
             # The last 4 bytes copied (irdma_parse_mpa) lie past the frame.
             past = max(0, len(pdata) - max(0, st.pdata_size - 4))
         ird = st.ird_size
-        ord_ = st.ord_size if event == IwEvent.CONNECT_REPLY else 0
-    elif event == IwEvent.ESTABLISHED:
+        ord_ = st.ord_size if event == IW_CONNECT_REPLY else 0
+    elif event == IW_ESTABLISHED:
         ird, ord_ = st.ird_size, st.ord_size
     lst = st.listener
     loc_addr, loc_port, rem_addr, rem_port, _ = node.key

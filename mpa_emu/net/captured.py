@@ -3,10 +3,11 @@ steps in causal order (:class:`JournalEntry`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mpa_emu.net.faults import frame_kind
+from mpa_emu.wire.codec import decode
 from mpa_emu.wire.segment import Segment
 
 
@@ -17,10 +18,15 @@ class CapturedFrame:
     ``interface`` is the sending host's name (or ``<host>/lo`` for loopback), ``time_ns``
     the virtual time it was put on the wire, ``data`` the exact bytes sent (the capture
     point is the sender's interface: a corruption on the wire is told in ``notes``, with
-    the flipped bit, while ``data`` keeps what was sent), ``segment``
-    the decoded value (``None`` for injected bytes that do not decode). ``notes`` collects
-    what happened to it (wire faults, the receiving NIC's drop); :attr:`comment` joins
-    them to the sender's comment for the pcapng file.
+    the flipped bit, while ``data`` keeps what was sent), :attr:`segment`
+    the decoded value (``None`` for injected bytes that do not decode). :attr:`notes`
+    collects what happened to it (wire faults, the receiving NIC's drop); :attr:`comment`
+    joins them to the sender's comment for the pcapng file.
+
+    A capture keeps every frame of a run, so a frame keeps as few objects as it can: the
+    segment of a frame whose bytes are known to decode to it (``decodes=True``, as
+    :func:`mpa_emu.wire.codec.round_trips` promises) is decoded from ``data`` when first
+    asked for, and the notes list is made with the first note.
     """
 
     index: int
@@ -30,18 +36,23 @@ class CapturedFrame:
     receivers: tuple[str, ...]
     data: bytes
     origin: str
-    segment: Segment | None
+    known_segment: Segment | None
+    """The segment as far as it is known: given, or decoded once asked for."""
     loopback: bool = False
-    notes: list[str] = field(default_factory=list)
+    note_list: list[str] | None = None
+    """The notes, ``None`` until the first (:attr:`notes` makes the list)."""
     delivered: int = 0
     in_flight: int = 0
     """Deliveries of the frame still queued on the wire: while any is, the frame may
     still get a note (a NIC drop) or a delivery; at 0 it is settled."""
+    decodes: bool = False
+    """``data`` decodes to the segment, which is decoded when first asked for."""
 
     def __init__(self, index: int, time_ns: int, interface: str, sender: str,
-                 receivers: tuple[str, ...], data: bytes, origin: str, segment: Segment | None,
-                 loopback: bool = False, notes: list[str] | None = None,
-                 delivered: int = 0, in_flight: int = 0) -> None:
+                 receivers: tuple[str, ...], data: bytes, origin: str,
+                 known_segment: Segment | None, loopback: bool = False,
+                 note_list: list[str] | None = None, delivered: int = 0, in_flight: int = 0,
+                 decodes: bool = False) -> None:
         # Written out: the compiled build then stores each field directly.
         self.index = index
         self.time_ns = time_ns
@@ -50,16 +61,35 @@ class CapturedFrame:
         self.receivers = receivers
         self.data = data
         self.origin = origin
-        self.segment = segment
+        self.known_segment = known_segment
         self.loopback = loopback
-        self.notes = [] if notes is None else notes
+        self.note_list = note_list
         self.delivered = delivered
         self.in_flight = in_flight
+        self.decodes = decodes and known_segment is None
+
+    @property
+    def segment(self) -> Segment | None:
+        """The decoded frame (``None`` for injected bytes that do not decode)."""
+        seg = self.known_segment
+        if seg is None and self.decodes:
+            seg = self.known_segment = decode(self.data)
+            self.decodes = False
+        return seg
+
+    @property
+    def notes(self) -> list[str]:
+        """What happened to the frame on the wire and at the receiving NIC, in order."""
+        notes = self.note_list
+        if notes is None:
+            notes = self.note_list = []
+        return notes
 
     @property
     def comment(self) -> str:
         """The pcapng comment: kernel function and transition, then the frame's fate."""
-        return "; ".join([self.origin, *self.notes]) if self.notes else self.origin
+        notes = self.note_list
+        return "; ".join([self.origin, *notes]) if notes else self.origin
 
     @property
     def kind(self) -> str:

@@ -14,8 +14,9 @@ from typing import Any, Protocol, TypeAlias
 from mpa_emu.capture.spool import RecordLog
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
+from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.cm.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.net.policy import Accept, Manual, Reject
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
@@ -27,6 +28,10 @@ Callback: TypeAlias = Callable[["Host", Upcall], None]
 CONNECT_REQUEST upcall."""
 Policy: TypeAlias = Accept | Reject | Manual | Callback
 """How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
+HostCore: TypeAlias = CmCore | CoreApi
+"""A host's connection manager: any :class:`~mpa_emu.cm.api.CoreApi`, spelled so that the
+compiled build calls irdma's :class:`~mpa_emu.cm.core.CmCore` directly (a call through a
+protocol is a generic Python method call)."""
 
 
 class HostNetwork(Protocol):
@@ -74,7 +79,7 @@ class Host:
     """One emulated host on the network, running one stack's connection manager (irdma
     by default). Create it with ``Network.add_host``."""
 
-    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: CoreApi,
+    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: HostCore,
                  *, auto_neighbours: bool = True, stack: str = "irdma",
                  params: dict[str, int | bool] | None = None) -> None:
         self.net = net
@@ -328,7 +333,7 @@ class Host:
             if self._tracing:
                 self.net.note(self.name, "rdma_cm_event", step.trace_fn,
                               **step.trace_fields())
-        if upcall.event == IwEvent.CONNECT_REQUEST:
+        if upcall.event == IW_CONNECT_REQUEST:
             # A listener made on the core directly has no policy: its requests wait for
             # the user, as with Manual.
             policy = self._policies.get(upcall.listener, Manual()) \

@@ -25,12 +25,13 @@ captures them, when asked, on a separate ``<host>/lo`` interface.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import heapq
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import IO, Any, Protocol
+from typing import IO, Any, Final, Protocol
 
 from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.capture.spool import RecordLog
@@ -39,7 +40,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.trace import Trace, TraceRecord, make_record
-from mpa_emu.gc_tuning import fewer_young_collections
+from mpa_emu.gc_tuning import YOUNG_COLLECTION
 from mpa_emu.net.captured import CapturedFrame as CapturedFrame
 from mpa_emu.net.captured import JournalEntry as JournalEntry
 from mpa_emu.net.captured import to_scapy_packet as to_scapy_packet
@@ -53,15 +54,15 @@ from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.segment import Segment, Transmit
 
-JOURNAL_TRACE_KINDS = frozenset({"state_changed", "segment_dropped", "node_freed",
+JOURNAL_TRACE_KINDS: Final = frozenset({"state_changed", "segment_dropped", "node_freed",
                                  "kernel_leak", "kernel_bug", "verb_failed", "run_bound",
                                  "rdma_cm_event", "kernel_log"})
 """Trace kinds the journal keeps next to frames and upcalls."""
 
-LOOPBACK_NOTE = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
+LOOPBACK_NOTE: Final = "loopback inside the NIC, never on the wire (irdma_make_cm_node: do_lpb)"
 
-_DELIVER = 0
-_CALL = 1
+_DELIVER: Final = 0
+_CALL: Final = 1
 
 
 def derive_seed(seed: int, label: str) -> int:
@@ -368,8 +369,8 @@ class Network:
         With ``until_ns`` the clock ends at ``until_ns`` even when the network went idle
         earlier, so calls scheduled next are relative to it. Hitting the event bound is
         reported in the result and the trace, never silent. While it runs, the garbage
-        collector's young generation is collected less often
-        (:func:`mpa_emu.gc_tuning.fewer_young_collections`).
+        collector's young generation is collected less often (as in
+        :func:`mpa_emu.gc_tuning.fewer_young_collections`).
         """
         if self._running:
             raise RuntimeError("Network.run is not re-entrant: schedule work with at()/after() "
@@ -377,10 +378,14 @@ class Network:
         if until_ns is not None and until_ns < self.now_ns:
             raise ValueError(f"until_ns {until_ns} is in the past (the clock is at {self.now_ns})")
         self._running = True
+        # fewer_young_collections(), written out: a context manager is a generator, which
+        # costs a short cycle of one run() per cycle more than the run's own bookkeeping.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], YOUNG_COLLECTION), *thresholds[1:])
         try:
-            with fewer_young_collections():
-                return self._run(until_ns, max_events)
+            return self._run(until_ns, max_events)
         finally:
+            gc.set_threshold(*thresholds)
             self._running = False
 
     def _run(self, until_ns: int | None, max_events: int) -> RunResult:
@@ -531,7 +536,7 @@ class Network:
                     frames = self.frames
                     captured = CapturedFrame(len(frames), now, host.name, host.name,
                                              (owner.name,), codec.encode(seg), tx.comment,
-                                             seg, False)
+                                             None, False, decodes=True)
                     frames.append(captured)
                     if self.journal is not None:
                         self.journal.append(JournalEntry("frame", host.name, now, captured))

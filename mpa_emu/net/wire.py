@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Final
 
 from mpa_emu.net.faults import DropRule, FaultConfig
 from mpa_emu.wire.segment import Segment
 
-ETH_HEADER = 14
-VLAN_TAG = 4
+ETH_HEADER: Final = 14
+VLAN_TAG: Final = 4
 
 
 @dataclass(frozen=True, slots=True)

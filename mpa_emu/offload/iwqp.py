@@ -10,9 +10,17 @@ irdma_qp`` embeds the hardware QP; an :class:`IwQp` can still stand alone.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-from mpa_emu.offload.states import Ae, IbQpState, IwarpState, TcpState
+from mpa_emu.offload.states import (
+    IB_QPS_RTS,
+    QPS_RTS,
+    TCP_ESTABLISHED,
+    Ae,
+    IbQpState,
+    IwarpState,
+    TcpState,
+)
 from mpa_emu.wire.interning import SharedRecords
 
 
@@ -29,26 +37,30 @@ class DriverStates(NamedTuple):
     cm_id: bool
     flush_issued: bool
     rts_ae_rcvd: bool
+    terminate_at: int | None
+    """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending."""
+    parked: tuple[tuple[bool, int, bool], ...]
+    """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
+    (the node is not accelerated yet): (issue_disconn, status, issue_close)."""
 
 
-STATES: SharedRecords[DriverStates] = SharedRecords(DriverStates, DriverStates._fields)
+STATES: Final[SharedRecords[DriverStates]] = SharedRecords(DriverStates, DriverStates._fields)
 """The shared :class:`DriverStates` records, and the steps between them."""
 
-NEW_QP = STATES.share(DriverStates(IbQpState.RTS, IwarpState.RTS, IwarpState.RTS, True,
-                                   False, False))
+NEW_QP: Final = STATES.share(DriverStates(IB_QPS_RTS, QPS_RTS, QPS_RTS, True,
+                                          False, False, None, ()))
 """A new QP's states."""
 
 
 class IwQp:
     """``struct irdma_qp`` fields used by the disconnect decision table."""
 
-    __slots__ = ("close_timer_started", "hw_tcp_state", "last_aeq", "parked", "states",
-                 "term_flags", "terminate_at")
+    __slots__ = ("close_timer_started", "hw_tcp_state", "last_aeq", "states", "term_flags")
 
-    def __init__(self, ibqp_state: IbQpState = IbQpState.RTS,
-                 iwarp_state: IwarpState = IwarpState.RTS,
-                 hw_tcp_state: TcpState = TcpState.ESTABLISHED,
-                 hw_iwarp_state: IwarpState = IwarpState.RTS, last_aeq: Ae | None = None,
+    def __init__(self, ibqp_state: IbQpState = IB_QPS_RTS,
+                 iwarp_state: IwarpState = QPS_RTS,
+                 hw_tcp_state: TcpState = TCP_ESTABLISHED,
+                 hw_iwarp_state: IwarpState = QPS_RTS, last_aeq: Ae | None = None,
                  close_timer_started: int = 0, cm_id: bool = True,
                  flush_issued: bool = False, rts_ae_rcvd: bool = False,
                  term_flags: int = 0, terminate_at: int | None = None,
@@ -66,16 +78,10 @@ class IwQp:
         """``atomic_t close_timer_started``: only the first increment schedules the
         timer."""
         self.last_aeq = last_aeq
-        self.terminate_at = terminate_at
-        """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending."""
-        self.parked = parked
-        """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on ``establish_comp``
-        (the node is not accelerated yet): (issue_disconn, status, issue_close). A tuple,
-        so that the many QPs with nothing parked share the empty one."""
-        if (ibqp_state, iwarp_state, hw_iwarp_state, cm_id, flush_issued, rts_ae_rcvd) != \
-                NEW_QP:
-            self.states = STATES.share(DriverStates(ibqp_state, iwarp_state, hw_iwarp_state,
-                                                    cm_id, flush_issued, rts_ae_rcvd))
+        states = (ibqp_state, iwarp_state, hw_iwarp_state, cm_id, flush_issued, rts_ae_rcvd,
+                  terminate_at, parked)
+        if states != NEW_QP:
+            self.states = STATES.share(DriverStates(*states))
 
     @property
     def ibqp_state(self) -> IbQpState:
@@ -85,7 +91,7 @@ class IwQp:
     @ibqp_state.setter
     def ibqp_state(self, value: IbQpState) -> None:
         if self.states.ibqp_state is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"ibqp_state": value})
+            self.states = STATES.changed_field(self.states, "ibqp_state", value)
 
     @property
     def iwarp_state(self) -> IwarpState:
@@ -95,7 +101,7 @@ class IwQp:
     @iwarp_state.setter
     def iwarp_state(self, value: IwarpState) -> None:
         if self.states.iwarp_state is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"iwarp_state": value})
+            self.states = STATES.changed_field(self.states, "iwarp_state", value)
 
     @property
     def hw_iwarp_state(self) -> IwarpState:
@@ -105,7 +111,7 @@ class IwQp:
     @hw_iwarp_state.setter
     def hw_iwarp_state(self, value: IwarpState) -> None:
         if self.states.hw_iwarp_state is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"hw_iwarp_state": value})
+            self.states = STATES.changed_field(self.states, "hw_iwarp_state", value)
 
     @property
     def cm_id(self) -> bool:
@@ -115,7 +121,7 @@ class IwQp:
     @cm_id.setter
     def cm_id(self, value: bool) -> None:
         if self.states.cm_id is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"cm_id": value})
+            self.states = STATES.changed_field(self.states, "cm_id", value)
 
     @property
     def flush_issued(self) -> bool:
@@ -125,7 +131,7 @@ class IwQp:
     @flush_issued.setter
     def flush_issued(self, value: bool) -> None:
         if self.states.flush_issued is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"flush_issued": value})
+            self.states = STATES.changed_field(self.states, "flush_issued", value)
 
     @property
     def rts_ae_rcvd(self) -> bool:
@@ -135,7 +141,30 @@ class IwQp:
     @rts_ae_rcvd.setter
     def rts_ae_rcvd(self, value: bool) -> None:
         if self.states.rts_ae_rcvd is not value:  # else the value is held already
-            self.states = STATES.changed(self.states, {"rts_ae_rcvd": value})
+            self.states = STATES.changed_field(self.states, "rts_ae_rcvd", value)
+
+    @property
+    def terminate_at(self) -> int | None:
+        """Deadline (ns) of ``iwqp->terminate_timer``, ``None`` when it is not pending
+        (kept in :attr:`states`: few QPs ever start it)."""
+        return self.states.terminate_at
+
+    @terminate_at.setter
+    def terminate_at(self, value: int | None) -> None:
+        if self.states.terminate_at != value:
+            self.states = STATES.changed_field(self.states, "terminate_at", value)
+
+    @property
+    def parked(self) -> tuple[tuple[bool, int, bool], ...]:
+        """Decisions of ``irdma_cm_disconn_true`` whose upcalls wait on
+        ``establish_comp`` (the node is not accelerated yet): (issue_disconn, status,
+        issue_close), in :attr:`states` (nearly every QP has none)."""
+        return self.states.parked
+
+    @parked.setter
+    def parked(self, value: tuple[tuple[bool, int, bool], ...]) -> None:
+        if self.states.parked != value:
+            self.states = STATES.changed_field(self.states, "parked", value)
 
     def __repr__(self) -> str:
         return (f"IwQp(ibqp_state={self.ibqp_state!r}, iwarp_state={self.iwarp_state!r}, "

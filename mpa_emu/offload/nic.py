@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeAlias
 
 from mpa_emu.offload.iwqp import IwQp
 from mpa_emu.offload.qp import OffloadedQp, QpInit
 from mpa_emu.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire.flow import FlowKey
+from mpa_emu.wire.interning import shared_flow_int
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -43,6 +44,19 @@ class StoredKey(NamedTuple):
     rem_addr: bytes
     rem_port: int
     vlan_id: int
+
+
+def stored_key(key: FlowKey) -> StoredKey:
+    """``key`` as a :class:`StoredKey`, its ports and VLAN id shared
+    (:func:`~mpa_emu.wire.interning.shared_flow_int`): the two ends of a connection on
+    one host, and every connection to one listener, then hold one int per value."""
+    if isinstance(key, StoredKey):
+        return key
+    # The fields as objects: a StoredKey(...) call would have the compiled build box the
+    # shared ints anew.
+    fields: tuple[object, ...] = (key[0], shared_flow_int(key[1]), key[2],
+                                  shared_flow_int(key[3]), shared_flow_int(key[4]))
+    return tuple.__new__(StoredKey, fields)
 
 
 class NicQp(Protocol):
@@ -107,12 +121,17 @@ class NicQp(Protocol):
 QpFactory = Callable[[QpInit], NicQp]
 """Builds the QP of a connection being offloaded (``OffloadedQp`` by default)."""
 
+HwQp: TypeAlias = OffloadedQp | NicQp
+"""A QP as the NIC and the core hold it: the same as :class:`NicQp`, spelled so that the
+compiled build calls the emulator's own :class:`~mpa_emu.offload.qp.OffloadedQp`
+directly (a call through a protocol is a generic Python method call)."""
+
 
 class QpOwner(Protocol):
     """A node-table entry as the NIC reads it."""
 
     @property
-    def qp(self) -> NicQp | None:
+    def qp(self) -> HwQp | None:
         """The QP the node handed its flow to, None before the offload."""
 
 
@@ -132,31 +151,33 @@ class Nic:
                  nodes: Mapping[FlowKey, QpOwner] | None = None) -> None:
         self._factory: QpFactory = OffloadedQp if factory is None else factory
         self._nodes: Mapping[FlowKey, QpOwner] = {} if nodes is None else nodes
-        self._own: dict[FlowKey, NicQp | None] = {}
+        self._own: dict[FlowKey, HwQp | None] = {}
         """The flows the node table cannot answer for: a QP whose node is gone or not
         filed under the key, or None where the filed node's QP is no longer steered."""
         self._heap: list[tuple[int, int, FlowKey]] = []
         self._due: dict[FlowKey, int] = {}
-        """The deadline last queued per QP, so an unchanged one is not queued again."""
+        """The deadline last queued per QP, so an unchanged one is not queued again; a heap
+        item is current while it is its QP's entry here."""
         self._seq = 0
 
-    def offload(self, key: StoredKey, init: QpInit, *, filed: bool) -> NicQp:
+    def offload(self, key: StoredKey, init: QpInit, *, filed: bool) -> HwQp:
         """Create the QP of ``key`` (``irdma_cm_init_tsa_conn``); from now on the NIC
         owns the flow. ``filed``: the node being offloaded is the one the node table
         files under ``key`` (and will hold the returned QP), so the table steers it."""
         qp = self._factory(init)
+        self._due.pop(key, None)  # a QP that had the flow before: its deadline is gone
         if filed:
             self._own.pop(key, None)
         else:
             self._own[key] = qp
         return qp
 
-    def qp(self, key: FlowKey) -> NicQp | None:
+    def qp(self, key: FlowKey) -> HwQp | None:
         """The QP owning ``key``, None when the CM owns the flow."""
         node = self._nodes.get(key)
         return self.flow_qp(key, None if node is None else node.qp)
 
-    def flow_qp(self, key: FlowKey, node_qp: NicQp | None) -> NicQp | None:
+    def flow_qp(self, key: FlowKey, node_qp: HwQp | None) -> HwQp | None:
         """:meth:`qp` for a caller that already looked ``key`` up in the node table:
         ``node_qp`` is the QP of the node filed under it (None without one)."""
         own = self._own
@@ -186,7 +207,7 @@ class Nic:
         if node.qp is not None and new_key not in self._nodes:
             self._own.setdefault(new_key, None)
 
-    def track(self, key: FlowKey, qp: NicQp, *, node_alive: bool) -> None:
+    def track(self, key: FlowKey, qp: HwQp, *, node_alive: bool) -> None:
         """Note the QP's next deadline after it ran; a QP whose node is gone and whose
         TCP has nothing left to do and can no longer answer is released."""
         t = qp.get_timer()
@@ -202,7 +223,7 @@ class Nic:
             if not node_alive and not qp.tcp_alive:
                 self.release(key)
 
-    def node_freed(self, key: FlowKey, qp: NicQp) -> None:
+    def node_freed(self, key: FlowKey, qp: HwQp) -> None:
         """The CM node of ``key`` was destroyed: its QP stays while its TCP runs or can
         still answer."""
         if qp.get_timer() is None and not qp.tcp_alive:
@@ -241,8 +262,7 @@ class Nic:
         return key
 
     def _live(self, item: tuple[int, int, FlowKey]) -> bool:
-        qp = self.qp(item[2])
-        if qp is None:
-            return False
-        t = qp.get_timer()
-        return t is not None and t == item[0]
+        # The deadline the flow's QP last had (:meth:`track` notes it after every run of
+        # the QP; a QP that no longer steers the flow has none): an item is current while
+        # it is that deadline.
+        return self._due.get(item[2]) == item[0]

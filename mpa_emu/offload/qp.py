@@ -66,6 +66,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
+from typing import Final
 
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.offload.iwqp import IwQp
@@ -84,7 +85,44 @@ from mpa_emu.offload.qp_records import (
 from mpa_emu.offload.qp_records import (
     QpInit as QpInit,  # the QP's context record, imported from here too
 )
-from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.offload.states import (
+    AE_AMP_BOUNDS_VIOLATION,
+    AE_AMP_UNALLOCATED_STAG,
+    AE_DDP_INVALID_MSN_GAP_IN_MSN,
+    AE_DDP_NO_L_BIT,
+    AE_DDP_UBE_INVALID_DDP_VERSION,
+    AE_DDP_UBE_INVALID_MO,
+    AE_DDP_UBE_INVALID_QN,
+    AE_LLP_CLOSE_COMPLETE,
+    AE_LLP_CONNECTION_RESET,
+    AE_LLP_FIN_RECEIVED,
+    AE_LLP_RECEIVED_MPA_CRC_ERROR,
+    AE_LLP_SEGMENT_TOO_SMALL,
+    AE_LLP_TERMINATE_RECEIVED,
+    AE_LLP_TOO_MANY_RETRIES,
+    AE_RDMAP_ROE_INVALID_RDMAP_VERSION,
+    AE_RDMAP_ROE_UNEXPECTED_OPCODE,
+    AE_ROE_INVALID_RDMA_WRITE_OR_READ_RESP,
+    AE_RTS,
+    AE_TERMINATE_SENT,
+    AE_TERMINATE_TIMEOUT,
+    QPS_CLOSING,
+    QPS_ERROR,
+    QPS_RTS,
+    QPS_TERMINATE,
+    TCP_CLOSE_WAIT,
+    TCP_CLOSED,
+    TCP_CLOSING,
+    TCP_ESTABLISHED,
+    TCP_FIN_WAIT_1,
+    TCP_FIN_WAIT_2,
+    TCP_LAST_ACK,
+    TCP_NON_EXISTENT,
+    TCP_TIME_WAIT,
+    Ae,
+    IwarpState,
+    TcpState,
+)
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.interning import shared, shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
@@ -92,13 +130,13 @@ from mpa_emu.wire.seq import MOD as _SEQ_MOD
 from mpa_emu.wire.seq import at_or_before as _seq_le
 from mpa_emu.wire.seq import before as _seq_lt
 
-REXMIT_THRESH = 8
+REXMIT_THRESH: Final = 8
 """IRDMA_DEFAULT_REXMIT_THRESH written into the TCP context by irdma_init_tcp_ctx."""
-RTO_INITIAL_NS = 200_000_000
+RTO_INITIAL_NS: Final = 200_000_000
 """First retransmission timeout of the model (the Linux TCP_RTO_MIN of 200 ms)."""
-RCV_WND_FIELD = 0xFFFF
+RCV_WND_FIELD: Final = 0xFFFF
 """irdma_init_tcp_ctx: rcv_wnd = 0xFFFF << rcv_wscale, so the window field is 0xFFFF."""
-FPDU_OVERHEAD = 2 + 4
+FPDU_OVERHEAD: Final = 2 + 4
 """ULPDU_LENGTH field and CRC (RFC 5044 section 4.1); pad comes on top."""
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -115,29 +153,29 @@ class ReceivedMessage:
         self.time_ns = time_ns
 
 
-RECEIVED_KEPT = 8
+RECEIVED_KEPT: Final = 8
 """How many of the last received FPDUs a QP keeps for inspection."""
 
 
 # Bits of OffloadedQp._flags: one int for the QP's yes/no facts (each a slot of its own
 # would cost 8 bytes per connection). Those an established QP usually has set come
 # first, so that the usual values are small ints every QP shares.
-_ACTIVE = 0x1
+_ACTIVE: Final = 0x1
 """The QP is the active side (sends the RTR)."""
-_FIRST_PDU_SEEN = 0x2
-_RTR_SENT = 0x4
-_LSMM_SENT = 0x8
-_READ_PENDING = 0x10
+_FIRST_PDU_SEEN: Final = 0x2
+_RTR_SENT: Final = 0x4
+_LSMM_SENT: Final = 0x8
+_READ_PENDING: Final = 0x10
 """The read0 RTR was sent and its Read Response has not arrived."""
-_HOLD_TX = 0x20
+_HOLD_TX: Final = 0x20
 """WAITFORRCVPDU: a passive QP sends nothing after its LSMM until the first FPDU."""
-_FIN_REQUESTED = 0x40
-_FIN_SENT = 0x80
-_PEER_FIN = 0x100
-_TERM_SENT = 0x200
-_RX_HALTED = 0x400
+_FIN_REQUESTED: Final = 0x40
+_FIN_SENT: Final = 0x80
+_PEER_FIN: Final = 0x100
+_TERM_SENT: Final = 0x200
+_RX_HALTED: Final = 0x400
 """An FPDU failed a check: later ones are acknowledged, not placed."""
-_CRC_BAD = 0x800
+_CRC_BAD: Final = 0x800
 """The one FPDU kept in ``_received`` failed its CRC check."""
 
 
@@ -159,7 +197,7 @@ class OffloadedQp(IwQp):
 
     __slots__ = ("_ae", "_busy", "_conn", "_flags", "_irs", "_isn",
                  "_link", "_local_port", "_outbox", "_received", "_received_at", "_recv",
-                 "_remote_port", "_sent", "_wnd0", "nic_iwarp_state", "rcv_nxt", "received_count",
+                 "_remote_port", "_sent", "nic_iwarp_state", "rcv_nxt", "received_count",
                  "snd_nxt", "snd_una", "snd_wnd", "tcp_state")
 
     def __init__(self, init: QpInit) -> None:
@@ -168,18 +206,17 @@ class OffloadedQp(IwQp):
         # The driver's copies of this QP's states (struct irdma_qp), as a new IwQp has them.
         super().__init__()
         # The context is kept as the per-connection numbers plus the shared QpLink of what
-        # many connections have in common (addresses, VLAN, negotiated settings):
-        # :attr:`init` rebuilds the record.
+        # many connections have in common (addresses, VLAN, the peer's first window,
+        # negotiated settings): :attr:`init` rebuilds the record.
         self._conn = init.conn
         self._flags = _ACTIVE if init.active else 0
         self._local_port = init.local_port
         self._remote_port = init.remote_port
         self._isn = init.snd_nxt
         self._irs = init.rcv_nxt
-        self._wnd0 = init.snd_wnd
         self._link = shared_link(init)
-        self.tcp_state = TcpState.ESTABLISHED
-        self.nic_iwarp_state = IwarpState.RTS
+        self.tcp_state = TCP_ESTABLISHED
+        self.nic_iwarp_state = QPS_RTS
         """The NIC's own iWARP state (the driver's copies are ``iwarp_state`` and
         ``hw_iwarp_state``)."""
         self.snd_una = init.snd_nxt
@@ -236,7 +273,7 @@ class OffloadedQp(IwQp):
                       local_ip=c.local_ip, remote_ip=c.remote_ip,
                       local_port=self._local_port, remote_port=self._remote_port,
                       vlan=c.vlan, pcp=c.pcp, tos=c.tos, ttl=c.ttl,
-                      snd_nxt=self._isn, rcv_nxt=self._irs, snd_wnd=self._wnd0,
+                      snd_nxt=self._isn, rcv_nxt=self._irs, snd_wnd=c.snd_wnd,
                       snd_wscale=c.snd_wscale, rcv_wscale=c.rcv_wscale, mss=c.mss,
                       rtr_op=c.rtr_op, ird=c.ird, ord=c.ord, mpa_rev=c.mpa_rev,
                       crc=c.crc, snd_markers=c.snd_markers, rcv_markers=c.rcv_markers)
@@ -289,14 +326,14 @@ class OffloadedQp(IwQp):
             ulpdu = ddp.write_rtr()
             comment = "irdma_sc_send_rtt: RTR, zero-length RDMA WRITE"
         self._transmit_data(self._fpdu(ulpdu), comment, now_ns)
-        self._raise(Ae.RTS)
+        self._raise(AE_RTS)
 
     def post_send(self, data: bytes, now_ns: int) -> None:
         """Post an RDMA Send of ``data``; it is split into DDP segments that fit the MSS.
 
         Raises :class:`QpError` when the QP no longer accepts work requests.
         """
-        if self.nic_iwarp_state != IwarpState.RTS or self._flags & _FIN_REQUESTED:
+        if self.nic_iwarp_state != QPS_RTS or self._flags & _FIN_REQUESTED:
             raise QpError(f"post_send needs an RTS QP, the QP is {self.nic_iwarp_state.name}")
         self._sent = self._sent.next_message()
         msn = self._sent.msn
@@ -317,7 +354,7 @@ class OffloadedQp(IwQp):
         if frame.flags & RST:
             self._receive_rst(frame)
             return
-        if self.nic_iwarp_state == IwarpState.ERROR and self.tcp_alive:
+        if self.nic_iwarp_state == QPS_ERROR and self.tcp_alive:
             self._reset_reply(frame)
             return
         if frame.flags & SYN:
@@ -332,8 +369,8 @@ class OffloadedQp(IwQp):
             # drop_ooo_seg: out of order or duplicate; a duplicate ACK tells the peer.
             self._send_ack("hw qp: duplicate ACK (segment out of order, dropped)")
             return
-        if frame.payload and self.tcp_state in (TcpState.ESTABLISHED, TcpState.FIN_WAIT_1,
-                                                TcpState.FIN_WAIT_2):
+        if frame.payload and self.tcp_state in (TCP_ESTABLISHED, TCP_FIN_WAIT_1,
+                                                TCP_FIN_WAIT_2):
             self.rcv_nxt = (self.rcv_nxt + len(frame.payload)) % _SEQ_MOD
             busy = self._busy
             if busy is not None and busy.rx_buffer is not None:
@@ -378,15 +415,15 @@ class OffloadedQp(IwQp):
         if target == "terminate":
             self._terminate(term, send_fin, now_ns)
         elif target == "sqd":
-            if self.nic_iwarp_state != IwarpState.RTS:
+            if self.nic_iwarp_state != QPS_RTS:
                 return
-            self.nic_iwarp_state = IwarpState.CLOSING
+            self.nic_iwarp_state = QPS_CLOSING
             self._flags |= _FIN_REQUESTED
             self._pump(now_ns)
         elif target == "err":
             if reset_tcp_conn is None:
                 reset_tcp_conn = self.tcp_alive
-            self.nic_iwarp_state = IwarpState.ERROR
+            self.nic_iwarp_state = QPS_ERROR
             if reset_tcp_conn and self.tcp_alive:
                 self._send_rst("irdma_modify_qp: QP to ERROR, reset_tcp_conn (RST)")
             self._stop()
@@ -400,15 +437,15 @@ class OffloadedQp(IwQp):
         term_at = self.terminate_at
         if term_at is not None and term_at <= now_ns:
             self.terminate_at = None
-            self._raise(Ae.TERMINATE_TIMEOUT)
+            self._raise(AE_TERMINATE_TIMEOUT)
         busy = self._busy
         if busy is None or not busy.unacked or now_ns < busy.rexmit_at:
             return
         if busy.retries >= REXMIT_THRESH:
-            self.tcp_state = TcpState.CLOSED
-            self.nic_iwarp_state = IwarpState.ERROR
+            self.tcp_state = TCP_CLOSED
+            self.nic_iwarp_state = QPS_ERROR
             self._stop()
-            self._raise(Ae.LLP_TOO_MANY_RETRIES)
+            self._raise(AE_LLP_TOO_MANY_RETRIES)
             return
         busy.retries += 1
         self._sent = self._sent.retransmitted()
@@ -467,7 +504,7 @@ class OffloadedQp(IwQp):
     @property
     def tcp_alive(self) -> bool:
         """``hw_tcp_state > CLOSED && != TIME_WAIT`` (the test in ``irdma_modify_qp``)."""
-        return self.tcp_state > TcpState.CLOSED and self.tcp_state != TcpState.TIME_WAIT
+        return self.tcp_state > TCP_CLOSED and self.tcp_state != TCP_TIME_WAIT
 
     @property
     def bytes_in_flight(self) -> int:
@@ -477,7 +514,7 @@ class OffloadedQp(IwQp):
     # ---- internals ---------------------------------------------------------------------
 
     def _closed(self) -> bool:
-        return self.tcp_state in (TcpState.CLOSED, TcpState.NON_EXISTENT)
+        return self.tcp_state in (TCP_CLOSED, TCP_NON_EXISTENT)
 
     def _fpdu(self, ulpdu: bytes) -> bytes:
         # Without negotiated CRC the field is still present; siw and irdma send 0.
@@ -488,7 +525,7 @@ class OffloadedQp(IwQp):
         if busy.aes is None:
             busy.aes = deque()
         tcp, iwarp = self.tcp_state, self.nic_iwarp_state
-        if ae is Ae.RTS and tcp is TcpState.ESTABLISHED and iwarp is IwarpState.RTS \
+        if ae is AE_RTS and tcp is TCP_ESTABLISHED and iwarp is QPS_RTS \
                 and q2 is None:
             # shared: a QP keeps its last AE, and most QPs' last AE is this RTS
             busy.aes.append(RTS_AE)
@@ -519,7 +556,7 @@ class OffloadedQp(IwQp):
         return len(self._outbox) if self._outbox is not None else 0
 
     def _can_send_data(self) -> bool:
-        return (self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)
+        return (self.tcp_state in (TCP_ESTABLISHED, TCP_CLOSE_WAIT)
                 and not self._flags & _HOLD_TX)
 
     def _pump(self, now_ns: int) -> None:
@@ -535,10 +572,10 @@ class OffloadedQp(IwQp):
                 busy.pending = pending = None
             self._send_segment(ACK, payload, comment, now_ns)
         if (self._flags & _FIN_REQUESTED and not self._flags & _FIN_SENT and not pending
-                and self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT)):
+                and self.tcp_state in (TCP_ESTABLISHED, TCP_CLOSE_WAIT)):
             self._flags |= _FIN_SENT
-            self.tcp_state = (TcpState.FIN_WAIT_1 if self.tcp_state == TcpState.ESTABLISHED
-                              else TcpState.LAST_ACK)
+            self.tcp_state = (TCP_FIN_WAIT_1 if self.tcp_state == TCP_ESTABLISHED
+                              else TCP_LAST_ACK)
             self._send_segment(FIN | ACK, b"", "hw qp: FIN (QP CLOSING)", now_ns)
 
     def _send_segment(self, flags: int, payload: bytes, comment: str, now_ns: int) -> None:
@@ -558,7 +595,7 @@ class OffloadedQp(IwQp):
 
     def _send_rst(self, comment: str) -> None:
         self._emit(self.snd_nxt, RST | ACK, b"", comment)
-        self.tcp_state = TcpState.CLOSED
+        self.tcp_state = TCP_CLOSED
 
     def _emit(self, seq: int, flags: int, payload: bytes, comment: str,
               ack: int | None = None) -> None:
@@ -584,11 +621,11 @@ class OffloadedQp(IwQp):
                 and _seq_lt(frame.seq, (self.rcv_nxt + (RCV_WND_FIELD << self._link.rcv_wscale))
                             % _SEQ_MOD)):
             return
-        was_time_wait = self.tcp_state == TcpState.TIME_WAIT
-        self.tcp_state = TcpState.CLOSED
+        was_time_wait = self.tcp_state == TCP_TIME_WAIT
+        self.tcp_state = TCP_CLOSED
         self._stop()
         if not was_time_wait:
-            self._raise(Ae.LLP_CONNECTION_RESET)
+            self._raise(AE_LLP_CONNECTION_RESET)
 
     def _receive_ack(self, frame: Segment, now_ns: int) -> None:
         ack = frame.ack
@@ -613,30 +650,30 @@ class OffloadedQp(IwQp):
         self.snd_wnd = shared(frame.window << self._link.snd_wscale)
 
     def _our_fin_acked(self) -> None:
-        if self.tcp_state == TcpState.FIN_WAIT_1:
-            self.tcp_state = TcpState.FIN_WAIT_2
-        elif self.tcp_state == TcpState.CLOSING:
-            self.tcp_state = TcpState.TIME_WAIT
-            self._raise(Ae.LLP_CLOSE_COMPLETE)
-        elif self.tcp_state == TcpState.LAST_ACK:
-            self.tcp_state = TcpState.CLOSED
-            self._raise(Ae.LLP_CLOSE_COMPLETE)
+        if self.tcp_state == TCP_FIN_WAIT_1:
+            self.tcp_state = TCP_FIN_WAIT_2
+        elif self.tcp_state == TCP_CLOSING:
+            self.tcp_state = TCP_TIME_WAIT
+            self._raise(AE_LLP_CLOSE_COMPLETE)
+        elif self.tcp_state == TCP_LAST_ACK:
+            self.tcp_state = TCP_CLOSED
+            self._raise(AE_LLP_CLOSE_COMPLETE)
 
     def _receive_fin(self) -> None:
         if self._flags & _PEER_FIN:
             return  # a retransmitted FIN: only re-ACKed
         self._flags |= _PEER_FIN
         self.rcv_nxt = (self.rcv_nxt + 1) % _SEQ_MOD
-        if self.tcp_state == TcpState.ESTABLISHED:
-            self.tcp_state = TcpState.CLOSE_WAIT
-            self._raise(Ae.LLP_FIN_RECEIVED)
-        elif self.tcp_state == TcpState.FIN_WAIT_1:
-            self.tcp_state = TcpState.CLOSING
-            self._raise(Ae.LLP_FIN_RECEIVED)
-        elif self.tcp_state == TcpState.FIN_WAIT_2:
-            self.tcp_state = TcpState.TIME_WAIT
-            self._raise(Ae.LLP_FIN_RECEIVED)
-            self._raise(Ae.LLP_CLOSE_COMPLETE)
+        if self.tcp_state == TCP_ESTABLISHED:
+            self.tcp_state = TCP_CLOSE_WAIT
+            self._raise(AE_LLP_FIN_RECEIVED)
+        elif self.tcp_state == TCP_FIN_WAIT_1:
+            self.tcp_state = TCP_CLOSING
+            self._raise(AE_LLP_FIN_RECEIVED)
+        elif self.tcp_state == TCP_FIN_WAIT_2:
+            self.tcp_state = TCP_TIME_WAIT
+            self._raise(AE_LLP_FIN_RECEIVED)
+            self._raise(AE_LLP_CLOSE_COMPLETE)
 
     def _reset_reply(self, frame: Segment) -> None:
         # irdma_next_iw_state(ERROR) without reset_tcp_conn left the connection alive
@@ -649,23 +686,23 @@ class OffloadedQp(IwQp):
         else:
             seg_len = len(frame.payload) + (1 if frame.flags & (SYN | FIN) else 0)
             self._emit(0, RST | ACK, b"", comment, ack=(frame.seq + seg_len) % _SEQ_MOD)
-        self.tcp_state = TcpState.CLOSED
+        self.tcp_state = TCP_CLOSED
         self._stop()
 
     def _terminate(self, ulpdu: bytes | None, send_fin: bool, now_ns: int) -> None:
         # irdma_next_iw_state(TERMINATE, ...): dont_send_term / dont_send_fin cleared.
-        if self.nic_iwarp_state == IwarpState.ERROR:
+        if self.nic_iwarp_state == QPS_ERROR:
             return
-        self.nic_iwarp_state = IwarpState.TERMINATE
+        self.nic_iwarp_state = QPS_TERMINATE
         self._flags &= ~_HOLD_TX
         if ulpdu is not None and not self._flags & _TERM_SENT:
             self._flags |= _TERM_SENT
             if self._busy is not None:
                 self._busy.pending = None  # the send queue stops; only the Terminate goes out
-            if self.tcp_state in (TcpState.ESTABLISHED, TcpState.CLOSE_WAIT):
+            if self.tcp_state in (TCP_ESTABLISHED, TCP_CLOSE_WAIT):
                 self._transmit_data(self._fpdu(ulpdu),
                                     "hw qp: Terminate (irdma_bld_terminate_hdr)", now_ns)
-                self._raise(Ae.TERMINATE_SENT)
+                self._raise(AE_TERMINATE_SENT)
         if send_fin and not self._flags & _FIN_REQUESTED:
             self._flags |= _FIN_REQUESTED
             self._pump(now_ns)
@@ -699,10 +736,10 @@ class OffloadedQp(IwQp):
                 if not crc_ok:
                     self._flags |= _CRC_BAD
             if self._flags & _RX_HALTED or self.nic_iwarp_state not in (
-                    IwarpState.RTS, IwarpState.CLOSING):
+                    QPS_RTS, QPS_CLOSING):
                 continue  # TERMINATE or ERROR: acknowledged, not placed
             # RFC 5044 section 8: a CRC error is a fatal LLP error for the stream.
-            ae = (Ae.LLP_RECEIVED_MPA_CRC_ERROR if not crc_ok
+            ae = (AE_LLP_RECEIVED_MPA_CRC_ERROR if not crc_ok
                   else self._check_ulpdu(fpdu.ulpdu, now_ns))
             if ae is not None:
                 self._flags |= _RX_HALTED
@@ -712,7 +749,7 @@ class OffloadedQp(IwQp):
                 self._flags |= _FIRST_PDU_SEEN
                 self._flags &= ~_HOLD_TX
                 if not self._flags & _ACTIVE:
-                    self._raise(Ae.RTS)
+                    self._raise(AE_RTS)
         if start < end:
             self._work().rx_buffer = bytearray(stream[start:])
 
@@ -720,59 +757,59 @@ class OffloadedQp(IwQp):
         """The NIC's checks of one DDP segment (RFC 5041 section 7, RFC 5040 section 7);
         the AE of the first failed check, or ``None`` when the segment is taken."""
         if len(ulpdu) < 2:
-            return Ae.LLP_SEGMENT_TOO_SMALL
+            return AE_LLP_SEGMENT_TOO_SMALL
         ctl, rctl = ulpdu[0], ulpdu[1]
         if ctl & ddp.DDP_VERSION_MASK != ddp.DDP_VERSION:
-            return Ae.DDP_UBE_INVALID_DDP_VERSION
+            return AE_DDP_UBE_INVALID_DDP_VERSION
         if rctl >> 6 != ddp.RDMAP_VERSION:
-            return Ae.RDMAP_ROE_INVALID_RDMAP_VERSION
+            return AE_RDMAP_ROE_INVALID_RDMAP_VERSION
         opcode = rctl & ddp.RDMAP_OPCODE_MASK
         last = bool(ctl & ddp.DDP_FLAG_LAST)
         if ctl & ddp.DDP_FLAG_TAGGED:
             if len(ulpdu) < ddp.TAGGED_HEADER_LEN:
-                return Ae.LLP_SEGMENT_TOO_SMALL
+                return AE_LLP_SEGMENT_TOO_SMALL
             size = len(ulpdu) - ddp.TAGGED_HEADER_LEN
             if opcode == ddp.Opcode.WRITE:
                 # Zero length places nothing (the write0 RTR, STag 0); any data names an
                 # STag this NIC never allocated.
-                return Ae.AMP_UNALLOCATED_STAG if size else None
+                return AE_AMP_UNALLOCATED_STAG if size else None
             if opcode == ddp.Opcode.READ_RESPONSE:
                 (stag,) = struct.unpack_from("!I", ulpdu, 2)
                 if not self._flags & _READ_PENDING or stag != ddp.RTR_READ_SINK_STAG:
-                    return Ae.ROE_INVALID_RDMA_WRITE_OR_READ_RESP
+                    return AE_ROE_INVALID_RDMA_WRITE_OR_READ_RESP
                 if size:
-                    return Ae.AMP_BOUNDS_VIOLATION  # the read0 sink buffer has length 0
+                    return AE_AMP_BOUNDS_VIOLATION  # the read0 sink buffer has length 0
                 if last:
                     self._flags &= ~_READ_PENDING
                 return None
-            return Ae.RDMAP_ROE_UNEXPECTED_OPCODE
+            return AE_RDMAP_ROE_UNEXPECTED_OPCODE
         if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN:
-            return Ae.LLP_SEGMENT_TOO_SMALL
+            return AE_LLP_SEGMENT_TOO_SMALL
         _, qn, msn, mo = struct.unpack_from("!IIII", ulpdu, 2)
         if qn > ddp.QN_TERMINATE:
-            return Ae.DDP_UBE_INVALID_QN
+            return AE_DDP_UBE_INVALID_QN
         recv = self._recv
         if msn != recv.msn[qn]:
-            return Ae.DDP_INVALID_MSN_GAP_IN_MSN
+            return AE_DDP_INVALID_MSN_GAP_IN_MSN
         if mo != recv.mo[qn]:
-            return Ae.DDP_UBE_INVALID_MO
+            return AE_DDP_UBE_INVALID_MO
         allowed = ((ddp.Opcode.SEND, ddp.Opcode.SEND_INVALIDATE, ddp.Opcode.SEND_SE,
                     ddp.Opcode.SEND_SE_INVALIDATE), (ddp.Opcode.READ_REQUEST,),
                    (ddp.Opcode.TERMINATE,))[qn]
         if opcode not in allowed:
-            return Ae.RDMAP_ROE_UNEXPECTED_OPCODE
+            return AE_RDMAP_ROE_UNEXPECTED_OPCODE
         body = ulpdu[ddp.UNTAGGED_HEADER_LEN:]
         if qn != ddp.QN_SEND and not last:
-            return Ae.DDP_NO_L_BIT  # Read Requests and Terminates are single segments
+            return AE_DDP_NO_L_BIT  # Read Requests and Terminates are single segments
         self._recv = recv.after(qn, last, len(body))
         if qn == ddp.QN_TERMINATE:
-            return Ae.LLP_TERMINATE_RECEIVED
+            return AE_LLP_TERMINATE_RECEIVED
         if qn == ddp.QN_READ_REQUEST:
             if len(body) < ddp.READ_REQUEST_LEN:
-                return Ae.LLP_SEGMENT_TOO_SMALL
+                return AE_LLP_SEGMENT_TOO_SMALL
             request = ddp.ReadRequest.from_bytes(body)
             if request.size:
-                return Ae.AMP_UNALLOCATED_STAG  # the source STag was never allocated
+                return AE_AMP_UNALLOCATED_STAG  # the source STag was never allocated
             # RFC 5040 section 5.3: the Responder answers every RDMA Read Request with a
             # Read Response; the read0 RTR of irdma_sc_send_rtt (RFC 6581 section 3) is
             # one, and the initiator's READ WQE completes only on it.

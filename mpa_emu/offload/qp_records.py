@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.offload.states import AE_RTS, QPS_RTS, TCP_ESTABLISHED, Ae, IwarpState, TcpState
 from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import FIN, SYN
 
-MSN_MOD = 1 << 32
+MSN_MOD: Final = 1 << 32
 """MSNs and message offsets are 32-bit and wrap (RFC 5041 section 5.1)."""
 
 
@@ -48,9 +48,9 @@ class AeRecord:
         self.frame = frame
 
 
-NO_AE = AeRecord(None, TcpState.ESTABLISHED, IwarpState.RTS, None)
+NO_AE: Final = AeRecord(None, TCP_ESTABLISHED, QPS_RTS, None)
 """The AE record before any AE: the states a QP starts in."""
-RTS_AE = AeRecord(Ae.RTS, TcpState.ESTABLISHED, IwarpState.RTS, None)
+RTS_AE: Final = AeRecord(AE_RTS, TCP_ESTABLISHED, QPS_RTS, None)
 """The record of the RTS AE of an established QP, the last AE of most QPs: shared."""
 
 
@@ -104,7 +104,7 @@ class RecvExpect(NamedTuple):
         return shared(RecvExpect((msn[0], msn[1], msn[2]), (mo[0], mo[1], mo[2])))
 
 
-FIRST_RECV = RecvExpect((1, 1, 1), (0, 0, 0))
+FIRST_RECV: Final = RecvExpect((1, 1, 1), (0, 0, 0))
 """Before any message: the first message on each queue has MSN 1 (RFC 5041 section
 5.1), at offset 0."""
 
@@ -125,7 +125,7 @@ class SendCounts(NamedTuple):
         return shared(SendCounts(self.msn, self.retransmissions + 1))
 
 
-NO_SENDS = SendCounts(0, 0)
+NO_SENDS: Final = SendCounts(0, 0)
 """A new QP's counts."""
 
 
@@ -210,6 +210,7 @@ class QpLink:
     pcp: int
     tos: int
     ttl: int
+    snd_wnd: int
     snd_wscale: int
     rcv_wscale: int
     mss: int
@@ -223,8 +224,9 @@ class QpLink:
 
     def __init__(self, gen: int, local_mac: bytes, remote_mac: bytes, local_ip: bytes,
                  remote_ip: bytes, vlan: int | None, pcp: int, tos: int, ttl: int,
-                 snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str, ird: int, ord: int,
-                 mpa_rev: int, crc: bool, snd_markers: bool, rcv_markers: bool) -> None:
+                 snd_wnd: int, snd_wscale: int, rcv_wscale: int, mss: int, rtr_op: str,
+                 ird: int, ord: int, mpa_rev: int, crc: bool, snd_markers: bool,
+                 rcv_markers: bool) -> None:
         self.gen = gen
         self.local_mac = local_mac
         self.remote_mac = remote_mac
@@ -234,6 +236,7 @@ class QpLink:
         self.pcp = pcp
         self.tos = tos
         self.ttl = ttl
+        self.snd_wnd = snd_wnd
         self.snd_wscale = snd_wscale
         self.rcv_wscale = rcv_wscale
         self.mss = mss
@@ -246,8 +249,8 @@ class QpLink:
         self.rcv_markers = rcv_markers
 
 
-_LINKS: dict[tuple[object, ...], QpLink] = {}
-_LINKS_MAX = 4096
+_LINKS: Final[dict[tuple[object, ...], QpLink]] = {}
+_LINKS_MAX: Final = 4096
 """Distinct links kept for reuse; past this many the table starts over."""
 
 
@@ -256,8 +259,8 @@ def shared_link(init: QpInit) -> QpLink:
     and compares in C, the record's dataclass methods would run interpreted), made on
     the first QP that has them."""
     values = (init.gen, init.local_mac, init.remote_mac, init.local_ip, init.remote_ip,
-              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wscale, init.rcv_wscale,
-              init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
+              init.vlan, init.pcp, init.tos, init.ttl, init.snd_wnd, init.snd_wscale,
+              init.rcv_wscale, init.mss, init.rtr_op, init.ird, init.ord, init.mpa_rev, init.crc,
               init.snd_markers, init.rcv_markers)
     link = _LINKS.get(values)
     if link is None:

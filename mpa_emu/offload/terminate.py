@@ -22,44 +22,69 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Final
 
-from mpa_emu.offload.states import Ae
+from mpa_emu.offload.states import (
+    AE_AMP_BAD_PD,
+    AE_AMP_BAD_QP,
+    AE_AMP_BAD_STAG_INDEX,
+    AE_AMP_BAD_STAG_KEY,
+    AE_AMP_BOUNDS_VIOLATION,
+    AE_AMP_INVALID_STAG,
+    AE_AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS,
+    AE_AMP_RIGHTS_VIOLATION,
+    AE_AMP_TO_WRAP,
+    AE_AMP_UNALLOCATED_STAG,
+    AE_DDP_INVALID_MSN_GAP_IN_MSN,
+    AE_DDP_NO_L_BIT,
+    AE_DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER,
+    AE_DDP_UBE_INVALID_DDP_VERSION,
+    AE_DDP_UBE_INVALID_MO,
+    AE_DDP_UBE_INVALID_MSN_NO_BUFFER_AVAILABLE,
+    AE_DDP_UBE_INVALID_QN,
+    AE_LCE_QP_CATASTROPHIC,
+    AE_LLP_RECEIVED_MPA_CRC_ERROR,
+    AE_LLP_SEGMENT_TOO_SMALL,
+    AE_PRIV_OPERATION_DENIED,
+    AE_RDMAP_ROE_INVALID_RDMAP_VERSION,
+    Ae,
+)
 from mpa_emu.wire import ddp
 
 # irdma type.h: enum irdma_term_layers, irdma_term_error_types and the error codes.
-LAYER_RDMA = 0
-LAYER_DDP = 1
-LAYER_MPA = 2
-RDMAP_REMOTE_PROT = 1
-RDMAP_REMOTE_OP = 2
-DDP_CATASTROPHIC = 0
-DDP_TAGGED_BUF = 1
-DDP_UNTAGGED_BUF = 2
-DDP_LLP = 3
+LAYER_RDMA: Final = 0
+LAYER_DDP: Final = 1
+LAYER_MPA: Final = 2
+RDMAP_REMOTE_PROT: Final = 1
+RDMAP_REMOTE_OP: Final = 2
+DDP_CATASTROPHIC: Final = 0
+DDP_TAGGED_BUF: Final = 1
+DDP_UNTAGGED_BUF: Final = 2
+DDP_LLP: Final = 3
 
-RDMAP_INV_STAG = 0x00
-RDMAP_INV_BOUNDS = 0x01
-RDMAP_ACCESS = 0x02
-RDMAP_UNASSOC_STAG = 0x03
-RDMAP_TO_WRAP = 0x04
-RDMAP_INV_RDMAP_VER = 0x05
-RDMAP_CANT_INV_STAG = 0x09
-RDMAP_UNSPECIFIED = 0xFF
-DDP_CATASTROPHIC_LOCAL = 0x00
-DDP_TAGGED_INV_STAG = 0x00
-DDP_TAGGED_BOUNDS = 0x01
-DDP_TAGGED_UNASSOC_STAG = 0x02
-DDP_TAGGED_INV_DDP_VER = 0x04
-DDP_UNTAGGED_INV_QN = 0x01
-DDP_UNTAGGED_INV_MSN_NO_BUF = 0x02
-DDP_UNTAGGED_INV_MSN_RANGE = 0x03
-DDP_UNTAGGED_INV_MO = 0x04
-DDP_UNTAGGED_INV_TOO_LONG = 0x05
-DDP_UNTAGGED_INV_DDP_VER = 0x06
-MPA_CRC = 0x02
+RDMAP_INV_STAG: Final = 0x00
+RDMAP_INV_BOUNDS: Final = 0x01
+RDMAP_ACCESS: Final = 0x02
+RDMAP_UNASSOC_STAG: Final = 0x03
+RDMAP_TO_WRAP: Final = 0x04
+RDMAP_INV_RDMAP_VER: Final = 0x05
+RDMAP_CANT_INV_STAG: Final = 0x09
+RDMAP_UNSPECIFIED: Final = 0xFF
+DDP_CATASTROPHIC_LOCAL: Final = 0x00
+DDP_TAGGED_INV_STAG: Final = 0x00
+DDP_TAGGED_BOUNDS: Final = 0x01
+DDP_TAGGED_UNASSOC_STAG: Final = 0x02
+DDP_TAGGED_INV_DDP_VER: Final = 0x04
+DDP_UNTAGGED_INV_QN: Final = 0x01
+DDP_UNTAGGED_INV_MSN_NO_BUF: Final = 0x02
+DDP_UNTAGGED_INV_MSN_RANGE: Final = 0x03
+DDP_UNTAGGED_INV_MO: Final = 0x04
+DDP_UNTAGGED_INV_TOO_LONG: Final = 0x05
+DDP_UNTAGGED_INV_DDP_VER: Final = 0x06
+MPA_CRC: Final = 0x02
 
-_OP_WRITE = ddp.Opcode.WRITE
-_OP_SEND_INV = (ddp.Opcode.SEND_INVALIDATE, ddp.Opcode.SEND_SE_INVALIDATE)
+_OP_WRITE: Final = ddp.Opcode.WRITE
+_OP_SEND_INV: Final = (ddp.Opcode.SEND_INVALIDATE, ddp.Opcode.SEND_SE_INVALIDATE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,52 +119,52 @@ def terminate_fields(ae: Ae, frame: bytes | None) -> TermFields:
     written = frame is not None
     tagged = bool(frame is not None and len(frame) > 2 and frame[2] & ddp.DDP_FLAG_TAGGED
                   and struct.unpack_from("!H", frame)[0] != 0)
-    if ae is Ae.AMP_UNALLOCATED_STAG:
+    if ae is AE_AMP_UNALLOCATED_STAG:
         if op == _OP_WRITE:
             return TermFields(LAYER_DDP, DDP_TAGGED_BUF, DDP_TAGGED_INV_STAG)
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_INV_STAG)
-    if ae is Ae.AMP_BOUNDS_VIOLATION:
+    if ae is AE_AMP_BOUNDS_VIOLATION:
         if written:
             return TermFields(LAYER_DDP, DDP_TAGGED_BUF, DDP_TAGGED_BOUNDS)
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_INV_BOUNDS)
-    if ae is Ae.AMP_BAD_PD:
+    if ae is AE_AMP_BAD_PD:
         if op == _OP_WRITE:
             return TermFields(LAYER_DDP, DDP_TAGGED_BUF, DDP_TAGGED_UNASSOC_STAG)
         if op in _OP_SEND_INV:
             return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_CANT_INV_STAG)
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_UNASSOC_STAG)
-    if ae is Ae.AMP_INVALID_STAG:
+    if ae is AE_AMP_INVALID_STAG:
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_INV_STAG)
-    if ae is Ae.AMP_BAD_QP:
+    if ae is AE_AMP_BAD_QP:
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_QN)
-    if ae in (Ae.AMP_BAD_STAG_KEY, Ae.AMP_BAD_STAG_INDEX):
+    if ae in (AE_AMP_BAD_STAG_KEY, AE_AMP_BAD_STAG_INDEX):
         if op in _OP_SEND_INV:
             return TermFields(LAYER_RDMA, RDMAP_REMOTE_OP, RDMAP_CANT_INV_STAG)
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_OP, RDMAP_INV_STAG)
-    if ae in (Ae.AMP_RIGHTS_VIOLATION, Ae.AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS,
-              Ae.PRIV_OPERATION_DENIED):
+    if ae in (AE_AMP_RIGHTS_VIOLATION, AE_AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS,
+              AE_PRIV_OPERATION_DENIED):
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_ACCESS)
-    if ae is Ae.AMP_TO_WRAP:
+    if ae is AE_AMP_TO_WRAP:
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_PROT, RDMAP_TO_WRAP)
-    if ae is Ae.LLP_RECEIVED_MPA_CRC_ERROR:
+    if ae is AE_LLP_RECEIVED_MPA_CRC_ERROR:
         return TermFields(LAYER_MPA, DDP_LLP, MPA_CRC)
-    if ae in (Ae.LLP_SEGMENT_TOO_SMALL, Ae.LCE_QP_CATASTROPHIC, Ae.DDP_NO_L_BIT):
+    if ae in (AE_LLP_SEGMENT_TOO_SMALL, AE_LCE_QP_CATASTROPHIC, AE_DDP_NO_L_BIT):
         return TermFields(LAYER_DDP, DDP_CATASTROPHIC, DDP_CATASTROPHIC_LOCAL)
-    if ae is Ae.DDP_INVALID_MSN_GAP_IN_MSN:
+    if ae is AE_DDP_INVALID_MSN_GAP_IN_MSN:
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_MSN_RANGE)
-    if ae is Ae.DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER:
+    if ae is AE_DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER:
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_TOO_LONG)
-    if ae is Ae.DDP_UBE_INVALID_DDP_VERSION:
+    if ae is AE_DDP_UBE_INVALID_DDP_VERSION:
         if tagged:
             return TermFields(LAYER_DDP, DDP_TAGGED_BUF, DDP_TAGGED_INV_DDP_VER)
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_DDP_VER)
-    if ae is Ae.DDP_UBE_INVALID_MO:
+    if ae is AE_DDP_UBE_INVALID_MO:
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_MO)
-    if ae is Ae.DDP_UBE_INVALID_MSN_NO_BUFFER_AVAILABLE:
+    if ae is AE_DDP_UBE_INVALID_MSN_NO_BUFFER_AVAILABLE:
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_MSN_NO_BUF)
-    if ae is Ae.DDP_UBE_INVALID_QN:
+    if ae is AE_DDP_UBE_INVALID_QN:
         return TermFields(LAYER_DDP, DDP_UNTAGGED_BUF, DDP_UNTAGGED_INV_QN)
-    if ae is Ae.RDMAP_ROE_INVALID_RDMAP_VERSION:
+    if ae is AE_RDMAP_ROE_INVALID_RDMAP_VERSION:
         return TermFields(LAYER_RDMA, RDMAP_REMOTE_OP, RDMAP_INV_RDMAP_VER)
     return TermFields(LAYER_RDMA, RDMAP_REMOTE_OP, RDMAP_UNSPECIFIED)
 
@@ -166,21 +191,21 @@ def check_received_terminate(ulpdu: bytes) -> Ae | None:
     (the DDP segment, from its DDP control byte on): ``None`` when it is well formed, else
     the AE it then reports in a Terminate of its own."""
     if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN:
-        return Ae.LCE_QP_CATASTROPHIC
+        return AE_LCE_QP_CATASTROPHIC
     ddp_ctl, rdma_ctl = ulpdu[0], ulpdu[1]
     _, qn, msn, mo = struct.unpack_from("!IIII", ulpdu, 2)
     if ddp_ctl & 0xC0 != 0x40:  # untagged, last
-        return Ae.LCE_QP_CATASTROPHIC
+        return AE_LCE_QP_CATASTROPHIC
     if ddp_ctl & ddp.DDP_VERSION_MASK != ddp.DDP_VERSION:
-        return Ae.DDP_UBE_INVALID_DDP_VERSION
+        return AE_DDP_UBE_INVALID_DDP_VERSION
     if qn != ddp.QN_TERMINATE:
-        return Ae.DDP_UBE_INVALID_QN
+        return AE_DDP_UBE_INVALID_QN
     if msn != 1:
-        return Ae.DDP_INVALID_MSN_GAP_IN_MSN
+        return AE_DDP_INVALID_MSN_GAP_IN_MSN
     if mo != 0:
-        return Ae.DDP_UBE_INVALID_MO
+        return AE_DDP_UBE_INVALID_MO
     if rdma_ctl & ddp.RDMAP_VERSION_MASK != ddp.RDMAP_VERSION << 6:
-        return Ae.RDMAP_ROE_INVALID_RDMAP_VERSION
+        return AE_RDMAP_ROE_INVALID_RDMAP_VERSION
     return None
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from typing import Final
 
-_PACKED: dict[str, bytes] = {}
-_PACKED_MAX = 4096
+_PACKED: Final[dict[str, bytes]] = {}
+_PACKED_MAX: Final = 4096
 """Addresses :func:`ip_bytes` remembers (a run names the same few again and again, and
 ``ipaddress`` takes about 10 us to parse one); past this many it starts over."""
 

@@ -49,19 +49,19 @@ from mpa_emu.wire.segment import Segment
 if TYPE_CHECKING:
     from scapy.packet import Packet
 
-ETH_P_IP = 0x0800
-ETH_P_IPV6 = 0x86DD
-ETH_P_8021Q = 0x8100
-IPPROTO_TCP = 6
-ETH_ZLEN = 60  # minimum Ethernet frame without the FCS (IEEE 802.3 clause 4.4.2)
-MAX_TCP_OPTIONS = 40  # data offset is 4 bits: at most 60 header bytes
+ETH_P_IP: Final = 0x0800
+ETH_P_IPV6: Final = 0x86DD
+ETH_P_8021Q: Final = 0x8100
+IPPROTO_TCP: Final = 6
+ETH_ZLEN: Final = 60  # minimum Ethernet frame without the FCS (IEEE 802.3 clause 4.4.2)
+MAX_TCP_OPTIONS: Final = 40  # data offset is 4 bits: at most 60 header bytes
 
-_IPV4_DF = 0x4000
+_IPV4_DF: Final = 0x4000
 _IPV4_MF = 0x2000
 _IPV4_RESERVED = 0x8000
 _IPV4_FRAG_OFFSET = 0x1FFF
 _TCI_DEI = 0x1000
-_TCP_FLAGS_MASK = 0x0FFF
+_TCP_FLAGS_MASK: Final = 0x0FFF
 
 # IPv6 next-header values that are extension headers (RFC 8200 section 4, RFC 4302,
 # RFC 4303, RFC 6275, RFC 7401, RFC 5533), named for error messages.
@@ -82,10 +82,10 @@ _IPV6_EXTENSIONS = {
 _TCP = "HHIIHHHH"  # sport dport seq ack offset|flags window checksum urg_ptr
 _V4 = "BBHHHBBH4s4s"  # ver|ihl tos total id flags|frag ttl proto checksum src dst
 _V6 = "IHBB16s16s"  # ver|tc|flow payload_len next_header hop_limit src dst
-_ETH_V4 = struct.Struct("!6s6sH" + _V4 + _TCP)
-_ETH_V6 = struct.Struct("!6s6sH" + _V6 + _TCP)
-_VLAN_V4 = struct.Struct("!6s6sHHH" + _V4 + _TCP)
-_VLAN_V6 = struct.Struct("!6s6sHHH" + _V6 + _TCP)
+_ETH_V4: Final = struct.Struct("!6s6sH" + _V4 + _TCP)
+_ETH_V6: Final = struct.Struct("!6s6sH" + _V6 + _TCP)
+_VLAN_V4: Final = struct.Struct("!6s6sHHH" + _V4 + _TCP)
+_VLAN_V6: Final = struct.Struct("!6s6sHHH" + _V6 + _TCP)
 _ETH_TYPE = struct.Struct("!H")
 _VLAN_TAG = struct.Struct("!HH")
 _IPV4_HEADER = struct.Struct("!" + _V4)
@@ -174,22 +174,27 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
     offset_flags = (5 + (olen >> 2)) << 12 | flags
     src_ip = seg.src_ip
     dst_ip = seg.dst_ip
-    addresses = src_ip + dst_ip
     # Checksums are computed from the field values rather than from packed bytes: every
     # field starts on a 16-bit boundary and 2**16 is 1 modulo 0xFFFF, so a 32-bit field
     # adds its value, and options and payload add the integers of their bytes (the
     # payload starts on a 32-bit boundary; an odd length is padded with a zero byte).
-    addr_sum = int.from_bytes(addresses, "big")
+    # Only residues modulo 0xFFFF matter, so each address adds its residue
+    # (:func:`_address_sum`) and every sum stays a small int.
+    addr_sum = _address_sum(src_ip) + _address_sum(dst_ip)
     sport, dport, seq, ack = seg.sport, seg.dport, seg.seq, seg.ack
     window, urg_ptr, ttl, tos = seg.window, seg.urg_ptr, seg.ttl, seg.tos
-    data_sum = int.from_bytes(payload, "big")
-    if len(payload) & 1:
-        data_sum <<= 8
+    data_sum = 0
+    if payload:
+        data_sum = int.from_bytes(payload, "big") % 0xFFFF
+        if len(payload) & 1:
+            data_sum = (data_sum << 8) % 0xFFFF
     tcp_sum = (sport + dport + seq + ack + offset_flags + window + urg_ptr + addr_sum
-               + IPPROTO_TCP + tcp_len + int.from_bytes(options, "big") + data_sum)
+               + IPPROTO_TCP + tcp_len + data_sum)
+    if options:
+        tcp_sum += int.from_bytes(options, "big") % 0xFFFF
     vlan = seg.vlan
     try:
-        if len(addresses) == 8 and len(src_ip) == 4:
+        if len(src_ip) == 4 and len(dst_ip) == 4:
             ip_total = 20 + tcp_len
             if ip_total > 0xFFFF:
                 raise EncodeError(f"IPv4 total length {ip_total} exceeds 65535")
@@ -211,7 +216,7 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
                     0x45, tos, ip_total, ip_id, frag, ttl, IPPROTO_TCP, ip_csum,
                     src_ip, dst_ip,
                     sport, dport, seq, ack, offset_flags, window, tcp_csum, urg_ptr)
-        elif len(addresses) == 32 and len(src_ip) == 16:
+        elif len(src_ip) == 16 and len(dst_ip) == 16:
             if tcp_len > 0xFFFF:
                 raise EncodeError(f"IPv6 payload length {tcp_len} exceeds 65535")
             if seg.flow_label & ~0xFFFFF:
@@ -240,6 +245,21 @@ def encode(seg: Segment, *, pad: bool = True) -> bytes:
     if pad and len(frame) < ETH_ZLEN:
         frame += bytes(ETH_ZLEN - len(frame))
     return frame
+
+
+_ADDRESS_SUMS: Final[dict[bytes, int]] = {}
+_ADDRESS_SUMS_MAX: Final = 4096
+
+
+def _address_sum(ip: bytes) -> int:
+    """The 16-bit word sum of a packed address modulo 0xFFFF, remembered per address (a
+    network has few; the table starts over past :data:`_ADDRESS_SUMS_MAX`)."""
+    found = _ADDRESS_SUMS.get(ip)
+    if found is None:
+        if len(_ADDRESS_SUMS) >= _ADDRESS_SUMS_MAX:
+            _ADDRESS_SUMS.clear()
+        found = _ADDRESS_SUMS[ip] = int.from_bytes(ip, "big") % 0xFFFF
+    return found
 
 
 def _tci(pcp: int, vlan: int) -> int:

@@ -20,41 +20,41 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TypedDict
+from typing import Final, TypedDict
 
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.mpa import frame_fpdu
 
-DDP_FLAG_TAGGED = 0x80  # T
-DDP_FLAG_LAST = 0x40  # L
-DDP_RESERVED_MASK = 0x3C
-DDP_VERSION_MASK = 0x03
-RDMAP_VERSION_MASK = 0xC0
-RDMAP_RESERVED_MASK = 0x30
-RDMAP_OPCODE_MASK = 0x0F
+DDP_FLAG_TAGGED: Final = 0x80  # T
+DDP_FLAG_LAST: Final = 0x40  # L
+DDP_RESERVED_MASK: Final = 0x3C
+DDP_VERSION_MASK: Final = 0x03
+RDMAP_VERSION_MASK: Final = 0xC0
+RDMAP_RESERVED_MASK: Final = 0x30
+RDMAP_OPCODE_MASK: Final = 0x0F
 
-DDP_VERSION = 1  # RFC 5041 section 4.2: DV is 01b
-RDMAP_VERSION = 1  # RFC 5040 section 4.2: RV is 01b; irdma_cm_init_tsa_conn sets both to 1
+DDP_VERSION: Final = 1  # RFC 5041 section 4.2: DV is 01b
+RDMAP_VERSION: Final = 1  # RFC 5040 section 4.2: RV is 01b; irdma_cm_init_tsa_conn sets both to 1
 
-TAGGED_HEADER_LEN = 14
-UNTAGGED_HEADER_LEN = 18
-READ_REQUEST_LEN = 28  # RFC 5040 section 4.4
-TERMINATE_CONTROL_LEN = 4  # RFC 5040 section 4.8
-TERMINATE_SEGMENT_LENGTH_LEN = 2
+TAGGED_HEADER_LEN: Final = 14
+UNTAGGED_HEADER_LEN: Final = 18
+READ_REQUEST_LEN: Final = 28  # RFC 5040 section 4.4
+TERMINATE_CONTROL_LEN: Final = 4  # RFC 5040 section 4.8
+TERMINATE_SEGMENT_LENGTH_LEN: Final = 2
 
 # RFC 5040 section 5.1: the untagged queues RDMAP uses.
-QN_SEND = 0
-QN_READ_REQUEST = 1
-QN_TERMINATE = 2
+QN_SEND: Final = 0
+QN_READ_REQUEST: Final = 1
+QN_TERMINATE: Final = 2
 
 # irdma_sc_send_rtt: the zero-length RDMA READ used as RTR (ctrl.c; RFC 6581 section 5).
-RTR_READ_SINK_STAG = 0xABCD
-RTR_READ_SOURCE_STAG = 0x1234
+RTR_READ_SINK_STAG: Final = 0xABCD
+RTR_READ_SOURCE_STAG: Final = 0x1234
 
 # RFC 5040 section 4.8, Terminate control header-control bits (third byte).
-TERM_HDRCT_M = 0x80  # DDP Segment Length valid
-TERM_HDRCT_D = 0x40  # Terminated DDP header included
-TERM_HDRCT_R = 0x20  # Terminated RDMAP header included
+TERM_HDRCT_M: Final = 0x80  # DDP Segment Length valid
+TERM_HDRCT_D: Final = 0x40  # Terminated DDP header included
+TERM_HDRCT_R: Final = 0x20  # Terminated RDMAP header included
 
 
 class Opcode(IntEnum):
@@ -70,7 +70,7 @@ class Opcode(IntEnum):
     TERMINATE = 7
 
 
-OPCODE_NAMES: dict[int, str] = {
+OPCODE_NAMES: Final[dict[int, str]] = {
     Opcode.WRITE: "RDMA Write",
     Opcode.READ_REQUEST: "RDMA Read Request",
     Opcode.READ_RESPONSE: "RDMA Read Response",
@@ -386,15 +386,15 @@ def parse_segment(ulpdu: bytes) -> DdpSegment:
 # precompiled structs (DDP and RDMAP version 1, reserved bits zero) instead of going
 # through the header values above; tests check both give the same bytes.
 
-_UNTAGGED = struct.Struct("!BBIIII")
-_TAGGED = struct.Struct("!BBIQ")
-_DDP_UNTAGGED_CTL = (DDP_FLAG_LAST | DDP_VERSION, DDP_VERSION)  # indexed by "not last"
-_DDP_TAGGED_CTL = (DDP_FLAG_TAGGED | DDP_FLAG_LAST | DDP_VERSION,
+_UNTAGGED: Final = struct.Struct("!BBIIII")
+_TAGGED: Final = struct.Struct("!BBIQ")
+_DDP_UNTAGGED_CTL: Final = (DDP_FLAG_LAST | DDP_VERSION, DDP_VERSION)  # indexed by "not last"
+_DDP_TAGGED_CTL: Final = (DDP_FLAG_TAGGED | DDP_FLAG_LAST | DDP_VERSION,
                    DDP_FLAG_TAGGED | DDP_VERSION)
-_RDMAP_CTL = RDMAP_VERSION << 6
-_READ_RTR_BODY = ReadRequest(sink_stag=RTR_READ_SINK_STAG, sink_to=0, size=0,
+_RDMAP_CTL: Final = RDMAP_VERSION << 6
+_READ_RTR_BODY: Final = ReadRequest(sink_stag=RTR_READ_SINK_STAG, sink_to=0, size=0,
                              src_stag=RTR_READ_SOURCE_STAG, src_to=0).to_bytes()
-_WRITE_RTR = _TAGGED.pack(_DDP_TAGGED_CTL[0], _RDMAP_CTL | Opcode.WRITE, 0, 0)
+_WRITE_RTR: Final = _TAGGED.pack(_DDP_TAGGED_CTL[0], _RDMAP_CTL | Opcode.WRITE, 0, 0)
 
 
 def _untagged(opcode: int, qn: int, msn: int, mo: int, last: bool, rsvd_ulp: int) -> bytes:

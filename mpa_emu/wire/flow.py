@@ -10,7 +10,9 @@ untagged frame (``Segment.vlan``).
 
 from __future__ import annotations
 
-NO_VLAN = 0xFFFF
+from typing import Final
+
+NO_VLAN: Final = 0xFFFF
 """The kernel's "no VLAN" value for ``vlan_id`` (``rdma_vlan_dev_vlan_id`` of a plain
 netdev); VLAN ids proper are below 4096."""
 

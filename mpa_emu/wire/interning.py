@@ -13,16 +13,16 @@ that connections change a field at a time (a node's settings, a QP's context).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 H = TypeVar("H", bound=Hashable)
 
-SHARED_MAX = 4096
+SHARED_MAX: Final = 4096
 """Distinct values kept for reuse; past this many the table starts over."""
-SHARED_BYTES_MAX = 64
+SHARED_BYTES_MAX: Final = 64
 """Longest byte string :func:`shared_bytes` shares (so the table stays small)."""
 
-_TABLE: dict[object, object] = {}
+_TABLE: Final[dict[object, object]] = {}
 
 
 def shared(value: H) -> H:
@@ -38,6 +38,25 @@ def shared(value: H) -> H:
     return found if type(found) is type(value) else value
 
 
+_FLOW_INTS: Final[dict[object, object]] = {}
+
+
+def shared_flow_int(value: object) -> object:
+    """:func:`shared` for a port or a VLAN id of a flow key, from a table of its own: at
+    most 65,536 values exist (0xFFFF is the no-VLAN id), and every connection of a
+    busy host has a port of its own, which would flush the general table. An int above
+    256 is a 28-byte object each time it is computed (a key built in the compiled build
+    boxes its ints anew), so two keys that name a port share one object. Typed
+    ``object``: the compiled build keeps an ``int`` unboxed and boxes it anew."""
+    found = _FLOW_INTS.get(value)
+    if found is None:
+        if type(value) is not int or not 0 <= value <= 0xFFFF:
+            return value
+        _FLOW_INTS[value] = value
+        return value
+    return found
+
+
 def shared_bytes(value: bytes) -> bytes:
     """:func:`shared` for a byte string of at most :data:`SHARED_BYTES_MAX` bytes;
     a longer one is returned as it is."""
@@ -46,7 +65,7 @@ def shared_bytes(value: bytes) -> bytes:
 
 R = TypeVar("R", bound=tuple[object, ...])
 
-_RECORDS: list[SharedRecords[Any]] = []
+_RECORDS: Final[list[SharedRecords[Any]]] = []
 """Every :class:`SharedRecords` made, for :func:`forget`."""
 
 
@@ -55,8 +74,10 @@ def forget() -> None:
     speed: for a process that runs many independent networks one after another (the
     matrix), whose values have nothing to share with the next ones."""
     _TABLE.clear()
+    _FLOW_INTS.clear()
     for records in _RECORDS:
         records._steps.clear()
+        records._field_steps.clear()
 
 
 class SharedRecords(Generic[R]):
@@ -70,13 +91,15 @@ class SharedRecords(Generic[R]):
     Every field must hold exactly its declared type (never a bool for an int), so that
     records comparing equal are interchangeable."""
 
-    __slots__ = ("_cls", "_index", "_steps", "_steps_max")
+    __slots__ = ("_cls", "_field_steps", "_index", "_steps", "_steps_max")
 
     def __init__(self, cls: type[R], fields: tuple[str, ...], steps_max: int = 1024) -> None:
         _RECORDS.append(self)
         self._cls = cls
         self._index = {name: i for i, name in enumerate(fields)}
         self._steps: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[R, R]] = {}
+        self._field_steps: dict[tuple[int, str, object], tuple[R, R]] = {}
+        """The steps of :meth:`changed_field`, keyed without a tuple of the changes."""
         self._steps_max = steps_max
 
     def share(self, record: R) -> R:
@@ -100,4 +123,18 @@ class SharedRecords(Generic[R]):
             self._steps.clear()
         # The entry holds ``old``, so its id is not reused while the entry exists.
         self._steps[key] = (old, new)
+        return new
+
+    def changed_field(self, old: R, name: str, value: object) -> R:
+        """:meth:`changed` for one field: the shared record equal to ``old`` with field
+        ``name`` set to ``value``."""
+        key = (id(old), name, value)
+        step = self._field_steps.get(key)
+        if step is not None and step[0] is old:
+            return step[1]
+        new = self.changed(old, {name: value})
+        steps = self._field_steps
+        if len(steps) >= self._steps_max:
+            steps.clear()
+        steps[key] = (old, new)  # holds ``old``: its id is not reused meanwhile
         return new

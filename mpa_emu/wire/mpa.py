@@ -9,32 +9,32 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 import crc32c as _crc32c
 
 from mpa_emu.errors import MpaEmuError
 
-KEY_REQ = b"MPA ID Req Frame"
-KEY_REP = b"MPA ID Rep Frame"
-KEY_SIZE = 16  # IETF_MPA_KEY_SIZE
-FRAME_SIZE = 20  # IETF_MPA_FRAME_SIZE: key + flags + rev + PD_Length
-RTR_MSG_SIZE = 4  # IETF_RTR_MSG_SIZE: the RFC 6581 block
-MAX_PRIV_DATA_LEN = 512  # IETF_MAX_PRIV_DATA_LEN (RFC 5044 section 7.1)
+KEY_REQ: Final = b"MPA ID Req Frame"
+KEY_REP: Final = b"MPA ID Rep Frame"
+KEY_SIZE: Final = 16  # IETF_MPA_KEY_SIZE
+FRAME_SIZE: Final = 20  # IETF_MPA_FRAME_SIZE: key + flags + rev + PD_Length
+RTR_MSG_SIZE: Final = 4  # IETF_RTR_MSG_SIZE: the RFC 6581 block
+MAX_PRIV_DATA_LEN: Final = 512  # IETF_MAX_PRIV_DATA_LEN (RFC 5044 section 7.1)
 
 # Byte 16 of the frame (RFC 5044 section 7.1; 0x10 from RFC 6581 section 5).
-FLAG_MARKERS = 0x80  # M
-FLAG_CRC = 0x40  # C
-FLAG_REJECT = 0x20  # R
-FLAG_ENHANCED = 0x10  # S: IETF_MPA_V2_FLAG in cm.h
-FLAG_RESERVED = 0x0F
+FLAG_MARKERS: Final = 0x80  # M
+FLAG_CRC: Final = 0x40  # C
+FLAG_REJECT: Final = 0x20  # R
+FLAG_ENHANCED: Final = 0x10  # S: IETF_MPA_V2_FLAG in cm.h
+FLAG_RESERVED: Final = 0x0F
 
 # RFC 6581 section 5: the IRD word carries A and B, the ORD word C and D.
-RTR_PEER_TO_PEER = 0x8000  # A, IETF_PEER_TO_PEER (IRD word)
-RTR_ZERO_LEN_SEND = 0x4000  # B, IETF_FLPDU_ZERO_LEN (IRD word)
-RTR_WRITE0 = 0x8000  # C, IETF_RDMA0_WRITE (ORD word)
-RTR_READ0 = 0x4000  # D, IETF_RDMA0_READ (ORD word)
-IRD_ORD_MASK = 0x3FFF  # IETF_NO_IRD_ORD: irdma reads 0x3FFF as "no value"
+RTR_PEER_TO_PEER: Final = 0x8000  # A, IETF_PEER_TO_PEER (IRD word)
+RTR_ZERO_LEN_SEND: Final = 0x4000  # B, IETF_FLPDU_ZERO_LEN (IRD word)
+RTR_WRITE0: Final = 0x8000  # C, IETF_RDMA0_WRITE (ORD word)
+RTR_READ0: Final = 0x4000  # D, IETF_RDMA0_READ (ORD word)
+IRD_ORD_MASK: Final = 0x3FFF  # IETF_NO_IRD_ORD: irdma reads 0x3FFF as "no value"
 
 
 class MpaFormatError(MpaEmuError, ValueError):

@@ -7,24 +7,25 @@ values, and :mod:`mpa_emu.wire.codec` turns them into wire bytes and back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 # TCP flag bits (RFC 9293 section 3.1).
-FIN = 0x01
-SYN = 0x02
-RST = 0x04
-PSH = 0x08
-ACK = 0x10
-URG = 0x20
-ECE = 0x40
-CWR = 0x80
+FIN: Final = 0x01
+SYN: Final = 0x02
+RST: Final = 0x04
+PSH: Final = 0x08
+ACK: Final = 0x10
+URG: Final = 0x20
+ECE: Final = 0x40
+CWR: Final = 0x80
 
-FLAGS = ((FIN, "FIN"), (SYN, "SYN"), (RST, "RST"), (PSH, "PSH"), (ACK, "ACK"), (URG, "URG"),
+FLAGS: Final = ((FIN, "FIN"), (SYN, "SYN"), (RST, "RST"), (PSH, "PSH"), (ACK, "ACK"), (URG, "URG"),
          (ECE, "ECE"), (CWR, "CWR"))
 """Each TCP flag bit with its name, in bit order. A flag's letter (scapy's way of
 writing flags) is its name's first."""
 
 # Reports list SYN before FIN, as Wireshark's Info column does ("[SYN, ACK]").
-_NAMED_ORDER = (FLAGS[1], FLAGS[0], *FLAGS[2:])
+_NAMED_ORDER: Final = (FLAGS[1], FLAGS[0], *FLAGS[2:])
 
 
 def flag_names(flags: int) -> list[str]:
@@ -38,7 +39,7 @@ def _render_flags(flags: int) -> str:
 
 # Every value of the 12 flag bits of the TCP header (RFC 9293 section 3.1: 4 reserved
 # bits, then the 8 named ones), rendered once: a kept trace names the flags of every frame.
-_FLAGS_TEXT = tuple(_render_flags(f) for f in range(1 << 12))
+_FLAGS_TEXT: Final = tuple(_render_flags(f) for f in range(1 << 12))
 
 
 def flags_text(flags: int) -> str:

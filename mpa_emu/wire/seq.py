@@ -14,11 +14,13 @@ such a pair a sign (-2**31); its sign is a distance, not an order.
 
 from __future__ import annotations
 
-MOD = 1 << 32
+from typing import Final
+
+MOD: Final = 1 << 32
 """The size of the sequence space."""
-MASK = MOD - 1
+MASK: Final = MOD - 1
 """``x & MASK`` is ``x`` modulo 2**32."""
-_HALF = 1 << 31
+_HALF: Final = 1 << 31
 
 
 def add(seq: int, n: int) -> int:

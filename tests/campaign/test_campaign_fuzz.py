@@ -39,6 +39,7 @@ def test_clean_campaign_same_report_serial_and_two_processes(tmp_path: Path) -> 
     assert not (tmp_path / "f").exists()
 
 
+@pytest.mark.slow(7)
 def test_planted_campaign_same_report_serial_two_processes_and_dask(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(fuzz.PLANT_ENV, "reply-checksum")

@@ -68,6 +68,7 @@ def _accept(ns: str, tmp_path: Path, family: tuple[str, str, str], cases: int
         loop.join(10)
 
 
+@pytest.mark.slow(10)
 def test_accept_mode_records_the_initiators_reactions(namespace: str,
                                                       tmp_path: Path) -> None:
     rc, out, cases = _accept(namespace, tmp_path, V4, 40)

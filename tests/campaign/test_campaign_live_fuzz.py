@@ -57,6 +57,7 @@ def _fuzz(ns: str, tmp_path: Path, *extra: str) -> tuple[int, str, list[dict[str
     return rc, out, json.loads(report.read_text())
 
 
+@pytest.mark.slow(21)
 def test_live_fuzz_against_the_peer_prints_the_reaction_table(namespace: str,
                                                               tmp_path: Path) -> None:
     peer = _peer(namespace, "--count", "0")

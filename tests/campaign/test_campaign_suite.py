@@ -166,6 +166,7 @@ def test_bad_suite_files_are_one_line_errors(tmp_path: Path, body: str, message:
     assert err.count("\n") == 1 and message in err, err
 
 
+@pytest.mark.slow(10)
 def test_suite_refuses_a_capture_and_an_unreachable_scheduler(tmp_path: Path) -> None:
     rc, _, err = cli("replay", str(PCAPS / "v2_accept.pcap"), "--suite", str(SUITE))
     assert rc == 2 and "no CAPTURE or --emulate" in err

@@ -40,6 +40,7 @@ def test_clean_two_core_campaign() -> None:
     assert lines[-1].endswith("cases/s): 0 escapes; failing cases by invariant: none")
 
 
+@pytest.mark.slow(7)
 def test_planted_two_core_campaign_same_report_on_every_executor(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(fuzz.PLANT_ENV, "reply-checksum")

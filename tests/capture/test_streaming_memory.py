@@ -10,6 +10,8 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from mpa_emu.capture.pcap import read_capture
 from mpa_emu.views.inspection import CaptureReport, RawFrame, read_frames, stream_connections
 from mpa_emu.wire import codec
@@ -53,6 +55,7 @@ def _peak(connections: int) -> tuple[int, int, int]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow(6)
 def test_peak_memory_stays_flat_as_the_capture_grows() -> None:
     small_peak, small_conns, small_frames = _peak(100)
     large_peak, large_conns, large_frames = _peak(1000)

@@ -27,7 +27,7 @@ from mpa_emu.frames import MPAReply, MPARequest
 from mpa_emu.frames.conversation import Conversation, Endpoint
 from mpa_emu.wire import ddp
 
-pytestmark = pytest.mark.tshark
+pytestmark = [pytest.mark.tshark, pytest.mark.slow(5)]
 
 MPA_FILTER = "iwarp_mpa || iwarp_ddp_rdmap"
 PIECE = 24

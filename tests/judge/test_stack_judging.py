@@ -151,6 +151,7 @@ def test_judge_calls_siw_smb_direct_healthy(tmp_path: Path,
 
 
 @pytest.mark.tshark
+@pytest.mark.slow(8)
 def test_judge_does_not_fail_on_an_smb2_error(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     path = write_pcap(tmp_path / "smb2.pcap", siw_smb_direct_with_bad_smb2())

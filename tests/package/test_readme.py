@@ -47,6 +47,7 @@ def _sh_blocks() -> list[str]:
     return re.findall(r"```sh\n(.*?)```", README, re.S)
 
 
+@pytest.mark.slow(70)
 def test_readme_commands_work_pasted_in_order_into_a_fresh_shell(tmp_path: Path) -> None:
     """The set-up command, then the first-steps block, exactly as written, in a bare shell
     (PATH without the virtual environment) in a copy of the project."""

@@ -16,6 +16,8 @@ import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from mpa_emu.capture.pcap import PcapngWriter, read_capture
 from mpa_emu.replay import ReplayOptions, replay_capture
 from mpa_emu.wire import codec
@@ -74,6 +76,7 @@ def _peak(path: Path) -> tuple[int, str]:
     return peak, report.verdict()
 
 
+@pytest.mark.slow(5)
 def test_replay_memory_stays_flat_as_the_capture_grows(tmp_path: Path) -> None:
     small, large = tmp_path / "small.pcapng", tmp_path / "large.pcapng"
     n_small = _copies(small, 100)
