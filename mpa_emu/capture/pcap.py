@@ -56,10 +56,12 @@ _PCAP_MAGICS: Final = {
     b"\xa1\xb2\x3c\x4d": (">", 1),
 }
 _PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
-_CHUNK: Final = 1 << 18
+_CHUNK = 1 << 18
 """Bytes asked of the file at a time: a quarter MB reads as fast as larger requests and
 keeps the reader's buffer (twice this while it refills) small beside what a reading
-command holds for the connections it follows."""
+command holds for the connections it follows. Not Final: the memory tests read with a
+smaller buffer (a Final name is a constant of the compiled build; this one is read once
+per refill)."""
 
 
 class CaptureError(MpaEmuError, ValueError):
