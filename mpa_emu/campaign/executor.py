@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import itertools
 import multiprocessing
 import signal
@@ -115,7 +116,13 @@ def _start(fn: Callable[[Any], Any]) -> _Slot:
     ctx = _context()
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_worker, args=(child, fn), daemon=True)  # type: ignore[attr-defined]
-    proc.start()
+    # A forked worker's collector would walk (and so copy, page by page) every object it
+    # inherited; frozen, they stay shared. This process unfreezes at once.
+    gc.freeze()
+    try:
+        proc.start()
+    finally:
+        gc.unfreeze()
     child.close()
     return _Slot(proc, parent)
 
