@@ -171,10 +171,6 @@ class _Cases(Generic[P, R]):
             self.next_out += 1
             yield self.done.pop(index)
 
-    @property
-    def finished(self) -> bool:
-        return self.exhausted and not self.payloads and not self.retry
-
 
 def _run_on_processes(fn: Callable[[P], R], payloads: Iterable[P], jobs: int,
                       progress: Progress | None, window: int) -> Iterator[Outcome[R]]:
@@ -221,15 +217,13 @@ def _run_on_processes(fn: Callable[[P], R], payloads: Iterable[P], jobs: int,
                 break
         while True:
             yield from cases.ready()
+            for slot in slots:  # retries, and the room the yielded outcomes made
+                feed(slot)
             busy = [s for s in slots if s.cases]
             if not busy:
-                if cases.finished:
-                    break
-                for slot in slots:  # retries, or room in the window again
-                    feed(slot)
-                if not any(s.cases for s in slots):
-                    break  # pragma: no cover - the window always admits the next case
-                continue
+                # Nothing to send with nothing running: the window cannot be full of
+                # finished cases (ready() has just yielded them), so all are done.
+                break
             ready = wait([s.conn for s in busy] + [s.process.sentinel for s in busy])
             for slot in busy:
                 if slot.conn in ready and slot.conn.poll():
@@ -244,8 +238,6 @@ def _run_on_processes(fn: Callable[[P], R], payloads: Iterable[P], jobs: int,
                         continue
                 if slot.process.sentinel in ready or not slot.process.is_alive():
                     lost(slot)
-            for slot in slots:
-                feed(slot)
     finally:
         for slot in slots:
             with contextlib.suppress(OSError):

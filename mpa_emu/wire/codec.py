@@ -57,9 +57,9 @@ ETH_ZLEN: Final = 60  # minimum Ethernet frame without the FCS (IEEE 802.3 claus
 MAX_TCP_OPTIONS: Final = 40  # data offset is 4 bits: at most 60 header bytes
 
 _IPV4_DF: Final = 0x4000
-_IPV4_MF = 0x2000
-_IPV4_RESERVED = 0x8000
-_IPV4_FRAG_OFFSET = 0x1FFF
+_IPV4_MF: Final = 0x2000
+_IPV4_RESERVED: Final = 0x8000
+_IPV4_FRAG_OFFSET: Final = 0x1FFF
 _TCI_DEI = 0x1000
 _TCP_FLAGS_MASK: Final = 0x0FFF
 
@@ -316,10 +316,7 @@ _UNPACK_V4: Final = struct.Struct("!6s6sHBBHHHBBHIIHHIIHHHH").unpack_from
 _V4Fields = tuple[bytes, bytes, int, int, int, int, int, int, int, int, int, int, int, int,
                   int, int, int, int, int, int, int]
 _FROM_BYTES: Final = int.from_bytes
-_ETHERTYPE_IPV4: Final = 0x0800
-_PROTO_TCP: Final = 6
-_DF: Final = 0x4000
-_NOT_WHOLE: Final = 0xBFFF
+_NOT_WHOLE: Final = _IPV4_RESERVED | _IPV4_MF | _IPV4_FRAG_OFFSET
 """The IPv4 reserved flag, MF and the fragment offset: a frame with any of them set is
 not a whole datagram :class:`Segment` can hold."""
 
@@ -347,15 +344,15 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
         hdr_end = 34 + (offset_flags >> 12) * 4
         # RFC 1071: a header's words, its checksum included, sum to -0 (0 modulo 0xFFFF);
         # since 2**16 is 1 modulo 0xFFFF, a 32-bit field counts as its value.
-        if (ethertype == _ETHERTYPE_IPV4 and ver_ihl == 0x45 and proto == _PROTO_TCP
+        if (ethertype == ETH_P_IP and ver_ihl == 0x45 and proto == IPPROTO_TCP
                 and not frag & _NOT_WHOLE and 54 <= hdr_end <= end <= n
-                and not (0x4500 + tos + total + ip_id + frag + (ttl << 8) + _PROTO_TCP
+                and not (0x4500 + tos + total + ip_id + frag + (ttl << 8) + IPPROTO_TCP
                          + csum + src + dst) % 0xFFFF):
             options = data[54:hdr_end]
             payload = data[hdr_end:end]
             # RFC 9293 section 3.1: the pseudo-header, the fixed header, the options and
             # the payload (an odd length padded with a zero byte).
-            tcp_sum = (src + dst + _PROTO_TCP + total - 20 + sport + dport + seq + ack
+            tcp_sum = (src + dst + IPPROTO_TCP + total - 20 + sport + dport + seq + ack
                        + offset_flags + window + tcp_csum + urg_ptr)
             if options:
                 tcp_sum += _FROM_BYTES(options, "big") % 0xFFFF
@@ -367,7 +364,7 @@ def decode(frame: bytes | bytearray | memoryview) -> Segment:
             if not tcp_sum % 0xFFFF:
                 return Segment(src_mac, dst_mac, data[26:30], data[30:34], sport, dport, seq,
                                ack, offset_flags & 0x0FFF, window, options, payload, None, 0,
-                               ttl, tos, ip_id, bool(frag & _DF), urg_ptr, 0)
+                               ttl, tos, ip_id, bool(frag & _IPV4_DF), urg_ptr, 0)
     frame = data
     if n < 14:
         raise DecodeError(DecodeFailure.TRUNCATED, f"frame of {n} bytes has no Ethernet header")
