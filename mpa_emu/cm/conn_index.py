@@ -77,12 +77,13 @@ class ConnIndex(Generic[T]):
         return self._count + len(self._old)
 
     def __iter__(self) -> Iterator[int]:
-        yield from list(self._old)
+        # The ids at the time of the call, as a list rather than a generator: the callers
+        # sort or copy them anyway, and a generator costs more than the list to drive.
+        ids = list(self._old)
         base = self._base
         slots = self._slots
-        for i in range(self._head, len(slots)):
-            if slots[i] is not None:
-                yield base + i
+        ids += [base + i for i in range(self._head, len(slots)) if slots[i] is not None]
+        return iter(ids)
 
     def values(self) -> list[T]:
         """The nodes in id order."""

@@ -2,16 +2,18 @@
 
 :class:`Row` is one line of :mod:`mpa_emu.cm.transitions`; an :data:`Action` is the
 plain function a row runs, ``action(cm, node, row, rx) -> Outcome``; :class:`CoreOps` is
-all an action may touch of the core. The core (:class:`mpa_emu.cm.core.CmCore`)
-satisfies :class:`CoreOps`; the actions never import it, so the layers stay acyclic:
+all an action may touch of the core, and the base class the core
+(:class:`mpa_emu.cm.core.CmCore`) is built on; the actions never import the core, so
+the layers stay acyclic:
 ``contract`` <- ``send``, ``upcalls`` <- ``actions`` <- ``transitions`` <- ``core``.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from mpa_emu.cm.api import NodeWatch
 from mpa_emu.cm.config import CmConfig
@@ -22,9 +24,9 @@ from mpa_emu.cm.node import CmNode
 from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.states import CmEventType, CmState, Input
 from mpa_emu.cm.timers import CoreTimer, Deferred
-from mpa_emu.cm.trace import Trace
-from mpa_emu.offload.nic import Nic
-from mpa_emu.wire.flow import FlowKey
+from mpa_emu.cm.timing import ns_to_jiffies
+from mpa_emu.cm.trace import Trace, make_record
+from mpa_emu.offload.nic import Nic, StoredKey
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -99,8 +101,14 @@ class Row:
         object.__setattr__(self, "allowed", self.may_reach | {self.next_state})
 
 
-class CoreOps(Protocol):
-    """What an action (and the send and upcall helpers) may use of the core.
+class CoreOps:
+    """What an action (and the send, upcall and reference helpers) may use of the core:
+    the core's state and the mechanics a row runs on, as the base class
+    :class:`~mpa_emu.cm.core.CmCore` builds on. A class rather than a protocol, so that
+    the compiled build calls these methods and reads these attributes directly (a call
+    through a protocol is a generic Python method call). The methods that need the
+    table, the reference counting or the disconnect path (which sit above the actions)
+    are declared here and given by the core.
 
     Everything here is internal to :mod:`mpa_emu.cm`; applications use the verbs of
     :class:`~mpa_emu.cm.core.CmCore`.
@@ -114,56 +122,103 @@ class CoreOps(Protocol):
     """Who follows the nodes (replay), told of each creation, state change and free."""
     stats: dict[str, int]
     leaks: dict[int, str]
+    """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""
     qp_close_entries: set[int]
     """Connections whose close entry the QP scheduled (irdma_qp_disconnect's path)."""
-    """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""
     prefer: Rdma0Op
     nodes: NodeTable
     timer: CoreTimer
     deferred: Deferred
     nic: Nic
+    _now_ns: int
+    _hz: int
+    _rows_running: int
+    """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
+    _addresses: dict[bytes, int]
+    _outbox: list[Transmit]
+    _upcalls: deque[Upcall]
+    _work: deque[tuple[CmNode, CmEventType | None]]
+    _loop: deque[Segment]
 
     @property
     def now_ns(self) -> int:
         """The virtual time of the input being processed."""
+        return self._now_ns
 
     @property
     def _jiffies(self) -> int:
-        """:attr:`now_ns` in jiffies."""
+        """:attr:`now_ns` in jiffies of ``CmConfig.hz``."""
+        return ns_to_jiffies(self._now_ns, self._hz)
 
     def _tr(self, kind: str, fn: str, **fields: Any) -> None:
-        """Emit one trace record."""
+        """Emit one trace record at the current time."""
+        if self.trace is not None:
+            self.trace.emit(make_record(self._now_ns, self.name, kind, fn, fields))
 
     def _drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
-        """Record that ``seg`` was dropped by ``fn`` and why."""
+        """Record that ``fn`` dropped ``seg`` and why."""
+        if self.trace is not None:
+            self._tr("segment_dropped", fn, reason=reason,
+                     conn=None if node is None else node.conn,
+                     state=None if node is None else node.state.name,
+                     flags=seg.flag_text, seq=seg.seq, ack=seg.ack, len=len(seg.payload))
 
     def _set_state(self, node: CmNode, new: CmState, fn: str) -> None:
-        """Move ``node`` to ``new``; only allowed while a row runs."""
+        """Move ``node`` to ``new`` on behalf of ``fn``. Only a running row may: every
+        transition goes through the table (:mod:`mpa_emu.cm.transitions`)."""
+        if node.state != new:
+            if not self._rows_running:
+                raise RuntimeError(f"{fn}: {node.state.name} -> {new.name} outside the "
+                                   "transition table")
+            if self.trace is not None:
+                self._tr("state_changed", fn, conn=node.conn, old=node.state.name,
+                         new=new.name)
+            if self._watch is not None:
+                self._watch.state_changed(node.conn, new)
+            node.state = new
 
     def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` (nested: ACK with data -> MPA)."""
+        raise NotImplementedError
 
     def _transmit(self, tx: Transmit) -> None:
-        """Queue a frame (and deliver it at once when it loops back)."""
+        """Queue ``tx`` for ``frames_to_send``; a loopback frame is also delivered to
+        this core right after the current input."""
+        self._outbox.append(tx)
+        if self.trace is not None:
+            seg = tx.segment
+            self._tr("segment_sent", tx.comment.split(":", 1)[0], conn=tx.conn,
+                     comment=tx.comment, flags=seg.flag_text, seq=seg.seq, ack=seg.ack,
+                     len=len(seg.payload), loopback=tx.loopback)
+        if tx.loopback:
+            self._loop.append(tx.segment)
 
     def _rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``: drop a reference, destroy at zero."""
+        raise NotImplementedError
 
     def _post(self, node: CmNode, etype: CmEventType | None) -> None:
-        """Queue work for after the input: a CM event (``irdma_cm_post_event``), or the
-        zero-latency qhash completion when ``etype`` is None."""
+        """Queue a CM event for ``irdma_cm_event_handler``, or (``etype`` None) the
+        qhash completion, to run after the current input in order."""
+        self._work.append((node, etype))
 
     def _push_upcall(self, up: Upcall) -> None:
-        """Deliver an upcall to the application's queue."""
+        """Queue an upcall for the application (``next_event``)."""
+        self._upcalls.append(up)
 
-    def _drain_qp(self, key: FlowKey) -> None:
+    def _drain_qp(self, key: StoredKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
+        raise NotImplementedError
 
     def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: parked disconnect workers go on."""
+        raise NotImplementedError
 
     def _record_leak(self, node: CmNode, reason: str) -> None:
-        """Name why the kernel keeps ``node``; the first cause stays."""
+        """Name why the kernel keeps ``node``; the first cause stays (a later symptom
+        of the same leak does not replace it)."""
+        self.leaks.setdefault(node.conn, reason)
 
     def _has_address(self, ip: bytes) -> bool:
         """Whether ``ip`` is one of the host's addresses."""
+        return ip in self._addresses

@@ -34,7 +34,7 @@ import errno
 import random
 from collections import deque
 from errno import EINVAL
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from mpa_emu.cm import disconnect, log_lines, refs, send, states, teardown, upcalls
 from mpa_emu.cm.actions import KernelHang
@@ -51,15 +51,15 @@ from mpa_emu.cm.netdevs import NetdevList
 from mpa_emu.cm.node import ChildListener, CmNode, Listener
 from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
 from mpa_emu.cm.pdata import as_u8, check_conn_pdata
-from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmEventType, CmState, Input
+from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmState, Input
 from mpa_emu.cm.table_views import TableViews
 from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
 from mpa_emu.cm.teardown import ListenerLike
 from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
-from mpa_emu.cm.timing import jiffies_to_ns, ns_to_jiffies
+from mpa_emu.cm.timing import jiffies_to_ns
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.offload.nic import HwQp, Nic, QpFactory
+from mpa_emu.offload.nic import HwQp, Nic, QpFactory, StoredKey
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
@@ -71,7 +71,7 @@ EADDRNOTAVAIL: Final = errno.EADDRNOTAVAIL
 DEFAULT_CONFIG: Final = CmConfig()
 
 
-class CmCore(DeviceVerbs, TableViews):
+class CmCore(TableViews, DeviceVerbs):
     """One emulated host's irdma connection manager (see the module docstring).
 
     ``name`` names the host in traces, ``mac`` is its port's address, ``seed`` seeds the
@@ -102,8 +102,8 @@ class CmCore(DeviceVerbs, TableViews):
         self.timer = CoreTimer(config.hz)
         self.deferred = Deferred()
         self.nic = Nic(qp_factory, self.nodes.by_key)
-        self.leaks: dict[int, str] = {}
-        self.stats: dict[str, int] = dict.fromkeys((
+        self.leaks = {}
+        self.stats = dict.fromkeys((
             "backlog_drops", "connect_errs", "passive_errs", "pkt_retrans", "rejects", "accepts",
             "nodes_created", "nodes_destroyed", "listen_created", "listen_destroyed"), 0)
         self._link_up = True
@@ -117,18 +117,17 @@ class CmCore(DeviceVerbs, TableViews):
         self._rng = random.Random(seed)
         self._isn = isn
         self._hz = config.hz
-        self._addresses: dict[bytes, int] = {}
+        self._addresses = {}
         self._neigh: dict[bytes, bytes | None] = {}
-        self._outbox: list[Transmit] = []
-        self._upcalls: deque[Upcall] = deque()
-        self._work: deque[tuple[CmNode, CmEventType | None]] = deque()
-        self._loop: deque[Segment] = deque()
-        self.qp_close_entries: set[int] = set()
+        self._outbox = []
+        self._upcalls = deque()
+        self._work = deque()
+        self._loop = deque()
+        self.qp_close_entries = set()
         self._now_ns = 0
         self._rows_running = 0
         self._tick_jiffy = -1
         self._tick_at_ns = 0
-        """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
 
     # ---- local stack -------------------------------------------------------------
 
@@ -530,43 +529,6 @@ class CmCore(DeviceVerbs, TableViews):
 
     # ---- for the actions (CoreOps) -------------------------------------------------
 
-    @property
-    def now_ns(self) -> int:
-        """The virtual time of the input being processed."""
-        return self._now_ns
-
-    @property
-    def _jiffies(self) -> int:
-        """:attr:`now_ns` in jiffies of ``CmConfig.hz``."""
-        return ns_to_jiffies(self._now_ns, self._hz)
-
-    def _tr(self, kind: str, fn: str, **fields: Any) -> None:
-        """Emit one trace record at the current time."""
-        if self.trace is not None:
-            self.trace.emit(make_record(self._now_ns, self.name, kind, fn, fields))
-
-    def _drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
-        """Record that ``fn`` dropped ``seg`` and why."""
-        if self.trace is not None:
-            self._tr("segment_dropped", fn, reason=reason,
-                    conn=None if node is None else node.conn,
-                    state=None if node is None else node.state.name,
-                    flags=seg.flag_text, seq=seg.seq, ack=seg.ack, len=len(seg.payload))
-
-    def _set_state(self, node: CmNode, new: CmState, fn: str) -> None:
-        """Move ``node`` to ``new`` on behalf of ``fn``. Only a running row may: every
-        transition goes through the table (:mod:`mpa_emu.cm.transitions`)."""
-        if node.state != new:
-            if not self._rows_running:
-                raise RuntimeError(f"{fn}: {node.state.name} -> {new.name} outside the "
-                                   "transition table")
-            if self.trace is not None:
-                self._tr("state_changed", fn, conn=node.conn, old=node.state.name,
-                        new=new.name)
-            if self._watch is not None:
-                self._watch.state_changed(node.conn, new)
-            node.state = new
-
     def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` and check where it left the node."""
         r = TABLE[(node.state, inp)]
@@ -583,39 +545,18 @@ class CmCore(DeviceVerbs, TableViews):
             f"table allows {sorted(s.name for s in r.allowed)}")
         return result
 
-    def _transmit(self, tx: Transmit) -> None:
-        """Queue ``tx`` for :meth:`frames_to_send`; a loopback frame is also delivered
-        to this core right after the current input."""
-        self._outbox.append(tx)
-        if self.trace is not None:
-            seg = tx.segment
-            self._tr("segment_sent", tx.comment.split(":", 1)[0], conn=tx.conn,
-                    comment=tx.comment, flags=seg.flag_text, seq=seg.seq, ack=seg.ack,
-                    len=len(seg.payload), loopback=tx.loopback)
-        if tx.loopback:
-            self._loop.append(tx.segment)
-
     def _rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``: drop one reference, destroy at zero."""
         refs.rem_ref(self, node)
 
-    def _post(self, node: CmNode, etype: CmEventType | None) -> None:
-        """Queue a CM event for ``irdma_cm_event_handler``, or (``etype`` None) the
-        qhash completion, to run after the current input in order."""
-        self._work.append((node, etype))
-
-    def _push_upcall(self, up: Upcall) -> None:
-        """Queue an upcall for :meth:`next_event`."""
-        self._upcalls.append(up)
-
-    def _drain_qp(self, key: FlowKey) -> None:
+    def _drain_qp(self, key: StoredKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
         node = self.nodes.by_key.get(key)
         qp: HwQp | None = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             self._drain_flow(key, qp, node)
 
-    def _drain_flow(self, key: FlowKey, qp: HwQp, node: CmNode | None) -> None:
+    def _drain_flow(self, key: StoredKey, qp: HwQp, node: CmNode | None) -> None:
         # a QP whose node is gone still names its connection in its init record
         conn = node.conn if node is not None else qp.init.conn
         frames = qp.frames_to_send()
@@ -630,15 +571,6 @@ class CmCore(DeviceVerbs, TableViews):
             disconnect.on_ae(self, conn, ae, self._now_ns)
             ae = qp.next_ae()
         self.nic.track(key, qp, node_alive=key in self.nodes.by_key)
-
-    def _record_leak(self, node: CmNode, reason: str) -> None:
-        """Name why the kernel keeps ``node``; the first cause stays (a later symptom
-        of the same leak does not replace it)."""
-        self.leaks.setdefault(node.conn, reason)
-
-    def _has_address(self, ip: bytes) -> bool:
-        """Whether ``ip`` is one of the host's addresses."""
-        return ip in self._addresses
 
     def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: disconnect workers waiting in
@@ -783,8 +715,13 @@ class CmCore(DeviceVerbs, TableViews):
             self._drop(seg, "irdma_receive_ilq", "not an IPv4 or IPv6 TCP segment")
             return
         vlan_id = NO_VLAN if seg.vlan is None else seg.vlan & 0xFFF
-        key = (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id)
+        # Boxed once for every table the segment is looked up in (a plain fixed-size
+        # tuple is boxed anew at each use in the compiled build; see StoredKey), and
+        # then the node's own key, which those tables hold as the very same object.
+        key = cast(StoredKey, (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id))
         node = self.nodes.by_key.get(key)
+        if node is not None:
+            key = node.key
         qp: HwQp | None = self.nic.flow_qp(key, None if node is None else node.qp)
         if qp is not None:
             # the NIC owns this flow: its TCP engine answers, the CM never sees it

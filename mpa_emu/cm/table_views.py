@@ -7,16 +7,14 @@ the node table (:class:`~mpa_emu.cm.nodes.NodeTable`) and never calls the core.
 
 from __future__ import annotations
 
+from mpa_emu.cm.contract import CoreOps
 from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.nodes import NodeTable
 from mpa_emu.cm.view import ListenerView, NodeView
 from mpa_emu.offload.nic import HwQp
 
 
-class TableViews:
+class TableViews(CoreOps):
     """The table's read-only views (``nodes`` is the core's node table)."""
-
-    nodes: NodeTable
 
     def node(self, conn: int) -> NodeView | None:
         """A read-only snapshot of connection ``conn``, None once freed."""

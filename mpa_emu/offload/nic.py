@@ -154,8 +154,8 @@ class Nic:
         self._own: dict[FlowKey, HwQp | None] = {}
         """The flows the node table cannot answer for: a QP whose node is gone or not
         filed under the key, or None where the filed node's QP is no longer steered."""
-        self._heap: list[tuple[int, int, FlowKey]] = []
-        self._due: dict[FlowKey, int] = {}
+        self._heap: list[tuple[int, int, StoredKey]] = []
+        self._due: dict[StoredKey, int] = {}
         """The deadline last queued per QP, so an unchanged one is not queued again; a heap
         item is current while it is its QP's entry here."""
         self._seq = 0
@@ -172,12 +172,12 @@ class Nic:
             self._own[key] = qp
         return qp
 
-    def qp(self, key: FlowKey) -> HwQp | None:
+    def qp(self, key: StoredKey) -> HwQp | None:
         """The QP owning ``key``, None when the CM owns the flow."""
         node = self._nodes.get(key)
         return self.flow_qp(key, None if node is None else node.qp)
 
-    def flow_qp(self, key: FlowKey, node_qp: HwQp | None) -> HwQp | None:
+    def flow_qp(self, key: StoredKey, node_qp: HwQp | None) -> HwQp | None:
         """:meth:`qp` for a caller that already looked ``key`` up in the node table:
         ``node_qp`` is the QP of the node filed under it (None without one)."""
         own = self._own
@@ -185,7 +185,7 @@ class Nic:
             return own[key]
         return node_qp
 
-    def unfiling(self, node: QpOwner, key: FlowKey) -> None:
+    def unfiling(self, node: QpOwner, key: StoredKey) -> None:
         """``node`` is about to leave the node table (destroyed, or given a new VLAN):
         when it is the node filed under ``key`` and holds a QP, the NIC's answer for
         ``key`` moves into its own table."""
@@ -198,7 +198,7 @@ class Nic:
         elif own[key] is None:
             del own[key]  # no node left to mask: the table now answers None itself
 
-    def rekeying(self, node: QpOwner, key: FlowKey, new_key: FlowKey) -> None:
+    def rekeying(self, node: QpOwner, key: StoredKey, new_key: FlowKey) -> None:
         """``node`` is about to move from ``key`` to ``new_key`` (a new VLAN). The QP's
         flow keeps the key it was created with: ``key`` stays steered to it, and
         ``new_key``, where the table files the node unless another node holds it
@@ -207,7 +207,7 @@ class Nic:
         if node.qp is not None and new_key not in self._nodes:
             self._own.setdefault(new_key, None)
 
-    def track(self, key: FlowKey, qp: HwQp, *, node_alive: bool) -> None:
+    def track(self, key: StoredKey, qp: HwQp, *, node_alive: bool) -> None:
         """Note the QP's next deadline after it ran; a QP whose node is gone and whose
         TCP has nothing left to do and can no longer answer is released."""
         t = qp.get_timer()
@@ -223,13 +223,13 @@ class Nic:
             if not node_alive and not qp.tcp_alive:
                 self.release(key)
 
-    def node_freed(self, key: FlowKey, qp: HwQp) -> None:
+    def node_freed(self, key: StoredKey, qp: HwQp) -> None:
         """The CM node of ``key`` was destroyed: its QP stays while its TCP runs or can
         still answer."""
         if qp.get_timer() is None and not qp.tcp_alive:
             self.release(key)
 
-    def release(self, key: FlowKey) -> None:
+    def release(self, key: StoredKey) -> None:
         """Stop steering ``key`` to a QP (its node is gone and its TCP is done, or a new
         connection reuses the tuple)."""
         node = self._nodes.get(key)
@@ -255,13 +255,13 @@ class Nic:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def pop_due(self) -> FlowKey:
+    def pop_due(self) -> StoredKey:
         """Take the QP whose deadline :meth:`deadline` returned."""
         _, _, key = heapq.heappop(self._heap)
         self._due.pop(key, None)
         return key
 
-    def _live(self, item: tuple[int, int, FlowKey]) -> bool:
+    def _live(self, item: tuple[int, int, StoredKey]) -> bool:
         # The deadline the flow's QP last had (:meth:`track` notes it after every run of
         # the QP; a QP that no longer steers the flow has none): an item is current while
         # it is that deadline.

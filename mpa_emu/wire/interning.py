@@ -97,7 +97,7 @@ class SharedRecords(Generic[R]):
         _RECORDS.append(self)
         self._cls = cls
         self._index = {name: i for i, name in enumerate(fields)}
-        self._steps: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[R, R]] = {}
+        self._steps: dict[tuple[int, tuple[str, ...], tuple[object, ...]], tuple[R, R]] = {}
         self._field_steps: dict[tuple[int, str, object], tuple[R, R]] = {}
         """The steps of :meth:`changed_field`, keyed without a tuple of the changes."""
         self._steps_max = steps_max
@@ -108,7 +108,9 @@ class SharedRecords(Generic[R]):
 
     def changed(self, old: R, changes: dict[str, object]) -> R:
         """The shared record equal to ``old`` with ``changes`` (field name to value)."""
-        key = (id(old), tuple(changes.items()))
+        # The names and the values as two flat tuples: cheaper to build, hash and compare
+        # than one tuple of (name, value) pairs.
+        key = (id(old), tuple(changes), tuple(changes.values()))
         step = self._steps.get(key)
         if step is not None and step[0] is old:
             return step[1]

@@ -67,7 +67,7 @@ def offload(nic: Nic, table: dict[FlowKey, Node], key: StoredKey) -> tuple[Node,
     return node, node.qp
 
 
-def destroy(nic: Nic, table: dict[FlowKey, Node], key: FlowKey) -> None:
+def destroy(nic: Nic, table: dict[FlowKey, Node], key: StoredKey) -> None:
     """refs.destroy_connection's order: the NIC hears first, the table unfiles the node,
     the node drops its QP, then node_freed."""
     node = table[key]
