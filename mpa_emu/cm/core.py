@@ -23,9 +23,12 @@ inside the core: their frames appear in :meth:`CmCore.frames_to_send` with
 ``loopback=True`` for capture, are already delivered to the local peer node, and must not
 be put on the wire.
 
-The disconnect path after offload (:mod:`mpa_emu.cm.disconnect`), the teardown by address
-(:mod:`mpa_emu.cm.teardown`) and the actions reach the core through the underscore names
-of their protocols (``DisconnectHost``, ``TeardownHost``, ``contract.CoreOps``).
+The actions reach the core through :class:`~mpa_emu.cm.contract.CoreOps`, the base class
+the core is built on (its state and the mechanics a row runs on; the core gives the
+methods that need the table, the reference counting and the disconnect path). The
+disconnect path after offload (:mod:`mpa_emu.cm.disconnect`) and the teardown by address
+(:mod:`mpa_emu.cm.teardown`) reach it through the underscore names of their protocols
+(``DisconnectHost``, ``TeardownHost``).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ and are skipped: the entry's ``live`` flag and its ``due`` decide.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heapify, heappop, heappush
 from typing import Final, Protocol
 
 from mpa_emu.cm.config import CmConfig
@@ -56,7 +56,7 @@ class CoreTimer:
         if len(heap) >= self._compact_at:
             self._compact()
         self._seq += 1
-        heapq.heappush(heap, (entry.due, self._seq, entry))
+        heappush(heap, (entry.due, self._seq, entry))
 
     def _compact(self) -> None:
         # An entry cleaned up (live False, never live again) would wait in the heap until
@@ -66,7 +66,7 @@ class CoreTimer:
         # until the heap has doubled.
         heap = self._heap
         heap[:] = [item for item in heap if item[2].live]
-        heapq.heapify(heap)
+        heapify(heap)
         self._compact_at = max(COMPACT_MIN, 2 * len(heap))
 
     def arm(self, due: int, now_j: int) -> None:
@@ -103,7 +103,7 @@ class CoreTimer:
         heap = self._heap
         out: list[Entry] = []
         while heap and heap[0][0] <= j:
-            _, _, entry = heapq.heappop(heap)
+            _, _, entry = heappop(heap)
             if entry.live and entry.due <= j:
                 out.append(entry)
         return out
@@ -116,9 +116,9 @@ class CoreTimer:
         while heap:
             due, _, entry = heap[0]
             if not entry.live or entry.due != due:
-                heapq.heappop(heap)
+                heappop(heap)
             elif isinstance(entry, SendEntry) and entry.node.state == CM_OFFLOADED:
-                heapq.heappop(heap)
+                heappop(heap)
                 drop_offloaded(entry.node)
             else:
                 break
@@ -140,18 +140,18 @@ class Deferred:
     def add(self, at_ns: int, kind: str, node: CmNode) -> None:
         """Wake ``node`` for ``kind`` at ``at_ns``."""
         self._seq += 1
-        heapq.heappush(self._heap, (at_ns, self._seq, kind, node))
+        heappush(self._heap, (at_ns, self._seq, kind, node))
 
     def deadline(self) -> int | None:
         """The earliest wake-up that still has something to do, None when none."""
         heap = self._heap
         while heap and _stale(heap[0]):
-            heapq.heappop(heap)
+            heappop(heap)
         return heap[0][0] if heap else None
 
     def pop(self) -> tuple[str, CmNode]:
         """Take the wake-up :meth:`deadline` returned."""
-        _, _, kind, node = heapq.heappop(self._heap)
+        _, _, kind, node = heappop(self._heap)
         return kind, node
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import heapq
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from heapq import heappop, heappush
 from typing import IO, Any, Final, Protocol
 
 from mpa_emu.capture.pcap import PcapngWriter
@@ -358,7 +358,7 @@ class Network:
 
     def _push(self, time_ns: int, kind: int, a: Any, b: Any) -> None:
         self._seq += 1
-        heapq.heappush(self._queue, (time_ns, self._seq, kind, a, b))
+        heappush(self._queue, (time_ns, self._seq, kind, a, b))
 
     # ---- the loop ----------------------------------------------------------------
 
@@ -429,7 +429,7 @@ class Network:
                     timer_host.timer_stale = True
                     timer_host.core.handle_timer(self.now_ns)
                 else:
-                    _, _, kind, a, b = heapq.heappop(queue)
+                    _, _, kind, a, b = heappop(queue)
                     if kind == _DELIVER:
                         a.timer_stale = True
                         self._deliver(a, b)
@@ -542,7 +542,7 @@ class Network:
                         self.journal.append(JournalEntry("frame", host.name, now, captured))
                     captured.in_flight = 1
                 self._seq += 1
-                heapq.heappush(self._queue, (now + wire.latency_ns, self._seq,
+                heappush(self._queue, (now + wire.latency_ns, self._seq,
                                              _DELIVER, owner, (seg, captured, False)))
                 return
         self._put_on_wire(host, None, codec.encode(seg), seg, tx.comment)
@@ -582,7 +582,7 @@ class Network:
                 frame.in_flight += len(receivers)
             for receiver in receivers:
                 self._seq += 1
-                heapq.heappush(self._queue, (when, self._seq, _DELIVER, receiver, item))
+                heappush(self._queue, (when, self._seq, _DELIVER, receiver, item))
             return
         index = frame.index if frame is not None else -1
         outcome = wire.carry(data, seg, sender.name)

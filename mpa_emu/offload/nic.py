@@ -20,8 +20,8 @@ the CM core: the core asks, the NIC answers.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Mapping
+from heapq import heappop, heappush
 from typing import NamedTuple, Protocol, TypeAlias
 
 from mpa_emu.offload.iwqp import IwQp
@@ -37,7 +37,9 @@ class StoredKey(NamedTuple):
     this NIC file it. Equal to (and hashed as) the plain tuple. Declared as a named tuple
     because the compiled build keeps a value declared as a plain fixed-size tuple
     unboxed and boxes a new copy wherever it is read: declared so, one tuple per
-    connection is shared by the node and both tables, as in the pure build."""
+    connection is shared by the node and both tables, as in the pure build. The NIC's
+    methods take their keys as this type for the same reason: a key passed down as a
+    plain tuple would be boxed anew for every table it is looked up in."""
 
     loc_addr: bytes
     loc_port: int
@@ -215,7 +217,7 @@ class Nic:
             if self._due.get(key) != t:
                 self._due[key] = t
                 self._seq += 1
-                heapq.heappush(self._heap, (t, self._seq, key))
+                heappush(self._heap, (t, self._seq, key))
         else:
             self._due.pop(key, None)
             # A QP whose TCP can still answer (FIN_WAIT_2, or ERROR with the connection
@@ -252,12 +254,12 @@ class Nic:
         """The earliest QP deadline still current, None when no QP waits."""
         heap = self._heap
         while heap and not self._live(heap[0]):
-            heapq.heappop(heap)
+            heappop(heap)
         return heap[0][0] if heap else None
 
     def pop_due(self) -> StoredKey:
         """Take the QP whose deadline :meth:`deadline` returned."""
-        _, _, key = heapq.heappop(self._heap)
+        _, _, key = heappop(self._heap)
         self._due.pop(key, None)
         return key
 
