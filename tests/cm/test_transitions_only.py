@@ -46,7 +46,7 @@ def _state_assignments(under: Path = PACKAGE) -> list[tuple[str, str]]:
 
 def test_a_node_state_is_assigned_only_by_set_state() -> None:
     # CmNode.__init__ sets UNKNOWN on self; everything else goes through the setter
-    assert _state_assignments() == [("cm/core.py", "_set_state")]
+    assert _state_assignments() == [("cm/contract.py", "_set_state")]
 
 
 def test_siw_cxgb4_and_tcp_states_change_in_one_setter_each() -> None:
