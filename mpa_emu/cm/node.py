@@ -175,6 +175,17 @@ class NodeSettings(NamedTuple):
 SETTINGS: Final[SharedRecords[NodeSettings]] = SharedRecords(NodeSettings, NodeSettings._fields)
 """The shared node settings records, and the steps between them."""
 
+# The fields CmNode's record_* methods write together (SETTINGS.changed_fields).
+_MADE: Final[tuple[str, ...]] = (
+    "tos", "user_pri", "rem_mac", "mpa_frame_rev", "ird_size", "ord_size", "rcv_wscale",
+    "rcv_wnd", "mss", "listener")
+_IRD_ORD: Final[tuple[str, ...]] = ("ird_size", "ord_size")
+_LSMM: Final[tuple[str, ...]] = ("lsmm_size", "pdata_size")
+_TCP_OPTIONS: Final[tuple[str, ...]] = ("mss", "snd_wscale", "snd_wnd", "max_snd_wnd")
+_MPA: Final[tuple[str, ...]] = ("mpa_frame_rev", "pdata_size")
+_MPA_NEGOTIATED: Final[tuple[str, ...]] = (
+    "mpa_frame_rev", "pdata_size", "ird_size", "ord_size", "mpav2_ird_ord", "rdma0_write")
+
 RDMA0_OPS: Final = (Rdma0Op.READ_ZERO, Rdma0Op.WRITE_ZERO)
 """The :class:`Rdma0Op` of each ``NodeSettings.rdma0_write`` code."""
 
@@ -256,31 +267,41 @@ class CmNode:
         else:
             self.settings = SETTINGS.changed(self.settings, changes)
 
+    def record_made(self, *, tos: int, user_pri: int, rem_mac: bytes, mpa_frame_rev: int,
+                    ird_size: int, ord_size: int, rcv_wscale: int, rcv_wnd: int, mss: int,
+                    listener: Listener | None) -> None:
+        """The settings ``irdma_make_cm_node`` gives a new node."""
+        self._update(_MADE, (tos, user_pri, rem_mac, mpa_frame_rev, ird_size, ord_size,
+                             rcv_wscale, rcv_wnd, mss, listener))
+
     def record_ird_ord(self, ird_size: int, ord_size: int) -> None:
         """IRD and ORD at once (``irdma_record_ird_ord``)."""
-        self.update_settings(ird_size=ird_size, ord_size=ord_size)
+        self._update(_IRD_ORD, (ird_size, ord_size))
 
     def record_lsmm(self, lsmm_size: int, pdata_size: int) -> None:
         """The MPA reply ``irdma_accept`` hands the QP as its LSMM, and its private
         data length."""
-        self.update_settings(lsmm_size=lsmm_size, pdata_size=pdata_size)
+        self._update(_LSMM, (lsmm_size, pdata_size))
 
     def record_tcp_options(self, mss: int, snd_wscale: int, snd_wnd: int) -> None:
         """What ``irdma_handle_tcp_options`` stores: the MSS and window scale the
         options gave, the peer's scaled window and the largest one seen."""
-        self.update_settings(mss=mss, snd_wscale=snd_wscale, snd_wnd=snd_wnd,
-                             max_snd_wnd=max(self.settings.max_snd_wnd, snd_wnd))
+        self._update(_TCP_OPTIONS,
+                     (mss, snd_wscale, snd_wnd, max(self.settings.max_snd_wnd, snd_wnd)))
 
     def record_mpa(self, rev: int, pdata_size: int, neg: Negotiated | None) -> None:
         """What ``irdma_parse_mpa`` stores: the revision, the private data length and
         the IRD/ORD and RTR ``irdma_negotiate_mpa_v2_ird_ord`` settled on, if any."""
         if neg is None:
-            self.update_settings(mpa_frame_rev=rev, pdata_size=pdata_size)
+            self._update(_MPA, (rev, pdata_size))
         else:
-            self.update_settings(mpa_frame_rev=rev, pdata_size=pdata_size,
-                                 ird_size=neg.ird_size, ord_size=neg.ord_size,
-                                 mpav2_ird_ord=neg.mpav2_ird_ord,
-                                 rdma0_write=rdma0_code(neg.send_rdma0_op))
+            self._update(_MPA_NEGOTIATED,
+                         (rev, pdata_size, neg.ird_size, neg.ord_size, neg.mpav2_ird_ord,
+                          rdma0_code(neg.send_rdma0_op)))
+
+    def _update(self, names: tuple[str, ...], values: tuple[object, ...]) -> None:
+        # update_settings for the fixed sets of fields above, named by constant tuples
+        self.settings = SETTINGS.changed_fields(self.settings, names, values)
 
     @property
     def loc_addr(self) -> bytes:

@@ -59,7 +59,7 @@ def make_cm_node(conn: int, key: FlowKey, rem_mac: bytes, lpb: bool, tos: int,
     node = CmNode(conn, key)
     node.do_lpb = lpb
     node.loc_seq_num = isn
-    node.update_settings(
+    node.record_made(
         tos=tos, user_pri=rt_tos2priority(tos), rem_mac=rem_mac,
         mpa_frame_rev=cfg.mpa_rev, ird_size=cfg.max_ird, ord_size=cfg.max_ord,
         # tcp_cntxt.rcv_wnd is a u32; only the header field is cut to 16 bits (send.form)

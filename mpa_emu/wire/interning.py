@@ -108,17 +108,20 @@ class SharedRecords(Generic[R]):
 
     def changed(self, old: R, changes: dict[str, object]) -> R:
         """The shared record equal to ``old`` with ``changes`` (field name to value)."""
-        # The names and the values as two flat tuples: cheaper to build, hash and compare
-        # than one tuple of (name, value) pairs.
-        key = (id(old), tuple(changes), tuple(changes.values()))
+        return self.changed_fields(old, tuple(changes), tuple(changes.values()))
+
+    def changed_fields(self, old: R, names: tuple[str, ...], values: tuple[object, ...]) -> R:
+        """:meth:`changed` with the names and the new values side by side; the cheapest
+        form for a caller whose ``names`` is a constant (the one tuple each time)."""
+        key = (id(old), names, values)
         step = self._steps.get(key)
         if step is not None and step[0] is old:
             return step[1]
-        values: list[object] = list(old)
+        fields: list[object] = list(old)
         index = self._index
-        for name, value in changes.items():
-            values[index[name]] = value
-        new = shared(tuple.__new__(self._cls, values))
+        for i, name in enumerate(names):
+            fields[index[name]] = values[i]
+        new = shared(tuple.__new__(self._cls, fields))
         if new == old:
             new = old
         if len(self._steps) >= self._steps_max:
