@@ -4,8 +4,12 @@
 # pure-Python package (an editable install in .venv), then again on the compiled build
 # (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist), the
 # longest tests first (tests/conftest.py). The compiled build is made while the first run
-# goes, once per state of the sources, setup.py and mypy, and reused by later runs. Extra
-# arguments go to pytest. MPA_EMU_SKIP_COMPILED=1 leaves the second run out.
+# goes, once per state of the sources, setup.py and mypy, and reused by later runs. Two
+# kinds of test run once: those marked ``memory`` (how memory grows with the work) on the
+# compiled build, the one a user installs; those marked ``source`` (they read the source
+# tree or install it afresh, whatever build runs them) on the pure package. Extra
+# arguments go to pytest. MPA_EMU_SKIP_COMPILED=1 leaves the second run out, and the
+# first then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,12 +37,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The compiled build is a regular (not editable) install: the compiled modules live in the
+# The compiled build is made by the README's first command itself (`pip install .` in a
+# fresh environment, an isolated build where pip finds a compiler and compiles), so the
+# second run tests exactly what a user installs; the README test leaves that compile to
+# this build. A regular (not editable) install: the compiled modules live in the
 # environment, never beside the sources, so an edited .py is never shadowed by a stale
-# build of it. Built with the environment's own mypy, so that its version is part of the
-# key, and from a copy of the sources, so that nothing the first run does in the checkout
-# (a wheel built there) meets it. It runs beside ruff, mypy and the first run, which
-# leave a core idle often enough (tshark, subprocesses, live tests) to make room for it.
+# build of it. The test tools go in first, without the package. Built from a copy of the
+# sources, so that nothing the first run does in the checkout (a wheel built there) meets
+# it, beside ruff, mypy and the first run, which leave a core idle often enough (tshark,
+# subprocesses, live tests) to make room for it. The key holds mypy's version: the
+# isolated build takes the same mypy from the same index.
 sources="$( (find mpa_emu -type f ! -path '*/__pycache__/*' -print0 | sort -z \
              | xargs -0 sha256sum; sha256sum setup.py build_backend.py pyproject.toml) \
            | sha256sum | cut -d' ' -f1)"
@@ -48,8 +56,11 @@ build_compiled() {
     rm -f "$stamp"
     python3 -m venv .venv-compiled
     .venv-compiled/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-    MPA_EMU_COMPILE=0 .venv-compiled/bin/python -m pip install -q 'setuptools>=77' '.[test]'
     local python="$PWD/.venv-compiled/bin/python" copy
+    # The package's dependencies and its test extra, read from pyproject.toml.
+    "$python" -m pip install -q $("$python" -c 'import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print(" ".join(project["dependencies"] + project["optional-dependencies"]["test"]))')
     copy="$(mktemp -d)"
     # Removed however the build ends (tools/test.sh stops it with SIGTERM when it exits
     # early).
@@ -57,8 +68,8 @@ build_compiled() {
     trap 'exit 143' TERM
     cp -r mpa_emu setup.py build_backend.py pyproject.toml README.md "$copy"
     find "$copy/mpa_emu" -name __pycache__ -prune -exec rm -rf {} +
-    (cd "$copy" && MPA_EMU_COMPILE=1 "$python" -m pip install -q --no-build-isolation \
-        --no-deps --force-reinstall .)
+    # The README's first command (its install step): nothing forces either build.
+    (cd "$copy" && env -u MPA_EMU_COMPILE "$python" -m pip install -q .)
     key > "$stamp"
 }
 build_pid=
@@ -83,11 +94,12 @@ python3 -m venv .venv
 
 .venv/bin/ruff check mpa_emu tests tools setup.py build_backend.py
 .venv/bin/mypy
-.venv/bin/python -m pytest -n auto --maxschedchunk=1 "$@"
-
 if [ "${MPA_EMU_SKIP_COMPILED:-0}" = 1 ]; then
+    .venv/bin/python -m pytest -n auto --maxschedchunk=1 "$@"
     exit 0
 fi
+.venv/bin/python -m pytest -n auto --maxschedchunk=1 -m "not memory" "$@"
+
 if [ -n "$build_pid" ]; then
     if ! wait "$build_pid"; then
         cat "$build_log" >&2
@@ -99,4 +111,4 @@ if [ -n "$build_pid" ]; then
 fi
 # PYTHONSAFEPATH: the checkout (the current directory) must not shadow the installed build.
 PYTHONSAFEPATH=1 MPA_EMU_EXPECT_COMPILED=1 .venv-compiled/bin/python -m pytest -n auto \
-    --maxschedchunk=1 "$@"
+    --maxschedchunk=1 -m "not source" "$@"

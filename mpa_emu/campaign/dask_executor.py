@@ -17,6 +17,10 @@ from mpa_emu.campaign.cases import ATTEMPTS, ExecutorError, Outcome, Progress, r
 P = TypeVar("P")
 R = TypeVar("R")
 
+CONNECT_TIMEOUT_S = 10
+"""How long a scheduler that refuses or does not answer is retried before the campaign
+gives up with one line (distributed.Client's ``timeout``)."""
+
 
 def _client(address: str) -> Any:
     try:
@@ -26,7 +30,7 @@ def _client(address: str) -> Any:
         raise ExecutorError("--scheduler needs the dask extra: "
                             "pip install 'mpa_emu[dask]'") from None
     try:
-        return distributed.Client(address, timeout=10, set_as_default=False)
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ExecutorError(f"cannot reach the Dask scheduler at {address}: "
                             f"{exc}") from None

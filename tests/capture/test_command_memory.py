@@ -28,6 +28,8 @@ from mpa_emu.net import Accept, Network
 from mpa_emu.net.records import SpooledRecords
 from mpa_emu.wire.interning import forget
 
+pytestmark = pytest.mark.memory
+
 FLAT = 1.5
 
 SILENT_PEER = """\

@@ -55,6 +55,7 @@ def _peak(connections: int) -> tuple[int, int, int]:
         tracemalloc.stop()
 
 
+@pytest.mark.memory
 @pytest.mark.slow(6)
 def test_peak_memory_stays_flat_as_the_capture_grows() -> None:
     small_peak, small_conns, small_frames = _peak(100)

@@ -5,6 +5,7 @@ by another, at module level, inside functions and under ``if TYPE_CHECKING:`` al
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import mpa_emu
@@ -33,7 +34,13 @@ def _resolve(name: str, level: int, current: str, is_package: bool) -> str:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports (a package counts as its __init__)."""
+    """Module -> the package modules it imports (a package counts as its __init__); a
+    fresh copy of the graph read once per session."""
+    return {module: set(targets) for module, targets in _read_graph().items()}
+
+
+@functools.cache
+def _read_graph() -> dict[str, set[str]]:
     modules = _modules()
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for mod, path in modules.items():

@@ -46,6 +46,7 @@ print(json.dumps([peak(root / "a", small), peak(root / "b", small * 10)]))
 """
 
 
+@pytest.mark.memory
 @pytest.mark.slow(9)
 def test_ten_times_the_cells_costs_at_most_one_and_a_half_times_the_memory(
         tmp_path: Path) -> None:

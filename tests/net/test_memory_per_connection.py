@@ -49,6 +49,7 @@ def bytes_per_connection(count: int) -> tuple[float, float]:
     return (used - base) / count, (peak - base) / count
 
 
+@pytest.mark.memory
 @pytest.mark.slow(5)
 def test_bytes_per_connection_stay_flat_from_1000_to_4000_connections() -> None:
     small, small_peak = bytes_per_connection(1000)

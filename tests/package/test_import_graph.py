@@ -6,7 +6,10 @@ to be imported at run time."""
 
 from __future__ import annotations
 
+import pytest
 from helpers.import_graph import import_graph
+
+pytestmark = pytest.mark.source
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

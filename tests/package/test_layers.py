@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from helpers.import_graph import import_graph
+
+pytestmark = pytest.mark.source
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import mpa_emu
+
+pytestmark = pytest.mark.source
 
 LIMIT = 900
 

@@ -57,6 +57,7 @@ def test_wireshark_plugin_dir_needs_install(capsys: pytest.CaptureFixture[str]) 
         "mpa-emu wireshark-plugin: error: --dir needs --install")
 
 
+@pytest.mark.source
 @pytest.mark.slow(8)
 def test_a_built_wheel_carries_examples_and_plugin_without_warnings(tmp_path: Path) -> None:
     built = subprocess.run(

@@ -63,6 +63,7 @@ def test_a_class_with_a_written_init_is_plain_and_slotted(path: str, cls: Any) -
     assert "__slots__" in cls.__dict__ or path.rsplit(".", 1)[0] in compiled_modules()
 
 
+@pytest.mark.source
 def test_no_code_is_generated_from_strings() -> None:
     # The package's own code is what it runs: no exec or eval of generated source.
     for path in PACKAGE.rglob("*.py"):

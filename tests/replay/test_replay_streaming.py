@@ -76,6 +76,7 @@ def _peak(path: Path) -> tuple[int, str]:
     return peak, report.verdict()
 
 
+@pytest.mark.memory
 @pytest.mark.slow(5)
 def test_replay_memory_stays_flat_as_the_capture_grows(tmp_path: Path) -> None:
     small, large = tmp_path / "small.pcapng", tmp_path / "large.pcapng"
