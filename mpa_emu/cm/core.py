@@ -720,7 +720,10 @@ class CmCore(TableViews, DeviceVerbs):
         vlan_id = NO_VLAN if seg.vlan is None else seg.vlan & 0xFFF
         # Boxed once for every table the segment is looked up in (a plain fixed-size
         # tuple is boxed anew at each use in the compiled build; see StoredKey), and
-        # then the node's own key, which those tables hold as the very same object.
+        # then the node's own key, which those tables hold as the very same object. The
+        # cast only types the lookup key: it is a plain tuple, equal to and hashed as the
+        # StoredKey it finds, and nothing reads its field names (a real StoredKey made
+        # per segment costs the cycle 2.5% more instructions).
         key = cast(StoredKey, (seg.dst_ip, seg.dport, seg.src_ip, seg.sport, vlan_id))
         node = self.nodes.by_key.get(key)
         if node is not None:
