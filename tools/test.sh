@@ -2,7 +2,7 @@
 # The project's test command: installs what the tests need, then lints, type-checks and
 # runs the whole suite (tshark, tcpdump, browser and live tests included) on the
 # pure-Python package (an editable install in .venv), then again on the compiled build
-# (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist), the
+# (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist, a worker more than the cores), the
 # longest tests first (tests/conftest.py). The compiled build is made while the first run
 # goes, once per state of the sources, setup.py and mypy, and reused by later runs. Two
 # kinds of test run once: those marked ``memory`` (how memory grows with the work) on the
@@ -92,13 +92,17 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# One pytest worker more than the cores: the live tests, tshark and the commands run in
+# subprocesses wait often enough to leave a core idle behind each worker otherwise.
+workers=$(( $(nproc) + 1 ))
+
 .venv/bin/ruff check mpa_emu tests tools setup.py build_backend.py
 .venv/bin/mypy
 if [ "${MPA_EMU_SKIP_COMPILED:-0}" = 1 ]; then
-    .venv/bin/python -m pytest -n auto --maxschedchunk=1 "$@"
+    .venv/bin/python -m pytest -n "$workers" --maxschedchunk=1 "$@"
     exit 0
 fi
-.venv/bin/python -m pytest -n auto --maxschedchunk=1 -m "not memory" "$@"
+.venv/bin/python -m pytest -n "$workers" --maxschedchunk=1 -m "not memory" "$@"
 
 if [ -n "$build_pid" ]; then
     if ! wait "$build_pid"; then
@@ -110,5 +114,5 @@ if [ -n "$build_pid" ]; then
     rm -f "$build_log"
 fi
 # PYTHONSAFEPATH: the checkout (the current directory) must not shadow the installed build.
-PYTHONSAFEPATH=1 MPA_EMU_EXPECT_COMPILED=1 .venv-compiled/bin/python -m pytest -n auto \
+PYTHONSAFEPATH=1 MPA_EMU_EXPECT_COMPILED=1 .venv-compiled/bin/python -m pytest -n "$workers" \
     --maxschedchunk=1 -m "not source" "$@"
