@@ -2,8 +2,8 @@
 # The project's test command: installs what the tests need, then lints, type-checks and
 # runs the whole suite (tshark, tcpdump, browser and live tests included) on the
 # pure-Python package (an editable install in .venv), then again on the compiled build
-# (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist, a worker more than the cores), the
-# longest tests first (tests/conftest.py). The compiled build is made while the first run
+# (docs/compiling.md) in .venv-compiled. pytest runs on every core (pytest-xdist, a
+# worker more than the cores), the longest tests first (tests/conftest.py). The compiled build is made while the first run
 # goes, once per state of the sources, setup.py and mypy, and reused by later runs. Two
 # kinds of test run once: those marked ``memory`` (how memory grows with the work) on the
 # compiled build, the one a user installs; those marked ``source`` (they read the source
