@@ -234,8 +234,31 @@ def bench_p1(rounds: int, cycles: int, pythons: list[str], tmp: Path) -> list[st
 
 # ---- whole commands -------------------------------------------------------------------
 
+# An mpa-emu command run so that it reports its own peak RSS as it exits: the VmHWM of
+# the image exec made. A child's ru_maxrss also counts the image it was forked from
+# before exec, which is this process: grown by P1 to P3 in one run, it would set a floor
+# under every figure of P6 and P7.
+_PEAK_CODE = (
+    "import atexit, runpy, sys\n"
+    "peak_file = sys.argv.pop(1)\n"
+    "def _peak():\n"
+    "    with open('/proc/self/status') as f:\n"
+    "        kib = next(line.split()[1] for line in f if line.startswith('VmHWM:'))\n"
+    "    with open(peak_file, 'w') as f:\n"
+    "        f.write(kib)\n"
+    "atexit.register(_peak)\n"
+    "sys.argv[0] = 'mpa-emu'\n"
+    "runpy.run_module('mpa_emu', run_name='__main__', alter_sys=True)\n")
+
+
 def run_child(argv: list[str]) -> tuple[float, int, int]:
-    """CPU seconds, peak RSS (bytes) and exit status of a whole command."""
+    """CPU seconds, peak RSS (bytes) and exit status of a whole command; an mpa-emu
+    command's peak is its own image's (see ``_PEAK_CODE``)."""
+    peak_file = None
+    if argv[1:4] == ["-P", "-m", "mpa_emu"] and os.path.exists("/proc/self/status"):
+        fd, peak_file = tempfile.mkstemp(prefix="mpa_bench_peak")
+        os.close(fd)
+        argv = [argv[0], "-P", "-c", _PEAK_CODE, peak_file, *argv[4:]]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             cwd=ROOT)
@@ -243,7 +266,16 @@ def run_child(argv: list[str]) -> tuple[float, int, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, usage.ru_maxrss * 1024, proc.returncode
+    rss = usage.ru_maxrss * 1024
+    if peak_file is not None:
+        with open(peak_file, encoding="ascii") as f:
+            text = f.read()
+        os.unlink(peak_file)
+        if not text:
+            raise SystemExit(f"{' '.join(argv[4:])}: no peak reported (exit "
+                             f"{proc.returncode})")
+        rss = int(text) * 1024
+    return cpu, rss, proc.returncode
 
 
 def build_in_child(builder: str, path: Path, count: int, spacing_ns: int | None = None
