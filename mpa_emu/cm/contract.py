@@ -179,7 +179,7 @@ class CoreOps:
 
     def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` (nested: ACK with data -> MPA)."""
-        raise NotImplementedError
+        raise NotImplementedError("CmCore gives _dispatch")
 
     def _transmit(self, tx: Transmit) -> None:
         """Queue ``tx`` for ``frames_to_send``; a loopback frame is also delivered to
@@ -195,7 +195,7 @@ class CoreOps:
 
     def _rem_ref(self, node: CmNode) -> None:
         """``irdma_rem_ref_cm_node``: drop a reference, destroy at zero."""
-        raise NotImplementedError
+        raise NotImplementedError("CmCore gives _rem_ref")
 
     def _post(self, node: CmNode, etype: CmEventType | None) -> None:
         """Queue a CM event for ``irdma_cm_event_handler``, or (``etype`` None) the
@@ -208,11 +208,11 @@ class CoreOps:
 
     def _drain_qp(self, key: StoredKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""
-        raise NotImplementedError
+        raise NotImplementedError("CmCore gives _drain_qp")
 
     def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: parked disconnect workers go on."""
-        raise NotImplementedError
+        raise NotImplementedError("CmCore gives _establish_complete")
 
     def _record_leak(self, node: CmNode, reason: str) -> None:
         """Name why the kernel keeps ``node``; the first cause stays (a later symptom
