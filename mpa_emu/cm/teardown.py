@@ -107,6 +107,10 @@ class TeardownHost(disconnect.DisconnectHost, Protocol):
     def _reset_node(self, conn: int, now_ns: int) -> None:
         """Send the CM's RST for the node and free it (the NULL-checked teardown)."""
 
+    def _qp_error(self, conn: int) -> None:
+        """``irdma_modify_qp(ERR)`` on an active node's QP before offload: marked, nothing
+        sent (``mpa_emu.cm.device.DeviceVerbs._qp_error``)."""
+
     def _listen_list(self) -> Iterable[ListenerLike]:
         """``cm_core->listen_list``, newest first."""
 
@@ -184,9 +188,9 @@ def _teardown_one(core: TeardownHost, conn: int, now_ns: int) -> None:
         core._record("teardown_node", "irdma_cm_teardown_connections", now_ns, conn=conn,
                     state=node.state.name,
                     action="QP to ERROR before offload: nothing sent, node kept")
-        mark = getattr(core, "qp_error", None)
-        if mark is not None:
-            mark(conn)  # irdma_modify_qp(RTS) will fail when the MPA reply comes
+        # irdma_modify_qp(RTS) in irdma_cm_event_connected then fails (verbs.c:
+        # iwarp_state > IRDMA_QP_STATE_RTS): no RTR when the MPA reply comes
+        core._qp_error(conn)
         return
     quirks = getattr(getattr(core, "config", None), "quirks", None)
     if quirks is None or quirks.teardown_null_qp_oops:

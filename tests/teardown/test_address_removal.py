@@ -293,6 +293,8 @@ def test_teardown_in_every_node_state_with_the_kernel_oops() -> None:
     # the pre-accept node survives the oops; the active ones before offload go on
     assert bob.node(labels["passive MPAREQ_RCVD"]).state == CmState.MPAREQ_RCVD
     assert bob.node(labels["active MPAREQ_SENT"]) is not None
+    # ... with their QP in ERROR (irdma_modify_qp(ERR)): a late reply sends no RTR
+    assert bob.qp_state(labels["active MPAREQ_SENT"]).iwarp_state == "ERROR"
     assert sorted(s for s, _ in rst_sources(net, t0)) == ["bob", "bob"]
 
 

@@ -71,6 +71,7 @@ class Table:
         self.resets: list[int] = []
         self.wire: list[Any] = []
         self.close_entries: set[int] = set()
+        self.qp_errors: list[int] = []
         self.qhash_fails = False
 
     def add(self, conn: int, state: CmState, addr: bytes, vlan: int = NO_VLAN,
@@ -111,6 +112,9 @@ class Table:
     def _reset_node(self, conn: int, now_ns: int) -> None:
         self.resets.append(conn)
         del self.nodes[conn]
+
+    def _qp_error(self, conn: int) -> None:
+        self.qp_errors.append(conn)
 
     def _listen_list(self) -> Iterable[ListenerRec]:
         return list(self.listeners)
@@ -198,6 +202,17 @@ def test_teardown_resets_offloaded_connections_and_arms_their_close_timer() -> N
     assert [tx.segment.flags & RST for tx in t.wire] == [RST]
     assert t.close_entries == {1} and t.upcalls == []
     assert t.qps[2].frames_to_send() == []
+
+
+def test_an_active_node_before_offload_has_its_qp_moved_to_error_and_is_kept() -> None:
+    # irdma_cm_teardown_connections: irdma_modify_qp(ERR) on the iwqp irdma_connect
+    # bound; hw_tcp_state 0, so no RST and no disconnect, but the QP is in ERROR
+    t = Table()
+    t.add(1, CmState.MPAREQ_SENT, V4_A, client=True)
+    t.add(2, CmState.SYN_SENT, V4_B, client=True)
+    teardown.teardown_connections(t, V4_A, NO_VLAN, False, 0)
+    assert t.qp_errors == [1] and t.resets == [] and t.wire == [] and t.upcalls == []
+    assert set(t.nodes) == {1, 2}
 
 
 def test_unaccepted_passive_node_is_a_kernel_oops_by_default() -> None:
