@@ -162,6 +162,7 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
         reject=args.reject, p2p=preset.p2p and not args.no_p2p, rtr=args.rtr,
         crc=preset.crc and not args.no_crc,
         negotiate=not args.literal_ird_ord,
+        v1_rtr=preset.v1_rtr if args.stack and not args.no_p2p else "none",
         send=args.send.encode() if args.send is not None else None,
         timeout=args.timeout, hold=args.hold)
 

@@ -59,6 +59,10 @@ class PeerOptions:
     breaks this). ``False`` sends ``ird``/``ord`` exactly as given."""
     answer_read_rtr: bool = True
     """Responder: answer a zero-length Read Request RTR with a zero-length Read Response."""
+    v1_rtr: str = "none"
+    """After an accepted MPA v1 exchange: the RTR the initiator sends ("read", "write")
+    and that the responder reads first; "none" as RFC 5044 (``--stack`` sets it as the
+    stack does: irdma and cxgb4 send one under v1 too)."""
     timeout: float = 5.0
     """Seconds to wait for each expected frame."""
     hold: float = 0.0
@@ -211,9 +215,12 @@ def choose_rtr(offered: mpa.RtrBlock, preference: str) -> str | None:
     return None
 
 
-def rtr_to_send(reply: mpa.MpaFrame) -> str | None:
+def rtr_to_send(reply: mpa.MpaFrame, v1_rtr: str = "none") -> str | None:
     """The RTR an initiator sends after an accepting v2 reply: the one type the reply
-    chose (RFC 6581 section 5). A v1 reply or a reply choosing nothing gets none."""
+    chose (RFC 6581 section 5). A reply choosing nothing gets none; a v1 reply gets
+    ``v1_rtr`` (none by RFC 5044)."""
+    if reply.rev == 1:
+        return v1_rtr if v1_rtr in ("read", "write") else None
     if reply.rev != 2 or reply.rtr is None:
         return None
     if reply.rtr.read0:
@@ -454,7 +461,7 @@ def run_initiator(sock: socket.socket, options: PeerOptions, log: Log | None = N
             run.finish(run.stream.wait_close(options.timeout))
             return run.report
         run.stream.crc = bool((request.flags | reply.flags) & mpa.FLAG_CRC)
-        kind = rtr_to_send(reply)
+        kind = rtr_to_send(reply, options.v1_rtr)
         if kind is not None:
             run.stream.send_ulpdu(ddp.read_rtr() if kind == "read" else ddp.write_rtr())
             run.report.rtr_sent = kind
@@ -486,7 +493,8 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
             run.finish(run.stream.wait_close(options.timeout))
             return run.report
         run.stream.crc = bool((request.flags | reply.flags) & mpa.FLAG_CRC)
-        if reply.rev == 2 and reply.rtr is not None and (reply.rtr.read0 or reply.rtr.write0):
+        if (reply.rev == 2 and reply.rtr is not None and (reply.rtr.read0 or reply.rtr.write0)) \
+                or (reply.rev == 1 and options.v1_rtr in ("read", "write")):
             message = run.fpdu()
             run.report.rtr_received = message.rtr_kind
             if message.rtr_kind == "read" and options.answer_read_rtr:

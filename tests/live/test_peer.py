@@ -298,3 +298,54 @@ def test_crc_is_used_when_only_one_side_sets_c() -> None:
         unit = stream.read_fpdu()
         initiator()
     assert unit.crc_ok and unit.crc != 0
+
+
+# Under MPA v1 (RFC 5044) there is no RTR, but the Linux stacks that frame MPA for
+# peer-to-peer send one anyway; --stack must do what the stack does:
+# - cxgb4: process_mpa_reply's and process_mpa_request's revision-1 branch take the
+#   module's p2p_type with peer2peer (pre-RFC 6581 Chelsio peer-to-peer), and rdma_init
+#   has the initiator's firmware send it (build_rtr_msg: 1 Read, 0 Write);
+# - irdma: irdma_cm_event_connected posts send_rdma0_op's RTR at every revision
+#   (SEND_RDMA_READ_ZERO by default), and irdma_accept waits for it;
+# - siw: siw_proc_mpareply takes its RTR mode from the v2 block only: none under v1.
+@pytest.mark.parametrize(("stack", "params", "expected"), [
+    ("cxgb4", {"mpa_rev": 1}, "read"),
+    ("cxgb4", {"mpa_rev": 1, "p2p_type": 0}, "write"),
+    ("cxgb4", {"mpa_rev": 1, "peer2peer": 0}, None),
+    ("irdma", {"mpa_rev": 1}, "read"),
+    ("siw", {"mpa_version": 1, "peer_to_peer": 1}, None),
+])
+def test_a_stack_framed_v1_initiator_sends_the_stack_s_rtr(
+        stack: str, params: dict[str, int], expected: str | None) -> None:
+    from mpa_emu.live.peer_stacks import peer_stack
+
+    preset = peer_stack(stack, params)
+    assert preset.rev == 1
+    options = peer.PeerOptions(rev=1, p2p=preset.p2p, crc=preset.crc, rtr=preset.rtr,
+                               v1_rtr=preset.v1_rtr, timeout=3)
+    with tcp_pair() as (client, server):
+        responder = in_thread(peer.run_responder, server, peer.PeerOptions(
+            v1_rtr=expected or "none", timeout=3))
+        report = peer.run_initiator(client, options)
+        other = responder()
+    assert report.error is None and report.received is not None
+    assert report.received.rev == 1 and report.received.rtr is None
+    assert report.rtr_sent == expected and other.rtr_received == expected
+
+
+def test_cli_stack_cxgb4_v1_sends_the_p2p_type_rtr(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> peer.PeerReport:
+            conn, _ = listener.accept()
+            with conn:
+                return peer.run_responder(conn, peer.PeerOptions(v1_rtr="read", timeout=3))
+        responder = in_thread(serve)
+        code = main(["peer", "--connect", f"127.0.0.1:{port}", "--stack", "cxgb4",
+                     "--param", "mpa_rev=1", "--timeout", "3"])
+        other = responder()
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "received MPA reply: rev 1" in out
+    assert "sent FPDU: RTR read" in out and other.rtr_received == "read"

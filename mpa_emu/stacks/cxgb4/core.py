@@ -269,8 +269,14 @@ class Cxgb4Core(Cxgb4Cm):
         if ep.state != S.MPA_REQ_RCVD:
             self._release_if_dead(ep)
             raise CmError(ECONNRESET, f"c4iw_accept_cr in state {ep.state.name}")
-        want_ird = ep.ord if ird is None else ird
-        want_ord = ep.ird if ord is None else ord
+        # What the application got (connect_request_upcall: ep->ird/ord for v2,
+        # cur_max_read_depth for v1), echoed: its ORD as our IRD, its IRD as our ORD.
+        if ep.tried_with_mpa_v1:
+            got_ird = got_ord = self.p.cur_max_read_depth
+        else:
+            got_ird, got_ord = ep.ird, ep.ord
+        want_ird = got_ord if ird is None else ird
+        want_ord = got_ird if ord is None else ord
         err = self.c4iw_accept_cr(ep, bytes(private_data), want_ird, want_ord)
         self._drain()
         if err:
