@@ -12,7 +12,8 @@
   returns).
 
 Assumed where the driver does not say: the SYN's 16-bit window is 65535; retransmission,
-delayed-ACK, FIN_WAIT2 and TIME_WAIT timers are the shared TCP's (Linux's values).
+delayed-ACK, FIN_WAIT2 and TIME_WAIT timers are the shared TCP's (Linux's values). Data
+after our FIN is taken, not reset (``send_halfclose`` is a half close).
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def cxgb4_iss(draw: int, peer2peer: bool) -> int:
 
 class Cxgb4Tcp(TcpStack):
     """The shared host TCP with the adapter's MSS choice, ISS and frame comments."""
+
+    # send_halfclose is CPL_CLOSE_CON_REQ, a half close: the offloaded connection in
+    # FIN_WAIT1/2 still takes the peer's data (ACKed, handed to rx_data), it is no
+    # orphaned Linux socket.
+    data_after_close_resets = False
 
     def __init__(self, host: str, mac: bytes, params: Cxgb4Params, *, seed: int,
                  mtu: int = 1500, trace: Trace | None = None) -> None:

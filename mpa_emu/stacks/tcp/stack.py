@@ -24,7 +24,7 @@ import errno
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from mpa_emu.cm.trace import Trace, make_record
 from mpa_emu.stacks.tcp import options as opts
@@ -137,6 +137,11 @@ class TcpStack:
     (:meth:`get_timer`) come out. ``seed`` draws the ISNs, timestamp offsets, IP IDs and
     ephemeral ports.
     """
+
+    data_after_close_resets: ClassVar[bool] = True
+    """tcp_rcv_state_process: data for a socket the application closed (FIN_WAIT1/2)
+    is answered with a RST (TCPABORTONDATA), Linux's rule for orphaned sockets. A TCP
+    whose close is a half close (an adapter's) keeps receiving instead."""
 
     def __init__(self, host: str, mac: bytes, shape: TcpShape, *, seed: int,
                  mtu: int = 1500, trace: Trace | None = None) -> None:
@@ -557,7 +562,8 @@ class TcpStack:
             self._emit(s, ACK, s.snd_nxt, b"", "tcp_send_dupack: old segment")
             return
         payload = payload[skip:]
-        if payload and s.state in (FIN_WAIT1, FIN_WAIT2) and s.orphan:
+        if payload and s.state in (FIN_WAIT1, FIN_WAIT2) and s.orphan \
+                and self.data_after_close_resets:
             # tcp_rcv_state_process: data for a socket the application closed
             self._note("state_changed", "tcp_rcv_state_process", sock=s.ident, old=s.state,
                        new=CLOSED, reason="TCPABORTONDATA")
