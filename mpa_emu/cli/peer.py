@@ -163,6 +163,7 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
         crc=preset.crc and not args.no_crc,
         negotiate=not args.literal_ird_ord,
         v1_rtr=preset.v1_rtr if args.stack and not args.no_p2p else "none",
+        v1_rtr_expected=bool(args.stack) and preset.v1_wait_rtr,
         send=args.send.encode() if args.send is not None else None,
         timeout=args.timeout, hold=args.hold)
 

@@ -60,9 +60,12 @@ class PeerOptions:
     answer_read_rtr: bool = True
     """Responder: answer a zero-length Read Request RTR with a zero-length Read Response."""
     v1_rtr: str = "none"
-    """After an accepted MPA v1 exchange: the RTR the initiator sends ("read", "write")
-    and that the responder reads first; "none" as RFC 5044 (``--stack`` sets it as the
-    stack does: irdma and cxgb4 send one under v1 too)."""
+    """Initiator, after an accepting MPA v1 reply: the RTR to send ("read", "write");
+    "none" as RFC 5044 (``--stack`` sets it as the stack does: irdma and cxgb4 send one
+    under v1 too)."""
+    v1_rtr_expected: bool = False
+    """Responder, after accepting an MPA v1 request: read an RTR as the first FPDU (as
+    irdma_accept waits for it)."""
     timeout: float = 5.0
     """Seconds to wait for each expected frame."""
     hold: float = 0.0
@@ -494,7 +497,7 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
             return run.report
         run.stream.crc = bool((request.flags | reply.flags) & mpa.FLAG_CRC)
         if (reply.rev == 2 and reply.rtr is not None and (reply.rtr.read0 or reply.rtr.write0)) \
-                or (reply.rev == 1 and options.v1_rtr in ("read", "write")):
+                or (reply.rev == 1 and options.v1_rtr_expected):
             message = run.fpdu()
             run.report.rtr_received = message.rtr_kind
             if message.rtr_kind == "read" and options.answer_read_rtr:

@@ -23,8 +23,9 @@ class PeerStack:
     """The most private data the stack sends in one frame (the RFC 6581 block aside)."""
     v1_rtr: str = "none"
     """The RTR ("read", "write" or "none") the stack's initiator sends after an MPA v1
-    reply, and its responder expects first: RFC 5044 has no RTR, but irdma and cxgb4
-    send one at every revision."""
+    reply: RFC 5044 has no RTR, but irdma and cxgb4 send one at every revision."""
+    v1_wait_rtr: bool = False
+    """Whether the stack's responder waits for an RTR after accepting a v1 request."""
 
 
 def peer_stack(stack: str, params: Mapping[str, object] | None = None) -> PeerStack:
@@ -46,11 +47,13 @@ def peer_stack(stack: str, params: Mapping[str, object] | None = None) -> PeerSt
         # with peer2peer (pre-RFC 6581 Chelsio peer-to-peer); rdma_init has the
         # initiator's firmware send it (build_rtr_msg).
         rtr = {0: "write", 1: "read"}.get(int(p["p2p_type"]), "none")
+        # What the responder's firmware does without that RTR is not in the source: it
+        # is not waited for.
         return PeerStack(max(int(p["mpa_rev"]), 1), bool(p["peer2peer"]),
                          bool(p["crc_enabled"]), rtr, 255,
                          rtr if p["peer2peer"] else "none")
     # irdma_send_mpa_request / irdma_build_mpa_v2: C always, P2P always, both RTRs
     # offered; irdma_negotiate_mpa_v2_ird_ord picks Read as responder; 512 bytes. Under
     # v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (SEND_RDMA_READ_ZERO
-    # unless a v2 reply chose Write), and irdma_accept waits for it.
-    return PeerStack(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read")
+    # unless a v2 reply chose Write), and irdma_accept waits for the RTS AE it brings.
+    return PeerStack(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True)

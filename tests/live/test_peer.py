@@ -325,7 +325,7 @@ def test_a_stack_framed_v1_initiator_sends_the_stack_s_rtr(
                                v1_rtr=preset.v1_rtr, timeout=3)
     with tcp_pair() as (client, server):
         responder = in_thread(peer.run_responder, server, peer.PeerOptions(
-            v1_rtr=expected or "none", timeout=3))
+            v1_rtr_expected=expected is not None, timeout=3))
         report = peer.run_initiator(client, options)
         other = responder()
     assert report.error is None and report.received is not None
@@ -340,7 +340,8 @@ def test_cli_stack_cxgb4_v1_sends_the_p2p_type_rtr(capsys: pytest.CaptureFixture
         def serve() -> peer.PeerReport:
             conn, _ = listener.accept()
             with conn:
-                return peer.run_responder(conn, peer.PeerOptions(v1_rtr="read", timeout=3))
+                return peer.run_responder(conn, peer.PeerOptions(v1_rtr_expected=True,
+                                                                  timeout=3))
         responder = in_thread(serve)
         code = main(["peer", "--connect", f"127.0.0.1:{port}", "--stack", "cxgb4",
                      "--param", "mpa_rev=1", "--timeout", "3"])
@@ -349,3 +350,19 @@ def test_cli_stack_cxgb4_v1_sends_the_p2p_type_rtr(capsys: pytest.CaptureFixture
     assert code == 0
     assert "received MPA reply: rev 1" in out
     assert "sent FPDU: RTR read" in out and other.rtr_received == "read"
+
+
+def test_an_irdma_framed_v1_responder_waits_for_the_rtr_a_cxgb4_framed_one_does_not() -> None:
+    # irdma_accept waits for the RTS AE the first FPDU brings, at every revision; what a
+    # cxgb4 responder's firmware does without the RTR is not in cm.c
+    from mpa_emu.live.peer_stacks import peer_stack
+
+    assert peer_stack("irdma", {"mpa_rev": 1}).v1_wait_rtr
+    assert not peer_stack("cxgb4", {"mpa_rev": 1}).v1_wait_rtr
+    assert not peer_stack("siw", {"mpa_version": 1}).v1_wait_rtr
+    with tcp_pair() as (client, server):
+        responder = in_thread(peer.run_responder, server, peer.PeerOptions(
+            v1_rtr_expected=True, timeout=3))
+        report = peer.run_initiator(client, peer.PeerOptions(rev=1, v1_rtr="read", timeout=3))
+        other = responder()
+    assert report.rtr_sent == "read" and other.rtr_received == "read" and other.error is None
