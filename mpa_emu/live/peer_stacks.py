@@ -54,6 +54,6 @@ def peer_stack(stack: str, params: Mapping[str, object] | None = None) -> PeerSt
                          rtr if p["peer2peer"] else "none")
     # irdma_send_mpa_request / irdma_build_mpa_v2: C always, P2P always, both RTRs
     # offered; irdma_negotiate_mpa_v2_ird_ord picks Read as responder; 512 bytes. Under
-    # v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (SEND_RDMA_READ_ZERO
-    # unless a v2 reply chose Write), and irdma_accept waits for the RTS AE it brings.
+    # v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (a zero-length Read:
+    # only a v2 negotiation picks Write), and irdma_accept waits for the RTS AE it brings.
     return PeerStack(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True)
