@@ -43,7 +43,7 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.replay import stacks
+from mpa_emu.replay import application, stacks
 from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
@@ -220,6 +220,9 @@ class RunResult:
     upcall_frames: Log[int] = field(default_factory=list)
     """For each upcall, the capture frame processed last when it was delivered."""
     rebases: list[Rebase] = field(default_factory=list)
+    assumptions: list[tuple[FlowKey, str]] = field(default_factory=list)
+    """What the scripted application assumed of the recorded one, per flow
+    (:mod:`mpa_emu.replay.application`)."""
 
     @property
     def failed_during_capture(self) -> bool:
@@ -371,6 +374,7 @@ class Engine:
         self.actions: Log[AppAction] = []
         self.upcalls: Log[Upcall] = []
         self.notes: list[str] = notes
+        self.assumptions: list[tuple[FlowKey, str]] = []
         self.failure = ""
         self.failure_frame = 0
         self.flows = self.source.flows
@@ -415,7 +419,8 @@ class Engine:
         last = max((f.number for f in self.rec.frames), default=0)
         return RunResult(self.emitted, self.injections, self.actions, self.upcalls,
                          self.flows, last, self.notes, self.failure, self.failure_frame,
-                         self.nic_events, self.upcall_frames, self.rebases)
+                         self.nic_events, self.upcall_frames, self.rebases,
+                         self.assumptions)
 
     def catch_up(self, time_ns: int, due: int | None, due_known: bool) -> int | None:
         """Bring the core's timers and the clock up to ``time_ns``; returns the next
@@ -453,9 +458,15 @@ class Engine:
             self._connect(key, frame.number)
         elif what == "answer":
             self._answer(key, frame.number, frame)
+        elif what == "read":
+            self._read(key, frame)
         else:
             self._disconnect(key, frame)
         self.drain()
+
+    def issues_reads(self) -> bool:
+        """The emulated stack's application can post RDMA Reads (siw: siw_post_send)."""
+        return self.stack.stack != "irdma" and isinstance(self.core, stacks.IssuesReads)
 
     def state(self, conn: int | None) -> str:
         """The CM state of ``conn`` as the trace told it ("" unknown, "freed")."""
@@ -645,7 +656,7 @@ class Engine:
             action.error = "no connection request to answer"
             self.actions.append(action)
             return
-        words = ""
+        words = stacks.Prepared()
         try:
             try:
                 if verb == "accept":
@@ -658,14 +669,38 @@ class Engine:
                 action.error = str(exc)
         finally:
             self.actions.append(action)
-        if words:
-            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
+        self._prepared(key, number, words)
+
+    def _prepared(self, key: FlowKey, number: int, done: stacks.Prepared) -> None:
+        for what, text in done.verbs:
+            self.actions.append(AppAction(self.now, number, what, key, text))
+        self.assumptions += [(key, text) for text in done.assumptions
+                             if (key, text) not in self.assumptions]
 
     def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
-        words = stacks.post_receives(self.core, self.stack, conn, self.rec.flows.get(key),
-                                     self.now)
-        if words:
-            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
+        self._prepared(key, number, stacks.post_receives(
+            self.core, self.stack, conn, self.rec.flows.get(key), self.now))
+
+    def _read(self, key: FlowKey, frame: Frame) -> None:
+        """The recorded host's RDMA Read Requests that end in ``frame``, issued again with
+        the recorded sink and source (:mod:`mpa_emu.replay.application`)."""
+        run = self.flows[key]
+        flow = self.rec.flows.get(key)
+        if flow is None or not isinstance(self.core, stacks.IssuesReads):
+            return
+        for read in application.plan(flow.frames).reads:
+            if read.frame != frame.number:
+                continue
+            action = AppAction(self.now, frame.number, "post_read", key, read.words())
+            if run.conn is None:
+                action.error = "no connection"
+            else:
+                try:
+                    self.core.post_read(run.conn, read.sink_stag, read.sink_to, read.length,
+                                        read.src_stag, read.src_to, now_ns=self.now)
+                except CmError as exc:
+                    action.error = str(exc)
+            self.actions.append(action)
 
     def _disconnect(self, key: FlowKey, frame: Frame) -> None:
         run = self.flows[key]
@@ -804,9 +839,11 @@ class RecordingSource:
             except CmError as exc:
                 engine.notes.append(f"listen on port {port} refused: {exc}")
 
-    def _script(self) -> list[tuple[int, int, int, str, FlowKey]]:
+    def _script(self, reads: bool = False) -> list[tuple[int, int, int, str, FlowKey]]:
         """Timeline: (time, frame number, order, what, flow) for every recorded frame and
-        every scripted verb, in capture order."""
+        every scripted verb, in capture order; ``reads``: the application re-issues the
+        recorded host's RDMA Reads."""
+        frames_by_number = self._by_number
         items: list[tuple[int, int, int, str, FlowKey]] = []
         for f in self.rec.frames:
             items.append((f.time_ns, f.number, 1, "frame", f.flow))
@@ -825,6 +862,11 @@ class RecordingSource:
                         answered.add(f.seg.seq)
                         self._answer_times.setdefault(key, []).append(f.time_ns)
                         items.append((f.time_ns, f.number, 0, "answer", key))
+            if reads:
+                # The recorded host's RDMA Read Requests, issued again where it sent them.
+                for number in sorted({r.frame for r in application.plan(flow.frames).reads}):
+                    f = frames_by_number[number]
+                    items.append((f.time_ns, number, 0, "read", key))
             closing = _first_nic_close(flow.frames)
             if closing is not None:
                 items.append((closing.time_ns, closing.number, 0, "disconnect", key))
@@ -834,7 +876,7 @@ class RecordingSource:
     def play(self, engine: Engine) -> None:
         """Every frame and verb of the timeline, then the timers up to the horizon."""
         frames_by_number = self._by_number
-        items = self._script()
+        items = self._script(engine.issues_reads())
         total = len(self.rec.frames)
         progress = engine.progress
         done = 0
