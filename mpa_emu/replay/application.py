@@ -26,7 +26,8 @@ The rules, each from what the receiving stack checks:
   with the same sink STag/TO, length and source STag/TO, at the recorded frame (a
   zero-length one is the RTR or a keep-alive: the stack sends its own RTR).
 
-What the recording cannot show is said in :attr:`Plan.assumptions`.
+What the recording cannot show is said in :attr:`Plan.buffer_notes` and
+:attr:`Plan.assumptions`.
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ class Region:
     why: str
     data: bytes = b""
 
+    def words(self) -> str:
+        """``STag 0x77, 6000 bytes at 0x2000 (remote read): the peer's ...``."""
+        rights = "/".join(n for on, n in ((self.remote_write, "remote write"),
+                                           (self.remote_read, "remote read")) if on)
+        return (f"STag {self.stag:#x}, {self.length} bytes at {self.va:#x} "
+                f"({rights or 'local access only'}): {self.why}")
+
 
 @dataclass(frozen=True, slots=True)
 class ReadIssue:
@@ -120,18 +128,21 @@ class Plan:
     regions: list[Region] = field(default_factory=list)
     reads: list[ReadIssue] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    """Of the regions and the Reads."""
+    buffer_notes: list[str] = field(default_factory=list)
+    """Of the receive buffers."""
     complete: bool = True
     """False when the recorded stream has a hole: the buffers are an upper bound."""
 
-    def buffer_words(self) -> str:
-        """``3 receive buffer(s) of 1364 bytes`` (sizes listed when they differ)."""
-        if not self.buffers:
-            return "no receive buffer"
-        sizes = sorted(set(self.buffers))
-        if len(sizes) == 1:
-            return f"{len(self.buffers)} receive buffer(s) of {sizes[0]} bytes"
-        return (f"{len(self.buffers)} receive buffer(s) of "
-                f"{', '.join(str(n) for n in self.buffers)} bytes")
+
+def buffer_words(buffers: Sequence[int]) -> str:
+    """``3 receive buffer(s) of 1364 bytes`` (each size listed when they differ), or
+    ``no receive buffer``."""
+    if not buffers:
+        return "no receive buffer"
+    if len(set(buffers)) == 1:
+        return f"{len(buffers)} receive buffer(s) of {buffers[0]} bytes"
+    return f"{len(buffers)} receive buffer(s) of {', '.join(map(str, buffers))} bytes"
 
 
 def stream_segments(frames: Sequence[Frame], outbound: bool) -> tuple[list[Segment], bool]:
@@ -252,7 +263,7 @@ def _receive_buffers(out: Plan, theirs: list[Segment], terms: list[_Quoted]) -> 
         size = max((ends[m] for m in taken), default=0)
         out.buffers = [size] * min(len(taken), MAX_BUFFERS)
         if taken:
-            out.assumptions.append(
+            out.buffer_notes.append(
                 f"the application posted {len(taken)} receive buffer(s) of {size} bytes: "
                 f"one per Send the peer sent, each as large as the largest ({size} bytes, "
                 f"MSN {max(taken, key=lambda m: ends[m])}), the smallest size that takes "
@@ -265,11 +276,12 @@ def _receive_buffers(out: Plan, theirs: list[Segment], terms: list[_Quoted]) -> 
     words = f"the recorded Terminate (frame {term.frame}) quotes MSN {msn} MO {mo}"
     if mo == 0:
         out.buffers = [size] * len(taken)
-        out.assumptions.append(
-            f"{words}: the application posted {len(taken)} receive buffer(s) of {size} "
-            f"bytes and none for MSN {msn} (siw_rqe_get: an empty receive queue; siw "
-            "sends the same code for a buffer shorter than the first segment, "
-            "siw_send_check_ntoh)")
+        posted = (f"{len(taken)} receive buffer(s) of {size} bytes and none for MSN {msn}"
+                  if taken else "no receive buffer")
+        out.buffer_notes.append(
+            f"{words}: the application posted {posted} (siw_rqe_get finds the receive "
+            "queue empty; siw sends the same code for a buffer shorter than the first "
+            "segment, siw_send_check_ntoh)")
         return
     seg_len = max(term.segment_length, 1)
     room = max(size, mo)
@@ -278,13 +290,13 @@ def _receive_buffers(out: Plan, theirs: list[Segment], terms: list[_Quoted]) -> 
               "bytes: siw_send_check_ntoh, receive space short)")
     if room < mo + seg_len:
         out.buffers = [room] * (len(taken) + 1)
-        out.assumptions.append(
+        out.buffer_notes.append(
             f"{limits}; the application posted {len(out.buffers)} receive buffer(s) of "
             f"{room} bytes, one per Send up to MSN {msn}, the smallest size that takes "
             "the earlier Sends and overflows there")
         return
     out.buffers = [size] * len(taken) + [mo]
-    out.assumptions.append(
+    out.buffer_notes.append(
         f"{limits}; the Sends taken before it need {size} bytes, so the buffers cannot all "
         f"have been one size: the application posted {len(taken)} receive buffer(s) of "
         f"{size} bytes and one of {mo} bytes for MSN {msn}")
@@ -387,11 +399,5 @@ def _regions(out: Plan, mine: list[Segment], theirs: list[Segment],
             off = at - span.lo
             if 0 <= off < size:
                 data[off:off + len(piece)] = piece[:size - off]
-        why = "; ".join(span.why)
-        out.regions.append(Region(stag, span.lo, size, span.write, span.read, why,
-                                  bytes(data)))
-        rights = "/".join(n for on, n in ((span.write, "remote write"),
-                                           (span.read, "remote read")) if on)
-        out.assumptions.append(
-            f"the application registered STag {stag:#x}, {size} bytes at {span.lo:#x} "
-            f"({rights or 'local access only'}): {why}")
+        out.regions.append(Region(stag, span.lo, size, span.write, span.read,
+                                  "; ".join(span.why), bytes(data)))

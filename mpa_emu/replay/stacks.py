@@ -376,8 +376,9 @@ def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | No
     else:
         plan = application_plan(flow)
         buffers = plan.buffers
-        done.assumptions += plan.assumptions
-        if not plan.complete:
+        if plan.complete:
+            done.assumptions += plan.buffer_notes
+        else:
             peer_bytes = peer_payload([(f.outbound, f.seg.payload) for f in flow.frames])
             count = min(peer_bytes // SMALLEST_FPDU + 1, MAX_BUFFERS)
             buffers = [min(max(peer_bytes, 1), (1 << 31) - 1)] * count
@@ -385,19 +386,28 @@ def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | No
                 f"the recorded stream has a hole, so the Sends cannot all be read: the "
                 f"application posted {count} receive buffer(s) of {buffers[0]} bytes, an "
                 "upper bound (one per 24 bytes of the peer's payload after MPA)")
+        done.assumptions += plan.assumptions
+        if plan.regions and not isinstance(core, RegistersMemory):
+            done.assumptions.append(
+                f"the {choice.label} model holds no memory regions: the STags the "
+                f"recording shows in use ({', '.join(f'{r.stag:#x}' for r in plan.regions)}) "
+                "cannot be registered, so a Write or Read Request to them ends in the "
+                "model's Terminate, which says nothing of the stack")
+        if plan.reads and not isinstance(core, IssuesReads):
+            done.assumptions.append(
+                f"the {choice.label} model posts no RDMA Read: the recorded host's Read "
+                f"Requests (frame(s) {', '.join(str(r.frame) for r in plan.reads)}) are "
+                "not issued again, so the peer's Read Responses find none outstanding")
         if isinstance(core, RegistersMemory):
             for region in plan.regions:
                 core.register_mr(region.stag, region.length, va=region.va,
                                  remote_write=region.remote_write,
                                  remote_read=region.remote_read, data=region.data)
-                words.append(("register_mr", f"STag {region.stag:#x}, {region.length} "
-                              f"bytes at {region.va:#x}: {region.why}"))
+                words.append(("register_mr", region.words()))
+                done.assumptions.append(f"the application registered {region.words()}")
     for size in buffers:
         core.post_recv(conn, size, now_ns=now_ns)
-    if len(set(buffers)) <= 1:
-        posted = f"{len(buffers)} receive buffer(s) of {buffers[0] if buffers else 0} bytes"
-    else:
-        posted = f"{len(buffers)} receive buffer(s) of {', '.join(map(str, buffers))} bytes"
+    posted = application.buffer_words(buffers)
     words.append(("post_recv", posted))
     return done
 

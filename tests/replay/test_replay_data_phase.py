@@ -22,7 +22,14 @@ from typing import Any
 import pytest
 from helpers import data_phase_captures as dp
 from helpers.replay_cli import PCAPS, replay
-from helpers.third_party_captures import CLIENT, SERVER, ddp_version_zero, smb_direct_siw
+from helpers.third_party_captures import (
+    CLIENT,
+    SERVER,
+    TERM_FRAMES,
+    ddp_version_zero,
+    siw_terminate,
+    smb_direct_siw,
+)
 from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 
@@ -164,3 +171,22 @@ def test_a_read_request_the_recording_never_answers_is_an_assumption(tmp_path: P
     assert "siw_check_sge: STag unknown" in first["text"]
     assert any("frame 12" in a["text"] and "no Read Response in the recording" in a["text"]
                for a in report["assumptions"])
+
+
+def test_a_terminate_at_mo_0_is_reproduced_with_no_buffer_for_that_send(
+        tmp_path: Path) -> None:
+    # The server's Terminate (frame 7: DDP, untagged buffer, 0x02) quotes the client's
+    # first Send, MSN 1 MO 0: siw_proc_send found no receive WQE (siw_rqe_get). Replay
+    # posts none, and siw answers the Send with the same Terminate.
+    path = siw_terminate(tmp_path / "t.pcap")
+    _rc, text, report = replay(path, "--emulate", SERVER, "--semantic", "--profile", "siw",
+                               tmp_path=tmp_path)
+    word = "Terminate (DDP layer, etype 2, code 0x02, siw layout)"
+    assert [(n, e) for _f, n, e in _recorded_terminates(report)] == [
+        (TERM_FRAMES["terminate"], word)]
+    assert [e for _f, _n, e in _emulated_terminates(report)] == [word], text
+    assert not [d for d in report["semantic"]["divergences"] if d["aspect"] == "nic"]
+    (assumed,) = [a["text"] for a in report["assumptions"]]
+    assert "quotes MSN 1 MO 0" in assumed and "no receive buffer" in assumed
+    assert [a["detail"] for a in report["actions"] if a["verb"] == "post_recv"] == [
+        "no receive buffer"]
