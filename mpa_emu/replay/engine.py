@@ -378,6 +378,7 @@ class Engine:
         self.upcalls: Log[Upcall] = []
         self.notes: list[str] = notes
         self.assumptions: list[tuple[FlowKey, str]] = []
+        self._plans: dict[FlowKey, application.Plan] = {}
         self.failure = ""
         self.failure_frame = 0
         self.flows = self.source.flows
@@ -466,6 +467,14 @@ class Engine:
         else:
             self._disconnect(key, frame)
         self.drain()
+
+    def plan_of(self, key: FlowKey) -> application.Plan:
+        """The recorded application's data phase on ``key`` (read once per flow)."""
+        made = self._plans.get(key)
+        if made is None:
+            flow = self.rec.flows.get(key)
+            made = self._plans[key] = application.plan(flow.frames if flow else [])
+        return made
 
     def issues_reads(self) -> bool:
         """The emulated stack's application can post RDMA Reads (siw: siw_post_send)."""
@@ -665,7 +674,8 @@ class Engine:
                 if verb == "accept":
                     stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
                     words = stacks.post_receives(self.core, self.stack, run.conn,
-                                                 self.rec.flows.get(key), self.now)
+                                                 self.rec.flows.get(key), self.now,
+                                                 self.plan_of)
                 else:
                     self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
             except CmError as exc:
@@ -682,7 +692,7 @@ class Engine:
 
     def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
         self._prepared(key, number, stacks.post_receives(
-            self.core, self.stack, conn, self.rec.flows.get(key), self.now))
+            self.core, self.stack, conn, self.rec.flows.get(key), self.now, self.plan_of))
 
     def _read(self, key: FlowKey, frame: Frame) -> None:
         """The recorded host's RDMA Read Requests that end in ``frame``, issued again with
@@ -691,7 +701,7 @@ class Engine:
         flow = self.rec.flows.get(key)
         if flow is None or not isinstance(self.core, stacks.IssuesReads):
             return
-        for read in application.plan(flow.frames).reads:
+        for read in self.plan_of(key).reads:
             if read.frame != frame.number:
                 continue
             action = AppAction(self.now, frame.number, "post_read", key, read.words())

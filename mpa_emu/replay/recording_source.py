@@ -4,7 +4,6 @@ frame and every scripted verb of the application in one timeline, in capture ord
 from __future__ import annotations
 
 from mpa_emu.cm.errors import CmError
-from mpa_emu.replay import application
 from mpa_emu.replay.engine import AppAction, Engine, FlowRun, connection_starts
 from mpa_emu.replay.recording import Frame, Recording, offload_classes
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
@@ -49,10 +48,11 @@ class RecordingSource:
             except CmError as exc:
                 engine.notes.append(f"listen on port {port} refused: {exc}")
 
-    def _script(self, reads: bool = False) -> list[tuple[int, int, int, str, FlowKey]]:
+    def _script(self, engine: Engine | None = None) -> list[tuple[int, int, int, str, FlowKey]]:
         """Timeline: (time, frame number, order, what, flow) for every recorded frame and
-        every scripted verb, in capture order; ``reads``: the application re-issues the
-        recorded host's RDMA Reads."""
+        every scripted verb, in capture order; with an ``engine`` whose application issues
+        RDMA Reads, the recorded host's Read Requests too."""
+        plans = engine.plan_of if engine is not None and engine.issues_reads() else None
         frames_by_number = self._by_number
         items: list[tuple[int, int, int, str, FlowKey]] = []
         for f in self.rec.frames:
@@ -72,9 +72,9 @@ class RecordingSource:
                         answered.add(f.seg.seq)
                         self._answer_times.setdefault(key, []).append(f.time_ns)
                         items.append((f.time_ns, f.number, 0, "answer", key))
-            if reads:
+            if plans is not None:
                 # The recorded host's RDMA Read Requests, issued again where it sent them.
-                for number in sorted({r.frame for r in application.plan(flow.frames).reads}):
+                for number in sorted({r.frame for r in plans(key).reads}):
                     f = frames_by_number[number]
                     items.append((f.time_ns, number, 0, "read", key))
             closing = _first_nic_close(flow.frames)
@@ -86,7 +86,7 @@ class RecordingSource:
     def play(self, engine: Engine) -> None:
         """Every frame and verb of the timeline, then the timers up to the horizon."""
         frames_by_number = self._by_number
-        items = self._script(engine.issues_reads())
+        items = self._script(engine)
         total = len(self.rec.frames)
         progress = engine.progress
         done = 0

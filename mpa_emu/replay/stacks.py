@@ -28,6 +28,7 @@ from mpa_emu.replay.application import Plan
 from mpa_emu.replay.recording import Flow
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 
 ParamValue = int | bool
@@ -357,7 +358,8 @@ class Prepared:
 
 
 def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | None,
-                  now_ns: int) -> Prepared:
+                  now_ns: int, plan_of: Callable[[FlowKey], Plan] | None = None
+                  ) -> Prepared:
     """Prepare the recorded application's data phase (:mod:`mpa_emu.replay.application`):
     register the memory the recording shows in use and post the receive buffers it
     implies, one per Send of the peer, sized by the largest Send the recorded host took
@@ -365,6 +367,7 @@ def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | No
     (streamed) the count and size of :data:`STREAMED_BUFFERS`; with a hole in the
     recorded stream an upper bound (one buffer per 24 bytes of the peer's payload after
     MPA, each that large). irdma's NIC model keeps no receive queue: nothing posted.
+    ``plan_of`` gives the flow's plan (:func:`application_plan` when not given).
     Returns the verbs and their words for the report, and the assumptions."""
     done = Prepared()
     if choice.stack == "irdma" or not isinstance(core, PostsReceives):
@@ -374,7 +377,7 @@ def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | No
         count, size = STREAMED_BUFFERS
         buffers = [size] * count
     else:
-        plan = application_plan(flow)
+        plan = plan_of(flow.key) if plan_of is not None else application_plan(flow)
         buffers = plan.buffers
         if plan.complete:
             done.assumptions += plan.buffer_notes
