@@ -200,7 +200,10 @@ def terminate_names(ulpdu: bytes, peer_sent: bool = True) -> str:
     "" when unreadable."""
     if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN + 4 or ulpdu[0] & ddp.DDP_FLAG_TAGGED:
         return ""
-    return read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:], peer_sent).reading.text()
+    reading = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:], peer_sent).reading
+    # An MPA CRC error is named by terminate_words already (irdma sends EType 3, which
+    # RFC 5044 section 8 does not define).
+    return "" if reading.is_crc_error() else reading.text()
 
 
 def _terminates(conv: Conversation, at: int, crc: bool,
@@ -394,11 +397,13 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
 
 
 def terminate_cause(key: FlowKey, frame: int, run: RunResult) -> str:
-    """The rule behind the Terminate the emulated stack sent after ``frame``: the kernel
-    log line the stack wrote before siw_init_terminate (siw_send_check_ntoh's "receive
-    space short", siw_check_sge's "STag unknown", ...) while taking that frame, and the
-    function that sent it (the frame's comment); "" when the trace says nothing."""
+    """The rule behind the Terminate the emulated stack sent after ``frame``: for siw
+    the kernel line written before siw_init_terminate while that frame was taken
+    (siw_send_check_ntoh's "receive space short", siw_check_sge's "STag unknown", ...)
+    and the function that sent it; otherwise the frame's own comment (cxgb4's
+    ``post_terminate ... (after T4_ERR_CRC)``); "" when the trace says nothing."""
     logs: list[str] = []
+    initiated = False
     for inj in run.injections:
         if inj.frame.flow != key or inj.frame.number != frame:
             continue
@@ -406,16 +411,17 @@ def terminate_cause(key: FlowKey, frame: int, run: RunResult) -> str:
             if rec.kind != "kernel_log":
                 continue
             if rec.fn == "siw_init_terminate":
+                initiated = True
                 break
             text = str(rec.fields.get("text", ""))
             logs.append(text if text.startswith(rec.fn) else f"{rec.fn}: {text}")
-    sender = next((em.comment.split(":")[0] for em in run.emitted
-                   if em.flow == key and em.after_frame == frame and em.comment
-                   and "terminate" in em.comment.lower()), "")
-    parts = [logs[-1]] if logs else []
-    if sender and not any(p.startswith(sender) for p in parts):
-        parts.append(sender)
-    return "; ".join(parts)
+    comment = next((em.comment for em in run.emitted
+                    if em.flow == key and em.after_frame == frame and em.comment
+                    and "terminate" in em.comment.lower()), "")
+    if not initiated or not logs:
+        return comment
+    sender = comment.split(":")[0]
+    return "; ".join([logs[-1], *([sender] if sender else [])])
 
 
 def status_words(status: int) -> str:
