@@ -237,3 +237,18 @@ def test_real_captures_replay_as_siw_without_a_terminate_the_recording_does_not_
     for n in unanswered:
         assert any(f"frame {n}" in a["text"] and "no Read Response" in a["text"]
                    for a in report["assumptions"]), text
+
+
+def test_text_json_and_html_state_the_same_assumptions(tmp_path: Path) -> None:
+    import html
+    path = dp.data_phase(tmp_path / "dp.pcap")
+    page = tmp_path / "r.html"
+    _rc, text, report = replay(path, "--emulate", dp.SERVER, "--semantic", "--profile", "siw",
+                               "--html", str(page), tmp_path=tmp_path)
+    lines = [line.removeprefix("assumption: ") for line in text.splitlines()
+             if line.startswith("assumption: ")]
+    assert lines == [f"{a['flow']}: {a['text']}" for a in report["assumptions"]]
+    shown = page.read_text()
+    assert "Assumptions (what the recording cannot show)" in shown
+    for line in lines:
+        assert html.escape(line, quote=False) in shown or html.escape(line) in shown
