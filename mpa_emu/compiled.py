@@ -54,6 +54,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.offload.terminate",
     "mpa_emu.replay.recording",
     "mpa_emu.replay.engine",
+    "mpa_emu.replay.recording_source",
     "mpa_emu.replay.stream",
 )
 """The modules the compiled build compiles: those a frame passes through between two

@@ -43,11 +43,11 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.cm.trace import Trace, TraceRecord
-from mpa_emu.replay import stacks
-from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
-from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
+from mpa_emu.replay import application, stacks
+from mpa_emu.replay.recording import Frame, Recording, seq_len, stream_ends
+from mpa_emu.wire.flow import FlowKey, flow_key
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
-from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
+from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import after
 from mpa_emu.wire.seq import diff as seq_diff
@@ -220,6 +220,9 @@ class RunResult:
     upcall_frames: Log[int] = field(default_factory=list)
     """For each upcall, the capture frame processed last when it was delivered."""
     rebases: list[Rebase] = field(default_factory=list)
+    assumptions: list[tuple[FlowKey, str]] = field(default_factory=list)
+    """What the scripted application assumed of the recorded one, per flow
+    (:mod:`mpa_emu.replay.application`)."""
 
     @property
     def failed_during_capture(self) -> bool:
@@ -353,7 +356,10 @@ class Engine:
         self.rec = rec
         self.opt = options
         self.progress = progress
-        self.source: FrameSource = RecordingSource(rec) if source is None else source
+        if source is None:
+            from mpa_emu.replay.recording_source import RecordingSource
+            source = RecordingSource(rec)
+        self.source: FrameSource = source
         self.sink: Sink = KeepAll(options.trace) if sink is None else sink
         self.trace = Trace(keep=True)
         self.stack = options.stack or stacks.StackChoice(config=options.config)
@@ -371,6 +377,8 @@ class Engine:
         self.actions: Log[AppAction] = []
         self.upcalls: Log[Upcall] = []
         self.notes: list[str] = notes
+        self.assumptions: list[tuple[FlowKey, str]] = []
+        self._plans: dict[FlowKey, application.Plan] = {}
         self.failure = ""
         self.failure_frame = 0
         self.flows = self.source.flows
@@ -415,7 +423,8 @@ class Engine:
         last = max((f.number for f in self.rec.frames), default=0)
         return RunResult(self.emitted, self.injections, self.actions, self.upcalls,
                          self.flows, last, self.notes, self.failure, self.failure_frame,
-                         self.nic_events, self.upcall_frames, self.rebases)
+                         self.nic_events, self.upcall_frames, self.rebases,
+                         self.assumptions)
 
     def catch_up(self, time_ns: int, due: int | None, due_known: bool) -> int | None:
         """Bring the core's timers and the clock up to ``time_ns``; returns the next
@@ -453,9 +462,23 @@ class Engine:
             self._connect(key, frame.number)
         elif what == "answer":
             self._answer(key, frame.number, frame)
+        elif what == "read":
+            self._read(key, frame)
         else:
             self._disconnect(key, frame)
         self.drain()
+
+    def plan_of(self, key: FlowKey) -> application.Plan:
+        """The recorded application's data phase on ``key`` (read once per flow)."""
+        made = self._plans.get(key)
+        if made is None:
+            flow = self.rec.flows.get(key)
+            made = self._plans[key] = application.plan(flow.frames if flow else [])
+        return made
+
+    def issues_reads(self) -> bool:
+        """The emulated stack's application can post RDMA Reads (siw: siw_post_send)."""
+        return self.stack.stack != "irdma" and isinstance(self.core, stacks.IssuesReads)
 
     def state(self, conn: int | None) -> str:
         """The CM state of ``conn`` as the trace told it ("" unknown, "freed")."""
@@ -645,27 +668,52 @@ class Engine:
             action.error = "no connection request to answer"
             self.actions.append(action)
             return
-        words = ""
+        words = stacks.Prepared()
         try:
             try:
                 if verb == "accept":
                     stacks.accept(self.core, self.stack, run.conn, pdata, ird_ord, self.now)
                     words = stacks.post_receives(self.core, self.stack, run.conn,
-                                                 self.rec.flows.get(key), self.now)
+                                                 self.rec.flows.get(key), self.now,
+                                                 self.plan_of)
                 else:
                     self.core.reject(run.conn, private_data=pdata, now_ns=self.now)
             except CmError as exc:
                 action.error = str(exc)
         finally:
             self.actions.append(action)
-        if words:
-            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
+        self._prepared(key, number, words)
+
+    def _prepared(self, key: FlowKey, number: int, done: stacks.Prepared) -> None:
+        for what, text in done.verbs:
+            self.actions.append(AppAction(self.now, number, what, key, text))
+        self.assumptions += [(key, text) for text in done.assumptions
+                             if (key, text) not in self.assumptions]
 
     def _post_receives(self, key: FlowKey, conn: int, number: int) -> None:
-        words = stacks.post_receives(self.core, self.stack, conn, self.rec.flows.get(key),
-                                     self.now)
-        if words:
-            self.actions.append(AppAction(self.now, number, "post_recv", key, words))
+        self._prepared(key, number, stacks.post_receives(
+            self.core, self.stack, conn, self.rec.flows.get(key), self.now, self.plan_of))
+
+    def _read(self, key: FlowKey, frame: Frame) -> None:
+        """The recorded host's RDMA Read Requests that end in ``frame``, issued again with
+        the recorded sink and source (:mod:`mpa_emu.replay.application`)."""
+        run = self.flows[key]
+        flow = self.rec.flows.get(key)
+        if flow is None or not isinstance(self.core, stacks.IssuesReads):
+            return
+        for read in self.plan_of(key).reads:
+            if read.frame != frame.number:
+                continue
+            action = AppAction(self.now, frame.number, "post_read", key, read.words())
+            if run.conn is None:
+                action.error = "no connection"
+            else:
+                try:
+                    self.core.post_read(run.conn, read.sink_stag, read.sink_to, read.length,
+                                        read.src_stag, read.src_to, now_ns=self.now)
+                except CmError as exc:
+                    action.error = str(exc)
+            self.actions.append(action)
 
     def _disconnect(self, key: FlowKey, frame: Frame) -> None:
         run = self.flows[key]
@@ -765,136 +813,3 @@ class KeepAll:
 
     def connected(self, run: FlowRun) -> None:
         """Nothing more to keep: the action is in :attr:`Engine.actions`."""
-
-
-class RecordingSource:
-    """The whole recording as the frame source: every frame and every scripted verb in
-    one timeline, and the recording's answers looked up directly."""
-
-    def __init__(self, rec: Recording) -> None:
-        self.rec = rec
-        self.flows: dict[FlowKey, FlowRun] = {
-            key: FlowRun(key, [f.seg.seq for f in connection_starts(flow.frames)])
-            for key, flow in rec.flows.items()}
-        self.by_ports: dict[tuple[int, bytes, int], FlowKey] = {
-            (k[1], k[2], k[3]): k for k in rec.flows}
-        self._by_number: dict[int, Frame] = {f.number: f for f in rec.frames}
-        self._answer_times: dict[FlowKey, list[int]] = {}
-
-    def setup(self, engine: Engine) -> None:
-        """The address, the recorded neighbours, a listener on every port a SYN reaches."""
-        rec, core = self.rec, engine.core
-        core.add_address(rec.ip, vlan=rec.vlan, now_ns=0)
-        for ip, mac in sorted(rec.neighbours.items()):
-            core.set_neighbour(ip, mac)
-        ports: dict[tuple[int, int | None], None] = {}
-        for flow in rec.flows.values():
-            for f in flow.frames:
-                if not f.outbound and f.seg.flags & SYN and not f.seg.flags & ACK:
-                    ports[(flow.key[1], flow_vlan(flow.key))] = None
-                    break
-        backlog = engine.opt.backlog
-        for port, vlan in ports:
-            try:
-                core.create_listen(rec.ip, port, backlog=backlog, ipv6=rec.ipv6,
-                                   vlan=vlan, now_ns=0)
-                engine.actions.append(AppAction(0, 0, "listen",
-                                                flow_key(rec.ip, port, b"", 0, vlan),
-                                                f"port {port} backlog {backlog}"))
-            except CmError as exc:
-                engine.notes.append(f"listen on port {port} refused: {exc}")
-
-    def _script(self) -> list[tuple[int, int, int, str, FlowKey]]:
-        """Timeline: (time, frame number, order, what, flow) for every recorded frame and
-        every scripted verb, in capture order."""
-        items: list[tuple[int, int, int, str, FlowKey]] = []
-        for f in self.rec.frames:
-            items.append((f.time_ns, f.number, 1, "frame", f.flow))
-        for key, flow in self.rec.flows.items():
-            # One connect per connection the recorded host opened (port reuse included;
-            # a v2 to v1 retry SYN belongs to the same connection).
-            for f in connection_starts(flow.frames):
-                if not f.seg.flags & ACK:
-                    items.append((f.time_ns, f.number, 0, "connect", key))
-            if not flow.active:
-                # One answer per MPA reply or reject (the NIC's resends share the seq).
-                answered: set[int] = set()
-                for f in flow.frames:
-                    if f.outbound and f.seg.seq not in answered and mpa_kind(
-                            f.seg.payload) in ("reply", "reject"):
-                        answered.add(f.seg.seq)
-                        self._answer_times.setdefault(key, []).append(f.time_ns)
-                        items.append((f.time_ns, f.number, 0, "answer", key))
-            closing = _first_nic_close(flow.frames)
-            if closing is not None:
-                items.append((closing.time_ns, closing.number, 0, "disconnect", key))
-        items.sort(key=lambda it: (it[0], it[1], it[2]))
-        return items
-
-    def play(self, engine: Engine) -> None:
-        """Every frame and verb of the timeline, then the timers up to the horizon."""
-        frames_by_number = self._by_number
-        items = self._script()
-        total = len(self.rec.frames)
-        progress = engine.progress
-        done = 0
-        due: int | None = None
-        due_known = False  # the core has not been called since ``due`` was read
-        for time_ns, number, _order, what, key in items:
-            due = engine.catch_up(time_ns, due, due_known)
-            due_known = True
-            frame = frames_by_number[number]
-            if what == "frame":
-                engine.position = number
-                done += 1
-                if progress is not None and done % 2048 == 0:
-                    progress(done, total)
-                if frame.outbound:
-                    continue  # a checkpoint only: the timers up to it have run
-                engine.inject(frame)
-            else:
-                engine.run_verb(what, key, frame)
-            due_known = False
-        engine.position = max((f.number for f in self.rec.frames), default=0)
-        engine.advance(self.rec.end_ns + engine.opt.horizon_ns)
-
-    def recorded_isn(self, lport: int, remote: bytes, rport: int) -> int | None:
-        """The ISN of the recorded host's next SYN or SYN-ACK on these ports."""
-        key = self.by_ports.get((lport, remote, rport))
-        run = self.flows.get(key) if key is not None else None
-        return run.peek_isn() if run is not None else None
-
-    def first_outbound_seq(self, key: FlowKey) -> int | None:
-        """The seq of the first frame the recorded host sent in the flow, if any."""
-        flow = self.rec.flows.get(key)
-        if flow is None:
-            return None
-        return next((f.seg.seq for f in flow.frames if f.outbound), None)
-
-    def recorded_request(self, key: FlowKey, number: int) -> Frame | None:
-        """The first MPA request the recorded host sent in the flow after ``number``."""
-        return next((f for f in self.rec.flows[key].frames if f.outbound
-                     and f.number > number and mpa_kind(f.seg.payload) == "request"), None)
-
-    def answer_pending(self, key: FlowKey, now: int) -> bool:
-        """True when the recording still holds an answer of this flow's host to come."""
-        return any(t >= now for t in self._answer_times.get(key, ()))
-
-    def flow_of(self, ports: tuple[int, bytes, int]) -> FlowKey | None:
-        """The recorded flow on these ports."""
-        return self.by_ports.get(ports)
-
-    def sending_flow(self, key: FlowKey) -> FlowRun:
-        """The flow, made when the capture has none on these addresses and ports."""
-        run = self.flows.get(key)
-        if run is None:
-            run = self.flows[key] = FlowRun(key, [])
-        return run
-
-
-def _first_nic_close(frames: list[Frame]) -> Frame | None:
-    classes = offload_classes([(f.outbound, f.seg) for f in frames])
-    for f, nic in zip((f for f in frames if f.outbound), classes, strict=True):
-        if nic and f.seg.flags & (FIN | RST):
-            return f
-    return None

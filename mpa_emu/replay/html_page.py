@@ -171,6 +171,10 @@ def replay_page(report: ReplayReport) -> str:
     notes = ([report.recording.damage] if report.recording.damage else []) + report.run.notes
     if notes:
         sections.append(Section("Notes", "".join(f"<p>{cell(n)}</p>" for n in notes)))
+    if report.run.assumptions:
+        sections.append(Section("Assumptions (what the recording cannot show)", "".join(
+            f"<p>{cell(line.removeprefix('assumption: '))}</p>"
+            for line in report.assumption_lines())))
     title = (f"mpa-emu replay {report.recording.path} "
              f"--emulate {ip_text(report.options.emulate)}")
     if report.names_stacks:

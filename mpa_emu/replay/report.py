@@ -240,6 +240,7 @@ class ReplayReport:
         out += self._rebase_notes()
         out += [f"note: {a.verb} at frame {a.frame} refused: {a.error}{self._gone(a)}"
                 for a in self.run.actions if a.error]
+        out += self.assumption_lines()
         if self.semantic is not None:
             out += self._semantic_text()
         if self.comparison.semantic:
@@ -346,6 +347,11 @@ class ReplayReport:
 
     # ---- JSON --------------------------------------------------------------------
 
+    def assumption_lines(self) -> list[str]:
+        """``assumption: FLOW: ...`` for each thing the scripted application took as the
+        recorded application's (what the recording cannot show)."""
+        return [f"assumption: {flow_text(key)}: {text}" for key, text in self.run.assumptions]
+
     def to_json(self) -> dict[str, Any]:
         """Every divergence, extra frame, scripted verb and upcall, as plain data."""
         cmp = self.comparison
@@ -393,6 +399,8 @@ class ReplayReport:
                         for r in self.run.rebases],
             "notes": ([self.recording.damage] if self.recording.damage else [])
             + self.run.notes,
+            "assumptions": [{"flow": flow_text(key), "text": text}
+                            for key, text in self.run.assumptions],
         }
 
     @property

@@ -82,6 +82,10 @@ class Story:
     """(frame, "host" or "peer", "FIN" or "RST") of the first close, or None."""
     upcalls: list[tuple[int, str]] = field(default_factory=list)
     """(frame, upcall) of the outcome's upcalls."""
+    terms: dict[int, str] = field(default_factory=dict)
+    """Frame -> the Terminate's layer, type and code by name (:func:`terminate_names`)."""
+    causes: dict[int, str] = field(default_factory=dict)
+    """Frame -> why the emulated stack sent its Terminate there (its kernel rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +193,38 @@ def terminate_words(ulpdu: bytes, crc: bool = True, peer_sent: bool = True) -> s
     return f"Terminate ({layer} layer, etype {t.etype}, {code}{how})"
 
 
-def _terminates(conv: Conversation, at: int, crc: bool) -> list[tuple[int, str]]:
-    """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``."""
+def terminate_names(ulpdu: bytes, peer_sent: bool = True) -> str:
+    """What a Terminate DDP segment says, named as ``inspect`` names it: ``layer DDP (1),
+    type Untagged Buffer Error (2), code 0x06 Invalid DDP version`` (the same reader,
+    :func:`~mpa_emu.wire.terminate_layouts.read_terminate`, with the same ``peer_sent``);
+    "" when unreadable."""
+    if len(ulpdu) < ddp.UNTAGGED_HEADER_LEN + 4 or ulpdu[0] & ddp.DDP_FLAG_TAGGED:
+        return ""
+    reading = read_terminate(ulpdu[ddp.UNTAGGED_HEADER_LEN:], peer_sent).reading
+    # An MPA CRC error is named by terminate_words already (irdma sends EType 3, which
+    # RFC 5044 section 8 does not define).
+    return "" if reading.is_crc_error() else reading.text()
+
+
+def _terminates(conv: Conversation, at: int, crc: bool,
+                names: dict[int, str] | None = None) -> list[tuple[int, str]]:
+    """(frame, decoded Terminate) of every Terminate the host sent after frame ``at``;
+    ``names`` gets each one's layer, type and code by name.
+
+    Whether an FPDU from the peer came before it decides the layout where the quoted
+    bytes fit both (:func:`~mpa_emu.wire.terminate_layouts.read_terminate`): a peer FPDU
+    numbered like the Terminate counts, since an emulated frame carries the number of
+    the frame processed last before it (recorded frame numbers never repeat)."""
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
     theirs = [n for n, _f in _fpdus(conv, False, at, _mpa_end(conv, False, at))]
-    return [(n, terminate_words(f.ulpdu, crc, any(m < n for m in theirs)))
-            for n, f in mine if _is_terminate(f)]
+    out = []
+    for n, f in mine:
+        if _is_terminate(f):
+            peer_sent = any(m <= n for m in theirs)
+            out.append((n, terminate_words(f.ulpdu, crc, peer_sent)))
+            if names is not None:
+                names[n] = terminate_names(f.ulpdu, peer_sent)
+    return out
 
 
 def _mpa_frames(conv: Conversation) -> tuple[list[MpaSent], list[MpaSent]]:
@@ -271,7 +301,7 @@ def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> St
                & mpa.FLAG_CRC)
     mine = _fpdus(conv, True, at, _mpa_end(conv, True, at))
     theirs = _fpdus(conv, False, at, _mpa_end(conv, False, at))
-    story.nic += _terminates(conv, at, crc)
+    story.nic += _terminates(conv, at, crc, story.terms)
     bad = next(((n, f) for n, f in theirs if crc and not f.crc_ok), None)
     if bad is not None:
         story.nic.append((bad[0], CRC_ERROR_AE))
@@ -304,7 +334,7 @@ def _software_cm_story(story: Story, conv: Conversation, active: bool,
     at = story.answer_frame
     crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
                & mpa.FLAG_CRC)
-    story.nic += _terminates(conv, at, crc)
+    story.nic += _terminates(conv, at, crc, story.terms)
     if active:
         story.established = at
     else:
@@ -361,8 +391,37 @@ def emulated_story(conv: Conversation, active: bool, key: FlowKey, run: RunResul
         # The NIC's own Terminates (irdma_bld_terminate_hdr after an AE), read from
         # what the node sent, as the recorded host's are.
         story.nic = sorted(story.nic + _terminates(conv, story.answer_frame
-                                                   or story.offloaded, crc))
+                                                   or story.offloaded, crc, story.terms))
+        story.causes = {n: terminate_cause(key, n, run) for n in story.terms}
     return story
+
+
+def terminate_cause(key: FlowKey, frame: int, run: RunResult) -> str:
+    """The rule behind the Terminate the emulated stack sent after ``frame``: for siw
+    the kernel line written before siw_init_terminate while that frame was taken
+    (siw_send_check_ntoh's "receive space short", siw_check_sge's "STag unknown", ...)
+    and the function that sent it; otherwise the frame's own comment (cxgb4's
+    ``post_terminate ... (after T4_ERR_CRC)``); "" when the trace says nothing."""
+    logs: list[str] = []
+    initiated = False
+    for inj in run.injections:
+        if inj.frame.flow != key or inj.frame.number != frame:
+            continue
+        for rec in inj.records:
+            if rec.kind != "kernel_log":
+                continue
+            if rec.fn == "siw_init_terminate":
+                initiated = True
+                break
+            text = str(rec.fields.get("text", ""))
+            logs.append(text if text.startswith(rec.fn) else f"{rec.fn}: {text}")
+    comment = next((em.comment for em in run.emitted
+                    if em.flow == key and em.after_frame == frame and em.comment
+                    and "terminate" in em.comment.lower()), "")
+    if not initiated or not logs:
+        return comment
+    sender = comment.split(":")[0]
+    return "; ".join([logs[-1], *([sender] if sender else [])])
 
 
 def status_words(status: int) -> str:
@@ -707,17 +766,21 @@ def _nic_differences(r: Story, e: Story, who: str) -> list[tuple[int, str]]:
                 continue
             cause = next((f" after {x} (irdma_bld_terminate_hdr)" for m, x in e.nic
                           if m <= n and x == CRC_ERROR_AE), "")
+            if not cause and e.causes.get(n):
+                cause = f" ({e.causes[n]})"
+            names = f": {e.terms[n]}" if e.terms.get(n) else ""
             theirs = (f"the recorded {r.role} sent {r_terms[0]}" if r_terms
                       else f"the recorded {r.role} sent none")
-            out.append((n, f"{who}'s NIC sends a {ev}{cause}; {theirs}"))
+            out.append((n, f"{who}'s NIC sends a {ev}{names}{cause}; {theirs}"))
         elif ev not in (x for _m, x in r.nic):
             out.append((n, f"the NIC raises {ev} ({who}); the recording shows no such "
                         "error"))
     for n, ev in r.nic:
         if ev.startswith("Terminate"):
             if ev not in e_terms and not e_terms:
-                out.append((n, f"the recorded {r.role} sends a {ev}; {who}'s NIC sends "
-                            "none"))
+                names = f": {r.terms[n]}" if r.terms.get(n) else ""
+                out.append((n, f"the recorded {r.role} sends a {ev}{names}; {who}'s NIC "
+                            "sends none"))
         elif ev not in (x for _m, x in e.nic):
             out.append((n, f"the recorded host's NIC would raise {ev}; {who}'s NIC does "
                         "not"))

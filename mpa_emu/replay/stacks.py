@@ -23,9 +23,12 @@ from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.profiles import profile
 from mpa_emu.cm.trace import Trace
+from mpa_emu.replay import application
+from mpa_emu.replay.application import Plan
 from mpa_emu.replay.recording import Flow
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
+from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 
 ParamValue = int | bool
@@ -329,25 +332,92 @@ class PostsReceives(Protocol):
     def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None: ...
 
 
+@runtime_checkable
+class RegistersMemory(Protocol):
+    """A core whose application registers memory regions (siw_reg_user_mr)."""
+
+    def register_mr(self, stag: int, length: int, *, va: int = 0, remote_write: bool = True,
+                    remote_read: bool = True, data: bytes = b"") -> None: ...
+
+
+@runtime_checkable
+class IssuesReads(Protocol):
+    """A core whose application posts RDMA Reads (siw_post_send, SIW_OP_READ)."""
+
+    def post_read(self, conn: int, sink_stag: int, sink_to: int, length: int,
+                  src_stag: int, src_to: int, *, now_ns: int = 0) -> None: ...
+
+
+@dataclass(slots=True)
+class Prepared:
+    """What :func:`post_receives` did: (verb, words) for the application's log and the
+    assumptions it rests on (what the recording cannot show)."""
+
+    verbs: list[tuple[str, str]] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+
 def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | None,
-                  now_ns: int) -> str:
-    """Post the receive buffers the recorded application must have posted: the recording
-    shows its peer's Sends taken, so one buffer per possible Send (an upper bound from the
-    peer's payload after MPA in ``flow``) of that many bytes each; the count and size of
-    :data:`STREAMED_BUFFERS` when the flow is not known yet. irdma's NIC model keeps no
-    receive queue: nothing posted. Returns the words for the report ("": none posted)."""
+                  now_ns: int, plan_of: Callable[[FlowKey], Plan] | None = None
+                  ) -> Prepared:
+    """Prepare the recorded application's data phase (:mod:`mpa_emu.replay.application`):
+    register the memory the recording shows in use and post the receive buffers it
+    implies, one per Send of the peer, sized by the largest Send the recorded host took
+    (or reproducing the overflow its Terminate names). When the flow is not known yet
+    (streamed) the count and size of :data:`STREAMED_BUFFERS`; with a hole in the
+    recorded stream an upper bound (one buffer per 24 bytes of the peer's payload after
+    MPA, each that large). irdma's NIC model keeps no receive queue: nothing posted.
+    ``plan_of`` gives the flow's plan (:func:`application_plan` when not given).
+    Returns the verbs and their words for the report, and the assumptions."""
+    done = Prepared()
     if choice.stack == "irdma" or not isinstance(core, PostsReceives):
-        return ""
-    peer_bytes = None if flow is None else peer_payload(
-        [(f.outbound, f.seg.payload) for f in flow.frames])
-    if peer_bytes is None:
+        return done
+    words = done.verbs
+    if flow is None:
         count, size = STREAMED_BUFFERS
+        buffers = [size] * count
     else:
-        count = min(peer_bytes // SMALLEST_FPDU + 1, MAX_BUFFERS)
-        size = min(max(peer_bytes, 1), (1 << 31) - 1)
-    for _ in range(count):
+        plan = plan_of(flow.key) if plan_of is not None else application_plan(flow)
+        buffers = plan.buffers
+        if plan.complete:
+            done.assumptions += plan.buffer_notes
+        else:
+            peer_bytes = peer_payload([(f.outbound, f.seg.payload) for f in flow.frames])
+            count = min(peer_bytes // SMALLEST_FPDU + 1, MAX_BUFFERS)
+            buffers = [min(max(peer_bytes, 1), (1 << 31) - 1)] * count
+            done.assumptions.append(
+                f"the recorded stream has a hole, so the Sends cannot all be read: the "
+                f"application posted {count} receive buffer(s) of {buffers[0]} bytes, an "
+                "upper bound (one per 24 bytes of the peer's payload after MPA)")
+        done.assumptions += plan.assumptions
+        if plan.regions and not isinstance(core, RegistersMemory):
+            done.assumptions.append(
+                f"the {choice.label} model holds no memory regions: the STags the "
+                f"recording shows in use ({', '.join(f'{r.stag:#x}' for r in plan.regions)}) "
+                "cannot be registered, so a Write or Read Request to them ends in the "
+                "model's Terminate, which says nothing of the stack")
+        if plan.reads and not isinstance(core, IssuesReads):
+            done.assumptions.append(
+                f"the {choice.label} model posts no RDMA Read: the recorded host's Read "
+                f"Requests (frame(s) {', '.join(str(r.frame) for r in plan.reads)}) are "
+                "not issued again, so the peer's Read Responses find none outstanding")
+        if isinstance(core, RegistersMemory):
+            for region in plan.regions:
+                core.register_mr(region.stag, region.length, va=region.va,
+                                 remote_write=region.remote_write,
+                                 remote_read=region.remote_read, data=region.data)
+                words.append(("register_mr", region.words()))
+                done.assumptions.append(f"the application registered {region.words()}")
+    for size in buffers:
         core.post_recv(conn, size, now_ns=now_ns)
-    return f"{count} receive buffer(s) of {size} bytes"
+    posted = application.buffer_words(buffers)
+    words.append(("post_recv", posted))
+    return done
+
+
+def application_plan(flow: Flow) -> Plan:
+    """The recorded application's data phase on ``flow``."""
+    return application.plan(flow.frames)
 
 
 def peer_payload(frames: list[tuple[bool, bytes]]) -> int:

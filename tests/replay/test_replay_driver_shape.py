@@ -8,7 +8,8 @@ import inspect
 import pkgutil
 
 import mpa_emu.replay
-from mpa_emu.replay.engine import Engine, KeepAll, RecordingSource
+from mpa_emu.replay.engine import Engine, KeepAll
+from mpa_emu.replay.recording_source import RecordingSource
 from mpa_emu.replay.stream import CompareAndForget, StreamSource
 
 

@@ -255,21 +255,32 @@ def test_a_siw_responder_posts_receive_buffers_for_the_recorded_sends(tmp_path: 
     # The recorded server took the client's Send (frame 8, a zero CRC field, no CRC in
     # use): its application had posted a receive buffer (siw_post_receive), else
     # siw_proc_send would have answered with a Terminate. Replay posts one buffer per
-    # possible Send: the client's payload after MPA over the smallest FPDU (24 bytes:
-    # length, untagged DDP/RDMAP header, CRC), each as large as that payload.
+    # Send message the client sent (one, MSN 1), each as large as the largest Send the
+    # server took: the ULPDU less the 18-byte untagged DDP/RDMAP header (RFC 5041 section
+    # 4.4), the smallest that siw_send_check_ntoh lets through.
     cap = PCAPS / "real" / "real_peer_v1_no_crc.pcap"
     after_mpa = [bytes(p[TCP].payload) for p in rdpcap(str(cap))
                  if p[TCP].sport != 31000 and bytes(p[TCP].payload)
                  and bytes(p[TCP].payload)[:3] != b"MPA"]
     total = sum(len(p) for p in after_mpa)
     assert total == 2 + 55 + 3 + 4  # the sidecar's one FPDU: ULPDU 55 bytes, pad 3
+    (fpdu,) = _meta_fpdus("real_peer_v1_no_crc")
+    assert (fpdu["opcode"], fpdu["msn"], fpdu["from"]) == (3, 1, "client")
     rc, text, report = replay(cap, "--emulate", SERVER, "--semantic", "--profile", "mpa-v1",
                               tmp_path=tmp_path)
     assert rc == 0, text
     posted = [a for a in report["actions"] if a["verb"] == "post_recv"]
     assert [a["detail"] for a in posted] == [
-        f"{total // 24 + 1} receive buffer(s) of {total} bytes"]
-    assert "Terminate" not in text
+        f"1 receive buffer(s) of {fpdu['ulpdu_length'] - 18} bytes"]
+    assert not [ev for conn in report["semantic"]["connections"]
+                for ev in conn["emulated"]["nic"] if ev["event"].startswith("Terminate")]
+    assert "sends a Terminate" not in text
+
+
+def _meta_fpdus(name: str) -> list[dict[str, object]]:
+    import json
+    meta = json.loads((PCAPS / "real" / f"{name}.json").read_text())
+    return [f for conn in meta["connections"] for f in conn["fpdus"]]
 
 
 def test_irdma_takes_its_registry_parameters_in_a_profile() -> None:

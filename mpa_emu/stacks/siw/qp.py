@@ -10,6 +10,7 @@ from errno import EINVAL
 
 from mpa_emu.cm.errors import CmError
 from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.siw import rdma
 from mpa_emu.stacks.siw.cep import Cep
 from mpa_emu.stacks.siw.mpa_rules import SiwMpa
 from mpa_emu.stacks.siw.qp_rx import Completion, Effect, Mr
@@ -49,6 +50,25 @@ class SiwQp(SiwMpa):
         for index, data in enumerate(rxs.post_send(bytes(payload))):
             self.tcp.send(cep.sock, data, self._now, f"siw_qp_sq_process: RDMA Send MSN "
                           f"{rxs.tx_msn[0]} (FPDU {index + 1})")
+
+    def post_read(self, conn: int, sink_stag: int, sink_to: int, length: int,
+                  src_stag: int, src_to: int, *, now_ns: int = 0) -> None:
+        """siw_post_send of an RDMA Read (SIW_OP_READ): siw_qp_prepare_tx writes the Read
+        Request (QN 1, the next ``ddp_msn[RDMAP_UNTAGGED_QN_RDMA_READ]``, sink STag the
+        SGE's lkey), siw_read_to_orq puts it on the ORQ for its Read Response. Only an
+        RTS QP in RDMA mode sends (-EINVAL otherwise)."""
+        self._now = max(self._now, now_ns)
+        cep = self._qp_cep(conn, "post_read")
+        rxs = cep.rxs
+        if rxs is None or cep.state != SiwState.RDMA_MODE or cep.sock is None \
+                or cep.qp_state != SiwQpState.RTS:
+            raise CmError(EINVAL, f"post_read: connection {conn} is not in RDMA mode with an "
+                          "RTS QP")
+        cep.orq_msn += 1
+        rxs.expect_read_response(sink_stag, sink_to, length)
+        ulpdu = rdma.read_request(cep.orq_msn, sink_stag, sink_to, length, src_stag, src_to)
+        self._send_fpdu_raw(cep, rxs.fpdu(ulpdu), f"siw_qp_sq_process: RDMA Read Request "
+                            f"MSN {cep.orq_msn}, {length} bytes")
 
     def register_mr(self, stag: int, length: int, *, va: int = 0, remote_write: bool = True,
                     remote_read: bool = True, data: bytes = b"") -> None:

@@ -117,11 +117,14 @@ class _RecvWqe:
 
 @dataclass(slots=True)
 class _OrqEntry:
-    """An outstanding Read Request of this QP (the RTR): its sink STag, TO, length."""
+    """An outstanding Read Request of this QP (the RTR, or one the application issued):
+    its sink STag, TO, length."""
 
     lkey: int
     laddr: int
     length: int
+    processed: int = 0
+    """Bytes of the Read Response placed so far (``wqe->processed``)."""
 
 
 @dataclass(slots=True)
@@ -422,9 +425,11 @@ class RxStream:
         return -errno.EPROTO
 
     def _proc_rresp(self, rx: bytearray) -> int:
-        """siw_proc_rresp: the Read Response must answer the Read Request at the head of
-        the ORQ (siw_orqe_start_rx, siw_rresp_check_ntoh: its sink STag, TO and length);
-        this QP's only Read Request is the zero-length Read RTR."""
+        """siw_proc_rresp: the first segment must answer the Read Request at the head of
+        the ORQ (siw_orqe_start_rx, siw_rresp_check_ntoh: its sink STag, TO and, for a
+        one-segment response, its length); the sink memory is resolved on the first
+        bytes (siw_check_sge for local write: an access error is a DDP tagged buffer
+        error), then the bytes are placed at the sink TO plus what came before."""
         ctx = self.tagged
         if ctx.first_seg and self.state == GET_DATA_START:
             if not self.orq:
@@ -440,13 +445,13 @@ class RxStream:
                 self._log("warn", "siw_rresp_check_ntoh", f"siw: [QP {self.qp_id}]: rresp "
                           f"stag: {stag:08x} != {head.lkey:08x}")
                 ecode = rdma.DDP_ECODE_T_INVALID_STAG
-            elif head.laddr != to:
+            elif head.laddr + head.processed != to:
                 self._log("warn", "siw_rresp_check_ntoh", f"siw: [QP {self.qp_id}]: rresp "
-                          f"off: {to:016x} != {head.laddr:016x}")
+                          f"off: {to:016x} != {head.laddr + head.processed:016x}")
                 ecode = rdma.DDP_ECODE_T_BASE_BOUNDS
-            elif not ctx.more_segs and self.rem != head.length:
+            elif not ctx.more_segs and head.processed + self.rem != head.length:
                 self._log("warn", "siw_rresp_check_ntoh", f"siw: [QP {self.qp_id}]: rresp "
-                          f"len: {self.rem} != {head.length}")
+                          f"len: {head.processed + self.rem} != {head.length}")
                 ecode = rdma.DDP_ECODE_T_BASE_BOUNDS
             if ecode is not None:
                 self.init_terminate(rdma.TERM_ERROR_LAYER_DDP, rdma.DDP_ETYPE_TAGGED_BUF,
@@ -454,7 +459,22 @@ class RxStream:
                 return -errno.EINVAL
         if self.rem == 0:
             return 0
-        self._consume(rx)  # only a zero-length Read is ever outstanding: not reached
+        if not self.orq:
+            return -errno.EPROTO
+        head = self.orq[0]
+        mr = self.mrs.get(head.lkey >> 8)
+        state = E_STAG_INVALID if mr is None or mr.stag != head.lkey \
+            else mr.check(head.laddr, head.length, write=False)
+        if state != E_ACCESS_OK or mr is None:
+            self._log("debug", "siw_proc_rresp", f"target mem check: {-errno.EINVAL}, "
+                      f"lkey 0x{head.lkey:08x}")
+            self.init_terminate(rdma.TERM_ERROR_LAYER_DDP, rdma.DDP_ETYPE_TAGGED_BUF,
+                                tagged_error(state))
+            return -errno.EINVAL
+        addr = head.laddr + head.processed
+        chunk = self._consume(rx)
+        mr.buf[addr - mr.va:addr - mr.va + len(chunk)] = chunk
+        head.processed += len(chunk)
         return 0 if self.rem == 0 else -errno.EAGAIN
 
     def _proc_send(self, rx: bytearray) -> int:
@@ -576,6 +596,10 @@ class RxStream:
         state = E_STAG_INVALID if mr is None or mr.stag != src_stag \
             else mr.check(src_to, size, write=False)
         if state != E_ACCESS_OK or mr is None:
+            # siw_check_sge -> siw_mem_id2obj ("STag unknown") or siw_check_mem
+            self._log("debug", "siw_check_sge", f"STag unknown: 0x{src_stag:08x}"
+                      if state == E_STAG_INVALID else f"source STag 0x{src_stag:08x}: "
+                      f"TO 0x{src_to:x} + {size} bytes out of the region's bounds")
             # siw_send_terminate rebuilds the Read Request from the TX WQE; it writes the
             # read size where the MSN belongs (wqe->sqe.sge[0].length)
             rreq = struct.pack("!HBBIIII", rdma.RREQ_LEN - 2, rdma.DDP_RDMAP_CTRL_UNTAGGED,

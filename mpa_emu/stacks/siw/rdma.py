@@ -103,6 +103,15 @@ def read_rtr(msn: int = 1) -> bytes:
     return head + struct.pack("!IQIIQ", 0, 0, 0, RTR_RKEY, 0)
 
 
+def read_request(msn: int, sink_stag: int, sink_to: int, length: int, src_stag: int,
+                 src_to: int) -> bytes:
+    """An RDMA Read Request (siw_qp_prepare_tx, SIW_OP_READ): QN 1, the MSN, MO 0, then
+    the sink STag and TO, the read size, the source STag and TO (RFC 5040 section 4.4)."""
+    head = struct.pack("!BBIIII", DDP_RDMAP_CTRL_UNTAGGED, RDMAP_V1 | ddp.Opcode.READ_REQUEST,
+                       0, ddp.QN_READ_REQUEST, msn, 0)
+    return head + struct.pack("!IQIIQ", sink_stag, sink_to, length, src_stag, src_to)
+
+
 def read_response(sink_stag: int, sink_to: int) -> bytes:
     """The zero-length Read Response to a zero-length Read Request (siw_init_rresp):
     tagged, the requester's sink STag and TO."""
