@@ -19,22 +19,32 @@ from mpa_emu.stacks.base import Stack, StackParam
 def _irdma() -> Stack:
     from mpa_emu.stacks import irdma
 
-    return Stack("irdma", "Intel E810/X722 (irdma)", irdma.PARAMS, irdma.make_core,
-                 "docs/cm-core.md", irdma.STATES)
+    return Stack(name="irdma", title="Intel E810/X722 (irdma)", params=irdma.PARAMS,
+                 make_core=irdma.make_core, doc="docs/cm-core.md", states=irdma.STATES,
+                 kernel_map=irdma.KERNEL_MAP, facts=irdma.FACTS, statuses=irdma.STATUSES,
+                 peer_framing=irdma.peer_framing, fingerprint=irdma.FINGERPRINT)
 
 
 def _siw() -> Stack:
     from mpa_emu.stacks import siw
+    from mpa_emu.stacks.siw import facts, kernel_map
 
-    return Stack("siw", "soft-iWARP over Linux TCP (siw)", siw.PARAMS, siw.make_core,
-                 "docs/stacks/siw.md", siw.STATES)
+    return Stack(name="siw", title="soft-iWARP over Linux TCP (siw)", params=siw.PARAMS,
+                 make_core=siw.make_core, doc="docs/stacks/siw.md", states=siw.STATES,
+                 kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
+                 statuses=facts.STATUSES, peer_framing=facts.peer_framing,
+                 fingerprint=facts.FINGERPRINT)
 
 
 def _cxgb4() -> Stack:
     from mpa_emu.stacks import cxgb4
+    from mpa_emu.stacks.cxgb4 import facts, kernel_map
 
     params = tuple(StackParam(*spec) for spec in cxgb4.PARAM_SPECS)
-    return Stack("cxgb4", cxgb4.TITLE, params, cxgb4.make_core, cxgb4.DOC, cxgb4.STATES)
+    return Stack(name="cxgb4", title=cxgb4.TITLE, params=params, make_core=cxgb4.make_core,
+                 doc=cxgb4.DOC, states=cxgb4.STATES, kernel_map=kernel_map.KERNEL_MAP,
+                 facts=facts.FACTS, statuses=facts.STATUSES,
+                 peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT)
 
 
 STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}

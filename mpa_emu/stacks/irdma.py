@@ -9,14 +9,25 @@ through ``Network.add_host(config=...)`` or a scenario's ``[host.config]`` table
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 
+from mpa_emu.cm import kernel_map as cm_map
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace
-from mpa_emu.stacks.base import StackParam
+from mpa_emu.stacks.base import (
+    Fingerprint,
+    KernelMap,
+    MapEntry,
+    PeerFraming,
+    ReplyStatuses,
+    StackFacts,
+    StackParam,
+    SynSignature,
+)
 
 _CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"
 
@@ -40,3 +51,54 @@ def make_core(host: str, mac: bytes, params: Mapping[str, int | bool], *, seed: 
     config = CmConfig(mtu=mtu, mpa_rev=int(params.get("mpa_rev", 2)),
                       gen=int(params.get("gen", 2)))
     return CmCore(host, mac, config, seed=seed, trace=trace)
+
+
+KERNEL_MAP = KernelMap(
+    source="drivers/infiniband/hw/irdma/cm.c", kernel_version=cm_map.KERNEL_VERSION,
+    functions=tuple(e.function for e in cm_map.ENTRIES),
+    entries=tuple(MapEntry(e.number, e.function, e.kind, e.models, e.note, e.status)
+                  for e in cm_map.ENTRIES),
+    prefix="irdma_", legend=cm_map.KIND_LEGEND)
+"""irdma's map (:mod:`mpa_emu.cm.kernel_map`, numbered as the reference's function
+table, whose copy tests/cm/test_kernel_map.py checks it against)."""
+
+FACTS = StackFacts(
+    name="irdma", title="Intel E810/X722 (irdma)",
+    # irdma_parse_mpa: PD_Length > IETF_MAX_PRIV_DATA_LEN (512) -> -EOVERFLOW.
+    max_pd_length=512, pd_limit_fn="irdma_parse_mpa",
+    # irdma_parse_mpa reads one segment's payload: no reassembly, -EOVERFLOW.
+    reassembles=False, reassembly_fn="irdma_parse_mpa",
+    mpa_timer="no MPA timer: the initiator's wait for the reply is the CM "
+              "retransmission schedule of the request (irdma_cm_timer_tick: RST and "
+              "CONNECT_REPLY -ECONNRESET at expiry); a responder that never gets a "
+              "request waits for ever",
+    mpa_timer_fix="find why the reply never came: the peer's kernel log, its "
+                  "listener and its MPA checks",
+    log_prefix="irdma",
+)
+"""irdma's MPA limits and timers (the judge's and the explanations')."""
+
+STATUSES = ReplyStatuses(
+    reject=-errno.ECONNREFUSED, reject_fn="irdma_cm_event_handler (MPA_REJECT)",
+    reset=-errno.ECONNRESET, reset_fn="irdma_event_connect_error (ABORTED)",
+    timeout=-errno.ECONNRESET,
+    timeout_fn="irdma_cm_timer_tick (retransmission expiry: RST, "
+               "irdma_event_connect_error)",
+)
+"""CONNECT_REPLY statuses of an irdma initiator."""
+
+
+def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
+    """irdma_send_mpa_request / irdma_build_mpa_v2: C always, P2P always, both RTRs
+    offered; irdma_negotiate_mpa_v2_ird_ord picks Read as responder; 512 bytes."""
+    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512)
+
+
+FINGERPRINT = Fingerprint(
+    syn=SynSignature((2, 3, 0), 65535,
+                     "SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", 3),
+    flag=None,
+)
+"""irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window field 65535
+(``irdma_send_syn``, ``rcv_wnd`` in ``irdma_make_cm_node``) and never SACK or
+timestamps."""

@@ -1,0 +1,48 @@
+"""What other layers need to know about cxgb4, from drivers/infiniband/hw/cxgb4/cm.c: the
+judge's limits and timers, the CONNECT_REPLY statuses, the MPA framing of a peer that
+copies cxgb4, and the capture evidence that names cxgb4 alone. The registry's
+``STACKS["cxgb4"]`` carries them as typed fields of :class:`~mpa_emu.stacks.base.Stack`."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Mapping
+
+from mpa_emu.stacks.base import Fingerprint, PeerFraming, ReplyStatuses, StackFacts
+
+FACTS = StackFacts(
+    name="cxgb4", title="Chelsio T4/T5/T6 (iw_cxgb4)",
+    # process_mpa_request / process_mpa_reply: plen > MPA_MAX_PRIVATE_DATA (256).
+    max_pd_length=256, pd_limit_fn="process_mpa_request, process_mpa_reply",
+    reassembles=True, reassembly_fn="process_mpa_request, process_mpa_reply",
+    # ep_timeout_secs (module parameter, default 60): ep_timeout -> process_timeout.
+    mpa_timer="cxgb4's endpoint timer (ep_timeout -> process_timeout, module "
+              "parameter ep_timeout_secs, 60 s by default): CONNECT_REPLY "
+              "-ETIMEDOUT for the initiator, an abort for the responder",
+    mpa_timer_fix="iw_cxgb4 ep_timeout_secs=N (module parameter) if the peer is "
+                  "slow, else make the peer answer",
+    log_prefix="iw_cxgb4",
+)
+"""cxgb4's MPA limits and timers (the judge's and the explanations')."""
+
+STATUSES = ReplyStatuses(
+    reject=-errno.ECONNREFUSED, reject_fn="process_mpa_reply (MPA_REJECT)",
+    reset=-errno.ECONNRESET, reset_fn="peer_abort / peer_close in MPA_REQ_SENT",
+    timeout=-errno.ETIMEDOUT, timeout_fn="process_timeout in MPA_REQ_SENT",
+)
+"""CONNECT_REPLY statuses of a cxgb4 initiator."""
+
+
+def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
+    """send_mpa_req / send_mpa_reply: rev ``mpa_rev``, C with ``crc_enabled``, P2P with
+    ``peer2peer`` and the RTR of ``p2p_type`` (1 Read, 0 Write, else none);
+    MPA_MAX_PRIVATE_DATA 256 and a u8 length through iw_cm leave 255."""
+    rtr = {0: "write", 1: "read"}.get(int(p["p2p_type"]), "none")
+    return PeerFraming(max(int(p["mpa_rev"]), 1), bool(p["peer2peer"]),
+                       bool(p["crc_enabled"]), rtr, 255)
+
+
+FINGERPRINT = Fingerprint(syn=None, flag=None)
+"""Nothing on the wire names cxgb4 alone: its SYN options follow module parameters
+(enable_tcp_timestamps, enable_tcp_sack, enable_tcp_window_scaling) and its MPA flags
+are RFC 5044's."""
