@@ -20,9 +20,12 @@ Evidence, each item a fact of the kernel source:
 - a Terminate's control word in siw's little-endian bit-field layout (struct
   iwarp_terminate, :mod:`mpa_emu.wire.terminate_layouts`) rather than RFC 5040's.
 
-Each stack gets a score; one that the evidence rules out (irdma without C, irdma with
-SACK) is out. The best score wins when it is ahead of the others; otherwise the side is
-``unknown``. The evidence is kept in words for the report.
+The evidence that names one stack alone (its own SYN, a flag bit only it sets) is that
+stack's fact in the registry (``STACKS[name].fingerprint``); the rules weighing several
+stacks against each other stay here. Each stack gets a score; one that the evidence
+rules out (irdma without C, irdma with SACK) is out. The best score wins when it is
+ahead of the others; otherwise the side is ``unknown``. The evidence is kept in words
+for the report.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mpa_emu.judge.model import SideStack
-from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
+from mpa_emu.judge.stacks import IRDMA, LINUX_USERSPACE, UNKNOWN
+from mpa_emu.stacks import STACKS
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
 from mpa_emu.wire.terminate_layouts import SIW as SIW_LAYOUT
 from mpa_emu.wire.terminate_layouts import TerminateRead
@@ -40,12 +44,7 @@ if TYPE_CHECKING:
     from mpa_emu.judge.shapes import MpaFrameLike as MpaInfo
     from mpa_emu.judge.shapes import SideLike as Direction
 
-IRDMA_WINDOW = 65535
-IRDMA_SYN_OPTIONS = (2, 3, 0)
-GSO_FLAG = 0x08
-"""siw's MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte)."""
-
-_CANDIDATES = (IRDMA, SIW, CXGB4, LINUX_USERSPACE)
+_CANDIDATES = (*STACKS, LINUX_USERSPACE)
 
 
 class _Score:
@@ -78,9 +77,12 @@ def _tcp(score: _Score, d: Direction) -> None:
     if d.syn_frame is None:
         return
     kinds = d.option_kinds
-    if kinds == IRDMA_SYN_OPTIONS and d.syn_window == IRDMA_WINDOW:
-        score.add("SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", irdma=3)
-        return
+    for stack in STACKS.values():
+        # a stack with its own TCP sends one exact SYN (its Fingerprint.syn)
+        sig = stack.fingerprint.syn
+        if sig is not None and kinds == sig.option_kinds and d.syn_window == sig.window:
+            score.add(sig.evidence, **{stack.name: sig.points})
+            return
     if 4 in kinds or 8 in kinds:
         what = "SACK and timestamps" if 4 in kinds and 8 in kinds else \
             "SACK" if 4 in kinds else "timestamps"
@@ -98,8 +100,11 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
     if mine is None:
         return
     what = "request" if mine.request else "reply"
-    if mine.flags & GSO_FLAG:
-        score.add(f"{what} sets 0x08 (siw's MPA_RR_FLAG_GSO_EXP, try_gso)", siw=3)
+    for stack in STACKS.values():
+        # a flag bit only one stack sets (its Fingerprint.flag)
+        mark = stack.fingerprint.flag
+        if mark is not None and mine.flags & mark.bit:
+            score.add(f"{what} {mark.evidence}", **{stack.name: mark.points})
     crc = bool(mine.flags & FLAG_CRC)
     # A siw responder echoes the request's flags (siw_proc_mpareq keeps its bits), so a
     # reply's C says something only when the request did not set C.
