@@ -22,7 +22,8 @@ def _irdma() -> Stack:
     return Stack(name="irdma", title="Intel E810/X722 (irdma)", params=irdma.PARAMS,
                  make_core=irdma.make_core, doc="docs/cm-core.md", states=irdma.STATES,
                  kernel_map=irdma.KERNEL_MAP, facts=irdma.FACTS, statuses=irdma.STATUSES,
-                 peer_framing=irdma.peer_framing, fingerprint=irdma.FINGERPRINT)
+                 peer_framing=irdma.peer_framing, fingerprint=irdma.FINGERPRINT,
+                 lifecycle=irdma.LIFECYCLE)
 
 
 def _siw() -> Stack:
@@ -33,7 +34,7 @@ def _siw() -> Stack:
                  make_core=siw.make_core, doc="docs/stacks/siw.md", states=siw.STATES,
                  kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
                  statuses=facts.STATUSES, peer_framing=facts.peer_framing,
-                 fingerprint=facts.FINGERPRINT)
+                 fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE)
 
 
 def _cxgb4() -> Stack:
@@ -44,7 +45,8 @@ def _cxgb4() -> Stack:
     return Stack(name="cxgb4", title=cxgb4.TITLE, params=params, make_core=cxgb4.make_core,
                  doc=cxgb4.DOC, states=cxgb4.STATES, kernel_map=kernel_map.KERNEL_MAP,
                  facts=facts.FACTS, statuses=facts.STATUSES,
-                 peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT)
+                 peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT,
+                 lifecycle=facts.LIFECYCLE)
 
 
 STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}

@@ -115,9 +115,30 @@ class Fingerprint:
 
 
 @dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """Where a stack's connection life legitimately differs from another's, each as its
+    kernel source decides it (the contract test, tests/stacks/test_contract.py, reads
+    these instead of comparing stack names)."""
+
+    connected_state: str
+    """The node state past MPA on both sides (an accepting reply sent or taken)."""
+    reply_timeout_s: int
+    """Seconds after its MPA request an initiator whose peer never replies gives up
+    (CONNECT_REPLY with :attr:`ReplyStatuses.timeout`)."""
+    rst_retries_v1: bool
+    """A RST while an MPA v2 request awaits its reply makes a new connection with MPA
+    v1, without an upcall; the second RST is the CONNECT_REPLY."""
+    abort_sends_rst: bool
+    """An abortive disconnect of a connected QP puts a RST on the wire (else a FIN)."""
+    upcall_pdata_extra: int
+    """Bytes past the application's private data in a v2 CONNECT_REQUEST/CONNECT_REPLY
+    upcall (the private data length includes them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Stack:
     """A registered stack: its name, title, parameters, core factory, documentation,
-    states, kernel map and facts.
+    states, kernel map and facts (every one required).
 
     ``make_core(host_name, mac, params, *, seed, trace, mtu)`` returns a
     :class:`~mpa_emu.cm.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
@@ -136,6 +157,7 @@ class Stack:
     statuses: ReplyStatuses
     peer_framing: Callable[[Mapping[str, int | bool]], PeerFraming]
     fingerprint: Fingerprint
+    lifecycle: Lifecycle
 
     def param(self, name: str) -> StackParam:
         """The parameter ``name``; KeyError when the stack has none by that name."""

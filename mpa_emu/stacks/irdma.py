@@ -21,6 +21,7 @@ from mpa_emu.cm.trace import Trace
 from mpa_emu.stacks.base import (
     Fingerprint,
     KernelMap,
+    Lifecycle,
     MapEntry,
     PeerFraming,
     ReplyStatuses,
@@ -102,3 +103,22 @@ FINGERPRINT = Fingerprint(
 """irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window field 65535
 (``irdma_send_syn``, ``rcv_wnd`` in ``irdma_make_cm_node``) and never SACK or
 timestamps."""
+
+LIFECYCLE = Lifecycle(
+    # irdma_cm_init_tsa_conn (both sides: irdma_accept, the active MPA reply)
+    connected_state="OFFLOADED",
+    # no MPA timer: irdma_cm_timer_tick's retransmission schedule of the request runs
+    # out even once the request is acknowledged: RST, ABORTED. IRDMA_DEFAULT_RETRANS 32
+    # with the gap HZ << n as compiled (HZ 1000): resends at 1, 3, 7, 15, 27 s, every
+    # 12 s up to 315 s, three more a jiffy apart, expiry at 316.003 s
+    reply_timeout_s=316,
+    # irdma_handle_rst_pkt in MPAREQ_SENT with mpa_frame_rev 2: rev 1, irdma_send_syn
+    # again on the same 4-tuple (Quirks.mpa_v1_fallback)
+    rst_retries_v1=True,
+    # modify_qp(ERR) after offload: the hardware TCP sends a RST
+    abort_sends_rst=True,
+    # irdma_parse_mpa: for v2 PD_Length still counts the 4 RTR bytes past the 24-byte
+    # header, so the upcall's private_data_len is the user's + 4 (Quirks.v2_pdata_plus4)
+    upcall_pdata_extra=4,
+)
+"""irdma's connection life where it differs from another stack's."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Mapping
 
-from mpa_emu.stacks.base import Fingerprint, PeerFraming, ReplyStatuses, StackFacts
+from mpa_emu.stacks.base import Fingerprint, Lifecycle, PeerFraming, ReplyStatuses, StackFacts
 
 FACTS = StackFacts(
     name="cxgb4", title="Chelsio T4/T5/T6 (iw_cxgb4)",
@@ -46,3 +46,18 @@ FINGERPRINT = Fingerprint(syn=None, flag=None)
 """Nothing on the wire names cxgb4 alone: its SYN options follow module parameters
 (enable_tcp_timestamps, enable_tcp_sack, enable_tcp_window_scaling) and its MPA flags
 are RFC 5044's."""
+
+LIFECYCLE = Lifecycle(
+    # process_mpa_reply and c4iw_accept_cr: FPDU_MODE
+    connected_state="FPDU_MODE",
+    # start_ep_timer: ep_timeout_secs (module parameter, 60) -> process_timeout
+    reply_timeout_s=60,
+    # peer_abort in MPA_REQ_SENT with mpa_rev 2, not yet tried with v1:
+    # retry_with_mpa_v1, c4iw_reconnect, no upcall
+    rst_retries_v1=True,
+    # c4iw_ep_disconnect(abrupt) -> send_abort: CPL_ABORT_REQ, a RST
+    abort_sends_rst=True,
+    # connect_request_upcall / connect_reply_upcall: plen - sizeof(mpa_v2_conn_params)
+    upcall_pdata_extra=0,
+)
+"""cxgb4's connection life where it differs from another stack's."""

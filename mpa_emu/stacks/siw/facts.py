@@ -8,7 +8,14 @@ from __future__ import annotations
 import errno
 from collections.abc import Mapping
 
-from mpa_emu.stacks.base import Fingerprint, FlagMark, PeerFraming, ReplyStatuses, StackFacts
+from mpa_emu.stacks.base import (
+    Fingerprint,
+    FlagMark,
+    Lifecycle,
+    PeerFraming,
+    ReplyStatuses,
+    StackFacts,
+)
 
 FACTS = StackFacts(
     name="siw", title="Soft-iWARP (siw)",
@@ -53,3 +60,17 @@ FINGERPRINT = Fingerprint(
 )
 """MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte) when siw is
 built with try_gso (siw_connect, siw_accept)."""
+
+LIFECYCLE = Lifecycle(
+    # siw_accept and siw_proc_mpareply: SIW_EPSTATE_RDMA_MODE
+    connected_state="RDMA_MODE",
+    # siw_cm_queue_work: MPAREQ_TIMEOUT (HZ * 10) while AWAIT_MPAREP
+    reply_timeout_s=10,
+    # SIW_CM_WORK_PEER_CLOSE in AWAIT_MPAREP: CONNECT_REPLY(-ECONNRESET), no retry
+    rst_retries_v1=False,
+    # siw_qp_cm_drop -> sock_release: tcp_close sends a FIN (a RST only with unread data)
+    abort_sends_rst=False,
+    # siw_cm_upcall: "Hide MPA V2 IRD/ORD control": the block is not passed up
+    upcall_pdata_extra=0,
+)
+"""siw's connection life where it differs from another stack's."""
