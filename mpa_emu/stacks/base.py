@@ -105,13 +105,55 @@ class FlagMark:
     points: int
 
 
+RULED_OUT = None
+"""A weight saying the evidence cannot come from this stack: it is out of the running."""
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """What each piece of evidence the fingerprint weighs (:mod:`mpa_emu.judge.
+    fingerprint`) says for one stack: points for it (positive) or against it (negative),
+    0 for nothing, :data:`RULED_OUT` when its kernel never sends that."""
+
+    syn_linux_options: int | None
+    """A SYN with SACK permitted or timestamps (a Linux socket's tcp_syn_options)."""
+    syn_mss_ws_only: int
+    """A SYN with MSS and WS and neither SACK nor timestamps."""
+    no_crc: int | None
+    """A request or reply without C."""
+    own_crc: int
+    """A request, or a reply to a request without C, that sets C."""
+    socket_request_crc: int
+    """A Linux socket's request that sets C."""
+    mpa_rev1: int
+    """A request or reply of MPA revision 1."""
+    no_p2p: int | None
+    """An RFC 6581 block without P2P."""
+    socket_request_p2p: int
+    """A Linux socket's request with P2P."""
+    request_write_and_read: int
+    """A P2P request offering both the Write and the Read RTR."""
+    request_read_only: int
+    """A P2P request offering only the Read RTR."""
+    reply_read_over_both: int
+    """A reply choosing Read where both RTRs were offered."""
+    reply_write_over_both: int
+    """A reply choosing Write where both RTRs were offered."""
+    bitfield_terminate: int
+    """A Terminate in siw's little-endian bit-field layout (struct iwarp_terminate)."""
+    rfc_terminate: int
+    """A Terminate in RFC 5040 section 4.8's layout, where the bytes tell the two apart."""
+
+
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
-    """The evidence in a capture that names this stack alone (:mod:`mpa_emu.judge.
-    fingerprint`): its own SYN, its own MPA flag bit."""
+    """The evidence in a capture that names this stack (:mod:`mpa_emu.judge.
+    fingerprint`): its own SYN, its own MPA flag bit, and what every other piece of
+    evidence weighs for it."""
 
     syn: SynSignature | None
     flag: FlagMark | None
+    weights: Weights
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace
 from mpa_emu.stacks.base import (
+    RULED_OUT,
     Fingerprint,
     KernelMap,
     Lifecycle,
@@ -28,6 +29,7 @@ from mpa_emu.stacks.base import (
     StackFacts,
     StackParam,
     SynSignature,
+    Weights,
 )
 
 _CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"
@@ -99,6 +101,22 @@ FINGERPRINT = Fingerprint(
     syn=SynSignature((2, 3, 0), 65535,
                      "SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", 3),
     flag=None,
+    weights=Weights(
+        syn_linux_options=RULED_OUT,  # irdma_send_syn: MSS, WS, EOL only
+        syn_mss_ws_only=0,
+        no_crc=RULED_OUT,  # irdma_build_mpa_v1/v2: C always
+        own_crc=1,
+        socket_request_crc=0,
+        mpa_rev1=0,
+        no_p2p=RULED_OUT,  # irdma_build_mpa_v2: P2P always
+        socket_request_p2p=0,
+        request_write_and_read=1,  # irdma_build_mpa_v2: both RTRs offered
+        request_read_only=0,
+        reply_read_over_both=2,  # irdma_negotiate_mpa_v2_ird_ord: Read first
+        reply_write_over_both=0,
+        bitfield_terminate=0,
+        rfc_terminate=0,
+    ),
 )
 """irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window field 65535
 (``irdma_send_syn``, ``rcv_wnd`` in ``irdma_make_cm_node``) and never SACK or

@@ -8,7 +8,14 @@ from __future__ import annotations
 import errno
 from collections.abc import Mapping
 
-from mpa_emu.stacks.base import Fingerprint, Lifecycle, PeerFraming, ReplyStatuses, StackFacts
+from mpa_emu.stacks.base import (
+    Fingerprint,
+    Lifecycle,
+    PeerFraming,
+    ReplyStatuses,
+    StackFacts,
+    Weights,
+)
 
 FACTS = StackFacts(
     name="cxgb4", title="Chelsio T4/T5/T6 (iw_cxgb4)",
@@ -42,10 +49,31 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
                        bool(p["crc_enabled"]), rtr, 255)
 
 
-FINGERPRINT = Fingerprint(syn=None, flag=None)
-"""Nothing on the wire names cxgb4 alone: its SYN options follow module parameters
-(enable_tcp_timestamps, enable_tcp_sack, enable_tcp_window_scaling) and its MPA flags
-are RFC 5044's."""
+FINGERPRINT = Fingerprint(
+    syn=None,
+    flag=None,
+    weights=Weights(
+        # send_connect / accept_cr: TSTAMPS_EN_F and SACK_EN_F only with
+        # enable_tcp_timestamps / enable_tcp_sack (0), WND_SCALE_EN_F by default
+        syn_linux_options=-2,
+        syn_mss_ws_only=1,
+        no_crc=-1,  # send_mpa_req: MPA_CRC with crc_enabled (1)
+        own_crc=1,
+        socket_request_crc=0,
+        mpa_rev1=0,  # mpa_rev 2
+        no_p2p=-1,  # send_mpa_req: P2P with peer2peer (1)
+        socket_request_p2p=0,
+        request_write_and_read=0,
+        request_read_only=2,  # p2p_type FW_RI_INIT_P2PTYPE_READ_REQ: the Read RTR only
+        reply_read_over_both=0,
+        reply_write_over_both=1,  # process_mpa_request: Write before Read
+        bitfield_terminate=0,
+        rfc_terminate=0,
+    ),
+)
+"""Nothing on the wire names cxgb4 alone (its SYN options follow module parameters,
+enable_tcp_timestamps, enable_tcp_sack, enable_tcp_window_scaling; its MPA flags are
+RFC 5044's); the weights say what the rest of the evidence says for it."""
 
 LIFECYCLE = Lifecycle(
     # process_mpa_reply and c4iw_accept_cr: FPDU_MODE

@@ -15,6 +15,7 @@ from mpa_emu.stacks.base import (
     PeerFraming,
     ReplyStatuses,
     StackFacts,
+    Weights,
 )
 
 FACTS = StackFacts(
@@ -57,6 +58,22 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
 FINGERPRINT = Fingerprint(
     syn=None,  # a Linux socket: tcp_syn_options, nothing siw's own
     flag=FlagMark(0x08, "sets 0x08 (siw's MPA_RR_FLAG_GSO_EXP, try_gso)", 3),
+    weights=Weights(
+        syn_linux_options=1,  # a kernel socket: tcp_syn_options
+        syn_mss_ws_only=0,
+        no_crc=1,  # siw_connect: C only with mpa_crc_required (off)
+        own_crc=0,
+        socket_request_crc=-1,  # mpa_crc_required is a constant, off
+        mpa_rev1=0,  # siw_main.c: mpa_version 2
+        no_p2p=2,  # siw_connect: P2P only with peer_to_peer (off)
+        socket_request_p2p=-1,  # peer_to_peer is a constant, off
+        request_write_and_read=0,
+        request_read_only=0,
+        reply_read_over_both=0,
+        reply_write_over_both=1,  # siw_proc_mpareq: Write before Read
+        bitfield_terminate=3,  # struct iwarp_terminate's C bit-fields (iwarp.h)
+        rfc_terminate=-2,
+    ),
 )
 """MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte) when siw is
 built with try_gso (siw_connect, siw_accept)."""
