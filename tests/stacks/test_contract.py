@@ -120,6 +120,12 @@ def test_connect_and_accept(name: str) -> None:
     assert state_name(a.node(conn)) == life.connected_state
     assert state_name(b.node(passive)) == life.connected_state
     assert a.conns() == [conn] and b.conns() == [passive]
+    # Both QPs in RTS over an established TCP connection (irdma_accept and
+    # irdma_cm_event_connected, siw_qp_modify, c4iw_modify_qp with
+    # C4IW_QP_STATE_RTS).
+    for host, c in ((a, conn), (b, passive)):
+        qp = host.qp_state(c)
+        assert (qp.iwarp_state, qp.tcp_state) == ("RTS", "ESTABLISHED"), host.name
     assert not (wire_flags(net, "a") | wire_flags(net, "b")) & RST
 
 
@@ -128,7 +134,7 @@ def test_reject_with_private_data(name: str) -> None:
     net = make_net()
     a = net.add_host("a", IP_A, stack=name)
     b = net.add_host("b", IP_B, stack=name)
-    b.listen(PORT, policy=Reject(private_data=REJ_PD))
+    listener = b.listen(PORT, policy=Reject(private_data=REJ_PD))
     a.connect(b, PORT, private_data=REQ_PD, ird=4, ord=4)
     net.run()
     status = STACKS[name].statuses.reject
@@ -147,6 +153,9 @@ def test_reject_with_private_data(name: str) -> None:
                and f.segment.payload[mpa.KEY_SIZE] & mpa.FLAG_REJECT]
     assert [f.sender for f in rejects] == ["b"]
     assert a.conns() == [] and b.conns() == []
+    # A reject ends one connection, not the listener (irdma_reject, siw_reject and
+    # c4iw_reject_cr touch only the request's node).
+    assert b.listener(listener) is not None
 
 
 @pytest.mark.parametrize("name", NAMES)
