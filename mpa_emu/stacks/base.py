@@ -81,6 +81,11 @@ class PeerFraming:
     """Initiator: RTR types offered; responder: the one preferred (PeerOptions.rtr)."""
     max_private_data: int
     """The most private data the stack sends in one frame (the RFC 6581 block aside)."""
+    v1_rtr: str
+    """The RTR ("read", "write" or "none") the stack's initiator sends after an MPA v1
+    reply: RFC 5044 has no RTR, but irdma and cxgb4 send one at every revision."""
+    v1_wait_rtr: bool
+    """Whether the stack's responder waits for an RTR after accepting a v1 request."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,8 +93,11 @@ STATUSES = ReplyStatuses(
 
 def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     """irdma_send_mpa_request / irdma_build_mpa_v2: C always, P2P always, both RTRs
-    offered; irdma_negotiate_mpa_v2_ird_ord picks Read as responder; 512 bytes."""
-    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512)
+    offered; irdma_negotiate_mpa_v2_ird_ord picks Read as responder; 512 bytes. Under
+    v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (a zero-length Read:
+    only a v2 negotiation picks Write), and irdma_accept waits for the RTS AE it
+    brings."""
+    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True)
 
 
 FINGERPRINT = Fingerprint(

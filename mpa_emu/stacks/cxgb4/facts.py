@@ -43,10 +43,15 @@ STATUSES = ReplyStatuses(
 def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     """send_mpa_req / send_mpa_reply: rev ``mpa_rev``, C with ``crc_enabled``, P2P with
     ``peer2peer`` and the RTR of ``p2p_type`` (1 Read, 0 Write, else none);
-    MPA_MAX_PRIVATE_DATA 256 and a u8 length through iw_cm leave 255."""
+    MPA_MAX_PRIVATE_DATA 256 and a u8 length through iw_cm leave 255. Under v1,
+    process_mpa_reply / process_mpa_request take ``p2p_type`` as the RTR with
+    ``peer2peer`` (pre-RFC 6581 Chelsio peer-to-peer), which rdma_init has the
+    initiator's firmware send (build_rtr_msg); what the responder's firmware does
+    without it is not in the source, so it is not waited for."""
     rtr = {0: "write", 1: "read"}.get(int(p["p2p_type"]), "none")
     return PeerFraming(max(int(p["mpa_rev"]), 1), bool(p["peer2peer"]),
-                       bool(p["crc_enabled"]), rtr, 255)
+                       bool(p["crc_enabled"]), rtr, 255,
+                       rtr if p["peer2peer"] else "none", False)
 
 
 FINGERPRINT = Fingerprint(

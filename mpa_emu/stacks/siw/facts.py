@@ -50,9 +50,11 @@ _RTR_OFFERED = {0: "none", 1: "write", 2: "read", 3: "both"}
 def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     """siw_connect: rev ``mpa_version`` (at most 2), C with ``mpa_crc_required``, P2P and
     the ``rtr_type`` RTRs with ``peer_to_peer``; siw_proc_mpareq picks Write before Read;
-    MPA_MAX_PRIVDATA 256."""
+    MPA_MAX_PRIVDATA 256. Under v1 no RTR either way: siw_proc_mpareply reads its RTR
+    mode from the v2 block only."""
     return PeerFraming(min(int(p["mpa_version"]), 2), bool(p["peer_to_peer"]),
-                       bool(p["mpa_crc_required"]), _RTR_OFFERED[int(p["rtr_type"])], 256)
+                       bool(p["mpa_crc_required"]), _RTR_OFFERED[int(p["rtr_type"])], 256,
+                       "none", False)
 
 
 FINGERPRINT = Fingerprint(
