@@ -1,8 +1,12 @@
-"""mpa_emu: a packet-level emulator of the Linux irdma iWARP connection manager.
+"""mpa_emu: a packet-level emulator and analyser of the Linux iWARP connection managers.
 
-The package models ``drivers/infiniband/hw/irdma/cm.c``: real Ethernet/IP/TCP frames
-carrying MPA v1/v2 (RFC 5044, RFC 6581), an irdma CM state machine per emulated host,
-pcapng capture that Wireshark decodes as iWARP, and replay of recorded captures.
+The package models the connection managers a Linux iWARP user meets, each from its own
+kernel source: irdma (``drivers/infiniband/hw/irdma/cm.c``), siw
+(``drivers/infiniband/sw/siw/siw_cm.c``) and cxgb4 (``drivers/infiniband/hw/cxgb4/cm.c``),
+registered in :data:`mpa_emu.stacks.STACKS`. It builds real Ethernet/IP/TCP frames
+carrying MPA v1/v2 (RFC 5044, RFC 6581), runs one stack's CM state machine per emulated
+host, captures pcapng that Wireshark decodes as iWARP, and inspects, judges and replays
+recorded captures, each side by its own stack's rules.
 
 The public API::
 

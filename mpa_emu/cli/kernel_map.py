@@ -1,4 +1,4 @@
-"""``mpa-emu kernel-map``: every cm.c function and what models it."""
+"""``mpa-emu kernel-map``: every function of a stack's kernel CM source and what models it."""
 
 from __future__ import annotations
 
@@ -7,25 +7,25 @@ import json
 import sys
 
 from mpa_emu.cli import CliError
-from mpa_emu.cm.kernel_map import (
-    ENTRIES,
-    KERNEL_VERSION,
-    MODELLED,
-    NOT_YET,
-    PLUMBING,
-    KernelEntry,
-    entry,
-    format_table,
-)
+from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.base import MODELLED, NOT_YET, PLUMBING, MapEntry
 
-HELP = "print the map from every irdma cm.c function to what models it in mpa_emu"
+HELP = "print the map from every function of a stack's kernel CM source to its model"
+
+_SOURCES = "\n".join(f"  --stack {name}: {st.kernel_map.source}, "
+                     f"{st.kernel_map.file_name} of mainline Linux "
+                     f"{st.kernel_map.kernel_version}."
+                     for name, st in STACKS.items())
 
 EPILOG = f"""\
-The map follows cm.c of mainline Linux {KERNEL_VERSION}.
-Columns: number in the reference's function table, cm.c function, kind (E emulated,
-P plumbing, H hybrid), the mpa_emu objects modelling it, and a note.
+Each map follows one kernel source file at a pinned release (irdma is the default):
+{_SOURCES}
+Columns: number (irdma: in the reference's function table; others: in the file), the
+function, kind (E emulated, P plumbing, H hybrid; the table's last line says), the
+mpa_emu objects modelling it, and a note. The JSON names each row's stack, source and
+kernel_version.
 
-exit codes: 0 printed, 2 unknown function or usage
+exit codes: 0 printed, 2 unknown function, unknown stack or usage
 """
 
 
@@ -34,28 +34,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("function", nargs="?",
-                        help="show one function (with or without the irdma_ prefix)")
+                        help="show one function (with or without the stack's prefix: "
+                             "irdma_, siw_, c4iw_)")
+    parser.add_argument("--stack", default="irdma", choices=list(STACKS),
+                        help="whose kernel source (default irdma)")
     parser.add_argument("--status", choices=[MODELLED, PLUMBING, "not-yet"],
                         help="only entries with this status")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the map (or one entry)."""
+    """Print the map (or one entry) of the chosen stack."""
+    kmap = STACKS[args.stack].kernel_map
     if args.function:
         try:
-            entries: tuple[KernelEntry, ...] = (entry(args.function),)
+            entries: tuple[MapEntry, ...] = (kmap.entry(args.function),)
         except KeyError as exc:
             raise CliError(str(exc.args[0])) from None
     else:
-        wanted = NOT_YET if args.status == "not-yet" else args.status
-        entries = tuple(e for e in ENTRIES if wanted is None or e.status == wanted)
+        entries = kmap.select(NOT_YET if args.status == "not-yet" else args.status)
     if args.json:
-        rows = [{"number": e.number, "function": e.function, "kind": e.kind,
-                 "status": e.status, "models": list(e.models), "note": e.note}
-                for e in entries]
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(kmap.rows(args.stack, entries), indent=2) + "\n")
     else:
         # An empty selection still prints the header and its "0 functions" count.
-        sys.stdout.write(format_table(entries))
+        sys.stdout.write(kmap.format_table(entries))
     return 0

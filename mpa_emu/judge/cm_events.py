@@ -8,13 +8,14 @@ RDMA_CM_EVENT_REJECTED, -ETIMEDOUT -> RDMA_CM_EVENT_UNREACHABLE, anything else -
 RDMA_CM_EVENT_CONNECT_ERROR; IW_CM_EVENT_ESTABLISHED -> RDMA_CM_EVENT_ESTABLISHED; the
 event's status is the iw_cm status. A responder learns of a connection through
 iw_conn_req_handler: RDMA_CM_EVENT_CONNECT_REQUEST.
+
+The statuses are each stack's own facts (``STACKS[name].statuses``, with the function
+that sets each one).
 """
 
 from __future__ import annotations
 
-import errno
-
-from mpa_emu.judge.stacks import CXGB4, IRDMA, SIW
+from mpa_emu.stacks import STACKS
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType
 from mpa_emu.ulp.rdma_cm import connect_reply_event as cma_connect_reply_event
 
@@ -33,26 +34,14 @@ def connect_reply_event(status: int) -> str:
     return cma_connect_reply_event(status).kernel_name
 
 
-REJECT_STATUS = {
-    IRDMA: -errno.ECONNREFUSED,  # irdma_cm_event_handler: MPA_REJECT
-    SIW: -errno.ECONNRESET,  # siw_proc_mpareply: "got mpa reject"
-    CXGB4: -errno.ECONNREFUSED,  # process_mpa_reply: MPA_REJECT
-}
+REJECT_STATUS = {name: stack.statuses.reject for name, stack in STACKS.items()}
 """CONNECT_REPLY status of an initiator that receives a reject (R)."""
 
-RESET_STATUS = {
-    IRDMA: -errno.ECONNRESET,  # irdma_event_connect_error (ABORTED)
-    SIW: -errno.ECONNRESET,  # siw_cm_work_handler, SIW_CM_WORK_PEER_CLOSE in AWAIT_MPAREP
-    CXGB4: -errno.ECONNRESET,  # peer_abort / peer_close in MPA_REQ_SENT
-}
+RESET_STATUS = {name: stack.statuses.reset for name, stack in STACKS.items()}
 """CONNECT_REPLY status of an initiator whose connection is reset or closed by the peer
 while it waits for the reply."""
 
-TIMEOUT_STATUS = {
-    IRDMA: -errno.ECONNRESET,  # retransmission expiry: RST, irdma_event_connect_error
-    SIW: -errno.ETIMEDOUT,  # SIW_CM_WORK_MPATIMEOUT in AWAIT_MPAREP
-    CXGB4: -errno.ETIMEDOUT,  # process_timeout in MPA_REQ_SENT
-}
+TIMEOUT_STATUS = {name: stack.statuses.timeout for name, stack in STACKS.items()}
 """CONNECT_REPLY status of an initiator that never gets the reply."""
 
 

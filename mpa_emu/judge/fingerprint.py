@@ -20,18 +20,25 @@ Evidence, each item a fact of the kernel source:
 - a Terminate's control word in siw's little-endian bit-field layout (struct
   iwarp_terminate, :mod:`mpa_emu.wire.terminate_layouts`) rather than RFC 5040's.
 
-Each stack gets a score; one that the evidence rules out (irdma without C, irdma with
-SACK) is out. The best score wins when it is ahead of the others; otherwise the side is
-``unknown``. The evidence is kept in words for the report.
+Each stack's part of this is its own fact in the registry (``STACKS[name].fingerprint``):
+the SYN or flag bit that names it alone, and the points every other piece of evidence
+is worth to it (:class:`~mpa_emu.stacks.base.Weights`; :data:`USERSPACE` for a library
+over sockets). Only the checks, their order and their words stay here, so a new stack is
+weighed by its own weights. Each stack gets a score; one that the evidence rules out
+(irdma without C, irdma with SACK) is out. The best score wins when it is
+ahead of the others; otherwise the side is ``unknown``. The evidence is kept in words
+for the report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from mpa_emu.judge.model import SideStack
-from mpa_emu.judge.stacks import CXGB4, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
+from mpa_emu.judge.stacks import LINUX_USERSPACE, UNKNOWN
+from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.base import Weights
 from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
 from mpa_emu.wire.terminate_layouts import SIW as SIW_LAYOUT
 from mpa_emu.wire.terminate_layouts import TerminateRead
@@ -40,12 +47,18 @@ if TYPE_CHECKING:
     from mpa_emu.judge.shapes import MpaFrameLike as MpaInfo
     from mpa_emu.judge.shapes import SideLike as Direction
 
-IRDMA_WINDOW = 65535
-IRDMA_SYN_OPTIONS = (2, 3, 0)
-GSO_FLAG = 0x08
-"""siw's MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte)."""
+USERSPACE = Weights(
+    syn_linux_options=1, syn_mss_ws_only=0, no_crc=1, own_crc=0, socket_request_crc=1,
+    mpa_rev1=1, no_p2p=0, socket_request_p2p=1, request_write_and_read=0,
+    request_read_only=0, reply_read_over_both=0, reply_write_over_both=0,
+    bitfield_terminate=0, rfc_terminate=0)
+"""What the evidence weighs for an iWARP library over ordinary sockets (SoftUiWarp and
+the like): a Linux socket's SYN, its own choice of C and P2P, MPA revision 1."""
 
-_CANDIDATES = (IRDMA, SIW, CXGB4, LINUX_USERSPACE)
+_WEIGHTS: tuple[tuple[str, Weights], ...] = (
+    *((name, stack.fingerprint.weights) for name, stack in STACKS.items()),
+    (LINUX_USERSPACE, USERSPACE))
+_CANDIDATES = tuple(name for name, _ in _WEIGHTS)
 
 
 class _Score:
@@ -56,13 +69,21 @@ class _Score:
         self.linux_socket = False
 
     def add(self, text: str, **points: int) -> None:
+        """``text`` is evidence, worth ``points`` to the candidates named."""
         self.evidence.append(text)
         for name, value in points.items():
-            self.points[name.replace("_", "-")] += value
+            self.points[name] += value
 
-    def rule_out(self, text: str, *names: str, **points: int) -> None:
-        self.add(text, **points)
-        self.out.update(names)
+    def weigh(self, text: str, weight: Callable[[Weights], int | None]) -> None:
+        """``text`` is evidence; each candidate gets what ``weight`` reads from its
+        weights, or is out when that says RULED_OUT."""
+        self.evidence.append(text)
+        for name, weights in _WEIGHTS:
+            value = weight(weights)
+            if value is None:
+                self.out.add(name)
+            else:
+                self.points[name] += value
 
     def best(self) -> str:
         live = {k: v for k, v in self.points.items() if k not in self.out and v > 0}
@@ -78,43 +99,50 @@ def _tcp(score: _Score, d: Direction) -> None:
     if d.syn_frame is None:
         return
     kinds = d.option_kinds
-    if kinds == IRDMA_SYN_OPTIONS and d.syn_window == IRDMA_WINDOW:
-        score.add("SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", irdma=3)
-        return
+    for stack in STACKS.values():
+        # a stack with its own TCP sends one exact SYN (its Fingerprint.syn)
+        sig = stack.fingerprint.syn
+        if sig is not None and kinds == sig.option_kinds and d.syn_window == sig.window:
+            score.add(sig.evidence, **{stack.name: sig.points})
+            return
     if 4 in kinds or 8 in kinds:
         what = "SACK and timestamps" if 4 in kinds and 8 in kinds else \
             "SACK" if 4 in kinds else "timestamps"
-        score.rule_out(f"SYN with {what}: a Linux socket (tcp_syn_options; irdma's TCP "
-                       "never sends them, cxgb4's only with enable_tcp_timestamps and "
-                       "enable_tcp_sack set)", IRDMA, siw=1, linux_userspace=1, cxgb4=-2)
+        score.weigh(f"SYN with {what}: a Linux socket (tcp_syn_options; irdma's TCP "
+                    "never sends them, cxgb4's only with enable_tcp_timestamps and "
+                    "enable_tcp_sack set)", lambda w: w.syn_linux_options)
         score.linux_socket = True
         return
     if 2 in kinds and 3 in kinds:
-        score.add("SYN with MSS and WS, no SACK or timestamps (cxgb4's offloaded TCP "
-                  "defaults)", cxgb4=1)
+        score.weigh("SYN with MSS and WS, no SACK or timestamps (cxgb4's offloaded TCP "
+                    "defaults)", lambda w: w.syn_mss_ws_only)
 
 
 def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
     if mine is None:
         return
     what = "request" if mine.request else "reply"
-    if mine.flags & GSO_FLAG:
-        score.add(f"{what} sets 0x08 (siw's MPA_RR_FLAG_GSO_EXP, try_gso)", siw=3)
+    for stack in STACKS.values():
+        # a flag bit only one stack sets (its Fingerprint.flag)
+        mark = stack.fingerprint.flag
+        if mark is not None and mine.flags & mark.bit:
+            score.add(f"{what} {mark.evidence}", **{stack.name: mark.points})
     crc = bool(mine.flags & FLAG_CRC)
     # A siw responder echoes the request's flags (siw_proc_mpareq keeps its bits), so a
     # reply's C says something only when the request did not set C.
     own_crc = mine.request or (theirs is not None and not theirs.flags & FLAG_CRC)
     if not crc:
-        score.rule_out(f"{what} without C (irdma always sets C, siw's mpa_crc_required is "
-                       "off)", IRDMA, siw=1, linux_userspace=1, cxgb4=-1)
+        score.weigh(f"{what} without C (irdma always sets C, siw's mpa_crc_required is "
+                    "off)", lambda w: w.no_crc)
     elif own_crc:
-        score.add(f"{what} sets C (irdma always, cxgb4 crc_enabled)", irdma=1, cxgb4=1)
+        score.weigh(f"{what} sets C (irdma always, cxgb4 crc_enabled)", lambda w: w.own_crc)
         if mine.request and score.linux_socket:
-            score.add("a Linux socket's request with C: not siw's default (mpa_crc_required "
-                      "is a constant, off), a userspace library", siw=-1, linux_userspace=1)
+            score.weigh("a Linux socket's request with C: not siw's default "
+                        "(mpa_crc_required is a constant, off), a userspace library",
+                        lambda w: w.socket_request_crc)
     if mine.rev == 1:
-        score.add(f"{what} rev 1 (a userspace iWARP library; siw and cxgb4 send rev 2)",
-                  linux_userspace=1)
+        score.weigh(f"{what} rev 1 (a userspace iWARP library; siw and cxgb4 send rev 2)",
+                    lambda w: w.mpa_rev1)
     if not mine.has_block:
         if mine.rev == 2 and not mine.flags & FLAG_ENHANCED:
             score.add(f"{what} rev 2 without the enhanced flag")
@@ -131,26 +159,27 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
                   + (" from an old cifs.ko/ksmbd (little-endian)" if mine.legacy.broken
                      else ""))
     if not mine.p2p:
-        score.rule_out(f"{what} block without P2P (siw's peer_to_peer is off; irdma always "
-                       "sets it)", IRDMA, siw=2, cxgb4=-1)
+        score.weigh(f"{what} block without P2P (siw's peer_to_peer is off; irdma always "
+                    "sets it)", lambda w: w.no_p2p)
         return
     if mine.request and score.linux_socket:
-        score.add("a Linux socket's request with P2P: not siw's default (peer_to_peer is a "
-                  "constant, off), a userspace library", siw=-1, linux_userspace=1)
+        score.weigh("a Linux socket's request with P2P: not siw's default (peer_to_peer is "
+                    "a constant, off), a userspace library", lambda w: w.socket_request_p2p)
     if mine.request:
         if offered == ["write", "read"]:
-            score.add("request P2P offering the Write and Read RTR (irdma's defaults)",
-                      irdma=1)
+            score.weigh("request P2P offering the Write and Read RTR (irdma's defaults)",
+                        lambda w: w.request_write_and_read)
         elif offered == ["read"]:
-            score.add("request P2P offering only the Read RTR (cxgb4's p2p_type)", cxgb4=2)
+            score.weigh("request P2P offering only the Read RTR (cxgb4's p2p_type)",
+                        lambda w: w.request_read_only)
         return
     both = theirs is not None and {"write", "read"} <= set(theirs.rtr_names())
     if both and offered == ["read"]:
-        score.add("reply chose Read where Write was offered too (irdma prefers Read)",
-                  irdma=2)
+        score.weigh("reply chose Read where Write was offered too (irdma prefers Read)",
+                    lambda w: w.reply_read_over_both)
     elif both and offered == ["write"]:
-        score.add("reply chose Write where Read was offered too (siw and cxgb4 prefer "
-                  "Write)", siw=1, cxgb4=1)
+        score.weigh("reply chose Write where Read was offered too (siw and cxgb4 prefer "
+                    "Write)", lambda w: w.reply_write_over_both)
 
 
 def _terminates(score: _Score, terminates: Sequence[TerminateRead]) -> None:
@@ -166,12 +195,12 @@ def _terminates(score: _Score, terminates: Sequence[TerminateRead]) -> None:
         # (read_terminate falls back to RFC 5040's otherwise).
         decided = kept.fits != other.fits or kept.known != other.known
         if kept.layout == SIW_LAYOUT and decided:
-            score.add("Terminate in siw's little-endian bit-field layout (struct "
-                      "iwarp_terminate)", siw=3)
+            score.weigh("Terminate in siw's little-endian bit-field layout (struct "
+                        "iwarp_terminate)", lambda w: w.bitfield_terminate)
             return
         if decided:
-            score.add("Terminate in RFC 5040 section 4.8's layout (not siw's bit-fields)",
-                      siw=-2)
+            score.weigh("Terminate in RFC 5040 section 4.8's layout (not siw's bit-fields)",
+                        lambda w: w.rfc_terminate)
             return
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks import STACKS, parse_params, stack_label
+from mpa_emu.stacks.labels import split_label
 
 ParamValue = int | bool
 
@@ -46,32 +47,10 @@ def make_side(stack: str, params: Mapping[str, object] | None = None) -> Side:
 
 
 def parse_side(text: str) -> Side:
-    """``siw`` or ``siw(peer_to_peer=1,mpa_version=1)`` -> :class:`Side`."""
-    text = text.strip()
-    if "(" not in text:
-        return make_side(text)
-    if not text.endswith(")"):
-        raise ValueError(f"{text!r}: write a stack as NAME or NAME(KEY=VALUE,...)")
-    name, _, inner = text[:-1].partition("(")
-    params: dict[str, object] = {}
-    for pair in filter(None, (p.strip() for p in inner.split(","))):
-        key, eq, value = pair.partition("=")
-        if not eq:
-            raise ValueError(f"{text!r}: {pair!r} is not KEY=VALUE")
-        params[key.strip()] = _number(value.strip(), text)
-    return make_side(name.strip(), params)
-
-
-def _number(value: str, whole: str) -> int:
-    lowered = value.lower()
-    if lowered in ("true", "yes", "on"):
-        return 1
-    if lowered in ("false", "no", "off"):
-        return 0
-    try:
-        return int(value, 0)
-    except ValueError:
-        raise ValueError(f"{whole!r}: {value!r} is not a number") from None
+    """``siw`` or ``siw(peer_to_peer=1,mpa_version=1)`` -> :class:`Side` (true/false
+    written as 1/0)."""
+    name, pairs = split_label(text.strip())
+    return make_side(name, {k: int(v) for k, v in pairs.items()})
 
 
 NAMED_SETS: dict[str, tuple[Mapping[str, ParamValue], ...]] = {

@@ -1,5 +1,7 @@
 """An emulated host: one NIC (MAC, addresses with their VLANs, MTU), a neighbour table
-and the irdma connection manager (:class:`~mpa_emu.cm.core.CmCore`) running on it.
+and one Linux iWARP connection manager running on it (irdma's
+:class:`~mpa_emu.cm.core.CmCore`, siw's or cxgb4's core: any
+:class:`~mpa_emu.cm.api.CoreApi` the registry :data:`mpa_emu.stacks.STACKS` makes).
 
 Verbs (listen, connect, accept, reject, close, disconnect) act at the network's current
 virtual time; schedule them for later with :meth:`Network.at <mpa_emu.net.network.Network.at>`.
@@ -76,8 +78,10 @@ class VerbFailure:
 
 
 class Host:
-    """One emulated host on the network, running one stack's connection manager (irdma
-    by default). Create it with ``Network.add_host``."""
+    """One emulated host on the network, running one Linux iWARP connection manager
+    (``stack``: irdma by default, siw, cxgb4). Create it with ``Network.add_host``; the
+    verbs are iw_cm's provider calls, each named below with the function of every stack
+    that implements it."""
 
     def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: HostCore,
                  *, auto_neighbours: bool = True, stack: str = "irdma",
@@ -156,7 +160,8 @@ class Host:
         self.net.refresh_neighbours()
 
     def remove_address(self, ip: Address) -> None:
-        """Take an address down (the kernel's irdma_if_notify with ifup false)."""
+        """Take an address down (irdma_if_notify with ifup false; siw and cxgb4 keep
+        their connections: no teardown by address in siw_cm.c or cxgb4's cm.c)."""
         packed = as_ip(ip)
         if packed not in self.addresses:
             raise ValueError(f"{self.name} has no address {ip_text(packed)}")
@@ -166,8 +171,9 @@ class Host:
 
     def link_down(self) -> None:
         """The interface loses its link: frames no longer reach it and the core is told
-        (``irdma_netdevice_event``: IPv4 connections stay; IPv6 addresses go unless
-        ``CmConfig.keep_addr_on_down``, tearing their connections down)."""
+        (irdma: ``irdma_netdevice_event``, IPv4 connections stay, IPv6 addresses go unless
+        ``CmConfig.keep_addr_on_down``, tearing their connections down; siw:
+        ``siw_netdev_event`` reports a port error only; iw_cxgb4 reacts to nothing)."""
         self.link_up = False
         for ip in self.core.link_down(now_ns=self.net.now_ns):
             self.addresses.pop(ip, None)
@@ -210,7 +216,8 @@ class Host:
         return listener
 
     def unlisten(self, listener: int) -> None:
-        """Destroy a listener (irdma_destroy_listen)."""
+        """Destroy a listener (iw_cm's destroy_listen: irdma_destroy_listen,
+        siw_destroy_listen, c4iw_destroy_listen)."""
         self.core.destroy_listen(listener, now_ns=self.net.now_ns)
         self.rdma_cm.listener_destroyed(listener)
         self._acted()
@@ -218,7 +225,8 @@ class Host:
     def connect(self, remote: Address | Host, port: int, *, local_ip: Address | None = None,
                 local_port: int | None = None, private_data: bytes = b"", ird: int = 16,
                 ord: int = 16) -> int:
-        """Start an active connection (irdma_connect); returns the connection id."""
+        """Start an active connection (iw_cm's connect: irdma_connect, siw_connect,
+        c4iw_connect); returns the connection id."""
         if isinstance(remote, Host):
             rem = remote.address(ipv6=local_ip is not None and len(as_ip(local_ip)) == 16)
         else:
@@ -231,7 +239,8 @@ class Host:
         return conn
 
     def accept(self, conn: int, private_data: bytes = b"") -> None:
-        """Accept a pending request (irdma_accept)."""
+        """Accept a pending request (iw_cm's accept: irdma_accept, siw_accept,
+        c4iw_accept_cr)."""
         try:
             self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
         except CmError:
@@ -240,32 +249,37 @@ class Host:
         self._acted()
 
     def reject(self, conn: int, private_data: bytes = b"") -> None:
-        """Reject a pending request with ``private_data`` (irdma_reject)."""
+        """Reject a pending request with ``private_data`` (iw_cm's reject: irdma_reject,
+        siw_reject, c4iw_reject_cr)."""
         self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
         self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
         self._acted()
 
     def close(self, conn: int) -> None:
-        """irdma_cm_close on a connection."""
+        """Close a connection from below the application (irdma: irdma_cm_close; siw and
+        cxgb4: iw_destroy_cm_id on its cm_id, each core's ``close`` says what follows)."""
         self.core.close(conn, now_ns=self.net.now_ns)
         self._acted()
 
     def disconnect(self, conn: int, *, graceful: bool = True) -> None:
-        """Disconnect an offloaded connection: FIN (graceful) or RST (abortive)."""
+        """Disconnect a connection past MPA (iw_cm_disconnect: the QP to CLOSING or
+        ERROR): a FIN (graceful) or, abortive, a RST (irdma's hardware TCP, cxgb4's
+        send_abort) or a FIN (siw's sock_release)."""
         self.core.disconnect(conn, graceful=graceful, now_ns=self.net.now_ns)
         self.rdma_cm.verb(conn, "disconnect")  # iw_cm_disconnect: ESTABLISHED -> CLOSING
         self._acted()
 
     def modify_qp_err(self, conn: int) -> None:
         """``ib_modify_qp(IB_QPS_ERR)`` on the connection's QP: the abortive disconnect
-        after offload; before it (an active connection), the QP only goes to ERR and the
+        past MPA; before it (irdma's active connection), the QP only goes to ERR and the
         later ``irdma_modify_qp(RTS)`` fails, so no RTR is sent."""
         self.core.modify_qp_err(conn, now_ns=self.net.now_ns)
         self._acted()
 
     def teardown(self, ip: Address | None = None, *, vlan: int | None = None,
                  disconnect_all: bool = False) -> list[int]:
-        """``irdma_cm_teardown_connections``: move the QPs of the connections on ``ip``
+        """``irdma_cm_teardown_connections`` (the stack's own teardown where it has one):
+        move the QPs of the connections on ``ip``
         (and ``vlan``, None = untagged), or of all connections, to ERR. Returns the
         connection ids selected."""
         packed = None if ip is None else as_ip(ip)
@@ -293,7 +307,8 @@ class Host:
         return self.core.listener(ident)
 
     def node(self, conn: int) -> Any:
-        """Read-only view of a connection's cm_node (None once freed)."""
+        """Read-only view of a connection's node (irdma's cm_node, siw's cep, cxgb4's
+        endpoint; ``state`` by the kernel's name), None once freed."""
         return self.core.node(conn)
 
     def conns(self) -> list[int]:

@@ -27,6 +27,7 @@ from mpa_emu.replay import application
 from mpa_emu.replay.application import Plan
 from mpa_emu.replay.recording import Flow
 from mpa_emu.stacks import STACKS, parse_params, stack_label
+from mpa_emu.stacks.labels import split_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
@@ -108,7 +109,8 @@ def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
         stack = ALIASES[text][0]
         pairs: dict[str, object] = dict(ALIASES[text][1])
     else:
-        stack, pairs = _split(text)
+        stack, found = split_label(text)
+        pairs = dict(found)
     if stack not in STACKS:
         raise ValueError(f"unknown stack or profile {stack!r}; expected a stack "
                          f"({', '.join(sorted(STACKS))}; parameters as in "
@@ -128,35 +130,6 @@ def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
     defaults = STACKS[stack].defaults()
     kept = tuple(sorted((k, v) for k, v in checked.items() if defaults.get(k) != v))
     return StackChoice(stack, kept, CmConfig(), alias)
-
-
-def _split(text: str) -> tuple[str, dict[str, object]]:
-    """``cxgb4(mpa_rev=1,crc_enabled=0)`` -> ("cxgb4", {...}); values are integers (or
-    true/false)."""
-    if "(" not in text:
-        return text, {}
-    if not text.endswith(")"):
-        raise ValueError(f"{text!r}: write a stack as NAME or NAME(KEY=VALUE,...)")
-    name, _, inner = text[:-1].partition("(")
-    pairs: dict[str, object] = {}
-    for pair in filter(None, (p.strip() for p in inner.split(","))):
-        key, eq, value = pair.partition("=")
-        if not eq:
-            raise ValueError(f"{text!r}: {pair!r} is not KEY=VALUE")
-        pairs[key.strip()] = _number(value.strip(), text)
-    return name.strip(), pairs
-
-
-def _number(value: str, whole: str) -> int | bool:
-    lowered = value.lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    try:
-        return int(value, 0)
-    except ValueError:
-        raise ValueError(f"{whole!r}: {value!r} is not a number") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +214,7 @@ def auto_candidates(mpa_rev: int | None = None) -> list[StackChoice]:
     out: list[StackChoice] = []
     seen: set[str] = set()
     for name in names:
-        stack = _split(ALIASES[name][0] if name in ALIASES else name)[0]
+        stack = split_label(ALIASES[name][0] if name in ALIASES else name)[0]
         if stack not in STACKS:
             continue
         choice = choose(name, mpa_rev)

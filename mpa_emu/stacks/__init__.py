@@ -1,7 +1,10 @@
 """The stack registry: every iWARP connection manager mpa_emu emulates, by name.
 
 ``STACKS["irdma"]`` is the Intel irdma CM (:mod:`mpa_emu.cm`), ``STACKS["siw"]`` soft-iWARP
-(:mod:`mpa_emu.stacks.siw`). Each :class:`Stack` makes a core that implements
+(:mod:`mpa_emu.stacks.siw`), ``STACKS["cxgb4"]`` Chelsio's iw_cxgb4
+(:mod:`mpa_emu.stacks.cxgb4`). Each :class:`Stack` carries the typed facts other layers
+read instead of comparing its name (its kernel map, limits, statuses, framing,
+fingerprint, lifecycle: docs/stacks/README.md) and makes a core that implements
 :class:`mpa_emu.cm.api.CoreApi`, so :class:`mpa_emu.net.Network` drives any of them:
 ``net.add_host("b", "192.0.2.2", stack="siw", params={"peer_to_peer": True})``.
 A stack's parameters (:class:`StackParam`) are named as its kernel source names them;
@@ -19,22 +22,34 @@ from mpa_emu.stacks.base import Stack, StackParam
 def _irdma() -> Stack:
     from mpa_emu.stacks import irdma
 
-    return Stack("irdma", "Intel E810/X722 (irdma)", irdma.PARAMS, irdma.make_core,
-                 "docs/cm-core.md", irdma.STATES)
+    return Stack(name="irdma", title="Intel E810/X722 (irdma)", params=irdma.PARAMS,
+                 make_core=irdma.make_core, doc="docs/cm-core.md", states=irdma.STATES,
+                 kernel_map=irdma.KERNEL_MAP, facts=irdma.FACTS, statuses=irdma.STATUSES,
+                 peer_framing=irdma.peer_framing, fingerprint=irdma.FINGERPRINT,
+                 lifecycle=irdma.LIFECYCLE)
 
 
 def _siw() -> Stack:
     from mpa_emu.stacks import siw
+    from mpa_emu.stacks.siw import facts, kernel_map
 
-    return Stack("siw", "soft-iWARP over Linux TCP (siw)", siw.PARAMS, siw.make_core,
-                 "docs/stacks/siw.md", siw.STATES)
+    return Stack(name="siw", title="soft-iWARP over Linux TCP (siw)", params=siw.PARAMS,
+                 make_core=siw.make_core, doc="docs/stacks/siw.md", states=siw.STATES,
+                 kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
+                 statuses=facts.STATUSES, peer_framing=facts.peer_framing,
+                 fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE)
 
 
 def _cxgb4() -> Stack:
     from mpa_emu.stacks import cxgb4
+    from mpa_emu.stacks.cxgb4 import facts, kernel_map
 
     params = tuple(StackParam(*spec) for spec in cxgb4.PARAM_SPECS)
-    return Stack("cxgb4", cxgb4.TITLE, params, cxgb4.make_core, cxgb4.DOC, cxgb4.STATES)
+    return Stack(name="cxgb4", title=cxgb4.TITLE, params=params, make_core=cxgb4.make_core,
+                 doc=cxgb4.DOC, states=cxgb4.STATES, kernel_map=kernel_map.KERNEL_MAP,
+                 facts=facts.FACTS, statuses=facts.STATUSES,
+                 peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT,
+                 lifecycle=facts.LIFECYCLE)
 
 
 STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}

@@ -9,14 +9,28 @@ through ``Network.add_host(config=...)`` or a scenario's ``[host.config]`` table
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 
+from mpa_emu.cm import kernel_map as cm_map
 from mpa_emu.cm.api import CoreApi
 from mpa_emu.cm.config import CmConfig
 from mpa_emu.cm.core import CmCore
 from mpa_emu.cm.states import CmState
 from mpa_emu.cm.trace import Trace
-from mpa_emu.stacks.base import StackParam
+from mpa_emu.stacks.base import (
+    RULED_OUT,
+    Fingerprint,
+    KernelMap,
+    Lifecycle,
+    MapEntry,
+    PeerFraming,
+    ReplyStatuses,
+    StackFacts,
+    StackParam,
+    SynSignature,
+    Weights,
+)
 
 _CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"
 
@@ -40,3 +54,92 @@ def make_core(host: str, mac: bytes, params: Mapping[str, int | bool], *, seed: 
     config = CmConfig(mtu=mtu, mpa_rev=int(params.get("mpa_rev", 2)),
                       gen=int(params.get("gen", 2)))
     return CmCore(host, mac, config, seed=seed, trace=trace)
+
+
+KERNEL_MAP = KernelMap(
+    source="drivers/infiniband/hw/irdma/cm.c", kernel_version=cm_map.KERNEL_VERSION,
+    functions=tuple(e.function for e in cm_map.ENTRIES),
+    entries=tuple(MapEntry(e.number, e.function, e.kind, e.models, e.note, e.status)
+                  for e in cm_map.ENTRIES),
+    prefix="irdma_", legend=cm_map.KIND_LEGEND)
+"""irdma's map (:mod:`mpa_emu.cm.kernel_map`, numbered as the reference's function
+table, whose copy tests/cm/test_kernel_map.py checks it against)."""
+
+FACTS = StackFacts(
+    name="irdma", title="Intel E810/X722 (irdma)",
+    # irdma_parse_mpa: PD_Length > IETF_MAX_PRIV_DATA_LEN (512) -> -EOVERFLOW.
+    max_pd_length=512, pd_limit_fn="irdma_parse_mpa",
+    # irdma_parse_mpa reads one segment's payload: no reassembly, -EOVERFLOW.
+    reassembles=False, reassembly_fn="irdma_parse_mpa",
+    mpa_timer="no MPA timer: the initiator's wait for the reply is the CM "
+              "retransmission schedule of the request (irdma_cm_timer_tick: RST and "
+              "CONNECT_REPLY -ECONNRESET at expiry); a responder that never gets a "
+              "request waits for ever",
+    mpa_timer_fix="find why the reply never came: the peer's kernel log, its "
+                  "listener and its MPA checks",
+    log_prefix="irdma",
+)
+"""irdma's MPA limits and timers (the judge's and the explanations')."""
+
+STATUSES = ReplyStatuses(
+    reject=-errno.ECONNREFUSED, reject_fn="irdma_cm_event_handler (MPA_REJECT)",
+    reset=-errno.ECONNRESET, reset_fn="irdma_event_connect_error (ABORTED)",
+    timeout=-errno.ECONNRESET,
+    timeout_fn="irdma_cm_timer_tick (retransmission expiry: RST, "
+               "irdma_event_connect_error)",
+)
+"""CONNECT_REPLY statuses of an irdma initiator."""
+
+
+def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
+    """irdma_send_mpa_request / irdma_build_mpa_v2: C always, P2P always, both RTRs
+    offered; irdma_negotiate_mpa_v2_ird_ord picks Read as responder; 512 bytes. Under
+    v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (a zero-length Read:
+    only a v2 negotiation picks Write), and irdma_accept waits for the RTS AE it
+    brings."""
+    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True)
+
+
+FINGERPRINT = Fingerprint(
+    syn=SynSignature((2, 3, 0), 65535,
+                     "SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", 3),
+    flag=None,
+    weights=Weights(
+        syn_linux_options=RULED_OUT,  # irdma_send_syn: MSS, WS, EOL only
+        syn_mss_ws_only=0,
+        no_crc=RULED_OUT,  # irdma_build_mpa_v1/v2: C always
+        own_crc=1,
+        socket_request_crc=0,
+        mpa_rev1=0,
+        no_p2p=RULED_OUT,  # irdma_build_mpa_v2: P2P always
+        socket_request_p2p=0,
+        request_write_and_read=1,  # irdma_build_mpa_v2: both RTRs offered
+        request_read_only=0,
+        reply_read_over_both=2,  # irdma_negotiate_mpa_v2_ird_ord: Read first
+        reply_write_over_both=0,
+        bitfield_terminate=0,
+        rfc_terminate=0,
+    ),
+)
+"""irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window field 65535
+(``irdma_send_syn``, ``rcv_wnd`` in ``irdma_make_cm_node``) and never SACK or
+timestamps."""
+
+LIFECYCLE = Lifecycle(
+    # irdma_cm_init_tsa_conn (both sides: irdma_accept, the active MPA reply)
+    connected_state="OFFLOADED",
+    # no MPA timer: irdma_cm_timer_tick's retransmission schedule of the request runs
+    # out even once the request is acknowledged: RST, ABORTED. IRDMA_DEFAULT_RETRANS 32
+    # with the gap HZ << n as compiled (HZ 1000): resends at 1, 3, 7, 15, 27 s, every
+    # 12 s up to 315 s, three more a jiffy apart, expiry at 316.003 s
+    reply_timeout_s=316,
+    # irdma_handle_rst_pkt in MPAREQ_SENT with mpa_frame_rev 2: rev 1, irdma_send_syn
+    # again on the same 4-tuple (Quirks.mpa_v1_fallback)
+    rst_retries_v1=True,
+    # modify_qp(ERR) after offload: the hardware TCP sends a RST
+    abort_sends_rst=True,
+    # irdma_parse_mpa: for v2 PD_Length still counts the 4 RTR bytes past the 24-byte
+    # header, so the upcall's private_data_len is the user's + 4 (Quirks.v2_pdata_plus4)
+    upcall_pdata_extra=4,
+)
+"""irdma's connection life where it differs from another stack's."""

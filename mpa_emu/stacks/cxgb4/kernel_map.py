@@ -3,8 +3,11 @@
 An entry names the ``Cxgb4Core`` method (or another object, as a dotted path) that
 models the function, or says why nothing does: plumbing with no packet-level behaviour
 (references, skb pools, tid tables, locking), or a path the model leaves out (SRQ, the
-``enable_fw_ofld_conn`` filter path, ARP failures, negative advice). The test
-``tests/stacks/cxgb4/test_kernel_map.py`` checks that every named object exists.
+``enable_fw_ofld_conn`` filter path, ARP failures, negative advice).
+:data:`FUNCTIONS` is the file's function list as read at :data:`KERNEL_VERSION`;
+``mpa-emu kernel-map --stack cxgb4`` prints :data:`KERNEL_MAP`. The tests
+``tests/stacks/cxgb4/test_cxgb4_kernel_map.py`` and ``tests/stacks/test_kernel_maps.py``
+check that the map covers every function once and that every named object exists.
 """
 
 from __future__ import annotations
@@ -12,6 +15,45 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any
+
+from mpa_emu.stacks.base import MODELLED, NOT_YET, PLUMBING, KernelMap, MapEntry
+
+KERNEL_VERSION = "5.8"
+"""The mainline release whose cm.c the map was read from: the file has the XArray tid
+tables, the SRQ paths (``read_tcb``, ``complete_cached_srq_buffers``),
+``in_dev_for_each_ifa_rcu`` (Linux 5.3) and still ``uninitialized_var`` (gone in 5.9)
+and ``prandom_u32`` (the ISS of ``send_connect``): the 5.3 to 5.8 trees, pinned to the
+newest of them."""
+
+SOURCE = "drivers/infiniband/hw/cxgb4/cm.c"
+
+FUNCTIONS: tuple[str, ...] = (
+    "deref_cm_id", "ref_cm_id", "deref_qp", "ref_qp", "start_ep_timer", "stop_ep_timer",
+    "c4iw_l2t_send", "c4iw_ofld_send", "release_tid", "set_emss", "state_read",
+    "__state_set", "state_set", "alloc_ep_skb_list", "alloc_ep", "remove_ep_tid",
+    "insert_ep_tid", "get_ep_from_tid", "get_ep_from_stid", "_c4iw_free_ep",
+    "release_ep_resources", "status2errno", "get_skb", "get_real_dev",
+    "arp_failure_discard", "mpa_start_arp_failure", "_put_ep_safe", "_put_pass_ep_safe",
+    "queue_arp_failure_cpl", "pass_accept_rpl_arp_failure", "act_open_req_arp_failure",
+    "abort_arp_failure", "send_flowc", "send_halfclose", "read_tcb", "send_abort_req",
+    "send_abort", "send_connect", "send_mpa_req", "send_mpa_reject", "send_mpa_reply",
+    "act_establish", "close_complete_upcall", "peer_close_upcall", "peer_abort_upcall",
+    "connect_reply_upcall", "connect_request_upcall", "established_upcall",
+    "update_rx_credits", "process_mpa_reply", "process_mpa_request", "rx_data",
+    "complete_cached_srq_buffers", "abort_rpl", "send_fw_act_open_req",
+    "act_open_has_tid", "neg_adv_str", "set_tcp_window", "import_ep", "c4iw_reconnect",
+    "act_open_rpl", "pass_open_rpl", "close_listsrv_rpl", "accept_cr", "reject_cr",
+    "pass_accept_req", "pass_establish", "peer_close", "finish_peer_abort", "peer_abort",
+    "close_con_rpl", "terminate", "fw4_ack", "c4iw_reject_cr", "c4iw_accept_cr",
+    "pick_local_ipaddrs", "get_lladdr", "pick_local_ip6addrs", "c4iw_connect",
+    "create_server6", "create_server4", "c4iw_create_listen", "c4iw_destroy_listen",
+    "c4iw_ep_disconnect", "active_ofld_conn_reply", "passive_ofld_conn_reply",
+    "t4_tcb_get_field64", "t4_tcb_get_field32", "read_tcb_rpl", "deferred_fw6_msg",
+    "build_cpl_pass_accept_req", "send_fw_pass_open_req", "rx_pkt", "process_timeout",
+    "process_timedout_eps", "process_work", "ep_timeout", "sched", "set_tcb_rpl",
+    "fw6_msg", "peer_abort_intr", "c4iw_cm_init", "c4iw_cm_term",
+)
+"""Every function defined in cm.c, in file order (103)."""
 
 _CORE = "mpa_emu.stacks.cxgb4.core.Cxgb4Core."
 _TCP = "mpa_emu.stacks.cxgb4.tcp."
@@ -142,6 +184,27 @@ ENTRIES: tuple[Cxgb4Entry, ...] = (
     _p("c4iw_cm_init", "module init"),
     _p("c4iw_cm_term", "module exit"),
 )
+
+
+LEGEND = ("kind: E emulated (packet and state level), P plumbing (adapter work requests, "
+          "tid tables, references, locks), N a path the model leaves out (the note names it)")
+
+
+def _map_entry(e: Cxgb4Entry) -> MapEntry:
+    number = FUNCTIONS.index(e.function) + 1
+    if e.models:
+        return MapEntry(number, e.function, "E", e.models, e.note, MODELLED)
+    if "not modelled" in e.note:
+        return MapEntry(number, e.function, "N", (), e.note, NOT_YET)
+    return MapEntry(number, e.function, "P", (), e.note, PLUMBING)
+
+
+KERNEL_MAP = KernelMap(source=SOURCE, kernel_version=KERNEL_VERSION, functions=FUNCTIONS,
+                       entries=tuple(_map_entry(e) for e in ENTRIES), prefix="c4iw_",
+                       legend=LEGEND)
+"""cxgb4's map, the registry's ``STACKS["cxgb4"].kernel_map``: a function with models
+is emulated; one without is plumbing, or a path left out when its note says "not
+modelled"."""
 
 
 def resolve(path: str) -> Any:
