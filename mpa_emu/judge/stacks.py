@@ -2,7 +2,7 @@
 
 One :class:`~mpa_emu.stacks.base.StackFacts` per registered stack, read from the
 registry (``STACKS[name].facts``): each stack keeps its numbers, and the functions that
-enforce them, in its own folder (mpa_emu/stacks/irdma.py, mpa_emu/stacks/siw/facts.py,
+enforce them, in its own folder (mpa_emu/stacks/irdma/__init__.py, mpa_emu/stacks/siw/facts.py,
 mpa_emu/stacks/cxgb4/facts.py), so a new stack is judged by its own rules or fails the
 type check, never by another's. ``linux-userspace`` is an iWARP library over ordinary
 sockets (SoftUiWarp and the like): no kernel rules are known for it, so nothing is ever

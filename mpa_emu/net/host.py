@@ -1,7 +1,7 @@
 """An emulated host: one NIC (MAC, addresses with their VLANs, MTU), a neighbour table
 and one Linux iWARP connection manager running on it (irdma's
-:class:`~mpa_emu.cm.core.CmCore`, siw's or cxgb4's core: any
-:class:`~mpa_emu.cm.api.CoreApi` the registry :data:`mpa_emu.stacks.STACKS` makes).
+:class:`~mpa_emu.stacks.irdma.core.CmCore`, siw's or cxgb4's core: any
+:class:`~mpa_emu.stacks.contract.api.CoreApi` the registry :data:`mpa_emu.stacks.STACKS` makes).
 
 Verbs (listen, connect, accept, reject, close, disconnect) act at the network's current
 virtual time; schedule them for later with :meth:`Network.at <mpa_emu.net.network.Network.at>`.
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
 
@@ -31,8 +31,9 @@ CONNECT_REQUEST upcall."""
 Policy: TypeAlias = Accept | Reject | Manual | Callback
 """How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
 HostCore: TypeAlias = CmCore | CoreApi
-"""A host's connection manager: any :class:`~mpa_emu.cm.api.CoreApi`, spelled so that the
-compiled build calls irdma's :class:`~mpa_emu.cm.core.CmCore` directly (a call through a
+"""A host's connection manager: any :class:`~mpa_emu.stacks.contract.api.CoreApi`, spelled so that
+the
+compiled build calls irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` directly (a call through a
 protocol is a generic Python method call)."""
 
 
@@ -297,12 +298,12 @@ class Host:
         return selected
 
     def qp_state(self, conn: int) -> Any:
-        """Read-only view of the connection's QP (:class:`~mpa_emu.cm.view.QpView`:
+        """Read-only view of the connection's QP (:class:`~mpa_emu.stacks.irdma.view.QpView`:
         iWARP and TCP states), None when it has none."""
         return self.core.qp_state(conn)
 
     def listener(self, ident: int) -> Any:
-        """Read-only view of a listener (:class:`~mpa_emu.cm.view.ListenerView`, with
+        """Read-only view of a listener (:class:`~mpa_emu.stacks.irdma.view.ListenerView`, with
         ``syn_qhash_installed``), None once it left the listen list."""
         return self.core.listener(ident)
 

@@ -3,9 +3,9 @@ frame and every scripted verb of the application in one timeline, in capture ord
 
 from __future__ import annotations
 
-from mpa_emu.cm.errors import CmError
 from mpa_emu.replay.engine import AppAction, Engine, FlowRun, connection_starts
 from mpa_emu.replay.recording import Frame, Recording, offload_classes
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN

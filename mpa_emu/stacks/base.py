@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from mpa_emu.cm.api import CoreApi
+from mpa_emu.stacks.contract.api import CoreApi
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +188,7 @@ class Stack:
     states, kernel map and facts (every one required).
 
     ``make_core(host_name, mac, params, *, seed, trace, mtu)`` returns a
-    :class:`~mpa_emu.cm.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
+    :class:`~mpa_emu.stacks.contract.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
     ``peer_framing(params)`` gives the MPA framing of a stack with ``params`` (checked).
     """
 

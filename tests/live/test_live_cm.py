@@ -22,10 +22,10 @@ from helpers.live_lab import (
     packed,
 )
 
-from mpa_emu.cm.events import IwEvent
 from mpa_emu.live import peer
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, Manual, Reject
 from mpa_emu.live.netns import entered
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 

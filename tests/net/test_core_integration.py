@@ -6,9 +6,9 @@ from __future__ import annotations
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
 from mpa_emu.net import Accept, Network
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 
 US = 1_000
 SECOND = 1_000_000_000

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from helpers.cxgb4_lab import IP_A, IP_B, IP_RAW, PORT, RawPeer, make_net, raw_reset
 
-from mpa_emu.cm.events import IwEvent, Upcall
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept, Reject
 from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.ulp.rdma_cm import RdmaCmEvent
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType as Ev
 from mpa_emu.wire import mpa

@@ -3,7 +3,7 @@ to a kernel release, and behind ``mpa-emu kernel-map --stack NAME``.
 
 The function lists are data in each map module (read from the kernel source at the
 pinned release); irdma's is also checked against the reference's table by
-tests/cm/test_kernel_map.py.
+tests/stacks/irdma/test_kernel_map.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import re
 import pytest
 
 from mpa_emu.cli import main
-from mpa_emu.cm import kernel_map as cm_map
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.base import MODELLED, NOT_YET, PLUMBING, MapEntry, resolve
+from mpa_emu.stacks.irdma import kernel_map as cm_map
 
 NAMES = list(STACKS)
 
@@ -75,7 +75,7 @@ def test_siw_runs_every_connection_through_modelled_functions() -> None:
 
 
 def test_irdma_table_is_the_cm_map_s_own(capsys: pytest.CaptureFixture[str]) -> None:
-    # the registry's copy prints byte for byte what mpa_emu.cm.kernel_map formats
+    # the registry's copy prints byte for byte what mpa_emu.stacks.irdma.kernel_map formats
     assert main(["kernel-map"]) == 0
     assert capsys.readouterr().out == cm_map.format_table(cm_map.ENTRIES)
     assert main(["kernel-map", "--stack", "irdma", "check_seq"]) == 0

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from errno import ECONNRESET
 
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
 from mpa_emu.net import Manual, Network
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 
 MS = 1_000_000
 A4, B4 = "192.0.2.1", "192.0.2.2"

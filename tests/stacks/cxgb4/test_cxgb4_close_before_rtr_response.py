@@ -33,9 +33,9 @@ from helpers.cxgb4_lab import (
     raw_send,
 )
 
-from mpa_emu.cm.events import IwEvent
 from mpa_emu.net import Host, Network
 from mpa_emu.net.policy import Reject
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import FIN, RST
 

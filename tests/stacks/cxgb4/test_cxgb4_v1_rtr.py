@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 from helpers.cxgb4_lab import IP_A, IP_B, KEY_REQ, PORT, cxgb4, payloads
 
-from mpa_emu.cm.events import IwEvent
 from mpa_emu.net import Host, Manual, Network
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.wire import ddp, mpa
 
 MS = 1_000_000

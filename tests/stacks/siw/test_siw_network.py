@@ -6,9 +6,9 @@ from __future__ import annotations
 import errno
 import struct
 
-from mpa_emu.cm.events import IwEvent
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept, Reject
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN
 
 KEY_REQ, KEY_REP = b"MPA ID Req Frame", b"MPA ID Rep Frame"

@@ -13,7 +13,7 @@ import struct
 import pytest
 from stacks.siw.test_siw_after_rts import D, M, after_reply, fpdu, inject, responder, siw_term
 
-from mpa_emu.cm.errors import CmError
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.wire import ddp
 
 SINK, SINK_TO, SIZE, SOURCE, SOURCE_TO = 0x5A01, 0x10000, 24, 0x7701, 0x2000

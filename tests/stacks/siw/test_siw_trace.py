@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from mpa_emu.cm.events import IwEvent
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept
+from mpa_emu.stacks.contract.events import IwEvent
 
 
 def run(seed: int, params: dict[str, object] | None = None, ipv6: bool = False) -> Network:
