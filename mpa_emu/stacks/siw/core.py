@@ -602,7 +602,15 @@ class SiwCore(SiwQp):
         self._forget(cep)
 
     def _passive(self, conn: int, fn: str) -> Cep:
+        """The passive endpoint iw_cm holds an id for. siw_accept and siw_reject find
+        their endpoint in ``id->provider_data``, which cm_conn_req_handler sets from the
+        CONNECT_REQUEST upcall (siw_proc_mpareq): an endpoint still in AWAIT_MPAREQ has
+        no id, so the verb never reaches siw and changes nothing (its MPA timer keeps
+        running and frees it, SIW_CM_WORK_MPATIMEOUT)."""
         cep = self._ceps.get(conn)
         if cep is None or cep.listener or cep.active:
             raise CmError(EINVAL, f"{fn}: no connection request {conn}")
+        if not cep.held and not cep.cm_id:
+            raise CmError(EINVAL, f"{fn}: connection {conn} is in {cep.state.name}: no "
+                          "CONNECT_REQUEST was delivered for it")
         return cep
