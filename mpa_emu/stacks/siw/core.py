@@ -372,6 +372,16 @@ class SiwCore(SiwQp):
         if not cep.qp or cep.state not in (S.AWAIT_MPAREP, S.RDMA_MODE):
             raise CmError(EINVAL, f"siw: connection {conn} ({cep.state.name}) has no QP "
                           "to disconnect")
+        if cep.cm_id and not cep.active and not cep.established:
+            # iw_cm_disconnect and destroy_cm_id wait on IWCM_F_CONNECT_WAIT, which
+            # iw_cm_accept set and only ESTABLISHED clears (cm_conn_est_handler): the
+            # QP is left alone until the peer's RTR; dropping it now would upcall CLOSE
+            # on an id in CONN_RECV (cm_close_handler: BUG()).
+            earlier = cep.deferred_disconnect
+            cep.deferred_disconnect = graceful if earlier is None else earlier and graceful
+            self._note("verb_deferred", "iw_cm_disconnect", conn=conn, graceful=graceful,
+                       why="IWCM_F_CONNECT_WAIT: waiting for ESTABLISHED (the peer's RTR)")
+            return
         if cep.qp_state == SiwQpState.RTS:
             cep.qp_state = SiwQpState.CLOSING if graceful else SiwQpState.ERROR
             self._flush(cep)  # siw_qp_nextstate_from_rts: siw_rq_flush
@@ -494,6 +504,11 @@ class SiwCore(SiwQp):
             self._workq.append((cep.ident, SiwWork.READ_MPAHDR))
         elif cep.state == S.RDMA_MODE:
             self._qp_rx(cep)
+            graceful = cep.deferred_disconnect
+            if graceful is not None and cep.established and cep.ident in self._ceps:
+                # cm_conn_est_handler woke the application's waiting iw_cm_disconnect
+                cep.deferred_disconnect = None
+                self.disconnect(cep.ident, graceful=graceful, now_ns=self._now)
         else:
             self._klog("debug", "siw_cm_llp_data_ready", f"unexpected data, state "
                        f"{int(cep.state)}", True, cep)
@@ -563,7 +578,7 @@ class SiwCore(SiwQp):
                 elif cep.state == S.RDMA_MODE:
                     # "IW_CM_EVENT_DISCONNECT is given just to transition IWCM into CLOSING"
                     self._upcall(cep, IwEvent.DISCONNECT, 0)
-                    self._upcall(cep, IwEvent.CLOSE, 0)
+                    self._close_upcall(cep, "siw_cm_work_handler")
             elif cep.state == S.RECVD_MPAREQ:
                 self._klog("debug", "siw_cm_work_handler", "mpa req recvd, wait for ULP",
                            True, cep)
