@@ -50,6 +50,7 @@ from mpa_emu.stacks.siw.params import (
 from mpa_emu.stacks.siw.qp import SiwQp
 from mpa_emu.stacks.siw.states import SiwQpState, SiwState, SiwWork
 from mpa_emu.stacks.tcp import TcpEvent
+from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.wire.mpa import KEY_REQ
 from mpa_emu.wire.segment import Segment, Transmit
 
@@ -138,6 +139,7 @@ class SiwCore(SiwQp):
                       ipv6: bool = False, vlan: int | None = None, now_ns: int = 0) -> int:
         """siw_create_listen: a listening socket (bound to the wildcard or ``ip``) and
         its endpoint in LISTENING; returns the listener id."""
+        check_verb_args("listen", port=port, backlog=backlog, vlan=vlan)
         del vlan
         self._now = max(self._now, now_ns)
         if ip is not None and ip not in self._addresses:
@@ -185,6 +187,8 @@ class SiwCore(SiwQp):
         """siw_connect: refuse private data over MPA_MAX_PRIVDATA (-EINVAL) and IRD/ORD
         over the device's (-ENOMEM), open the socket (kernel_bindconnect); the MPA
         request follows when it connects (:meth:`_connected`)."""
+        check_verb_args("connect", port=remote_port, local_port=local_port,
+                        private_data=private_data, ird=ird, ord=ord)
         self._now = now_ns
         if len(private_data) > MPA_MAX_PRIVDATA:
             raise CmError(EINVAL, f"siw_connect: private data of {len(private_data)} bytes "
@@ -253,6 +257,7 @@ class SiwCore(SiwQp):
         default); QP to RTS; send the reply; ESTABLISHED at once, or after the peer's
         RTR when the reply picked one (siw_sk_assign_rtr_upcalls). ``ird``/``ord`` are
         the application's ``iw_cm_conn_param`` (default: what the request asked)."""
+        check_verb_args("accept", private_data=private_data, ird=ird, ord=ord)
         self._now = now_ns
         cep = self._passive(conn, "siw_accept")
         cep.pdata = b""  # "Free lingering inbound private data"
@@ -316,6 +321,7 @@ class SiwCore(SiwQp):
         """siw_reject: in RECVD_MPAREQ, for a request of revision 1 or more, the reply
         header with R set (the block too when the request had S) and the private data;
         then sock_release (a FIN, or a RST when unread bytes remain)."""
+        check_verb_args("reject", private_data=private_data)
         self._now = now_ns
         cep = self._passive(conn, "siw_reject")
         cep.mpa_timer = None
