@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mpa_emu.errors import ConfigError
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 
 ParamValue = int | bool
@@ -38,7 +39,7 @@ def make_side(stack: str, params: Mapping[str, object] | None = None) -> Side:
     """A side, its parameters checked by the stack's registry entry (ValueError with a
     one-line message on an unknown stack, key or value); defaults are dropped."""
     if stack not in STACKS:
-        raise ValueError(f"unknown stack {stack!r} (known: {', '.join(STACKS)})")
+        raise ConfigError(f"unknown stack {stack!r} (known: {', '.join(STACKS)})")
     checked = parse_params(stack, dict(params or {}))
     defaults = {p.name: p.default for p in STACKS[stack].params}
     kept = tuple(sorted((k, v) for k, v in checked.items() if defaults.get(k) != v))
@@ -51,13 +52,13 @@ def parse_side(text: str) -> Side:
     if "(" not in text:
         return make_side(text)
     if not text.endswith(")"):
-        raise ValueError(f"{text!r}: write a stack as NAME or NAME(KEY=VALUE,...)")
+        raise ConfigError(f"{text!r}: write a stack as NAME or NAME(KEY=VALUE,...)")
     name, _, inner = text[:-1].partition("(")
     params: dict[str, object] = {}
     for pair in filter(None, (p.strip() for p in inner.split(","))):
         key, eq, value = pair.partition("=")
         if not eq:
-            raise ValueError(f"{text!r}: {pair!r} is not KEY=VALUE")
+            raise ConfigError(f"{text!r}: {pair!r} is not KEY=VALUE")
         params[key.strip()] = _number(value.strip(), text)
     return make_side(name.strip(), params)
 
@@ -71,7 +72,7 @@ def _number(value: str, whole: str) -> int:
     try:
         return int(value, 0)
     except ValueError:
-        raise ValueError(f"{whole!r}: {value!r} is not a number") from None
+        raise ConfigError(f"{whole!r}: {value!r} is not a number") from None
 
 
 NAMED_SETS: dict[str, tuple[Mapping[str, ParamValue], ...]] = {
