@@ -21,7 +21,8 @@ def _irdma() -> Stack:
     from mpa_emu.stacks import irdma
 
     return Stack("irdma", "Intel E810/X722 (irdma)", irdma.PARAMS, irdma.make_core,
-                 "docs/cm-core.md", irdma.STATES)
+                 "docs/cm-core.md", irdma.STATES,
+                 listener_facts=frozenset({"syn_qhash_installed"}))
 
 
 def _siw() -> Stack:

@@ -44,6 +44,10 @@ class Stack:
     doc: str
     states: tuple[str, ...] = ()
     """The kernel's names of the connection states (what ``[[expect.state]]`` takes)."""
+    listener_facts: frozenset[str] = frozenset()
+    """Fields its listener view has beyond the common ones (irdma's
+    ``syn_qhash_installed``, the TCP_SYN qhash entry of irdma_manage_qhash): a scenario
+    expectation on a field a stack lacks is refused when the scenario is loaded."""
 
     def param(self, name: str) -> StackParam:
         """The parameter ``name``; KeyError when the stack has none by that name."""
