@@ -64,6 +64,8 @@ CASES: dict[str, tuple[Callable[[], object], str]] = {
     "packet": (lambda: _net().packet(1), "no captured frame"),
     "drop-kind": (lambda: _net().drop("SYNACK"), "SYNACK"),
     "nested-run": (_nested_run, "re-entrant"),
+    "inject-text": (lambda: _net().inject("frame"), "inject"),  # type: ignore[arg-type]
+    "inject-object": (lambda: _net().inject(object()), "inject"),
     # faults
     "fault-probability": (lambda: FaultConfig(loss=1.5), "loss"),
     "fault-type": (lambda: FaultConfig(corrupt="often"), "corrupt"),  # type: ignore[arg-type]
@@ -76,6 +78,8 @@ CASES: dict[str, tuple[Callable[[], object], str]] = {
     "remove-address": (lambda: _host().remove_address("192.0.2.9"), "192.0.2.9"),
     "no-ipv6": (lambda: _host().address(ipv6=True), "IPv6"),
     "listen-port": (lambda: _host().listen(70000), "port"),
+    "listen-policy": (lambda: _host().listen(31000, policy="accept"),  # type: ignore[arg-type]
+                      "policy"),
     "listen-backlog": (lambda: _host("irdma").listen(31000, backlog=-2), "backlog"),
     "connect-remote": (lambda: _host().connect("999.1.1.1", 31000), "999.1.1.1"),
     "connect-local-port": (lambda: _host().connect("192.0.2.2", 31000, local_port=-1),

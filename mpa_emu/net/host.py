@@ -209,6 +209,10 @@ class Host:
         """Create a listener (``ip`` None = wildcard) answering requests with ``policy``
         (default :class:`Accept`); returns the listener id."""
         check_verb_args("listen", port=port, backlog=backlog, vlan=vlan)
+        if policy is not None and not isinstance(policy, (Accept, Reject, Manual)) \
+                and not callable(policy):
+            raise ConfigError(f"listen: policy must be Accept, Reject, Manual or a "
+                              f"function, got {policy!r}")
         packed = None if ip is None else as_ip(ip)
         if packed is not None:
             ipv6 = len(packed) == 16

@@ -344,7 +344,13 @@ class Network:
         Without ``via`` the sender is the host owning the frame's source MAC, else, on a
         wire between two hosts, the one that does not receive it.
         """
-        data = bytes(frame)
+        if isinstance(frame, (str, int, float, bool)) or frame is None:
+            raise ConfigError(f"inject: a frame is a scapy packet or bytes, got {frame!r}")
+        try:
+            data = bytes(frame)
+        except TypeError:
+            raise ConfigError(f"inject: a frame is a scapy packet or bytes, got "
+                              f"{type(frame).__name__}") from None
         target = self.host(to) if to is not None else None
         sender = self.host(via) if via is not None else self._injector(data, target)
         when = self.now_ns if at_ns is None else at_ns
