@@ -365,7 +365,9 @@ class SiwCore(SiwQp):
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
         """iw_cm_disconnect: the QP to CLOSING (graceful) or ERROR (abrupt); either way
         siw_qp_nextstate_from_rts drops the connection with siw_qp_cm_drop, whose
-        sock_release sends a FIN (a RST only when unread bytes remain)."""
+        sock_release sends a FIN (a RST only when unread bytes remain). On a responder
+        that accepted and still waits for the peer's RTR, iw_cm waits for ESTABLISHED
+        first (IWCM_F_CONNECT_WAIT): the disconnect runs when it goes up."""
         self._now = now_ns
         cep = self._ceps.get(conn)
         if cep is None or cep.listener:
