@@ -368,6 +368,11 @@ class SiwCore(SiwQp):
         sock_release sends a FIN (a RST only when unread bytes remain). On a responder
         that accepted and still waits for the peer's RTR, iw_cm waits for ESTABLISHED
         first (IWCM_F_CONNECT_WAIT): the disconnect runs when it goes up."""
+        self._disconnect(conn, graceful, now_ns, via_iw_cm=True)
+
+    def _disconnect(self, conn: int, graceful: bool, now_ns: int, *, via_iw_cm: bool) -> None:
+        """The QP leaves RTS and the connection drops; ``via_iw_cm`` when the call went
+        through iw_cm (which may make it wait), not straight to the QP."""
         self._now = now_ns
         cep = self._ceps.get(conn)
         if cep is None or cep.listener:
@@ -380,7 +385,7 @@ class SiwCore(SiwQp):
         if not cep.qp or cep.state not in (S.AWAIT_MPAREP, S.RDMA_MODE):
             raise CmError(EINVAL, f"siw: connection {conn} ({cep.state.name}) has no QP "
                           "to disconnect")
-        if cep.cm_id and not cep.active and not cep.established:
+        if via_iw_cm and cep.cm_id and not cep.active and not cep.established:
             # iw_cm_disconnect and destroy_cm_id wait on IWCM_F_CONNECT_WAIT, which
             # iw_cm_accept set and only ESTABLISHED clears (cm_conn_est_handler): the
             # QP is left alone until the peer's RTR; dropping it now would upcall CLOSE
@@ -398,13 +403,15 @@ class SiwCore(SiwQp):
     def modify_qp_err(self, conn: int, *, now_ns: int) -> None:
         """ib_modify_qp(ERR): from RTS siw_qp_cm_drop; before RTS
         (siw_qp_nextstate_from_idle) the QP only goes to ERROR, and the reply that
-        arrives later fails siw_proc_mpareply (CONNECT_REPLY -EINVAL)."""
+        arrives later fails siw_proc_mpareply (CONNECT_REPLY -EINVAL). It goes to the QP
+        straight, not through iw_cm: on a responder still waiting for the RTR the drop
+        upcalls CLOSE before ESTABLISHED, the kernel's own BUG() (a kernel_bug record)."""
         self._now = now_ns
         cep = self._ceps.get(conn)
         if cep is not None and cep.qp and cep.qp_state in (SiwQpState.IDLE, SiwQpState.RTR):
             cep.qp_state = SiwQpState.ERROR
             return
-        self.disconnect(conn, graceful=False, now_ns=now_ns)
+        self._disconnect(conn, False, now_ns, via_iw_cm=False)
 
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:

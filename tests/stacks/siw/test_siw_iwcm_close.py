@@ -84,3 +84,25 @@ def test_peer_close_before_the_rtr_is_the_kernels_own_bug() -> None:
     cm = RdmaCm()
     steps = [cm.upcall(u) for u in p.upcalls]
     assert steps[-1].iwcm.bug and steps[-1].iwcm.old == IwCmState.CONN_RECV
+
+
+def test_modify_qp_err_before_the_rtr_goes_straight_to_the_qp() -> None:
+    # ib_modify_qp(IB_QPS_ERR) is not an iw_cm call: nothing waits for ESTABLISHED;
+    # siw_qp_modify -> siw_qp_cm_drop upcalls CLOSE on the CONN_RECV id at once, the
+    # kernel's own BUG(), recorded as such.
+    net = Network(seed=4, tracing=True)
+    a = net.add_host("a", "192.0.2.1", stack="siw", params={"peer_to_peer": True})
+    b = net.add_host("b", "192.0.2.2", stack="siw")
+
+    def policy(host: Host, up: Upcall) -> None:
+        host.accept(up.conn)
+        host.modify_qp_err(up.conn)
+
+    b.listen(PORT, policy=policy)
+    a.connect(b, PORT)
+    net.run_for(S_NS)
+    assert [u.event for u in b.upcalls] == [IwEvent.CONNECT_REQUEST, IwEvent.CLOSE]
+    assert net.trace is not None
+    (bug,) = net.trace.of_kind("kernel_bug")
+    assert bug.fn == "siw_qp_cm_drop"
+    assert any(step.iwcm.bug for step in b.ulp_steps)
