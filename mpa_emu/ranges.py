@@ -3,7 +3,7 @@
 A :class:`Range` is an inclusive integer interval with the reason for it: the C type
 the kernel keeps the value in and, where the type allows more than makes sense, what
 narrows it. Tables of ranges (``{name: Range}``) live next to what they configure: the
-irdma CM's in :mod:`mpa_emu.cm.limits`, the emulator's own (seeds, virtual times,
+irdma CM's in :mod:`mpa_emu.stacks.irdma.limits`, the emulator's own (seeds, virtual times,
 counts) here in :data:`EMULATOR_RANGES`; another stack keeps its own table and checks
 its parameters with the same :func:`check_value` and :func:`check_fields`.
 

@@ -22,7 +22,7 @@ def strict_dissection() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def strict_reachability() -> Iterator[None]:
     """Every test fails when a transition row marked unreachable runs."""
-    from mpa_emu.cm import transitions
+    from mpa_emu.stacks.irdma import transitions
 
     saved = transitions.STRICT_REACHABILITY
     transitions.STRICT_REACHABILITY = True
@@ -31,7 +31,7 @@ def strict_reachability() -> Iterator[None]:
 
 
 # The long fuzz profile, for deliberate runs only (about 10^6 steps over the property
-# tests of tests/cm/test_fuzz_core.py):
+# tests of tests/stacks/irdma/test_fuzz_core.py):
 #     pytest -m fuzz --hypothesis-profile=fuzz-long
 settings.register_profile("fuzz-long", max_examples=25_000, deadline=None,
                           suppress_health_check=list(HealthCheck))

@@ -29,9 +29,9 @@ from pathlib import Path
 if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.wire.segment import Segment
 
 IP_A, IP_P = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
@@ -180,8 +180,8 @@ def established(count: int) -> tuple[float, float, str, dict[str, float]]:
     by_dir: dict[str, float] = {}
     for stat in tracemalloc.take_snapshot().statistics("filename"):
         name = stat.traceback[0].filename
-        where = ("mpa_emu/cm" if "/mpa_emu/cm/" in name else
-                 "mpa_emu/offload" if "/mpa_emu/offload/" in name else "other")
+        where = ("mpa_emu/cm" if "/mpa_emu/stacks/irdma/" in name else
+                 "mpa_emu/offload" if "/mpa_emu/stacks/irdma/offload/" in name else "other")
         by_dir[where] = by_dir.get(where, 0) + stat.size
     tracemalloc.stop()
     n = len(a.conns())

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from mpa_emu.cm.core import CmCore
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN
 

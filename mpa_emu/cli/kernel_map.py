@@ -7,7 +7,7 @@ import json
 import sys
 
 from mpa_emu.cli import CliError
-from mpa_emu.cm.kernel_map import (
+from mpa_emu.stacks.irdma.kernel_map import (
     ENTRIES,
     KERNEL_VERSION,
     MODELLED,

@@ -14,13 +14,13 @@ from typing import Any, TextIO
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
 from mpa_emu.cli.values import check_range, check_seconds, check_writable, seed
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.limits import CONFIG_RANGES, VERB_RANGES
-from mpa_emu.cm.profiles import PROFILES, profile
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
+from mpa_emu.stacks.irdma.profiles import PROFILES, profile
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.console import ObservedTrace, nic_line, rdma_cm_line
 from mpa_emu.live.sinks import PcapngSink

@@ -1,8 +1,8 @@
 """The bodies of the transition table's rows, as plain functions over the core.
 
 Every action has the signature ``action(cm, node, row, rx) -> Outcome`` (see
-:mod:`mpa_emu.cm.contract`): ``cm`` is the core seen through
-:class:`~mpa_emu.cm.contract.CoreOps`, ``row`` the row being run (its ``kernel_fn``
+:mod:`mpa_emu.stacks.irdma.contract`): ``cm`` is the core seen through
+:class:`~mpa_emu.stacks.irdma.contract.CoreOps`, ``row`` the row being run (its ``kernel_fn``
 names the trace records), ``rx`` the segment or the verb's arguments. An action does
 what the kernel's case does, in the kernel's order, and returns :data:`GO_ON` unless
 the kernel function reports an error to its caller. The state changes an action makes
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from errno import ECONNRESET, EINVAL
 
-from mpa_emu.cm import log_lines, send
-from mpa_emu.cm.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
-from mpa_emu.cm.errors import CmError, errno_name
-from mpa_emu.cm.mpa_policy import MpaParseError, Negotiated, parse_mpa
-from mpa_emu.cm.node import CmNode, rdma0_code
-from mpa_emu.cm.states import (
+from mpa_emu.stacks.irdma import log_lines, send
+from mpa_emu.stacks.irdma.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
+from mpa_emu.stacks.contract.errors import CmError, errno_name
+from mpa_emu.stacks.irdma.mpa_policy import MpaParseError, Negotiated, parse_mpa
+from mpa_emu.stacks.irdma.node import CmNode, rdma0_code
+from mpa_emu.stacks.irdma.states import (
     CM_CLOSED,
     CM_CLOSING,
     CM_ESTABLISHED,
@@ -47,10 +47,10 @@ from mpa_emu.cm.states import (
     IN_SYN,
     SEND_RESET_EVENT,
 )
-from mpa_emu.cm.tcp import process_options
-from mpa_emu.cm.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
+from mpa_emu.stacks.irdma.tcp import process_options
+from mpa_emu.stacks.irdma.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.offload.nic import HwQp
+from mpa_emu.stacks.irdma.offload.nic import HwQp
 from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32

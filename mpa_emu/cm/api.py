@@ -1,6 +1,6 @@
 """The driver-facing contract of the CM core.
 
-Every driver of :class:`~mpa_emu.cm.core.CmCore` (the virtual network, live mode on a TAP
+Every driver of :class:`~mpa_emu.stacks.irdma.core.CmCore` (the virtual network, live mode on a TAP
 device, replay) codes against this protocol, so test doubles can stand in for the core.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
 
-from mpa_emu.cm.events import Upcall
+from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.wire.segment import Segment, Transmit
 
 
 class CoreApi(Protocol):
-    """The sans-IO contract of :class:`mpa_emu.cm.core.CmCore`: frames and verbs in with
+    """The sans-IO contract of :class:`mpa_emu.stacks.irdma.core.CmCore`: frames and verbs in with
     ``now_ns``, frames to send, upcalls and the next deadline out."""
 
     def add_address(self, ip: bytes, *, vlan: int | None = None, now_ns: int = 0) -> None: ...
@@ -48,7 +48,7 @@ class CoreApi(Protocol):
 
 class NodeWatch(Protocol):
     """Typed notices of a core's nodes for a driver that follows them (replay), given to
-    :class:`~mpa_emu.cm.core.CmCore` as ``watch``; each comes as the change happens, with
+    :class:`~mpa_emu.stacks.irdma.core.CmCore` as ``watch``; each comes as the change happens, with
     the kernel function's trace record when the core traces."""
 
     def node_created(self, conn: int, loc_port: int, rem: bytes, rem_port: int) -> None:
@@ -69,7 +69,7 @@ class NodeWatch(Protocol):
 @runtime_checkable
 class WatchedCore(Protocol):
     """A core that tells a :class:`NodeWatch` of its connections: irdma's
-    :class:`~mpa_emu.cm.core.CmCore` (also through its ``watch`` argument) and the
+    :class:`~mpa_emu.stacks.irdma.core.CmCore` (also through its ``watch`` argument) and the
     registered stacks' cores (:mod:`mpa_emu.stacks`). Replay follows the emulated side's
     connections through it."""
 

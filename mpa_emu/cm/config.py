@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
-from mpa_emu.cm.limits import check_config
+from mpa_emu.stacks.irdma.limits import check_config
 
 RtrPreference = Literal["read", "write"]
 """The zero-length operation a responder picks as RTR when the request offers both
-(``enum send_rdma0`` as :class:`mpa_emu.cm.mpa_policy.Rdma0Op`)."""
+(``enum send_rdma0`` as :class:`mpa_emu.stacks.irdma.mpa_policy.Rdma0Op`)."""
 
 PdataTail = Literal["zeros", "segment"]
 """What :attr:`Quirks.v2_pdata_tail` reports in the 4 bytes past a v2 frame."""
@@ -85,7 +85,7 @@ PDATA_TAILS: Final[tuple[str, ...]] = get_args(PdataTail)
 @dataclass(frozen=True, slots=True)
 class CmConfig:
     """Per-host CM settings. Times are in kernel jiffies of ``hz`` unless named ``_ns``.
-    Integer fields are checked against :data:`mpa_emu.cm.limits.CONFIG_RANGES` when the
+    Integer fields are checked against :data:`mpa_emu.stacks.irdma.limits.CONFIG_RANGES` when the
     configuration is built (:class:`mpa_emu.ranges.RangeError`, a ValueError)."""
 
     gen: int = 2
@@ -124,7 +124,7 @@ class CmConfig:
     quirks: Quirks = field(default_factory=Quirks)
 
     # Peer-profile knobs: irdma's values by default; other profiles (siw-like, plain
-    # MPA v1) are built from these in mpa_emu.cm.profiles.
+    # MPA v1) are built from these in mpa_emu.stacks.irdma.profiles.
     profile: str = "irdma"
     """Name shown in traces and summaries."""
     p2p: bool = True
@@ -137,7 +137,7 @@ class CmConfig:
     """irdma honours M in a received request; siw rejects a request with M set."""
 
     def __post_init__(self) -> None:
-        # Every integer against the kernel type it is kept in (mpa_emu.cm.limits): a
+        # Every integer against the kernel type it is kept in (mpa_emu.stacks.irdma.limits): a
         # value no kernel could hold is refused here, before any host is built.
         check_config(self)
 

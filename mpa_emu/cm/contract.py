@@ -1,9 +1,9 @@
 """The contract between the transition table, its actions and the core.
 
-:class:`Row` is one line of :mod:`mpa_emu.cm.transitions`; an :data:`Action` is the
+:class:`Row` is one line of :mod:`mpa_emu.stacks.irdma.transitions`; an :data:`Action` is the
 plain function a row runs, ``action(cm, node, row, rx) -> Outcome``; :class:`CoreOps` is
 all an action may touch of the core, and the base class the core
-(:class:`mpa_emu.cm.core.CmCore`) is built on; the actions never import the core, so
+(:class:`mpa_emu.stacks.irdma.core.CmCore`) is built on; the actions never import the core, so
 the layers stay acyclic:
 ``contract`` <- ``send``, ``upcalls`` <- ``actions`` <- ``transitions`` <- ``core``.
 """
@@ -15,18 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import Upcall
-from mpa_emu.cm.mpa_policy import Rdma0Op
-from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.nodes import NodeTable
-from mpa_emu.cm.states import CmEventType, CmState, Input
-from mpa_emu.cm.timers import CoreTimer, Deferred
-from mpa_emu.cm.timing import ns_to_jiffies
-from mpa_emu.cm.trace import Trace, make_record
-from mpa_emu.offload.nic import Nic, StoredKey
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
+from mpa_emu.stacks.irdma.node import CmNode
+from mpa_emu.stacks.irdma.nodes import NodeTable
+from mpa_emu.stacks.irdma.states import CmEventType, CmState, Input
+from mpa_emu.stacks.irdma.timers import CoreTimer, Deferred
+from mpa_emu.stacks.irdma.timing import ns_to_jiffies
+from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.irdma.offload.nic import Nic, StoredKey
 from mpa_emu.wire.segment import Segment, Transmit
 
 
@@ -104,14 +104,14 @@ class Row:
 class CoreOps:
     """What an action (and the send, upcall and reference helpers) may use of the core:
     the core's state and the mechanics a row runs on, as the base class
-    :class:`~mpa_emu.cm.core.CmCore` builds on. A class rather than a protocol, so that
+    :class:`~mpa_emu.stacks.irdma.core.CmCore` builds on. A class rather than a protocol, so that
     the compiled build calls these methods and reads these attributes directly (a call
     through a protocol is a generic Python method call). The methods that need the
     table, the reference counting or the disconnect path (which sit above the actions)
     are declared here and given by the core.
 
-    Everything here is internal to :mod:`mpa_emu.cm`; applications use the verbs of
-    :class:`~mpa_emu.cm.core.CmCore`.
+    Everything here is internal to :mod:`mpa_emu.stacks.irdma`; applications use the verbs of
+    :class:`~mpa_emu.stacks.irdma.core.CmCore`.
     """
 
     name: str
@@ -165,7 +165,7 @@ class CoreOps:
 
     def _set_state(self, node: CmNode, new: CmState, fn: str) -> None:
         """Move ``node`` to ``new`` on behalf of ``fn``. Only a running row may: every
-        transition goes through the table (:mod:`mpa_emu.cm.transitions`)."""
+        transition goes through the table (:mod:`mpa_emu.stacks.irdma.transitions`)."""
         if node.state != new:
             if not self._rows_running:
                 raise RuntimeError(f"{fn}: {node.state.name} -> {new.name} outside the "

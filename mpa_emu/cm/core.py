@@ -6,13 +6,13 @@ Time is virtual: nanoseconds at the boundary, jiffies of ``CmConfig.hz`` inside.
 
 The core is an orchestrator around a few collaborators that never call it back:
 
-* :mod:`mpa_emu.cm.transitions` (the table) and :mod:`mpa_emu.cm.actions` (the rows'
+* :mod:`mpa_emu.stacks.irdma.transitions` (the table) and :mod:`mpa_emu.stacks.irdma.actions` (the rows'
   bodies): every input a node sees is one row; see the theory of operation there;
-* :class:`~mpa_emu.cm.nodes.NodeTable`: nodes by key, id and local address; listeners;
-* :class:`~mpa_emu.cm.timers.CoreTimer` and :class:`~mpa_emu.cm.timers.Deferred`: the
+* :class:`~mpa_emu.stacks.irdma.nodes.NodeTable`: nodes by key, id and local address; listeners;
+* :class:`~mpa_emu.stacks.irdma.timers.CoreTimer` and :class:`~mpa_emu.stacks.irdma.timers.Deferred`: the
   shared core timer and the asynchronous completions;
-* :class:`~mpa_emu.offload.nic.Nic`: the QPs of offloaded flows and their deadlines;
-* :mod:`mpa_emu.cm.send`, :mod:`mpa_emu.cm.upcalls`, :mod:`mpa_emu.cm.leaks`.
+* :class:`~mpa_emu.stacks.irdma.offload.nic.Nic`: the QPs of offloaded flows and their deadlines;
+* :mod:`mpa_emu.stacks.irdma.send`, :mod:`mpa_emu.stacks.irdma.upcalls`, :mod:`mpa_emu.stacks.irdma.leaks`.
 
 What the kernel does asynchronously (the ordered ``iwarp-event-wq``, the AH/qhash
 completion that sends the passive SYN-ACK) runs after the input that caused it, before
@@ -23,11 +23,11 @@ inside the core: their frames appear in :meth:`CmCore.frames_to_send` with
 ``loopback=True`` for capture, are already delivered to the local peer node, and must not
 be put on the wire.
 
-The actions reach the core through :class:`~mpa_emu.cm.contract.CoreOps`, the base class
+The actions reach the core through :class:`~mpa_emu.stacks.irdma.contract.CoreOps`, the base class
 the core is built on (its state and the mechanics a row runs on; the core gives the
 methods that need the table, the reference counting and the disconnect path). The
-disconnect path after offload (:mod:`mpa_emu.cm.disconnect`) and the teardown by address
-(:mod:`mpa_emu.cm.teardown`) reach it through the underscore names of their protocols
+disconnect path after offload (:mod:`mpa_emu.stacks.irdma.disconnect`) and the teardown by address
+(:mod:`mpa_emu.stacks.irdma.teardown`) reach it through the underscore names of their protocols
 (``DisconnectHost``, ``TeardownHost``).
 """
 
@@ -39,30 +39,30 @@ from collections import deque
 from errno import EINVAL
 from typing import Any, Final, cast
 
-from mpa_emu.cm import disconnect, log_lines, refs, send, states, teardown, upcalls
-from mpa_emu.cm.actions import KernelHang
-from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.contract import Outcome, Rx, VerbArgs
-from mpa_emu.cm.device import DeviceVerbs
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.leaks import leak_report
-from mpa_emu.cm.limits import VERB_RANGES
-from mpa_emu.cm.mpa_policy import MPA_V2_HDR, Rdma0Op
-from mpa_emu.cm.netdevs import NetdevList
-from mpa_emu.cm.node import ChildListener, CmNode, Listener
-from mpa_emu.cm.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
-from mpa_emu.cm.pdata import as_u8, check_conn_pdata
-from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID, CmState, Input
-from mpa_emu.cm.table_views import TableViews
-from mpa_emu.cm.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
-from mpa_emu.cm.teardown import ListenerLike
-from mpa_emu.cm.timers import CoreTimer, Deferred, timer_tick
-from mpa_emu.cm.timing import jiffies_to_ns
-from mpa_emu.cm.trace import Trace, make_record
-from mpa_emu.cm.transitions import TABLE, unreachable_row_ran
-from mpa_emu.offload.nic import HwQp, Nic, QpFactory, StoredKey
+from mpa_emu.stacks.irdma import disconnect, log_lines, refs, send, states, teardown, upcalls
+from mpa_emu.stacks.irdma.actions import KernelHang
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.contract import Outcome, Rx, VerbArgs
+from mpa_emu.stacks.irdma.device import DeviceVerbs
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.leaks import leak_report
+from mpa_emu.stacks.irdma.limits import VERB_RANGES
+from mpa_emu.stacks.irdma.mpa_policy import MPA_V2_HDR, Rdma0Op
+from mpa_emu.stacks.irdma.netdevs import NetdevList
+from mpa_emu.stacks.irdma.node import ChildListener, CmNode, Listener
+from mpa_emu.stacks.irdma.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
+from mpa_emu.stacks.irdma.pdata import as_u8, check_conn_pdata
+from mpa_emu.stacks.irdma.states import NO_VLAN, VLAN_N_VID, CmState, Input
+from mpa_emu.stacks.irdma.table_views import TableViews
+from mpa_emu.stacks.irdma.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refusal
+from mpa_emu.stacks.irdma.teardown import ListenerLike
+from mpa_emu.stacks.irdma.timers import CoreTimer, Deferred, timer_tick
+from mpa_emu.stacks.irdma.timing import jiffies_to_ns
+from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.irdma.transitions import TABLE, unreachable_row_ran
+from mpa_emu.stacks.irdma.offload.nic import HwQp, Nic, QpFactory, StoredKey
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
@@ -80,7 +80,7 @@ class CmCore(TableViews, DeviceVerbs):
     ``name`` names the host in traces, ``mac`` is its port's address, ``seed`` seeds the
     ISNs, ``trace`` receives the structured records (None: nothing is recorded) and
     ``qp_factory`` builds the QP of an offloaded connection (the emulator's own
-    :class:`~mpa_emu.offload.qp.OffloadedQp` by default); ``isn`` may choose a new
+    :class:`~mpa_emu.stacks.irdma.offload.qp.OffloadedQp` by default); ``isn`` may choose a new
     node's ISN instead of the seeded generator; ``watch`` (a ``NodeWatch``) is told of
     every node's creation, state changes and free, and of its QP's events.
     """
@@ -414,7 +414,7 @@ class CmCore(TableViews, DeviceVerbs):
 
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
         """After offload: move the QP to SQD (FIN) or ERR (RST if TCP is alive), as
-        ``irdma_modify_qp`` does (:func:`mpa_emu.cm.disconnect.modify_qp`)."""
+        ``irdma_modify_qp`` does (:func:`mpa_emu.stacks.irdma.disconnect.modify_qp`)."""
         node = self._verb_node(conn)
         if node.qp is None:
             raise CmError(EINVAL, f"connection {conn} has no offloaded QP "
@@ -445,7 +445,7 @@ class CmCore(TableViews, DeviceVerbs):
     def _schedule_close_entry(self, conn: int, now_ns: int) -> bool:
         """``irdma_schedule_cm_timer(CLOSE)`` with the QP as the entry: due in HZ/10 on
         the shared core timer (armed only when idle, as ``irdma_schedule_cm_timer``
-        does); on expiry ``mpa_emu.cm.disconnect.handle_close_entry(core, conn, now_ns)``
+        does); on expiry ``mpa_emu.stacks.irdma.disconnect.handle_close_entry(core, conn, now_ns)``
         runs. False when the node already has a close entry (-EINVAL)."""
         node = self.nodes.by_conn.get(conn)
         if node is None or node.close_entry is not None:
@@ -577,7 +577,7 @@ class CmCore(TableViews, DeviceVerbs):
 
     def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: disconnect workers waiting in
-        ``irdma_send_cm_event`` go on (:func:`mpa_emu.cm.disconnect.establish_complete`)."""
+        ``irdma_send_cm_event`` go on (:func:`mpa_emu.stacks.irdma.disconnect.establish_complete`)."""
         if node.qp is not None:
             disconnect.establish_complete(self, node.conn, self._now_ns)
 
@@ -643,7 +643,7 @@ class CmCore(TableViews, DeviceVerbs):
     def _qp_close_entry_due(self, node: CmNode) -> bool:
         """The tick found ``node``'s close entry due: when the QP scheduled it
         (:meth:`_schedule_close_entry`) the QP branch of ``irdma_handle_close_entry`` runs
-        (:func:`mpa_emu.cm.disconnect.handle_close_entry`) and True is returned."""
+        (:func:`mpa_emu.stacks.irdma.disconnect.handle_close_entry`) and True is returned."""
         if node.conn not in self.qp_close_entries:
             return False
         self.qp_close_entries.discard(node.conn)

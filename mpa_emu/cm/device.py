@@ -2,7 +2,7 @@
 teardown of connections (``irdma_cm_teardown_connections``), a device reset
 (``rf->reset``) and the read-only view of a connection's QP.
 
-:class:`DeviceVerbs` is a base class of :class:`~mpa_emu.cm.core.CmCore`; its methods
+:class:`DeviceVerbs` is a base class of :class:`~mpa_emu.stacks.irdma.core.CmCore`; its methods
 use the core through :class:`_Core`.
 """
 
@@ -11,15 +11,15 @@ from __future__ import annotations
 from errno import EINVAL
 from typing import Any, Protocol
 
-from mpa_emu.cm import teardown
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.netdevs import NetdevList
-from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.nodes import NodeTable
-from mpa_emu.cm.states import NO_VLAN, VLAN_N_VID
-from mpa_emu.cm.view import QpView
-from mpa_emu.offload.nic import Nic
+from mpa_emu.stacks.irdma import teardown
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.irdma.netdevs import NetdevList
+from mpa_emu.stacks.irdma.node import CmNode
+from mpa_emu.stacks.irdma.nodes import NodeTable
+from mpa_emu.stacks.irdma.states import NO_VLAN, VLAN_N_VID
+from mpa_emu.stacks.irdma.view import QpView
+from mpa_emu.stacks.irdma.offload.nic import Nic
 
 
 class _Core(teardown.TeardownHost, Protocol):

@@ -2,9 +2,9 @@
 the QP close timer and the ``irdma_cm_disconn_true`` decision table (``irdma_cm_disconn``
 -> ``irdma_disconnect_worker`` -> ``irdma_cm_disconn_true`` -> ``irdma_qp_disconnect``).
 
-The NIC (:class:`~mpa_emu.offload.qp.OffloadedQp`) raises asynchronous events; the core
+The NIC (:class:`~mpa_emu.stacks.irdma.offload.qp.OffloadedQp`) raises asynchronous events; the core
 hands each to :func:`on_ae`. The driver's copies of the QP state live in
-``qp.iwqp`` (:class:`~mpa_emu.offload.iwqp.IwQp`). Upcalls, the node's close entry and
+``qp.iwqp`` (:class:`~mpa_emu.stacks.irdma.offload.iwqp.IwQp`). Upcalls, the node's close entry and
 ``irdma_cm_close`` belong to the core and are reached through :class:`DisconnectHost`.
 
 Model choices (documented, deterministic):
@@ -17,12 +17,12 @@ Model choices (documented, deterministic):
   instead, the kernel's worker never returns, and neither upcall comes.
 * TERMINATE (``term_flags``, utils.c and ctrl.c): an abnormal AE on a QP whose hardware
   state is RTS or TERMINATE goes to ``irdma_terminate_connection`` (the Terminate of
-  :mod:`mpa_emu.offload.terminate`, the terminate timer, TERMINATE); its
+  :mod:`mpa_emu.stacks.irdma.offload.terminate`, the terminate timer, TERMINATE); its
   ``IRDMA_AE_TERMINATE_SENT`` sends the FIN; the end of the FIN exchange or the timer
   runs ``irdma_terminate_done`` (ERROR with ``reset_tcp_conn``, then the disconnect
   worker, DISCONNECT(0) and CLOSE). A received Terminate goes to
   ``irdma_terminate_received``. The timer's deadline lives in ``iwqp.terminate_at``; the
-  QP reports it as :attr:`~mpa_emu.offload.states.Ae.TERMINATE_TIMEOUT`.
+  QP reports it as :attr:`~mpa_emu.stacks.irdma.offload.states.Ae.TERMINATE_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from __future__ import annotations
 from errno import ECONNRESET
 from typing import Any, Final, Protocol
 
-from mpa_emu.cm import log_lines
-from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.events import IW_CLOSE, IW_DISCONNECT, IwEvent
-from mpa_emu.offload import terminate as term
-from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.nic import HwQp
-from mpa_emu.offload.states import (
+from mpa_emu.stacks.irdma import log_lines
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.events import IW_CLOSE, IW_DISCONNECT, IwEvent
+from mpa_emu.stacks.irdma.offload import terminate as term
+from mpa_emu.stacks.irdma.offload.iwqp import IwQp
+from mpa_emu.stacks.irdma.offload.nic import HwQp
+from mpa_emu.stacks.irdma.offload.states import (
     AE_BAD_CLOSE,
     AE_LLP_CLOSE_COMPLETE,
     AE_LLP_CONNECTION_RESET,

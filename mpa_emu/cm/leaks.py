@@ -1,4 +1,4 @@
-"""Why the kernel keeps a node: the reasons :meth:`mpa_emu.cm.core.CmCore.leak_report`
+"""Why the kernel keeps a node: the reasons :meth:`mpa_emu.stacks.irdma.core.CmCore.leak_report`
 gives for every node still in the table.
 
 A node counting down (a retransmission or close entry, a pending qhash completion) is
@@ -8,9 +8,9 @@ a state without a timer, a reference an error path forgot, or the application's 
 
 from __future__ import annotations
 
-from mpa_emu.cm.contract import CoreOps
-from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma.contract import CoreOps
+from mpa_emu.stacks.irdma.node import CmNode
+from mpa_emu.stacks.irdma.states import CmState
 
 S = CmState
 
@@ -66,7 +66,7 @@ def leak_reason(n: CmNode, known: str | None, *, gen: int = 2) -> str | None:
 def leak_report(cm: CoreOps) -> list[tuple[int, CmState, str | None]]:
     """Every node still in ``cm``'s table with the reason the kernel keeps it (None when
     the emulator cannot name one: that would be a bug), each recorded in the trace as
-    ``kernel_leak`` (:meth:`mpa_emu.cm.core.CmCore.leak_report`)."""
+    ``kernel_leak`` (:meth:`mpa_emu.stacks.irdma.core.CmCore.leak_report`)."""
     out: list[tuple[int, CmState, str | None]] = []
     for conn in sorted(cm.nodes.by_conn):
         n = cm.nodes.by_conn[conn]

@@ -1,7 +1,7 @@
 """The ranges of irdma's settings and verb arguments, each with the type the kernel keeps
 the value in (``drivers/infiniband/hw/irdma/cm.h`` unless named otherwise).
 
-One table for every entry point: :class:`~mpa_emu.cm.config.CmConfig` checks itself
+One table for every entry point: :class:`~mpa_emu.stacks.irdma.config.CmConfig` checks itself
 against :data:`CONFIG_RANGES` when built (so ``CmConfig(retrans=2**63 - 1)`` raises), the
 verbs check :data:`VERB_RANGES`, scenario files report the same ranges with their file
 and line, and the CLI options use them as argparse types. The checking helper is
@@ -38,7 +38,7 @@ CONFIG_RANGES: Mapping[str, Range] = {
                                                "AE (IRDMA_MAX_TIMEOUT, 12 s), at most an "
                                                "hour"),
 }
-"""Every integer field of :class:`~mpa_emu.cm.config.CmConfig`."""
+"""Every integer field of :class:`~mpa_emu.stacks.irdma.config.CmConfig`."""
 
 VERB_RANGES: Mapping[str, Range] = {
     "port": Range(1, U16_MAX, "u16 loc_port/rem_port of struct irdma_cm_node; port 0 is "

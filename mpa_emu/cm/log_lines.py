@@ -33,11 +33,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from mpa_emu.cm.nodes import rt_tos2priority
+from mpa_emu.stacks.irdma.nodes import rt_tos2priority
 
 if TYPE_CHECKING:
-    from mpa_emu.cm.contract import CoreOps
-    from mpa_emu.cm.node import CmNode, Listener
+    from mpa_emu.stacks.irdma.contract import CoreOps
+    from mpa_emu.stacks.irdma.node import CmNode, Listener
 
 Level = Literal["debug", "info", "warn", "err"]
 """The kernel's log levels as the record names them."""

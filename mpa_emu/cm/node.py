@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from mpa_emu.cm.mpa_policy import Negotiated, Rdma0Op
-from mpa_emu.cm.states import CM_UNKNOWN, LISTENER_ACTIVE
-from mpa_emu.offload.nic import HwQp, stored_key
+from mpa_emu.stacks.irdma.mpa_policy import Negotiated, Rdma0Op
+from mpa_emu.stacks.irdma.states import CM_UNKNOWN, LISTENER_ACTIVE
+from mpa_emu.stacks.irdma.offload.nic import HwQp, stored_key
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import SharedRecords
 from mpa_emu.wire.segment import Segment, Transmit
@@ -201,7 +201,7 @@ INITIAL_SETTINGS: Final = NodeSettings(
     ird_size=0, ord_size=0, rdma0_write=0, pdata_size=0, lsmm_size=0,
     passive_state=0, listener=None)
 """The settings of a node ``CmNode()`` just made (``irdma_make_cm_node`` then fills
-them in, :func:`mpa_emu.cm.nodes.make_cm_node`)."""
+them in, :func:`mpa_emu.stacks.irdma.nodes.make_cm_node`)."""
 
 
 class CmNode:
@@ -326,7 +326,7 @@ class CmNode:
     @property
     def vlan_id(self) -> int:
         """VLAN id, 0xFFFF when untagged (changed only with the key,
-        :meth:`mpa_emu.cm.nodes.NodeTable.rekey_vlan`)."""
+        :meth:`mpa_emu.stacks.irdma.nodes.NodeTable.rekey_vlan`)."""
         return self.key[4]
 
     @property

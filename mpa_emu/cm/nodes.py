@@ -13,14 +13,14 @@ import errno
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.conn_index import ConnIndex
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.mpa_policy import Rdma0Op
-from mpa_emu.cm.node import ChildListener, CmNode, Listener
-from mpa_emu.cm.states import LISTENER_ACTIVE, ListenerState
-from mpa_emu.cm.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
-from mpa_emu.offload.nic import StoredKey, stored_key
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.conn_index import ConnIndex
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
+from mpa_emu.stacks.irdma.node import ChildListener, CmNode, Listener
+from mpa_emu.stacks.irdma.states import LISTENER_ACTIVE, ListenerState
+from mpa_emu.stacks.irdma.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
+from mpa_emu.stacks.irdma.offload.nic import StoredKey, stored_key
 from mpa_emu.wire.flow import FlowKey
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]
@@ -241,7 +241,7 @@ class NodeTable:
         whose backlog count starts again at 0) or link a new one; a new wildcard
         listener gets a child per local address of its family (``irdma_add_mqh``),
         ``addresses`` given as ``(address, vlan_id)`` in ``for_each_netdev`` order
-        (:meth:`mpa_emu.cm.netdevs.NetdevList.walk`)."""
+        (:meth:`mpa_emu.stacks.irdma.netdevs.NetdevList.walk`)."""
         if found is not None:
             lst = found
             lst.refcnt += 1  # the reference irdma_find_listener took is kept

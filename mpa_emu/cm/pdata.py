@@ -13,7 +13,7 @@ from collections.abc import Callable
 from errno import EINVAL
 from typing import Any, Final
 
-from mpa_emu.cm.errors import CmError
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.wire.mpa import MAX_PRIV_DATA_LEN, RTR_MSG_SIZE
 
 U8: Final = 0xFF
@@ -32,7 +32,7 @@ def as_u8(verb: str, fn: str, private_data: bytes, trace: Callable[..., Any]) ->
 
 
 def check_conn_pdata(fn: str, private_data: bytes, rev: int) -> None:
-    """Refuse (:class:`~mpa_emu.cm.errors.CmError` -EINVAL) private data of connect or
+    """Refuse (:class:`~mpa_emu.stacks.contract.errors.CmError` -EINVAL) private data of connect or
     accept that its MPA frame cannot carry: PD_Length, the data plus the RFC 6581 block
     at rev 2 (irdma_build_mpa_v2), above IETF_MAX_PRIV_DATA_LEN (RFC 5044 section 7.1;
     irdma_parse_mpa refuses such a frame with -EOVERFLOW), and over the pdata_buf[512]

@@ -1,6 +1,6 @@
 """Peer profiles: the CM configuration of kinds of iWARP peer other than irdma.
 
-Each profile is a function returning a :class:`~mpa_emu.cm.config.CmConfig`; keyword
+Each profile is a function returning a :class:`~mpa_emu.stacks.irdma.config.CmConfig`; keyword
 arguments override any field (``siw(retrans=8)``). A scenario names a profile per host
 (``profile = "siw"``). The differences are listed in each docstring with their source:
 the reference's section 10 (a reading of ``drivers/infiniband/sw/siw/siw_cm.c``) and
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
-from mpa_emu.cm.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 
 
 def _build(base: CmConfig, overrides: dict[str, Any]) -> CmConfig:

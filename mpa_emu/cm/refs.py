@@ -10,11 +10,11 @@ listener's reference, and a listener whose last reference goes leaves the listen
 
 from __future__ import annotations
 
-from mpa_emu.cm import log_lines
-from mpa_emu.cm.contract import CoreOps
-from mpa_emu.cm.node import CmNode, Listener
-from mpa_emu.cm.states import IN_DESTROY_LISTEN
-from mpa_emu.offload.nic import HwQp
+from mpa_emu.stacks.irdma import log_lines
+from mpa_emu.stacks.irdma.contract import CoreOps
+from mpa_emu.stacks.irdma.node import CmNode, Listener
+from mpa_emu.stacks.irdma.states import IN_DESTROY_LISTEN
+from mpa_emu.stacks.irdma.offload.nic import HwQp
 
 
 def rem_ref(cm: CoreOps, node: CmNode) -> None:

@@ -5,13 +5,13 @@ them on the wire, once or with a retransmission entry (``irdma_schedule_cm_timer
 
 from __future__ import annotations
 
-from mpa_emu.cm import log_lines
-from mpa_emu.cm.contract import CoreOps
-from mpa_emu.cm.mpa_policy import MpaParams, build_mpa_frame
-from mpa_emu.cm.node import REFCOUNT_SATURATED, CmNode
-from mpa_emu.cm.nodes import is_loopback
-from mpa_emu.cm.states import VLAN_N_VID
-from mpa_emu.cm.tcp import syn_options
+from mpa_emu.stacks.irdma import log_lines
+from mpa_emu.stacks.irdma.contract import CoreOps
+from mpa_emu.stacks.irdma.mpa_policy import MpaParams, build_mpa_frame
+from mpa_emu.stacks.irdma.node import REFCOUNT_SATURATED, CmNode
+from mpa_emu.stacks.irdma.nodes import is_loopback
+from mpa_emu.stacks.irdma.states import VLAN_N_VID
+from mpa_emu.stacks.irdma.tcp import syn_options
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
 

@@ -1,16 +1,16 @@
 """Read-only views of the node table for callers of the CM core: snapshots of a
 connection and of a listener, the nodes on a local address, a connection's QP.
 
-:class:`TableViews` is a base class of :class:`~mpa_emu.cm.core.CmCore`; it reads only
-the node table (:class:`~mpa_emu.cm.nodes.NodeTable`) and never calls the core.
+:class:`TableViews` is a base class of :class:`~mpa_emu.stacks.irdma.core.CmCore`; it reads only
+the node table (:class:`~mpa_emu.stacks.irdma.nodes.NodeTable`) and never calls the core.
 """
 
 from __future__ import annotations
 
-from mpa_emu.cm.contract import CoreOps
-from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.view import ListenerView, NodeView
-from mpa_emu.offload.nic import HwQp
+from mpa_emu.stacks.irdma.contract import CoreOps
+from mpa_emu.stacks.irdma.node import CmNode
+from mpa_emu.stacks.irdma.view import ListenerView, NodeView
+from mpa_emu.stacks.irdma.offload.nic import HwQp
 
 
 class TableViews(CoreOps):

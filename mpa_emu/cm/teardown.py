@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
-from mpa_emu.cm import disconnect
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma import disconnect
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.flow import NO_VLAN
 
 
@@ -46,7 +46,7 @@ def addr_matches(node_addr: bytes, ipaddr: bytes, ipv4: bool) -> bool:
 
 
 class NodeLike(Protocol):
-    """The node fields teardown reads (``mpa_emu.cm.node.CmNode`` has them)."""
+    """The node fields teardown reads (``mpa_emu.stacks.irdma.node.CmNode`` has them)."""
 
     conn: int
     state: CmState

@@ -20,16 +20,16 @@ from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 from typing import Final, Protocol
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.node import CloseEntry, CmNode, SendEntry
-from mpa_emu.cm.states import (
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.node import CloseEntry, CmNode, SendEntry
+from mpa_emu.stacks.irdma.states import (
     CM_CLOSED,
     CM_OFFLOADED,
     IN_CLOSE_TIMER,
     IN_RETRANS_EXPIRED,
     Input,
 )
-from mpa_emu.cm.timing import backoff_gap
+from mpa_emu.stacks.irdma.timing import backoff_gap
 from mpa_emu.wire.segment import Transmit
 
 Entry = SendEntry | CloseEntry
@@ -168,7 +168,7 @@ def _stale(item: tuple[int, int, str, CmNode]) -> bool:
 # ---- irdma_cm_timer_tick ----------------------------------------------------------------
 
 class TickHost(Protocol):
-    """What the tick needs from the core (:class:`mpa_emu.cm.core.CmCore`)."""
+    """What the tick needs from the core (:class:`mpa_emu.stacks.irdma.core.CmCore`)."""
 
     timer: CoreTimer
     stats: dict[str, int]

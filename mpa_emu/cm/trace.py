@@ -5,7 +5,7 @@ Kinds used across the emulator: ``segment_sent``, ``segment_received``,
 ``event_queued``, ``upcall``, ``kernel_leak``, ``kernel_bug``, ``fault``, and:
 
 * ``kernel_log``: a line the driver writes to the kernel log, emitted by a stack's core
-  (irdma: :mod:`mpa_emu.cm.log_lines`) at the point the kernel prints it. Fields:
+  (irdma: :mod:`mpa_emu.stacks.irdma.log_lines`) at the point the kernel prints it. Fields:
   ``level`` (``"debug"``, ``"info"``, ``"warn"`` or ``"err"``), ``text`` (the format
   string filled in as the kernel prints it, without the device prefix and the trailing
   newline), ``dynamic_debug`` (true for ``ibdev_dbg``/``siw_dbg``/``pr_debug`` lines,

@@ -3,11 +3,11 @@
 Theory of operation
 ===================
 
-A node (``struct irdma_cm_node``) is always in one :class:`~mpa_emu.cm.states.CmState`.
-Everything that can happen to it is an :class:`~mpa_emu.cm.states.Input`: a class of
+A node (``struct irdma_cm_node``) is always in one :class:`~mpa_emu.stacks.irdma.states.CmState`.
+Everything that can happen to it is an :class:`~mpa_emu.stacks.irdma.states.Input`: a class of
 received segment (as ``irdma_process_pkt`` sorts them), a verb of the application, a
 timer running out, an asynchronous completion. For every pair of the two there is
-exactly one :class:`~mpa_emu.cm.contract.Row` in :data:`TABLE`, kernel "ignore" cases
+exactly one :class:`~mpa_emu.stacks.irdma.contract.Row` in :data:`TABLE`, kernel "ignore" cases
 included, so a missing case is a missing row that the tests catch, not a silent
 fall-through.
 
@@ -15,7 +15,7 @@ What a row is
 -------------
 A row names
 
-* ``run``: the action, a plain function of :mod:`mpa_emu.cm.actions` (referenced here as
+* ``run``: the action, a plain function of :mod:`mpa_emu.stacks.irdma.actions` (referenced here as
   a callable, so go-to-definition works and a typo fails at import);
 * ``next_state``: where the action normally leaves the node, and ``may_reach``: the
   other states its error paths can leave it in (a reset that cannot be sent, a bad
@@ -40,15 +40,15 @@ passive node gets in ``irdma_receive_ilq``).
 What an action returns
 ----------------------
 ``action(cm, node, row, rx) -> Outcome``. ``rx`` is the segment for a packet input, the
-verb's arguments (:class:`~mpa_emu.cm.contract.VerbArgs`) for accept and reject, None
-otherwise. The :class:`~mpa_emu.cm.contract.Outcome` says two things to the caller:
+verb's arguments (:class:`~mpa_emu.stacks.irdma.contract.VerbArgs`) for accept and reject, None
+otherwise. The :class:`~mpa_emu.stacks.irdma.contract.Outcome` says two things to the caller:
 ``stop``, the kernel function returned an error so the rest of the segment is not
 processed (``irdma_process_pkt`` only goes on to ``irdma_handle_fin_pkt`` when
 ``irdma_handle_ack_pkt`` returned 0), and ``error``, the -errno a verb returns after the
 kernel ran its error path (``irdma_accept`` on a node whose peer reset, or whose
 listener is gone). Misuse the kernel refuses without touching anything (close in a
 closing state, a verb in a state it cannot serve) raises
-:class:`~mpa_emu.cm.errors.CmError` from the action before any change.
+:class:`~mpa_emu.stacks.contract.errors.CmError` from the action before any change.
 
 Nested dispatch
 ---------------
@@ -71,7 +71,7 @@ Only inputs that never reach a node's state switch:
   SYN the listener lookup or the neighbour table refuses, anything else (dropped, or
   answered by the host stack's RST when no qhash rule steers the SYN to the CM);
 * segments ``irdma_check_seq`` refuses (dropped before ``irdma_handle_ack_pkt``);
-* the disconnect path after offload (``mpa_emu.cm.disconnect``): it works on the QP's
+* the disconnect path after offload (``mpa_emu.stacks.irdma.disconnect``): it works on the QP's
   states, not the node's, and reaches the node only through ``irdma_cm_close`` (the
   ``CLOSE`` rows);
 * reference counting itself: a node freed by its last put is not a state change
@@ -92,9 +92,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mpa_emu.cm import actions as a
-from mpa_emu.cm.contract import Action, Row
-from mpa_emu.cm.states import CmState, Input
+from mpa_emu.stacks.irdma import actions as a
+from mpa_emu.stacks.irdma.contract import Action, Row
+from mpa_emu.stacks.irdma.states import CmState, Input
 from mpa_emu.errors import MpaEmuError
 
 S = CmState

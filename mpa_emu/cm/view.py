@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpa_emu.cm.node import CmNode, Listener
-from mpa_emu.cm.states import CmState, ListenerState
+from mpa_emu.stacks.irdma.node import CmNode, Listener
+from mpa_emu.stacks.irdma.states import CmState, ListenerState
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import IO
 
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.demo.context import (
     ACCEPT_PORT,
     CLIENT_IP,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any
 
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.ulp.rdma_cm import UlpStep
 from mpa_emu.views.describe import log_label, rdma_cm_label
 
@@ -35,7 +35,7 @@ LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP/MPA"}
 
 
 class ObservedTrace(Trace):
-    """A :class:`~mpa_emu.cm.trace.Trace` that also calls ``observer(record)`` for every
+    """A :class:`~mpa_emu.stacks.contract.trace.Trace` that also calls ``observer(record)`` for every
     record, after keeping or streaming it."""
 
     def __init__(self, stream: IO[str] | None = None, keep: bool = True, *,

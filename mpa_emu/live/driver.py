@@ -1,6 +1,6 @@
 """The live driver: the sans-IO CM core on a TAP device, with the real clock.
 
-This is the same :class:`~mpa_emu.cm.core.CmCore` the virtual wire drives; only the edges
+This is the same :class:`~mpa_emu.stacks.irdma.core.CmCore` the virtual wire drives; only the edges
 differ. A frame read from the TAP is answered by the host stack when it is ARP/ND or an
 echo request; otherwise the NIC's filters (our MAC or a group address, a configured VLAN)
 and the fault hook decide whether the codec's :class:`~mpa_emu.wire.segment.Segment` reaches
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.events import IwEvent, Transmit, Upcall
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.events import IwEvent, Transmit, Upcall
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.live import icmp
 from mpa_emu.live.neighbour import NeighbourResponder

@@ -501,7 +501,7 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
 
 def _read_response(request: Message) -> bytes:
     # RFC 5040 section 5.3: a zero-length RDMA Read Response to the sink STag/TO of the
-    # RTR's Read Request, as the emulated NIC answers it (mpa_emu.offload.qp).
+    # RTR's Read Request, as the emulated NIC answers it (mpa_emu.stacks.irdma.offload.qp).
     stag, to = request.read_sink
     return ddp.read_response(b"", stag, to)
 

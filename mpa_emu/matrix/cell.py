@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpa_emu.capture.decode import LINK_ETHERNET, RawFrame
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
 from mpa_emu.net import Accept, Host, Manual, Network, Reject

@@ -1,5 +1,5 @@
 """An emulated host: one NIC (MAC, addresses with their VLANs, MTU), a neighbour table
-and the irdma connection manager (:class:`~mpa_emu.cm.core.CmCore`) running on it.
+and the irdma connection manager (:class:`~mpa_emu.stacks.irdma.core.CmCore`) running on it.
 
 Verbs (listen, connect, accept, reject, close, disconnect) act at the network's current
 virtual time; schedule them for later with :meth:`Network.at <mpa_emu.net.network.Network.at>`.
@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IW_CONNECT_REQUEST, IwEvent, Upcall
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.errors import ConfigError
 from mpa_emu.net.policy import Accept, Manual, Reject
 from mpa_emu.stacks.verb_args import check_verb_args
@@ -31,8 +31,8 @@ CONNECT_REQUEST upcall."""
 Policy: TypeAlias = Accept | Reject | Manual | Callback
 """How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
 HostCore: TypeAlias = CmCore | CoreApi
-"""A host's connection manager: any :class:`~mpa_emu.cm.api.CoreApi`, spelled so that the
-compiled build calls irdma's :class:`~mpa_emu.cm.core.CmCore` directly (a call through a
+"""A host's connection manager: any :class:`~mpa_emu.stacks.contract.api.CoreApi`, spelled so that the
+compiled build calls irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` directly (a call through a
 protocol is a generic Python method call)."""
 
 
@@ -300,12 +300,12 @@ class Host:
         return selected
 
     def qp_state(self, conn: int) -> Any:
-        """Read-only view of the connection's QP (:class:`~mpa_emu.cm.view.QpView`:
+        """Read-only view of the connection's QP (:class:`~mpa_emu.stacks.irdma.view.QpView`:
         iWARP and TCP states), None when it has none."""
         return self.core.qp_state(conn)
 
     def listener(self, ident: int) -> Any:
-        """Read-only view of a listener (:class:`~mpa_emu.cm.view.ListenerView`, with
+        """Read-only view of a listener (:class:`~mpa_emu.stacks.irdma.view.ListenerView`, with
         ``syn_qhash_installed``), None once it left the listen list."""
         return self.core.listener(ident)
 

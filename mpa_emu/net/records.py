@@ -34,8 +34,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mpa_emu.capture.spool import RecordLog, RecordSpool, SettlingLog
-from mpa_emu.cm.events import Upcall
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.gc_tuning import Collector
 from mpa_emu.net.captured import CapturedFrame, JournalEntry
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep

@@ -14,7 +14,7 @@ the table's answer would be wrong (a QP whose node is gone, or a node whose QP t
 no longer steers to), which saves a second table entry per connection.
 
 The QP itself is anything that behaves as :class:`NicQp`;
-:class:`~mpa_emu.offload.qp.OffloadedQp` is the emulator's own. This module never calls
+:class:`~mpa_emu.stacks.irdma.offload.qp.OffloadedQp` is the emulator's own. This module never calls
 the CM core: the core asks, the NIC answers.
 """
 
@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping
 from heapq import heappop, heappush
 from typing import NamedTuple, Protocol, TypeAlias
 
-from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.qp import OffloadedQp, QpInit
-from mpa_emu.offload.states import Ae, IwarpState, TcpState
+from mpa_emu.stacks.irdma.offload.iwqp import IwQp
+from mpa_emu.stacks.irdma.offload.qp import OffloadedQp, QpInit
+from mpa_emu.stacks.irdma.offload.states import Ae, IwarpState, TcpState
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import shared_flow_int
 from mpa_emu.wire.segment import Segment, Transmit
@@ -125,7 +125,7 @@ QpFactory = Callable[[QpInit], NicQp]
 
 HwQp: TypeAlias = OffloadedQp | NicQp
 """A QP as the NIC and the core hold it: the same as :class:`NicQp`, spelled so that the
-compiled build calls the emulator's own :class:`~mpa_emu.offload.qp.OffloadedQp`
+compiled build calls the emulator's own :class:`~mpa_emu.stacks.irdma.offload.qp.OffloadedQp`
 directly (a call through a protocol is a generic Python method call)."""
 
 

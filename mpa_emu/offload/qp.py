@@ -35,7 +35,7 @@ NIC then does, kept deliberately modest:
   per queue, and STags. The model registers no memory, so a tagged segment that would
   place data, or a Read Request that would read data, names an STag the NIC never
   allocated. Each error raises its AE with the offending frame (the q2 buffer); the
-  driver answers with a Terminate (:mod:`mpa_emu.offload.terminate`).
+  driver answers with a Terminate (:mod:`mpa_emu.stacks.irdma.offload.terminate`).
 * **Zero-length RDMA Read.** A Read Request of size 0 (the read0 RTR of
   ``irdma_sc_send_rtt``) is answered by a zero-length RDMA Read Response: tagged, last,
   the request's sink STag and sink TO, CRC as negotiated (RFC 5040 section 4.4 and
@@ -69,8 +69,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.offload.iwqp import IwQp
-from mpa_emu.offload.qp_records import (
+from mpa_emu.stacks.irdma.offload.iwqp import IwQp
+from mpa_emu.stacks.irdma.offload.qp_records import (
     FIRST_RECV,
     NO_AE,
     NO_SENDS,
@@ -82,10 +82,10 @@ from mpa_emu.offload.qp_records import (
     Unacked,
     shared_link,
 )
-from mpa_emu.offload.qp_records import (
+from mpa_emu.stacks.irdma.offload.qp_records import (
     QpInit as QpInit,  # the QP's context record, imported from here too
 )
-from mpa_emu.offload.states import (
+from mpa_emu.stacks.irdma.offload.states import (
     AE_AMP_BOUNDS_VIOLATION,
     AE_AMP_UNALLOCATED_STAG,
     AE_DDP_INVALID_MSN_GAP_IN_MSN,
@@ -187,7 +187,7 @@ class OffloadedQp(IwQp):
     """The NIC's TCP engine and iWARP QP for one offloaded connection (sans-IO).
 
     One lives per established connection, so it is slotted and one allocation: it is
-    also the driver's :class:`~mpa_emu.offload.iwqp.IwQp` of the connection (as
+    also the driver's :class:`~mpa_emu.stacks.irdma.offload.iwqp.IwQp` of the connection (as
     ``struct irdma_qp`` embeds the hardware QP ``struct irdma_sc_qp``), which
     :attr:`iwqp` returns. What only a busy connection holds (pending sends,
     unacknowledged segments and their timer, asynchronous events, receive buffer) lives

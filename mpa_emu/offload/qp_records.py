@@ -1,4 +1,4 @@
-"""The small records an :class:`~mpa_emu.offload.qp.OffloadedQp` keeps: the context it
+"""The small records an :class:`~mpa_emu.stacks.irdma.offload.qp.OffloadedQp` keeps: the context it
 is made from (:class:`QpInit`) and the part of it connections share (:class:`QpLink`),
 a segment waiting for its ACK, an AEQE, the counters of its untagged queues and of what it sent
 (shared by every QP with the same values), and the busy part of the QP that exists only
@@ -10,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from mpa_emu.offload.states import AE_RTS, QPS_RTS, TCP_ESTABLISHED, Ae, IwarpState, TcpState
+from mpa_emu.stacks.irdma.offload.states import AE_RTS, QPS_RTS, TCP_ESTABLISHED, Ae, IwarpState, TcpState
 from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import FIN, SYN
 

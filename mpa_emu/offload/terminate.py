@@ -24,7 +24,7 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from mpa_emu.offload.states import (
+from mpa_emu.stacks.irdma.offload.states import (
     AE_AMP_BAD_PD,
     AE_AMP_BAD_QP,
     AE_AMP_BAD_STAG_INDEX,

@@ -1,7 +1,7 @@
 """Replay a recorded capture against a CM state machine (``mpa-emu replay``).
 
 :func:`replay_capture` loads the capture, plays the chosen host with the core of its
-stack (irdma's :class:`~mpa_emu.cm.core.CmCore` by default; siw or cxgb4 with
+stack (irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` by default; siw or cxgb4 with
 ``ReplayOptions.stack``), compares what it sends with what the recorded host
 sent, and returns a :class:`ReplayReport` (verdict, divergences, JSON, pcapng).
 """

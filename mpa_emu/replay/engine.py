@@ -1,4 +1,4 @@
-"""Drive one stack's core (irdma's :class:`~mpa_emu.cm.core.CmCore`, or siw's or cxgb4's
+"""Drive one stack's core (irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore`, or siw's or cxgb4's
 through :mod:`mpa_emu.replay.stacks`) with the frames of a recording.
 
 The emulated host is that stack's node (``--profile``). Frames it did not send are
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final, Literal, Protocol, TypeVar
 
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.replay import stacks
 from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
@@ -687,7 +687,7 @@ class Engine:
 
 class NodeStates:
     """What the engine knows of the core's nodes, told by the core as it happens
-    (:class:`~mpa_emu.cm.api.NodeWatch`): each connection's CM state by name (for the
+    (:class:`~mpa_emu.stacks.contract.api.NodeWatch`): each connection's CM state by name (for the
     report), its flow, and the NIC's asynchronous events."""
 
     def __init__(self, engine: Engine) -> None:

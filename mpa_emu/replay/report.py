@@ -9,8 +9,8 @@ from typing import Any
 
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.capture.pcap import PcapngWriter
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import AppAction, Emitted, Injection, OnRequest, Rebase, RunResult
 from mpa_emu.replay.recording import Frame, Recording

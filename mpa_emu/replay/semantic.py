@@ -26,8 +26,8 @@ import struct
 from dataclasses import dataclass, field, replace
 from errno import ECONNREFUSED, ECONNRESET
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.replay import stack_causes
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import Recording

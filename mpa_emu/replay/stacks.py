@@ -2,14 +2,14 @@
 
 A side is a registered stack (:data:`mpa_emu.stacks.STACKS`) with its parameters, written
 as the registry writes it (``siw``, ``siw(peer_to_peer=1)``, ``cxgb4(mpa_rev=1)``), or
-irdma with a :class:`~mpa_emu.cm.config.CmConfig` (``irdma``). The names of the old
+irdma with a :class:`~mpa_emu.stacks.irdma.config.CmConfig` (``irdma``). The names of the old
 irdma-based profiles stay: ``siw`` is the siw stack with its defaults, ``mpa-v1`` a plain
 RFC 5044 peer without CRC, siw(mpa_version=1). ``--profile 10.0.0.1=siw,10.0.0.2=cxgb4``
 names each side; the emulated side runs its entry.
 
 :func:`make_core` builds the emulated side's core: irdma's ``CmCore`` with the recorded
-ISNs and a :class:`~mpa_emu.cm.api.NodeWatch`, another stack's core through its registry
-entry, followed through :class:`~mpa_emu.cm.api.WatchedCore`.
+ISNs and a :class:`~mpa_emu.stacks.contract.api.NodeWatch`, another stack's core through its registry
+entry, followed through :class:`~mpa_emu.stacks.contract.api.WatchedCore`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, cast, runtime_checkable
 
-from mpa_emu.cm.api import CoreApi, NodeWatch, WatchedCore
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.profiles import profile
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.api import CoreApi, NodeWatch, WatchedCore
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.profiles import profile
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.replay.recording import Flow
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire.addr import ip_bytes, ip_text

@@ -29,9 +29,9 @@ from typing import IO, Final, Generic, TypeVar
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureReader
 from mpa_emu.capture.spool import RecordSpool
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import Upcall
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.gc_tuning import fewer_young_collections
 from mpa_emu.replay.compare import Comparison

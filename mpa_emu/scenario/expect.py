@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import CapturedFrame
 from mpa_emu.scenario.conns import RunLike, conn_ids

@@ -11,10 +11,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.cm.config import PDATA_TAILS, CmConfig, Quirks
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.limits import CONFIG_RANGES, VERB_RANGES
-from mpa_emu.cm.profiles import PROFILES
+from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, Quirks
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
+from mpa_emu.stacks.irdma.profiles import PROFILES
 from mpa_emu.net.faults import FRAME_KINDS
 from mpa_emu.ranges import EMULATOR_RANGES
 from mpa_emu.scenario.fields import ScenarioError, Source, Table

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mpa_emu.cm.config import CmConfig
+from mpa_emu.stacks.irdma.config import CmConfig
 
 
 @dataclass(frozen=True, slots=True)

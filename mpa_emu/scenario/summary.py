@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.stacks import stack_label
 from mpa_emu.views.describe import errno_text
 from mpa_emu.views.ladder import describe_frame
@@ -16,7 +16,7 @@ from mpa_emu.views.streamed_json import Rows
 from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:
-    from mpa_emu.cm.events import Upcall
+    from mpa_emu.stacks.contract.events import Upcall
     from mpa_emu.scenario.runner import ScenarioRun
 
 

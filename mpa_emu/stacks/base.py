@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mpa_emu.cm.api import CoreApi
+from mpa_emu.stacks.contract.api import CoreApi
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ class Stack:
     """A registered stack: its name, title, parameters, core factory and documentation.
 
     ``make_core(host_name, mac, params, *, seed, trace, mtu)`` returns a
-    :class:`~mpa_emu.cm.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
+    :class:`~mpa_emu.stacks.contract.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
     """
 
     name: str

@@ -1,5 +1,5 @@
-"""irdma's entry in the stack registry: today's :class:`~mpa_emu.cm.core.CmCore` with a
-:class:`~mpa_emu.cm.config.CmConfig` (drivers/infiniband/hw/irdma/cm.c), unchanged.
+"""irdma's entry in the stack registry: today's :class:`~mpa_emu.stacks.irdma.core.CmCore` with a
+:class:`~mpa_emu.stacks.irdma.config.CmConfig` (drivers/infiniband/hw/irdma/cm.c), unchanged.
 
 irdma keeps these settings as compiled-in constants, not module parameters: its registry
 parameters are the two ``CmConfig`` fields users meet between stacks (the MPA revision
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.states import CmState
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.base import StackParam
 
 _CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"

@@ -4,7 +4,7 @@ hands it to the driver in: one table for every stack's verbs and for ``Host``'s.
 A value outside its type cannot reach a driver at all (a port is the u16 ``sin_port`` of
 a sockaddr, IRD and ORD the u32 fields of ``struct iw_cm_conn_param``), so it is refused
 here, before anything changes, with :class:`VerbArgumentError` (a
-:class:`~mpa_emu.cm.errors.CmError` with -EINVAL, hence an ``MpaEmuError`` and a
+:class:`~mpa_emu.stacks.contract.errors.CmError` with -EINVAL, hence an ``MpaEmuError`` and a
 ``ValueError``). What a driver refuses within those ranges (port 0, private data over
 its limit, IRD over its device's) stays each stack's own rule, in its core, with its
 kernel function.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from errno import EINVAL
 
-from mpa_emu.cm.errors import CmError
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.ranges import INT_MAX, U16_MAX, U32_MAX, Range
 
 VERB_ARGS: Mapping[str, Range] = {

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
 
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.events import IwEvent
 
 __all__ = ["IwCmState", "IwCmStep", "Verb", "on_upcall", "on_verb"]
 

@@ -40,7 +40,7 @@ from errno import ECONNREFUSED, ECONNRESET, ETIMEDOUT
 from typing import Any
 
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.ulp.iwcm import IwCmState, IwCmStep, Verb, on_upcall, on_verb
 
 __all__ = ["RdmaCm", "RdmaCmEvent", "RdmaCmEventType", "UlpStep", "connect_reply_event",

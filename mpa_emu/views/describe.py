@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mpa_emu.cm.errors import errno_name
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.errors import errno_name
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.ulp.rdma_cm import RdmaCmEvent
 from mpa_emu.wire import mpa, tcp_options
 from mpa_emu.wire.addr import ip_text

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.views.describe import (
     fpdu_summary,
     log_label,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers.audit_peer import handshake, make_host, v1_request, v2_request
 
-from mpa_emu.cm.config import CmConfig
+from mpa_emu.stacks.irdma.config import CmConfig
 
 
 def test_accept_with_iw_ooo_enables_receive_markers_on_the_qp() -> None:

@@ -21,9 +21,9 @@ from helpers.audit_peer import (
     v2_reply,
 )
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mpa_emu.cm import disconnect
-from mpa_emu.offload import IwQp
-from mpa_emu.offload.states import Ae, TcpState
+from mpa_emu.stacks.irdma import disconnect
+from mpa_emu.stacks.irdma.offload import IwQp
+from mpa_emu.stacks.irdma.offload.states import Ae, TcpState
 
 
 @pytest.mark.parametrize("ae", [Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from helpers.audit_peer import MS, listener_destroyed_gen1
 
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma.states import CmState
 
 
 def test_no_frame_leaves_a_node_after_it_was_freed() -> None:

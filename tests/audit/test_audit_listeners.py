@@ -19,9 +19,9 @@ from helpers.audit_peer import (
     v2_request,
 )
 
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState, ListenerState
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState, ListenerState
 from mpa_emu.wire.segment import ACK, FIN, RST
 
 ENOMEM = 12

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers.audit_peer import Passive, listen, make_host, v1_request
 
-from mpa_emu.cm.config import CmConfig
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.wire.segment import ACK
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from helpers.audit_peer import listener_destroyed_gen1
 
-from mpa_emu.cm.states import CmState, Input
-from mpa_emu.cm.transitions import row
+from mpa_emu.stacks.irdma.states import CmState, Input
+from mpa_emu.stacks.irdma.transitions import row
 
 
 def test_listener_destroyed_node_can_run_out_of_retransmissions() -> None:

@@ -16,8 +16,8 @@ from scapy.utils import rdpcap
 
 from mpa_emu.campaign import fuzz
 from mpa_emu.campaign.generators import Script, SegStep, Wait
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.segment import SYN
 
 

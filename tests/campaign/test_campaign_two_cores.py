@@ -17,8 +17,8 @@ from scapy.utils import rdpcap
 from mpa_emu.campaign import fuzz, two_core
 from mpa_emu.campaign.generators import Wait
 from mpa_emu.campaign.two_core import Net, SideVerb, TwoScript, execute_two
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.segment import Segment
 
 

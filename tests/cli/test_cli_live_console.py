@@ -19,10 +19,10 @@ from helpers.pair_tap import PairTap
 
 from mpa_emu.cli import live as live_command
 from mpa_emu.cli import main
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.trace import TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.live import tap as tap_module
 from mpa_emu.live.console import nic_line
 from mpa_emu.live.driver import Accept, LiveHost, LivePolicy, Reject

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpa_emu.cm.conn_index import SPARSE_MIN, ConnIndex
+from mpa_emu.stacks.irdma.conn_index import SPARSE_MIN, ConnIndex
 
 
 def _same(index: ConnIndex[str], model: dict[int, str], probe: range) -> None:

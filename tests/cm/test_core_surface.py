@@ -1,5 +1,5 @@
 """CmCore's public surface is the driver's verbs and views: the CoreApi protocol
-(mpa_emu/cm/api.py) and a few read-only views. What the actions, the timer tick, the
+(mpa_emu/stacks/contract/api.py) and a few read-only views. What the actions, the timer tick, the
 disconnect and teardown paths need of the core goes through their protocols' underscore
 names (CoreOps, TickHost, DisconnectHost, TeardownHost), not the public surface.
 
@@ -15,8 +15,8 @@ import inspect
 
 from helpers.source import module_file
 
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.core import CmCore
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.irdma.core import CmCore
 
 VIEWS = {"addresses", "leak_report", "link_up", "has_node", "qp", "now_ns"}
 """Read-only views beyond CoreApi: local addresses, the leak report, the link state,

@@ -9,11 +9,11 @@ import errno
 
 import pytest
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.node import Listener
-from mpa_emu.cm.nodes import NodeTable, make_cm_node
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.irdma.node import Listener
+from mpa_emu.stacks.irdma.nodes import NodeTable, make_cm_node
 
 MAC_A = bytes.fromhex("020000000001")
 MAC_P = bytes.fromhex("020000000002")

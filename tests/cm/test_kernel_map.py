@@ -15,7 +15,7 @@ from helpers.source import definition_source, module_file
 
 import mpa_emu
 from mpa_emu.cli import main
-from mpa_emu.cm.kernel_map import ENTRIES, MODELLED, NOT_YET, PLUMBING, entry, resolve
+from mpa_emu.stacks.irdma.kernel_map import ENTRIES, MODELLED, NOT_YET, PLUMBING, entry, resolve
 
 # The reference's function table (irdma-cm.md section 3): number, function, kind. Kept
 # here so the test runs without the reference; test_copy_matches_the_reference checks
@@ -160,7 +160,7 @@ def test_copy_matches_the_reference() -> None:
 
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.function)
 def test_entry_is_true(e: object) -> None:
-    from mpa_emu.cm.kernel_map import KernelEntry
+    from mpa_emu.stacks.irdma.kernel_map import KernelEntry
 
     assert isinstance(e, KernelEntry)
     for path in e.models:
@@ -175,7 +175,7 @@ def test_entry_is_true(e: object) -> None:
 def _defined_names() -> dict[str, str]:
     """Every function and method name defined in mpa_emu's cm and offload packages."""
     names: dict[str, str] = {}
-    for pkg in ("mpa_emu.cm", "mpa_emu.offload"):
+    for pkg in ("mpa_emu.stacks.irdma", "mpa_emu.stacks.irdma.offload"):
         module = importlib.import_module(pkg)
         for info in pkgutil.iter_modules(module.__path__, pkg + "."):
             source = module_file(info.name)
@@ -224,7 +224,7 @@ def _names_function(path: str, function: str) -> bool:
 def test_a_model_names_its_kernel_function(e: object) -> None:
     # A model cites the kernel function at the line that enforces it (or is named after
     # it); entries modelled only by behaviour say so in their note.
-    from mpa_emu.cm.kernel_map import KernelEntry
+    from mpa_emu.stacks.irdma.kernel_map import KernelEntry
 
     assert isinstance(e, KernelEntry)
     if e.note.startswith("by behaviour:"):
@@ -245,7 +245,7 @@ def test_cli_prints_the_table_and_single_entries(capsys: pytest.CaptureFixture[s
     assert out.count("\n") >= 97
     assert " 28 irdma_parse_mpa " in out
     assert main(["kernel-map", "check_seq"]) == 0
-    assert "mpa_emu.cm.tcp.check_seq" in capsys.readouterr().out
+    assert "mpa_emu.stacks.irdma.tcp.check_seq" in capsys.readouterr().out
     assert main(["kernel-map", "no_such_function"]) == 2
     assert entry("irdma_if_notify").number == 97
 

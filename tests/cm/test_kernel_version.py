@@ -1,4 +1,4 @@
-"""The kernel release the model follows is pinned once (mpa_emu.cm.kernel_map) and named
+"""The kernel release the model follows is pinned once (mpa_emu.stacks.irdma.kernel_map) and named
 the same in docs/kernel-behaviour.md and in ``mpa-emu kernel-map --help``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mpa_emu.cli import main
-from mpa_emu.cm.kernel_map import KERNEL_VERSION
+from mpa_emu.stacks.irdma.kernel_map import KERNEL_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 

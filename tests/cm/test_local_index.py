@@ -5,9 +5,9 @@ the index drops them (lazily, or at once when a node moves to another VLAN)."""
 
 from __future__ import annotations
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.node import CmNode
-from mpa_emu.cm.nodes import NodeTable, make_cm_node
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.node import CmNode
+from mpa_emu.stacks.irdma.nodes import NodeTable, make_cm_node
 
 A = bytes([192, 0, 2, 1])
 B = bytes([192, 0, 2, 9])

@@ -11,10 +11,10 @@ import pytest
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
 from helpers.mpa_bytes import frame
 
-from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.mpa_policy import (
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.mpa_policy import (
     MpaParams,
     MpaParseError,
     Negotiated,
@@ -25,8 +25,8 @@ from mpa_emu.cm.mpa_policy import (
     negotiate_mpa_v2_ird_ord,
     parse_mpa,
 )
-from mpa_emu.cm.states import CmState
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.irdma.states import CmState
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, RST, SYN
 

@@ -1,12 +1,12 @@
-"""A core tells a watcher (mpa_emu.cm.api.NodeWatch) of its nodes as they change, with
+"""A core tells a watcher (mpa_emu.stacks.contract.api.NodeWatch) of its nodes as they change, with
 typed values: irdma_connect makes the node and irdma_send_syn moves it to SYN_SENT;
 irdma_cm_close on a SYN_SENT node sends RST and irdma_destroy_connection frees it."""
 
 from __future__ import annotations
 
-from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 A, B = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])

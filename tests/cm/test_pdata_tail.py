@@ -9,8 +9,8 @@ import pytest
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.net import Manual, Network
 from mpa_emu.scenario import ScenarioError, loads
 from mpa_emu.views.describe import upcall_label

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpa_emu.cm.tcp import between, check_seq, process_options, syn_options
+from mpa_emu.stacks.irdma.tcp import between, check_seq, process_options, syn_options
 
 
 def test_between_is_inclusive_and_wraps() -> None:

@@ -7,11 +7,11 @@ from errno import ECONNRESET
 
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, answer
 
-from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.timing import backoff_gap, c_int_shift, retransmit_schedule
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.timing import backoff_gap, c_int_shift, retransmit_schedule
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 
@@ -169,8 +169,8 @@ def test_cleaned_entries_leave_the_heap_and_live_ones_come_due_in_order() -> Non
     """The core timer drops cleaned-up entries early (so their frames go), yet hands out
     the live ones exactly as a heap keeping everything would: by due jiffy, then in the
     order they were queued."""
-    from mpa_emu.cm.node import CmNode
-    from mpa_emu.cm.timers import COMPACT_MIN, CoreTimer
+    from mpa_emu.stacks.irdma.node import CmNode
+    from mpa_emu.stacks.irdma.timers import COMPACT_MIN, CoreTimer
 
     timer = CoreTimer(hz=1000)
     expected: list[tuple[int, int, CmNode]] = []

@@ -6,8 +6,8 @@ VLAN of the last device walked (the emulator's existing quirk, now in walk order
 
 from __future__ import annotations
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
 
 MAC = bytes.fromhex("020000000002")
 V10_A, V20, V10_B, LOWER = (bytes([10, 0, 10, 1]), bytes([10, 0, 20, 1]),

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import Upcall
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.stacks.tcp.shape import LINUX

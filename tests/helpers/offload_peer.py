@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import replace
 
-from mpa_emu.offload import OffloadedQp, QpInit
+from mpa_emu.stacks.irdma.offload import OffloadedQp, QpInit
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, Segment
 

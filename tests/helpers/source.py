@@ -29,7 +29,7 @@ def module_file(module: str) -> Path | None:
 
 def definition_source(path: str) -> str | None:
     """The source of the function, method or class named by a dotted ``path``
-    (``mpa_emu.cm.tcp.check_seq``, ``mpa_emu.wire.mpa.RtrBlock.to_bytes``), or None."""
+    (``mpa_emu.stacks.irdma.tcp.check_seq``, ``mpa_emu.wire.mpa.RtrBlock.to_bytes``), or None."""
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module = ".".join(parts[:cut])

@@ -22,7 +22,7 @@ from helpers.live_lab import (
     packed,
 )
 
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.live import peer
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, Manual, Reject
 from mpa_emu.live.netns import entered

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Transmit, Upcall
-from mpa_emu.cm.trace import Trace, TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent, Transmit, Upcall
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.net import Network
 from mpa_emu.wire.segment import ACK, SYN, Segment
 

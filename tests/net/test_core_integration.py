@@ -6,8 +6,8 @@ from __future__ import annotations
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.net import Accept, Network
 
 US = 1_000

@@ -12,9 +12,9 @@ from errno import ECONNRESET
 
 from helpers.offload_host import OUR_SEQ, PEER_SEQ, passive_host
 
-from mpa_emu.cm import disconnect
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.offload import Ae, IbQpState, TcpState
+from mpa_emu.stacks.irdma import disconnect
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.offload import Ae, IbQpState, TcpState
 from mpa_emu.wire.segment import ACK, FIN, RST
 
 
@@ -105,7 +105,7 @@ def test_second_disconnect_is_a_no_op() -> None:
 
 
 def test_decision_table_rows() -> None:
-    from mpa_emu.offload import IwQp
+    from mpa_emu.stacks.irdma.offload import IwQp
 
     fin = IwQp(hw_tcp_state=TcpState.CLOSE_WAIT, last_aeq=Ae.LLP_FIN_RECEIVED)
     assert disconnect.disconn_decision(fin) == (True, 0, False)

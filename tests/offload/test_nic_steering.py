@@ -1,4 +1,4 @@
-"""The NIC's flow steering (mpa_emu.offload.nic.Nic) when it reads the node table.
+"""The NIC's flow steering (mpa_emu.stacks.irdma.offload.nic.Nic) when it reads the node table.
 
 Kernel rules: after ``irdma_cm_init_tsa_conn`` the hardware QP owns the flow of the
 connection, matched by the TCP context ``irdma_init_tcp_ctx`` gave it (addresses, ports,
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, syn_rcvd, to_host
 from helpers.offload_peer import qp_init
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.core import CmCore
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.offload.nic import Nic, NicQp, StoredKey
-from mpa_emu.offload.qp import QpInit
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.offload.nic import Nic, NicQp, StoredKey
+from mpa_emu.stacks.irdma.offload.qp import QpInit
 from mpa_emu.wire import mpa
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, SYN

@@ -26,8 +26,8 @@ from helpers.offload_peer import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpa_emu.offload import Ae, OffloadedQp, QpError, TcpState
-from mpa_emu.offload.qp import REXMIT_THRESH, RTO_INITIAL_NS
+from mpa_emu.stacks.irdma.offload import Ae, OffloadedQp, QpError, TcpState
+from mpa_emu.stacks.irdma.offload.qp import REXMIT_THRESH, RTO_INITIAL_NS
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST, Segment
 
@@ -339,7 +339,7 @@ def test_qp_in_error_with_tcp_alive_answers_with_a_reset() -> None:
 
 
 def test_a_long_lived_qp_keeps_the_count_and_only_the_last_messages() -> None:
-    from mpa_emu.offload.qp import RECEIVED_KEPT
+    from mpa_emu.stacks.irdma.offload.qp import RECEIVED_KEPT
 
     qp = OffloadedQp(qp_init(active=False, crc=False))
     qp.send_lsmm(REPLY, 0)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from errno import ECONNRESET
 
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.net import Accept, Network
 
 MS = 1_000_000

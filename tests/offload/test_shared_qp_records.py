@@ -4,9 +4,9 @@ shared by the QPs with equal values, and a write to one QP never shows in anothe
 
 from __future__ import annotations
 
-from mpa_emu.offload.iwqp import NEW_QP, IwQp
-from mpa_emu.offload.qp_records import FIRST_RECV, NO_SENDS, RecvExpect, SendCounts
-from mpa_emu.offload.states import IbQpState, IwarpState
+from mpa_emu.stacks.irdma.offload.iwqp import NEW_QP, IwQp
+from mpa_emu.stacks.irdma.offload.qp_records import FIRST_RECV, NO_SENDS, RecvExpect, SendCounts
+from mpa_emu.stacks.irdma.offload.states import IbQpState, IwarpState
 
 
 def test_driver_states_are_shared_and_written_per_qp() -> None:

@@ -12,7 +12,7 @@ import pytest
 import mpa_emu
 from mpa_emu import MpaEmuError
 from mpa_emu.capture.tshark import TsharkError
-from mpa_emu.cm.errors import CmError
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.wire.codec import DecodeError
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame
 

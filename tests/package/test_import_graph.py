@@ -55,7 +55,7 @@ def test_the_graph_sees_function_level_and_type_checking_imports() -> None:
     assert cycles(graph) == [["a", "b", "c"]]
     found = import_graph()
     # cm.core imports the transition table at module level
-    assert "mpa_emu.cm.transitions" in found["mpa_emu.cm.core"]
+    assert "mpa_emu.stacks.irdma.transitions" in found["mpa_emu.stacks.irdma.core"]
     # scapy's layers are bound inside a function of frames/__init__ or net.network
     assert all(not m.startswith("scapy") for m in found)
 

@@ -48,7 +48,7 @@ RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 
 
 def unit_of(module: str) -> str:
-    """``mpa_emu.cm.core`` -> ``cm``; ``mpa_emu`` -> ``__init__``."""
+    """``mpa_emu.stacks.irdma.core`` -> ``cm``; ``mpa_emu`` -> ``__init__``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -96,7 +96,7 @@ def test_the_checks_see_an_upward_import_and_a_room_crossing() -> None:
              "mpa_emu.views.describe": {"mpa_emu.wire.mpa", "mpa_emu.views.ladder"},
              "mpa_emu.replay.engine": {"mpa_emu.scenario.load"},
              "mpa_emu.stacks.siw.cm": {"mpa_emu.stacks.cxgb4.cm", "mpa_emu.stacks.tcp.stack",
-                                       "mpa_emu.cm.api"},
+                                       "mpa_emu.stacks.contract.api"},
              "mpa_emu.nowhere.x": {"mpa_emu.wire.mpa"}}
     assert layer_breaks(graph) == [
         "mpa_emu.nowhere.x -> mpa_emu.wire.mpa: nowhere is in no layer",

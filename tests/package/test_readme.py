@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.events import IwEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

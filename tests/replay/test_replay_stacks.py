@@ -24,7 +24,7 @@ from helpers.replay_cli import PCAPS, replay
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap
 
-from mpa_emu.cm.api import NodeWatch, WatchedCore
+from mpa_emu.stacks.contract.api import NodeWatch, WatchedCore
 from mpa_emu.replay.stacks import auto_candidates, choose, parse_profile
 from mpa_emu.stacks import STACKS
 from mpa_emu.wire.addr import ip_bytes

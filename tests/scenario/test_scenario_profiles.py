@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mpa_emu.cm.config import CmConfig
-from mpa_emu.cm.profiles import PROFILES, irdma, mpa_v1, profile, siw
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.profiles import PROFILES, irdma, mpa_v1, profile, siw
 
 
 def test_irdma_is_the_default_configuration() -> None:

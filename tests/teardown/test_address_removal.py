@@ -13,10 +13,10 @@ from errno import ECONNRESET
 
 import pytest
 
-from mpa_emu.cm import teardown
-from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma import teardown
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.net import Accept, Host, Manual, Network, Reject
 from mpa_emu.wire.addr import ip_bytes
 from mpa_emu.wire.segment import ACK, RST, SYN, Segment

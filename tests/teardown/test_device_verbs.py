@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.net import Accept, Host, Network
 from mpa_emu.wire.segment import RST
 

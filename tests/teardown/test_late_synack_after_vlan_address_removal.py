@@ -8,7 +8,7 @@ whose VLAN 0xFFFF differs from the node's (if_notify_lower_dev)."""
 
 from __future__ import annotations
 
-from mpa_emu.cm.states import CmState
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.net import Accept, Network
 
 MS = 1_000_000
@@ -37,7 +37,7 @@ def test_a_syn_to_a_removed_address_gets_no_host_stack_reset() -> None:
     # The VLAN device stays, so the frame reaches the host; no listener's SYN qhash
     # steers it to the CM and the Linux stack has no such local address: dropped, even
     # with a host stack that answers unknown ports with a RST.
-    from mpa_emu.cm.config import CmConfig
+    from mpa_emu.stacks.irdma.config import CmConfig
 
     net = Network(5, latency_ns=1 * MS)
     alice = net.add_host("alice", "192.0.2.1", vlan=10)

@@ -2,7 +2,7 @@
 irdma_if_notify / irdma_qhash_ctrl (utils.c), on a table of plain nodes.
 
 The host here is a table and an index by (local address key, VLAN) with the QP
-behaviour of ``mpa_emu.cm.disconnect`` behind it, so the selection rules are checked
+behaviour of ``mpa_emu.stacks.irdma.disconnect`` behind it, so the selection rules are checked
 apart from the CM state machine.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpa_emu.cm import teardown
-from mpa_emu.cm.config import CmConfig, Quirks
-from mpa_emu.cm.events import IwEvent
-from mpa_emu.cm.states import CmState
-from mpa_emu.cm.teardown import NO_VLAN
-from mpa_emu.offload import OffloadedQp, QpInit
+from mpa_emu.stacks.irdma import teardown
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
+from mpa_emu.stacks.irdma.teardown import NO_VLAN
+from mpa_emu.stacks.irdma.offload import OffloadedQp, QpInit
 from mpa_emu.wire.segment import RST
 
 V4_A = bytes([192, 168, 10, 2])

@@ -9,7 +9,7 @@ from errno import ECONNREFUSED, ECONNRESET
 
 import pytest
 
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.ulp.iwcm import IwCmState, Verb, on_upcall, on_verb
 
 S = IwCmState

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.cxgb4.core import Cxgb4Core
 from mpa_emu.stacks.cxgb4.params import PARAM_SPECS, Cxgb4Params
 from mpa_emu.stacks.cxgb4.states import EpState

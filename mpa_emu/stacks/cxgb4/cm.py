@@ -12,10 +12,10 @@ from collections import deque
 from errno import ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM, ETIMEDOUT
 from typing import Any
 
-from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.trace import Trace, make_record
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import Trace, make_record
 from mpa_emu.stacks.cxgb4 import fpdu_rx, frames
 from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp
 from mpa_emu.stacks.cxgb4.mpa_rx import BAD, INCOMPLETE, accumulate
@@ -63,7 +63,7 @@ class Cxgb4Cm:
     def watch_nodes(self, watch: NodeWatch | None) -> None:
         """Tell ``watch`` of each endpoint (not listeners): created with its 4-tuple on
         its first state change, each change (an :class:`EpState`), freed when it leaves
-        the tables (:class:`mpa_emu.cm.api.WatchedCore`)."""
+        the tables (:class:`mpa_emu.stacks.contract.api.WatchedCore`)."""
         self._watch = watch
 
     def _unwatch(self, ep: Endpoint) -> None:

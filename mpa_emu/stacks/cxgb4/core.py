@@ -1,6 +1,6 @@
 """iw_cxgb4's connection manager (cm.c) on the adapter's TCP, sans-IO.
 
-:class:`Cxgb4Core` implements :class:`mpa_emu.cm.api.CoreApi`. Its methods are named
+:class:`Cxgb4Core` implements :class:`mpa_emu.stacks.contract.api.CoreApi`. Its methods are named
 after the cm.c functions they model: the CPL handlers (``act_establish``,
 ``pass_establish``, ``rx_data``, ``peer_close``, ``peer_abort``, ``close_con_rpl``,
 ``abort_rpl``, ``terminate``, ``act_open_rpl``), the MPA steps (``send_mpa_req``,
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from errno import EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EINVAL, EOPNOTSUPP
 from typing import Any
 
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import Upcall
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.cxgb4 import frames
 from mpa_emu.stacks.cxgb4.cm import CPL_ERR_CONN_RESET, CPL_ERR_XMIT_TIMEDOUT, Cxgb4Cm
 from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.cxgb4.params import Cxgb4Params
 from mpa_emu.stacks.tcp.shape import TcpShape
 from mpa_emu.stacks.tcp.stack import TcpStack

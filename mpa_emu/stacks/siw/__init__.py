@@ -1,7 +1,7 @@
 """soft-iWARP (drivers/infiniband/sw/siw): siw_cm.c's connection manager over the Linux
 TCP stack, with the RTR and Terminate of siw_qp_tx.c / siw_qp.c.
 
-:class:`SiwCore` implements :class:`mpa_emu.cm.api.CoreApi`; :data:`PARAMS` are siw's
+:class:`SiwCore` implements :class:`mpa_emu.stacks.contract.api.CoreApi`; :data:`PARAMS` are siw's
 settings as siw names them; see docs/stacks/siw.md.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mpa_emu.cm.api import CoreApi
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.siw.core import SiwCore
 from mpa_emu.stacks.siw.params import PARAMS, SiwParams
 from mpa_emu.stacks.siw.states import STATES, SiwQpState, SiwState, SiwWork

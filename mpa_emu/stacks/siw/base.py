@@ -7,9 +7,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from mpa_emu.cm.api import NodeWatch
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.trace import Trace, make_record
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import Trace, make_record
 from mpa_emu.stacks.siw.cep import Cep
 from mpa_emu.stacks.siw.params import SiwParams
 from mpa_emu.stacks.siw.qp_rx import Completion, Mr
@@ -50,7 +50,7 @@ class SiwBase:
     def watch_nodes(self, watch: NodeWatch | None) -> None:
         """Tell ``watch`` of each connection endpoint (not listeners): created once its
         4-tuple is known, each state change (a :class:`SiwState`), freed when forgotten
-        (:class:`mpa_emu.cm.api.WatchedCore`)."""
+        (:class:`mpa_emu.stacks.contract.api.WatchedCore`)."""
         self._watch = watch
 
     def _new_cep(self, state: SiwState) -> Cep:

@@ -21,9 +21,9 @@ import errno
 from collections.abc import Mapping
 from errno import ECONNRESET, EINVAL, ENOMEM, EOPNOTSUPP
 
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent, Upcall
-from mpa_emu.cm.trace import Trace
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.siw.cep import (
     FLAG_CRC,
     FLAG_ENHANCED,

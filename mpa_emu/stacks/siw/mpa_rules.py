@@ -8,7 +8,7 @@ import errno
 import struct
 from errno import ECONNRESET, EINVAL, ENOMEM, EOPNOTSUPP
 
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.siw import rdma
 from mpa_emu.stacks.siw.base import SiwBase
 from mpa_emu.stacks.siw.cep import (

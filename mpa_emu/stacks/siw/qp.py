@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from errno import EINVAL
 
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.siw.cep import Cep
 from mpa_emu.stacks.siw.mpa_rules import SiwMpa
 from mpa_emu.stacks.siw.qp_rx import Completion, Effect, Mr

@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpa_emu.cm.trace import Trace, make_record
+from mpa_emu.stacks.contract.trace import Trace, make_record
 from mpa_emu.stacks.tcp import options as opts
 from mpa_emu.stacks.tcp.shape import TcpShape
 from mpa_emu.wire import seq as sq

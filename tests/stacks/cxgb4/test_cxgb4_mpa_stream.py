@@ -25,7 +25,7 @@ from helpers.cxgb4_lab import (
     v2_words,
 )
 
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.net.policy import Manual
 from mpa_emu.wire import mpa
 

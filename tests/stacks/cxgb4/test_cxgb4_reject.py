@@ -20,8 +20,8 @@ from helpers.cxgb4_lab import (
     v2_words,
 )
 
-from mpa_emu.cm.errors import CmError
-from mpa_emu.cm.events import IwEvent
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.net.policy import Manual, Reject
 from mpa_emu.wire import mpa
 
