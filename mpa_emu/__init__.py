@@ -20,16 +20,18 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mpa_emu.stacks.irdma import CmConfig, CmCore, CmError, CmState, IwEvent, Quirks, Upcall
     from mpa_emu.errors import MpaEmuError
     from mpa_emu.net import Accept, Host, Manual, Network, Policy, Reject
+    from mpa_emu.stacks.irdma import CmConfig, CmCore, CmError, CmState, IwEvent, Quirks, Upcall
     from mpa_emu.wire.segment import Segment, Transmit
 
 __version__ = "0.1.0"
 
 _HOMES = {
-    "CmConfig": "mpa_emu.stacks.irdma", "CmCore": "mpa_emu.stacks.irdma", "CmError": "mpa_emu.stacks.irdma",
-    "CmState": "mpa_emu.stacks.irdma", "IwEvent": "mpa_emu.stacks.irdma", "Quirks": "mpa_emu.stacks.irdma",
+    "CmConfig": "mpa_emu.stacks.irdma", "CmCore": "mpa_emu.stacks.irdma",
+    "CmError": "mpa_emu.stacks.irdma",
+    "CmState": "mpa_emu.stacks.irdma", "IwEvent": "mpa_emu.stacks.irdma",
+    "Quirks": "mpa_emu.stacks.irdma",
     "Upcall": "mpa_emu.stacks.irdma", "MpaEmuError": "mpa_emu.errors", "Accept": "mpa_emu.net",
     "Host": "mpa_emu.net", "Manual": "mpa_emu.net", "Network": "mpa_emu.net",
     "Policy": "mpa_emu.net", "Reject": "mpa_emu.net", "Segment": "mpa_emu.wire.segment",

@@ -29,9 +29,10 @@ from pathlib import Path
 if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.wire.segment import Segment
 
 IP_A, IP_P = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])

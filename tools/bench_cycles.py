@@ -32,6 +32,7 @@ if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+
 from mpa_emu.net import Accept, Host, Network
 from mpa_emu.wire import codec
 from mpa_emu.wire.segment import Segment

@@ -27,6 +27,7 @@ if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+
 from mpa_emu.net import Accept, Host, Network
 
 CLIENT, SERVER = "192.0.2.1", "192.0.2.2"

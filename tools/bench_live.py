@@ -32,10 +32,11 @@ from pathlib import Path
 if importlib.util.find_spec("mpa_emu") is None:  # not installed: the checkout's own
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+
 from mpa_emu.live import peer
 from mpa_emu.live.driver import Accept, LiveHost
 from mpa_emu.live.netns import Namespace, entered

@@ -33,10 +33,11 @@ import sys
 import time
 from collections.abc import Callable
 
-from mpa_emu.stacks.irdma import teardown
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
+
+from mpa_emu.stacks.irdma import teardown
 from mpa_emu.wire.addr import ip_bytes
 from mpa_emu.wire.segment import SYN, Segment
 

@@ -51,9 +51,9 @@ from mpa_emu.campaign.invariants import (
 )
 from mpa_emu.campaign.shrinking import shrink_script
 from mpa_emu.campaign.two_core import TwoScript, case_two_script, execute_two, shrink_two
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire.segment import ACK, SYN, Segment
 
 MAC_A = bytes.fromhex("020000000001")

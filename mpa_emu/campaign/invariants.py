@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mpa_emu.campaign.generators import S_NS
+from mpa_emu.errors import MpaEmuError
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.states import CmState, Input
-from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.transitions import NEVER_SET, TRANSIENT, row
 from mpa_emu.stacks.irdma.view import NodeView
-from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire import codec, mpa
 from mpa_emu.wire.segment import Segment
 

@@ -49,9 +49,9 @@ from mpa_emu.campaign.invariants import (
     refused,
 )
 from mpa_emu.campaign.shrinking import shrink_script
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire import codec
 from mpa_emu.wire.segment import Segment
 

@@ -14,17 +14,17 @@ from typing import Any, TextIO
 from mpa_emu.cli import CliError
 from mpa_emu.cli.peer import parse_endpoint
 from mpa_emu.cli.values import check_range, check_seconds, check_writable, seed
-from mpa_emu.stacks.contract.api import CoreApi
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
-from mpa_emu.stacks.irdma.profiles import PROFILES, profile
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.console import ObservedTrace, nic_line, rdma_cm_line
 from mpa_emu.live.sinks import PcapngSink
 from mpa_emu.stacks import STACKS, parse_params
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
+from mpa_emu.stacks.irdma.profiles import PROFILES, profile
 from mpa_emu.views.describe import upcall_line
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 

@@ -15,10 +15,10 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
 from mpa_emu.cli.values import check_range, seed
-from mpa_emu.stacks.irdma.limits import VERB_RANGES
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.replay.stacks import parse_profile
+from mpa_emu.stacks.irdma.limits import VERB_RANGES
 from mpa_emu.wire.addr import ip_bytes
 
 MAX_SECONDS = 1e9

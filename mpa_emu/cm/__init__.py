@@ -4,12 +4,14 @@ Layers, each importing only the ones above it:
 
 * vocabulary: :mod:`~mpa_emu.stacks.irdma.states` (``CmState``, ``Input``, kernel names and
   values), :mod:`~mpa_emu.stacks.irdma.config` (``CmConfig``, ``Quirks``),
-  :mod:`~mpa_emu.stacks.contract.events` (upcalls), :mod:`~mpa_emu.stacks.contract.errors` (``CmError``);
+  :mod:`~mpa_emu.stacks.contract.events` (upcalls), :mod:`~mpa_emu.stacks.contract.errors`
+  (``CmError``);
 * policies and arithmetic: :mod:`~mpa_emu.stacks.irdma.tcp` (``irdma_check_seq``, options),
   :mod:`~mpa_emu.stacks.irdma.mpa_policy` (``irdma_parse_mpa``, IRD/ORD negotiation),
   :mod:`~mpa_emu.stacks.irdma.timing` (jiffies, the compiled back-off);
 * state: :mod:`~mpa_emu.stacks.irdma.node` (the slotted node and listener),
-  :mod:`~mpa_emu.stacks.irdma.nodes` (node table, listen list), :mod:`~mpa_emu.stacks.irdma.timers` (the
+  :mod:`~mpa_emu.stacks.irdma.nodes` (node table, listen list), :mod:`~mpa_emu.stacks.irdma.timers`
+  (the
   shared core timer), :mod:`~mpa_emu.stacks.irdma.contract` (rows, outcomes, the actions' view of
   the core);
 * behaviour: :mod:`~mpa_emu.stacks.irdma.send`, :mod:`~mpa_emu.stacks.irdma.upcalls`,
@@ -23,10 +25,10 @@ Layers, each importing only the ones above it:
 See docs/cm-core.md and docs/kernel-behaviour.md.
 """
 
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.states import CmState, Input
 from mpa_emu.stacks.irdma.view import ListenerView, NodeView
 

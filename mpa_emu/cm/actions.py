@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from errno import ECONNRESET, EINVAL
 
+from mpa_emu.errors import MpaEmuError
+from mpa_emu.stacks.contract.errors import CmError, errno_name
 from mpa_emu.stacks.irdma import log_lines, send
 from mpa_emu.stacks.irdma.contract import GO_ON, STOP, CoreOps, Outcome, Row, Rx, VerbArgs
-from mpa_emu.stacks.contract.errors import CmError, errno_name
 from mpa_emu.stacks.irdma.mpa_policy import MpaParseError, Negotiated, parse_mpa
 from mpa_emu.stacks.irdma.node import CmNode, rdma0_code
+from mpa_emu.stacks.irdma.offload.nic import HwQp
 from mpa_emu.stacks.irdma.states import (
     CM_CLOSED,
     CM_CLOSING,
@@ -49,8 +51,6 @@ from mpa_emu.stacks.irdma.states import (
 )
 from mpa_emu.stacks.irdma.tcp import process_options
 from mpa_emu.stacks.irdma.upcalls import accept_complete, accept_failed, create_event, init_tsa_conn
-from mpa_emu.errors import MpaEmuError
-from mpa_emu.stacks.irdma.offload.nic import HwQp
 from mpa_emu.wire.interning import shared_bytes
 from mpa_emu.wire.segment import ACK, FIN, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32

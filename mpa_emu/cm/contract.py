@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mpa_emu.stacks.contract.api import NodeWatch
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
 from mpa_emu.stacks.irdma.node import CmNode
 from mpa_emu.stacks.irdma.nodes import NodeTable
+from mpa_emu.stacks.irdma.offload.nic import Nic, StoredKey
 from mpa_emu.stacks.irdma.states import CmEventType, CmState, Input
 from mpa_emu.stacks.irdma.timers import CoreTimer, Deferred
 from mpa_emu.stacks.irdma.timing import ns_to_jiffies
-from mpa_emu.stacks.contract.trace import Trace, make_record
-from mpa_emu.stacks.irdma.offload.nic import Nic, StoredKey
 from mpa_emu.wire.segment import Segment, Transmit
 
 

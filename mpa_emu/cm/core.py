@@ -6,13 +6,16 @@ Time is virtual: nanoseconds at the boundary, jiffies of ``CmConfig.hz`` inside.
 
 The core is an orchestrator around a few collaborators that never call it back:
 
-* :mod:`mpa_emu.stacks.irdma.transitions` (the table) and :mod:`mpa_emu.stacks.irdma.actions` (the rows'
+* :mod:`mpa_emu.stacks.irdma.transitions` (the table) and :mod:`mpa_emu.stacks.irdma.actions` (the
+rows'
   bodies): every input a node sees is one row; see the theory of operation there;
 * :class:`~mpa_emu.stacks.irdma.nodes.NodeTable`: nodes by key, id and local address; listeners;
-* :class:`~mpa_emu.stacks.irdma.timers.CoreTimer` and :class:`~mpa_emu.stacks.irdma.timers.Deferred`: the
+* :class:`~mpa_emu.stacks.irdma.timers.CoreTimer` and
+:class:`~mpa_emu.stacks.irdma.timers.Deferred`: the
   shared core timer and the asynchronous completions;
 * :class:`~mpa_emu.stacks.irdma.offload.nic.Nic`: the QPs of offloaded flows and their deadlines;
-* :mod:`mpa_emu.stacks.irdma.send`, :mod:`mpa_emu.stacks.irdma.upcalls`, :mod:`mpa_emu.stacks.irdma.leaks`.
+* :mod:`mpa_emu.stacks.irdma.send`, :mod:`mpa_emu.stacks.irdma.upcalls`,
+:mod:`mpa_emu.stacks.irdma.leaks`.
 
 What the kernel does asynchronously (the ordered ``iwarp-event-wq``, the AH/qhash
 completion that sends the passive SYN-ACK) runs after the input that caused it, before
@@ -39,20 +42,28 @@ from collections import deque
 from errno import EINVAL
 from typing import Any, Final, cast
 
+from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import Trace, make_record
 from mpa_emu.stacks.irdma import disconnect, log_lines, refs, send, states, teardown, upcalls
 from mpa_emu.stacks.irdma.actions import KernelHang
-from mpa_emu.stacks.contract.api import NodeWatch
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.contract import Outcome, Rx, VerbArgs
 from mpa_emu.stacks.irdma.device import DeviceVerbs
-from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.irdma.leaks import leak_report
 from mpa_emu.stacks.irdma.limits import VERB_RANGES
 from mpa_emu.stacks.irdma.mpa_policy import MPA_V2_HDR, Rdma0Op
 from mpa_emu.stacks.irdma.netdevs import NetdevList
 from mpa_emu.stacks.irdma.node import ChildListener, CmNode, Listener
-from mpa_emu.stacks.irdma.nodes import IsnChooser, NodeTable, is_loopback, make_cm_node, record_ird_ord
+from mpa_emu.stacks.irdma.nodes import (
+    IsnChooser,
+    NodeTable,
+    is_loopback,
+    make_cm_node,
+    record_ird_ord,
+)
+from mpa_emu.stacks.irdma.offload.nic import HwQp, Nic, QpFactory, StoredKey
 from mpa_emu.stacks.irdma.pdata import as_u8, check_conn_pdata
 from mpa_emu.stacks.irdma.states import NO_VLAN, VLAN_N_VID, CmState, Input
 from mpa_emu.stacks.irdma.table_views import TableViews
@@ -60,9 +71,7 @@ from mpa_emu.stacks.irdma.tcp import MIN_MTU_IPV4, MIN_MTU_IPV6, check_seq_refus
 from mpa_emu.stacks.irdma.teardown import ListenerLike
 from mpa_emu.stacks.irdma.timers import CoreTimer, Deferred, timer_tick
 from mpa_emu.stacks.irdma.timing import jiffies_to_ns
-from mpa_emu.stacks.contract.trace import Trace, make_record
 from mpa_emu.stacks.irdma.transitions import TABLE, unreachable_row_ran
-from mpa_emu.stacks.irdma.offload.nic import HwQp, Nic, QpFactory, StoredKey
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
 from mpa_emu.wire.seq import MASK as MASK32
@@ -577,7 +586,8 @@ class CmCore(TableViews, DeviceVerbs):
 
     def _establish_complete(self, node: CmNode) -> None:
         """``complete(&cm_node->establish_comp)``: disconnect workers waiting in
-        ``irdma_send_cm_event`` go on (:func:`mpa_emu.stacks.irdma.disconnect.establish_complete`)."""
+        ``irdma_send_cm_event`` go on
+        (:func:`mpa_emu.stacks.irdma.disconnect.establish_complete`)."""
         if node.qp is not None:
             disconnect.establish_complete(self, node.conn, self._now_ns)
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from errno import EINVAL
 from typing import Any, Protocol
 
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma import teardown
 from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.netdevs import NetdevList
 from mpa_emu.stacks.irdma.node import CmNode
 from mpa_emu.stacks.irdma.nodes import NodeTable
+from mpa_emu.stacks.irdma.offload.nic import Nic
 from mpa_emu.stacks.irdma.states import NO_VLAN, VLAN_N_VID
 from mpa_emu.stacks.irdma.view import QpView
-from mpa_emu.stacks.irdma.offload.nic import Nic
 
 
 class _Core(teardown.TeardownHost, Protocol):

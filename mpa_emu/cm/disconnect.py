@@ -30,9 +30,9 @@ from __future__ import annotations
 from errno import ECONNRESET
 from typing import Any, Final, Protocol
 
-from mpa_emu.stacks.irdma import log_lines
 from mpa_emu.stacks.contract.api import NodeWatch
 from mpa_emu.stacks.contract.events import IW_CLOSE, IW_DISCONNECT, IwEvent
+from mpa_emu.stacks.irdma import log_lines
 from mpa_emu.stacks.irdma.offload import terminate as term
 from mpa_emu.stacks.irdma.offload.iwqp import IwQp
 from mpa_emu.stacks.irdma.offload.nic import HwQp

@@ -79,7 +79,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "mpa_emu.stacks.irdma.upcalls.send_cm_event mpa_emu.stacks.contract.events.Upcall",
        "by behaviour: CONNECT_REPLY carries private data, IRD and ORD from the node"),
     _e(9, "irdma_send_cm_event", "E",
-       "mpa_emu.stacks.contract.events.Upcall CmCore._send_cm_event mpa_emu.stacks.irdma.upcalls.send_cm_event",
+       "mpa_emu.stacks.contract.events.Upcall CmCore._send_cm_event "
+       "mpa_emu.stacks.irdma.upcalls.send_cm_event",
        "u8 private-data length: Quirks.pdata_len_u8"),
     _e(10, "irdma_timer_list_prep", "H",
        "mpa_emu.stacks.irdma.timers.timer_tick CmCore.get_timer",
@@ -119,14 +120,16 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "mpa_emu.stacks.irdma.actions.tcp_options mpa_emu.stacks.irdma.tcp.process_options",
        ""),
     _e(22, "irdma_build_mpa_v1", "E",
-       "mpa_emu.stacks.irdma.mpa_policy.build_mpa_frame mpa_emu.stacks.irdma.mpa_policy.MpaParams", ""),
+       "mpa_emu.stacks.irdma.mpa_policy.build_mpa_frame "
+       "mpa_emu.stacks.irdma.mpa_policy.MpaParams", ""),
     _e(23, "irdma_build_mpa_v2", "E",
        "mpa_emu.stacks.irdma.mpa_policy.build_mpa_frame mpa_emu.stacks.irdma.mpa_policy.MpaParams "
        "mpa_emu.wire.mpa.RtrBlock",
        "by behaviour: rev 2 frames get flag 0x10 and the RFC 6581 block (MpaParams cites "
        "irdma_build_mpa_v1/v2)"),
     _e(24, "irdma_cm_build_mpa_frame", "E",
-       "mpa_emu.stacks.irdma.mpa_policy.build_mpa_frame mpa_emu.stacks.irdma.send.cm_build_mpa_frame",
+       "mpa_emu.stacks.irdma.mpa_policy.build_mpa_frame "
+       "mpa_emu.stacks.irdma.send.cm_build_mpa_frame",
        "rcv_mark_en set on every v2 build with iw_ooo (irdma_build_mpa_v2)"),
     _e(25, "irdma_send_mpa_request", "E",
        "mpa_emu.stacks.irdma.send.send_mpa_request",
@@ -139,14 +142,16 @@ ENTRIES: tuple[KernelEntry, ...] = (
     _e(28, "irdma_parse_mpa", "E", "mpa_emu.stacks.irdma.mpa_policy.parse_mpa",
        "v2 +4 private data: Quirks.v2_pdata_plus4"),
     _e(29, "irdma_schedule_cm_timer", "E",
-       "mpa_emu.stacks.irdma.send.schedule_send mpa_emu.stacks.irdma.send.schedule_close mpa_emu.stacks.irdma.node.SendEntry "
+       "mpa_emu.stacks.irdma.send.schedule_send mpa_emu.stacks.irdma.send.schedule_close "
+       "mpa_emu.stacks.irdma.node.SendEntry "
        "mpa_emu.stacks.irdma.node.CloseEntry",
        ""),
     _e(30, "irdma_retrans_expired", "E",
        "mpa_emu.stacks.irdma.actions.expire_free mpa_emu.stacks.irdma.actions.expire_reset "
        "mpa_emu.stacks.irdma.actions.expire_abort",
        "one transition-table row per old state"),
-    _e(31, "irdma_handle_close_entry", "H", "mpa_emu.stacks.irdma.disconnect.handle_close_entry", ""),
+    _e(31, "irdma_handle_close_entry", "H", "mpa_emu.stacks.irdma.disconnect.handle_close_entry",
+    ""),
     _e(32, "irdma_cm_timer_tick", "E",
        "mpa_emu.stacks.irdma.timers.timer_tick mpa_emu.stacks.irdma.timing.backoff_gap "
        "mpa_emu.stacks.irdma.timing.retransmit_schedule",
@@ -205,7 +210,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
     _e(53, "irdma_ipv6_is_lpb", "E/P",
        "mpa_emu.stacks.irdma.nodes.is_loopback",
        ""),
-    _e(54, "irdma_cm_create_ah", "P", "mpa_emu.stacks.irdma.actions.passive_open CmCore._qhash_done",
+    _e(54, "irdma_cm_create_ah", "P", "mpa_emu.stacks.irdma.actions.passive_open "
+                                      "CmCore._qhash_done",
        "AH creation is a latency (CmConfig.ah_latency_ns) before the passive SYN-ACK; "
        "the node's ah_valid gates every CM frame (irdma_form_ah_cm_frame)"),
     _e(55, "irdma_cm_free_ah", "P", "", "no hardware object to free"),
@@ -224,7 +230,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "mpa_emu.stacks.irdma.actions.fin_time_wait mpa_emu.stacks.irdma.transitions.row",
        "one row per (state, FIN) pair"),
     _e(60, "irdma_handle_rst_pkt", "E",
-       "CmCore._process_pkt mpa_emu.stacks.irdma.actions.rst_active mpa_emu.stacks.irdma.actions.rst_indicated "
+       "CmCore._process_pkt mpa_emu.stacks.irdma.actions.rst_active "
+       "mpa_emu.stacks.irdma.actions.rst_indicated "
        "mpa_emu.stacks.irdma.transitions.row",
        "v2 -> v1 retry: Quirks.mpa_v1_fallback"),
     _e(61, "irdma_handle_rcv_mpa", "E",
@@ -248,7 +255,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
        "mpa_emu.stacks.irdma.actions.synack_active_open mpa_emu.stacks.irdma.transitions.row",
        "one row per (state, SYN-ACK) pair"),
     _e(67, "irdma_handle_ack_pkt", "E",
-       "CmCore._process_pkt mpa_emu.stacks.irdma.actions.syn_rcvd_ack mpa_emu.stacks.irdma.actions.established_data "
+       "CmCore._process_pkt mpa_emu.stacks.irdma.actions.syn_rcvd_ack "
+       "mpa_emu.stacks.irdma.actions.established_data "
        "mpa_emu.stacks.irdma.actions.mpareq_sent_data mpa_emu.stacks.irdma.transitions.row",
        "one row per (state, ACK) pair"),
     _e(68, "irdma_process_pkt", "E",
@@ -283,7 +291,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
     _e(81, "irdma_qp_disconnect", "H", "mpa_emu.stacks.irdma.disconnect.cm_disconn_true",
        "the CLOSE branch calls cm_close on the node"),
     _e(82, "irdma_cm_disconn_true", "H",
-       "mpa_emu.stacks.irdma.disconnect.cm_disconn_true mpa_emu.stacks.irdma.disconnect.disconn_decision", ""),
+       "mpa_emu.stacks.irdma.disconnect.cm_disconn_true "
+       "mpa_emu.stacks.irdma.disconnect.disconn_decision", ""),
     _e(83, "irdma_disconnect_worker", "P", "mpa_emu.stacks.irdma.disconnect.cm_disconn",
        "the worker runs synchronously"),
     _e(84, "irdma_free_lsmm_rsrc", "P", "", "the MPA reply buffer is an immutable bytes value"),
@@ -304,7 +313,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
        ""),
     _e(90, "irdma_teardown_list_prep", "E/H", "mpa_emu.stacks.irdma.teardown.select_nodes", ""),
     _e(91, "irdma_cm_event_connected", "H/E",
-       "mpa_emu.stacks.irdma.upcalls.event_connected mpa_emu.stacks.irdma.offload.qp.OffloadedQp.send_rtr",
+       "mpa_emu.stacks.irdma.upcalls.event_connected "
+       "mpa_emu.stacks.irdma.offload.qp.OffloadedQp.send_rtr",
        "offload, RTR, CONNECT_REPLY(0)"),
     _e(92, "irdma_cm_event_reset", "H", "mpa_emu.stacks.irdma.states.CmEventType",
        "by behaviour: dead in the kernel (IRDMA_CM_EVENT_RESET is never posted), so "
@@ -315,7 +325,8 @@ ENTRIES: tuple[KernelEntry, ...] = (
     _e(94, "irdma_cm_post_event", "P",
        "mpa_emu.stacks.irdma.upcalls.create_event",
        "the ordered workqueue is the core's upcall queue (next_event)"),
-    _e(95, "irdma_cm_teardown_connections", "E/H", "mpa_emu.stacks.irdma.teardown.teardown_connections",
+    _e(95, "irdma_cm_teardown_connections", "E/H",
+    "mpa_emu.stacks.irdma.teardown.teardown_connections",
        "missing NULL-QP check: Quirks.teardown_null_qp_oops"),
     _e(96, "irdma_qhash_ctrl", "P", "mpa_emu.stacks.irdma.teardown.qhash_ctrl",
        "the SYN steering rule of a wildcard child, toggled per address"),

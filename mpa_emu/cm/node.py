@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from mpa_emu.stacks.irdma.mpa_policy import Negotiated, Rdma0Op
-from mpa_emu.stacks.irdma.states import CM_UNKNOWN, LISTENER_ACTIVE
 from mpa_emu.stacks.irdma.offload.nic import HwQp, stored_key
+from mpa_emu.stacks.irdma.states import CM_UNKNOWN, LISTENER_ACTIVE
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.interning import SharedRecords
 from mpa_emu.wire.segment import Segment, Transmit

@@ -13,14 +13,14 @@ import errno
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.conn_index import ConnIndex
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
 from mpa_emu.stacks.irdma.node import ChildListener, CmNode, Listener
+from mpa_emu.stacks.irdma.offload.nic import StoredKey, stored_key
 from mpa_emu.stacks.irdma.states import LISTENER_ACTIVE, ListenerState
 from mpa_emu.stacks.irdma.tcp import MTU_TO_MSS_IPV4, MTU_TO_MSS_IPV6
-from mpa_emu.stacks.irdma.offload.nic import StoredKey, stored_key
 from mpa_emu.wire.flow import FlowKey
 
 IsnChooser = Callable[[bytes, int, bytes, int], "int | None"]

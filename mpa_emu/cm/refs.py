@@ -13,8 +13,8 @@ from __future__ import annotations
 from mpa_emu.stacks.irdma import log_lines
 from mpa_emu.stacks.irdma.contract import CoreOps
 from mpa_emu.stacks.irdma.node import CmNode, Listener
-from mpa_emu.stacks.irdma.states import IN_DESTROY_LISTEN
 from mpa_emu.stacks.irdma.offload.nic import HwQp
+from mpa_emu.stacks.irdma.states import IN_DESTROY_LISTEN
 
 
 def rem_ref(cm: CoreOps, node: CmNode) -> None:

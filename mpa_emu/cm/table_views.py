@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from mpa_emu.stacks.irdma.contract import CoreOps
 from mpa_emu.stacks.irdma.node import CmNode
-from mpa_emu.stacks.irdma.view import ListenerView, NodeView
 from mpa_emu.stacks.irdma.offload.nic import HwQp
+from mpa_emu.stacks.irdma.view import ListenerView, NodeView
 
 
 class TableViews(CoreOps):

@@ -92,10 +92,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mpa_emu.errors import MpaEmuError
 from mpa_emu.stacks.irdma import actions as a
 from mpa_emu.stacks.irdma.contract import Action, Row
 from mpa_emu.stacks.irdma.states import CmState, Input
-from mpa_emu.errors import MpaEmuError
 
 S = CmState
 

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from errno import ECONNREFUSED, ECONNRESET, EINVAL
 
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import (
+    IW_CONNECT_REPLY,
+    IW_CONNECT_REQUEST,
+    IW_ESTABLISHED,
+    IwEvent,
+    Upcall,
+)
 from mpa_emu.stacks.irdma import log_lines
 from mpa_emu.stacks.irdma.contract import CoreOps
-from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.contract.events import IW_CONNECT_REPLY, IW_CONNECT_REQUEST, IW_ESTABLISHED, IwEvent, Upcall
 from mpa_emu.stacks.irdma.node import CmNode
+from mpa_emu.stacks.irdma.offload.nic import HwQp
+from mpa_emu.stacks.irdma.offload.qp import QpInit
 from mpa_emu.stacks.irdma.states import (
     CM_EVENT_ABORTED,
     CM_EVENT_CONNECTED,
@@ -21,8 +29,6 @@ from mpa_emu.stacks.irdma.states import (
     VLAN_N_VID,
     CmEventType,
 )
-from mpa_emu.stacks.irdma.offload.nic import HwQp
-from mpa_emu.stacks.irdma.offload.qp import QpInit
 
 
 def create_event(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:

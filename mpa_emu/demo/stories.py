@@ -12,7 +12,6 @@ import importlib
 from dataclasses import dataclass, field
 from typing import IO
 
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.demo.context import (
     ACCEPT_PORT,
     CLIENT_IP,
@@ -26,6 +25,7 @@ from mpa_emu.demo.context import (
 )
 from mpa_emu.demo.teardown import address_removal
 from mpa_emu.net import Accept, Host, Network, Reject
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.views.describe import errno_text, text_or_hex
 from mpa_emu.views.ladder import ladder
 from mpa_emu.wire import mpa

@@ -7,10 +7,10 @@ Registered in :data:`mpa_emu.demo.stories.STORIES`.
 
 from __future__ import annotations
 
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.demo.context import MS, SERVER_IP, DemoContext
 from mpa_emu.net import Accept, Host
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.views.describe import errno_text
 from mpa_emu.wire.addr import ip_bytes, ip_text
 from mpa_emu.wire.segment import RST

@@ -35,7 +35,8 @@ LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP/MPA"}
 
 
 class ObservedTrace(Trace):
-    """A :class:`~mpa_emu.stacks.contract.trace.Trace` that also calls ``observer(record)`` for every
+    """A :class:`~mpa_emu.stacks.contract.trace.Trace` that also calls ``observer(record)`` for
+    every
     record, after keeping or streaming it."""
 
     def __init__(self, stream: IO[str] | None = None, keep: bool = True, *,

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.stacks.contract.api import CoreApi
-from mpa_emu.stacks.contract.events import IwEvent, Transmit, Upcall
-from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.live import icmp
 from mpa_emu.live.neighbour import NeighbourResponder
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.events import IwEvent, Transmit, Upcall
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_text

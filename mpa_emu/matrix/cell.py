@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpa_emu.capture.decode import LINK_ETHERNET, RawFrame
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
 from mpa_emu.net import Accept, Host, Manual, Network, Reject
 from mpa_emu.net.host import VerbFailure
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.views.inspection import inspect_frames
 from mpa_emu.views.ladder import ladder
 from mpa_emu.wire import ddp

@@ -115,7 +115,8 @@ def to_scapy_packet(data: bytes) -> Any:
 class JournalEntry:
     """One step of the run in causal order, for the ladder: a captured ``frame``
     (:class:`CapturedFrame`), an ``upcall`` (:class:`~mpa_emu.stacks.contract.events.Upcall`) or a
-    ``trace`` record (state changes and drops, as :class:`~mpa_emu.stacks.contract.trace.TraceRecord`)."""
+    ``trace`` record (state changes and drops, as
+    :class:`~mpa_emu.stacks.contract.trace.TraceRecord`)."""
 
     kind: str
     host: str

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.stacks.contract.api import CoreApi
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.errors import ConfigError
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
@@ -31,7 +31,8 @@ CONNECT_REQUEST upcall."""
 Policy: TypeAlias = Accept | Reject | Manual | Callback
 """How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
 HostCore: TypeAlias = CmCore | CoreApi
-"""A host's connection manager: any :class:`~mpa_emu.stacks.contract.api.CoreApi`, spelled so that the
+"""A host's connection manager: any :class:`~mpa_emu.stacks.contract.api.CoreApi`, spelled so that
+the
 compiled build calls irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` directly (a call through a
 protocol is a generic Python method call)."""
 

@@ -35,11 +35,6 @@ from typing import IO, Any, Final, Protocol
 
 from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.capture.spool import RecordLog
-from mpa_emu.stacks.contract.api import CoreApi
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.contract.trace import Trace, TraceRecord, make_record
 from mpa_emu.errors import ConfigError, UsageError
 from mpa_emu.gc_tuning import YOUNG_COLLECTION
 from mpa_emu.net.captured import CapturedFrame as CapturedFrame
@@ -51,6 +46,11 @@ from mpa_emu.net.records import SpooledRecords
 from mpa_emu.net.wire import Wire
 from mpa_emu.ranges import EMULATOR_RANGES, check_value
 from mpa_emu.stacks import STACKS, parse_params, stack_label
+from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord, make_record
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.segment import Segment, Transmit
@@ -76,7 +76,8 @@ def derive_seed(seed: int, label: str) -> int:
 
 
 class CoreFactory(Protocol):
-    """Builds the CM core of a host (the real :class:`~mpa_emu.stacks.irdma.core.CmCore` by default)."""
+    """Builds the CM core of a host (the real :class:`~mpa_emu.stacks.irdma.core.CmCore` by "
+    "default)."""
 
     def __call__(self, name: str, mac: bytes, config: CmConfig, *, seed: int,
                  trace: Trace | None) -> CoreApi: ...
@@ -110,7 +111,8 @@ class JournalTrace(Trace):
 @dataclass(slots=True)
 class ScheduledCall:
     """A user action scheduled at a virtual time; ``result`` once it ran, or ``error``
-    when the core refused it (a :class:`~mpa_emu.stacks.contract.errors.CmError`; any other exception
+    when the core refused it (a :class:`~mpa_emu.stacks.contract.errors.CmError`; any other
+    exception
     propagates out of :meth:`Network.run`)."""
 
     time_ns: int
@@ -155,7 +157,8 @@ class Network:
     ``latency_ns`` is the one-way wire latency, ``faults`` the random faults.
     ``capture`` keeps every frame (see :attr:`frames`, :meth:`write_pcapng`);
     ``capture_loopback`` adds loopback frames on ``<host>/lo``. ``tracing`` keeps a
-    :class:`~mpa_emu.stacks.contract.trace.Trace` of the cores and the wire (streamed as JSON Lines to
+    :class:`~mpa_emu.stacks.contract.trace.Trace` of the cores and the wire (streamed as JSON Lines
+    to
     ``trace_stream`` when given). ``keep_upcalls`` records upcalls in ``Host.upcalls``.
     ``records`` keeps the frames, the journal, the trace records and the upcalls on
     disk instead of in lists (:class:`~mpa_emu.net.records.SpooledRecords`: memory

@@ -34,10 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 from mpa_emu.capture.spool import RecordLog, RecordSpool, SettlingLog
-from mpa_emu.stacks.contract.events import Upcall
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.gc_tuning import Collector
 from mpa_emu.net.captured import CapturedFrame, JournalEntry
+from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.segment import Segment
 

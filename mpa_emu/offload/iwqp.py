@@ -1,7 +1,8 @@
 """The driver's view of one QP (``struct irdma_qp``): the fields the disconnect path of
 cm.c, hw.c and verbs.c reads and writes.
 
-The NIC (:class:`mpa_emu.stacks.irdma.offload.qp.OffloadedQp`) has its own, true state; these are the
+The NIC (:class:`mpa_emu.stacks.irdma.offload.qp.OffloadedQp`) has its own, true state; these are
+the
 driver's copies, refreshed from each AEQE by ``irdma_process_aeq`` and changed by
 ``irdma_modify_qp`` and ``irdma_handle_close_entry``. The emulator's QP subclasses
 :class:`IwQp` (its ``iwqp`` is itself), so both live in one allocation, as ``struct

@@ -10,7 +10,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from mpa_emu.stacks.irdma.offload.states import AE_RTS, QPS_RTS, TCP_ESTABLISHED, Ae, IwarpState, TcpState
+from mpa_emu.stacks.irdma.offload.states import (
+    AE_RTS,
+    QPS_RTS,
+    TCP_ESTABLISHED,
+    Ae,
+    IwarpState,
+    TcpState,
+)
 from mpa_emu.wire.interning import shared
 from mpa_emu.wire.segment import FIN, SYN
 

@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final, Literal, Protocol, TypeVar
 
+from mpa_emu.replay import stacks
+from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
 from mpa_emu.stacks.contract.api import CoreApi
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import Trace, TraceRecord
-from mpa_emu.replay import stacks
-from mpa_emu.replay.recording import Frame, Recording, offload_classes, seq_len, stream_ends
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.wire.flow import FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment

@@ -9,8 +9,6 @@ from typing import Any
 
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.capture.pcap import PcapngWriter
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.replay.compare import Comparison, Divergence, shape_text
 from mpa_emu.replay.engine import AppAction, Emitted, Injection, OnRequest, Rebase, RunResult
 from mpa_emu.replay.recording import Frame, Recording
@@ -21,6 +19,8 @@ from mpa_emu.replay.semantic import (
     rdma_cm_of,
 )
 from mpa_emu.replay.stacks import StackChoice, side_words
+from mpa_emu.stacks.contract.trace import TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
 from mpa_emu.views.describe import flags_joined, rdma_cm_label, segment_line, upcall_text
 from mpa_emu.wire import codec

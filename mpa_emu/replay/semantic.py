@@ -26,12 +26,12 @@ import struct
 from dataclasses import dataclass, field, replace
 from errno import ECONNREFUSED, ECONNRESET
 
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.replay import stack_causes
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.recording import Recording
 from mpa_emu.replay.stacks import StackChoice
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType, connect_reply_event
 from mpa_emu.views.describe import errno_text
 from mpa_emu.wire import ddp, mpa

@@ -8,7 +8,8 @@ RFC 5044 peer without CRC, siw(mpa_version=1). ``--profile 10.0.0.1=siw,10.0.0.2
 names each side; the emulated side runs its entry.
 
 :func:`make_core` builds the emulated side's core: irdma's ``CmCore`` with the recorded
-ISNs and a :class:`~mpa_emu.stacks.contract.api.NodeWatch`, another stack's core through its registry
+ISNs and a :class:`~mpa_emu.stacks.contract.api.NodeWatch`, another stack's core through its
+registry
 entry, followed through :class:`~mpa_emu.stacks.contract.api.WatchedCore`.
 """
 
@@ -18,13 +19,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, cast, runtime_checkable
 
+from mpa_emu.replay.recording import Flow
+from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.stacks.contract.api import CoreApi, NodeWatch, WatchedCore
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.profiles import profile
-from mpa_emu.stacks.contract.trace import Trace
-from mpa_emu.replay.recording import Flow
-from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 

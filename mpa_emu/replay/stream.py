@@ -29,9 +29,6 @@ from typing import IO, Final, Generic, TypeVar
 from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureReader
 from mpa_emu.capture.spool import RecordSpool
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.gc_tuning import fewer_young_collections
 from mpa_emu.replay.compare import Comparison
@@ -49,6 +46,9 @@ from mpa_emu.replay.engine import (
 )
 from mpa_emu.replay.recording import Frame, OffloadClassifier, Recording, nic_verdict
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.events import Upcall
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire.codec import DecodeError, decode
 from mpa_emu.wire.flow import NO_VLAN, FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import mpa_kind

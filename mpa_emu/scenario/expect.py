@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import CapturedFrame
 from mpa_emu.scenario.conns import RunLike, conn_ids
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.ulp.rdma_cm import RdmaCmEvent
 from mpa_emu.views.describe import errno_text, rdma_cm_label, rdma_cm_text, upcall_label
 from mpa_emu.wire import mpa

@@ -11,10 +11,6 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, Quirks
-from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
-from mpa_emu.stacks.irdma.profiles import PROFILES
 from mpa_emu.net.faults import FRAME_KINDS
 from mpa_emu.ranges import EMULATOR_RANGES
 from mpa_emu.scenario.fields import ScenarioError, Source, Table
@@ -37,6 +33,10 @@ from mpa_emu.scenario.model import (
     WireSpec,
 )
 from mpa_emu.stacks import STACKS, parse_params
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, Quirks
+from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
+from mpa_emu.stacks.irdma.profiles import PROFILES
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.stacks import stack_label
+from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.views.describe import errno_text
 from mpa_emu.views.ladder import describe_frame
 from mpa_emu.views.streamed_json import Rows
 from mpa_emu.wire.addr import ip_text
 
 if TYPE_CHECKING:
-    from mpa_emu.stacks.contract.events import Upcall
     from mpa_emu.scenario.runner import ScenarioRun
+    from mpa_emu.stacks.contract.events import Upcall
 
 
 def summary(run: ScenarioRun) -> dict[str, Any]:

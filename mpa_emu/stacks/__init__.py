@@ -1,6 +1,7 @@
 """The stack registry: every iWARP connection manager mpa_emu emulates, by name.
 
-``STACKS["irdma"]`` is the Intel irdma CM (:mod:`mpa_emu.stacks.irdma`), ``STACKS["siw"]`` soft-iWARP
+``STACKS["irdma"]`` is the Intel irdma CM (:mod:`mpa_emu.stacks.irdma`), ``STACKS["siw"]``
+soft-iWARP
 (:mod:`mpa_emu.stacks.siw`). Each :class:`Stack` makes a core that implements
 :class:`mpa_emu.stacks.contract.api.CoreApi`, so :class:`mpa_emu.net.Network` drives any of them:
 ``net.add_host("b", "192.0.2.2", stack="siw", params={"peer_to_peer": True})``.

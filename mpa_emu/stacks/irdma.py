@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mpa_emu.stacks.base import StackParam
 from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.states import CmState
-from mpa_emu.stacks.contract.trace import Trace
-from mpa_emu.stacks.base import StackParam
 
 _CONSTANT = "constant in irdma (cm.h): a non-default value means a rebuilt or patched irdma"
 

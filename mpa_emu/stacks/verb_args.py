@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from errno import EINVAL
 
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.ranges import INT_MAX, U16_MAX, U32_MAX, Range
+from mpa_emu.stacks.contract.errors import CmError
 
 VERB_ARGS: Mapping[str, Range] = {
     "port": Range(0, U16_MAX, "u16 sin_port of the sockaddr in struct iw_cm_id "

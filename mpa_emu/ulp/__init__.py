@@ -1,6 +1,7 @@
 """What sits above every iWARP stack: iw_cm (``drivers/infiniband/core/iwcm.c``) and
 rdma_cm (``drivers/infiniband/core/cma.c``), fed with a driver's upcalls
-(:class:`~mpa_emu.stacks.contract.events.Upcall`) to give the ``rdma_cm`` events an application sees.
+(:class:`~mpa_emu.stacks.contract.events.Upcall`) to give the ``rdma_cm`` events an application
+sees.
 See ``docs/ulp.md``."""
 
 from mpa_emu.ulp.iwcm import IwCmState, IwCmStep, on_upcall, on_verb

@@ -4,7 +4,6 @@ included; a v1 reply (irdma_build_mpa_v1) leaves it alone."""
 from __future__ import annotations
 
 from helpers.audit_peer import handshake, make_host, v1_request, v2_request
-
 from mpa_emu.stacks.irdma.config import CmConfig
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from helpers.audit_peer import Passive, listen, make_host, v2_request
-
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK
 
 

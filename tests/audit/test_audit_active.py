@@ -20,10 +20,10 @@ from helpers.audit_peer import (
     to_mpareq_sent,
     v2_reply,
 )
-
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 

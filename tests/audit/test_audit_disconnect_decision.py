@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from mpa_emu.stacks.irdma import disconnect
 from mpa_emu.stacks.irdma.offload import IwQp
 from mpa_emu.stacks.irdma.offload.states import Ae, TcpState
+
+from mpa_emu.stacks.irdma import disconnect
 
 
 @pytest.mark.parametrize("ae", [Ae.ROE_BAD_LLP_CLOSE, Ae.BAD_CLOSE])

@@ -24,10 +24,10 @@ from helpers.audit_peer import (
     to_mpareq_sent,
     v2_request,
 )
-
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 
 

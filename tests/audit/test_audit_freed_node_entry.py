@@ -5,7 +5,6 @@ seen again."""
 from __future__ import annotations
 
 from helpers.audit_peer import MS, listener_destroyed_gen1
-
 from mpa_emu.stacks.irdma.states import CmState
 
 

@@ -18,10 +18,10 @@ from helpers.audit_peer import (
     reject_request,
     v2_request,
 )
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.states import CmState, ListenerState
+
 from mpa_emu.wire.segment import ACK, FIN, RST
 
 ENOMEM = 12

@@ -6,8 +6,8 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 from helpers.audit_peer import make_host, to_mpareq_sent, v2_reply
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.wire.segment import ACK
 
 

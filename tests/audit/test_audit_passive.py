@@ -23,11 +23,11 @@ from helpers.audit_peer import (
     v1_request,
     v2_request,
 )
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 

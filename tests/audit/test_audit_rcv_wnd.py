@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from helpers.audit_peer import Passive, listen, make_host, v1_request
-
 from mpa_emu.stacks.irdma.config import CmConfig
+
 from mpa_emu.wire.segment import ACK
 
 

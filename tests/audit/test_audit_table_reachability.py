@@ -4,7 +4,6 @@ were right; the marks are what the transition-table test walks)."""
 from __future__ import annotations
 
 from helpers.audit_peer import listener_destroyed_gen1
-
 from mpa_emu.stacks.irdma.states import CmState, Input
 from mpa_emu.stacks.irdma.transitions import row
 

@@ -20,10 +20,10 @@ from helpers.audit_peer import (
     to_mpareq_sent,
     v2_request,
 )
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 # HZ=1000, RETRANS=32 (irdma_cm_timer_tick: the C int HZ << n): 1, 3, 7, 15, 27, every 12 s to 315,

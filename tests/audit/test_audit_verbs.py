@@ -19,11 +19,11 @@ from helpers.audit_peer import (
     v2_reply,
     v2_request,
 )
-
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from helpers.campaign_lab import cli, dask_cluster
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
 
 from mpa_emu.campaign import fuzz
 from mpa_emu.campaign.generators import Script, SegStep, Wait
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.segment import SYN
 
 

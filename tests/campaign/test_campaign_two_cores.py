@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from helpers.campaign_lab import cli, dask_cluster
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
@@ -17,8 +19,6 @@ from scapy.utils import rdpcap
 from mpa_emu.campaign import fuzz, two_core
 from mpa_emu.campaign.generators import Wait
 from mpa_emu.campaign.two_core import Net, SideVerb, TwoScript, execute_two
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.wire.segment import Segment
 
 

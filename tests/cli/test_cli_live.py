@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
 
 from mpa_emu.cli import main
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.views.describe import upcall_line
 from mpa_emu.wire.addr import ip_bytes
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from helpers.pair_tap import PairTap
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.contract.trace import TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
 
 from mpa_emu.cli import live as live_command
 from mpa_emu.cli import main
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.live import tap as tap_module
 from mpa_emu.live.console import nic_line
 from mpa_emu.live.driver import Accept, LiveHost, LivePolicy, Reject

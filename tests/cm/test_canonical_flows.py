@@ -7,10 +7,10 @@ import struct
 from errno import ECONNREFUSED
 
 from helpers.cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, answer, make_pair
-
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, FIN, SYN
 
 SYN_OPTS_1460 = bytes.fromhex("020405b403030200")  # MSS 1460, WS 2, EOL (irdma_send_syn)

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 from helpers import mpa_bytes
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, make_pair, syn_rcvd, to_host
-
-from mpa_emu import Network
-from mpa_emu.stacks.irdma import log_lines
+from mpa_emu.stacks.contract.trace import Trace, TraceRecord
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.profiles import profile
-from mpa_emu.stacks.contract.trace import Trace, TraceRecord
+
+from mpa_emu import Network
+from mpa_emu.stacks.irdma import log_lines
 from mpa_emu.wire.segment import ACK, FIN, SYN
 
 HASHED = re.compile(r"^00000000[0-9a-f]{8}$")

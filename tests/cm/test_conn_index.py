@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from mpa_emu.stacks.irdma.conn_index import SPARSE_MIN, ConnIndex
 
 

@@ -12,10 +12,9 @@ import errno
 
 import pytest
 from helpers.cm_harness import IP_P, PORT, Pair, make_pair
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 
 OFF = Quirks(conn_pdata_u8=False)
 DATA = bytes(range(256)) * 3

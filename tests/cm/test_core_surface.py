@@ -14,7 +14,6 @@ import ast
 import inspect
 
 from helpers.source import module_file
-
 from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.irdma.core import CmCore
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import errno
 
 import pytest
-
+from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.node import Listener
 from mpa_emu.stacks.irdma.nodes import NodeTable, make_cm_node
 

@@ -17,12 +17,12 @@ import pytest
 from helpers.cm_harness import IP6_A, IP6_P, IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from mpa_emu.campaign.generators import CONN_VERBS, conn_verb
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.core import CmCore
+
+from mpa_emu.campaign.generators import CONN_VERBS, conn_verb
 from mpa_emu.net import Accept, Network
 from mpa_emu.net.faults import FaultConfig
 from mpa_emu.wire import mpa

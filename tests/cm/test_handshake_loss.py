@@ -6,7 +6,6 @@ from errno import ECONNREFUSED
 
 import pytest
 from helpers.cm_harness import IP_A, IP_P, MS, PORT, S_NS, Pair, Sent, make_pair
-
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.states import CmState
 

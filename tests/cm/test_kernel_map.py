@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from helpers.source import definition_source, module_file
+from mpa_emu.stacks.irdma.kernel_map import ENTRIES, MODELLED, NOT_YET, PLUMBING, entry, resolve
 
 import mpa_emu
 from mpa_emu.cli import main
-from mpa_emu.stacks.irdma.kernel_map import ENTRIES, MODELLED, NOT_YET, PLUMBING, entry, resolve
 
 # The reference's function table (irdma-cm.md section 3): number, function, kind. Kept
 # here so the test runs without the reference; test_copy_matches_the_reference checks

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from mpa_emu.stacks.irdma.kernel_map import KERNEL_VERSION
 
 from mpa_emu.cli import main
-from mpa_emu.stacks.irdma.kernel_map import KERNEL_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 

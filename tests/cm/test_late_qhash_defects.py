@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import pytest
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, to_host
-
-from mpa_emu.stacks.irdma import transitions
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.node import REFCOUNT_SATURATED
 from mpa_emu.stacks.irdma.states import CmState, Input
-from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.transitions import UnreachableRowRan, row
+
+from mpa_emu.stacks.irdma import transitions
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 

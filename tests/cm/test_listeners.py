@@ -19,13 +19,13 @@ from helpers.cm_harness import (
     make_pair,
     to_host,
 )
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.irdma.states import CmState, ListenerState
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState, ListenerState
+
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 PEER = bytes.fromhex("02000000ee01")

@@ -10,10 +10,10 @@ from errno import ECONNREFUSED, ECONNRESET
 import pytest
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, answer, syn_rcvd, to_host
 from helpers.mpa_bytes import frame
-
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.mpa_policy import (
     MpaParams,
     MpaParseError,
@@ -26,7 +26,7 @@ from mpa_emu.stacks.irdma.mpa_policy import (
     parse_mpa,
 )
 from mpa_emu.stacks.irdma.states import CmState
-from mpa_emu.stacks.contract.trace import Trace
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, RST, SYN
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from mpa_emu.stacks.irdma import node as node_mod
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.mpa_policy import Negotiated, Rdma0Op
 from mpa_emu.stacks.irdma.node import CmNode, Listener, NodeSettings, TcpContext
 from mpa_emu.stacks.irdma.nodes import make_cm_node, record_ird_ord
+
+from mpa_emu.stacks.irdma import node as node_mod
 from mpa_emu.wire.interning import SharedRecords
 
 LOCAL = bytes([192, 0, 2, 1])

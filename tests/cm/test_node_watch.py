@@ -7,6 +7,7 @@ from __future__ import annotations
 from mpa_emu.stacks.contract.api import NodeWatch
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 A, B = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])

@@ -6,11 +6,11 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, syn_rcvd, to_host
-
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK
 

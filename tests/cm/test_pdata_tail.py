@@ -6,11 +6,11 @@ wherever it shows them that they come from past the frame."""
 from __future__ import annotations
 
 import pytest
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.net import Manual, Network
 from mpa_emu.scenario import ScenarioError, loads
 from mpa_emu.views.describe import upcall_label

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 from helpers.cm_harness import IP_P, PORT, Pair, make_pair
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 
 DATA = bytes(range(256)) * 2
 

@@ -8,11 +8,11 @@ from errno import ECONNRESET, EINVAL
 
 import pytest
 from helpers.cm_harness import IP_A, IP_P, PORT, S_NS, Pair, answer, make_pair
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST
 

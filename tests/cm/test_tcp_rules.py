@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpa_emu.stacks.irdma.tcp import between, check_seq, process_options, syn_options
 
 

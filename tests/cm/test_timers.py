@@ -6,12 +6,12 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, answer
-
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.timing import backoff_gap, c_int_shift, retransmit_schedule
-from mpa_emu.stacks.contract.trace import Trace
+
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 
 import pytest
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, MS, PORT, S_NS, to_host
-
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma.states import CmState, Input
-from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.transitions import TABLE, row
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 

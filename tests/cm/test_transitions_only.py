@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, to_host
-
-import mpa_emu
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.irdma.states import CmState
-from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.transitions import TABLE
+
+import mpa_emu
 from mpa_emu.wire.segment import SYN
 
 PACKAGE = Path(mpa_emu.__file__).parent

@@ -7,13 +7,13 @@ from errno import ECONNRESET
 
 import pytest
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, S_NS, answer, make_pair, to_host
-
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.wire.segment import ACK, RST, SYN
 
 

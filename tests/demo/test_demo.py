@@ -8,10 +8,10 @@ from errno import ECONNREFUSED
 from pathlib import Path
 
 import pytest
+from mpa_emu.stacks.contract.events import IwEvent
 
 from mpa_emu.capture.tshark import Tshark
 from mpa_emu.cli import main
-from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.demo.stories import REJECT_PORT, STORIES, run_demo
 
 KEY_REQ = b"MPA ID Req Frame".hex()

@@ -8,10 +8,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+
 from mpa_emu.wire.segment import ACK, SYN, Segment
 
 MAC_H = bytes.fromhex("02000000aa01")

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.events import Transmit, Upcall
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+
 from mpa_emu.wire.segment import SYN, Segment
 
 MAC_A = bytes.fromhex("020000000001")

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.stacks.contract.trace import Trace
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.core import CmCore
+
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.stacks.tcp.shape import LINUX

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.trace import Trace, TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+
 from mpa_emu.live.driver import FaultHook, LiveHost
 from mpa_emu.live.netns import Namespace, entered
 from mpa_emu.live.sinks import MemorySink, SeenFrame
@@ -127,6 +128,7 @@ def make_host(lab: Lab, *, fault: FaultHook | None = None, seed: int = 1,
     ``config``, or another registered ``stack`` with its ``params``."""
     from mpa_emu.stacks.contract.api import CoreApi
     from mpa_emu.stacks.irdma.core import CmCore
+
     from mpa_emu.stacks import STACKS, parse_params
 
     trace = Trace()

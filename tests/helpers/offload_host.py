@@ -6,10 +6,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from helpers.offload_peer import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_fpdu
-from mpa_emu.stacks.irdma import disconnect
 from mpa_emu.stacks.contract.events import IwEvent, Transmit
 from mpa_emu.stacks.irdma.offload import OffloadedQp
+
+from helpers.offload_peer import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_fpdu
+from mpa_emu.stacks.irdma import disconnect
 
 
 class Host:

@@ -6,6 +6,7 @@ import struct
 from dataclasses import replace
 
 from mpa_emu.stacks.irdma.offload import OffloadedQp, QpInit
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, Segment
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.stacks.contract.trace import Trace
+
 from mpa_emu.stacks.siw import SiwCore
 from mpa_emu.stacks.tcp import LINUX, TcpEvent, TcpStack
 from mpa_emu.wire import codec

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from helpers.live_lab import EMU_V4, TAP_NAME, Lab, make_host
 from helpers.signals import sigint_as_in_a_terminal
+from mpa_emu.stacks.contract.events import IwEvent
 
 from mpa_emu.capture.pcap import PcapngWriter, read_capture
-from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.live import peer
 from mpa_emu.live.driver import Accept
 from mpa_emu.live.netns import Namespace

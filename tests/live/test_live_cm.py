@@ -21,8 +21,8 @@ from helpers.live_lab import (
     make_host,
     packed,
 )
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.live import peer
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, Manual, Reject
 from mpa_emu.live.netns import entered

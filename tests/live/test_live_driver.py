@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from helpers.pair_tap import PairTap
-from scapy.layers.inet import IP, TCP
-from scapy.layers.l2 import ARP, Dot1Q, Ether
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Transmit, Upcall
 from mpa_emu.stacks.contract.trace import Trace
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import ARP, Dot1Q, Ether
+
 from mpa_emu.live.driver import RX, TX, Accept, DropMatching, LiveHost, Reject, VerbFailure
 from mpa_emu.live.sinks import MemorySink
 from mpa_emu.ulp.iwcm import IwCmState

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from helpers.live_lab import EMU_V4, KERNEL_V4, EmulatedHost, Lab, make_host, packed
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.live import peer
 from mpa_emu.live.driver import Accept
 from mpa_emu.live.netns import entered

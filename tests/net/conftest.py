@@ -15,11 +15,11 @@ from collections import deque
 from typing import Any
 
 import pytest
-
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Transmit, Upcall
 from mpa_emu.stacks.contract.trace import Trace, TraceRecord
+from mpa_emu.stacks.irdma.config import CmConfig
+
 from mpa_emu.net import Network
 from mpa_emu.wire.segment import ACK, SYN, Segment
 

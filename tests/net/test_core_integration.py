@@ -3,11 +3,11 @@ seeded ISNs, loopback, and scapy-built frames injected into a live exchange."""
 
 from __future__ import annotations
 
+from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.states import CmState
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.net import Accept, Network
 
 US = 1_000

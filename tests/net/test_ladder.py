@@ -8,12 +8,12 @@ from errno import ECONNREFUSED
 from pathlib import Path
 from typing import Any
 
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.contract.trace import TraceRecord
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.views import describe, ladder
 
 KEY_REQ = b"MPA ID Req Frame".hex()

@@ -12,8 +12,8 @@ import gc
 import tracemalloc
 
 import pytest
-
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.net import Accept, Network
 
 CLIENT, SERVER, PORT = "192.0.2.1", "192.0.2.2", 31000

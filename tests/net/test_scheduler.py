@@ -7,6 +7,7 @@ import errno
 from typing import Any
 
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+
 from mpa_emu.net import Accept, Host, Manual, Reject, derive_seed
 from mpa_emu.wire.addr import ip_bytes
 

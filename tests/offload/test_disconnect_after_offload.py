@@ -11,10 +11,10 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 from helpers.offload_host import OUR_SEQ, PEER_SEQ, passive_host
-
-from mpa_emu.stacks.irdma import disconnect
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.offload import Ae, IbQpState, TcpState
+
+from mpa_emu.stacks.irdma import disconnect
 from mpa_emu.wire.segment import ACK, FIN, RST
 
 

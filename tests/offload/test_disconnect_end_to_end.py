@@ -7,9 +7,10 @@ from __future__ import annotations
 from errno import ECONNRESET
 
 from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.irdma.states import CmState
-from mpa_emu.net import Accept, Host, Network, drop_nth
 from mpa_emu.stacks.irdma.offload import TcpState
+from mpa_emu.stacks.irdma.states import CmState
+
+from mpa_emu.net import Accept, Host, Network, drop_nth
 from mpa_emu.wire.segment import FIN, RST
 
 MS = 1_000_000

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from helpers.cm_harness import IP_A, IP_P, MAC_A, MAC_P, PORT, syn_rcvd, to_host
 from helpers.offload_peer import qp_init
-
+from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.offload.nic import Nic, NicQp, StoredKey
 from mpa_emu.stacks.irdma.offload.qp import QpInit
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, SYN

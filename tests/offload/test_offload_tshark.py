@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from helpers.offload_peer import A_IP, A_MAC, A_PORT, P_IP, P_MAC, P_PORT, P_RCV, P_SEQ, REPLY
-
-from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.stacks.irdma.offload import Ae, OffloadedQp, QpInit
 from mpa_emu.stacks.irdma.offload.terminate import build_terminate
+
+from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.wire import codec, mpa
 from mpa_emu.wire.segment import ACK, SYN, Segment
 

@@ -25,9 +25,9 @@ from helpers.offload_peer import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from mpa_emu.stacks.irdma.offload import Ae, OffloadedQp, QpError, TcpState
 from mpa_emu.stacks.irdma.offload.qp import REXMIT_THRESH, RTO_INITIAL_NS
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST, Segment
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import struct
 
 from helpers.offload_peer import P_RCV, P_SEQ, REPLY, from_peer, qp_init, rtr_read_fpdu
-
 from mpa_emu.stacks.irdma.offload import Ae, IbQpState, IwarpState, OffloadedQp, TcpState
 from mpa_emu.stacks.irdma.offload.qp import RTO_INITIAL_NS
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK
 

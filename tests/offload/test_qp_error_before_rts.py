@@ -10,6 +10,7 @@ from errno import ECONNRESET
 
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.net import Accept, Network
 
 MS = 1_000_000

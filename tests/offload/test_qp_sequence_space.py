@@ -5,6 +5,7 @@ section 3.2), and the QP gives the same answer."""
 from __future__ import annotations
 
 from mpa_emu.stacks.irdma.offload import qp
+
 from mpa_emu.wire import seq
 
 

@@ -13,10 +13,10 @@ import struct
 import pytest
 from helpers.offload_host import OUR_SEQ, PEER_SEQ, Host, passive_host
 from helpers.offload_peer import from_peer
-
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.irdma.offload import Ae, IwarpState, TcpState
 from mpa_emu.stacks.irdma.offload.terminate import build_terminate, terminate_fields
+
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST
 

@@ -8,11 +8,11 @@ import importlib
 import pkgutil
 
 import pytest
+from mpa_emu.stacks.contract.errors import CmError
 
 import mpa_emu
 from mpa_emu import MpaEmuError
 from mpa_emu.capture.tshark import TsharkError
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.wire.codec import DecodeError
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame
 

@@ -7,7 +7,6 @@ from errno import ECONNREFUSED
 from pathlib import Path
 
 import pytest
-
 from mpa_emu.stacks.contract.events import IwEvent
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import get_args
 
 import pytest
+from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, PdataTail, Quirks, RtrPreference
+from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
 
 from mpa_emu.campaign.suite import VERDICTS, SuiteVerdict
 from mpa_emu.capture.checksums import Mode, ModeName, mode_name
 from mpa_emu.cli import build_parser
-from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, PdataTail, Quirks, RtrPreference
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
 from mpa_emu.replay.engine import OnRequest
 from mpa_emu.wire.mpa import MpaKind
 

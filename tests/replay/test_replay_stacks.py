@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 from helpers.replay_cli import PCAPS, replay
+from mpa_emu.stacks.contract.api import NodeWatch, WatchedCore
 from scapy.layers.inet import TCP
 from scapy.utils import rdpcap
 
-from mpa_emu.stacks.contract.api import NodeWatch, WatchedCore
 from mpa_emu.replay.stacks import auto_candidates, choose, parse_profile
 from mpa_emu.stacks import STACKS
 from mpa_emu.wire.addr import ip_bytes

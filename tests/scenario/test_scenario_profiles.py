@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.profiles import PROFILES, irdma, mpa_v1, profile, siw
 

@@ -13,11 +13,11 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from mpa_emu.stacks.contract.errors import CmError
+from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
 
 from mpa_emu.cli import main
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
 from mpa_emu.net import Network
 from mpa_emu.scenario import ScenarioError, loads
 

@@ -12,12 +12,12 @@ from dataclasses import replace
 from errno import ECONNRESET
 
 import pytest
-
-from mpa_emu.stacks.irdma import teardown
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.net import Accept, Host, Manual, Network, Reject
+from mpa_emu.stacks.irdma import teardown
 from mpa_emu.wire.addr import ip_bytes
 from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 

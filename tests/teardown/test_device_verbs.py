@@ -10,9 +10,9 @@ address removal (irdma_manage_qhash DELETE) and adds it back on ifup."""
 from __future__ import annotations
 
 import pytest
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.net import Accept, Host, Network
 from mpa_emu.wire.segment import RST
 

@@ -9,6 +9,7 @@ whose VLAN 0xFFFF differs from the node's (if_notify_lower_dev)."""
 from __future__ import annotations
 
 from mpa_emu.stacks.irdma.states import CmState
+
 from mpa_emu.net import Accept, Network
 
 MS = 1_000_000

@@ -13,12 +13,13 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpa_emu.stacks.irdma import teardown
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
 from mpa_emu.stacks.contract.events import IwEvent
+from mpa_emu.stacks.irdma.config import CmConfig, Quirks
+from mpa_emu.stacks.irdma.offload import OffloadedQp, QpInit
 from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.stacks.irdma.teardown import NO_VLAN
-from mpa_emu.stacks.irdma.offload import OffloadedQp, QpInit
+
+from mpa_emu.stacks.irdma import teardown
 from mpa_emu.wire.segment import RST
 
 V4_A = bytes([192, 168, 10, 2])

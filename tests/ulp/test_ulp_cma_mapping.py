@@ -7,8 +7,8 @@ from __future__ import annotations
 from errno import ECONNREFUSED, ECONNRESET, EINVAL, ENOMEM, ETIMEDOUT
 
 import pytest
-
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType, connect_reply_event, map_upcall
 
 # include/rdma/rdma_cm.h: the enum counts from 0 in this order.

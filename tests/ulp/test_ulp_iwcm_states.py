@@ -8,8 +8,8 @@ from __future__ import annotations
 from errno import ECONNREFUSED, ECONNRESET
 
 import pytest
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.ulp.iwcm import IwCmState, Verb, on_upcall, on_verb
 
 S = IwCmState

@@ -8,6 +8,7 @@ from __future__ import annotations
 from errno import ECONNREFUSED, ECONNRESET
 
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+
 from mpa_emu.ulp.iwcm import IwCmState
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEventType, steps_for
 
@@ -109,6 +110,7 @@ def test_trace_fields_name_the_event_and_the_state_change() -> None:
 def test_live_console_lines() -> None:
     """mpa-emu live prints the rdma_cm event after the upcall, and the kernel log lines."""
     from mpa_emu.stacks.contract.trace import TraceRecord
+
     from mpa_emu.live.console import nic_line, rdma_cm_line
 
     step = RdmaCm().upcall(_up(IwEvent.CONNECT_REPLY, 2, -ECONNREFUSED, t=12_000_000))

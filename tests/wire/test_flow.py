@@ -5,6 +5,7 @@ VLAN id (0..4095, IEEE 802.1Q)."""
 from __future__ import annotations
 
 from mpa_emu.stacks.irdma.states import NO_VLAN as CM_NO_VLAN
+
 from mpa_emu.wire.flow import NO_VLAN, flow_key, flow_vlan
 
 IP_A, IP_B = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])

@@ -30,8 +30,8 @@ from helpers.cxgb4_lab import (
     raw_send,
     v2_words,
 )
-
 from mpa_emu.stacks.contract.errors import CmError
+
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept
 from mpa_emu.stacks.cxgb4 import fpdu_rx

@@ -21,9 +21,9 @@ from helpers.cxgb4_lab import (
     raw_send,
     v2_words,
 )
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.net.policy import Manual
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import FIN, RST

@@ -22,9 +22,9 @@ from helpers.cxgb4_lab import (
     raw_send,
     v2_words,
 )
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Manual

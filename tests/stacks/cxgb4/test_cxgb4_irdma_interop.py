@@ -6,8 +6,8 @@ the WRITE bit first, and send_mpa_reply answers with its local p2p_type."""
 from __future__ import annotations
 
 from helpers.cxgb4_lab import IP_A, IP_B, KEY_REP, KEY_REQ, PORT, cxgb4, make_net, payloads
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.wire import ddp, mpa
 
 MS = 1_000_000

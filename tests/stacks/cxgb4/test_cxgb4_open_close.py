@@ -20,9 +20,9 @@ from helpers.cxgb4_lab import (
     payloads,
     v2_words,
 )
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.stacks import STACKS, parse_params
 from mpa_emu.stacks.cxgb4.tcp import advertised_mss, best_aligned_mtu
 from mpa_emu.stacks.tcp import options as opts

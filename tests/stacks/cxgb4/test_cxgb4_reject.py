@@ -19,9 +19,9 @@ from helpers.cxgb4_lab import (
     payloads,
     v2_words,
 )
-
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.net.policy import Manual, Reject
 from mpa_emu.wire import mpa
 

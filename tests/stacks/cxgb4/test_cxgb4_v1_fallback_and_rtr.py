@@ -22,8 +22,8 @@ from helpers.cxgb4_lab import (
     raw_reset,
     v2_words,
 )
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import SYN
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from helpers.siw_pair import KEY_REP, KEY_REQ, PEER_IP, SIW_IP, Pair, frame
+from mpa_emu.stacks.contract.errors import CmError
 
 from mpa_emu.capture.pcap import CaptureRecord, write_pcapng
-from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.wire import codec, ddp, mpa
 
 REPLY_LEN = 24  # the MPA reply: 20-byte header and the RFC 6581 block, no private data

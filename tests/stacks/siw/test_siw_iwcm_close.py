@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import pytest
 from helpers.siw_pair import KEY_REQ, PEER_IP, SIW_IP, Pair, frame
-
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
+
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.ulp.iwcm import IwCmState

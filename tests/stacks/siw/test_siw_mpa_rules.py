@@ -8,8 +8,8 @@ import errno
 import struct
 
 from helpers.siw_pair import KEY_REP, KEY_REQ, PEER_IP, SIW_IP, Pair, frame
-
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.wire.segment import FIN, RST
 
 MS = 1_000_000

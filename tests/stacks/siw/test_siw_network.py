@@ -7,6 +7,7 @@ import errno
 import struct
 
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept, Reject
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from mpa_emu.stacks.contract.events import IwEvent
+
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept
 

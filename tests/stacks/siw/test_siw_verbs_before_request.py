@@ -14,8 +14,8 @@ import errno
 
 import pytest
 from helpers.siw_pair import PEER_IP, SIW_IP, Pair
-
 from mpa_emu.stacks.contract.errors import CmError
+
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.wire.segment import FIN
 
