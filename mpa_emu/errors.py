@@ -15,4 +15,16 @@ class MpaEmuError(Exception):
     """Base class of every exception defined by mpa_emu."""
 
 
-__all__ = ["MpaEmuError"]
+class ConfigError(MpaEmuError, ValueError):
+    """A bad value given to a public entry point (a host, an address, a stack or its
+    parameters, a fault setting, a verb's argument): refused with one line naming it,
+    before anything changes. Also a ``ValueError``, so older ``except ValueError``
+    callers still catch it."""
+
+
+class UsageError(MpaEmuError, RuntimeError):
+    """A call the API refuses in its current state (a nested ``Network.run``). Also a
+    ``RuntimeError``, as it always was."""
+
+
+__all__ = ["ConfigError", "MpaEmuError", "UsageError"]

@@ -123,6 +123,14 @@ _CAUSES = (
           "check the route, ARP/ND and firewalls between the two hosts"),
     Cause("incomplete", "the capture ends before the exchange does", "-",
           "capture longer, or from the start of the connection"),
+    Cause("extra-bytes", "bytes after the MPA request or reply, before the answer to it",
+          "siw_recv_mpa_rr (\"peer sent extra data\": -EPROTO, the socket released), "
+          "process_mpa_request / process_mpa_reply (\"plen does not account for pkt "
+          "size\": abort); irdma_parse_mpa ignores them up to its 544-byte buffer",
+          "make the peer wait for the MPA reply (or, as initiator, send its RTR or first "
+          "FPDU only after CONNECT_REPLY): siw and cxgb4 read exactly the frame and take "
+          "anything behind it as a protocol violation; look for a middlebox coalescing "
+          "segments"),
 )
 
 CAUSES: dict[str, Cause] = {c.key: c for c in _CAUSES}

@@ -177,7 +177,6 @@ def initiator_refusals(stack: str, r: Received) -> list[Refusal]:
                                "-EINVAL, RST", reset))
         if rep.rev == 2 and rep.has_block:
             assert rep.ird is not None and rep.ord is not None
-            assert req.ird is not None and req.ord is not None
             fn = "irdma_negotiate_mpa_v2_ird_ord"
             if not rep.p2p:
                 out.append(Refusal(stack, "initiator", RULE_NO_P2P, fn, rep.frame,
@@ -187,8 +186,13 @@ def initiator_refusals(stack: str, r: Received) -> list[Refusal]:
                     out.append(Refusal(stack, "initiator", RULE_IRD_ORD, fn, rep.frame,
                                        "responder IRD 0 with the Read RTR chosen",
                                        "-EOPNOTSUPP, RST", reset))
-                no_value = IRD_ORD_MASK in (req.ird, req.ord, rep.ird, rep.ord)
-                if not no_value and req.ird < rep.ord:
+                # irdma_negotiate_mpa_v2_ird_ord compares the reply's ORD with the
+                # initiator's own ird_size, which the wire shows only in the request's
+                # RFC 6581 block: a request without one (rev 1, or rev 2 without S)
+                # leaves that check unknown; the reply's own checks still apply.
+                no_value = req.ird is None or req.ord is None \
+                    or IRD_ORD_MASK in (req.ird, req.ord, rep.ird, rep.ord)
+                if not no_value and req.ird is not None and req.ird < rep.ord:
                     out.append(Refusal(stack, "initiator", RULE_IRD_ORD, fn, rep.frame,
                                        f"initiator IRD {req.ird} below responder ORD "
                                        f"{rep.ord}", "-EINVAL, RST", reset))

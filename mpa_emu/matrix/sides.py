@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mpa_emu.errors import ConfigError
 from mpa_emu.stacks import STACKS, parse_params, stack_label
 from mpa_emu.stacks.labels import split_label
 
@@ -39,7 +40,7 @@ def make_side(stack: str, params: Mapping[str, object] | None = None) -> Side:
     """A side, its parameters checked by the stack's registry entry (ValueError with a
     one-line message on an unknown stack, key or value); defaults are dropped."""
     if stack not in STACKS:
-        raise ValueError(f"unknown stack {stack!r} (known: {', '.join(STACKS)})")
+        raise ConfigError(f"unknown stack {stack!r} (known: {', '.join(STACKS)})")
     checked = parse_params(stack, dict(params or {}))
     defaults = {p.name: p.default for p in STACKS[stack].params}
     kept = tuple(sorted((k, v) for k, v in checked.items() if defaults.get(k) != v))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mpa_emu.errors import ConfigError
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment
 
@@ -39,10 +40,13 @@ class FaultConfig:
     def __post_init__(self) -> None:
         for name in ("loss", "duplicate", "reorder", "corrupt"):
             value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"fault probability {name}={value!r} must be within 0..1")
-        if self.reorder_delay_ns < 0:
-            raise ValueError(f"reorder_delay_ns must be >= 0, got {self.reorder_delay_ns}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0.0 <= value <= 1.0:
+                raise ConfigError(f"fault probability {name}={value!r} must be a number "
+                                  "within 0..1")
+        delay = self.reorder_delay_ns
+        if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
+            raise ConfigError(f"reorder_delay_ns must be an integer >= 0, got {delay!r}")
         object.__setattr__(self, "any",
                            bool(self.loss or self.duplicate or self.reorder or self.corrupt))
 
@@ -80,7 +84,7 @@ FRAME_KINDS = ("SYN", "SYN-ACK", "ACK", "MPA request", "MPA reply", "MPA reject"
 def is_kind(kind: str) -> SegmentPredicate:
     """A predicate matching segments of one :func:`frame_kind`."""
     if kind not in FRAME_KINDS:
-        raise ValueError(f"unknown frame kind {kind!r}; expected one of {', '.join(FRAME_KINDS)}")
+        raise ConfigError(f"unknown frame kind {kind!r}; expected one of {', '.join(FRAME_KINDS)}")
 
     def match(seg: Segment) -> bool:
         return frame_kind(seg) == kind
@@ -107,9 +111,9 @@ class DropRule:
 
     def __post_init__(self) -> None:
         if self.nth < 1:
-            raise ValueError(f"nth is 1-based, got {self.nth}")
+            raise ConfigError(f"nth is 1-based, got {self.nth}")
         if self.count < 1:
-            raise ValueError(f"count must be >= 1, got {self.count}")
+            raise ConfigError(f"count must be >= 1, got {self.count}")
 
     def applies(self, seg: Segment, sender: str) -> bool:
         """Count one frame on the wire; True when this frame must be dropped."""

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from mpa_emu.capture.spool import RecordLog
+from mpa_emu.errors import ConfigError
 from mpa_emu.net.policy import Accept, Manual, Reject
 from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
 
@@ -59,12 +61,18 @@ class HostNetwork(Protocol):
 
 
 def as_ip(value: Address) -> bytes:
-    """Packed address from text or packed bytes (4 or 16); ValueError otherwise."""
+    """Packed address from text or packed bytes (4 or 16); ConfigError (a ValueError)
+    otherwise."""
     if isinstance(value, bytes):
         if len(value) not in (4, 16):
-            raise ValueError(f"a packed address has 4 or 16 bytes, got {len(value)}")
+            raise ConfigError(f"a packed address has 4 or 16 bytes, got {len(value)}")
         return value
-    return ip_bytes(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"an address is text or 4/16 packed bytes, got {value!r}")
+    try:
+        return ip_bytes(value)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +158,7 @@ class Host:
     def add_address(self, ip: Address, *, vlan: int | None = None) -> None:
         """Bring up an address (optionally on a VLAN sub-interface)."""
         if vlan is not None and not 0 <= vlan < 4095:
-            raise ValueError(f"VLAN id must be 0..4094, got {vlan}")
+            raise ConfigError(f"VLAN id must be 0..4094, got {vlan}")
         packed = as_ip(ip)
         self.core.add_address(packed, vlan=vlan, now_ns=self.net.now_ns)
         self.addresses[packed] = vlan
@@ -165,7 +173,7 @@ class Host:
         their connections: no teardown by address in siw_cm.c or cxgb4's cm.c)."""
         packed = as_ip(ip)
         if packed not in self.addresses:
-            raise ValueError(f"{self.name} has no address {ip_text(packed)}")
+            raise ConfigError(f"{self.name} has no address {ip_text(packed)}")
         self.core.remove_address(packed, now_ns=self.net.now_ns)
         del self.addresses[packed]
         self._acted()
@@ -199,7 +207,7 @@ class Host:
             if (len(packed) == 16) == ipv6:
                 return packed
         family = "IPv6" if ipv6 else "IPv4"
-        raise ValueError(f"{self.name} has no {family} address")
+        raise ConfigError(f"{self.name} has no {family} address")
 
     # ---- verbs -----------------------------------------------------------------
 
@@ -207,6 +215,11 @@ class Host:
                backlog: int = 16, ipv6: bool = False, vlan: int | None = None) -> int:
         """Create a listener (``ip`` None = wildcard) answering requests with ``policy``
         (default :class:`Accept`); returns the listener id."""
+        check_verb_args("listen", port=port, backlog=backlog, vlan=vlan)
+        if policy is not None and not isinstance(policy, (Accept, Reject, Manual)) \
+                and not callable(policy):
+            raise ConfigError(f"listen: policy must be Accept, Reject, Manual or a "
+                              f"function, got {policy!r}")
         packed = None if ip is None else as_ip(ip)
         if packed is not None:
             ipv6 = len(packed) == 16
@@ -228,6 +241,8 @@ class Host:
                 ord: int = 16) -> int:
         """Start an active connection (iw_cm's connect: irdma_connect, siw_connect,
         c4iw_connect); returns the connection id."""
+        check_verb_args("connect", port=port, local_port=local_port,
+                        private_data=private_data, ird=ird, ord=ord)
         if isinstance(remote, Host):
             rem = remote.address(ipv6=local_ip is not None and len(as_ip(local_ip)) == 16)
         else:
@@ -242,6 +257,7 @@ class Host:
     def accept(self, conn: int, private_data: bytes = b"") -> None:
         """Accept a pending request (iw_cm's accept: irdma_accept, siw_accept,
         c4iw_accept_cr)."""
+        check_verb_args("accept", private_data=private_data)
         try:
             self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
         except CmError:
@@ -252,6 +268,7 @@ class Host:
     def reject(self, conn: int, private_data: bytes = b"") -> None:
         """Reject a pending request with ``private_data`` (iw_cm's reject: irdma_reject,
         siw_reject, c4iw_reject_cr)."""
+        check_verb_args("reject", private_data=private_data)
         self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
         self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
         self._acted()

@@ -35,6 +35,7 @@ from typing import IO, Any, Final, Protocol
 
 from mpa_emu.capture.pcap import PcapngWriter
 from mpa_emu.capture.spool import RecordLog
+from mpa_emu.errors import ConfigError, UsageError
 from mpa_emu.gc_tuning import YOUNG_COLLECTION
 from mpa_emu.net.captured import CapturedFrame as CapturedFrame
 from mpa_emu.net.captured import JournalEntry as JournalEntry
@@ -226,16 +227,16 @@ class Network:
         :func:`mpa_emu.stacks.parse_params`; ValueError with one line naming the key).
         ``config`` is irdma's ``CmConfig``; other stacks take only its ``mtu``."""
         if not name or "/" in name:
-            raise ValueError(f"host name {name!r} is empty or contains '/'")
+            raise ConfigError(f"host name {name!r} is empty or contains '/'")
         if name in self.hosts:
-            raise ValueError(f"host name {name!r} is taken")
+            raise ConfigError(f"host name {name!r} is taken")
         addresses = [] if ip is None else ip if isinstance(ip, list) else [ip]
         for address in addresses:  # refuse bad input before anything is built
             as_ip(address)
         if vlan is not None and not 0 <= vlan < 4095:
-            raise ValueError(f"VLAN id must be 0..4094, got {vlan}")
+            raise ConfigError(f"VLAN id must be 0..4094, got {vlan}")
         if stack not in STACKS:
-            raise ValueError(f"unknown stack {stack!r}; expected one of "
+            raise ConfigError(f"unknown stack {stack!r}; expected one of "
                              f"{', '.join(sorted(STACKS))}")
         parsed = parse_params(stack, params or {})
         raw_mac = self._pick_mac(mac)
@@ -271,13 +272,18 @@ class Network:
             while (raw := b"\x02\x00" + number.to_bytes(4, "big")) in self._by_mac:
                 number += 1
         elif isinstance(mac, str):
-            raw = mac_bytes(mac)
-        else:
+            try:
+                raw = mac_bytes(mac)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        elif isinstance(mac, bytes):
             raw = mac
+        else:
+            raise ConfigError(f"host MAC must be text or 6 bytes, got {mac!r}")
         if len(raw) != 6 or raw[0] & 1:
-            raise ValueError(f"host MAC must be 6 bytes and unicast, got {raw.hex(':')}")
+            raise ConfigError(f"host MAC must be 6 bytes and unicast, got {raw.hex(':')}")
         if raw in self._by_mac:
-            raise ValueError(f"MAC {mac_text(raw)} already belongs to {self._by_mac[raw].name}")
+            raise ConfigError(f"MAC {mac_text(raw)} already belongs to {self._by_mac[raw].name}")
         return raw
 
     def host(self, name: str | Host) -> Host:
@@ -287,7 +293,7 @@ class Network:
         try:
             return self.hosts[name]
         except KeyError:
-            raise ValueError(f"no host named {name!r}") from None
+            raise ConfigError(f"no host named {name!r}") from None
 
     def refresh_neighbours(self) -> None:
         """Fill each host's neighbour table with the addresses of the hosts it shares a
@@ -315,9 +321,11 @@ class Network:
     def at(self, time_ns: int, fn: Callable[..., Any], *args: Any,
            **kwargs: Any) -> ScheduledCall:
         """Run ``fn(*args, **kwargs)`` at virtual time ``time_ns`` (not in the past)."""
-        if time_ns < self.now_ns:
-            raise ValueError(f"cannot schedule at {time_ns} ns: the clock is at {self.now_ns} ns")
         check_value("time_ns", time_ns, EMULATOR_RANGES["time_ns"])
+        if time_ns < self.now_ns:
+            raise ConfigError(f"cannot schedule at {time_ns} ns: the clock is at {self.now_ns} ns")
+        if not callable(fn):
+            raise ConfigError(f"cannot schedule {fn!r}: not callable")
         call = ScheduledCall(time_ns, fn, args, kwargs)
         self._push(time_ns, _CALL, call, None)
         return call
@@ -325,8 +333,7 @@ class Network:
     def after(self, delay_ns: int, fn: Callable[..., Any], *args: Any,
               **kwargs: Any) -> ScheduledCall:
         """Run ``fn`` ``delay_ns`` after the current virtual time."""
-        if delay_ns < 0:
-            raise ValueError(f"delay must be >= 0, got {delay_ns}")
+        check_value("delay_ns", delay_ns, EMULATOR_RANGES["time_ns"])
         return self.at(self.now_ns + delay_ns, fn, *args, **kwargs)
 
     def inject(self, frame: Any, *, via: str | Host | None = None,
@@ -340,7 +347,13 @@ class Network:
         Without ``via`` the sender is the host owning the frame's source MAC, else, on a
         wire between two hosts, the one that does not receive it.
         """
-        data = bytes(frame)
+        if isinstance(frame, (str, int, float, bool)) or frame is None:
+            raise ConfigError(f"inject: a frame is a scapy packet or bytes, got {frame!r}")
+        try:
+            data = bytes(frame)
+        except TypeError:
+            raise ConfigError(f"inject: a frame is a scapy packet or bytes, got "
+                              f"{type(frame).__name__}") from None
         target = self.host(to) if to is not None else None
         sender = self.host(via) if via is not None else self._injector(data, target)
         when = self.now_ns if at_ns is None else at_ns
@@ -355,7 +368,7 @@ class Network:
         others = [h for h in self._host_list if h is not receiver]
         if len(self._host_list) == 2 and receiver is not None and len(others) == 1:
             return others[0]
-        raise ValueError(
+        raise ConfigError(
             f"inject: say via= which host's interface the frame leaves from (source MAC "
             f"{data[6:12].hex(':')} is no host's; hosts: {', '.join(self.hosts) or 'none'})")
 
@@ -376,10 +389,13 @@ class Network:
         :func:`mpa_emu.gc_tuning.fewer_young_collections`).
         """
         if self._running:
-            raise RuntimeError("Network.run is not re-entrant: schedule work with at()/after() "
+            raise UsageError("Network.run is not re-entrant: schedule work with at()/after() "
                                "from callbacks instead of running the network inside them")
+        if until_ns is not None:
+            check_value("until_ns", until_ns, EMULATOR_RANGES["time_ns"])
+        check_value("max_events", max_events, EMULATOR_RANGES["max_events"])
         if until_ns is not None and until_ns < self.now_ns:
-            raise ValueError(f"until_ns {until_ns} is in the past (the clock is at {self.now_ns})")
+            raise ConfigError(f"until_ns {until_ns} is in the past (the clock is at {self.now_ns})")
         self._running = True
         # fewer_young_collections(), written out: a context manager is a generator, which
         # costs a short cycle of one run() per cycle more than the run's own bookkeeping.
@@ -455,6 +471,7 @@ class Network:
 
     def run_for(self, duration_ns: int, *, max_events: int = 1_000_000) -> RunResult:
         """Run for ``duration_ns`` of virtual time from now."""
+        check_value("duration_ns", duration_ns, EMULATOR_RANGES["time_ns"])
         return self.run(self.now_ns + duration_ns, max_events=max_events)
 
     def pump(self, only: Host | None = None) -> None:
@@ -667,7 +684,7 @@ class Network:
         """Captured frame ``number`` as a scapy packet, numbered from 1 like Wireshark,
         tshark, ladders and frame comments (frame 1 is ``frames[0]``)."""
         if not 1 <= number <= len(self.frames):
-            raise ValueError(f"no captured frame {number}: frames are numbered 1 to "
+            raise ConfigError(f"no captured frame {number}: frames are numbered 1 to "
                              f"{len(self.frames)}, like Wireshark's")
         return self.frames[number - 1].packet()
 

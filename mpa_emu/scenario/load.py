@@ -432,6 +432,13 @@ class _Loader:
         flag = t.flag("syn_qhash")
         if flag is None:
             raise t.error(None, "expect.listener needs 'syn_qhash' (true or false)")
+        stack = self.host_stacks.get(host, "irdma")
+        if "syn_qhash_installed" not in STACKS[stack].listener_facts:
+            # the TCP_SYN qhash entry is irdma's (irdma_manage_qhash): the NIC steering
+            # SYNs to the CM; siw listens on a kernel socket, cxgb4 on a server tid
+            raise t.error("syn_qhash", f"not for this stack: host {host!r} runs {stack}, "
+                          "whose listeners have no TCP_SYN qhash entry (irdma's, "
+                          "irdma_manage_qhash)")
         spec = ListenerExpect(host=host, listener=name, syn_qhash=bool(flag), line=t.line())
         t.done()
         return spec

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mpa_emu.errors import ConfigError
 from mpa_emu.stacks.base import Stack, StackParam
 
 
@@ -27,7 +28,8 @@ def _irdma() -> Stack:
                  make_core=irdma.make_core, doc="docs/cm-core.md", states=irdma.STATES,
                  kernel_map=irdma.KERNEL_MAP, facts=irdma.FACTS, statuses=irdma.STATUSES,
                  peer_framing=irdma.peer_framing, fingerprint=irdma.FINGERPRINT,
-                 lifecycle=irdma.LIFECYCLE)
+                 lifecycle=irdma.LIFECYCLE,
+                 listener_facts=frozenset({"syn_qhash_installed"}))
 
 
 def _siw() -> Stack:
@@ -61,7 +63,7 @@ def _stack(name: str) -> Stack:
     try:
         return STACKS[name]
     except KeyError:
-        raise ValueError(f"unknown stack {name!r}; expected one of "
+        raise ConfigError(f"unknown stack {name!r}; expected one of "
                          f"{', '.join(sorted(STACKS))}") from None
 
 
@@ -76,7 +78,7 @@ def parse_params(stack: str, pairs: Mapping[str, object]) -> dict[str, int | boo
             p = st.param(key)
         except KeyError:
             known = ", ".join(q.name for q in st.params) or "none"
-            raise ValueError(f"{stack}: unknown parameter {key!r} (parameters: {known})"
+            raise ConfigError(f"{stack}: unknown parameter {key!r} (parameters: {known})"
                              ) from None
         out[key] = _check(stack, p, value)
     return out
@@ -88,12 +90,12 @@ def _check(stack: str, p: StackParam, value: Any) -> int | bool:
             return value
         if isinstance(value, int) and value in (0, 1):
             return bool(value)
-        raise ValueError(f"{stack}: {p.name} must be true or false (or 0/1), got {value!r}")
+        raise ConfigError(f"{stack}: {p.name} must be true or false (or 0/1), got {value!r}")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{stack}: {p.name} must be an integer {p.minimum}..{p.maximum}, "
+        raise ConfigError(f"{stack}: {p.name} must be an integer {p.minimum}..{p.maximum}, "
                          f"got {value!r}")
     if not p.minimum <= value <= p.maximum:
-        raise ValueError(f"{stack}: {p.name} must be {p.minimum}..{p.maximum}, got {value}")
+        raise ConfigError(f"{stack}: {p.name} must be {p.minimum}..{p.maximum}, got {value}")
     return value
 
 

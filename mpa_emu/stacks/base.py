@@ -205,6 +205,10 @@ class Stack:
     peer_framing: Callable[[Mapping[str, int | bool]], PeerFraming]
     fingerprint: Fingerprint
     lifecycle: Lifecycle
+    listener_facts: frozenset[str] = frozenset()
+    """Fields its listener view has beyond the common ones (irdma's
+    ``syn_qhash_installed``, the TCP_SYN qhash entry of irdma_manage_qhash): a scenario
+    expectation on a field a stack lacks is refused when the scenario is loaded."""
 
     def param(self, name: str) -> StackParam:
         """The parameter ``name``; KeyError when the stack has none by that name."""

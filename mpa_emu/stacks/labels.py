@@ -7,6 +7,8 @@ name, the keys and the values.
 
 from __future__ import annotations
 
+from mpa_emu.errors import ConfigError
+
 LABEL_FORM = "write a stack as NAME or NAME(KEY=VALUE,...)"
 """What a malformed label's error says."""
 
@@ -18,24 +20,24 @@ def split_label(text: str) -> tuple[str, dict[str, int | bool]]:
     """``cxgb4(mpa_rev=1,crc_enabled=0)`` -> ``("cxgb4", {"mpa_rev": 1, "crc_enabled":
     0})``; a label without parentheses is the name as given. Values are integers (any
     base ``int(x, 0)`` reads) or true/false (yes/no, on/off). A malformed label is a
-    ValueError with one line quoting it."""
+    :class:`~mpa_emu.errors.ConfigError` (a ValueError) with one line quoting it."""
     if "(" not in text:
         return text, {}
     if not text.endswith(")"):
-        raise ValueError(f"{text!r}: {LABEL_FORM}")
+        raise ConfigError(f"{text!r}: {LABEL_FORM}")
     name, _, inner = text[:-1].partition("(")
     pairs: dict[str, int | bool] = {}
     for pair in filter(None, (p.strip() for p in inner.split(","))):
         key, eq, value = pair.partition("=")
         if not eq:
-            raise ValueError(f"{text!r}: {pair!r} is not KEY=VALUE")
+            raise ConfigError(f"{text!r}: {pair!r} is not KEY=VALUE")
         pairs[key.strip()] = label_value(value.strip(), text)
     return name.strip(), pairs
 
 
 def label_value(value: str, whole: str) -> int | bool:
     """One value of a label: true/false words as booleans, else an integer; a
-    ValueError quoting the label ``whole`` otherwise."""
+    ConfigError (a ValueError) quoting the label ``whole`` otherwise."""
     lowered = value.lower()
     if lowered in _TRUE:
         return True
@@ -44,4 +46,4 @@ def label_value(value: str, whole: str) -> int | bool:
     try:
         return int(value, 0)
     except ValueError:
-        raise ValueError(f"{whole!r}: {value!r} is not a number") from None
+        raise ConfigError(f"{whole!r}: {value!r} is not a number") from None

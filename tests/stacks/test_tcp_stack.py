@@ -7,6 +7,8 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 
+import pytest
+
 from mpa_emu.stacks.tcp import LINUX, TcpEvent, TcpStack
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 
@@ -215,3 +217,111 @@ def test_data_after_close_is_answered_with_rst() -> None:
     w.run(w.now + MS)
     # tcp_rcv_state_process: data for a closed (orphaned) FIN_WAIT2 socket is TCPABORTONDATA.
     assert any(seg.flags & RST for _, seg, _ in w.by("b"))
+
+
+# ---- out-of-window ACKs: tcp_oow_rate_limited (net/ipv4/tcp_input.c) ----------------
+
+
+def _forged(w: Wire, to: str, *, flags: int, payload: bytes = b"") -> Segment:
+    """A segment from the other host to ``to``, its numbers taken from the last segment
+    ``to`` sent (so seq is the receiver's rcv_nxt and ack its snd_nxt): in window."""
+    last = next(s for _, who, s, _ in reversed(w.sent) if who == to)
+    src_mac, src_ip = (MB, IB) if to == "a" else (MA, IA)
+    dst_mac, dst_ip = (MA, IA) if to == "a" else (MB, IB)
+    return Segment(src_mac, dst_mac, src_ip, dst_ip, last.dport, last.sport,
+                   last.ack, last.seq + len(last.payload), flags, 500, b"", payload)
+
+
+def test_two_forged_segments_do_not_start_an_ack_loop() -> None:
+    # Each host takes one forged byte in window (quick ACK, TCP_MAX_QUICKACKS), so each
+    # then acknowledges a byte its peer never sent. tcp_ack refuses an ACK of unsent data
+    # (SKB_DROP_REASON_TCP_ACK_UNSENT_DATA) and tcp_rcv_established discards the
+    # segment without answering: the two quick ACKs are all that follow.
+    w, _, _ = established()
+    w.run(w.now + MS)
+    fa, fb = _forged(w, "a", flags=ACK | PSH, payload=b"x"), \
+        _forged(w, "b", flags=ACK | PSH, payload=b"y")
+    before = len(w.sent)
+    w.a.receive(fa, w.now)
+    w.b.receive(fb, w.now)
+    w.run(w.now + S_NS)
+    after = w.sent[before:]
+    assert [(who, seg.flags, seg.payload) for _, who, seg, _ in after] == [
+        ("a", ACK, b""), ("b", ACK, b"")]
+    assert w.a.get_timer() is None or w.a.get_timer() > w.now  # nothing pending at once
+
+
+def _syn_challenges(shape_limit_ns: int | None, gaps_ms: list[int]) -> list[int]:
+    """Forged SYNs to an established socket at the given gaps; the times (ms after the
+    first) at which a challenge ACK went out."""
+    w, _, _ = established()
+    if shape_limit_ns is not None:
+        from dataclasses import replace
+        w.a.shape = replace(w.a.shape, invalid_ratelimit_ns=shape_limit_ns)
+    w.run(w.now + S_NS)
+    start = w.now
+    syn = _forged(w, "a", flags=SYN)
+    for gap in gaps_ms:
+        w.run(start + gap * MS)
+        w.a.receive(syn, w.now)
+        w.collect()
+    w.run(w.now + MS)
+    return [(t - start) // MS for t, who, _, c in w.sent
+            if who == "a" and t >= start and c.startswith("tcp_send_challenge_ack")]
+
+
+def test_challenge_acks_are_limited_to_one_per_500_ms() -> None:
+    # RFC 5961 4.2 via tcp_send_challenge_ack: __tcp_oow_rate_limited lets one ACK out
+    # per sysctl_tcp_invalid_ratelimit (HZ/2, 500 ms) per socket; the host-wide
+    # tcp_challenge_ack_limit is INT_MAX by default.
+    assert _syn_challenges(None, [0, 100, 499, 500, 700, 1000]) == [0, 500, 1000]
+
+
+def test_the_limit_is_the_named_sysctl() -> None:
+    assert LINUX.invalid_ratelimit_ns == 500 * MS
+    assert _syn_challenges(0, [0, 100, 200]) == [0, 100, 200]  # 0 disables it
+    assert _syn_challenges(50 * MS, [0, 40, 60]) == [0, 60]
+
+
+def test_rst_in_window_challenge_shares_the_socket_limit() -> None:
+    w, _, _ = established()
+    w.run(w.now + S_NS)
+    start = w.now
+    rst = _forged(w, "a", flags=RST)
+    rst = Segment(rst.src_mac, rst.dst_mac, rst.src_ip, rst.dst_ip, rst.sport, rst.dport,
+                  rst.seq + 10, 0, RST, 0)  # in window, not rcv_nxt: tcp_validate_incoming
+    w.a.receive(rst, w.now)
+    w.a.receive(_forged(w, "a", flags=SYN), w.now + MS)
+    w.collect()
+    acks = [c for t, who, _, c in w.sent if who == "a" and t >= start]
+    assert acks == ["tcp_send_challenge_ack: RST in window"]
+
+
+def _last_from(net: object, sender: str) -> Segment:
+    frames = net.frames  # type: ignore[attr-defined]
+    return next(f.segment for f in reversed(frames)
+                if f.sender == sender and f.segment is not None)
+
+
+
+@pytest.mark.parametrize("stacks", [("siw", "siw"), ("cxgb4", "cxgb4"), ("siw", "cxgb4")])
+def test_hosts_of_the_linux_tcp_model_go_idle_after_forged_segments(
+        stacks: tuple[str, str]) -> None:
+    from mpa_emu.net.network import Network
+    from mpa_emu.wire import codec
+
+    net = Network(seed=7)
+    a = net.add_host("a", "192.0.2.1", stack=stacks[0])
+    b = net.add_host("b", "192.0.2.2", stack=stacks[1])
+    b.listen(31000)
+    a.connect(b, 31000)
+    net.run_for(S_NS)
+    from_a, from_b = _last_from(net, "a"), _last_from(net, "b")
+    for seg, to in ((from_a, "b"), (from_b, "a")):
+        # the other side's next byte, acknowledging what it has: in window, one byte
+        forged = Segment(seg.src_mac, seg.dst_mac, seg.src_ip, seg.dst_ip, seg.sport,
+                         seg.dport, (seg.seq + len(seg.payload)) & 0xFFFFFFFF, seg.ack,
+                         ACK | PSH, 500, b"", b"z")
+        net.inject(codec.encode(forged), to=to, via="a" if to == "b" else "b")
+    result = net.run(max_events=20_000)
+    assert result.reason == "idle", result

@@ -12,7 +12,13 @@
   returns).
 
 Assumed where the driver does not say: the SYN's 16-bit window is 65535; retransmission,
-delayed-ACK, FIN_WAIT2 and TIME_WAIT timers are the shared TCP's (Linux's values). Data
+delayed-ACK, FIN_WAIT2 and TIME_WAIT timers are the shared TCP's (Linux's values). So is
+the answer to segments breaking the sequence checks: an ACK of unsent data dropped in
+ESTABLISHED, challenge ACKs limited to one per socket per 500 ms (Linux's
+tcp_oow_rate_limited). The adapter's TCP is firmware: iw_cxgb4 neither configures nor
+reports its out-of-window handling (no opt0/opt2 bit, no CPL for it), so the source
+cannot say what it does; the shared limit keeps two adapters out of an endless ACK
+exchange, as any TCP must. Data
 after our FIN is taken, not reset (``send_halfclose`` is a half close).
 """
 

@@ -119,6 +119,8 @@ class SiwBase:
         self._klog("debug", "siw_cm_upcall", f"[QP {cep.ident if cep.qp else 4294967295}]: "
                    f"reason={int(event)}, status={status}", True, cep)
         listener = cep.listen_cep if event == IwEvent.CONNECT_REQUEST else None
+        if event == IwEvent.ESTABLISHED:
+            cep.established = True
         up = Upcall(event, cep.ident, status, self._now, loc, lport, rem, rport, pdata, plen,
                     ird, ord_, listener)
         self._upcalls.append(up)

@@ -69,6 +69,12 @@ class Cep:
     ord: int = 0
     mpa_timer: int | None = None
     wait_rtr: bool = False
+    established: bool = False
+    """ESTABLISHED went up (a passive endpoint: iw_cm's id left CONN_RECV)."""
+    deferred_disconnect: bool | None = None
+    """A disconnect (graceful or not) the application asked for while iw_cm waits for
+    ESTABLISHED (IWCM_F_CONNECT_WAIT): run when ESTABLISHED goes up, dropped if the
+    connection closes first."""
     orq_msn: int = 0
     loc_addr: bytes = b""
     loc_port: int = 0

@@ -50,6 +50,7 @@ from mpa_emu.stacks.siw.params import (
 from mpa_emu.stacks.siw.qp import SiwQp
 from mpa_emu.stacks.siw.states import SiwQpState, SiwState, SiwWork
 from mpa_emu.stacks.tcp import TcpEvent
+from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.wire.mpa import KEY_REQ
 from mpa_emu.wire.segment import Segment, Transmit
 
@@ -138,6 +139,7 @@ class SiwCore(SiwQp):
                       ipv6: bool = False, vlan: int | None = None, now_ns: int = 0) -> int:
         """siw_create_listen: a listening socket (bound to the wildcard or ``ip``) and
         its endpoint in LISTENING; returns the listener id."""
+        check_verb_args("listen", port=port, backlog=backlog, vlan=vlan)
         del vlan
         self._now = max(self._now, now_ns)
         if ip is not None and ip not in self._addresses:
@@ -185,6 +187,8 @@ class SiwCore(SiwQp):
         """siw_connect: refuse private data over MPA_MAX_PRIVDATA (-EINVAL) and IRD/ORD
         over the device's (-ENOMEM), open the socket (kernel_bindconnect); the MPA
         request follows when it connects (:meth:`_connected`)."""
+        check_verb_args("connect", port=remote_port, local_port=local_port,
+                        private_data=private_data, ird=ird, ord=ord)
         self._now = now_ns
         if len(private_data) > MPA_MAX_PRIVDATA:
             raise CmError(EINVAL, f"siw_connect: private data of {len(private_data)} bytes "
@@ -253,6 +257,7 @@ class SiwCore(SiwQp):
         default); QP to RTS; send the reply; ESTABLISHED at once, or after the peer's
         RTR when the reply picked one (siw_sk_assign_rtr_upcalls). ``ird``/``ord`` are
         the application's ``iw_cm_conn_param`` (default: what the request asked)."""
+        check_verb_args("accept", private_data=private_data, ird=ird, ord=ord)
         self._now = now_ns
         cep = self._passive(conn, "siw_accept")
         cep.pdata = b""  # "Free lingering inbound private data"
@@ -316,6 +321,7 @@ class SiwCore(SiwQp):
         """siw_reject: in RECVD_MPAREQ, for a request of revision 1 or more, the reply
         header with R set (the block too when the request had S) and the private data;
         then sock_release (a FIN, or a RST when unread bytes remain)."""
+        check_verb_args("reject", private_data=private_data)
         self._now = now_ns
         cep = self._passive(conn, "siw_reject")
         cep.mpa_timer = None
@@ -359,7 +365,14 @@ class SiwCore(SiwQp):
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
         """iw_cm_disconnect: the QP to CLOSING (graceful) or ERROR (abrupt); either way
         siw_qp_nextstate_from_rts drops the connection with siw_qp_cm_drop, whose
-        sock_release sends a FIN (a RST only when unread bytes remain)."""
+        sock_release sends a FIN (a RST only when unread bytes remain). On a responder
+        that accepted and still waits for the peer's RTR, iw_cm waits for ESTABLISHED
+        first (IWCM_F_CONNECT_WAIT): the disconnect runs when it goes up."""
+        self._disconnect(conn, graceful, now_ns, via_iw_cm=True)
+
+    def _disconnect(self, conn: int, graceful: bool, now_ns: int, *, via_iw_cm: bool) -> None:
+        """The QP leaves RTS and the connection drops; ``via_iw_cm`` when the call went
+        through iw_cm (which may make it wait), not straight to the QP."""
         self._now = now_ns
         cep = self._ceps.get(conn)
         if cep is None or cep.listener:
@@ -372,6 +385,16 @@ class SiwCore(SiwQp):
         if not cep.qp or cep.state not in (S.AWAIT_MPAREP, S.RDMA_MODE):
             raise CmError(EINVAL, f"siw: connection {conn} ({cep.state.name}) has no QP "
                           "to disconnect")
+        if via_iw_cm and cep.cm_id and not cep.active and not cep.established:
+            # iw_cm_disconnect and destroy_cm_id wait on IWCM_F_CONNECT_WAIT, which
+            # iw_cm_accept set and only ESTABLISHED clears (cm_conn_est_handler): the
+            # QP is left alone until the peer's RTR; dropping it now would upcall CLOSE
+            # on an id in CONN_RECV (cm_close_handler: BUG()).
+            earlier = cep.deferred_disconnect
+            cep.deferred_disconnect = graceful if earlier is None else earlier and graceful
+            self._note("verb_deferred", "iw_cm_disconnect", conn=conn, graceful=graceful,
+                       why="IWCM_F_CONNECT_WAIT: waiting for ESTABLISHED (the peer's RTR)")
+            return
         if cep.qp_state == SiwQpState.RTS:
             cep.qp_state = SiwQpState.CLOSING if graceful else SiwQpState.ERROR
             self._flush(cep)  # siw_qp_nextstate_from_rts: siw_rq_flush
@@ -380,13 +403,15 @@ class SiwCore(SiwQp):
     def modify_qp_err(self, conn: int, *, now_ns: int) -> None:
         """ib_modify_qp(ERR): from RTS siw_qp_cm_drop; before RTS
         (siw_qp_nextstate_from_idle) the QP only goes to ERROR, and the reply that
-        arrives later fails siw_proc_mpareply (CONNECT_REPLY -EINVAL)."""
+        arrives later fails siw_proc_mpareply (CONNECT_REPLY -EINVAL). It goes to the QP
+        straight, not through iw_cm: on a responder still waiting for the RTR the drop
+        upcalls CLOSE before ESTABLISHED, the kernel's own BUG() (a kernel_bug record)."""
         self._now = now_ns
         cep = self._ceps.get(conn)
         if cep is not None and cep.qp and cep.qp_state in (SiwQpState.IDLE, SiwQpState.RTR):
             cep.qp_state = SiwQpState.ERROR
             return
-        self.disconnect(conn, graceful=False, now_ns=now_ns)
+        self._disconnect(conn, False, now_ns, via_iw_cm=False)
 
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:
@@ -494,6 +519,11 @@ class SiwCore(SiwQp):
             self._workq.append((cep.ident, SiwWork.READ_MPAHDR))
         elif cep.state == S.RDMA_MODE:
             self._qp_rx(cep)
+            graceful = cep.deferred_disconnect
+            if graceful is not None and cep.established and cep.ident in self._ceps:
+                # cm_conn_est_handler woke the application's waiting iw_cm_disconnect
+                cep.deferred_disconnect = None
+                self.disconnect(cep.ident, graceful=graceful, now_ns=self._now)
         else:
             self._klog("debug", "siw_cm_llp_data_ready", f"unexpected data, state "
                        f"{int(cep.state)}", True, cep)
@@ -563,7 +593,7 @@ class SiwCore(SiwQp):
                 elif cep.state == S.RDMA_MODE:
                     # "IW_CM_EVENT_DISCONNECT is given just to transition IWCM into CLOSING"
                     self._upcall(cep, IwEvent.DISCONNECT, 0)
-                    self._upcall(cep, IwEvent.CLOSE, 0)
+                    self._close_upcall(cep, "siw_cm_work_handler")
             elif cep.state == S.RECVD_MPAREQ:
                 self._klog("debug", "siw_cm_work_handler", "mpa req recvd, wait for ULP",
                            True, cep)
@@ -602,7 +632,15 @@ class SiwCore(SiwQp):
         self._forget(cep)
 
     def _passive(self, conn: int, fn: str) -> Cep:
+        """The passive endpoint iw_cm holds an id for. siw_accept and siw_reject find
+        their endpoint in ``id->provider_data``, which cm_conn_req_handler sets from the
+        CONNECT_REQUEST upcall (siw_proc_mpareq): an endpoint still in AWAIT_MPAREQ has
+        no id, so the verb never reaches siw and changes nothing (its MPA timer keeps
+        running and frees it, SIW_CM_WORK_MPATIMEOUT)."""
         cep = self._ceps.get(conn)
         if cep is None or cep.listener or cep.active:
             raise CmError(EINVAL, f"{fn}: no connection request {conn}")
+        if not cep.held and not cep.cm_id:
+            raise CmError(EINVAL, f"{fn}: connection {conn} is in {cep.state.name}: no "
+                          "CONNECT_REQUEST was delivered for it")
         return cep

@@ -169,7 +169,7 @@ class SiwQp(SiwMpa):
             if cep.state == S.AWAIT_MPAREP:
                 self._upcall(cep, IwEvent.CONNECT_REPLY, -EINVAL)
             elif cep.state == S.RDMA_MODE:
-                self._upcall(cep, IwEvent.CLOSE, 0)
+                self._close_upcall(cep, "siw_qp_cm_drop")
             cep.cm_id = False
         self._set(cep, S.CLOSED, "siw_qp_cm_drop")
         self._release_socket(cep, "siw_qp_cm_drop")
@@ -180,7 +180,19 @@ class SiwQp(SiwMpa):
         if cep.qp:
             self._send_terminate(cep)
         if cep.cm_id:
-            self._upcall(cep, IwEvent.CLOSE, 0)
+            self._close_upcall(cep, "siw_cm_work_handler")
+
+    def _close_upcall(self, cep: Cep, fn: str) -> None:
+        """CLOSE(0) to iw_cm. Before ESTABLISHED went up (a responder still waiting for
+        the peer's RTR) iw_cm holds the id in CONN_RECV, where cm_close_handler BUG()s:
+        siw does send it so (siw_cm_work_handler, siw_qp_cm_drop check only cm_id), and
+        the trace says it is the kernel's own."""
+        if not cep.active and not cep.established:
+            cep.deferred_disconnect = None
+            self._note("kernel_bug", fn, conn=cep.ident,
+                       what="CLOSE upcalled before ESTABLISHED: iw_cm's id is still in "
+                            "CONN_RECV, where cm_close_handler BUG()s")
+        self._upcall(cep, IwEvent.CLOSE, 0)
 
     def _flush(self, cep: Cep) -> None:
         """siw_rq_flush: posted receive buffers complete with WR_FLUSH_ERR."""

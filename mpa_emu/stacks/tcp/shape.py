@@ -64,6 +64,11 @@ class TcpShape:
     """net.ipv4.ip_default_ttl."""
     ephemeral_ports: tuple[int, int] = (32768, 60999)
     """net.ipv4.ip_local_port_range."""
+    invalid_ratelimit_ns: int = 500 * MS
+    """net.ipv4.tcp_invalid_ratelimit (HZ/2): at most one ACK per socket in this time
+    for segments that break the sequence checks without carrying data (a challenge ACK
+    for an in-window RST or a SYN, an ACK answering an ACK of unsent data outside
+    ESTABLISHED): tcp_oow_rate_limited, __tcp_oow_rate_limited. 0 turns it off."""
 
 
 LINUX = TcpShape(name="linux")

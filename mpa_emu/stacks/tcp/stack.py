@@ -10,11 +10,15 @@ pingpong heuristics are not modelled), FIN handling through FIN_WAIT1, FIN_WAIT2
 CLOSING, TIME_WAIT, CLOSE_WAIT and LAST_ACK, RSTs for aborts, for data reaching a closed
 socket (tcp_rcv_state_process: TCPABORTONDATA) and for segments no socket owns
 (tcp_v4_send_reset), RFC 5961 challenge ACKs for an in-window RST or a SYN on an
-established socket.
+established socket, and Linux's limit on ACKs that answer segments breaking the
+sequence checks (tcp_oow_rate_limited, net.ipv4.tcp_invalid_ratelimit: one per socket
+per 500 ms), which keeps two hosts out of an endless ACK exchange.
 
-Not modelled: congestion control beyond sending what the peer's window allows, SACK
-blocks and the out-of-order queue (a segment past ``rcv_nxt`` is dropped and answered by
-a duplicate ACK), window updates as the application reads (the advertised window stays
+Not modelled: PAWS and the sequence check of segments without data
+(tcp_validate_incoming's own duplicate ACKs, which Linux rate-limits the same way; such
+segments are ignored here), congestion control beyond sending what the peer's window
+allows, SACK blocks and the out-of-order queue (a segment past ``rcv_nxt`` is dropped and
+answered by a duplicate ACK), window updates as the application reads (the advertised window stays
 at its post-handshake value), zero-window probes, keepalive, PMTU discovery.
 """
 
@@ -123,6 +127,8 @@ class _Sock:
     quick: int = 0
     srtt_ns: int = 0
     mdev_ns: int = 0
+    last_oow_ack_ns: int | None = None
+    """tp->last_oow_ack_time: when the last rate-limited ACK went out."""
 
     @property
     def key(self) -> tuple[bytes, int, bytes, int]:
@@ -491,10 +497,10 @@ class TcpStack:
                 else:
                     self._free(s, event="reset", err=errno.ECONNRESET)
             elif self._in_window(s, seg.seq):
-                self._emit(s, ACK, s.snd_nxt, b"", "tcp_send_challenge_ack: RST in window")
+                self._challenge_ack(s, "RST in window")
             return
         if seg.flags & SYN:
-            self._emit(s, ACK, s.snd_nxt, b"", "tcp_send_challenge_ack: SYN")
+            self._challenge_ack(s, "SYN")  # tcp_validate_incoming: RFC 5961 4.2
             return
         if s.state == TIME_WAIT:
             if seg.flags & FIN:  # a retransmitted FIN: ACK it again
@@ -506,19 +512,27 @@ class TcpStack:
                     and sq.at_or_after(s.rcv_nxt, seg.seq):
                 s.ts_recent = peer.tsval
         if seg.flags & ACK:
-            self._rcv_ack(s, seg)
+            if not self._rcv_ack(s, seg):
+                return
             if s.ident not in self._socks:
                 return
         self._rcv_data(s, seg)
 
-    def _rcv_ack(self, s: _Sock, seg: Segment) -> None:
+    def _rcv_ack(self, s: _Sock, seg: Segment) -> bool:
+        """tcp_ack; False when the segment is discarded."""
         ack = seg.ack
         if sq.after(ack, s.snd_nxt):
-            self._emit(s, ACK, s.snd_nxt, b"", "tcp_ack: ACK of unsent data")
-            return
+            # tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA, the whole segment discarded;
+            # tcp_rcv_established sends nothing, tcp_rcv_state_process (the other
+            # synchronized states) a challenge ACK
+            self._note("segment_dropped", "tcp_ack", sock=s.ident,
+                       reason="ACK of unsent data")
+            if s.state != ESTABLISHED:
+                self._challenge_ack(s, "ACK of unsent data")
+            return False
         s.snd_wnd = seg.window << s.snd_wscale
         if not sq.after(ack, s.snd_una):
-            return
+            return True
         newest: _Chunk | None = None
         while s.queue and s.queue[0].sent_ns >= 0:
             head = s.queue[0]
@@ -543,8 +557,9 @@ class TcpStack:
             elif s.state == LAST_ACK:
                 self._set_state(s, CLOSED, "tcp_rcv_state_process")
                 self._free(s, event="closed")
-                return
+                return True
         self._output(s)
+        return True
 
     def _rcv_data(self, s: _Sock, seg: Segment) -> None:
         payload = seg.payload
@@ -697,6 +712,26 @@ class TcpStack:
         self._out.append(Transmit(segment, comment, conn=s.ident))
         if flags & ACK:
             s.ack_at = None
+
+    def _challenge_ack(self, s: _Sock, why: str) -> None:
+        """tcp_send_challenge_ack: first the per-socket limit (__tcp_oow_rate_limited,
+        LINUX_MIB_TCPACKSKIPPEDCHALLENGE); the host-wide tcp_challenge_ack_limit is
+        INT_MAX by default (no limit), so not modelled."""
+        if self._oow_rate_limited(s, why):
+            return
+        self._emit(s, ACK, s.snd_nxt, b"", f"tcp_send_challenge_ack: {why}")
+
+    def _oow_rate_limited(self, s: _Sock, why: str) -> bool:
+        """__tcp_oow_rate_limited: True (send nothing) within tcp_invalid_ratelimit of
+        the last such ACK of this socket; otherwise the time is recorded."""
+        limit = self.shape.invalid_ratelimit_ns
+        last = s.last_oow_ack_ns
+        if limit and last is not None and 0 <= self._now - last < limit:
+            self._note("segment_dropped", "__tcp_oow_rate_limited", sock=s.ident,
+                       reason=f"ACK skipped ({why}): tcp_invalid_ratelimit")
+            return True
+        s.last_oow_ack_ns = self._now
+        return False
 
     def _send_reset(self, seg: Segment, why: str) -> None:
         """tcp_v4_send_reset / tcp_v6_send_reset: answer a segment no socket takes."""
