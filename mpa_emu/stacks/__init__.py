@@ -40,7 +40,8 @@ def _siw() -> Stack:
                  make_core=siw.make_core, doc="docs/stacks/siw.md", states=siw.STATES,
                  kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
                  statuses=facts.STATUSES, peer_framing=facts.peer_framing,
-                 fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE)
+                 fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE,
+                 listener_facts=frozenset())
 
 
 def _cxgb4() -> Stack:
@@ -52,7 +53,7 @@ def _cxgb4() -> Stack:
                  doc=cxgb4.DOC, states=cxgb4.STATES, kernel_map=kernel_map.KERNEL_MAP,
                  facts=facts.FACTS, statuses=facts.STATUSES,
                  peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT,
-                 lifecycle=facts.LIFECYCLE)
+                 lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
 
 
 STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}

@@ -205,7 +205,7 @@ class Stack:
     peer_framing: Callable[[Mapping[str, int | bool]], PeerFraming]
     fingerprint: Fingerprint
     lifecycle: Lifecycle
-    listener_facts: frozenset[str] = frozenset()
+    listener_facts: frozenset[str]
     """Fields its listener view has beyond the common ones (irdma's
     ``syn_qhash_installed``, the TCP_SYN qhash entry of irdma_manage_qhash): a scenario
     expectation on a field a stack lacks is refused when the scenario is loaded."""
