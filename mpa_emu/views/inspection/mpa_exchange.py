@@ -110,20 +110,20 @@ def side_stream(rep: ConnectionReport, d: Direction, side: str) -> Stream:
     if cut:
         d.cut = cut[0]
         rep.cut_frames.extend(cut)
-        missing = sum(d.short[f] for f in cut)
         rep.add(cut[0], "note", f"{side}: {len(cut)} frame{'s' * (len(cut) > 1)} captured "
-                f"short (snap length), {_numbers(cut)}: {missing} bytes of their TCP "
-                "payload are not in the capture; each next segment is placed by its "
-                "sequence number, and only what lies wholly in the capture is judged")
+                f"short (snap length), TCP payload not in the capture: "
+                f"{_missing(cut, d.short)}; each next segment is placed by its sequence "
+                "number, and only what lies wholly in the capture is judged")
     return stream
 
 
-def _numbers(frames: list[int]) -> str:
-    if len(frames) == 1:
-        return f"frame {frames[0]}"
+def _missing(frames: list[int], short: dict[int, int]) -> str:
+    """``frame 4 (22 bytes), frame 6 (50 bytes)``, or for many frames their range and
+    total."""
     if len(frames) <= 6:
-        return "frames " + ", ".join(map(str, frames))
-    return f"frames {frames[0]}-{frames[-1]}"
+        return ", ".join(f"frame {f} ({short[f]} bytes)" for f in frames)
+    return (f"frames {frames[0]}-{frames[-1]} ({sum(short[f] for f in frames)} bytes in "
+            "all)")
 
 
 def stream_end(stream: Stream, d: Direction) -> int:
