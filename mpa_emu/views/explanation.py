@@ -35,6 +35,12 @@ _TERM_CAUSES = {
     (2, 0, 0x04): "revision",
     (1, 2, 0x02): "rx-overflow",
     (1, 2, 0x05): "rx-overflow",
+    (1, 1, 0x04): "ddp-version",
+    (1, 2, 0x06): "ddp-version",
+    (0, 2, 0x05): "rdmap-version",
+    (0, 2, 0x06): "invalid-opcode",
+    (1, 2, 0x03): "msn-error",
+    (1, 2, 0x04): "msn-error",
 }
 """Terminate (layer, EType, code) -> cause (RFC 5040 section 7.4, RFC 5044 section 8,
 RFC 6581 section 9)."""

@@ -205,3 +205,18 @@ def test_snapped_v1_is_not_a_reset(tmp_path: Path,
     assert (e["verdict"], e["cause"]) == ("warning", "cut-capture")
     assert e["evidence"] == [SNAP_FRAMES["request"]]
     assert "reset" not in e["summary"]
+
+
+@pytest.mark.parametrize(("layer", "etype", "code", "cause"), [
+    (1, 2, 0x06, "ddp-version"),  # RFC 5041 section 7.2: untagged, Invalid DDP version
+    (0, 2, 0x05, "rdmap-version"),  # RFC 5040 section 7.4: Invalid RDMAP version
+    (0, 2, 0x06, "invalid-opcode"),  # RFC 5040 section 7.4: Unexpected OpCode
+    (1, 2, 0x03, "msn-error"),  # RFC 5041 section 7.2: MSN range is not valid
+])
+def test_terminates_of_every_layer_have_their_cause(
+        layer: int, etype: int, code: int, cause: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = siw_terminate(tmp_path / "t.pcap", layer=layer, etype=etype, code=code)
+    e = _explain(capsys, path)[0]
+    assert (e["verdict"], e["cause"]) == ("failed", cause)
+    assert e["evidence"] == [TERM_FRAMES["send"], TERM_FRAMES["terminate"]]

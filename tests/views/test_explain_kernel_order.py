@@ -97,3 +97,13 @@ def test_cxgb4_revision_before_pd_limit(tmp_path: Path, pd: int) -> None:
     cause, summary, _ = _explain(tmp_path, "cxgb4", _request(0, 3, pd, b"\x00" * pd))
     assert cause == "revision", summary
     assert "mpa_rev" in summary
+
+
+def test_irdma_large_pri_data_log_line(tmp_path: Path) -> None:
+    # irdma_parse_mpa: ibdev_dbg "CM: large pri_data %d" with the PD_Length read.
+    conv = Conversation().handshake().client_sends(_request(0, 1, 65535, b""), flags="PA")
+    conv.server_sends(b"", flags="R")
+    path = write_pcap(tmp_path / "c.pcap", conv)
+    report = inspect_capture(path, profiles=parse_profiles(["192.168.10.2=irdma"]))
+    e = explain_connection(report.connections[0])
+    assert "CM: large pri_data 65535" in e.log
