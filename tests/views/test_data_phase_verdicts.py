@@ -220,3 +220,11 @@ def test_terminates_of_every_layer_have_their_cause(
     e = _explain(capsys, path)[0]
     assert (e["verdict"], e["cause"]) == ("failed", cause)
     assert e["evidence"] == [TERM_FRAMES["send"], TERM_FRAMES["terminate"]]
+
+
+@needs_editcap
+def test_fpdu_rows_say_what_was_cut(capture: Path) -> None:
+    text = format_report(inspect_capture(_cut(capture, 200)), fpdus=True)
+    assert ("frame 82 client: Send (1424 bytes), QN 0 MSN 25 MO 7120, ULPDU_Length 1442, "
+            "not last, captured short (header only, not judged)") in text
+    assert "frame 90 server: Terminate" in text and "quotes the header of frame 82" in text
