@@ -228,3 +228,33 @@ def test_fpdu_rows_say_what_was_cut(capture: Path) -> None:
     assert ("frame 82 client: Send (1424 bytes), QN 0 MSN 25 MO 7120, ULPDU_Length 1442, "
             "not last, captured short (header only, not judged)") in text
     assert "frame 90 server: Terminate" in text and "quotes the header of frame 82" in text
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@needs_editcap
+@pytest.mark.parametrize("snap", [80, 128, 200])
+def test_cut_rtr_is_not_judged(snap: int, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    # v2_accept's RTR (frame 8, a zero-length Read Request) cut at 80 bytes kept 14 of
+    # its bytes: what it is cannot be told, so it is no RTR mismatch.
+    cut = tmp_path / "v2.pcap"
+    subprocess.run(["editcap", "-s", str(snap), str(ROOT / "pcaps" / "v2_accept.pcap"),
+                    str(cut)], check=True)
+    e = _explain(capsys, cut)[0]
+    assert e["verdict"] in ("ok", "warning") and e["cause"] in ("ok", "cut-capture")
+
+
+@needs_editcap
+def test_data_after_fin_counts_the_bytes_sent(tmp_path: Path) -> None:
+    # The sidecar: frames 16 and 17 carry 1448 + 576 bytes after the server's FIN; a
+    # capture cut at 128 bytes still counts what was sent, not what was kept.
+    real = ROOT / "pcaps" / "real" / "real_v1_crc_off_zero_crc.pcap"
+    facts = json.loads(real.with_suffix(".json").read_text())["connections"][0]
+    sent = sum(x["bytes"] for x in facts["data_after_fin"])
+    cut = tmp_path / "c.pcap"
+    subprocess.run(["editcap", "-s", "128", str(real), str(cut)], check=True)
+    for path in (real, cut):
+        conn = inspect_capture(path).connections[0]
+        assert f"client data after the server's FIN: {sent} bytes" in conn.ended

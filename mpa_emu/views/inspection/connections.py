@@ -375,7 +375,7 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
     for side, d, stream, other, other_name in (
             ("client", client, c_stream, server, "server"),
             ("server", server, s_stream, client, "client")):
-        after = _data_after(stream, other.fin_frame)
+        after = _data_after(stream, other.fin_frame, d.short)
         if after:
             frames = sorted({f for f, _ in after})
             size = sum(n for _, n in after)
@@ -400,8 +400,11 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
     return f"{kind}: " + ", ".join(text for _, text in events)
 
 
-def _data_after(stream: Stream, fin_frame: int | None) -> list[tuple[int, int]]:
-    """(frame, bytes) of new stream data carried in frames after ``fin_frame``."""
+def _data_after(stream: Stream, fin_frame: int | None,
+                short: dict[int, int]) -> list[tuple[int, int]]:
+    """(frame, bytes) of new stream data carried in frames after ``fin_frame``, counting
+    the bytes a frame captured short did not keep."""
     if fin_frame is None:
         return []
-    return [(frame, len(data)) for frame, _, data in stream if frame > fin_frame]
+    return [(frame, len(data) + short.get(frame, 0)) for frame, _, data in stream
+            if frame > fin_frame]

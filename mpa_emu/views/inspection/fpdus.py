@@ -165,7 +165,10 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
         op = info.what.split(":")[0]
         d.opcodes[op] = d.opcodes.get(op, 0) + 1
         if rtr and d.fpdus == 1:
-            _check_rtr(rep, info, op)
+            if info.cut:
+                rep.rtr = f"frame {info.frame}: {op}; not judged"
+            else:
+                _check_rtr(rep, info, op)
         pos += wire
     messages = group_messages(rep.fpdu_list, side)
     grouped = f" in {len(messages)} messages" if len(messages) != d.fpdus else ""
