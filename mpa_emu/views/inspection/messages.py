@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from mpa_emu.views.inspection.report import ConnectionReport, FpduInfo, MessageInfo
-from mpa_emu.wire.ddp import OPCODE_NAMES, Opcode
+from mpa_emu.wire.ddp import OPCODE_NAMES
 
 UNTAGGED_HEADER = 18  # control (2), RsvdULP (4), QN, MSN, MO: RFC 5041 section 4.4
 TAGGED_HEADER = 14  # control (2), STag (4), TO (8): RFC 5041 section 4.3
@@ -161,7 +161,3 @@ def answered_text(rep: ConnectionReport, info: FpduInfo) -> str:
     return (f"frame {info.frame} (the {info.side}'s {name}, {where}: segment {place} of "
             f"{m.segments} of a {m.bytes}-byte {m.name} that began at frame {m.first_frame})")
 
-
-def is_terminate(info: FpduInfo) -> bool:
-    """Whether ``info`` is a Terminate."""
-    return info.opcode == Opcode.TERMINATE
