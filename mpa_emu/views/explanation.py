@@ -186,7 +186,8 @@ def explain_connection(c: ConnectionReport) -> Explanation:
     b = _Builder(c)
     b.story.append(f"stacks: client {b.ini}, server {b.res}")
     req, rep = c.request, c.reply
-    hidden = next((f for f in c.findings if f.rule == "cut-capture"), None)
+    hidden = next((f for f in c.findings if f.rule == "cut-capture"
+                   and f.text.startswith("MPA ")), None)
     if hidden is not None and (req is None or rep is None):
         _cut_exchange(b, hidden)
     elif req is None:

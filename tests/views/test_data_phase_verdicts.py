@@ -258,3 +258,35 @@ def test_data_after_fin_counts_the_bytes_sent(tmp_path: Path) -> None:
     for path in (real, cut):
         conn = inspect_capture(path).connections[0]
         assert f"client data after the server's FIN: {sent} bytes" in conn.ended
+
+
+def test_fpdu_header_in_the_cut_bytes_is_read_again_at_the_next_segment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Frame 6 carries two 64-byte FPDUs (Sends MSN 1 and 2; RFC 5044 section 4.1: 2 + 18
+    # + 40 + 4); a snap length of 54 + 65 keeps the first whole and one byte of the
+    # second's header. Frame 7 begins with the Send MSN 3: it is read, and MSN 2 hidden
+    # in the cut bytes is no gap.
+    from helpers.real_like_captures import fpdu
+    from helpers.third_party_captures import (
+        KEY_REP,
+        KEY_REQ,
+        Builder,
+        mpa_frame,
+        untagged,
+        write_snapped,
+    )
+    b = Builder()
+    b.handshake()
+    b.add(True, "PA", mpa_frame(KEY_REQ, 0x00, 1, None))
+    b.add(False, "PA", mpa_frame(KEY_REP, 0x00, 1, None))
+    b.add(True, "PA", fpdu(untagged(3, 0, 1, b"a" * 40), "zero")
+          + fpdu(untagged(3, 0, 2, b"b" * 40), "zero"))
+    b.add(True, "PA", fpdu(untagged(3, 0, 3, b"c" * 40), "zero"))
+    b.add(False, "A")
+    path = write_snapped(tmp_path / "r.pcap", b.frames, 54 + 65)
+    conn = inspect_capture(path).connections[0]
+    assert [(f.frame, f.msn) for f in conn.fpdu_list] == [(6, 1), (7, 3)]
+    assert any("read again from frame 7" in f.text for f in conn.findings)
+    assert not [f for f in conn.findings if f.rule == "msn-error"]
+    e = _explain(capsys, path)[0]
+    assert (e["verdict"], e["cause"]) == ("warning", "cut-capture")

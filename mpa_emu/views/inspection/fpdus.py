@@ -132,7 +132,7 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
             rep.add(frame_at(stream, resume), "note", f"{side}: the FPDU after frame "
                     f"{frame} begins in bytes the capture did not keep (snap length); "
                     f"read again from frame {frame_at(stream, resume)}, whose segment "
-                    "begins with an FPDU header")
+                    "begins with an FPDU header", rule="cut-capture")
             pos = resume
             continue
         length = struct.unpack("!H", head)[0]
@@ -354,10 +354,15 @@ def _msn_gaps(rep: ConnectionReport, side: str, from_start: bool) -> None:
     # every segment of a message carries its MSN.
     last: dict[int, tuple[int, bool]] = {}  # qn -> (msn, last segment seen)
     next_mo: dict[int, int] = {}  # qn -> the MO the next segment of the message has
+    prev_frame: dict[int, int] = {}  # qn -> the frame of the last segment seen
     for info in rep.fpdu_list:
         if info.side != side or info.qn is None or info.msn is None:
             continue
         prev = last.get(info.qn)
+        if prev is not None and _resynced_before(rep, side, info.frame, prev_frame[info.qn]):
+            prev = None  # messages may lie in the bytes the cut hid: no gap can be told
+            from_start = False
+        prev_frame[info.qn] = info.frame
         if prev is None:
             if from_start and info.msn != 1:
                 rep.add(info.frame, "warning", f"{side} QN {info.qn} starts at MSN "
@@ -379,3 +384,10 @@ def _msn_gaps(rep: ConnectionReport, side: str, from_start: bool) -> None:
                         "segment (RFC 5041 section 4.4)", rule="msn-error")
         last[info.qn] = (info.msn, bool(info.last))
         next_mo[info.qn] = (info.mo or 0) + max(info.ulpdu_length - _UNTAGGED_HEADER, 0)
+
+
+def _resynced_before(rep: ConnectionReport, side: str, frame: int, prev: int) -> bool:
+    """Whether ``side``'s FPDUs were read again after a cut between ``prev`` and
+    ``frame`` (:func:`cut_fpdus`: what lay in the cut bytes is not known)."""
+    return any(f.rule == "cut-capture" and f.text.startswith(f"{side}: the FPDU after")
+               and f.frame is not None and prev < f.frame <= frame for f in rep.findings)
