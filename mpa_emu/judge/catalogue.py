@@ -131,6 +131,46 @@ _CAUSES = (
           "FPDU only after CONNECT_REPLY): siw and cxgb4 read exactly the frame and take "
           "anything behind it as a protocol violation; look for a middlebox coalescing "
           "segments"),
+    Cause("ddp-version", "an FPDU with a DDP version other than 1",
+          "siw_get_hdr (\"received ddp version unsupported\": Terminate DDP, tagged 0x04 or "
+          "untagged 0x06 Invalid DDP version, RFC 5041 section 7.2); irdma's and cxgb4's "
+          "adapters check DV in hardware",
+          "the sender writes a DDP control byte RFC 5041 section 4.2 does not define: fix "
+          "the sender (a userspace iWARP implementation, a test tool), or whatever rewrites "
+          "the bytes in between"),
+    Cause("rdmap-version", "an FPDU with an RDMAP version other than 1",
+          "siw_get_hdr (\"received rdmap version unsupported\": Terminate RDMAP, remote "
+          "operation 0x05 Invalid RDMAP version, RFC 5040 section 7.4)",
+          "the sender writes an RDMAP control byte RFC 5040 section 4.2 does not define: "
+          "fix the sender"),
+    Cause("invalid-opcode", "an FPDU with an RDMAP opcode RFC 5040 does not define",
+          "siw_get_hdr (\"received unknown packet type\": Terminate RDMAP, remote operation "
+          "0x06 Unexpected OpCode, RFC 5040 section 7.4)",
+          "the sender uses an opcode its peer does not know (RFC 5040 section 4.3 defines "
+          "0 to 7; RFC 7306's atomics need both sides to support them)"),
+    Cause("msn-error", "untagged messages out of MSN or MO order",
+          "the receiver's untagged buffer check (RFC 5041 section 5.3: Terminate DDP, "
+          "untagged 0x03 MSN range not valid, 0x04 Invalid MO); siw_proc_send / "
+          "siw_rresp_check_ntoh",
+          "segments were lost or reordered between the capture point and the receiver, or "
+          "the sender numbers its messages wrongly (MSN starts at 1 and rises by one per "
+          "message on each queue, MO by the bytes already sent, RFC 5041 section 5.1)"),
+    Cause("reset-established", "reset after the connection was established",
+          "the side that sent the RST: an application that destroyed its QP or cm_id "
+          "without rdma_disconnect, an address removal (cma_netdev_callback, "
+          "RDMA_CM_EVENT_ADDR_CHANGE / DEVICE_REMOVAL), a stack that aborts "
+          "(irdma_send_reset, c4iw_ep_disconnect with abrupt set, siw_qp_llp_close)",
+          "read the kernel log and the application of the side that reset: a graceful "
+          "close is rdma_disconnect, which sends a FIN (a Terminate first only on error)"),
+    Cause("bad-tcp", "malformed TCP or IP (a bad checksum, a bad option, a wrong ACK)",
+          "the receiver's TCP drops the segment (tcp_v4_rcv / tcp_checksum_complete; "
+          "irdma_check_syn, irdma_process_options)",
+          "capture on a host that is neither end (a mirror port), or read the checksums as "
+          "offload artefacts (--checksums offload); otherwise find what corrupts the frames"),
+    Cause("cut-capture", "the capture was cut by its snap length where it matters",
+          "-",
+          "capture whole frames (tcpdump -s 0, the default since tcpdump 4.0; editcap "
+          "without -s) to judge what the cut hides"),
 )
 
 CAUSES: dict[str, Cause] = {c.key: c for c in _CAUSES}

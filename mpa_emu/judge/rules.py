@@ -58,9 +58,27 @@ def _common(stack: str, role: str, r: Received) -> list[Refusal]:
     facts = FACTS[stack]
     initiator = role == "initiator"
     if stack == IRDMA:
-        # irdma_parse_mpa: -EOVERFLOW, the node is reset.
+        # irdma_parse_mpa, in its order: PD_Length over IETF_MAX_PRIV_DATA_LEN ("CM: large
+        # pri_data"), a revision other than 1 or 2, a reply above the request's revision,
+        # (the key: inspect's wrong-key), the frame longer than the segment ("ietf buffer
+        # len", no reassembly), then a segment over IRDMA_MAX_CM_BUF. -EOVERFLOW or
+        # -EINVAL, the node is reset.
         status = -errno.ECONNRESET if initiator else None
         reply = "RST"
+        if m.pd_length > facts.max_pd_length:
+            out.append(Refusal(stack, role, RULE_PD_LIMIT, "irdma_parse_mpa", m.frame,
+                               f"PD_Length {m.pd_length} over irdma's "
+                               f"{facts.max_pd_length}", f"-EOVERFLOW, {reply}", status,
+                               log=f"irdma: CM: large pri_data {m.pd_length} (ibdev_dbg: "
+                                   "dynamic debug of cm.c)"))
+        if m.rev not in (1, 2):
+            out.append(Refusal(stack, role, RULE_REV, "irdma_parse_mpa", m.frame,
+                               f"MPA rev {m.rev} (irdma takes 1 and 2)", f"-EINVAL, {reply}",
+                               status))
+        elif initiator and r.request is not None and m.rev > r.request.rev:
+            out.append(Refusal(stack, "initiator", RULE_REV, "irdma_parse_mpa", m.frame,
+                               f"reply rev {m.rev} above the request's rev "
+                               f"{r.request.rev}", f"-EINVAL, {reply}", status))
         if r.first_segment < FRAME_SIZE + min(m.pd_length, 512):
             out.append(Refusal(stack, role, RULE_SPLIT, "irdma_parse_mpa", m.frame,
                                f"MPA {what} split over segments ({r.first_segment} bytes "
@@ -71,14 +89,6 @@ def _common(stack: str, role: str, r: Received) -> list[Refusal]:
                                f"segment with the MPA {what} carries {r.first_segment} "
                                f"bytes, over irdma's {IRDMA_MAX_CM_BUF}",
                                f"-EOVERFLOW, {reply}", status))
-        if m.pd_length > facts.max_pd_length:
-            out.append(Refusal(stack, role, RULE_PD_LIMIT, "irdma_parse_mpa", m.frame,
-                               f"PD_Length {m.pd_length} over irdma's "
-                               f"{facts.max_pd_length}", f"-EOVERFLOW, {reply}", status))
-        if m.rev not in (1, 2):
-            out.append(Refusal(stack, role, RULE_REV, "irdma_parse_mpa", m.frame,
-                               f"MPA rev {m.rev} (irdma takes 1 and 2)", f"-EINVAL, {reply}",
-                               status))
         return out
     if stack == SIW:
         # siw_recv_mpa_rr / siw_proc_mpareq / siw_proc_mpareply: -EPROTO.
@@ -90,15 +100,17 @@ def _common(stack: str, role: str, r: Received) -> list[Refusal]:
             out.append(Refusal(stack, role, RULE_PD_LIMIT, "siw_recv_mpa_rr", m.frame,
                                f"PD_Length {m.pd_length} over siw's MPA_MAX_PRIVDATA "
                                f"({facts.max_pd_length})", f"-EPROTO, {reply}", status))
-        if m.rev > 2:
-            out.append(Refusal(stack, role, RULE_REV, fn, m.frame,
-                               f"MPA rev {m.rev} (siw allows 0, 1 and 2)",
-                               f"-EPROTO, {reply}", status))
+        # siw_recv_mpa_rr reads the frame (the PD_Length limit, then bytes past it)
+        # before siw_proc_mpareq / siw_proc_mpareply look at the revision.
         if r.trailing > 0:
             out.append(Refusal(stack, role, RULE_EXTRA, "siw_recv_mpa_rr", m.frame,
                                f"{r.trailing} bytes follow the MPA {what} in its segment: "
                                "siw reads exactly the frame and takes more as a protocol "
                                "violation", f"-EPROTO, {reply}", status))
+        if m.rev > 2:
+            out.append(Refusal(stack, role, RULE_REV, fn, m.frame,
+                               f"MPA rev {m.rev} (siw allows 0, 1 and 2)",
+                               f"-EPROTO, {reply}", status))
         return out
     if stack == CXGB4:
         status = -errno.EPROTO if initiator else None
@@ -149,14 +161,16 @@ def responder_refusals(stack: str, r: Received) -> list[Refusal]:
                                    "request offers neither the Read nor the Write RTR",
                                    "-EOPNOTSUPP, RST, no upcall"))
     elif stack == SIW:
-        if req.flags & FLAG_MARKERS:
-            out.append(Refusal(stack, "responder", RULE_MARKERS, "siw_proc_mpareq", req.frame,
-                               "request asks for markers (M): siw does not support them",
-                               "reject (R) reply, -EOPNOTSUPP, no upcall"))
+        # siw_proc_mpareq: an enhanced request too short for the RFC 6581 block is
+        # refused before it looks at the M flag.
         if req.rev == 2 and req.flags & FLAG_ENHANCED and req.pd_length < RTR_MSG_SIZE:
             out.append(Refusal(stack, "responder", RULE_ENHANCED, "siw_proc_mpareq",
                                req.frame, "enhanced flag with fewer than 4 bytes of "
                                "private data", "reject (R) reply, no upcall"))
+        if req.flags & FLAG_MARKERS:
+            out.append(Refusal(stack, "responder", RULE_MARKERS, "siw_proc_mpareq", req.frame,
+                               "request asks for markers (M): siw does not support them",
+                               "reject (R) reply, -EOPNOTSUPP, no upcall"))
     return out
 
 
@@ -171,10 +185,6 @@ def initiator_refusals(stack: str, r: Received) -> list[Refusal]:
         return out
     if stack == IRDMA:
         reset = -errno.ECONNRESET
-        if rep.rev > req.rev:
-            out.append(Refusal(stack, "initiator", RULE_REV, "irdma_parse_mpa", rep.frame,
-                               f"reply rev {rep.rev} above the request's rev {req.rev}",
-                               "-EINVAL, RST", reset))
         if rep.rev == 2 and rep.has_block:
             assert rep.ird is not None and rep.ord is not None
             fn = "irdma_negotiate_mpa_v2_ird_ord"

@@ -16,6 +16,7 @@ from mpa_emu.judge.model import Refusal, errno_name
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW, UNKNOWN
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
+from mpa_emu.views.inspection.messages import answered_text, message_of
 from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
 from mpa_emu.wire.ddp import Opcode
 from mpa_emu.wire.terminate_layouts import TerminateRead, read_terminate
@@ -34,6 +35,12 @@ _TERM_CAUSES = {
     (2, 0, 0x04): "revision",
     (1, 2, 0x02): "rx-overflow",
     (1, 2, 0x05): "rx-overflow",
+    (1, 1, 0x04): "ddp-version",
+    (1, 2, 0x06): "ddp-version",
+    (0, 2, 0x05): "rdmap-version",
+    (0, 2, 0x06): "invalid-opcode",
+    (1, 2, 0x03): "msn-error",
+    (1, 2, 0x04): "msn-error",
 }
 """Terminate (layer, EType, code) -> cause (RFC 5040 section 7.4, RFC 5044 section 8,
 RFC 6581 section 9)."""
@@ -179,7 +186,11 @@ def explain_connection(c: ConnectionReport) -> Explanation:
     b = _Builder(c)
     b.story.append(f"stacks: client {b.ini}, server {b.res}")
     req, rep = c.request, c.reply
-    if req is None:
+    hidden = next((f for f in c.findings if f.rule == "cut-capture"
+                   and f.text.startswith("MPA ")), None)
+    if hidden is not None and (req is None or rep is None):
+        _cut_exchange(b, hidden)
+    elif req is None:
         _no_request(b)
     elif c.refusals:
         _refused(b, c.refusals[0])
@@ -195,6 +206,9 @@ def explain_connection(c: ConnectionReport) -> Explanation:
         b.log = _LOGS.get((b.ini, "rejected"), "")
     else:
         _accepted(b)
+    if b.verdict == "ok":
+        _after_established(b)
+    _cut_note(b)
     _port_note(b)
     b.story.extend(f"frame {f.frame}: {f.severity}: {f.text}" for f in c.findings
                    if f.severity in ("error", "warning"))
@@ -471,12 +485,26 @@ def _accepted(b: _Builder) -> None:
         if after_rtr and cause == "terminate":
             cause = "zero-length-rtr-refused"
         quoted = term.term_body[4:]
-        quoted_text = (f" {len(quoted)} bytes of the header it answers ({quoted.hex()})"
-                       if quoted else "")
-        b.fail(cause, f"the {term.side} sent a Terminate: {term.what}"
-               + (f"; it quotes{quoted_text}" if quoted_text else "")
-               + (f"; {term.layout_note}" if term.layout_note else ""),
-               [req.frame, rep.frame, term.frame, *bad_crc[:3]])
+        answered = next((f for f in c.fpdu_list if f.frame == term.answers), None) \
+            if term.answers is not None else None
+        reading = term.what.split(": ", 1)[-1]
+        if answered is not None:
+            # RFC 5040 section 4.8: the quoted DDP header names the segment that caused
+            # the Terminate; that segment (and its message's first) is the evidence.
+            named = answered_text(c, answered)
+            found = message_of(c, answered)
+            first = found[0].first_frame if found is not None else answered.frame
+            b.fail(cause, f"the {term.side} sent a Terminate ({reading}) answering {named}",
+                   [term.frame, answered.frame, first, *bad_crc[:3]])
+            b.fix = f"{CAUSES[cause].fix}; the Terminate answers {named}"
+        else:
+            b.fail(cause, f"the {term.side} sent a Terminate ({reading})",
+                   [req.frame, rep.frame, term.frame, *bad_crc[:3]])
+        if quoted:
+            b.notes.append(f"the Terminate quotes {len(quoted)} bytes of the header it "
+                           f"answers: {quoted.hex()}")
+        if term.layout_note:
+            b.notes.append(f"Terminate layout: {term.layout_note}")
         setup = term.side == "client" and (first_client is term)
         if setup:
             b.initiator(-errno.EINVAL if b.ini == SIW else -errno.ENOMEM
@@ -520,6 +548,77 @@ def _accepted(b: _Builder) -> None:
         b.fail("data-after-fin", after_fin[0].text, [f.frame or 0 for f in after_fin],
                verdict="failed" if any(f.severity == "error" for f in after_fin)
                else "warning")
+
+
+def _cut_exchange(b: _Builder, hidden: Finding) -> None:
+    """An MPA frame the snap length cut before its header: what it said is not in the
+    capture, so neither a reset nor an establishment can be told."""
+    c = b.c
+    b.fail("cut-capture", f"the capture was cut by its snap length at frame "
+           f"{hidden.frame}: {hidden.text.split(';')[0]}, so the exchange cannot be judged",
+           [hidden.frame or 0], verdict="warning")
+    if c.closes:
+        b.notes.append("the connection ended with " + ", ".join(
+            f"a {kind} from the {side} (frame {n})" for n, side, kind in c.closes[:3])
+            + "; why is in the bytes the capture did not keep")
+
+
+def _cut_note(b: _Builder) -> None:
+    """Frames captured short: named as a note, and an "ok" is only a warning, since what
+    the capture did not keep is not judged."""
+    c = b.c
+    if not c.cut_frames or b.cause in ("cut-capture", "not-iwarp"):
+        return
+    cut = [f.frame for f in c.fpdu_list if f.cut]
+    what = (f"{len(cut)} FPDU{'s' * (len(cut) > 1)} read from their headers only "
+            f"(frames {cut[0]}-{cut[-1]}), their payload and CRC not judged"
+            if cut else "no FPDU was cut, but the payload of those frames is not judged")
+    text = (f"{len(c.cut_frames)} frame{'s' * (len(c.cut_frames) > 1)} captured short "
+            f"(snap length): {what}")
+    if b.verdict == "ok":
+        b.fail("cut-capture", f"nothing wrong in what the capture holds, but {text}",
+               [], verdict="warning")
+    else:
+        b.notes.append(f"cut-capture: {text}")
+
+
+_WARNING_ONLY = {"bad-tcp", "msn-error", "reset-established"}
+"""Causes that do not by themselves end the connection: a warning, never "ok"."""
+
+
+def _after_established(b: _Builder) -> None:
+    """What inspect found wrong once the exchange was judged ok: an error finding (a DDP
+    or RDMAP version, an opcode, a CRC, a malformed segment: each carries its cause), MSN
+    or MO disorder, a reset of the established connection. explain is never "ok" where
+    inspect reports an error."""
+    c = b.c
+    errors = [f for f in c.findings if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        cause = first.rule if first.rule in CAUSES else "bad-tcp"
+        same = [f for f in errors if (f.rule if f.rule in CAUSES else "bad-tcp") == cause]
+        more = f" (and {len(same) - 1} more like it)" if len(same) > 1 else ""
+        b.fail(cause, f"frame {first.frame}: {first.text}{more}",
+               [f.frame or 0 for f in same[:5]],
+               verdict="warning" if cause in _WARNING_ONLY else "failed")
+        b.notes.extend(f"also frame {f.frame}: {f.text}" for f in errors
+                       if f not in same[:1] and f.rule != cause)
+        return
+    disorder = [f for f in c.findings if f.rule == "msn-error"]
+    if disorder:
+        b.fail("msn-error", f"frame {disorder[0].frame}: {disorder[0].text}",
+               [f.frame or 0 for f in disorder[:5]], verdict="warning")
+        return
+    if c.request is None or c.reply is None or b.cause == "not-iwarp":
+        return
+    fins = {side for _, side, kind in c.closes if kind == "FIN"}
+    reset = next(((n, side) for n, side, kind in c.closes
+                  if kind == "RST" and n > c.reply.frame), None)
+    if reset is not None and len(fins) < 2:
+        frame, side = reset
+        b.fail("reset-established", f"the {side} reset the established connection (frame "
+               f"{frame}) without a graceful close: each application sees "
+               f"{ev.DISCONNECTED}", [c.reply.frame, frame], verdict="warning")
 
 
 def _port_note(b: _Builder) -> None:

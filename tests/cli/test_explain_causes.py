@@ -77,7 +77,8 @@ CASES: dict[str, tuple[Callable[[], Conversation], tuple[str, ...], dict[str, An
         "evidence": [4, 5]}),
     "terminate": (caps.terminate_protection, (), {
         "initiator_event": ESTABLISHED, "initiator_status": 0,
-        "responder_events": [REQUEST, ESTABLISHED, DISCONNECTED], "evidence": [4, 6, 9]}),
+        # The Terminate (9) and the tagged segment whose header it quotes (8).
+        "responder_events": [REQUEST, ESTABLISHED, DISCONNECTED], "evidence": [8, 9]}),
     "rx-overflow": (caps.receive_overflow, (), {
         "initiator_event": ESTABLISHED, "evidence": [4, 6, 9]}),
     "zero-length-rtr-refused": (caps.rtr_refused, (), {
@@ -102,7 +103,11 @@ def test_terminate_names_layer_type_code_and_the_quoted_header(
     # RFC 5040 section 7.4: layer RDMAP (0), Remote Protection Error (1), Invalid STag.
     assert "layer RDMAP (0), type Remote Protection Error (1), code 0x00 Invalid STag" \
         in conn["summary"]
-    assert "it quotes 16 bytes of the header it answers (000e8041" in conn["summary"]
+    # RFC 5040 section 4.8: the quoted header (STag 0x1234, TO 0) names frame 8.
+    assert "answering frame 8 (the client's RDMA Write, STag 0x1234 TO 0x0)" \
+        in conn["summary"]
+    assert "the Terminate quotes 16 bytes of the header it answers: 000e8041" \
+        in conn["notes"][0]
 
 
 def test_crc_mismatch_from_the_terminate(tmp_path: Path,

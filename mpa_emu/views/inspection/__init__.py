@@ -16,6 +16,8 @@ The work is split over :mod:`~mpa_emu.capture.decode` (reading and decoding fram
 shared with diagram and replay),
 :mod:`~mpa_emu.views.inspection.mpa_exchange` (handshake, streams, MPA frames),
 :mod:`~mpa_emu.views.inspection.fpdus` (FPDUs and RDMAP),
+:mod:`~mpa_emu.views.inspection.messages` (FPDUs grouped into messages, the FPDU a
+Terminate answers),
 :mod:`~mpa_emu.views.inspection.fingerprint`,
 :mod:`~mpa_emu.views.inspection.connections` (the story per connection) and
 :mod:`~mpa_emu.views.inspection.text` (output).

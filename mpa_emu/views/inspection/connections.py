@@ -21,6 +21,7 @@ from mpa_emu.judge.profile import Profiles
 from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
 from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
+from mpa_emu.views.inspection.messages import group_messages
 from mpa_emu.views.inspection.mpa_exchange import (
     Stream,
     handshake,
@@ -304,6 +305,9 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
         cut_fpdus(rep, server, s_stream, "server", FRAME_SIZE + rep.reply.pd_length, crc,
                   markers, rtr=False)
         rep.fpdu_list.sort(key=lambda info: info.frame)  # both sides, in frame order
+        rep.messages = sorted(group_messages(rep.fpdu_list, "client")
+                              + group_messages(rep.fpdu_list, "server"),
+                              key=lambda m: m.first_frame)
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)
@@ -326,15 +330,15 @@ def _frame_findings(rep: ConnectionReport, d: Direction, f: TcpFrame, mode: Mode
     for p in f.problems:
         if p == "bad IPv4 header checksum" and mode is Mode.OFF:
             continue
-        rep.add(f.number, "error" if p.startswith(("bad", "TCP option", "MSS")) else "note",
-                p)
+        error = p.startswith(("bad", "TCP option", "MSS"))
+        rep.add(f.number, "error" if error else "note", p, rule="bad-tcp" if error else None)
     if f.checksum is Verdict.OFFLOAD and mode is Mode.OFFLOAD:
         d.offload_frames.append(f.number)
     elif is_error(f.checksum, mode):
         what = "TX offload partial sum" if f.checksum is Verdict.OFFLOAD else "bad"
         rep.add(f.number, "error", f"bad TCP checksum ({what}; --checksums {mode})"
                 if mode is Mode.STRICT and f.checksum is Verdict.OFFLOAD
-                else "bad TCP checksum")
+                else "bad TCP checksum", rule="bad-tcp")
 
 
 def _offload_notes(rep: ConnectionReport, client: Direction, server: Direction,
@@ -371,7 +375,7 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
     for side, d, stream, other, other_name in (
             ("client", client, c_stream, server, "server"),
             ("server", server, s_stream, client, "client")):
-        after = _data_after(stream, other.fin_frame)
+        after = _data_after(stream, other.fin_frame, d.short)
         if after:
             frames = sorted({f for f, _ in after})
             size = sum(n for _, n in after)
@@ -396,8 +400,11 @@ def _ending(rep: ConnectionReport, client: Direction, server: Direction,
     return f"{kind}: " + ", ".join(text for _, text in events)
 
 
-def _data_after(stream: Stream, fin_frame: int | None) -> list[tuple[int, int]]:
-    """(frame, bytes) of new stream data carried in frames after ``fin_frame``."""
+def _data_after(stream: Stream, fin_frame: int | None,
+                short: dict[int, int]) -> list[tuple[int, int]]:
+    """(frame, bytes) of new stream data carried in frames after ``fin_frame``, counting
+    the bytes a frame captured short did not keep."""
     if fin_frame is None:
         return []
-    return [(frame, len(data)) for frame, _, data in stream if frame > fin_frame]
+    return [(frame, len(data) + short.get(frame, 0)) for frame, _, data in stream
+            if frame > fin_frame]

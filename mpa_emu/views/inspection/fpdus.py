@@ -14,7 +14,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at
+from mpa_emu.views.inspection.messages import (
+    answered_fpdu,
+    answered_text,
+    group_messages,
+)
+from mpa_emu.views.inspection.messages import summary as message_summary
+from mpa_emu.views.inspection.mpa_exchange import Stream, bytes_at, frame_at, stream_end
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, FpduInfo
 from mpa_emu.wire.ddp import (
     DDP_VERSION,
@@ -53,9 +59,11 @@ def terminate_words(body: bytes, peer_sent: bool = True) -> tuple[str, str]:
     return text, read.why()
 
 
-def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
-    """The DDP and RDMAP fields of one ULPDU (RFC 5041 section 4, RFC 5040 section 4)."""
-    info = FpduInfo(frame=frame, side=side, ulpdu_length=len(ulpdu), opcode=None,
+def describe_ulpdu(frame: int, side: str, ulpdu: bytes, length: int | None = None) -> FpduInfo:
+    """The DDP and RDMAP fields of one ULPDU (RFC 5041 section 4, RFC 5040 section 4);
+    ``length`` its ULPDU_LENGTH when ``ulpdu`` is only the part a capture kept."""
+    full = len(ulpdu) if length is None else length
+    info = FpduInfo(frame=frame, side=side, ulpdu_length=full, opcode=None,
                     what="short DDP segment")
     if len(ulpdu) < 2:
         return info
@@ -66,14 +74,17 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
         if len(ulpdu) < _TAGGED_HEADER:
             return info
         info.stag, info.to = struct.unpack_from("!IQ", ulpdu, 2)
-        size = len(ulpdu) - _TAGGED_HEADER
+        size = full - _TAGGED_HEADER
         info.what = f"zero-length {name}" if size == 0 else f"{name} ({size} bytes)"
         return info
     if len(ulpdu) < _UNTAGGED_HEADER:
         return info
     info.qn, info.msn, info.mo = struct.unpack_from("!III", ulpdu, 6)
     body = ulpdu[_UNTAGGED_HEADER:]
-    info.what = f"{name} ({len(body)} bytes)"
+    info.what = f"{name} ({full - _UNTAGGED_HEADER} bytes)"
+    if len(ulpdu) < full and opcode in (Opcode.READ_REQUEST, Opcode.TERMINATE):
+        info.what = f"{name} (cut by the snap length)"
+        return info
     try:
         if opcode == Opcode.READ_REQUEST:
             rr = ReadRequest.from_bytes(body)
@@ -84,7 +95,7 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
             info.term_body = bytes(body)
             text, info.layout_note = terminate_words(body)
             info.what = f"{name}: {text}"
-        elif not body and opcode == Opcode.SEND:
+        elif full == _UNTAGGED_HEADER and opcode == Opcode.SEND:
             info.what = f"zero-length {name}"
     except (DdpFormatError, ValueError):
         info.what = f"short {name}"
@@ -93,10 +104,12 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
 
 def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, start: int,
               crc: bool, markers: bool, rtr: bool) -> None:
-    """Cut ``side``'s stream after offset ``start`` into FPDUs: list them, count their
-    opcodes, judge CRCs where ``crc`` was negotiated; ``rtr`` when the first should be
-    the RTR (MPA v2 with P2P set in both frames)."""
-    end = sum(len(x[2]) for x in stream)
+    """Cut ``side``'s stream after offset ``start`` into FPDUs: list them, group them into
+    messages, judge CRCs where ``crc`` was negotiated; ``rtr`` when the first should be
+    the RTR (MPA v2 with P2P set in both frames). An FPDU a frame captured short did not
+    keep whole is listed from its header, marked ``cut`` and not judged; its length
+    (ULPDU_LENGTH) places the next one (RFC 5044 section 4.1)."""
+    end = stream_end(stream, d)
     if end <= start:
         if rtr and rep.reply is not None and not rep.reply.reject:
             rep.rtr = "no RTR from the initiator in the capture"
@@ -104,30 +117,78 @@ def cut_fpdus(rep: ConnectionReport, d: Direction, stream: Stream, side: str, st
     if markers:
         rep.fpdus.append(f"{side}: {end - start} bytes of FPDUs with markers (not checked)")
         return
-    data = bytes_at(stream, start, end - start)
-    pos = 0
-    while pos < len(data):
-        frame = frame_at(stream, start + pos)
-        try:
-            fpdu = unframe_fpdu(data[pos:])
-        except MpaFormatError:
-            rep.add(frame, "note", f"{side}: incomplete FPDU at the end of the capture")
-            break
-        d.fpdus += 1
-        info = describe_ulpdu(frame, side, fpdu.ulpdu)
-        info.crc_value = fpdu.crc
-        if crc:
-            _judge_crc(rep, d, info, data[pos:pos + fpdu.wire_length - 4], fpdu.crc)
-        rep.fpdu_list.append(info)
-        _check_versions(rep, info, fpdu.ulpdu)
+    pos = start
+    cut = 0
+    while pos < end:
+        frame = frame_at(stream, pos)
+        head = bytes_at(stream, pos, 2)
+        if len(head) < 2:
+            resume = _resync(stream, pos)
+            if resume is None:
+                rep.add(frame, "note", f"{side}: the FPDU after frame {frame} begins in "
+                        "bytes the capture did not keep (snap length): nothing after it "
+                        "can be placed")
+                break
+            rep.add(frame_at(stream, resume), "note", f"{side}: the FPDU after frame "
+                    f"{frame} begins in bytes the capture did not keep (snap length); "
+                    f"read again from frame {frame_at(stream, resume)}, whose segment "
+                    "begins with an FPDU header", rule="cut-capture")
+            pos = resume
+            continue
+        length = struct.unpack("!H", head)[0]
+        wire = 2 + length + (-(2 + length) % 4) + 4
+        kept = bytes_at(stream, pos, wire)
+        if len(kept) < wire:
+            last = frame_at(stream, pos + max(len(kept) - 1, 0))
+            if pos + wire > end and last not in d.short:
+                rep.add(frame, "note", f"{side}: incomplete FPDU at the end of the capture")
+                break
+            info = describe_ulpdu(frame, side, kept[2:2 + length], length=length)
+            info.cut = True
+            cut += 1
+            d.fpdus += 1
+            rep.fpdu_list.append(info)
+            _check_versions(rep, info, kept[2:2 + length])
+        else:
+            try:
+                fpdu = unframe_fpdu(kept)
+            except MpaFormatError:
+                rep.add(frame, "note", f"{side}: incomplete FPDU at the end of the capture")
+                break
+            d.fpdus += 1
+            info = describe_ulpdu(frame, side, fpdu.ulpdu)
+            info.crc_value = fpdu.crc
+            if crc:
+                _judge_crc(rep, d, info, kept[:wire - 4], fpdu.crc)
+            rep.fpdu_list.append(info)
+            _check_versions(rep, info, fpdu.ulpdu)
         op = info.what.split(":")[0]
         d.opcodes[op] = d.opcodes.get(op, 0) + 1
         if rtr and d.fpdus == 1:
-            _check_rtr(rep, info, op)
-        pos += fpdu.wire_length
-    summary = ", ".join(f"{n} {op}" for op, n in d.opcodes.items())
+            if info.cut:
+                rep.rtr = f"frame {info.frame}: {op}; not judged"
+            else:
+                _check_rtr(rep, info, op)
+        pos += wire
+    messages = group_messages(rep.fpdu_list, side)
+    grouped = f" in {len(messages)} messages" if len(messages) != d.fpdus else ""
     bad = f", {d.bad_crc} with a bad CRC" if d.bad_crc else ""
-    rep.fpdus.append(f"{side}: {d.fpdus} FPDUs ({summary}){bad}")
+    short = f", {cut} captured short (headers read, not judged)" if cut else ""
+    rep.fpdus.append(f"{side}: {d.fpdus} FPDUs{grouped} ({message_summary(messages)})"
+                     f"{bad}{short}")
+
+
+def _resync(stream: Stream, pos: int) -> int | None:
+    """The start of the first segment after ``pos`` that begins with what reads as an
+    FPDU header: a ULPDU_LENGTH that holds a DDP header, DDP and RDMAP version 1."""
+    for _, off, data in stream:
+        if off <= pos or len(data) < 4:
+            continue
+        length = struct.unpack_from("!H", data)[0]
+        if length >= _TAGGED_HEADER and data[2] & DDP_VERSION_MASK == DDP_VERSION \
+                and data[3] >> 6 == RDMAP_VERSION:
+            return off
+    return None
 
 
 def _check_versions(rep: ConnectionReport, info: FpduInfo, ulpdu: bytes) -> None:
@@ -140,11 +201,17 @@ def _check_versions(rep: ConnectionReport, info: FpduInfo, ulpdu: bytes) -> None
     if dv != DDP_VERSION:
         rep.add(info.frame, "error", f"{info.side} {info.what}: DDP version {dv}, RFC 5041 "
                 "section 4.2 has only version 1 (the receiver terminates: Invalid DDP "
-                "version)")
+                "version)", rule="ddp-version")
     if rv != RDMAP_VERSION:
         rep.add(info.frame, "error", f"{info.side} {info.what}: RDMAP version {rv}, RFC 5040 "
                 "section 4.2 has only version 1 (the receiver terminates: Invalid RDMAP "
-                "version)")
+                "version)", rule="rdmap-version")
+    opcode = ulpdu[1] & 0x0F
+    if opcode > Opcode.TERMINATE:
+        # siw_get_hdr: an opcode above Terminate is "unknown packet type".
+        rep.add(info.frame, "error", f"{info.side} FPDU with RDMAP opcode {opcode}: RFC "
+                "5040 section 4.3 defines 0 to 7 (the receiver terminates: Unexpected "
+                "OpCode)", rule="invalid-opcode")
 
 
 def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,
@@ -159,11 +226,11 @@ def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,
         info.crc = "zero"
         rep.add(info.frame, "error", f"{info.side} FPDU CRC field is zero, but CRC was "
                 f"negotiated (C set in the request or reply, RFC 5044 section 7.1): "
-                f"expected 0x{want:08x}")
+                f"expected 0x{want:08x}", rule="crc-mismatch")
         return
     info.crc = "bad"
     rep.add(info.frame, "error", f"{info.side} FPDU CRC32c 0x{value:08x} wrong, expected "
-            f"0x{want:08x} (stored little-endian)")
+            f"0x{want:08x} (stored little-endian)", rule="crc-mismatch")
 
 
 RTR_KINDS = {"read": ZERO_READ, "write": "zero-length RDMA Write", "send": "zero-length Send"}
@@ -181,7 +248,7 @@ def _check_rtr(rep: ConnectionReport, info: FpduInfo, op: str) -> None:
                    "RDMA Read, RDMA Write or Send")
     if chosen and op != RTR_KINDS.get(chosen[0]):
         rep.add(info.frame, "error", f"first FPDU is {op}, but the reply chose the "
-                f"{chosen[0]} RTR (RFC 6581 section 5)")
+                f"{chosen[0]} RTR (RFC 6581 section 5)", rule="rtr-mismatch")
 
 
 def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:
@@ -200,6 +267,11 @@ def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:
         if info.opcode == Opcode.TERMINATE:
             _reread_terminate(rep, info)
             rep.add(info.frame, "warning", f"{info.side} sends a {info.what}")
+            answered = answered_fpdu(rep, info)
+            if answered is not None:
+                info.answers = answered.frame
+                rep.add(info.frame, "note", f"{info.side} Terminate quotes the DDP header "
+                        f"of {answered_text(rep, answered)}")
             if info.layout_note:
                 rep.add(info.frame, "note", f"{info.side} Terminate: {info.layout_note}")
 
@@ -281,14 +353,20 @@ def _msn_gaps(rep: ConnectionReport, side: str, from_start: bool) -> None:
     # RFC 5041 section 5.1: MSN starts at 1 on each queue and rises by one per message;
     # every segment of a message carries its MSN.
     last: dict[int, tuple[int, bool]] = {}  # qn -> (msn, last segment seen)
+    next_mo: dict[int, int] = {}  # qn -> the MO the next segment of the message has
+    prev_frame: dict[int, int] = {}  # qn -> the frame of the last segment seen
     for info in rep.fpdu_list:
         if info.side != side or info.qn is None or info.msn is None:
             continue
         prev = last.get(info.qn)
+        if prev is not None and _resynced_before(rep, side, info.frame, prev_frame[info.qn]):
+            prev = None  # messages may lie in the bytes the cut hid: no gap can be told
+            from_start = False
+        prev_frame[info.qn] = info.frame
         if prev is None:
             if from_start and info.msn != 1:
                 rep.add(info.frame, "warning", f"{side} QN {info.qn} starts at MSN "
-                        f"{info.msn}, not 1 (RFC 5041 section 5.1)")
+                        f"{info.msn}, not 1 (RFC 5041 section 5.1)", rule="msn-error")
         else:
             msn, done = prev
             want = (msn + 1) & 0xFFFFFFFF if done else msn
@@ -297,5 +375,19 @@ def _msn_gaps(rep: ConnectionReport, side: str, from_start: bool) -> None:
                 gap = (f"{missing} message{'s' if missing > 1 else ''} missing"
                        if done and 0 < missing < 0x80000000 else "out of order")
                 rep.add(info.frame, "warning", f"{side} QN {info.qn} MSN {info.msn} "
-                        f"after MSN {msn}: {gap} (RFC 5041 section 5.1)")
+                        f"after MSN {msn}: {gap} (RFC 5041 section 5.1)", rule="msn-error")
+            elif not done and info.mo is not None and info.mo != next_mo.get(info.qn):
+                # RFC 5041 section 4.4: MO is the offset of this segment's payload in
+                # the message, so each segment continues where the last one ended.
+                rep.add(info.frame, "warning", f"{side} QN {info.qn} MSN {info.msn} MO "
+                        f"{info.mo}, expected {next_mo.get(info.qn)} after the previous "
+                        "segment (RFC 5041 section 4.4)", rule="msn-error")
         last[info.qn] = (info.msn, bool(info.last))
+        next_mo[info.qn] = (info.mo or 0) + max(info.ulpdu_length - _UNTAGGED_HEADER, 0)
+
+
+def _resynced_before(rep: ConnectionReport, side: str, frame: int, prev: int) -> bool:
+    """Whether ``side``'s FPDUs were read again after a cut between ``prev`` and
+    ``frame`` (:func:`cut_fpdus`: what lay in the cut bytes is not known)."""
+    return any(f.rule == "cut-capture" and f.text.startswith(f"{side}: the FPDU after")
+               and f.frame is not None and prev < f.frame <= frame for f in rep.findings)

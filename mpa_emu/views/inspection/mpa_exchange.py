@@ -50,7 +50,7 @@ def handshake(rep: ConnectionReport, frames: list[TcpFrame], client: Direction,
             synack = next(f for f in frames if f.number == server.syn_frame)
             if synack.ack != seq_space.add(client.isn, 1):
                 rep.add(synack.number, "error", f"SYN-ACK acks {synack.ack}, expected "
-                        f"{seq_space.add(client.isn, 1)} (irdma_check_syn: RST)")
+                        f"{seq_space.add(client.isn, 1)} (irdma_check_syn: RST)", rule="bad-tcp")
     elif client.syn_frame is not None:
         if server.rst_frame is not None:
             rep.handshake.append(f"refused: RST from the server in frame {server.rst_frame}")
@@ -83,6 +83,7 @@ def side_stream(rep: ConnectionReport, d: Direction, side: str) -> Stream:
     out.sort(key=lambda x: x[1])
     stream: Stream = []
     nxt = 0
+    cut: list[int] = []
     for frame, off, data in out:
         if off + len(data) + d.short.get(frame, 0) <= nxt:
             continue
@@ -102,13 +103,34 @@ def side_stream(rep: ConnectionReport, d: Direction, side: str) -> Stream:
             nxt += len(data)
         if frame in d.short:
             # A frame captured short (snap length) leaves a hole only the capture made:
-            # what follows it cannot be placed, and nothing is judged past it.
-            d.cut = frame
-            rep.add(frame, "note", f"{side} stream not followed past frame {frame}: "
-                    f"captured short, {d.short[frame]} bytes of its TCP payload are not in "
-                    "the capture (snap length)")
-            break
+            # the sender sent those bytes, so the next segment is placed by its sequence
+            # number after them, as a capture tool reads it.
+            nxt += d.short[frame]
+            cut.append(frame)
+    if cut:
+        d.cut = cut[0]
+        rep.cut_frames.extend(cut)
+        rep.add(cut[0], "note", f"{side}: {len(cut)} frame{'s' * (len(cut) > 1)} captured "
+                f"short (snap length), TCP payload not in the capture: "
+                f"{_missing(cut, d.short)}; each next segment is placed by its sequence "
+                "number, and only what lies wholly in the capture is judged")
     return stream
+
+
+def _missing(frames: list[int], short: dict[int, int]) -> str:
+    """``frame 4 (22 bytes), frame 6 (50 bytes)``, or for many frames their range and
+    total."""
+    if len(frames) <= 6:
+        return ", ".join(f"frame {f} ({short[f]} bytes)" for f in frames)
+    return (f"frames {frames[0]}-{frames[-1]} ({sum(short[f] for f in frames)} bytes in "
+            "all)")
+
+
+def stream_end(stream: Stream, d: Direction) -> int:
+    """The stream offset just past the last byte the side sent in the capture's frames
+    (bytes a frame captured short did not keep included)."""
+    return max((off + len(data) + d.short.get(frame, 0) for frame, off, data in stream),
+               default=0)
 
 
 def starts_reply(stream: Stream, d: Direction) -> bool:
@@ -121,13 +143,18 @@ def starts_reply(stream: Stream, d: Direction) -> bool:
 
 
 def bytes_at(stream: Stream, start: int, length: int) -> bytes:
-    """Up to ``length`` bytes of ``stream`` from offset ``start``."""
+    """Up to ``length`` bytes of ``stream`` from offset ``start``, as far as they are in
+    the capture without a hole (the bytes a frame captured short did not keep)."""
     out = bytearray()
+    pos = start
     for _, off, data in stream:
-        if off + len(data) <= start or off >= start + length:
+        if off + len(data) <= pos:
             continue
-        lo = max(start - off, 0)
-        out += data[lo:lo + length - len(out)]
+        if off > pos or len(out) >= length:
+            break
+        piece = data[pos - off:pos - off + length - len(out)]
+        out += piece
+        pos += len(piece)
     return bytes(out)
 
 
@@ -148,10 +175,11 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
     what = "request" if request else "reply"
     key = KEY_REQ if request else KEY_REP
     whole = bytes_at(stream, 0, FRAME_SIZE)
-    kept = sum(len(x[2]) for x in stream)
+    kept = len(whole)
     if d.cut is not None and kept < FRAME_SIZE and key.startswith(whole[:KEY_SIZE]):
         rep.add(frame, "note", f"MPA {what} captured short: {kept} of its bytes are in "
-                "the capture (snap length), too few to read its header; not judged")
+                "the capture (snap length), too few to read its header; not judged",
+                rule="cut-capture")
         return None
     if whole[:KEY_SIZE] != key:
         other = KEY_REP if request else KEY_REQ
@@ -173,7 +201,8 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
                     f"({first[:16].hex()})", rule="wrong-key")
         return None
     if len(whole) < FRAME_SIZE:
-        rep.add(frame, "error", f"MPA {what} header incomplete ({len(whole)} bytes)")
+        rep.add(frame, "error", f"MPA {what} header incomplete ({len(whole)} bytes)",
+                rule="split-frame")
         return None
     flags, rev, pd_length = struct.unpack_from("!BBH", whole, KEY_SIZE)
     info = MpaInfo(frame=frame, request=request, rev=rev, flags=flags, pd_length=pd_length)
@@ -186,10 +215,11 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         rep.add(frame, "warning", f"{len(first) - FRAME_SIZE - pd_length} bytes follow the "
                 "MPA reply in the same segment (Wireshark does not dissect an FPDU there)")
     if pd_length > MAX_PRIV_DATA_LEN:
-        rep.add(frame, "error", f"PD_Length {pd_length} > 512 (RFC 5044 section 7.1)")
+        rep.add(frame, "error", f"PD_Length {pd_length} > 512 (RFC 5044 section 7.1)",
+                rule="pd-over-limit")
     if rev not in (1, 2):
         rep.add(frame, "error", f"unknown MPA revision {rev} (RFC 5044 section 7.1 defines "
-                "rev 1, RFC 6581 rev 2)")
+                "rev 1, RFC 6581 rev 2)", rule="revision")
     if flags & FLAG_RESERVED:
         rep.add(frame, "warning", f"reserved flag bits 0x{flags & FLAG_RESERVED:x} set")
     if request and flags & FLAG_REJECT:
@@ -203,7 +233,7 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
                     "data in the capture, which was cut short there (snap length)")
         else:
             rep.add(frame, "error", f"PD_Length {pd_length} but only {len(body)} bytes of "
-                    "private data in the capture")
+                    "private data in the capture", rule="split-frame")
     if rev == 2 and not flags & FLAG_ENHANCED:
         rep.add(frame, "warning", "rev 2 without the enhanced flag 0x10 (RFC 6581 section "
                 "5): irdma_parse_mpa reads the first 4 private data bytes as the RFC 6581 "
@@ -214,7 +244,7 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         if len(body) < RTR_MSG_SIZE:
             if d.cut is None:
                 rep.add(frame, "error", "enhanced flag set but fewer than 4 bytes of "
-                        "private data")
+                        "private data", rule="revision")
             info.private_data = body
             return info
         block = RtrBlock.from_bytes(body)
@@ -262,9 +292,10 @@ def negotiation(rep: ConnectionReport) -> None:
     if not reply.reject:
         if len(chosen) != 1 and reply.p2p:
             rep.add(reply.frame, "error", f"reply chooses {len(chosen)} RTR types, RFC 6581 "
-                    "section 5 requires exactly one")
+                    "section 5 requires exactly one", rule="rtr-mismatch")
         elif chosen and chosen[0] not in offered:
-            rep.add(reply.frame, "error", f"reply chooses {chosen[0]} RTR, not offered")
+            rep.add(reply.frame, "error", f"reply chooses {chosen[0]} RTR, not offered",
+                    rule="rtr-mismatch")
         no_value = IRD_ORD_MASK in (req.ird, req.ord, reply.ird, reply.ord)
         if not no_value and reply.ord > req.ird:
             rep.add(reply.frame, "warning", f"responder ORD {reply.ord} above initiator IRD "

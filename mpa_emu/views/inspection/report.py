@@ -102,6 +102,38 @@ class FpduInfo:
     layout_note: str = ""
     """For a Terminate whose control word reads differently in RFC 5040's layout and
     siw's: which one was kept and why."""
+    cut: bool = False
+    """The FPDU's end is not in the capture (a frame captured short): its header was
+    read, its CRC is not judged."""
+    answers: int | None = None
+    """For a Terminate: the frame of the peer's FPDU whose DDP header it quotes."""
+
+
+@dataclass(slots=True)
+class MessageInfo:
+    """One RDMAP message: the DDP segments of one QN and MSN (untagged) or of one STag
+    with continuing TOs (tagged), up to the one with L set (RFC 5041 section 5)."""
+
+    side: str
+    opcode: int | None
+    name: str
+    label: str
+    """How its first FPDU reads (``Send (120 bytes)``), for a one-segment message."""
+    qn: int | None
+    msn: int | None
+    stag: int | None
+    first_frame: int
+    last_frame: int
+    bytes: int
+    segments: int
+    next_offset: int = 0
+    """Tagged: the TO the next segment continues at."""
+    complete: bool = False
+    """Its last segment (L) is in the capture."""
+    cut: bool = False
+    """One of its segments was captured short."""
+    frames: list[int] = field(default_factory=list)
+    """The frame of each segment, in order."""
 
 
 @dataclass(slots=True)
@@ -169,6 +201,10 @@ class ConnectionReport:
     closes: list[tuple[int, str, str]] = field(default_factory=list)
     """Every FIN and RST as (frame, ``client``|``server``, ``FIN``|``RST``), in frame
     order."""
+    messages: list[MessageInfo] = field(default_factory=list)
+    """The FPDUs grouped into messages, both sides, in the order they began."""
+    cut_frames: list[int] = field(default_factory=list)
+    """Frames captured short (snap length) whose missing bytes were stream data."""
     times: dict[int, float] = field(default_factory=dict)
     """Capture time of the frames that mark the story (SYNs, MPA frames, FINs, RSTs, the
     last frame), for timers; not part of the JSON report."""

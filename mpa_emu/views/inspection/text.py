@@ -68,6 +68,10 @@ def fpdu_line(f: FpduInfo) -> str:
         parts.append("CRC zero (negotiated: wrong)")
     elif f.crc == "bad":
         parts.append(f"CRC bad 0x{f.crc_value:08x}, expected 0x{f.crc_expected or 0:08x}")
+    if f.cut:
+        parts.append("captured short (header only, not judged)")
+    if f.answers is not None:
+        parts.append(f"quotes the header of frame {f.answers}")
     return ", ".join(parts)
 
 
