@@ -18,6 +18,7 @@ from mpa_emu.capture.decode import (
 )
 from mpa_emu.gc_tuning import Collector
 from mpa_emu.judge.profile import Profiles
+from mpa_emu.ulp.upper import analyse_connection
 from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
 from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
@@ -313,6 +314,7 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
                                                             ("server", server))
                            for n in d.rsts])
     stack_verdicts.judge_connection(rep, client, server, c_stream, s_stream, profiles)
+    rep.ulp = analyse_connection(rep, c_stream, s_stream)
     fingerprints(rep, client, server)
     rep.findings.sort(key=lambda x: (x.frame or 0))
     return rep

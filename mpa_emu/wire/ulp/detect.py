@@ -59,10 +59,9 @@ def decode_private_data(protocol: str, data: bytes, *, request: bool,
 
 
 def recognise(request_pd: bytes | None, server_port: int,
-              first_client_send: bytes | None = None,
-              first_server_send: bytes | None = None) -> Recognition | None:
+              first_client_send: bytes | None = None) -> Recognition | None:
     """The protocol of a connection from its MPA request's ULP private data, the
-    responder's port and the first Send each way (their opening bytes); None when
+    responder's port and the initiator's first Send (its opening bytes); None when
     nothing says anything (no private data, no known port, no known first message),
     :data:`UNKNOWN` when private data is there but is no known format."""
     port = WELL_KNOWN_PORTS.get(server_port)
