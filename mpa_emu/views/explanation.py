@@ -16,8 +16,8 @@ from mpa_emu.judge.model import Refusal, errno_name
 from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW, UNKNOWN
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
-from mpa_emu.ulp.upper import explain as upper_protocol
 from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
+from mpa_emu.views.upper_protocol import explain as upper_protocol
 from mpa_emu.wire.ddp import Opcode
 from mpa_emu.wire.terminate_layouts import TerminateRead, read_terminate
 
@@ -82,7 +82,7 @@ class Explanation:
     private_data: str = ""
     ulp: dict[str, Any] = field(default_factory=dict)
     """The upper protocol, its negotiated values and causes
-    (:func:`mpa_emu.ulp.upper.explain.upper_protocol_dict`)."""
+    (:func:`mpa_emu.views.upper_protocol.explain.upper_protocol_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON entry (the contract's keys and more)."""

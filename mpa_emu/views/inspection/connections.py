@@ -18,7 +18,6 @@ from mpa_emu.capture.decode import (
 )
 from mpa_emu.gc_tuning import Collector
 from mpa_emu.judge.profile import Profiles
-from mpa_emu.ulp.upper import analyse_connection
 from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
 from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
@@ -31,6 +30,7 @@ from mpa_emu.views.inspection.mpa_exchange import (
     starts_reply,
 )
 from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
+from mpa_emu.views.upper_protocol import analyse_connection
 from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN

@@ -5,13 +5,28 @@ application sees and what the capture cannot prove."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mpa_emu.judge.catalogue import CAUSES
+from mpa_emu.judge.model import errno_name
+from mpa_emu.views.upper_protocol.diagnose import STATUS
 
 if TYPE_CHECKING:
-    from mpa_emu.views.explanation import Explanation
     from mpa_emu.views.inspection.report import ConnectionReport
+
+
+class Explanation(Protocol):
+    """The fields of :class:`mpa_emu.views.explanation.Explanation` refined here."""
+
+    verdict: str
+    cause: str
+    summary: str
+    initiator_status: int
+    evidence: list[int]
+    fix: str
+    functions: str
+    notes: list[str]
+    ulp: dict[str, Any]
 
 
 def upper_protocol_dict(c: ConnectionReport) -> dict[str, Any]:
@@ -56,6 +71,8 @@ def refine(c: ConnectionReport, e: Explanation) -> None:
                        if where and where not in d.negotiated else
                        f"negotiated: {d.negotiated}")
     if d.event:
-        e.notes.append(f"application: {d.event}")
+        status = f"{e.initiator_status}" + (
+            f" ({errno_name(e.initiator_status)})" if e.initiator_status else "")
+        e.notes.append(f"application: {d.event.replace(STATUS, status)}")
     if d.assumption:
         e.notes.append(f"assumption (not in the capture): {d.assumption}")

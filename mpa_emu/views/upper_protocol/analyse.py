@@ -1,14 +1,14 @@
 """A connection's upper protocol from what inspect read: which protocol, its private
 data each way, its Send messages decoded, the values the two sides negotiated, and what
-broke them (:mod:`mpa_emu.ulp.upper.diagnose`)."""
+broke them (:mod:`mpa_emu.views.upper_protocol.diagnose`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mpa_emu.ulp.upper.diagnose import diagnose
 from mpa_emu.ulp.upper.messages import SendMessage, Stream, first_send, send_messages
 from mpa_emu.ulp.upper.report import MAX_MESSAGES, UlpBlock, UlpReport
+from mpa_emu.views.upper_protocol.diagnose import diagnose
 from mpa_emu.wire.mpa import FRAME_SIZE
 from mpa_emu.wire.ulp import detect
 from mpa_emu.wire.ulp.nvme_rdma import CmRequest

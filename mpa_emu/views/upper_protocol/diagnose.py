@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from mpa_emu.views.inspection.report import ConnectionReport
 
 _TERMINATE = 7
+STATUS = "{status}"
+"""Stands for the initiator's rdma_cm status in an event text; explain fills it in (the
+initiator's stack decides it: -ECONNREFUSED from irdma and cxgb4, -ECONNRESET from siw)."""
 DISCONNECTED = ("the Terminate moves both QPs to error: each application's posted work "
                 "completes flushed (IB_WC_WR_FLUSH_ERR) and rdma_cm reports "
                 "RDMA_CM_EVENT_DISCONNECTED when the connection closes")
@@ -222,9 +225,9 @@ def _nvme(ulp: UlpReport, rep: ConnectionReport) -> None:
         negotiated=req.text if req is not None else "",
         negotiated_frame=req.frame if req is not None else None,
         broken_frame=reply.frame,
-        event=("RDMA_CM_EVENT_REJECTED status -111 (-ECONNREFUSED) at the host, whose "
-               "nvme_rdma_conn_rejected logs \"Connect rejected: status -111 (...) nvme "
-               f"status {sts} ({name.split('(', 1)[-1].rstrip(')')}).\""),
+        event=(f"RDMA_CM_EVENT_REJECTED status {STATUS} at the host, whose "
+               "nvme_rdma_conn_rejected logs \"Connect rejected: status "
+               f"{STATUS} nvme status {sts} ({name.split('(', 1)[-1].rstrip(')')}).\""),
         assumption=assumption, fix=fix))
 
 
