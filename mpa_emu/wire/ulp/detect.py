@@ -121,3 +121,21 @@ def decode_message(protocol: str, head: bytes, size: int, *, from_initiator: boo
     if protocol == RPCRDMA:
         return rpcrdma.TransportHeader.decode(head)
     return None
+
+
+def label_private_data(data: bytes, *, request: bool) -> Decoded | None:
+    """A frame's ULP private data read by content alone, for views that see one frame
+    without its connection (ladder labels, the HTML fields panel): only formats the bytes
+    prove by themselves - an NVMe-RDMA connect request asking for a queue, RFC 8797's
+    block (its format identifier), an iSER CM header with a flag set. An accept's or a
+    reject's NVMe-RDMA block proves nothing without its request, so it is not named
+    here (inspect and explain, which see the request, name it)."""
+    if request:
+        nvme = nvme_rdma.CmRequest.decode(data)
+        if nvme is not None and (nvme.hrqsize or nvme.hsqsize):
+            return nvme
+    rpc = rpcrdma.ConnectPrivate.decode(data)
+    if rpc is not None:
+        return rpc
+    header = iser.CmHeader.decode(data)
+    return header if header is not None and header.flags else None
