@@ -104,3 +104,27 @@ def test_nvme_reject_on_every_pair_of_stacks(initiator: str, responder: str,
     e = explain_connection(big)
     assert any(f"RDMA_CM_EVENT_REJECTED status {e.initiator_status} (" in n
                and f"Connect rejected: status {e.initiator_status} (" in n for n in e.notes)
+
+
+@pytest.mark.parametrize(("initiator", "responder", "nvme"), [
+    ("irdma", "irdma", True), ("cxgb4", "siw(peer_to_peer=1)", True),
+    ("siw(peer_to_peer=1)", "cxgb4", True),
+    # siw's default request has no P2P: irdma refuses it before any application hears it.
+    ("siw", "irdma", False),
+])
+def test_matrix_cell_shows_the_nvme_reject(initiator: str, responder: str, nvme: bool,
+                                           tmp_path: Path) -> None:
+    from mpa_emu.matrix import parse_side, run_cell
+    from mpa_emu.matrix.cell import CellSpec
+
+    capture = tmp_path / "cell.pcapng"
+    cell = run_cell(CellSpec(parse_side(initiator), parse_side(responder),
+                             "nvme-queue-too-big", 0, str(capture)))
+    assert cell.initiator_event == "RDMA_CM_EVENT_REJECTED"
+    (conn,) = inspect_capture(capture).connections
+    cause = explain_connection(conn).cause
+    if nvme:
+        # struct nvme_rdma_cm_rej: recfmt 0, sts 4 (+ the 4-byte RFC 6581 block).
+        assert cell.rejected_pd == 4 + 4 and cause == "nvme-connect-rejected"
+    else:
+        assert cell.responder_events == [] and cause != "nvme-connect-rejected"
