@@ -134,6 +134,12 @@ _CAUSES = (
           "[MS-SMBD] 3.1.5.1 (one credit per message, granted by the peer's "
           "CreditsGranted); wait_for_send_credits (smbdirect.c, transport_rdma.c)",
           "block sending at zero credits until the peer grants more"),
+    Cause("smbd-negotiate-refused",
+          "the SMB Direct server refused the Negotiate Request",
+          "[MS-SMBD] 2.2.2 Status; smb_direct_check_recvmsg, smb_direct_prepare "
+          "(fs/smb/server/transport_rdma.c); smbd_negotiate (fs/smb/client/smbdirect.c)",
+          "offer version 1.0 and ask for credits, MaxReceiveSize above 128 and "
+          "MaxFragmentedSize above 131,072"),
     Cause("nvme-connect-rejected",
           "the NVMe-oF target rejected the connect (status in the reject's private data)",
           "nvmet_rdma_parse_cm_connect_req, nvmet_rdma_cm_reject "

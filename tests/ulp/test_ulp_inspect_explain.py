@@ -164,3 +164,38 @@ def test_fpdus_lists_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "frames 10-21 client MSN 3: 16,520 bytes in 12 segments: Data Transfer: SMB2 " \
         "WRITE request" in out
+
+
+def _negotiate_only(tmp_path: Path, request: bytes, response: bytes | None) -> Path:
+    b = caps.PortBuilder(5445)
+    b.handshake()
+    b.add(True, "PA", caps.mpa_frame(caps.KEY_REQ, 0x10, 2, (16, 16), caps.SMBD_LEGACY))
+    b.add(False, "PA", caps.mpa_frame(caps.KEY_REP, 0x10, 2, (16, 16), caps.SMBD_LEGACY))
+    b.send(True, 1, request)
+    if response is not None:
+        b.send(False, 1, response)
+    b.add(False, "R")
+    return b.write(tmp_path / "neg.pcap")
+
+
+def test_smbd_negotiate_refused_by_ksmbd_limits(tmp_path: Path) -> None:
+    # [MS-SMBD] 2.2.1 with MaxFragmentedSize 65,536 (offset 16): ksmbd's
+    # smb_direct_check_recvmsg wants more than 128 * 1024 and sends no response.
+    req = bytearray(caps.SMBD_NEG_REQ)
+    req[16:20] = (65536).to_bytes(4, "little")
+    e = explain_connection(_one(_negotiate_only(tmp_path, bytes(req), None)))
+    assert e.cause == "smbd-negotiate-refused"
+    assert "MaxFragmentedSize 65,536" in e.summary and "-ECONNABORTED" in e.summary
+    assert any("the server is ksmbd" in n for n in e.notes)
+
+
+def test_smbd_negotiate_status_not_supported(tmp_path: Path) -> None:
+    resp = bytearray(caps.SMBD_NEG_RESP)
+    resp[12:16] = (0xC00000BB).to_bytes(4, "little")  # Status, [MS-SMBD] 2.2.2 offset 12
+    e = explain_connection(_one(_negotiate_only(tmp_path, caps.SMBD_NEG_REQ, bytes(resp))))
+    assert e.cause == "smbd-negotiate-refused" and "STATUS_NOT_SUPPORTED" in e.summary
+
+
+def test_a_good_negotiate_then_reset_is_no_negotiate_refusal(tmp_path: Path) -> None:
+    e = explain_connection(_one(_negotiate_only(tmp_path, caps.SMBD_NEG_REQ, None)))
+    assert e.cause != "smbd-negotiate-refused"

@@ -12,6 +12,9 @@ Causes (catalogue keys, docs/ulp/*.md):
   reject's private data (``nvmet_rdma_cm_reject``);
 - ``rpcrdma-inline-overflow``: an RPC-over-RDMA message sent inline (no chunk) larger than
   the peer's inline receive size (RFC 8166 section 3.3; RFC 8797);
+- ``smbd-negotiate-refused``: the server answered the Negotiate Request with a failure
+  Status, or sent no Negotiate Response to a request ksmbd refuses
+  (``smb_direct_check_recvmsg``, :mod:`mpa_emu.ulp.upper.ksmbd`);
 - ``iser-unsupported``: an iSER peer uses what the other's CM header says it does not
   support (Send with Invalidate; zero-based virtual addresses).
 """
@@ -21,8 +24,10 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
+from mpa_emu.judge.model import errno_name
+from mpa_emu.ulp.upper import ksmbd
 from mpa_emu.ulp.upper.report import UlpBlock, UlpDiagnosis, UlpReport
-from mpa_emu.wire.ulp import detect, nvme_rdma, rpcrdma
+from mpa_emu.wire.ulp import detect, nvme_rdma, rpcrdma, smbd
 
 if TYPE_CHECKING:
     from mpa_emu.views.inspection.report import ConnectionReport
@@ -118,6 +123,57 @@ def _smbd(ulp: UlpReport, rep: ConnectionReport, blocks: list[UlpBlock]) -> None
         break
     if neg_resp is not None:
         _smbd_credits(ulp, blocks, neg_resp)
+    if neg_req is not None:
+        _smbd_refused(ulp, rep, neg_req, neg_resp)
+
+
+def _smbd_refused(ulp: UlpReport, rep: ConnectionReport, req: UlpBlock,
+                  resp: UlpBlock | None) -> None:
+    if resp is not None:
+        if resp.fields["status"] == 0:
+            return
+        ulp.diagnoses.append(UlpDiagnosis(
+            cause="smbd-negotiate-refused", severity="error",
+            summary=(f"the server answered the Negotiate Request (frame {req.frame}) with "
+                     f"{resp.fields['status_name']} (frame {resp.frame}): no common SMB "
+                     "Direct version"),
+            evidence=[req.frame, resp.frame], negotiated=req.text,
+            negotiated_frame=req.frame, broken_frame=resp.frame,
+            event="the client's SMB Direct connect fails and it disconnects: "
+                  "RDMA_CM_EVENT_DISCONNECTED",
+            fix="offer SMB Direct version 1.0 (0x0100) in MinVersion..MaxVersion"))
+        return
+    value = _negotiate_of(req)
+    if value is None:
+        return
+    status, why = ksmbd.check_negotiate(value)
+    end = _end_after(rep, req.frame)
+    if status == 0 or end is None:
+        return
+    ulp.diagnoses.append(UlpDiagnosis(
+        cause="smbd-negotiate-refused", severity="error",
+        summary=(f"the client's Negotiate Request (frame {req.frame}) has {why}, which "
+                 f"ksmbd refuses ({errno_name(status)}, smb_direct_check_recvmsg): no "
+                 f"Negotiate Response, then a {end[2]} from the {end[1]} (frame {end[0]})"),
+        evidence=[req.frame, end[0]], negotiated=req.text, negotiated_frame=req.frame,
+        broken_frame=req.frame,
+        event="both applications get RDMA_CM_EVENT_DISCONNECTED; cifs.ko's "
+              "smbd_negotiate times out waiting for the response",
+        assumption="the server is ksmbd: the capture does not show which SMB server "
+                   "answered, and Windows's limits are not in it",
+        fix=("ask for at least one credit, MaxReceiveSize above 128 and MaxFragmentedSize "
+             "above 131,072 ([MS-SMBD] 2.2.1; ksmbd's smb_direct_check_recvmsg)")))
+
+
+def _negotiate_of(block: UlpBlock) -> smbd.NegotiateRequest | None:
+    f = block.fields
+    try:
+        return smbd.NegotiateRequest(
+            int(f["min_version"] or 0), int(f["max_version"] or 0),
+            int(f["credits_requested"] or 0), int(f["preferred_send_size"] or 0),
+            int(f["max_receive_size"] or 0), int(f["max_fragmented_size"] or 0))
+    except KeyError:
+        return None
 
 
 def _smbd_oversize(ulp: UlpReport, rep: ConnectionReport, msg: UlpBlock, limit: int,
