@@ -50,9 +50,12 @@ def refine(c: ConnectionReport, e: Explanation) -> None:
     if u.protocol != "unknown" and not u.recognised_by.startswith("port"):
         e.notes.append(f"upper protocol: {u.name} (by {u.recognised_by})"
                        + "".join(f"; {t}" for t in u.negotiated_text[:2]))
-    for side, hexed in u.private_data.items():
-        e.notes.append(f"upper protocol: {u.name if u.protocol == 'unknown' else 'not ' + u.name}"
-                       f": the {side}'s private data is of no known format: {hexed}")
+    # Unknown private data is shown as bytes already (pdata, inspect); a known
+    # protocol's private data that is not of its format is worth a word.
+    if u.protocol != "unknown":
+        for side, hexed in u.private_data.items():
+            e.notes.append(f"upper protocol: the {side}'s private data is no {u.name} "
+                           f"format: {hexed}")
     if not u.diagnoses:
         return
     d = next((x for x in u.diagnoses if x.severity == "error"), u.diagnoses[0])
