@@ -34,7 +34,7 @@ from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment, flag_names
 from mpa_emu.wire.tcp_options import TcpOption, option_value, parse_options
-from mpa_emu.wire.ulp.detect import label_private_data
+from mpa_emu.wire.ulp.detect import label_private_data, label_send
 
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
@@ -114,8 +114,9 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     if crc and not fpdu.crc_ok:
         verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
     last = int(bool(fpdu.ulpdu[0] & DDP_FLAG_LAST))  # RFC 5041 section 4.2: L
+    ulp = label_send(fpdu.ulpdu)
     return (f"FPDU {name} ulpdu={len(fpdu.ulpdu)} L={last}{version_marks(fpdu.ulpdu)}"
-            f"{verdict}")
+            f"{verdict}" + (f" [{ulp}]" if ulp else ""))
 
 
 def version_marks(ulpdu: bytes) -> str:

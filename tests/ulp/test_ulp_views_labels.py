@@ -39,3 +39,17 @@ def test_html_fields_panel(tmp_path: Path) -> None:
     assert fields["upper protocol"].startswith("NVMe-RDMA connect request")
     assert fields["  hsqsize"] == "1023" and fields["  qid"] == "1"
     assert "upper protocol" not in dict(capture_fields(path)[caps.NVME_FRAMES["reject"]])
+
+
+def test_send_labels_name_smb_direct_by_content(tmp_path: Path) -> None:
+    from mpa_emu.views.diagram import from_capture
+
+    path = caps.smbd_falloc(tmp_path / "f.pcap")
+    text = "\n".join(str(row) for row in from_capture(str(path)).rows)
+    assert "[SMB Direct Negotiate Request]" in text
+    assert "[SMB Direct Negotiate Response]" in text
+    # The WRITE's first segment (MO 0, L clear) names the SMB2 command it opens.
+    assert "[SMB Direct SMB2 WRITE request (MessageId 2)]" in text
+    # A Send of other bytes is not labelled.
+    other = caps.unknown_pd(tmp_path / "u.pcap")
+    assert "SMB Direct" not in "\n".join(str(r) for r in from_capture(str(other)).rows)

@@ -139,3 +139,31 @@ def label_private_data(data: bytes, *, request: bool) -> Decoded | None:
         return rpc
     header = iser.CmHeader.decode(data)
     return header if header is not None and header.flags else None
+
+
+def label_send(ulpdu: bytes) -> str | None:
+    """A Send's upper-protocol message named by content alone, for ladder labels that see
+    one FPDU without its connection: only what the bytes prove - an SMB Direct Negotiate
+    Request or Response (their exact sizes and version fields, reserved zero), or an SMB
+    Direct data message whose payload opens with an SMB2 header (0xFE 'SMB'). The first
+    segment of an untagged Send (RFC 5041 section 4.4: MO 0) only."""
+    if len(ulpdu) < 18 or ulpdu[0] & 0x80 or ulpdu[1] & 0x0F not in (3, 4, 5, 6):
+        return None
+    if int.from_bytes(ulpdu[14:18], "big") != 0:
+        return None
+    body = ulpdu[18:]
+    neg: Decoded | None = None
+    if len(body) == smbd.NEGOTIATE_REQUEST_SIZE:
+        req = smbd.NegotiateRequest.decode(body)
+        neg = req if req is not None and req.reserved == 0 else None
+    elif len(body) == smbd.NEGOTIATE_RESPONSE_SIZE:
+        resp = smbd.NegotiateResponse.decode(body)
+        neg = resp if resp is not None and resp.reserved == 0 else None
+    if neg is not None:
+        return f"SMB Direct {neg.kind}"
+    # The first of several segments (L clear) holds only the start of the payload.
+    whole = len(body) if ulpdu[0] & 0x40 else 0xFFFFFFFF
+    data = smbd.DataTransfer.decode(body, whole)
+    if data is not None and data.smb2 is not None:
+        return f"SMB Direct {data.smb2.text()}"
+    return None
