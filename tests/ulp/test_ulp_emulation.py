@@ -128,3 +128,20 @@ def test_matrix_cell_shows_the_nvme_reject(initiator: str, responder: str, nvme:
         assert cell.rejected_pd == 4 + 4 and cause == "nvme-connect-rejected"
     else:
         assert cell.responder_events == [] and cause != "nvme-connect-rejected"
+
+
+def test_python_api_as_the_nvme_page_shows() -> None:
+    from mpa_emu import Network
+    from mpa_emu.net import NvmeTarget
+    from mpa_emu.ulp.upper.formats import private_data
+
+    net = Network(seed=1)
+    host, target = net.add_host("host", "192.0.2.1"), net.add_host("target", "192.0.2.2")
+    target.listen(4420, policy=NvmeTarget(max_queue_size=128))
+    host.connect("192.0.2.2", 4420,
+                 private_data=private_data(nvme={"qid": 1, "hrqsize": 1024, "hsqsize": 1023}))
+    net.run()
+    assert [ev.name for ev in host.cm_events] == ["RDMA_CM_EVENT_REJECTED"]
+    (ev,) = host.cm_events
+    # The rdma_cm event's private data is the reject's: struct nvme_rdma_cm_rej, sts 4.
+    assert ev.private_data[:4] == struct.pack("<HH", 0, 4)

@@ -146,3 +146,8 @@ def _bool(v: Mapping[str, object], key: str, default: bool) -> bool:
     if not isinstance(raw, bool):
         raise ValueError(f"{key}: expected true or false, got {raw!r}")
     return raw
+
+
+def private_data(**spec: Mapping[str, object]) -> bytes:
+    """The Python API's spelling: ``private_data(nvme={"qid": 1, "hsqsize": 127})``."""
+    return encode_private_data(spec)
