@@ -171,6 +171,42 @@ _CAUSES = (
           "-",
           "capture whole frames (tcpdump -s 0, the default since tcpdump 4.0; editcap "
           "without -s) to judge what the cut hides"),
+    Cause("smbd-send-over-max-receive",
+          "an SMB Direct message larger than the peer's negotiated MaxReceiveSize",
+          "[MS-SMBD] 2.2.1/2.2.2 MaxReceiveSize, 3.1.5.1; smbd_post_send_iter "
+          "(fs/smb/client/smbdirect.c), smb_direct_post_send_data "
+          "(fs/smb/server/transport_rdma.c); the receiver's DDP untagged buffer check",
+          "split messages above the peer's MaxReceiveSize into SMB Direct fragments "
+          "(RemainingDataLength) or move the payload by RDMA Read/Write"),
+    Cause("smbd-no-credit", "an SMB Direct message sent with no send credit left",
+          "[MS-SMBD] 3.1.5.1 (one credit per message, granted by the peer's "
+          "CreditsGranted); wait_for_send_credits (smbdirect.c, transport_rdma.c)",
+          "block sending at zero credits until the peer grants more"),
+    Cause("smbd-negotiate-refused",
+          "the SMB Direct server refused the Negotiate Request",
+          "[MS-SMBD] 2.2.2 Status; smb_direct_check_recvmsg, smb_direct_prepare "
+          "(fs/smb/server/transport_rdma.c); smbd_negotiate (fs/smb/client/smbdirect.c)",
+          "offer version 1.0 and ask for credits, MaxReceiveSize above 128 and "
+          "MaxFragmentedSize above 131,072"),
+    Cause("nvme-connect-rejected",
+          "the NVMe-oF target rejected the connect (status in the reject's private data)",
+          "nvmet_rdma_parse_cm_connect_req, nvmet_rdma_cm_reject "
+          "(drivers/nvme/target/rdma.c); nvme_rdma_conn_rejected "
+          "(drivers/nvme/host/rdma.c)",
+          "read the status: connect with queue sizes, queue ID and record format the "
+          "target takes (nvme connect --queue-size, --nr-io-queues)"),
+    Cause("rpcrdma-inline-overflow",
+          "an RPC-over-RDMA message sent inline above the peer's inline receive size",
+          "RFC 8166 section 3.3, RFC 8797; rpcrdma_marshal_req (net/sunrpc/xprtrdma), "
+          "svc_rdma_recvfrom",
+          "send large calls with a Read list and large replies with a reply chunk or "
+          "the write list"),
+    Cause("iser-unsupported",
+          "an iSER peer uses what the other's CM header says it does not support",
+          "iser_route_handler (ISER_ZBVA_NOT_SUP, ISER_SEND_W_INV_NOT_SUP), "
+          "isert_set_nego_params, isert_rdma_accept",
+          "use Send with Invalidate and zero-based addresses only when both CM headers "
+          "allow them"),
 )
 
 CAUSES: dict[str, Cause] = {c.key: c for c in _CAUSES}

@@ -30,7 +30,8 @@ class Scenario:
     name: str
     doc: str
     listener: str = "accept"
-    """``accept``, ``reject`` (with ``reject_pd`` bytes) or ``manual``."""
+    """``accept``, ``reject`` (with ``reject_pd`` bytes), ``manual`` or ``nvme-target``
+    (an NVMe-oF target whose queues hold 128 entries: :class:`mpa_emu.net.NvmeTarget`)."""
     reject_pd: int = 0
     private_data: bytes = b""
     ird: int | None = None
@@ -117,6 +118,12 @@ SCENARIOS: tuple[Scenario, ...] = (
              after_established="close"),
     Scenario("abortive-close", "once established, the initiator disconnects abortively",
              after_established="abort"),
+    # struct nvme_rdma_cm_req (include/linux/nvme-rdma.h): recfmt 0, qid 1, hrqsize
+    # 1024, hsqsize 1023 (0's based: 1,024 entries), rsvd[24].
+    Scenario("nvme-queue-too-big", "an NVMe-oF connect of 1,024 entries against a target "
+             "of 128: the reject carries NVME_RDMA_CM_INVALID_HSQSIZE",
+             listener="nvme-target",
+             private_data=bytes.fromhex("0000" "0100" "0004" "ff03") + bytes(24)),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

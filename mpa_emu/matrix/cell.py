@@ -16,7 +16,7 @@ from typing import Any
 from mpa_emu.capture.decode import LINK_ETHERNET, RawFrame
 from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
-from mpa_emu.net import Accept, Host, Manual, Network, Reject
+from mpa_emu.net import Accept, Host, Manual, Network, NvmeTarget, Reject
 from mpa_emu.net.host import VerbFailure
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.views.inspection import inspect_frames
@@ -30,6 +30,8 @@ from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN, Segment
 INITIATOR_IP = "192.0.2.1"  # RFC 5737 documentation addresses
 RESPONDER_IP = "192.0.2.2"
 PORT = 31010
+NVME_TARGET_QUEUE = 128
+"""The queue limit of the nvme-queue-too-big scenario's target (entries)."""
 """A port no tshark 4.0 dissector claims (Wireshark's MPA dissector is heuristic only)."""
 MS = 1_000_000
 BUDGET_NS = 180_000 * MS
@@ -195,6 +197,8 @@ def _run(spec: CellSpec, scenario: Scenario, ini: Side, resp: Side,
         policy: Any = Reject(b"R" * scenario.reject_pd)
     elif scenario.listener == "manual":
         policy = Manual()
+    elif scenario.listener == "nvme-target":
+        policy = NvmeTarget(max_queue_size=NVME_TARGET_QUEUE)
     else:
         policy = Accept(b"accepted")
     responder.listen(PORT, policy=policy)

@@ -14,6 +14,7 @@ from typing import Any
 from mpa_emu.errors import MpaEmuError
 from mpa_emu.ranges import EMULATOR_RANGES, Range
 from mpa_emu.scenario.lines import KeyPath, LineIndex
+from mpa_emu.ulp.upper.formats import encode_private_data
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)\s*$")
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
@@ -187,7 +188,8 @@ class Table:
         return ns
 
     def data_bytes(self, key: str) -> bytes | None:
-        """Private data: ``key`` as UTF-8 text, ``key_hex`` as hex digits, or ``key_size``
+        """Private data: ``key`` as UTF-8 text or as a table naming a format
+        (:mod:`mpa_emu.ulp.upper.formats`), ``key_hex`` as hex digits, or ``key_size``
         bytes of a printable pattern (for length limits); at most one of them."""
         text = self.raw(key)
         hexed = self.raw(f"{key}_hex")
@@ -199,6 +201,12 @@ class Table:
         if size is not None:
             count: int = self.integer(f"{key}_size", lo=0, hi=65535)
             return (PATTERN * (count // len(PATTERN) + 1))[:count]
+        if isinstance(text, dict):
+            # By format: { nvme = { qid = 1, hsqsize = 127 } } (mpa_emu.ulp.upper.formats).
+            try:
+                return encode_private_data(text)
+            except ValueError as exc:
+                raise self.error(key, str(exc)) from None
         if text is not None:
             if not isinstance(text, str):
                 raise self.error(key, f"expected a string, got {_show(text)}")

@@ -308,7 +308,15 @@ class _Loader:
             ipv6_wild = False
             if address is not None:
                 self._address(t, "address", address)
-        policy = t.text("policy", default="accept", choices=("accept", "reject", "manual"))
+        policy = t.text("policy", default="accept",
+                        choices=("accept", "reject", "manual", "nvme-target"))
+        target: tuple[tuple[str, int], ...] = ()
+        if policy == "nvme-target":
+            # nvmet-rdma's admin queue depth and a target's own limits (nvme_target.py).
+            target = tuple((key, value) for key, value in (
+                ("max_queue_size", t.integer("max_queue_size", lo=1, hi=0x10000)),
+                ("max_qid", t.integer("max_qid", lo=0, hi=0xFFFF)),
+                ("aq_depth", t.integer("aq_depth", lo=1, hi=0x10000))) if value is not None)
         spec = ListenSpec(host=host, address=address,
                           port=t.ranged("port", VERB_RANGES["port"], required=True),
                           backlog=t.ranged("backlog", VERB_RANGES["backlog"], default=16),
@@ -318,7 +326,7 @@ class _Loader:
                           private_data=t.data_bytes("private_data") or b"",
                           delay_ns=t.duration("delay", default=0),
                           at_ns=t.duration("at", default=0), name=t.text("name"),
-                          line=t.line())
+                          line=t.line(), target=target)
         t.done()
         return spec
 

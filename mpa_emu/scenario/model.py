@@ -42,6 +42,8 @@ class ListenSpec:
     at_ns: int
     name: str | None
     line: int | None
+    target: tuple[tuple[str, int], ...] = ()
+    """``policy = "nvme-target"``: its limits (max_queue_size, max_qid, aq_depth)."""
 
 
 @dataclass(frozen=True, slots=True)

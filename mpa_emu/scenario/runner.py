@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from mpa_emu.net import Accept, FaultConfig, Manual, Network, Reject, RunResult
+from mpa_emu.net import Accept, FaultConfig, Manual, Network, NvmeTarget, Reject, RunResult
 from mpa_emu.net.host import Host, Policy
 from mpa_emu.net.records import SpooledRecords
 from mpa_emu.scenario.conns import ConnRecord, conn_ids
@@ -104,6 +104,8 @@ class _Schedule:
             policy = Reject(ls.private_data, ls.delay_ns)
         elif ls.policy == "manual":
             policy = Manual()
+        elif ls.policy == "nvme-target":
+            policy = NvmeTarget(**dict(ls.target), delay_ns=ls.delay_ns)
         else:
             policy = Accept(ls.private_data, ls.delay_ns)
         listener = host.guarded("create_listen", host.listen, ls.port, ls.address,

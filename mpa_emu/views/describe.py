@@ -34,6 +34,7 @@ from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment, flag_names
 from mpa_emu.wire.tcp_options import TcpOption, option_value, parse_options
+from mpa_emu.wire.ulp.detect import label_private_data, label_send
 
 
 def text_or_hex(data: bytes, limit: int = 40) -> str:
@@ -86,6 +87,9 @@ def mpa_summary(payload: bytes) -> str | None:
             # [MS-SMBD] 6.1 (SMB Direct's IRD/ORD negotiate header).
             parts.append(f"MS-SMBD legacy IRD {legacy.ird} ORD {legacy.ord}"
                          + (" (LE)" if legacy.broken else ""))
+        elif (ulp := label_private_data(frame.private_data,
+                                        request=head.is_request)) is not None:
+            parts.append(ulp.text())
         else:
             parts.append(f"pd={text_or_hex(frame.private_data)}")
     return " ".join(parts)
@@ -110,8 +114,9 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     if crc and not fpdu.crc_ok:
         verdict = " zero CRC" if fpdu.crc == 0 else " bad CRC"
     last = int(bool(fpdu.ulpdu[0] & DDP_FLAG_LAST))  # RFC 5041 section 4.2: L
+    ulp = label_send(fpdu.ulpdu)
     return (f"FPDU {name} ulpdu={len(fpdu.ulpdu)} L={last}{version_marks(fpdu.ulpdu)}"
-            f"{verdict}")
+            f"{verdict}" + (f" [{ulp}]" if ulp else ""))
 
 
 def version_marks(ulpdu: bytes) -> str:
@@ -232,8 +237,11 @@ def describe_payload(payload: bytes) -> str:
                           if on)
             text += f" [IRD {r.ird} ORD {r.ord} {rtr.strip()}]"
         legacy = decode_legacy(frame.private_data)
+        ulp = label_private_data(frame.private_data, request=kind == "request")
         if legacy is not None:
             text += f" [{legacy.text()}]"
+        elif ulp is not None:
+            text += f" [{ulp.text()}]"
         elif frame.private_data:
             text += f" pdata={frame.private_data[:24].hex()}"
             if len(frame.private_data) > 24:

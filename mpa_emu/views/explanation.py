@@ -18,6 +18,7 @@ from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
 from mpa_emu.views.inspection.messages import answered_text, message_of
 from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
+from mpa_emu.views.upper_protocol import explain as upper_protocol
 from mpa_emu.wire.ddp import Opcode
 from mpa_emu.wire.terminate_layouts import TerminateRead, read_terminate
 
@@ -86,6 +87,9 @@ class Explanation:
     notes: list[str] = field(default_factory=list)
     story: list[str] = field(default_factory=list)
     private_data: str = ""
+    ulp: dict[str, Any] = field(default_factory=dict)
+    """The upper protocol, its negotiated values and causes
+    (:func:`mpa_emu.views.upper_protocol.explain.upper_protocol_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON entry (the contract's keys and more)."""
@@ -212,7 +216,9 @@ def explain_connection(c: ConnectionReport) -> Explanation:
     _port_note(b)
     b.story.extend(f"frame {f.frame}: {f.severity}: {f.text}" for f in c.findings
                    if f.severity in ("error", "warning"))
-    return b.build()
+    out = b.build()
+    upper_protocol.refine(c, out)
+    return out
 
 
 def _no_request(b: _Builder) -> None:

@@ -31,6 +31,15 @@
 --   iwarp_mpa.broken_le_legacy: the same header written little-endian (old cifs.ko
 --     and ksmbd), its values then read little-endian.
 --
+-- NVMe over Fabrics on RDMA (include/linux/nvme-rdma.h), read from the ULP private data
+-- by content, which Wireshark's own NVMe-RDMA dissector reads only from InfiniBand CM:
+--
+--   mpa_v2.nvme            a request's struct nvme_rdma_cm_req (32 bytes, RECFMT 0,
+--                          bytes 10-31 zero), the reply or reject of such a request
+--   mpa_v2.nvme.recfmt, .qid, .hrqsize, .hsqsize, .cntlid   (little-endian)
+--   mpa_v2.nvme.crqsize    the accept's struct nvme_rdma_cm_rep
+--   mpa_v2.nvme.sts        the reject's struct nvme_rdma_cm_rej status, with its name
+--
 -- Expert infos: mpa_v2.short_block (fewer than 4 bytes), mpa_v2.no_rtr and
 -- mpa_v2.many_rtr (an accepting P2P reply must choose exactly one RTR type),
 -- mpa_v2.rtr_not_offered (the reply chose a type its request did not offer).
@@ -75,11 +84,28 @@ local pf = {
     private_data_len = ProtoField.uint16("mpa_v2.private_data_len", "ULP private data length"),
     private_data_text = ProtoField.string("mpa_v2.private_data_text", "ULP private data (text)"),
     rtr = ProtoField.string("mpa_v2.rtr", "RTR types (send, write, read)"),
+    nvme = ProtoField.none("mpa_v2.nvme", "NVMe-RDMA private data"),
+    nvme_recfmt = ProtoField.uint16("mpa_v2.nvme.recfmt", "Record format", base.DEC),
+    nvme_qid = ProtoField.uint16("mpa_v2.nvme.qid", "Queue ID", base.DEC),
+    nvme_hrqsize = ProtoField.uint16("mpa_v2.nvme.hrqsize", "Host receive queue size",
+        base.DEC),
+    nvme_hsqsize = ProtoField.uint16("mpa_v2.nvme.hsqsize", "Host send queue size (0's based)",
+        base.DEC),
+    nvme_cntlid = ProtoField.uint16("mpa_v2.nvme.cntlid", "Controller ID", base.HEX),
+    nvme_crqsize = ProtoField.uint16("mpa_v2.nvme.crqsize", "Controller receive queue size",
+        base.DEC),
+    nvme_sts = ProtoField.uint16("mpa_v2.nvme.sts", "Reject status", base.DEC, {
+        [1] = "NVME_RDMA_CM_INVALID_LEN", [2] = "NVME_RDMA_CM_INVALID_RECFMT",
+        [3] = "NVME_RDMA_CM_INVALID_QID", [4] = "NVME_RDMA_CM_INVALID_HSQSIZE",
+        [5] = "NVME_RDMA_CM_INVALID_HRQSIZE", [6] = "NVME_RDMA_CM_NO_RSC",
+        [7] = "NVME_RDMA_CM_INVALID_IRD", [8] = "NVME_RDMA_CM_INVALID_ORD",
+        [9] = "NVME_RDMA_CM_INVALID_CNTLID" }),
 }
 mpa_v2.fields = {
     pf.request, pf.reject, pf.ird_word, pf.p2p, pf.zero_len_send, pf.ird, pf.ord_word,
     pf.write_rtr, pf.read_rtr, pf.ord, pf.no_ird_ord, pf.private_data, pf.private_data_len,
-    pf.private_data_text, pf.rtr,
+    pf.private_data_text, pf.rtr, pf.nvme, pf.nvme_recfmt, pf.nvme_qid, pf.nvme_hrqsize,
+    pf.nvme_hsqsize, pf.nvme_cntlid, pf.nvme_crqsize, pf.nvme_sts,
 }
 
 -- Wireshark 4.6's names (packet-iwarp-mpa.c in 4.6 registers them itself: Field.new
@@ -203,6 +229,55 @@ local function decode_legacy(tree, range)
     end
 end
 
+-- TCP streams whose MPA request carried an NVMe-RDMA connect request.
+local nvme_streams = {}
+
+local function zero_from(range, first)
+    for i = first, range:len() - 1 do
+        if range(i, 1):uint() ~= 0 then return false end
+    end
+    return true
+end
+
+-- The NVMe-RDMA private data of nvme-rdma.h, by content: a 32-byte request with RECFMT 0,
+-- bytes 10-31 zero and a queue asked for; then that stream's accept (32 bytes) or
+-- reject (4 bytes, struct nvme_rdma_cm_rej).
+local function decode_nvme(tree, range, request, rej)
+    local stream = f_stream()
+    local key = stream and stream.value
+    local len = range:len()
+    if request then
+        if len ~= 32 or range(0, 2):le_uint() ~= 0 or not zero_from(range, 10)
+                or (range(4, 2):le_uint() == 0 and range(6, 2):le_uint() == 0) then
+            return
+        end
+        if key ~= nil then nvme_streams[key] = true end
+        local t = tree:add(pf.nvme, range)
+        t:add_le(pf.nvme_recfmt, range(0, 2))
+        t:add_le(pf.nvme_qid, range(2, 2))
+        t:add_le(pf.nvme_hrqsize, range(4, 2))
+        t:add_le(pf.nvme_hsqsize, range(6, 2))
+        t:add_le(pf.nvme_cntlid, range(8, 2))
+        t:append_text(string.format(": QID %d, HRQSIZE %d, HSQSIZE %d",
+            range(2, 2):le_uint(), range(4, 2):le_uint(), range(6, 2):le_uint()))
+        return
+    end
+    if key == nil or not nvme_streams[key] or range(0, 2):le_uint() ~= 0 then
+        return
+    end
+    if rej and len == 4 then
+        local t = tree:add(pf.nvme, range)
+        t:add_le(pf.nvme_recfmt, range(0, 2))
+        t:add_le(pf.nvme_sts, range(2, 2))
+        t:append_text(string.format(": reject status %d", range(2, 2):le_uint()))
+    elseif not rej and len == 32 and zero_from(range, 4) then
+        local t = tree:add(pf.nvme, range)
+        t:add_le(pf.nvme_recfmt, range(0, 2))
+        t:add_le(pf.nvme_crqsize, range(2, 2))
+        t:append_text(string.format(": CRQSIZE %d", range(2, 2):le_uint()))
+    end
+end
+
 local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
     local subtree = tree:add(mpa_v2, pdata_fi.range)
     subtree:add(pf.request, hdr.request)
@@ -270,6 +345,7 @@ local function decode_block(tree, pinfo, hdr, rej, pdata_fi)
         subtree:add(pf.private_data, ulp)
         subtree:add(pf.private_data_text, ulp, printable(ulp:bytes()))
         decode_legacy(subtree, ulp)
+        decode_nvme(subtree, ulp, hdr.request, rej)
     end
     subtree:append_text(string.format(": IRD %d, ORD %d", ird, ord))
     if pinfo.cols.info then
@@ -319,6 +395,10 @@ function mpa_v2.dissector(_, pinfo, tree)
                 local subtree = tree:add(mpa_v2, pdata_fi.range)
                 subtree:add(pf.request, hdr.request)
                 decode_legacy(subtree, pdata_fi.range)
+            elseif pdata_fi ~= nil then
+                local rej_fi = at(rejs, hdr.offset + 16)
+                local rej = (not hdr.request) and rej_fi ~= nil and rej_fi.value or false
+                decode_nvme(tree, pdata_fi.range, hdr.request, rej)
             end
         end
     end

@@ -149,9 +149,12 @@ def test_port_decoded_as_another_protocol_is_a_note_with_the_tshark_option(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conn = explain(write_pcap(tmp_path / "n.pcap", caps.nvme_port()), capsys, code=0)
     assert (conn["verdict"], conn["cause"]) == ("ok", "ok")
-    (note,) = conn["notes"]
+    # The connection carries SMB Direct's negotiate, so explain also names that upper
+    # protocol (found by its first message, not by the port).
+    note, upper = conn["notes"]
     assert note.startswith("port-decoded-as-other: Wireshark decodes port 4420 as NVMe/TCP")
     assert "-o tcp.try_heuristic_first:TRUE" in note
+    assert upper.startswith("upper protocol: SMB Direct (by first message)")
 
 
 def test_no_p2p_where_the_initiator_requires_it(tmp_path: Path,

@@ -21,6 +21,7 @@ from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment
+from mpa_emu.wire.ulp.detect import label_private_data
 
 Fields = list[tuple[str, str]]
 """A frame explained: field name and value, in wire order."""
@@ -66,6 +67,7 @@ def _mpa_fields(payload: bytes) -> Fields:
         legacy = decode_legacy(frame.private_data)
         if legacy is not None:
             out.append(("private data format", legacy.text()))
+        out += upper_protocol_fields(frame.private_data, head.is_request)
         out.append(("private data", text_or_hex(frame.private_data, limit=200)))
         out.append(("private data hex", frame.private_data[:HEX_SHOWN].hex(" ")
                     + (" ..." if len(frame.private_data) > HEX_SHOWN else "")))
@@ -156,3 +158,13 @@ def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> dict[int
             body.append(("comment", rec.comment.replace("\n", "; ")))
         out[number] = head + body
     return out
+
+
+def upper_protocol_fields(data: bytes, request: bool) -> Fields:
+    """The upper protocol's fields of a frame's private data when its bytes prove the
+    format (:func:`mpa_emu.wire.ulp.detect.label_private_data`), else none."""
+    ulp = label_private_data(data, request=request)
+    if ulp is None:
+        return []
+    return [("upper protocol", ulp.text())] + [
+        (f"  {name}", str(value)) for name, value in ulp.fields().items()]

@@ -31,6 +31,7 @@ from mpa_emu.views.inspection.mpa_exchange import (
     starts_reply,
 )
 from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
+from mpa_emu.views.upper_protocol import analyse_connection
 from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
@@ -317,6 +318,7 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
                                                             ("server", server))
                            for n in d.rsts])
     stack_verdicts.judge_connection(rep, client, server, c_stream, s_stream, profiles)
+    rep.ulp = analyse_connection(rep, c_stream, s_stream)
     fingerprints(rep, client, server)
     rep.findings.sort(key=lambda x: (x.frame or 0))
     return rep

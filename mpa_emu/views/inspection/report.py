@@ -11,6 +11,7 @@ from mpa_emu.wire.private_data import LegacyIrdOrd
 
 if TYPE_CHECKING:
     from mpa_emu.judge.model import Refusal, SideStack
+    from mpa_emu.ulp.upper import UlpReport
 
 
 @dataclass(slots=True)
@@ -208,6 +209,9 @@ class ConnectionReport:
     times: dict[int, float] = field(default_factory=dict)
     """Capture time of the frames that mark the story (SYNs, MPA frames, FINs, RSTs, the
     last frame), for timers; not part of the JSON report."""
+    ulp: UlpReport | None = None
+    """The upper protocol (SMB Direct, NVMe-oF, iSER, RPC-over-RDMA, unknown), its
+    negotiated values, messages and diagnoses (:mod:`mpa_emu.ulp.upper`)."""
 
     def add(self, frame: int | None, severity: str, text: str, *, stack: str | None = None,
             rule: str | None = None, fn: str | None = None) -> None:

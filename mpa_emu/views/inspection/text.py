@@ -6,6 +6,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 
+from mpa_emu.ulp.upper import ulp_lines
 from mpa_emu.views.inspection.mpa_exchange import ird_ord_text
 from mpa_emu.views.inspection.report import (
     CaptureReport,
@@ -94,6 +95,7 @@ def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
         lines.append(f"  {'FPDUs' if i == 0 else '':<12}{fp}")
     if fpdus:
         lines += [f"  {'':<12}{fpdu_line(f)}" for f in c.fpdu_list]
+    lines += ulp_lines(c.ulp, messages=fpdus)
     lines.append(f"  {'ended':<12}{c.ended}")
     for i, fp in enumerate(c.fingerprints):
         lines.append(f"  {'looks like' if i == 0 else '':<12}{fp}")
