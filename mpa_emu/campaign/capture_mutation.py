@@ -10,23 +10,19 @@ one of every stack name the judge knows, and ``diagram``. ``judge`` runs tshark,
 takes every :data:`JUDGE_EVERY`-th run where tshark is installed.
 
 The invariant: the command returns one of its documented exit codes (0, 1, 2) and no
-exception escapes it (a traceback). Each failure keeps its mutated capture.
+exception escapes it (a traceback). Each failure keeps its mutated capture. The runner,
+which calls the CLI, is
+:func:`mpa_emu.cli.fuzz_captures.run_mutation_chunk` (the CLI sits above campaigns).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
-import shutil
-import tempfile
-import time
-import traceback
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpa_emu.capture.pcap import CaptureError, CaptureRecord, PcapngWriter, read_capture
+from mpa_emu.capture.pcap import CaptureRecord
 from mpa_emu.judge.stacks import STACK_NAMES
 
 KEY_REQ = b"MPA ID Req Frame"
@@ -108,70 +104,9 @@ def mutate(records: list[CaptureRecord], rng: random.Random) -> tuple[
     return frames, what
 
 
-def _argv(command: str, path: str, rng: random.Random) -> list[str]:
+def argv_of(command: str, path: str, rng: random.Random) -> list[str]:
     profile = rng.choice([None, *STACK_NAMES])
     extra = ["--profile", profile] if profile is not None and command != "diagram" else []
     if command == "diagram":
         return ["diagram", path, "-o", os.devnull]
     return [command, path, *extra]
-
-
-def run_mutation_chunk(chunk: MutationChunk) -> MutationResult:
-    """Run a chunk of mutation runs (picklable in and out)."""
-    from mpa_emu.cli import main
-
-    out = MutationResult()
-    with tempfile.TemporaryDirectory(prefix="mpa-emu-mutate-") as tmp:
-        for index in range(chunk.start, chunk.start + chunk.count):
-            if chunk.deadline is not None and time.time() > chunk.deadline:
-                break
-            rng = random.Random(f"{chunk.seed}:mutate:{index}")
-            source = chunk.sources[index % len(chunk.sources)]
-            try:
-                records = list(read_capture(source))
-            except CaptureError:
-                continue
-            frames, what = mutate(records, rng)
-            path = os.path.join(tmp, f"run{index}.pcapng")
-            with open(path, "wb") as f:
-                writer = PcapngWriter(f, application="mpa-emu fuzz --mutate-captures")
-                writer.add_interface("mutated")
-                for t, data, orig in frames:
-                    writer.write(t, data, orig_len=orig)
-                writer.flush()
-            commands = [c for c in COMMANDS if c != "judge"
-                        or (chunk.tshark and index % JUDGE_EVERY == 0)]
-            command = commands[index % len(commands)] if index % JUDGE_EVERY or \
-                not chunk.tshark else "judge"
-            argv = _argv(command, path, rng)
-            out.ran += 1
-            out.per_command[command] = out.per_command.get(command, 0) + 1
-            problem = _run(main, argv)
-            if problem:
-                kept = os.path.join(chunk.out, f"mutated-{chunk.seed}-{index}.pcapng")
-                with contextlib.suppress(OSError):
-                    os.makedirs(chunk.out, exist_ok=True)
-                    shutil.copyfile(path, kept)
-                out.failures.append(f"run {index} ({os.path.basename(source)}: "
-                                    f"{'; '.join(what)}): mpa-emu {' '.join(argv[:1] + argv[2:])}"
-                                    f" {kept}: {problem}")
-            os.unlink(path)
-    return out
-
-
-def _run(main: object, argv: Sequence[str]) -> str:
-    """"" when the command ended with a documented exit code, else what went wrong."""
-    assert callable(main)
-    with open(os.devnull, "w", encoding="utf-8") as sink, \
-            contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-        except Exception as exc:  # every escape is the finding
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            return (f"traceback: {type(exc).__name__}: {exc} "
-                    f"({os.path.basename(frame.filename)}:{frame.lineno} {frame.name})")
-    if code not in (0, 1, 2):
-        return f"exit code {code}"
-    return ""

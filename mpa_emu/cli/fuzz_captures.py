@@ -4,21 +4,31 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import random
 import shutil
+import tempfile
 import time
+import traceback
+from collections.abc import Sequence
 
-from mpa_emu.cli import CliError
+from mpa_emu.campaign.capture_mutation import (
+    COMMANDS,
+    JUDGE_EVERY,
+    MutationChunk,
+    MutationResult,
+    argv_of,
+    mutate,
+)
+from mpa_emu.capture.pcap import CaptureError, PcapngWriter, read_capture
+from mpa_emu.cli import CliError, main
 
 
 def run_mutations(args: argparse.Namespace) -> int:
     """Run ``--cases`` mutation runs over the captures in ``--mutate-captures``; exit 1
     when a command escaped with a traceback or an undocumented exit code."""
-    from mpa_emu.campaign.capture_mutation import (
-        CHUNK,
-        MutationChunk,
-        capture_sources,
-        run_mutation_chunk,
-    )
+    from mpa_emu.campaign.capture_mutation import CHUNK, capture_sources
     from mpa_emu.campaign.executor import ExecutorError, Progress, run_cases
 
     sources = tuple(capture_sources(args.mutate_captures))
@@ -57,3 +67,61 @@ def run_mutations(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {c}" for c, n in sorted(per.items()))
     print(f"{ran} runs ({counts}) in {seconds:.1f} s: {failures} failing", flush=True)
     return 1 if failures or errors else 0
+
+
+def run_mutation_chunk(chunk: MutationChunk) -> MutationResult:
+    """Run a chunk of mutation runs (picklable in and out)."""
+    out = MutationResult()
+    with tempfile.TemporaryDirectory(prefix="mpa-emu-mutate-") as tmp:
+        for index in range(chunk.start, chunk.start + chunk.count):
+            if chunk.deadline is not None and time.time() > chunk.deadline:
+                break
+            rng = random.Random(f"{chunk.seed}:mutate:{index}")
+            source = chunk.sources[index % len(chunk.sources)]
+            try:
+                records = list(read_capture(source))
+            except CaptureError:
+                continue
+            frames, what = mutate(records, rng)
+            path = os.path.join(tmp, f"run{index}.pcapng")
+            with open(path, "wb") as f:
+                writer = PcapngWriter(f, application="mpa-emu fuzz --mutate-captures")
+                writer.add_interface("mutated")
+                for t, data, orig in frames:
+                    writer.write(t, data, orig_len=orig)
+                writer.flush()
+            commands = [c for c in COMMANDS if c != "judge"
+                        or (chunk.tshark and index % JUDGE_EVERY == 0)]
+            command = commands[index % len(commands)] if index % JUDGE_EVERY or \
+                not chunk.tshark else "judge"
+            argv = argv_of(command, path, rng)
+            out.ran += 1
+            out.per_command[command] = out.per_command.get(command, 0) + 1
+            problem = _run(argv)
+            if problem:
+                kept = os.path.join(chunk.out, f"mutated-{chunk.seed}-{index}.pcapng")
+                with contextlib.suppress(OSError):
+                    os.makedirs(chunk.out, exist_ok=True)
+                    shutil.copyfile(path, kept)
+                out.failures.append(f"run {index} ({os.path.basename(source)}: "
+                                    f"{'; '.join(what)}): mpa-emu {' '.join(argv[:1] + argv[2:])}"
+                                    f" {kept}: {problem}")
+            os.unlink(path)
+    return out
+
+
+def _run(argv: Sequence[str]) -> str:
+    """"" when the command ended with a documented exit code, else what went wrong."""
+    with open(os.devnull, "w", encoding="utf-8") as sink, \
+            contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        try:
+            code: int | str | None = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+        except Exception as exc:  # every escape is the finding
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            return (f"traceback: {type(exc).__name__}: {exc} "
+                    f"({os.path.basename(frame.filename)}:{frame.lineno} {frame.name})")
+    if code not in (0, 1, 2):
+        return f"exit code {code}"
+    return ""

@@ -10,14 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import mpa_emu.campaign.capture_mutation as cm
-from mpa_emu.campaign.capture_mutation import (
-    MutationChunk,
-    capture_sources,
-    mutate,
-    run_mutation_chunk,
-)
+import mpa_emu.cli.fuzz_captures as runner
+from mpa_emu.campaign.capture_mutation import MutationChunk, capture_sources, mutate
 from mpa_emu.capture.pcap import read_capture
+from mpa_emu.cli.fuzz_captures import run_mutation_chunk
 from mpa_emu.judge.stacks import STACK_NAMES
 
 PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
@@ -51,7 +47,7 @@ def test_reading_commands_survive_mutated_captures(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
 def test_judge_with_every_profile_survives_mutated_captures(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cm, "JUDGE_EVERY", 1)  # every run is judge
+    monkeypatch.setattr(runner, "JUDGE_EVERY", 1)  # every run is judge
     sources = tuple(capture_sources(PCAPS))
     got = run_mutation_chunk(MutationChunk(1, 0, 2 * len(STACK_NAMES), sources,
                                            str(tmp_path), tshark=True))
