@@ -13,13 +13,13 @@ from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.views.explain import (
+    ExplainPage,
     counts_line,
-    explain_page,
     explanation_json,
     explanation_text,
     json_head,
 )
-from mpa_emu.views.explanation import Explanation, explain_connection
+from mpa_emu.views.explanation import explain_connection
 from mpa_emu.views.inspection import CaptureReport, InspectError, stream_capture
 
 HELP = "explain each connection of a capture: verdict, cause, events, log line and fix"
@@ -50,7 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_profile_argument(parser)
     parser.add_argument("--json", metavar="FILE", help="write the explanations as JSON "
                                                       "(- for standard output)")
-    parser.add_argument("--html", metavar="REPORT.html", help="write an HTML report")
+    parser.add_argument("--html", metavar="REPORT.html",
+                        help="write an HTML report, in memory flat in the capture's length "
+                             "(ladder and frame fields read from the capture as the page "
+                             "is written; the first 100 connections get a section and menu "
+                             "entry each, the rest share one section)")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="tell the whole story of each connection")
 
@@ -60,6 +64,15 @@ def _open(path: str) -> TextIO:
         return sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write_html(target: str, page: ExplainPage, path: str, problems: list[str],
+                name: str) -> None:
+    try:
+        with open(target, "w", encoding="utf-8") as out:
+            page.write(out, path, problems, name=name)
+    except OSError as exc:
+        raise CliError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,9 +94,8 @@ def _explain(args: argparse.Namespace, path: str) -> int:
     profiles = profiles_of(args)
     report = CaptureReport(path=args.capture, checksums=mode_name(Mode.OFFLOAD))
     counts = {"ok": 0, "warning": 0, "failed": 0}
-    kept: list[Explanation] = []
     text_out = args.json != "-"
-    with Spool() as texts, Spool() as docs:
+    with Spool() as texts, Spool() as docs, ExplainPage(args.verbose) as page:
         try:
             for conn in stream_capture(path, report, Mode.OFFLOAD, profiles):
                 e = explain_connection(conn)
@@ -93,7 +105,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                 if args.json is not None:
                     docs.add(conn.index, explanation_json(e))
                 if args.html is not None:
-                    kept.append(e)
+                    page.add(e)
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
         if text_out:
@@ -114,13 +126,6 @@ def _explain(args: argparse.Namespace, path: str) -> int:
             finally:
                 if out is not sys.stdout:
                     out.close()
-    if args.html is not None:
-        from mpa_emu.views.html import write_page
-
-        kept.sort(key=lambda e: e.index)
-        try:
-            write_page(args.html, explain_page(path, kept, report.problems, args.verbose,
-                                               name=args.capture))
-        except OSError as exc:
-            raise CliError(f"cannot write {args.html}: {exc.strerror or exc}") from None
+        if args.html is not None:
+            _write_html(args.html, page, path, report.problems, args.capture)
     return 1 if counts["failed"] else 0

@@ -22,7 +22,12 @@ the transition table marks unreachable (reachability); no timer left 3000 s afte
 script (timer); every node left behind is a leak the kernel has (leak); with
 --two-cores, the cores go quiet once the middlebox is honest (quiet). Each failure is
 shrunk and written to --out as NAME.json (run it with --reproduce) and NAME.pcapng.
-See docs/campaigns.md.
+--mixed: hosts of every ordered pair of stacks, checked for escapes, refusals of
+out-of-range values in one line, unbounded runs, ACKs per received segment, iw_cm
+BUG() conditions, the rdma_cm event sequence and leaks after idle (case I of seed S is
+mpa_emu.campaign.mixed.case_of(S, I)). --mutate-captures DIR: tracebacks and exit
+codes of inspect, explain, diagram and judge on mutated captures. See
+docs/campaigns.md.
 
 exit codes: 0 no invariant broken, 1 a failure (or a case that could not run),
 2 bad option, 130 interrupted
@@ -47,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fuzz two cores (active and passive) through a hostile "
                              "middlebox that loses, duplicates, reorders, corrupts and "
                              "mutates frames, with verbs on both sides")
+    parser.add_argument("--mixed", action="store_true",
+                        help="fuzz two hosts of every ordered pair of registered stacks "
+                             "(their parameters in and just outside their ranges) "
+                             "through a hostile middlebox, with verbs on both sides, "
+                             "each case run until both hosts go quiet")
+    parser.add_argument("--mutate-captures", metavar="DIR",
+                        help="run inspect, explain, diagram and judge (every stack's "
+                             "profile) on mutated copies of the captures in DIR")
     add_campaign_arguments(parser, junit=False)
     from mpa_emu.cli.live_fuzz import add_live_arguments
 
@@ -71,7 +84,69 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--reproduce reads the mode from the reproducer: no --two-cores")
     if args.reproduce:
         return _reproduce(args.reproduce)
+    if args.mixed and (args.two_cores or args.mutate_captures):
+        raise CliError("--mixed is a campaign of its own: no --two-cores or "
+                       "--mutate-captures with it")
+    if args.mixed:
+        return _mixed(args)
+    if args.mutate_captures:
+        if args.two_cores:
+            raise CliError("--mutate-captures is a campaign of its own: no --two-cores")
+        from mpa_emu.cli.fuzz_captures import run_mutations
+
+        return run_mutations(args)
     return _campaign(args)
+
+
+def _mixed(args: argparse.Namespace) -> int:
+    from mpa_emu.campaign.executor import ExecutorError, Progress, run_cases
+    from mpa_emu.campaign.mixed import CHUNK, MixedChunk, pairs, run_mixed_chunk
+
+    started = time.time()
+    deadline = started + args.time_budget if args.time_budget else None
+    chunks = [MixedChunk(args.seed, start, min(CHUNK, args.cases - start), deadline)
+              for start in range(0, args.cases, CHUNK)]
+    executor = (f"scheduler {args.scheduler}" if args.scheduler
+                else f"{args.jobs} process{'es' if args.jobs > 1 else ''}")
+    print(f"fuzz (mixed stacks, {len(pairs())} ordered pairs, through a hostile "
+          f"middlebox): seed {args.seed}, {args.cases} cases on {executor}", flush=True)
+    try:
+        outcomes = run_cases(run_mixed_chunk, chunks, jobs=args.jobs,
+                             scheduler=args.scheduler, progress=Progress(len(chunks), "fuzz"))
+    except ExecutorError as exc:
+        raise CliError(str(exc)) from None
+    seconds = time.time() - started
+    counts: dict[str, int] = {}
+    ran = steps = events = refused = failed = 0
+    shown: dict[str, int] = {}
+    for chunk, outcome in zip(chunks, outcomes, strict=True):
+        if outcome.result is None:
+            failed += 1
+            print(f"ERROR cases {chunk.start}..{chunk.start + chunk.count - 1}: "
+                  f"{outcome.error}")
+            continue
+        r = outcome.result
+        ran += r.ran
+        steps += r.steps
+        events += r.events
+        refused += r.refused
+        for inv, n in r.counts.items():
+            counts[inv] = counts.get(inv, 0) + n
+        for f in r.failures:
+            if shown.get(f.invariant, 0) >= 3:
+                continue
+            shown[f.invariant] = shown.get(f.invariant, 0) + 1
+            print(f"FAIL {f.invariant} (case {f.index}: {f.case}): {f.message}")
+    broken = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
+    rate = ran / seconds if seconds > 0 else float("inf")
+    print(f"{ran} cases ({refused} with a parameter outside its range, refused) in "
+          f"{seconds:.1f} s ({rate:.0f} cases/s), {steps} steps, {events} events; "
+          f"failing cases by invariant: {broken}"
+          + ("" if ran == args.cases else f"; time budget reached after {ran} of "
+             f"{args.cases} cases"), flush=True)
+    # A loop the kernel has too is reported, not a failure of the model.
+    real = {k: n for k, n in counts.items() if k != "kernel-loop"}
+    return 1 if real or failed else 0
 
 
 def _reproduce(path: str) -> int:

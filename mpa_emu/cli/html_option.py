@@ -7,7 +7,6 @@ imported only when asked for."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mpa_emu.cli import CliError
@@ -24,21 +23,16 @@ def add_html_option(parser: argparse.ArgumentParser) -> None:
                              "hover or click, what went wrong highlighted)")
 
 
-def _write(path: str, render: Callable[[], str]) -> None:
-    from mpa_emu.views.html import write_page
-
-    try:
-        write_page(path, render())
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 def write_inspect_html(path: str | None, report: CaptureReport) -> None:
     """Write the inspect report to ``path`` (nothing when None)."""
     if path is not None:
-        from mpa_emu.views.html.inspect_page import inspect_page
+        from mpa_emu.views.html.inspect_page import write_inspect_page
 
-        _write(path, lambda: inspect_page(report))
+        try:
+            with open(path, "w", encoding="utf-8") as out:
+                write_inspect_page(report, out)
+        except OSError as exc:
+            raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def write_run_html(path: str | None, run: ScenarioRun) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 from typing import IO, TYPE_CHECKING
@@ -13,6 +14,7 @@ from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.values import seed
 
 if TYPE_CHECKING:
+    from mpa_emu.matrix import Plan
     from mpa_emu.matrix.output import GridEntry
 
 HELP = ("run every ordered pair of iWARP stacks (irdma, siw, cxgb4) through a catalogue "
@@ -24,8 +26,16 @@ names them: --side 'siw(peer_to_peer=1)'. Without --side every stack is tried wi
 defaults and its named parameter sets (docs/matrix.md). Each cell writes its capture
 under --captures.
 
-exit codes: 0 every cell ran (whatever the connection's outcome), 1 a cell failed to run
-(an emulator error), 2 bad option, 130 interrupted
+Each cell runs until both hosts go quiet, so every connection has its outcome by its
+stacks' own timers (irdma's CM retransmissions give up after about 316 s), within an
+hour of virtual time and 20,000 events. A cell stopped by either bound says so:
+!bound (the event bound: the hosts never went quiet, with the kernel log line they
+repeat) or !time (with when the next timer is due), and the command exits 3.
+
+exit codes: 0 every cell ran to its outcome (whatever the outcome), 1 a cell failed to
+run (an emulator error), 2 bad option or an output that cannot be written (checked
+before any cell runs), 3 a cell stopped at a safety bound (and none failed),
+130 interrupted
 """
 
 
@@ -54,17 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the matrix, print its tables, write what was asked for."""
-    from mpa_emu.campaign.cases import Progress
-    from mpa_emu.campaign.executor import ExecutorError
-    from mpa_emu.matrix import default_sides, iter_matrix, parse_side, plan, select
-    from mpa_emu.matrix.output import (
-        LEGEND,
-        GridEntry,
-        JsonWriter,
-        details,
-        page_head,
-        page_tail,
-    )
+    from mpa_emu.matrix import default_sides, parse_side, plan, select
 
     try:
         scenarios = select(args.scenario)
@@ -81,51 +81,76 @@ def run(args: argparse.Namespace) -> int:
         print("sides: " + ", ".join(side.label for side in sides))
         return 0
     specs = plan(sides, scenarios, seed=args.seed, captures=args.captures)
+    with contextlib.ExitStack() as stack:
+        # Every output is checked before any cell runs: one line and exit 2, not a
+        # failure per cell.
+        json_file = _open(stack, args.json, "--json") if args.json else None
+        html_out = _open(stack, args.html, "--html") if args.html else None
+        writable_folder(args.captures)
+        return _run(args, specs, len(sides), len(scenarios), json_file, html_out)
+
+
+def _run(args: argparse.Namespace, specs: Plan, n_sides: int, n_scenarios: int,
+         json_file: IO[str] | None, html_out: IO[str] | None) -> int:
+    from mpa_emu.campaign.cases import Progress
+    from mpa_emu.campaign.executor import ExecutorError
+    from mpa_emu.matrix import iter_matrix
+    from mpa_emu.matrix.output import (
+        LEGEND,
+        STOPPED,
+        GridEntry,
+        JsonWriter,
+        details,
+        page_head,
+        page_tail,
+    )
+
     where = (f"scheduler {args.scheduler}" if args.scheduler
              else f"{args.jobs} process{'es' if args.jobs > 1 else ''}")
-    print(f"matrix: {len(sides)} sides, {len(scenarios)} scenarios, {len(specs)} cells "
+    print(f"matrix: {n_sides} sides, {n_scenarios} scenarios, {len(specs)} cells "
           f"on {where}", file=sys.stderr)
     started = time.perf_counter()
     # Cells come a scenario at a time (the plan's order): each scenario's grid is printed
     # and written as soon as its cells are in, so memory holds one scenario's cells.
-    block = len(sides) ** 2
+    block = n_sides ** 2
     entries: list[GridEntry] = []
     pieces: list[str] = []
     errors: list[str] = []
+    bounded: list[str] = []
     count = 0
-    with contextlib.ExitStack() as stack:
-        json_out = JsonWriter(_open(stack, args.json)) if args.json else None
-        html_out = _open(stack, args.html) if args.html else None
-        if html_out is not None:
-            page_head(html_out)
-        try:
-            for cell in iter_matrix(specs, jobs=args.jobs, scheduler=args.scheduler,
-                                    progress=Progress(len(specs), "cells")):
-                count += 1
-                entries.append(GridEntry.of(cell))
-                if cell.status == "error":
-                    errors.append(f"error: {cell.scenario} {cell.initiator} -> "
-                                  f"{cell.responder}: {cell.reason}")
-                if json_out is not None:
-                    json_out.add(cell)
-                if html_out is not None:
-                    pieces.append(details(cell))
-                if len(entries) == block:
-                    _flush(entries, pieces, html_out)
-        except ExecutorError as exc:
-            raise CliError(str(exc)) from None
-        _flush(entries, pieces, html_out)
-        elapsed = time.perf_counter() - started
-        rate = count / elapsed if elapsed > 0 else 0.0
-        if json_out is not None:
-            json_out.close(rate)
-        if html_out is not None:
-            page_tail(html_out)
+    json_out = JsonWriter(json_file) if json_file is not None else None
+    if html_out is not None:
+        page_head(html_out)
+    try:
+        for cell in iter_matrix(specs, jobs=args.jobs, scheduler=args.scheduler,
+                                progress=Progress(len(specs), "cells")):
+            count += 1
+            entries.append(GridEntry.of(cell))
+            where_cell = f"{cell.scenario} {cell.initiator} -> {cell.responder}"
+            if cell.status == "error":
+                errors.append(f"error: {where_cell}: {cell.reason}")
+            elif cell.status in STOPPED:
+                bounded.append(f"{STOPPED[cell.status]}: {where_cell}: {cell.reason}")
+            if json_out is not None:
+                json_out.add(cell)
+            if html_out is not None:
+                pieces.append(details(cell))
+            if len(entries) == block:
+                _flush(entries, pieces, html_out)
+    except ExecutorError as exc:
+        raise CliError(str(exc)) from None
+    _flush(entries, pieces, html_out)
+    elapsed = time.perf_counter() - started
+    rate = count / elapsed if elapsed > 0 else 0.0
+    if json_out is not None:
+        json_out.close(rate)
+    if html_out is not None:
+        page_tail(html_out)
     print(LEGEND)
     print(f"{count} cells in {elapsed:.1f} s ({rate:.1f} cells per second)")
-    for line in errors:
+    for line in bounded + errors:
         print(line)
-    return 1 if errors else 0
+    return 1 if errors else 3 if bounded else 0
 
 
 def _flush(entries: list[GridEntry], pieces: list[str], html_out: IO[str] | None) -> None:
@@ -141,8 +166,22 @@ def _flush(entries: list[GridEntry], pieces: list[str], html_out: IO[str] | None
     pieces.clear()
 
 
-def _open(stack: contextlib.ExitStack, path: str) -> IO[str]:
+def _open(stack: contextlib.ExitStack, path: str, option: str) -> IO[str]:
     try:
         return stack.enter_context(open(path, "w", encoding="utf-8"))
     except OSError as exc:
-        raise CliError(f"{path}: {exc.strerror or exc}") from None
+        raise CliError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def writable_folder(path: str) -> None:
+    """Make the folder ``path`` (as the cells would) and write a file in it, or a
+    :class:`CliError` naming the problem in one line."""
+    probe = os.path.join(path, f".mpa-emu-write-check-{os.getpid()}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(probe, "w", encoding="utf-8"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise CliError(f"--captures {path}: cannot write there "
+                       f"({exc.strerror or exc})") from None

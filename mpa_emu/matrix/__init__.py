@@ -26,6 +26,7 @@ __all__ = [
     "SCENARIOS",
     "CellResult",
     "CellSpec",
+    "Plan",
     "Scenario",
     "Side",
     "default_sides",

@@ -18,6 +18,7 @@ from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
 from mpa_emu.net import Accept, Host, Manual, Network, NvmeTarget, Reject
 from mpa_emu.net.host import VerbFailure
+from mpa_emu.net.network import RunResult
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.views.inspection import inspect_frames
 from mpa_emu.views.ladder import ladder
@@ -34,12 +35,19 @@ NVME_TARGET_QUEUE = 128
 """The queue limit of the nvme-queue-too-big scenario's target (entries)."""
 """A port no tshark 4.0 dissector claims (Wireshark's MPA dissector is heuristic only)."""
 MS = 1_000_000
-BUDGET_NS = 180_000 * MS
-"""Virtual time a cell may take: past cxgb4's 60 s ep_timeout and the longest
-retransmission schedules, so every cell ends on its own."""
+BUDGET_NS = 3_600_000 * MS
+"""Virtual time a cell may take. A cell runs until its network is idle: every
+connection has its outcome by its stacks' own timers (cxgb4's 60 s ep_timeout, siw's
+MPA timer, irdma's 32 CM retransmissions that give up at about 316 s,
+irdma_cm_timer_tick). An hour of virtual time is far past all of them; a cell still busy
+then says its time ran out and when its next timer is due."""
 SETTLE_NS = 2_000 * MS
 """How long after both sides are established the scenario's last act comes."""
-MAX_EVENTS = 200_000
+MAX_EVENTS = 20_000
+"""The safety bound on events per cell: the busiest cell of the catalogue that ends on
+its own takes under a hundred. A cell that reaches it says so (status ``event-bound``)
+with the kernel log line it repeats, e.g. cxgb4 with ``mpa_rev=0``, whose peer_abort
+retries with MPA v1 after every reset without limit."""
 INVALID_STAG = 0xDEAD00
 """An STag no emulated stack hands out: a tagged Write to it is a DDP tagged-buffer
 error (RFC 5041 section 7.2: invalid STag)."""
@@ -65,8 +73,11 @@ class CellResult:
     responder: str
     scenario: str
     status: str = "ran"
-    """``ran``, ``n/a`` (the scenario cannot be expressed for these stacks: ``reason``)
-    or ``error`` (the emulator failed: ``reason``)."""
+    """``ran`` (the network went idle: every connection has its outcome), ``n/a`` (the
+    scenario cannot be expressed for these stacks: ``reason``), ``error`` (the emulator
+    failed: ``reason``), ``event-bound`` (stopped at :data:`MAX_EVENTS`: ``reason``
+    says what repeats) or ``time-out`` (still busy after :data:`BUDGET_NS` of virtual
+    time: ``reason`` says when the next timer is due)."""
     reason: str = ""
     initiator_event: str | None = None
     initiator_status: int | None = None
@@ -81,6 +92,10 @@ class CellResult:
     rtr: str | None = None
     terminate: str | None = None
     frames: int = 0
+    initiator_event_s: float | None = None
+    """Virtual time (seconds) of the initiator's first rdma_cm event."""
+    last_frame_s: float | None = None
+    """Virtual time (seconds) of the cell's last frame."""
     capture: str | None = None
     mpa_rev: int | None = None
     rejected_pd: int | None = None
@@ -114,6 +129,7 @@ class CellResult:
                 "initiator_failures": self.initiator_failures,
                 "responder_failures": self.responder_failures,
                 "rtr": self.rtr, "terminate": self.terminate, "frames": self.frames,
+                "initiator_event_s": self.initiator_event_s, "last_frame_s": self.last_frame_s,
                 "mpa_rev": self.mpa_rev, "rejected_pd": self.rejected_pd,
                 "capture": self.capture, "ladder_file": self.ladder_file}
 
@@ -237,8 +253,49 @@ def _run(spec: CellSpec, scenario: Scenario, ini: Side, resp: Side,
     # refuses the verb (siw_connect, c4iw_connect, irdma_connect): no event follows.
     run.conn = initiator.guarded("connect", initiator.connect, responder, PORT,
                                  private_data=scenario.private_data, ird=ird, ord=ird)
-    net.run(until_ns=BUDGET_NS, max_events=MAX_EVENTS)
+    outcome = net.run(until_ns=BUDGET_NS, max_events=MAX_EVENTS)
     _collect(run, result, spec)
+    stopped(run, outcome, result)
+
+
+def stopped(run: CellRun, outcome: RunResult, result: CellResult) -> None:
+    """Mark a cell that a safety bound stopped: the event bound (with the kernel log
+    line it repeats most, the loop a reader can look up) or the virtual-time budget
+    (with when the next timer of each busy host is due)."""
+    frames = run.net.frames
+    result.last_frame_s = frames[-1].time_ns / 1e9 if len(frames) else None
+    if outcome.bounded:
+        result.status = "event-bound"
+        result.reason = (f"stopped at the event bound ({MAX_EVENTS:,} events, "
+                         f"{outcome.now_ns / 1e9:.3f} s of virtual time, {result.frames:,} "
+                         "frames): the hosts never went quiet" + _repeated(run))
+    elif outcome.reason == "until":
+        due = [(deadline, host) for host in (run.initiator, run.responder)
+               if (deadline := host.core.get_timer()) is not None]
+        when = "; ".join(f"{host.name}'s {host.stack} timer is due at {t / 1e9:.3f} s"
+                         for t, host in sorted(due, key=lambda d: d[0]))
+        result.status = "time-out"
+        result.reason = (f"virtual time ran out at {BUDGET_NS / 1e9:.0f} s before every "
+                         "connection had its outcome" + (f": {when}" if when else ""))
+
+
+def _repeated(run: CellRun) -> str:
+    """``; most repeated kernel log line: "..." (N times on HOST)`` from the journal."""
+    journal = run.net.journal
+    if not journal:
+        return ""
+    counts: dict[tuple[str, str], int] = {}
+    for entry in journal:
+        record = entry.item
+        # pr_debug lines (dynamic debug) are left out: every state change makes one.
+        if entry.kind == "trace" and record.kind == "kernel_log" \
+                and not record.fields.get("dynamic_debug"):
+            key = (record.host, str(record.fields.get("text", "")))
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return ""
+    (host, text), n = max(counts.items(), key=lambda kv: kv[1])
+    return f"; most repeated kernel log line: \"{text}\" ({n:,} times on the {host})"
 
 
 def _after_established(run: CellRun, scenario: Scenario, conn: int) -> None:
@@ -298,6 +355,7 @@ def _collect(run: CellRun, result: CellResult, spec: CellSpec) -> None:
     # the error rdma_connect() itself returned.
     if ini_events:
         result.initiator_event, result.initiator_status = ini_events[0]
+        result.initiator_event_s = run.initiator.cm_events[0].time_ns / 1e9
     elif run.conn is None and run.initiator.failures:
         result.initiator_status = -run.initiator.failures[0].errno
     frames = [RawFrame(f.index, f.time_ns / 1e9, LINK_ETHERNET, f.data, len(f.data))

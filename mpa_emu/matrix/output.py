@@ -27,7 +27,11 @@ LEGEND = ("est = RDMA_CM_EVENT_ESTABLISHED, rej = REJECTED, err = CONNECT_ERROR,
           "unr = UNREACHABLE, disc = DISCONNECTED, refused = rdma_connect() returned the "
           "error, - = no event; then the status "
           "(errno name); +T = a Terminate on the wire; n/a = not expressible for these "
-          "stacks")
+          "stacks; !bound = stopped at the event bound (the hosts never went quiet); "
+          "!time = virtual time ran out before every connection had its outcome")
+
+STOPPED = {"event-bound": "!bound", "time-out": "!time"}
+"""The statuses of a cell a safety bound stopped, and their mark in the table."""
 
 
 def status_text(status: int | None) -> str:
@@ -44,7 +48,7 @@ def status_text(status: int | None) -> str:
 
 def cell_text(cell: CellResult) -> str:
     """The short form of a cell in the terminal table."""
-    if cell.status != "ran":
+    if cell.status != "ran" and cell.status not in STOPPED:
         return cell.status
     if cell.initiator_event is None and cell.initiator_status:
         text = "refused " + status_text(cell.initiator_status).lstrip("-")
@@ -56,6 +60,8 @@ def cell_text(cell: CellResult) -> str:
             text += " " + status_text(cell.initiator_status).lstrip("-")
     if cell.terminate is not None:
         text += " +T"
+    if cell.status in STOPPED:
+        text += " " + STOPPED[cell.status]
     return text
 
 
@@ -73,7 +79,7 @@ class GridEntry:
     @classmethod
     def of(cls, cell: CellResult) -> GridEntry:
         """The entry of ``cell``."""
-        css = ("na" if cell.status != "ran" else
+        css = ("bad" if cell.status in STOPPED else "na" if cell.status != "ran" else
                "est" if cell.initiator_event == "RDMA_CM_EVENT_ESTABLISHED" else "bad")
         # Interned: a grid holds one entry per cell, mostly the same few strings.
         return cls(sys.intern(cell.scenario), sys.intern(cell.initiator),

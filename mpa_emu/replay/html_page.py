@@ -15,9 +15,9 @@ from mpa_emu.replay.report import (
 )
 from mpa_emu.replay.semantic import SemanticVerdict, emulated_name
 from mpa_emu.views.describe import segment_line, upcall_text
-from mpa_emu.views.diagram import from_capture
-from mpa_emu.views.html.fields import Fields, capture_fields, segment_fields
+from mpa_emu.views.html.fields import Fields, segment_fields
 from mpa_emu.views.html.page import Page, Section, cell, fields_table, frame_link, table, versus
+from mpa_emu.views.html.streamed import ParkedRows, streamed_fields
 from mpa_emu.wire.addr import ip_text
 
 
@@ -113,7 +113,6 @@ def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Sectio
 def replay_page(report: ReplayReport) -> str:
     """The whole page for one replay."""
     mode = report.options.checksums
-    ladder = from_capture(report.recording.path, checksums=mode)
     cmp = report.comparison
     by_frame: dict[int, str] = {}
     for rec, _em in cmp.matched:
@@ -135,8 +134,6 @@ def replay_page(report: ReplayReport) -> str:
         if outcome_first and sem_first is not None:
             by_frame = {n: ("rel" if m == "hl" else m) for n, m in by_frame.items()}
             by_frame[sem_first.frame] = "hl"
-    marks = {i: by_frame[row.frame] for i, row in enumerate(ladder.rows)
-             if row.frame is not None and row.frame in by_frame}
     if outcome_first and sem is not None:
         top = _outcome_box(report, sem)
     else:
@@ -179,6 +176,10 @@ def replay_page(report: ReplayReport) -> str:
              f"--emulate {ip_text(report.options.emulate)}")
     if report.names_stacks:
         title += f" ({report.stacks_line()})"
-    return Page(title=title, verdict=report.verdict(), failed=report.failed, ladder=ladder,
-                frames=capture_fields(report.recording.path, mode), marks=marks, top=top,
-                sections=sections).html()
+    # The ladder and the frames' fields are read from the capture as the page is made
+    # (views/html/streamed.py), not held beside the report.
+    with ParkedRows(report.recording.path, mode) as ladder:
+        return Page(title=title, verdict=report.verdict(), failed=report.failed,
+                    ladder=ladder, frames=streamed_fields(report.recording.path, mode),
+                    marks=lambda _i, row: by_frame.get(row.frame) if row.frame is not None
+                    else None, top=top, sections=sections).html()

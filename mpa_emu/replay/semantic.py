@@ -28,6 +28,7 @@ from errno import ECONNREFUSED, ECONNRESET
 
 from mpa_emu.replay import stack_causes
 from mpa_emu.replay.engine import RunResult
+from mpa_emu.replay.flow_runs import FlowRuns
 from mpa_emu.replay.recording import Recording
 from mpa_emu.replay.stacks import StackChoice
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
@@ -498,13 +499,16 @@ def judge(rec: Recording, run: RunResult, config: CmConfig,
     recorded: dict[FlowKey, Story] = {}
     emulated: dict[FlowKey, Story] = {}
     out: list[SemanticDivergence] = []
+    # Each connection is judged on its own part of the run (linear in the capture).
+    by_flow = FlowRuns(run)
     for key, flow in rec.flows.items():
         conv = [(f.number, f.outbound, f.seg) for f in flow.frames]
+        mine = by_flow.of(key)
         r = recorded[key] = recorded_story(conv, flow.active, stack.stack)
-        e = emulated[key] = emulated_story(emulated_convs.get(key, []), flow.active, key, run,
-                                           stack.offloaded_state)
-        out += _differences(key, r, e, who, run, config, conv, stack, peer)
-        out += _not_mpa_differences(key, conv, flow.active, e, who, run)
+        e = emulated[key] = emulated_story(emulated_convs.get(key, []), flow.active, key,
+                                           mine, stack.offloaded_state)
+        out += _differences(key, r, e, who, mine, config, conv, stack, peer)
+        out += _not_mpa_differences(key, conv, flow.active, e, who, mine)
     out.sort(key=lambda d: d.frame)
     return SemanticVerdict(recorded, emulated, out)
 

@@ -3,9 +3,12 @@ explanations: a failed connection in a few lines, ``verbose`` adds the story."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Sequence
+from typing import TextIO
 
+from mpa_emu.capture.spool import Spool
 from mpa_emu.judge.model import errno_name
 from mpa_emu.views.explanation import Explanation
 
@@ -79,31 +82,99 @@ def explain_page(path: str, explanations: Sequence[Explanation], problems: Seque
                  verbose: bool = False, name: str | None = None) -> str:
     """The HTML page: the capture's ladder with the evidence frames marked, one section
     per connection; ``name`` is the capture's name as shown (``path`` by default)."""
-    shown = name or path
-    from mpa_emu.views.diagram import from_capture
-    from mpa_emu.views.html.fields import capture_fields
-    from mpa_emu.views.html.page import Page, Section, cell, frame_link
+    out = io.StringIO()
+    with ExplainPage(verbose) as page:
+        for e in explanations:
+            page.add(e)
+        page.write(out, path, problems, name)
+    return out.getvalue()
 
-    ladder = from_capture(path)
-    rank: dict[int, str] = {}
-    for e in explanations:
+
+OWN_SECTIONS = 100
+"""Connections that get a section and a menu entry of their own on the explain page;
+the rest share one section (each under its own heading), so that the page's memory does
+not grow with the capture (the menu is made whole before the page is written)."""
+
+
+class ExplainPage:
+    """The explain page gathered a connection at a time and written as it is made: each
+    connection's section waits in a temporary file, what stays in memory is the titles
+    of the first :data:`OWN_SECTIONS` and the evidence frames of connections that are
+    not ok; the ladder and the frames'
+    fields are read from the capture while written (:mod:`mpa_emu.views.html.streamed`),
+    so the page costs the same memory whatever the capture's length."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
+        self.counts = {"ok": 0, "warning": 0, "failed": 0}
+        self._spool = Spool()
+        self._titles: dict[int, str] = {}
+        self._rank: dict[int, str] = {}
+        self._last = 0
+
+    def add(self, e: Explanation) -> None:
+        """One connection's explanation."""
+        from mpa_emu.views.html.page import cell, frame_link
+
+        self.counts[e.verdict] += 1
         if e.verdict != "ok":
             for n in e.evidence:
-                rank[n] = "hl" if e.verdict == "failed" else rank.get(n, "rel")
-    marks = {i: rank[row.frame] for i, row in enumerate(ladder.rows)
-             if row.frame is not None and row.frame in rank}
-    sections = []
-    for e in explanations:
-        text = explanation_text(e, verbose)
+                self._rank[n] = "hl" if e.verdict == "failed" else self._rank.get(n, "rel")
+        text = explanation_text(e, self.verbose)
         links = " ".join(frame_link(n) for n in e.evidence)
         body = (f'<p class="mono">evidence: {links}</p>' if links else "") + \
             f'<pre class="mono">{cell(text)}</pre>'
-        sections.append(Section(f"Connection {e.index}: {e.verdict}", body,
-                                anchor=f"connection-{e.index}"))
-    if problems:
-        sections.append(Section("Frames outside any connection",
-                                "".join(f"<p>{cell(p)}</p>" for p in problems)))
-    failed = any(e.verdict == "failed" for e in explanations)
-    return Page(title=f"mpa-emu explain {shown}", verdict=counts_line(shown, explanations),
-                failed=failed, ladder=ladder, frames=capture_fields(path), marks=marks,
-                sections=sections).html()
+        title = f"Connection {e.index}: {e.verdict}"
+        if e.index <= OWN_SECTIONS:
+            self._titles[e.index] = title
+        else:
+            # Past the first connections, one section holds the rest, each under its own
+            # heading (the same anchor, so frame links and bookmarks still find it).
+            body = f'<h3 id="connection-{e.index}">{cell(title)}</h3>' + body
+        self._last = max(self._last, e.index)
+        self._spool.add(e.index, body)
+
+    def write(self, out: TextIO, path: str, problems: Sequence[str],
+              name: str | None = None) -> None:
+        """Write the page of ``path`` (``name``: as shown) into ``out``."""
+        from mpa_emu.views.html.page import Page, Section, cell
+        from mpa_emu.views.html.streamed import ParkedRows, streamed_fields
+
+        shown = name or path
+        pieces = self._spool.pieces()  # sorted by connection, as the titles below
+
+        def body(piece_out: TextIO) -> None:
+            piece_out.write(next(pieces))
+
+        def rest(piece_out: TextIO) -> None:
+            for piece in pieces:
+                piece_out.write(piece)
+
+        sections = [Section(title, body, anchor=f"connection-{index}")
+                    for index, title in sorted(self._titles.items())]
+        if self._last > OWN_SECTIONS:
+            sections.append(Section(
+                f"Connections {OWN_SECTIONS + 1} to {self._last} (one section: the menu "
+                f"names the first {OWN_SECTIONS} connections)", rest,
+                anchor=f"connections-past-{OWN_SECTIONS}"))
+        if problems:
+            sections.append(Section("Frames outside any connection",
+                                    "".join(f"<p>{cell(p)}</p>" for p in problems)))
+        rank = self._rank
+        with ParkedRows(path) as ladder:
+            Page(title=f"mpa-emu explain {shown}",
+                 verdict=counts_line(shown, counts=self.counts),
+                 failed=bool(self.counts["failed"]), ladder=ladder,
+                 frames=streamed_fields(path),
+                 marks=lambda _i, row: rank.get(row.frame) if row.frame is not None else None,
+                 sections=sections).write(out)
+
+    def close(self) -> None:
+        """Delete the temporary file."""
+        self._spool.close()
+
+    def __enter__(self) -> ExplainPage:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -14,7 +14,7 @@ from mpa_emu.capture.decode import (
     as_ethernet,
     decode_leniently,
 )
-from mpa_emu.capture.pcap import read_intact
+from mpa_emu.capture.pcap import CaptureRecord, read_intact
 from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex
 from mpa_emu.views.inspection import options_text, parse_tcp_options
 from mpa_emu.wire import mpa
@@ -131,33 +131,34 @@ def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> dict[int
     frames before the cut."""
     records, _fault = read_intact(path)
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
-    out: dict[int, Fields] = {}
-    for number, rec in enumerate(records, start=1):
-        head: Fields = [("frame", str(number)),
-                        ("time", f"{((rec.time_ns or base) - base) / 1e9:.6f} s")]
-        frame = as_ethernet(rec.linktype, rec.frame)
-        if isinstance(frame, str):
-            out[number] = [*head, ("not decoded", frame)]
-            continue
-        decoded = decode_leniently(frame)
-        short = rec.orig_len > len(rec.frame)
-        if isinstance(decoded, Undecodable) and short:
-            cut = as_captured(frame)  # captured short: the bytes the capture holds
-            captured = decode_leniently(cut) if cut is not None else decoded
-            if not isinstance(captured, Undecodable):
-                decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
-        if isinstance(decoded, Undecodable):
-            out[number] = [*head, ("not decoded", decoded.text)]
-            continue
-        body = segment_fields(decoded.seg)
-        if short:
-            body.append(("captured", f"{len(rec.frame)} of {rec.orig_len} bytes (snap "
-                                     "length): the payload shown is what the capture holds"))
-        body += checksum_fields(decoded.checksum, decoded.ip_ok, checksums)
-        if rec.comment:
-            body.append(("comment", rec.comment.replace("\n", "; ")))
-        out[number] = head + body
-    return out
+    return {number: record_fields(number, rec, base, checksums)
+            for number, rec in enumerate(records, start=1)}
+
+
+def record_fields(number: int, rec: CaptureRecord, base: int, checksums: Mode) -> Fields:
+    """The fields of one captured frame (``number``, 1-based), its time from ``base``."""
+    head: Fields = [("frame", str(number)),
+                    ("time", f"{((rec.time_ns or base) - base) / 1e9:.6f} s")]
+    frame = as_ethernet(rec.linktype, rec.frame)
+    if isinstance(frame, str):
+        return [*head, ("not decoded", frame)]
+    decoded = decode_leniently(frame)
+    short = rec.orig_len > len(rec.frame)
+    if isinstance(decoded, Undecodable) and short:
+        cut = as_captured(frame)  # captured short: the bytes the capture holds
+        captured = decode_leniently(cut) if cut is not None else decoded
+        if not isinstance(captured, Undecodable):
+            decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
+    if isinstance(decoded, Undecodable):
+        return [*head, ("not decoded", decoded.text)]
+    body = segment_fields(decoded.seg)
+    if short:
+        body.append(("captured", f"{len(rec.frame)} of {rec.orig_len} bytes (snap "
+                                 "length): the payload shown is what the capture holds"))
+    body += checksum_fields(decoded.checksum, decoded.ip_ok, checksums)
+    if rec.comment:
+        body.append(("comment", rec.comment.replace("\n", "; ")))
+    return head + body
 
 
 def upper_protocol_fields(data: bytes, request: bool) -> Fields:

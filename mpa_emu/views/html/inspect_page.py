@@ -4,11 +4,14 @@ request and reply, negotiation, FPDUs, ending, findings and frame comments."""
 
 from __future__ import annotations
 
+import io
+from typing import TextIO
+
 from mpa_emu.capture.checksums import Mode
-from mpa_emu.views.diagram import from_capture
-from mpa_emu.views.html.fields import capture_fields
 from mpa_emu.views.html.page import Page, Section, cell, frame_link, table
+from mpa_emu.views.html.streamed import ParkedRows, streamed_fields
 from mpa_emu.views.inspection import CaptureReport, ConnectionReport, format_connection
+from mpa_emu.views.ladder import Row
 
 _RANK = {"error": 2, "warning": 1}
 
@@ -31,15 +34,27 @@ def _connection(c: ConnectionReport) -> Section:
 
 def inspect_page(report: CaptureReport) -> str:
     """The whole page for one inspected capture (its selected connections)."""
+    out = io.StringIO()
+    write_inspect_page(report, out)
+    return out.getvalue()
+
+
+def write_inspect_page(report: CaptureReport, out: TextIO) -> None:
+    """Write the page into ``out`` as it is made: the ladder and the frames' fields are
+    read from the capture while written (:mod:`mpa_emu.views.html.streamed`); what is
+    held is the report itself."""
     mode = Mode(report.checksums)
-    ladder = from_capture(report.path, checksums=mode)
     rank: dict[int, int] = {}
     for c in report.connections:
         for f in c.findings:
             if f.frame is not None and f.severity in _RANK:
                 rank[f.frame] = max(rank.get(f.frame, 0), _RANK[f.severity])
-    marks = {i: ("hl" if rank[row.frame] == 2 else "rel") for i, row in enumerate(ladder.rows)
-             if row.frame is not None and row.frame in rank}
+
+    def mark(_index: int, row: Row) -> str | None:
+        if row.frame is None or row.frame not in rank:
+            return None
+        return "hl" if rank[row.frame] == 2 else "rel"
+
     errors = report.errors
     verdict = (f"{report.frames} frames, {report.tcp_frames} TCP, "
                f"{len(report.connections)} connection(s) shown"
@@ -49,6 +64,7 @@ def inspect_page(report: CaptureReport) -> str:
     if report.problems:
         sections.append(Section("Frames outside any connection",
                                 "".join(f"<p>{cell(p)}</p>" for p in report.problems)))
-    return Page(title=f"mpa-emu inspect {report.path}", verdict=verdict, failed=bool(errors),
-                ladder=ladder, frames=capture_fields(report.path, mode), marks=marks,
-                sections=sections).html()
+    with ParkedRows(report.path, mode) as ladder:
+        Page(title=f"mpa-emu inspect {report.path}", verdict=verdict, failed=bool(errors),
+             ladder=ladder, frames=streamed_fields(report.path, mode), marks=mark,
+             sections=sections).write(out)
