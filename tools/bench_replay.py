@@ -132,12 +132,13 @@ def breakdown(path: Path) -> dict[str, float]:
     from mpa_emu.replay.compare import compare
     from mpa_emu.replay.engine import Engine, EngineOptions
     from mpa_emu.replay.recording import load
+    from mpa_emu.replay.recording_source import RecordingSource
 
     spent: dict[str, float] = {}
     start = time.perf_counter()
     rec = load(path, ip_bytes(SERVER))
     spent["load (read + decode + classify)"] = time.perf_counter() - start
-    engine = Engine(rec, EngineOptions(trace=False))
+    engine = Engine(rec, EngineOptions(trace=False), source=RecordingSource(rec))
     core: Any = engine.core
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -111,7 +111,7 @@ class MixedResult:
     """Cases whose parameters were outside their ranges and refused as they must be."""
 
 
-class Broken(Exception):
+class Broken(MpaEmuError):
     """An invariant a case broke."""
 
     def __init__(self, invariant: str, message: str) -> None:

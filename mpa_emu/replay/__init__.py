@@ -19,6 +19,7 @@ from typing import IO, cast
 from mpa_emu.replay.compare import Comparison, Divergence, compare
 from mpa_emu.replay.engine import Engine, EngineOptions
 from mpa_emu.replay.recording import Recording, RecordingError, load
+from mpa_emu.replay.recording_source import RecordingSource
 from mpa_emu.replay.report import ReplayOptions, ReplayReport, flow_text
 from mpa_emu.replay.semantic import SemanticVerdict, judge
 from mpa_emu.replay.stacks import auto_candidates
@@ -71,7 +72,8 @@ def replay_capture(path: str | Path, options: ReplayOptions,
                                            horizon_ns=options.horizon_ns, seed=options.seed,
                                            config=options.config, stack=options.stack,
                                            rebase=options.semantic,
-                                           trace=trace), progress)
+                                           trace=trace), progress,
+                        source=RecordingSource(rec))
         run = engine.run()
         cmp = compare(rec, run, tolerance_ns=options.time_tolerance_ns,
                       strict_offload=options.strict_offload, semantic=options.semantic,

@@ -348,17 +348,14 @@ class Engine:
     a :class:`FrameSource` and hands what it does to a :class:`Sink`. The clock and timer
     catch-up, the ISN and ack mapping, the scripted application's verbs and the routing
     of upcalls live here once. Built with a recording alone, it replays the whole
-    recording and keeps everything: call :meth:`run`."""
+    recording and keeps everything (``source=RecordingSource(rec)``): call :meth:`run`."""
 
     def __init__(self, rec: Recording, options: EngineOptions,
                  progress: Callable[[int, int], None] | None = None, *,
-                 source: FrameSource | None = None, sink: Sink | None = None) -> None:
+                 source: FrameSource, sink: Sink | None = None) -> None:
         self.rec = rec
         self.opt = options
         self.progress = progress
-        if source is None:
-            from mpa_emu.replay.recording_source import RecordingSource
-            source = RecordingSource(rec)
         self.source: FrameSource = source
         self.sink: Sink = KeepAll(options.trace) if sink is None else sink
         self.trace = Trace(keep=True)

@@ -17,6 +17,7 @@ from mpa_emu.capture.pcap import read_capture
 from mpa_emu.replay import ReplayOptions, replay_capture
 from mpa_emu.replay.engine import Emitted, Engine, EngineOptions, KeepAll
 from mpa_emu.replay.recording import load
+from mpa_emu.replay.recording_source import RecordingSource
 from mpa_emu.replay.stream import Fallback, stream_engine, stream_replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,8 @@ def _story(emitted: list[Emitted]) -> list[tuple[object, ...]]:
 def test_the_streamed_source_drives_the_core_as_the_whole_recording_does(
         path: Path, ip: bytes) -> None:
     options = ReplayOptions(emulate=ip)
-    whole = Engine(load(path, ip, options.checksums), EngineOptions(trace=False)).run()
+    recorded = load(path, ip, options.checksums)
+    whole = Engine(recorded, EngineOptions(trace=False), source=RecordingSource(recorded)).run()
     try:
         frames, engine = stream_engine(str(path), str(path), options, sink=KeepAll(False))
         frames.play(engine)

@@ -249,12 +249,14 @@ def test_fast_and_traced_runs_send_the_same_frames() -> None:
     # replay_capture relies on it: a first run without the core's trace, a second with.
     from mpa_emu.replay.engine import Engine, EngineOptions
     from mpa_emu.replay.recording import load
+    from mpa_emu.replay.recording_source import RecordingSource
     from mpa_emu.wire.addr import ip_bytes
 
     for name, ip in (("v2_reject.pcap", A), ("backlog_drop.pcap", P),
                      ("retrans_reject_expiry.pcap", P), ("fallback_v2_to_v1.pcap", A)):
         rec = load(PCAPS / name, ip_bytes(ip))
-        runs = [Engine(rec, EngineOptions(trace=trace, backlog=1)).run() for trace in (False, True)]
+        runs = [Engine(rec, EngineOptions(trace=trace, backlog=1),
+                       source=RecordingSource(rec)).run() for trace in (False, True)]
         frames = [[(e.time_ns, e.seg, e.comment) for e in run.emitted] for run in runs]
         assert frames[0] == frames[1], name
         assert len(frames[0]) >= 3

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mpa_emu.replay.engine import AppAction, Engine, EngineOptions
 from mpa_emu.replay.recording import load
+from mpa_emu.replay.recording_source import RecordingSource
 from mpa_emu.wire.addr import ip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +38,8 @@ def test_a_refused_verb_is_logged_with_its_refusal() -> None:
     # Rejecting the golden request (answered by the reply at frame 6) leaves no offloaded
     # QP, so the disconnect scripted at the recorded host's FIN (frame 13) is refused.
     rec = load(GOLDEN, ip_bytes("192.168.20.2"))
-    engine = Engine(rec, EngineOptions(on_request="reject", trace=False))
+    engine = Engine(rec, EngineOptions(on_request="reject", trace=False),
+                    source=RecordingSource(rec))
     log = Snapshots()
     engine.actions = log
     engine.run()
