@@ -20,6 +20,7 @@ from mpa_emu.views.explain import (
     json_head,
 )
 from mpa_emu.views.explanation import Explanation, explain_connection
+from mpa_emu.views.html.fpdu_fields import Fields, connection_rows
 from mpa_emu.views.inspection import CaptureReport, InspectError, stream_capture
 
 HELP = "explain each connection of a capture: verdict, cause, events, log line and fix"
@@ -82,6 +83,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
     report = CaptureReport(path=args.capture, checksums=mode_name(Mode.OFFLOAD))
     counts = {"ok": 0, "warning": 0, "failed": 0}
     kept: list[Explanation] = []
+    fpdus: dict[int, list[Fields]] = {}
     text_out = args.json != "-"
     with Spool() as texts, Spool() as docs:
         try:
@@ -94,6 +96,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                     docs.add(conn.index, explanation_json(e))
                 if args.html is not None:
                     kept.append(e)
+                    fpdus.update(connection_rows([conn]))
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
         if text_out:
@@ -120,7 +123,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
         kept.sort(key=lambda e: e.index)
         try:
             write_page(args.html, explain_page(path, kept, report.problems, args.verbose,
-                                               name=args.capture))
+                                               name=args.capture, fpdus=fpdus))
         except OSError as exc:
             raise CliError(f"cannot write {args.html}: {exc.strerror or exc}") from None
     return 1 if counts["failed"] else 0

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from mpa_emu.judge.model import errno_name
 from mpa_emu.views.explanation import Explanation
+
+if TYPE_CHECKING:
+    from mpa_emu.views.html.fpdu_fields import FpduRows
 
 
 def _events(events: Sequence[str], none: str) -> str:
@@ -76,9 +80,12 @@ def json_head(path: str, counts: dict[str, int], problems: Sequence[str]) -> str
 
 
 def explain_page(path: str, explanations: Sequence[Explanation], problems: Sequence[str],
-                 verbose: bool = False, name: str | None = None) -> str:
-    """The HTML page: the capture's ladder with the evidence frames marked, one section
-    per connection; ``name`` is the capture's name as shown (``path`` by default)."""
+                 verbose: bool = False, name: str | None = None,
+                 fpdus: FpduRows | None = None) -> str:
+    """The HTML page: the verdict of every connection that failed or warned above the
+    capture's ladder (lines wrapped), its evidence frames marked, the connections that
+    are ok below it; ``name`` is the capture's name as shown (``path`` by default);
+    ``fpdus`` the frame panel's FPDU rows (read again from the capture when not given)."""
     shown = name or path
     from mpa_emu.views.diagram import from_capture
     from mpa_emu.views.html.fields import capture_fields
@@ -92,18 +99,23 @@ def explain_page(path: str, explanations: Sequence[Explanation], problems: Seque
                 rank[n] = "hl" if e.verdict == "failed" else rank.get(n, "rel")
     marks = {i: rank[row.frame] for i, row in enumerate(ladder.rows)
              if row.frame is not None and row.frame in rank}
-    sections = []
-    for e in explanations:
-        text = explanation_text(e, verbose)
+
+    def body(e: Explanation) -> str:
         links = " ".join(frame_link(n) for n in e.evidence)
-        body = (f'<p class="mono">evidence: {links}</p>' if links else "") + \
-            f'<pre class="mono">{cell(text)}</pre>'
-        sections.append(Section(f"Connection {e.index}: {e.verdict}", body,
-                                anchor=f"connection-{e.index}"))
+        return (f'<p class="mono">evidence: {links}</p>' if links else "") + \
+            f'<pre class="mono wrap">{cell(explanation_text(e, verbose))}</pre>'
+
+    judged = [e for e in explanations if e.verdict != "ok"]
+    top = "".join(f'<section class="explained {e.verdict}" id="connection-{e.index}">'
+                  f"<h2>Connection {e.index}: {cell(e.verdict)}</h2>{body(e)}</section>"
+                  for e in judged)
+    sections = [Section(f"Connection {e.index}: {e.verdict}", body(e),
+                        anchor=f"connection-{e.index}")
+                for e in explanations if e.verdict == "ok"]
     if problems:
         sections.append(Section("Frames outside any connection",
                                 "".join(f"<p>{cell(p)}</p>" for p in problems)))
     failed = any(e.verdict == "failed" for e in explanations)
     return Page(title=f"mpa-emu explain {shown}", verdict=counts_line(shown, explanations),
-                failed=failed, ladder=ladder, frames=capture_fields(path), marks=marks,
-                sections=sections).html()
+                failed=failed, ladder=ladder, frames=capture_fields(path, fpdus=fpdus),
+                marks=marks, top=top, sections=sections).html()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mpa_emu.capture.checksums import Mode
 from mpa_emu.views.diagram import from_capture
 from mpa_emu.views.html.fields import capture_fields
+from mpa_emu.views.html.fpdu_fields import connection_rows
 from mpa_emu.views.html.page import Page, Section, cell, frame_link, table
 from mpa_emu.views.inspection import CaptureReport, ConnectionReport, format_connection
 
@@ -50,5 +51,7 @@ def inspect_page(report: CaptureReport) -> str:
         sections.append(Section("Frames outside any connection",
                                 "".join(f"<p>{cell(p)}</p>" for p in report.problems)))
     return Page(title=f"mpa-emu inspect {report.path}", verdict=verdict, failed=bool(errors),
-                ladder=ladder, frames=capture_fields(report.path, mode), marks=marks,
+                ladder=ladder, frames=capture_fields(report.path, mode,
+                                                       connection_rows(report.connections)),
+                marks=marks,
                 sections=sections).html()

@@ -78,6 +78,7 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes) -> FpduInfo:
         if opcode == Opcode.READ_REQUEST:
             rr = ReadRequest.from_bytes(body)
             info.stag, info.to, info.read_size = rr.sink_stag, rr.sink_to, rr.size
+            info.src_stag, info.src_to = rr.src_stag, rr.src_to
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:

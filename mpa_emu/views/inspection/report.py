@@ -80,7 +80,8 @@ class FpduInfo:
     RFC 5040 section 4). ``crc`` is ``good``, ``bad`` or ``zero`` when CRC was
     negotiated, ``None`` when it was not (no verdict). Untagged segments carry ``qn``,
     ``msn``, ``mo``; tagged ones ``stag`` and ``to``; a Read Request also its Data Sink
-    STag and TO in ``stag`` and ``to`` and its RDMA Read Message Size in ``read_size``."""
+    STag and TO in ``stag`` and ``to``, its RDMA Read Message Size in ``read_size`` and its
+    Data Source STag and TO in ``src_stag`` and ``src_to``."""
 
     frame: int
     side: str
@@ -94,6 +95,10 @@ class FpduInfo:
     stag: int | None = None
     to: int | None = None
     read_size: int | None = None
+    src_stag: int | None = None
+    """A Read Request's Data Source STag (RFC 5040 section 4.4)."""
+    src_to: int | None = None
+    """A Read Request's Data Source Tagged Offset."""
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None

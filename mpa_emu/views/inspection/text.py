@@ -50,12 +50,15 @@ def _mpa_lines(label: str, m: MpaInfo) -> list[str]:
 
 
 def fpdu_line(f: FpduInfo) -> str:
-    """``frame 8 client: zero-length RDMA Read Request, QN 1 MSN 1 MO 0, ULPDU_Length 46,
-    L, CRC good``; no CRC word where CRC was not negotiated."""
+    """``frame 8 client: zero-length RDMA Read Request, QN 1 MSN 1 MO 0, sink STag 0x1 TO
+    0x0, source STag 0x2 TO 0x0, ULPDU_Length 46, L, CRC good``; no CRC word where CRC was
+    not negotiated."""
     if f.qn is not None:
         where = f"QN {f.qn} MSN {f.msn} MO {f.mo}"
         if f.opcode == 1 and f.stag is not None:
             where += f", sink STag 0x{f.stag:x} TO 0x{f.to or 0:x}"
+            if f.src_stag is not None:
+                where += f", source STag 0x{f.src_stag:x} TO 0x{f.src_to or 0:x}"
     elif f.stag is not None:
         where = f"STag 0x{f.stag:x} TO 0x{f.to or 0:x}"
     else:
