@@ -8,10 +8,15 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from mpa_emu.judge.model import errno_name
+from mpa_emu.judge.stacks import LINUX_USERSPACE
 from mpa_emu.views.explanation import Explanation
 
 if TYPE_CHECKING:
     from mpa_emu.views.html.fpdu_fields import FpduRows
+
+
+USERSPACE_EVENTS = "no rdma_cm (linux-userspace: its library's own events, not known)"
+"""What a side judged linux-userspace saw: nothing rdma_cm would tell (see the note)."""
 
 
 def _events(events: Sequence[str], none: str) -> str:
@@ -35,9 +40,13 @@ def explanation_text(e: Explanation, verbose: bool = False) -> str:
                      + (f" {errno_name(e.initiator_status)}" if e.initiator_status else "")
                      + ")" + (f", then {', '.join(e.initiator_events[1:])}"
                               if len(e.initiator_events) > 1 else ""))
+    elif e.stacks.get("client") == LINUX_USERSPACE and e.cause != "not-iwarp":
+        lines.append(f"  {'initiator':<11} {USERSPACE_EVENTS}")
     elif e.cause not in ("ok", "not-iwarp"):
         lines.append(f"  {'initiator':<11} no rdma_cm event")
-    if e.cause != "not-iwarp":
+    if e.stacks.get("server") == LINUX_USERSPACE and e.cause != "not-iwarp":
+        lines.append(f"  {'responder':<11} {USERSPACE_EVENTS}")
+    elif e.cause != "not-iwarp":
         lines.append(f"  {'responder':<11} "
                      + _events(e.responder_events, "no rdma_cm event (its application "
                                                    "never hears of it)"))

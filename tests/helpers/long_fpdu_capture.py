@@ -57,3 +57,20 @@ def long_terminate(path: Path, sends: int = SENDS) -> Path:
     FRAMES["terminate"] = b.add(False, "PA", fpdu(untagged(7, 2, 1, word + quoted), "zero"))
     b.add(True, "A")
     return b.write(path)
+
+
+VERSION_FIN_FRAMES = {"send": 6, "fin": 7}
+
+
+def version_zero_then_fin(path: Path) -> Path:
+    """MPA v1, C clear, one client Send with DDP version 0 (frame 6); the server answers
+    with no Terminate but a FIN (frame 7), and the client closes too."""
+    b = Builder()
+    b.handshake()
+    b.add(True, "PA", mpa_frame(KEY_REQ, 0x00, 1, None))
+    b.add(False, "PA", mpa_frame(KEY_REP, 0x00, 1, None))
+    b.add(True, "PA", fpdu(untagged(3, 0, 1, b"dv zero", ddp=DDP_VERSION_ZERO), "zero"))
+    b.add(False, "FA")
+    b.add(True, "FA")
+    b.add(False, "A")
+    return b.write(path)
