@@ -22,7 +22,13 @@ from mpa_emu.replay.semantic import (
 )
 from mpa_emu.replay.stacks import StackChoice, side_words
 from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
-from mpa_emu.views.describe import flags_joined, rdma_cm_label, segment_line, upcall_text
+from mpa_emu.views.describe import (
+    flags_joined,
+    fpdu_summary,
+    rdma_cm_label,
+    segment_line,
+    upcall_text,
+)
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.flow import FlowKey, flow_vlan
@@ -151,9 +157,10 @@ class ReplayReport:
         unread = cmp.sent_total - cmp.compared
         # Semantic mode leaves pure ACKs out of the comparison; the count says so.
         skipped = f" ({unread} pure ACK(s) not compared)" if unread else ""
+        listed = " (listed below)" if cmp.warnings else ""
         tail = (f"{cmp.matched_total}/{cmp.sent_total} frames of {ip} matched{skipped}, "
-                f"{len(cmp.warnings)} NIC warning(s), {len(cmp.extra)} extra frame(s) "
-                "after the capture")
+                f"{len(cmp.warnings)} NIC warning(s){listed}, {len(cmp.extra)} extra "
+                "frame(s) after the capture")
         sem = self.semantic.first if self.semantic is not None else None
         first = self.first
         if sem is not None and (first is None or sem.frame <= first.frame):
@@ -162,6 +169,9 @@ class ReplayReport:
                     f"in outcome, {len(cmp.errors)} frame divergence(s), {tail}")
         if first is None and self.run.failed_during_capture:
             return f"EMULATOR FAILURE at frame {self.run.failure_frame}: {tail}"
+        if first is None and cmp.semantic:
+            # The outcome is the verdict; the frame count is detail, not a failure.
+            return f"MATCH{mode}: every connection has the recorded outcome; {tail}"
         if first is None:
             return f"MATCH{mode}: {tail}"
         names = [f.name for f in first.fields]
@@ -235,6 +245,7 @@ class ReplayReport:
             out.append(f"note: the capture holds no frame sent by "
                        f"{ip_text(self.recording.ip)}: the match only says that the "
                        "emulator stayed silent while the capture lasted")
+        out += self._warning_lines()
         out += self._checksum_notes()
         out += [f"note: {n}" for n in self.run.notes]
         out += self._rebase_notes()
@@ -259,6 +270,30 @@ class ReplayReport:
                 if beside:
                     out.append(f"  t={_t(t)}   {beside}")
         return "\n".join(out)
+
+    def _warning_lines(self) -> list[str]:
+        """The NIC warnings the verdict counts, one line each: frames after OFFLOADED,
+        which the NIC sends (not the CM), differing from the recording."""
+        warnings = self.comparison.warnings
+        if not warnings:
+            return []
+        out = [f"NIC warnings ({len(warnings)}: frames after OFFLOADED, sent by the NIC, not "
+               "the CM; not a failure without --strict-offload):"]
+        for d in warnings:
+            if d.kind == "missing":
+                what = "the recording has it, the emulator did not send it"
+            elif d.kind == "unexpected":
+                what = "the emulator sent it, the recording does not show it"
+            else:
+                what = ", ".join(f"{f.name} {f.expected} / {f.actual}" for f in d.fields) \
+                    or "differs"
+            seg = d.expected.seg if d.expected is not None else \
+                d.actual.seg if d.actual is not None else None
+            fpdu = fpdu_summary(seg.payload, None) if seg is not None and seg.payload else None
+            shown = (f": {shape_text(seg)}" + (f", {fpdu}" if fpdu else "")
+                     if seg is not None else "")
+            out.append(f"  frame {d.frame} {d.kind}{shown} ({what})")
+        return out
 
     def _gone(self, action: AppAction) -> str:
         """Why a verb found no connection: where the flow's node was freed, and what the

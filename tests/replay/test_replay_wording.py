@@ -3,6 +3,7 @@ is told "nothing", not "nothing more"."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from helpers.replay_cli import replay
@@ -19,3 +20,27 @@ def test_an_application_told_nothing_is_not_told_nothing_more(tmp_path: Path) ->
     first = next(line for line in out.splitlines() if line.startswith("first divergence:"))
     assert "irdma tells the application nothing (" in first
     assert "nothing more" not in first
+
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "pcaps" / "real"
+
+
+def test_a_semantic_match_says_so_and_lists_its_nic_warnings(tmp_path: Path) -> None:
+    facts = json.loads((REAL / "real_v1_crc_on.json").read_text())
+    server = facts["connections"][0]["server"].split(":")[0]
+    rc, out, report = replay(REAL / "real_v1_crc_on.pcap", "--emulate", server,
+                             "--semantic", tmp_path=tmp_path)
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("MATCH (semantic): every connection has the recorded "
+                               "outcome; ")
+    warnings = [d for d in report["divergences"] if d["severity"] == "warning"]
+    assert warnings and f"{len(warnings)} NIC warning(s) (listed below)" in lines[0]
+    # The server's Send after OFFLOADED (the sidecar's FPDU from the server) is one.
+    sends = [f["frame"] for f in facts["connections"][0]["fpdus"] if f["from"] == "server"]
+    assert {d["frame"] for d in warnings} & set(sends)
+    at = lines.index(next(x for x in lines if x.startswith("NIC warnings (")))
+    listed = lines[at + 1:at + 1 + len(warnings)]
+    assert [x.split()[:3] for x in listed] == [["frame", str(d["frame"]), d["kind"] + ":"]
+                                               for d in warnings]
