@@ -8,6 +8,7 @@ from mpa_emu.replay import ProfileSurvey
 from mpa_emu.replay.compare import Divergence
 from mpa_emu.replay.engine import Emitted
 from mpa_emu.replay.report import (
+    FRAME_NUMBERS,
     ReplayReport,
     flow_text,
     record_text,
@@ -74,7 +75,7 @@ def _outcome_box(report: ReplayReport, sem: SemanticVerdict) -> str:
         differing.add(report.options.emulated_stack.offloaded_state)
     past_mpa = report.options.emulated_stack.offloaded_state
     r_fields = story_fields(recorded, past_mpa)
-    e_fields = story_fields(emulated, past_mpa)
+    e_fields = story_fields(emulated, past_mpa, emulated=True)
     extra = (f'<p class="why" id="outcome-why">{cell(d.text)}</p>'
              f"<p>{cell(d.aspect)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
              f" ({cell(recorded.role)})</p>")
@@ -105,12 +106,14 @@ def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Sectio
     stories = table(
         ["flow", "role", "recorded host", who],
         ([cell(flow_text(k)), cell(r.role), cell(story_text(r, past_mpa)),
-          cell(story_text(sem.emulated[k], past_mpa))] for k, r in sem.recorded.items()))
+          cell(story_text(sem.emulated[k], past_mpa, emulated=True))]
+         for k, r in sem.recorded.items()))
     differences = table(
         ["frame", "aspect", "flow", "difference"],
         ([frame_link(d.frame), cell(d.aspect), cell(flow_text(d.flow)), cell(d.text)]
          for d in sem.divergences))
-    return [Section("Outcome per connection", stories),
+    return [Section("Outcome per connection", f'<p class="hint">{cell(FRAME_NUMBERS)}</p>'
+                    + stories),
             Section("Differences in outcome", differences)]
 
 

@@ -362,13 +362,13 @@ class ReplayReport:
         sem = self.semantic
         assert sem is not None
         who = emulated_name(self.options.emulated_stack)
-        out = ["outcome per connection (recorded host | " + who + "):"]
+        out = ["outcome per connection (recorded host | " + who + "):", f"  {FRAME_NUMBERS}"]
         for key, r in sem.recorded.items():
             e = sem.emulated[key]
             out.append(f"  {flow_text(key)} ({r.role})")
             past_mpa = self.options.emulated_stack.offloaded_state
             out.append(f"    recorded  {story_text(r, past_mpa)}")
-            out.append(f"    emulated  {story_text(e, past_mpa)}")
+            out.append(f"    emulated  {story_text(e, past_mpa, emulated=True)}")
         if sem.divergences:
             out.append("differences in outcome:")
             out += [f"  {d.text}" for d in sem.divergences]
@@ -518,28 +518,40 @@ def injection_text(inj: Injection, rdma: dict[int, str] | None = None) -> str:
     return "; ".join(parts)
 
 
-def story_fields(s: Story, past_mpa: str = "OFFLOADED") -> list[tuple[str, str]]:
+FRAME_NUMBERS = ("frame numbers: a recorded event's frame is the capture's frame; an "
+                 "emulated one's is the capture frame it came at (a frame fed in) or after "
+                 "(what the emulator sent itself)")
+"""How the stories' frame numbers read (the emulator's own frames are not in the
+capture: each is numbered by the capture frame it followed)."""
+
+
+def story_fields(s: Story, past_mpa: str = "OFFLOADED",
+                 emulated: bool = False) -> list[tuple[str, str]]:
     """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order;
     ``past_mpa`` names the stack's state past MPA (irdma's OFFLOADED, siw's RDMA_MODE,
-    cxgb4's FPDU_MODE)."""
+    cxgb4's FPDU_MODE). An ``emulated`` story's own events are "after frame N" (see
+    :data:`FRAME_NUMBERS`), the frames fed in "at frame N"."""
     mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
+    at = "at or after frame" if emulated else "at frame"
     out = [("MPA sent", mpa_frames or "none"), ("answer", s.answer or "none"),
-           (past_mpa, f"at frame {s.offloaded}" if s.offloaded else "never"),
+           (past_mpa, f"{at} {s.offloaded}" if s.offloaded else "never"),
            ("ESTABLISHED", f"at frame {s.established}" if s.established else "never")]
     if s.upcalls:
         out.append(("upcalls", ", ".join(name for _n, name in s.upcalls)))
         out.append(("rdma_cm", ", ".join(rdma_cm_of(name) for _n, name in s.upcalls)))
     if s.nic:
-        out.append(("NIC", ", ".join(f"{ev} at frame {n}" for n, ev in s.nic)))
-    out.append(("first close", f"{s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
-                if s.close else "none"))
+        nic_at = "after frame" if emulated else "at frame"
+        out.append(("NIC", ", ".join(f"{ev} {nic_at} {n}" for n, ev in s.nic)))
+    own = emulated and s.close is not None and s.close[1] == "host"
+    out.append(("first close", f"{s.close[2]} from the {s.close[1]} "
+                f"{'after' if own else 'at'} frame {s.close[0]}" if s.close else "none"))
     return out
 
 
-def story_text(s: Story, past_mpa: str = "OFFLOADED") -> str:
-    """One connection's outcome in one line."""
+def story_text(s: Story, past_mpa: str = "OFFLOADED", emulated: bool = False) -> str:
+    """One connection's outcome in one line (``emulated``: see :func:`story_fields`)."""
     parts = []
-    for name, value in story_fields(s, past_mpa):
+    for name, value in story_fields(s, past_mpa, emulated):
         if name == "MPA sent":
             parts.append(f"{name}: {value}")
         elif name == "first close":

@@ -44,3 +44,22 @@ def test_a_semantic_match_says_so_and_lists_its_nic_warnings(tmp_path: Path) -> 
     listed = lines[at + 1:at + 1 + len(warnings)]
     assert [x.split()[:3] for x in listed] == [["frame", str(d["frame"]), d["kind"] + ":"]
                                                for d in warnings]
+
+
+def test_recorded_and_emulated_frame_numbers_are_labelled(tmp_path: Path) -> None:
+    facts = json.loads((REAL / "real_peer_v2.json").read_text())
+    conn = facts["connections"][0]
+    client = conn["client"].split(":")[0]
+    fin = next(f["frame"] for f in conn["fins"] if f["from"] == "client")
+    _rc, out, _report = replay(REAL / "real_peer_v2.pcap", "--emulate", client, "--semantic",
+                               tmp_path=tmp_path)
+    lines = [x.strip() for x in out.splitlines()]
+    at = lines.index(next(x for x in lines if x.startswith("outcome per connection")))
+    assert lines[at + 1].startswith("frame numbers: a recorded event's frame is the "
+                                    "capture's frame; an emulated one's is the capture frame")
+    recorded = next(x for x in lines[at:] if x.startswith("recorded "))
+    emulated = next(x for x in lines[at:] if x.startswith("emulated "))
+    # The recorded host's FIN is a capture frame; the emulator's own FIN is not, so it
+    # is numbered by the capture frame it followed.
+    assert f"first close: FIN from the host at frame {fin}" in recorded
+    assert "first close: FIN from the host after frame " in emulated
