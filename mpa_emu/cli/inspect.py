@@ -66,6 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comments", action="store_true",
                         help="also list pcapng frame comments (mpa-emu captures carry the "
                              "kernel function and state change behind each frame)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="list the hints too: what a stack other than a side's own "
+                             "(a known kernel stack) would refuse")
     parser.add_argument("--fpdus", action="store_true",
                         help="list every FPDU: opcode, QN/MSN/MO or STag/TO, length, L bit, "
                              "CRC verdict")
@@ -121,11 +124,12 @@ def run(args: argparse.Namespace) -> int:
                 if args.json:
                     spool.add(conn.index, connection_json(conn))
                 elif live:
-                    sys.stdout.write(connection_block(conn, args.comments, args.fpdus)
-                                     + "\n")
+                    sys.stdout.write(connection_block(conn, args.comments, args.fpdus,
+                                                      args.verbose) + "\n")
                     sys.stdout.flush()
                 else:
-                    spool.add(conn.index, connection_block(conn, args.comments, args.fpdus))
+                    spool.add(conn.index, connection_block(conn, args.comments, args.fpdus,
+                                                           args.verbose))
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
         _check_connections(args, total)
@@ -160,7 +164,8 @@ def _run_whole(args: argparse.Namespace) -> int:
     report.hidden = len(report.connections) - len(selected)
     report.connections = selected
     out = report_json(report) if args.json else format_report(report, comments=args.comments,
-                                                           fpdus=args.fpdus)
+                                                           fpdus=args.fpdus,
+                                                           hints=args.verbose)
     sys.stdout.write(out)
     write_inspect_html(args.html, report)
     return 1 if report.errors else 0

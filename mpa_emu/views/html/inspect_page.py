@@ -18,7 +18,7 @@ def _connection(c: ConnectionReport) -> Section:
     findings = table(
         ["frame", "severity", "finding"],
         ([frame_link(f.frame), cell(f.severity), cell(f.text)] for f in c.findings))
-    lines = format_connection(c).splitlines()[1:]
+    lines = format_connection(c, hints=True).splitlines()[1:]
     # The findings close the block, one line each; they get their own table below.
     story = "\n".join(lines[:len(lines) - len(c.findings)])
     comments = table(["frame", "comment"],

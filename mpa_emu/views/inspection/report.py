@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class Finding:
     """Something malformed or noteworthy. ``severity`` is ``error`` (violates RFC 5044 /
-    6581 or irdma would refuse it), ``warning`` (legal but trouble) or ``note``."""
+    6581 or irdma would refuse it), ``warning`` (legal but trouble), ``note``, or
+    ``hint`` (what another stack than the side's own, a known kernel stack, would refuse:
+    shown in text with ``--verbose`` only)."""
 
     frame: int | None
     severity: str

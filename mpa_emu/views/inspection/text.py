@@ -10,6 +10,7 @@ from mpa_emu.views.inspection.mpa_exchange import ird_ord_text
 from mpa_emu.views.inspection.report import (
     CaptureReport,
     ConnectionReport,
+    Finding,
     FpduInfo,
     MpaInfo,
 )
@@ -74,8 +75,14 @@ def fpdu_line(f: FpduInfo) -> str:
     return ", ".join(parts)
 
 
-def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
-    """One block of text for one connection; ``fpdus`` adds one line per FPDU."""
+def shown_findings(c: ConnectionReport, hints: bool = False) -> list[Finding]:
+    """The findings the text report lists (``hint`` ones only with ``hints``)."""
+    return [f for f in c.findings if hints or f.severity != "hint"]
+
+
+def format_connection(c: ConnectionReport, fpdus: bool = False, hints: bool = False) -> str:
+    """One block of text for one connection; ``fpdus`` adds one line per FPDU, ``hints``
+    the findings of severity ``hint`` (else one line counts them)."""
     vlan = f" VLAN {c.vlan}" if c.vlan is not None else ""
     lines = [f"Connection {c.index}: {c.client} -> {c.server}{vlan}  "
              f"(frames {c.first_frame}-{c.last_frame}, {c.frames} frames)"]
@@ -98,7 +105,11 @@ def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
         lines.append(f"  {'looks like' if i == 0 else '':<12}{fp}")
     for i, st in enumerate(c.stacks):
         lines.append(f"  {'stacks' if i == 0 else '':<12}{st.text()}")
-    for f in c.findings:
+    hidden = len(c.findings) - len(shown_findings(c, hints))
+    if hidden:
+        lines.append(f"  {'hints':<12}{hidden} note(s) on what stacks other than the "
+                     "sides' own do (--verbose shows them)")
+    for f in shown_findings(c, hints):
         where = f"frame {f.frame}: " if f.frame is not None else ""
         lines.append(f"  {f.severity.upper() if f.severity == 'error' else f.severity:<12}"
                      f"{where}{f.text}")
@@ -123,10 +134,10 @@ def report_head(report: CaptureReport, shown: int, errors: int) -> str:
 
 
 def connection_block(c: ConnectionReport, comments: bool = False,
-                     fpdus: bool = False) -> str:
+                     fpdus: bool = False, hints: bool = False) -> str:
     """One connection's part of the text report, starting with the blank line that
     separates it from what comes before; no final newline."""
-    out = ["", format_connection(c, fpdus=fpdus)]
+    out = ["", format_connection(c, fpdus=fpdus, hints=hints)]
     if comments:
         out.extend(f"  {'comment' if i == 0 else '':<12}frame {n}: {t}"
                    for i, (n, t) in enumerate(c.comments))
@@ -134,11 +145,11 @@ def connection_block(c: ConnectionReport, comments: bool = False,
 
 
 def format_report(report: CaptureReport, comments: bool = False,
-                  fpdus: bool = False) -> str:
+                  fpdus: bool = False, hints: bool = False) -> str:
     """The whole report as text: a header line, the checksum reading, then one block per
     connection (``comments``: pcapng frame comments too; ``fpdus``: every FPDU)."""
     out = [report_head(report, len(report.connections), report.errors)]
-    out.extend(connection_block(c, comments, fpdus) for c in report.connections)
+    out.extend(connection_block(c, comments, fpdus, hints) for c in report.connections)
     return "\n".join(out) + "\n"
 
 
