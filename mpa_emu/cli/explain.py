@@ -11,7 +11,11 @@ from mpa_emu.capture.checksums import Mode, mode_name
 from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
-from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
+from mpa_emu.cli.stack_profile import (
+    add_profile_argument,
+    check_profile_addresses,
+    profiles_of,
+)
 from mpa_emu.views.explain import (
     counts_line,
     explain_page,
@@ -85,9 +89,11 @@ def _explain(args: argparse.Namespace, path: str) -> int:
     kept: list[Explanation] = []
     fpdus: dict[int, list[Fields]] = {}
     text_out = args.json != "-"
+    endpoints: set[str] = set()
     with Spool() as texts, Spool() as docs:
         try:
             for conn in stream_capture(path, report, Mode.OFFLOAD, profiles):
+                endpoints.update((conn.client, conn.server))
                 e = explain_connection(conn)
                 counts[e.verdict] += 1
                 if text_out:
@@ -99,6 +105,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                     fpdus.update(connection_rows([conn]))
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
+        check_profile_addresses(profiles, endpoints, args.capture)
         if text_out:
             sys.stdout.write(counts_line(args.capture, counts=counts) + "\n")
             for p in report.problems:

@@ -10,7 +10,11 @@ from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
-from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
+from mpa_emu.cli.stack_profile import (
+    add_profile_argument,
+    check_profile_addresses,
+    profiles_of,
+)
 from mpa_emu.cli.values import capture_port, positive
 from mpa_emu.views.inspection import (
     CaptureReport,
@@ -111,11 +115,13 @@ def run(args: argparse.Namespace) -> int:
     live = args.capture == "-" and not args.json
     report = CaptureReport(path=args.capture, checksums=args.checksums)
     shown = errors = total = 0
+    endpoints: set[str] = set()
     with Spool() as spool:
         try:
             for conn in stream_capture(args.capture, report, Mode(args.checksums),
                                        profiles):
                 total += 1
+                endpoints.update((conn.client, conn.server))
                 if not _selected(conn, args):
                     report.hidden += 1
                     continue
@@ -133,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
         _check_connections(args, total)
+        check_profile_addresses(profiles, endpoints, args.capture)
         errors += len(report.problems)
         if args.json:
             for piece in report_json_around(report, spool.pieces()):
@@ -160,6 +167,8 @@ def _run_whole(args: argparse.Namespace) -> int:
     except InspectError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     _check_connections(args, len(report.connections))
+    check_profile_addresses(profiles_of(args), (e for c in report.connections
+                                                for e in (c.client, c.server)), args.capture)
     selected = [c for c in report.connections if _selected(c, args)]
     report.hidden = len(report.connections) - len(selected)
     report.connections = selected
