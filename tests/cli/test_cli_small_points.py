@@ -30,3 +30,23 @@ def test_a_profile_address_in_the_capture_is_taken(
         command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([command, str(V2_ACCEPT), "--profile", "192.168.10.1=irdma"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.tshark
+def test_judge_bare_checksums_before_the_capture_is_strict(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # docs: "strict (a bare --checksums)"; the word after it is the capture, not a mode.
+    assert main(["judge", "--checksums", str(V2_ACCEPT)]) == 0
+    out = capsys.readouterr().out
+    assert "checksums strict: tshark verifies IP and TCP checksums" in out
+    assert main(["judge", str(V2_ACCEPT), "--checksums"]) == 0
+    assert "checksums strict" in capsys.readouterr().out
+
+
+def test_judge_checksums_with_a_wrong_mode_is_a_one_line_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judge", "--checksums", "bogus", str(V2_ACCEPT)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid choice: 'bogus'" in err
+    assert main(["judge", "--checksums"]) == 2
+    assert "required: capture" in capsys.readouterr().err
