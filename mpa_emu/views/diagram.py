@@ -85,13 +85,19 @@ def from_capture(path: str | Path, ports: Collection[int] = (),
     length in bounded memory."""
     lanes: dict[str, int] = {}
     rows = list(capture_rows(path, lanes, ports, checksums))
-    return Ladder(columns(lanes), rows)
+    return Ladder(columns(lanes, ports), rows)
 
 
-def columns(lanes: dict[str, int]) -> list[str]:
+def columns(lanes: dict[str, int], ports: Collection[int] = ()) -> list[str]:
     """The column titles of a capture's ladder, once :func:`capture_rows` has filled
-    ``lanes``."""
-    return list(lanes) or ["(no IP frames)"]
+    ``lanes``; with none, what left the ladder empty (the ``ports`` filter, or a
+    capture without IP frames)."""
+    if lanes:
+        return list(lanes)
+    if ports:
+        named = ", ".join(str(p) for p in sorted(ports))
+        return [f"(no TCP segment to or from port {named}: -p filtered out every frame)"]
+    return ["(no IP frames)"]
 
 
 class _Offloaded:
@@ -255,7 +261,7 @@ def park_capture(path: str | Path, ports: Collection[int] = (),
     except BaseException:
         parked.close()
         raise
-    return ParkedLadder(parked, columns(lanes))
+    return ParkedLadder(parked, columns(lanes, ports))
 
 
 def _with_notes(rows: Iterable[Row], notes: Mapping[int, Sequence[str]]) -> Iterator[Row]:

@@ -50,3 +50,12 @@ def test_judge_checksums_with_a_wrong_mode_is_a_one_line_error(
     assert err.count("\n") == 1 and "invalid choice: 'bogus'" in err
     assert main(["judge", "--checksums"]) == 2
     assert "required: capture" in capsys.readouterr().err
+
+
+def test_diagram_port_filter_says_what_it_filtered(capsys: pytest.CaptureFixture[str]) -> None:
+    # v2_accept's only connection is 40001 <-> 31000 (pcaps/README.md): port 9999 has
+    # no frame, which is what the filter did, not a capture without IP.
+    assert main(["diagram", str(V2_ACCEPT), "-p", "9999"]) == 0
+    out = capsys.readouterr().out
+    assert "(no IP frames)" not in out
+    assert "(no TCP segment to or from port 9999: -p filtered out every frame)" in out
