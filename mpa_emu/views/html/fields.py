@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mpa_emu.capture.arp import Arp, mac_text, parse_arp
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
 from mpa_emu.capture.decode import (
     Lenient,
@@ -104,6 +105,13 @@ def segment_fields(seg: Segment, *, seq: int | None = None) -> Fields:
     return out
 
 
+def arp_fields(arp: Arp) -> Fields:
+    """An ARP frame's fields (RFC 826): what it asks or answers, and its addresses."""
+    return [("ARP", arp.text()),
+            ("sender", f"{arp.sender} ({mac_text(arp.sender_mac)})"),
+            ("target", f"{arp.target} ({mac_text(arp.target_mac)})")]
+
+
 def checksum_fields(verdict: Verdict, ip_ok: bool, mode: Mode) -> Fields:
     """The checksum verdicts of a captured frame as the text reports read them under
     ``--checksums`` ``mode`` (:mod:`mpa_emu.capture.checksums`): the frame is decoded
@@ -169,7 +177,9 @@ def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD,
             if not isinstance(captured, Undecodable):
                 decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
         if isinstance(decoded, Undecodable):
-            out[number] = [*head, ("not decoded", decoded.text)]
+            arp = parse_arp(frame)
+            out[number] = [*head, *(arp_fields(arp) if arp is not None
+                                    else [("not decoded", decoded.text)])]
             continue
         body = segment_fields(decoded.seg)
         if number in fpdus:
