@@ -16,6 +16,7 @@ from mpa_emu.cli.stack_profile import (
     check_profile_addresses,
     profiles_of,
 )
+from mpa_emu.cli.wrote import wrote
 from mpa_emu.views.explain import (
     counts_line,
     explain_page,
@@ -133,4 +134,5 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                                                name=args.capture, fpdus=fpdus))
         except OSError as exc:
             raise CliError(f"cannot write {args.html}: {exc.strerror or exc}") from None
+        wrote(args.html, "HTML report", stdout_is_data=args.json == "-")
     return 1 if counts["failed"] else 0

@@ -16,6 +16,7 @@ from mpa_emu.cli.stack_profile import (
     profiles_of,
 )
 from mpa_emu.cli.values import capture_port, positive
+from mpa_emu.cli.wrote import wrote
 from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,
@@ -177,4 +178,6 @@ def _run_whole(args: argparse.Namespace) -> int:
                                                            hints=args.verbose)
     sys.stdout.write(out)
     write_inspect_html(args.html, report)
+    if args.html is not None:
+        wrote(args.html, "HTML report", stdout_is_data=args.json)
     return 1 if report.errors else 0

@@ -59,3 +59,42 @@ def test_diagram_port_filter_says_what_it_filtered(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "(no IP frames)" not in out
     assert "(no TCP segment to or from port 9999: -p filtered out every frame)" in out
+
+
+REJECT = ROOT / "scenarios" / "reject_with_private_data.toml"
+
+
+def _wrote_lines(text: str) -> list[str]:
+    return [x for x in text.splitlines() if x.startswith("wrote ")]
+
+
+def test_every_written_file_is_announced(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    pcap, html = tmp_path / "r.pcapng", tmp_path / "r.html"
+    assert main(["run", "-q", str(REJECT), "-o", str(pcap), "--html", str(html)]) == 0
+    lines = _wrote_lines(capsys.readouterr().out)
+    assert pcap.exists() and html.exists()
+    assert lines[0].startswith(f"wrote {pcap} (") and lines[1] == f"wrote {html} (HTML report)"
+    svg = tmp_path / "d.svg"
+    assert main(["diagram", str(V2_ACCEPT), "-o", str(svg)]) == 0
+    assert _wrote_lines(capsys.readouterr().out) == [f"wrote {svg} (SVG)"]
+    for argv in (["replay", str(V2_ACCEPT), "--emulate", "192.168.10.2"],
+                 ["inspect", str(V2_ACCEPT)], ["explain", str(V2_ACCEPT)]):
+        page = tmp_path / f"{argv[0]}.html"
+        main([*argv, "--html", str(page)])
+        assert _wrote_lines(capsys.readouterr().out) == [f"wrote {page} (HTML report)"]
+
+
+def test_the_wrote_line_keeps_out_of_json_on_standard_output(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    page = tmp_path / "i.html"
+    assert main(["inspect", str(V2_ACCEPT), "--json", "--html", str(page)]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)
+    assert _wrote_lines(captured.err) == [f"wrote {page} (HTML report)"]
+    assert main(["explain", str(V2_ACCEPT), "--json", "-", "--html", str(page)]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)
+    assert _wrote_lines(captured.err) == [f"wrote {page} (HTML report)"]
