@@ -16,7 +16,7 @@ from mpa_emu.cli.stack_profile import (
     check_profile_addresses,
     profiles_of,
 )
-from mpa_emu.cli.wrote import wrote
+from mpa_emu.cli.wrote import check_writable, wrote
 from mpa_emu.views.explain import (
     counts_line,
     explain_page,
@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     """Explain the capture; exit 1 when a connection failed. With ``--html`` the capture
     is read twice (the explanations, then the ladder), so standard input is first copied
     to a temporary file."""
+    check_writable(args.json, "--json")
+    check_writable(args.html, "--html")
     if args.capture == "-" and args.html is not None:
         import shutil
         import tempfile

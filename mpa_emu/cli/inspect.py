@@ -16,7 +16,7 @@ from mpa_emu.cli.stack_profile import (
     profiles_of,
 )
 from mpa_emu.cli.values import capture_port, positive
-from mpa_emu.cli.wrote import wrote
+from mpa_emu.cli.wrote import check_writable, wrote
 from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,
@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     printed as soon as its connection ends, in that order, and the header comes last.
     ``--html`` needs every connection at once and keeps the whole report in memory."""
     profiles = profiles_of(args)
+    check_writable(args.html, "--html")
     if args.html is not None:
         return _run_whole(args)
     live = args.capture == "-" and not args.json

@@ -98,3 +98,18 @@ def test_the_wrote_line_keeps_out_of_json_on_standard_output(
     captured = capsys.readouterr()
     json.loads(captured.out)
     assert _wrote_lines(captured.err) == [f"wrote {page} (HTML report)"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["inspect", str(V2_ACCEPT), "--html", "{missing}/r.html"],
+    ["explain", str(V2_ACCEPT), "--html", "{missing}/r.html"],
+    ["explain", str(V2_ACCEPT), "--json", "{missing}/r.json"],
+    ["explain", str(V2_ACCEPT), "--json", "{dir}"],
+])
+def test_an_unwritable_output_stops_before_the_report(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [a.format(missing=tmp_path / "missing", dir=tmp_path) for a in argv]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no report printed before the error
+    assert captured.err.count("\n") == 1 and "cannot write " in captured.err
