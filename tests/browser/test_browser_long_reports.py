@@ -22,6 +22,8 @@ from mpa_emu.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.browser
+NEXT_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+"""Waits two frames: scroll events (and what the page does on them) come with them."""
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +47,10 @@ def _panel(page: Any) -> dict[str, str]:
 
 
 def _point_at(page: Any, frame: int) -> dict[str, str]:
-    page.evaluate(f"document.querySelector('g.row[data-frame=\"{frame}\"]')"
-                  ".scrollIntoView({block: 'center'})")
+    for _ in range(2):  # the first scroll of the page gives the ladder its full height
+        page.evaluate(f"document.querySelector('g.row[data-frame=\"{frame}\"]')"
+                      ".scrollIntoView({block: 'center'})")
+        page.evaluate(NEXT_FRAMES)
     box = viewport_box(page, f'g.row[data-frame="{frame}"]')
     assert box is not None and inside_viewport(box)
     page.click(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
@@ -117,6 +121,7 @@ def test_fields_panel_stays_on_screen_when_the_page_scrolls(chromium: Any, tmp_p
     before = viewport_box(page, "#fields")
     assert before is not None
     page.evaluate(f"window.scrollBy(0, {before['top'] + 200})")
+    page.evaluate(NEXT_FRAMES)
     after = viewport_box(page, "#fields")
     assert after is not None and page.evaluate("window.scrollY") > before["top"]
     assert 0 <= after["top"] <= 20  # stuck to the top while its ladder is on screen
@@ -161,3 +166,19 @@ def test_replay_profile_auto_page_shows_every_profile(chromium: Any, tmp_path: P
     assert [" ".join(line.split()) for line in tried] \
         == [" ".join(f"{name} {answer}".split()) for name, answer in rows]
     assert any(answer == "same outcome" for _name, answer in rows)
+
+
+def test_semantic_replay_page_opens_on_the_verdict_and_the_difference(
+        chromium: Any, tmp_path: Path, capture: Path) -> None:
+    # The server (198.51.100.20, helpers.third_party_captures.SERVER) replayed as siw:
+    # the first difference in outcome is at the Terminate's end of the capture.
+    html = tmp_path / "replay.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["replay", str(capture), "--emulate", "198.51.100.20", "--semantic",
+              "--profile", "siw", "--html", str(html)])
+    page = _loaded(chromium, html)
+    _assert_opens_on_the_verdict(page)
+    assert int(page.evaluate("document.querySelector('g.row.hl').dataset.frame")) \
+        >= FRAMES["last_send"]
+    box = viewport_box(page, "#highlight")
+    assert box is not None and inside_viewport(box)

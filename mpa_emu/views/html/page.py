@@ -306,6 +306,16 @@ SCRIPT = """
   function reveal(g) {
     var ladder = document.getElementById("ladder");
     var lb = ladder.getBoundingClientRect();
+    // Below a tall box above it, the ladder's box ends with the first screen (at least
+    // 300 px high), so that the row it is scrolled to is on that screen.
+    var room = window.innerHeight - lb.top - 8;
+    if (room >= 300 && lb.height > room) {
+      ladder.style.maxHeight = room + "px";
+      lb = ladder.getBoundingClientRect();
+      // Once the page scrolls, the box is a screen high again and the panel sticks.
+      window.addEventListener("scroll", function () { ladder.style.maxHeight = ""; },
+                              {once: true});
+    }
     var gb = g.getBoundingClientRect();
     var bottom = Math.min(lb.bottom, window.innerHeight);
     if (gb.top >= Math.max(lb.top, 0) && gb.bottom <= bottom) { return; }
