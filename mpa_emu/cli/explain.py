@@ -14,6 +14,7 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.stack_profile import (
     add_profile_argument,
     check_profile_addresses,
+    endpoint_host,
     profiles_of,
 )
 from mpa_emu.cli.wrote import check_writable, wrote
@@ -96,7 +97,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
     with Spool() as texts, Spool() as docs:
         try:
             for conn in stream_capture(path, report, Mode.OFFLOAD, profiles):
-                endpoints.update((conn.client, conn.server))
+                endpoints.update(endpoint_host(e) for e in (conn.client, conn.server))
                 e = explain_connection(conn)
                 counts[e.verdict] += 1
                 if text_out:

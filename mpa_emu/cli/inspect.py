@@ -13,6 +13,7 @@ from mpa_emu.cli.html_option import add_html_option, write_inspect_html
 from mpa_emu.cli.stack_profile import (
     add_profile_argument,
     check_profile_addresses,
+    endpoint_host,
     profiles_of,
 )
 from mpa_emu.cli.values import capture_port, positive
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             for conn in stream_capture(args.capture, report, Mode(args.checksums),
                                        profiles):
                 total += 1
-                endpoints.update((conn.client, conn.server))
+                endpoints.update(endpoint_host(e) for e in (conn.client, conn.server))
                 if not _selected(conn, args):
                     report.hidden += 1
                     continue

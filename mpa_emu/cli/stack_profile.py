@@ -43,7 +43,9 @@ def endpoint_host(endpoint: str) -> str:
 def check_profile_addresses(profiles: Profiles, endpoints: Iterable[str],
                             capture: str) -> None:
     """A ``--profile`` address that is no side of any connection of the capture is a
-    one-line usage error (it would silently judge nothing)."""
+    one-line usage error (it would silently judge nothing). ``endpoints`` may be hosts
+    already (:func:`endpoint_host`): a command reading a long capture keeps those, one
+    per address, not one per connection."""
     named = [a for a in profiles.by_address if a != EVERY_SIDE]
     if not named:
         return
