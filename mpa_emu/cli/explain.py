@@ -19,6 +19,7 @@ from mpa_emu.cli.stack_profile import (
 )
 from mpa_emu.cli.wrote import check_writable, wrote
 from mpa_emu.views.explain import (
+    OWN_SECTIONS,
     ExplainPage,
     counts_line,
     explanation_json,
@@ -104,6 +105,7 @@ def _explain(args: argparse.Namespace, path: str) -> int:
     report = CaptureReport(path=args.capture, checksums=mode_name(Mode.OFFLOAD))
     counts = {"ok": 0, "warning": 0, "failed": 0}
     fpdus: dict[int, list[Fields]] = {}
+    explained_fpdus = 0
     text_out = args.json != "-"
     endpoints: set[str] = set()
     with Spool() as texts, Spool() as docs, ExplainPage(args.verbose) as page:
@@ -118,7 +120,12 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                     docs.add(conn.index, explanation_json(e))
                 if args.html is not None:
                     page.add(e)
-                    fpdus.update(connection_rows([conn]))
+                    if e.verdict != "ok" and explained_fpdus < OWN_SECTIONS:
+                        # The panel decodes the FPDUs of the connections shown above the
+                        # ladder; those of the others stay plain segments, so the page's
+                        # memory does not grow with the capture.
+                        explained_fpdus += 1
+                        fpdus.update(connection_rows([conn]))
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
         check_profile_addresses(profiles, endpoints, args.capture)
