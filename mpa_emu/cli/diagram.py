@@ -14,6 +14,7 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.inspect import add_checksums_argument
 from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
 from mpa_emu.cli.values import capture_port
+from mpa_emu.cli.wrote import wrote
 from mpa_emu.views.diagram import DiagramError, Ladder, from_capture, from_run, park_capture
 from mpa_emu.views.png import PngError, check_renderer, svg_to_png
 
@@ -99,9 +100,13 @@ def run(args: argparse.Namespace) -> int:
                 svg_to_png(svg_path, Path(args.output))
             except PngError as exc:
                 raise CliError(str(exc)) from None
+        wrote(args.output, "PNG")
         return 0
     svg = args.output is not None and not args.output.endswith(".txt")
-    return _draw(args, args.output, svg)
+    code = _draw(args, args.output, svg)
+    if args.output is not None:
+        wrote(args.output, "SVG" if svg else "text")
+    return code
 
 
 def _draw(args: argparse.Namespace, output: str | None, svg: bool) -> int:

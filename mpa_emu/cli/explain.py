@@ -11,8 +11,15 @@ from mpa_emu.capture.checksums import Mode, mode_name
 from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
-from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
+from mpa_emu.cli.stack_profile import (
+    add_profile_argument,
+    check_profile_addresses,
+    endpoint_host,
+    profiles_of,
+)
+from mpa_emu.cli.wrote import check_writable, wrote
 from mpa_emu.views.explain import (
+    OWN_SECTIONS,
     ExplainPage,
     counts_line,
     explanation_json,
@@ -20,6 +27,7 @@ from mpa_emu.views.explain import (
     json_head,
 )
 from mpa_emu.views.explanation import explain_connection
+from mpa_emu.views.html.fpdu_fields import Fields, connection_rows
 from mpa_emu.views.inspection import CaptureReport, InspectError, stream_capture
 
 HELP = "explain each connection of a capture: verdict, cause, events, log line and fix"
@@ -67,10 +75,10 @@ def _open(path: str) -> TextIO:
 
 
 def _write_html(target: str, page: ExplainPage, path: str, problems: list[str],
-                name: str) -> None:
+                name: str, fpdus: dict[int, list[Fields]]) -> None:
     try:
         with open(target, "w", encoding="utf-8") as out:
-            page.write(out, path, problems, name=name)
+            page.write(out, path, problems, name=name, fpdus=fpdus)
     except OSError as exc:
         raise CliError(f"cannot write {target}: {exc.strerror or exc}") from None
 
@@ -79,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     """Explain the capture; exit 1 when a connection failed. With ``--html`` the capture
     is read twice (the explanations, then the ladder), so standard input is first copied
     to a temporary file."""
+    check_writable(args.json, "--json")
+    check_writable(args.html, "--html")
     if args.capture == "-" and args.html is not None:
         import shutil
         import tempfile
@@ -94,10 +104,14 @@ def _explain(args: argparse.Namespace, path: str) -> int:
     profiles = profiles_of(args)
     report = CaptureReport(path=args.capture, checksums=mode_name(Mode.OFFLOAD))
     counts = {"ok": 0, "warning": 0, "failed": 0}
+    fpdus: dict[int, list[Fields]] = {}
+    explained_fpdus = 0
     text_out = args.json != "-"
+    endpoints: set[str] = set()
     with Spool() as texts, Spool() as docs, ExplainPage(args.verbose) as page:
         try:
             for conn in stream_capture(path, report, Mode.OFFLOAD, profiles):
+                endpoints.update(endpoint_host(e) for e in (conn.client, conn.server))
                 e = explain_connection(conn)
                 counts[e.verdict] += 1
                 if text_out:
@@ -106,8 +120,15 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                     docs.add(conn.index, explanation_json(e))
                 if args.html is not None:
                     page.add(e)
+                    if e.verdict != "ok" and explained_fpdus < OWN_SECTIONS:
+                        # The panel decodes the FPDUs of the connections shown above the
+                        # ladder; those of the others stay plain segments, so the page's
+                        # memory does not grow with the capture.
+                        explained_fpdus += 1
+                        fpdus.update(connection_rows([conn]))
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
+        check_profile_addresses(profiles, endpoints, args.capture)
         if text_out:
             sys.stdout.write(counts_line(args.capture, counts=counts) + "\n")
             for p in report.problems:
@@ -127,5 +148,6 @@ def _explain(args: argparse.Namespace, path: str) -> int:
                 if out is not sys.stdout:
                     out.close()
         if args.html is not None:
-            _write_html(args.html, page, path, report.problems, args.capture)
+            _write_html(args.html, page, path, report.problems, args.capture, fpdus)
+            wrote(args.html, "HTML report", stdout_is_data=args.json == "-")
     return 1 if counts["failed"] else 0

@@ -10,8 +10,14 @@ from mpa_emu.capture.pcap import capture_error
 from mpa_emu.capture.spool import Spool
 from mpa_emu.cli import CliError
 from mpa_emu.cli.html_option import add_html_option, write_inspect_html
-from mpa_emu.cli.stack_profile import add_profile_argument, profiles_of
+from mpa_emu.cli.stack_profile import (
+    add_profile_argument,
+    check_profile_addresses,
+    endpoint_host,
+    profiles_of,
+)
 from mpa_emu.cli.values import capture_port, positive
+from mpa_emu.cli.wrote import check_writable, wrote
 from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,
@@ -66,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comments", action="store_true",
                         help="also list pcapng frame comments (mpa-emu captures carry the "
                              "kernel function and state change behind each frame)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="list the hints too: what a stack other than a side's own "
+                             "(a known kernel stack) would refuse")
     parser.add_argument("--fpdus", action="store_true",
                         help="list every FPDU: opcode, QN/MSN/MO or STag/TO, length, L bit, "
                              "CRC verdict")
@@ -103,16 +112,19 @@ def run(args: argparse.Namespace) -> int:
     printed as soon as its connection ends, in that order, and the header comes last.
     ``--html`` needs every connection at once and keeps the whole report in memory."""
     profiles = profiles_of(args)
+    check_writable(args.html, "--html")
     if args.html is not None:
         return _run_whole(args)
     live = args.capture == "-" and not args.json
     report = CaptureReport(path=args.capture, checksums=args.checksums)
     shown = errors = total = 0
+    endpoints: set[str] = set()
     with Spool() as spool:
         try:
             for conn in stream_capture(args.capture, report, Mode(args.checksums),
                                        profiles):
                 total += 1
+                endpoints.update(endpoint_host(e) for e in (conn.client, conn.server))
                 if not _selected(conn, args):
                     report.hidden += 1
                     continue
@@ -121,14 +133,16 @@ def run(args: argparse.Namespace) -> int:
                 if args.json:
                     spool.add(conn.index, connection_json(conn))
                 elif live:
-                    sys.stdout.write(connection_block(conn, args.comments, args.fpdus)
-                                     + "\n")
+                    sys.stdout.write(connection_block(conn, args.comments, args.fpdus,
+                                                      args.verbose) + "\n")
                     sys.stdout.flush()
                 else:
-                    spool.add(conn.index, connection_block(conn, args.comments, args.fpdus))
+                    spool.add(conn.index, connection_block(conn, args.comments, args.fpdus,
+                                                           args.verbose))
         except InspectError as exc:
             raise CliError(capture_error(args.capture, str(exc))) from None
         _check_connections(args, total)
+        check_profile_addresses(profiles, endpoints, args.capture)
         errors += len(report.problems)
         if args.json:
             for piece in report_json_around(report, spool.pieces()):
@@ -156,11 +170,16 @@ def _run_whole(args: argparse.Namespace) -> int:
     except InspectError as exc:
         raise CliError(capture_error(args.capture, str(exc))) from None
     _check_connections(args, len(report.connections))
+    check_profile_addresses(profiles_of(args), (e for c in report.connections
+                                                for e in (c.client, c.server)), args.capture)
     selected = [c for c in report.connections if _selected(c, args)]
     report.hidden = len(report.connections) - len(selected)
     report.connections = selected
     out = report_json(report) if args.json else format_report(report, comments=args.comments,
-                                                           fpdus=args.fpdus)
+                                                           fpdus=args.fpdus,
+                                                           hints=args.verbose)
     sys.stdout.write(out)
     write_inspect_html(args.html, report)
+    if args.html is not None:
+        wrote(args.html, "HTML report", stdout_is_data=args.json)
     return 1 if report.errors else 0

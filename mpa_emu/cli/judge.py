@@ -77,15 +77,30 @@ MODE_OPTIONS = {Mode.STRICT: CHECKSUM_OPTIONS, Mode.OFFLOAD: IP_CHECKSUM, Mode.O
 """tshark's options for each ``--checksums`` reading."""
 
 
+class _ChecksumsAction(argparse.Action):
+    """``--checksums [MODE]``: a bare ``--checksums`` is strict, also when the capture
+    follows it (``judge --checksums FILE``: the word after it that is no mode is the
+    capture, kept for :func:`run`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        modes = [m.value for m in Mode]
+        if isinstance(values, str) and values not in modes:
+            namespace.capture_after_checksums = values
+            values = self.const
+        setattr(namespace, self.dest, values)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``mpa-emu judge``."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("capture", help="pcap or pcapng file (- reads standard input)")
+    parser.add_argument("capture", nargs="?",
+                        help="pcap or pcapng file (- reads standard input)")
     parser.add_argument("--no-rpcrdma", action="store_true",
                         help="stop the RPC-over-RDMA heuristic from claiming short Sends")
-    parser.add_argument("--checksums", choices=[m.value for m in Mode], default="offload",
-                        nargs="?", const="strict",
+    parser.add_argument("--checksums", action=_ChecksumsAction, default="offload",
+                        nargs="?", const="strict", metavar="{strict,offload,off}",
                         help="strict (alone: --checksums): tshark verifies IP and TCP "
                              "checksums, every bad one a problem; offload (default): TX "
                              "offload artefacts are notes; off: nothing verified")
@@ -468,6 +483,14 @@ def _check_capture(path: str, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Judge the capture; exit 1 when tshark finds a problem. tshark reads the capture
     several times, so standard input (``-``) is first copied to a temporary file."""
+    late = getattr(args, "capture_after_checksums", None)
+    if late is not None and args.capture is not None:
+        raise CliError(f"argument --checksums: invalid choice: {late!r} (choose from "
+                       "strict, offload, off)")
+    if late is not None:
+        args.capture = late
+    if args.capture is None:
+        raise CliError("the following arguments are required: capture")
     if args.capture != "-":
         return _judge(args, args.capture)
     with tempfile.NamedTemporaryFile(prefix="mpa-emu-judge-", suffix=".pcap") as copy:

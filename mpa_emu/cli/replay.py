@@ -15,6 +15,7 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
 from mpa_emu.cli.values import check_range, seed
+from mpa_emu.cli.wrote import wrote
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.replay.stacks import parse_profile
@@ -178,4 +179,8 @@ def run(args: argparse.Namespace) -> int:
         write_outputs(job, result)
     except OutputError as exc:
         raise CliError(str(exc)) from None
+    if job.output:
+        wrote(job.output, "merged conversation")
+    if job.html is not None:
+        wrote(job.html, "HTML report")
     return result.exit_code

@@ -12,6 +12,7 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option, write_run_html
 from mpa_emu.cli.values import seed
+from mpa_emu.cli.wrote import wrote
 from mpa_emu.net.records import SpooledRecords
 from mpa_emu.scenario import (
     Scenario,
@@ -141,9 +142,10 @@ def _run_one(args: argparse.Namespace, path: str) -> int:
 
 
 def _outputs(args: argparse.Namespace, result: ScenarioRun) -> int:
+    count = 0
     if args.output:
         try:
-            result.net.write_pcapng(args.output)
+            count = result.net.write_pcapng(args.output)
         except OSError as exc:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if args.json:
@@ -153,6 +155,10 @@ def _outputs(args: argparse.Namespace, result: ScenarioRun) -> int:
         _report_interrupt(result, args)
         return INTERRUPTED
     _report(result, quiet=args.quiet)
+    if args.output:
+        wrote(args.output, f"{count} frames")
+    if args.html:
+        wrote(args.html, "HTML report")
     return 0 if result.ok else 1
 
 

@@ -4,9 +4,11 @@ application's verbs and upcalls, and the emulator's trace records per injected f
 
 from __future__ import annotations
 
+from mpa_emu.replay import ProfileSurvey
 from mpa_emu.replay.compare import Divergence
 from mpa_emu.replay.engine import Emitted
 from mpa_emu.replay.report import (
+    FRAME_NUMBERS,
     ReplayReport,
     flow_text,
     record_text,
@@ -42,9 +44,12 @@ def _divergence_box(report: ReplayReport, d: Divergence) -> str:
     else:
         expected_fields = []
     actual_fields = emitted_fields(d.actual) if d.actual is not None else []
-    expected = (fields_table(expected_fields, actual_fields or None) if expected_fields
+    # A time inside --time-tolerance is no difference (compare.field_diffs names it
+    # only outside).
+    alike = () if any(f.name == "time" for f in d.fields) else ("time",)
+    expected = (fields_table(expected_fields, actual_fields or None, alike) if expected_fields
                 else '<p class="none">nothing: the capture shows no such frame</p>')
-    actual = (fields_table(actual_fields, expected_fields or None) if actual_fields
+    actual = (fields_table(actual_fields, expected_fields or None, alike) if actual_fields
               else '<p class="none">nothing was sent</p>')
     differs = table(["field", "expected", "actual"],
                     ([cell(f.name), cell(f.expected), cell(f.actual)] for f in d.fields),
@@ -70,7 +75,7 @@ def _outcome_box(report: ReplayReport, sem: SemanticVerdict) -> str:
         differing.add(report.options.emulated_stack.offloaded_state)
     past_mpa = report.options.emulated_stack.offloaded_state
     r_fields = story_fields(recorded, past_mpa)
-    e_fields = story_fields(emulated, past_mpa)
+    e_fields = story_fields(emulated, past_mpa, emulated=True)
     extra = (f'<p class="why" id="outcome-why">{cell(d.text)}</p>'
              f"<p>{cell(d.aspect)} at {frame_link(d.frame)}, flow {cell(flow_text(d.flow))}"
              f" ({cell(recorded.role)})</p>")
@@ -101,17 +106,31 @@ def _outcome_sections(report: ReplayReport, sem: SemanticVerdict) -> list[Sectio
     stories = table(
         ["flow", "role", "recorded host", who],
         ([cell(flow_text(k)), cell(r.role), cell(story_text(r, past_mpa)),
-          cell(story_text(sem.emulated[k], past_mpa))] for k, r in sem.recorded.items()))
+          cell(story_text(sem.emulated[k], past_mpa, emulated=True))]
+         for k, r in sem.recorded.items()))
     differences = table(
         ["frame", "aspect", "flow", "difference"],
         ([frame_link(d.frame), cell(d.aspect), cell(flow_text(d.flow)), cell(d.text)]
          for d in sem.divergences))
-    return [Section("Outcome per connection", stories),
+    return [Section("Outcome per connection", f'<p class="hint">{cell(FRAME_NUMBERS)}</p>'
+                    + stories),
             Section("Differences in outcome", differences)]
 
 
-def replay_page(report: ReplayReport) -> str:
-    """The whole page for one replay."""
+def _survey_box(survey: ProfileSurvey) -> str:
+    """``--profile auto``: each stack tried and its answer, and why the one reported in
+    full was picked (the words of the text report)."""
+    rows = table(["profile", "answer"], (
+        [cell(survey.shown.get(name, name)),
+         cell("same outcome" if not r.failed else r.first_divergence or r.verdict())]
+        for name, r in survey.reports.items()), cls="profiles")
+    return (f'<section id="profiles"><h2>Profiles tried (--profile auto)</h2>{rows}'
+            f'<p class="why">{cell(survey.why())}</p></section>')
+
+
+def replay_page(report: ReplayReport, survey: ProfileSurvey | None = None) -> str:
+    """The whole page for one replay; with ``survey`` (``--profile auto``) the answer
+    of every stack tried opens the page, ``report`` being the picked stack's."""
     mode = report.options.checksums
     cmp = report.comparison
     by_frame: dict[int, str] = {}
@@ -138,6 +157,8 @@ def replay_page(report: ReplayReport) -> str:
         top = _outcome_box(report, sem)
     else:
         top = _divergence_box(report, first) if first is not None else ""
+    if survey is not None:
+        top = _survey_box(survey) + top
     rdma = report.rdma_cm_labels()
     sections = _outcome_sections(report, sem) if sem is not None else []
     sections += [

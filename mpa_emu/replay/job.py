@@ -135,6 +135,6 @@ def write_outputs(job: ReplayJob, result: JobResult) -> None:
         from mpa_emu.views.html import write_page
 
         try:
-            write_page(job.html, replay_page(result.report))
+            write_page(job.html, replay_page(result.report, result.survey))
         except OSError as exc:
             raise OutputError(f"cannot write {job.html}: {exc.strerror or exc}") from None

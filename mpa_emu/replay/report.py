@@ -22,7 +22,13 @@ from mpa_emu.replay.stacks import StackChoice, side_words
 from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
-from mpa_emu.views.describe import flags_joined, rdma_cm_label, segment_line, upcall_text
+from mpa_emu.views.describe import (
+    flags_joined,
+    fpdu_summary,
+    rdma_cm_label,
+    segment_line,
+    upcall_text,
+)
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.flow import FlowKey, flow_vlan
@@ -151,9 +157,10 @@ class ReplayReport:
         unread = cmp.sent_total - cmp.compared
         # Semantic mode leaves pure ACKs out of the comparison; the count says so.
         skipped = f" ({unread} pure ACK(s) not compared)" if unread else ""
+        listed = " (listed below)" if cmp.warnings else ""
         tail = (f"{cmp.matched_total}/{cmp.sent_total} frames of {ip} matched{skipped}, "
-                f"{len(cmp.warnings)} NIC warning(s), {len(cmp.extra)} extra frame(s) "
-                "after the capture")
+                f"{len(cmp.warnings)} NIC warning(s){listed}, {len(cmp.extra)} extra "
+                "frame(s) after the capture")
         sem = self.semantic.first if self.semantic is not None else None
         first = self.first
         if sem is not None and (first is None or sem.frame <= first.frame):
@@ -162,6 +169,9 @@ class ReplayReport:
                     f"in outcome, {len(cmp.errors)} frame divergence(s), {tail}")
         if first is None and self.run.failed_during_capture:
             return f"EMULATOR FAILURE at frame {self.run.failure_frame}: {tail}"
+        if first is None and cmp.semantic:
+            # The outcome is the verdict; the frame count is detail, not a failure.
+            return f"MATCH{mode}: every connection has the recorded outcome; {tail}"
         if first is None:
             return f"MATCH{mode}: {tail}"
         names = [f.name for f in first.fields]
@@ -235,6 +245,7 @@ class ReplayReport:
             out.append(f"note: the capture holds no frame sent by "
                        f"{ip_text(self.recording.ip)}: the match only says that the "
                        "emulator stayed silent while the capture lasted")
+        out += self._warning_lines()
         out += self._checksum_notes()
         out += [f"note: {n}" for n in self.run.notes]
         out += self._rebase_notes()
@@ -260,6 +271,30 @@ class ReplayReport:
                 if beside:
                     out.append(f"  t={_t(t)}   {beside}")
         return "\n".join(out)
+
+    def _warning_lines(self) -> list[str]:
+        """The NIC warnings the verdict counts, one line each: frames after OFFLOADED,
+        which the NIC sends (not the CM), differing from the recording."""
+        warnings = self.comparison.warnings
+        if not warnings:
+            return []
+        out = [f"NIC warnings ({len(warnings)}: frames after OFFLOADED, sent by the NIC, not "
+               "the CM; not a failure without --strict-offload):"]
+        for d in warnings:
+            if d.kind == "missing":
+                what = "the recording has it, the emulator did not send it"
+            elif d.kind == "unexpected":
+                what = "the emulator sent it, the recording does not show it"
+            else:
+                what = ", ".join(f"{f.name} {f.expected} / {f.actual}" for f in d.fields) \
+                    or "differs"
+            seg = d.expected.seg if d.expected is not None else \
+                d.actual.seg if d.actual is not None else None
+            fpdu = fpdu_summary(seg.payload, None) if seg is not None and seg.payload else None
+            shown = (f": {shape_text(seg)}" + (f", {fpdu}" if fpdu else "")
+                     if seg is not None else "")
+            out.append(f"  frame {d.frame} {d.kind}{shown} ({what})")
+        return out
 
     def _gone(self, action: AppAction) -> str:
         """Why a verb found no connection: where the flow's node was freed, and what the
@@ -328,13 +363,13 @@ class ReplayReport:
         sem = self.semantic
         assert sem is not None
         who = emulated_name(self.options.emulated_stack)
-        out = ["outcome per connection (recorded host | " + who + "):"]
+        out = ["outcome per connection (recorded host | " + who + "):", f"  {FRAME_NUMBERS}"]
         for key, r in sem.recorded.items():
             e = sem.emulated[key]
             out.append(f"  {flow_text(key)} ({r.role})")
             past_mpa = self.options.emulated_stack.offloaded_state
             out.append(f"    recorded  {story_text(r, past_mpa)}")
-            out.append(f"    emulated  {story_text(e, past_mpa)}")
+            out.append(f"    emulated  {story_text(e, past_mpa, emulated=True)}")
         if sem.divergences:
             out.append("differences in outcome:")
             out += [f"  {d.text}" for d in sem.divergences]
@@ -491,28 +526,40 @@ def injection_text(inj: Injection, rdma: dict[int, str] | None = None) -> str:
     return "; ".join(parts)
 
 
-def story_fields(s: Story, past_mpa: str = "OFFLOADED") -> list[tuple[str, str]]:
+FRAME_NUMBERS = ("frame numbers: a recorded event's frame is the capture's frame; an "
+                 "emulated one's is the capture frame it came at (a frame fed in) or after "
+                 "(what the emulator sent itself)")
+"""How the stories' frame numbers read (the emulator's own frames are not in the
+capture: each is numbered by the capture frame it followed)."""
+
+
+def story_fields(s: Story, past_mpa: str = "OFFLOADED",
+                 emulated: bool = False) -> list[tuple[str, str]]:
     """One connection's outcome as (aspect, value) pairs, in :func:`story_text`'s order;
     ``past_mpa`` names the stack's state past MPA (irdma's OFFLOADED, siw's RDMA_MODE,
-    cxgb4's FPDU_MODE)."""
+    cxgb4's FPDU_MODE). An ``emulated`` story's own events are "after frame N" (see
+    :data:`FRAME_NUMBERS`), the frames fed in "at frame N"."""
     mpa_frames = ", ".join(f"{m.kind} rev {m.rev} {_flag_letters(m.flags)}" for m in s.sent)
+    at = "at or after frame" if emulated else "at frame"
     out = [("MPA sent", mpa_frames or "none"), ("answer", s.answer or "none"),
-           (past_mpa, f"at frame {s.offloaded}" if s.offloaded else "never"),
+           (past_mpa, f"{at} {s.offloaded}" if s.offloaded else "never"),
            ("ESTABLISHED", f"at frame {s.established}" if s.established else "never")]
     if s.upcalls:
         out.append(("upcalls", ", ".join(name for _n, name in s.upcalls)))
         out.append(("rdma_cm", ", ".join(rdma_cm_of(name) for _n, name in s.upcalls)))
     if s.nic:
-        out.append(("NIC", ", ".join(f"{ev} at frame {n}" for n, ev in s.nic)))
-    out.append(("first close", f"{s.close[2]} from the {s.close[1]} at frame {s.close[0]}"
-                if s.close else "none"))
+        nic_at = "after frame" if emulated else "at frame"
+        out.append(("NIC", ", ".join(f"{ev} {nic_at} {n}" for n, ev in s.nic)))
+    own = emulated and s.close is not None and s.close[1] == "host"
+    out.append(("first close", f"{s.close[2]} from the {s.close[1]} "
+                f"{'after' if own else 'at'} frame {s.close[0]}" if s.close else "none"))
     return out
 
 
-def story_text(s: Story, past_mpa: str = "OFFLOADED") -> str:
-    """One connection's outcome in one line."""
+def story_text(s: Story, past_mpa: str = "OFFLOADED", emulated: bool = False) -> str:
+    """One connection's outcome in one line (``emulated``: see :func:`story_fields`)."""
     parts = []
-    for name, value in story_fields(s, past_mpa):
+    for name, value in story_fields(s, past_mpa, emulated):
         if name == "MPA sent":
             parts.append(f"{name}: {value}")
         elif name == "first close":

@@ -710,11 +710,13 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
             en = next((u for u in e.upcalls[len(seen):]), None)
         frame = (rn or en or (0, ""))[0]
         why = f" ({_stuck(key, run)})" if en is None and rn is not None else ""
-        told = _told(en, frame, key, run)
+        told = _told(en, frame, key, run, first=i == 0)
+        # "nothing more" only after an upcall both sides gave: with none it is nothing.
+        none = "nothing" if i == 0 else "nothing more"
         add(frame, "upcall",
             f"{who} tells the application {told}"
             f"{f' ({rdma_cm_of(en[1])})' if en else ''}{why}; the recorded outcome is "
-            f"{_with_rdma_cm(rn[1]) if rn else 'nothing more'}")
+            f"{_with_rdma_cm(rn[1]) if rn else none}")
     out += [SemanticDivergence(n, key, "nic", f"frame {n}: {text}")
             for n, text in _nic_differences(r, e, who)]
     if r.close is not None and (e.close is None or e.close[1:] != r.close[1:]):
@@ -742,11 +744,13 @@ def _closing_function(key: FlowKey, run: RunResult) -> str:
     return ""
 
 
-def _told(upcall: tuple[int, str] | None, frame: int, key: FlowKey, run: RunResult) -> str:
+def _told(upcall: tuple[int, str] | None, frame: int, key: FlowKey, run: RunResult, *,
+          first: bool = False) -> str:
     """What the application hears next: the upcall with its time when it comes after
-    another frame than ``frame``, or "nothing more"."""
+    another frame than ``frame``, or "nothing more" ("nothing" when ``first``: it was
+    told nothing before either)."""
     if upcall is None:
-        return "nothing more"
+        return "nothing" if first else "nothing more"
     number, name = upcall
     if number == frame:
         return name

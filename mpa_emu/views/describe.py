@@ -15,6 +15,7 @@ lines (:func:`log_label`).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -116,7 +117,20 @@ def fpdu_summary(payload: bytes, crc: bool | None = True) -> str | None:
     last = int(bool(fpdu.ulpdu[0] & DDP_FLAG_LAST))  # RFC 5041 section 4.2: L
     ulp = label_send(fpdu.ulpdu)
     return (f"FPDU {name} ulpdu={len(fpdu.ulpdu)} L={last}{version_marks(fpdu.ulpdu)}"
-            f"{verdict}" + (f" [{ulp}]" if ulp else ""))
+            f"{verdict}{_read_request_tags(fpdu.ulpdu)}" + (f" [{ulp}]" if ulp else ""))
+
+
+_UNTAGGED_HEADER = 18  # RFC 5041 section 4.4: control, RsvdULP, QN, MSN, MO
+
+
+def _read_request_tags(ulpdu: bytes) -> str:
+    """`` sink STag 0x5a5a TO 0x10000, source STag 0x77 TO 0x2000`` for an untagged RDMA
+    Read Request with its whole header (RFC 5040 section 4.4: sink STag, sink TO, size,
+    source STag, source TO); "" for anything else."""
+    if ulpdu[0] & 0x80 or ulpdu[1] & 0x0F != 1 or len(ulpdu) < _UNTAGGED_HEADER + 28:
+        return ""
+    sink, sink_to, _size, src, src_to = struct.unpack_from("!IQIIQ", ulpdu, _UNTAGGED_HEADER)
+    return f" sink STag 0x{sink:x} TO 0x{sink_to:x}, source STag 0x{src:x} TO 0x{src_to:x}"
 
 
 def version_marks(ulpdu: bytes) -> str:

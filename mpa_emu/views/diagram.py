@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, TextIO
 from xml.sax.saxutils import escape
 
+from mpa_emu.capture.arp import Arp, parse_arp
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict, is_error
 from mpa_emu.capture.decode import (
     Lenient,
@@ -85,13 +86,19 @@ def from_capture(path: str | Path, ports: Collection[int] = (),
     length in bounded memory."""
     lanes: dict[str, int] = {}
     rows = list(capture_rows(path, lanes, ports, checksums))
-    return Ladder(columns(lanes), rows)
+    return Ladder(columns(lanes, ports), rows)
 
 
-def columns(lanes: dict[str, int]) -> list[str]:
+def columns(lanes: dict[str, int], ports: Collection[int] = ()) -> list[str]:
     """The column titles of a capture's ladder, once :func:`capture_rows` has filled
-    ``lanes``."""
-    return list(lanes) or ["(no IP frames)"]
+    ``lanes``; with none, what left the ladder empty (the ``ports`` filter, or a
+    capture without IP frames)."""
+    if lanes:
+        return list(lanes)
+    if ports:
+        named = ", ".join(str(p) for p in sorted(ports))
+        return [f"(no TCP segment to or from port {named}: -p filtered out every frame)"]
+    return ["(no IP frames)"]
 
 
 class _Offloaded:
@@ -165,6 +172,9 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
             if not isinstance(captured, Undecodable):
                 decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
     if isinstance(decoded, Undecodable):
+        arp = parse_arp(frame)
+        if arp is not None:
+            return None if ports else _arp_row(t, number, arp, lanes)
         return Row(t, 0, None, f"not decoded ({decoded.text})", frame=number)
     seg, verdict, ip_ok = decoded.seg, decoded.checksum, decoded.ip_ok
     if ports and seg.sport not in ports and seg.dport not in ports:
@@ -200,6 +210,15 @@ def _capture_row(number: int, rec: CaptureRecord, base: int, lanes: dict[str, in
         crc_on.ending(conn, side, flags, number)
     return Row(t, src, dst, label, "; ".join(detail_parts) or None, frame=number)
 
+
+
+def _arp_row(t: int, number: int, arp: Arp, lanes: dict[str, int]) -> Row:
+    """An ARP frame (RFC 826): a request is a note on its sender's lane (it is
+    broadcast), a reply an arrow to the address it answers."""
+    src = lanes.setdefault(arp.sender, len(lanes))
+    if arp.is_request:
+        return Row(t, src, None, arp.text(), frame=number)
+    return Row(t, src, lanes.setdefault(arp.target, len(lanes)), arp.text(), frame=number)
 
 
 class ParkedLadder:
@@ -255,7 +274,7 @@ def park_capture(path: str | Path, ports: Collection[int] = (),
     except BaseException:
         parked.close()
         raise
-    return ParkedLadder(parked, columns(lanes))
+    return ParkedLadder(parked, columns(lanes, ports))
 
 
 def _with_notes(rows: Iterable[Row], notes: Mapping[int, Sequence[str]]) -> Iterator[Row]:

@@ -6,11 +6,19 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mpa_emu.capture.spool import Spool
 from mpa_emu.judge.model import errno_name
+from mpa_emu.judge.stacks import LINUX_USERSPACE
 from mpa_emu.views.explanation import Explanation
+
+if TYPE_CHECKING:
+    from mpa_emu.views.html.fpdu_fields import FpduRows
+
+
+USERSPACE_EVENTS = "no rdma_cm (linux-userspace: its library's own events, not known)"
+"""What a side judged linux-userspace saw: nothing rdma_cm would tell (see the note)."""
 
 
 def _events(events: Sequence[str], none: str) -> str:
@@ -34,9 +42,13 @@ def explanation_text(e: Explanation, verbose: bool = False) -> str:
                      + (f" {errno_name(e.initiator_status)}" if e.initiator_status else "")
                      + ")" + (f", then {', '.join(e.initiator_events[1:])}"
                               if len(e.initiator_events) > 1 else ""))
+    elif e.stacks.get("client") == LINUX_USERSPACE and e.cause != "not-iwarp":
+        lines.append(f"  {'initiator':<11} {USERSPACE_EVENTS}")
     elif e.cause not in ("ok", "not-iwarp"):
         lines.append(f"  {'initiator':<11} no rdma_cm event")
-    if e.cause != "not-iwarp":
+    if e.stacks.get("server") == LINUX_USERSPACE and e.cause != "not-iwarp":
+        lines.append(f"  {'responder':<11} {USERSPACE_EVENTS}")
+    elif e.cause != "not-iwarp":
         lines.append(f"  {'responder':<11} "
                      + _events(e.responder_events, "no rdma_cm event (its application "
                                                    "never hears of it)"))
@@ -79,14 +91,17 @@ def json_head(path: str, counts: dict[str, int], problems: Sequence[str]) -> str
 
 
 def explain_page(path: str, explanations: Sequence[Explanation], problems: Sequence[str],
-                 verbose: bool = False, name: str | None = None) -> str:
-    """The HTML page: the capture's ladder with the evidence frames marked, one section
-    per connection; ``name`` is the capture's name as shown (``path`` by default)."""
+                 verbose: bool = False, name: str | None = None,
+                 fpdus: FpduRows | None = None) -> str:
+    """The HTML page: the verdict of every connection that failed or warned above the
+    capture's ladder (lines wrapped), its evidence frames marked, the connections that
+    are ok below it; ``name`` is the capture's name as shown (``path`` by default);
+    ``fpdus`` the frame panel's FPDU rows (inspect's, by the frame each starts in)."""
     out = io.StringIO()
     with ExplainPage(verbose) as page:
         for e in explanations:
             page.add(e)
-        page.write(out, path, problems, name)
+        page.write(out, path, problems, name, fpdus)
     return out.getvalue()
 
 
@@ -111,6 +126,7 @@ class ExplainPage:
         self._titles: dict[int, str] = {}
         self._rank: dict[int, str] = {}
         self._last = 0
+        self._top: list[str] = []
 
     def add(self, e: Explanation) -> None:
         """One connection's explanation."""
@@ -123,8 +139,15 @@ class ExplainPage:
         text = explanation_text(e, self.verbose)
         links = " ".join(frame_link(n) for n in e.evidence)
         body = (f'<p class="mono">evidence: {links}</p>' if links else "") + \
-            f'<pre class="mono">{cell(text)}</pre>'
+            f'<pre class="mono wrap">{cell(text)}</pre>'
         title = f"Connection {e.index}: {e.verdict}"
+        self._last = max(self._last, e.index)
+        if e.verdict != "ok" and len(self._top) < OWN_SECTIONS:
+            # A failed or warned connection stands above the ladder, on the first screen.
+            self._top.append(f'<section class="explained {e.verdict}" '
+                             f'id="connection-{e.index}"><h2>{cell(title)}</h2>{body}'
+                             "</section>")
+            return
         if e.index <= OWN_SECTIONS:
             self._titles[e.index] = title
         else:
@@ -135,8 +158,9 @@ class ExplainPage:
         self._spool.add(e.index, body)
 
     def write(self, out: TextIO, path: str, problems: Sequence[str],
-              name: str | None = None) -> None:
-        """Write the page of ``path`` (``name``: as shown) into ``out``."""
+              name: str | None = None, fpdus: FpduRows | None = None) -> None:
+        """Write the page of ``path`` (``name``: as shown) into ``out``; ``fpdus``
+        inspect's FPDU rows for the frame panel."""
         from mpa_emu.views.html.page import Page, Section, cell
         from mpa_emu.views.html.streamed import ParkedRows, streamed_fields
 
@@ -165,7 +189,7 @@ class ExplainPage:
             Page(title=f"mpa-emu explain {shown}",
                  verdict=counts_line(shown, counts=self.counts),
                  failed=bool(self.counts["failed"]), ladder=ladder,
-                 frames=streamed_fields(path),
+                 frames=streamed_fields(path, fpdus=fpdus), top="".join(self._top),
                  marks=lambda _i, row: rank.get(row.frame) if row.frame is not None else None,
                  sections=sections).write(out)
 

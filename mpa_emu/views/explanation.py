@@ -13,7 +13,7 @@ from typing import Any
 from mpa_emu.judge import cm_events as ev
 from mpa_emu.judge.catalogue import CAUSES
 from mpa_emu.judge.model import Refusal, errno_name
-from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, SIW, UNKNOWN
+from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
 from mpa_emu.views.inspection.messages import answered_text, message_of
@@ -136,20 +136,44 @@ class _Builder:
         self.status = status
         self.event = ev.connect_reply_event(status)
         self.ini_events.append(self.event)
-        if why:
+        if why and self.ini == LINUX_USERSPACE:
+            self.story.append(f"initiator: {why} (a userspace library: no rdma_cm upcall)")
+        elif why:
             self.story.append(f"initiator: IW_CM_EVENT_CONNECT_REPLY {errno_name(status)} "
                               f"({why}) -> {self.event} (cma_iw_handler)")
+
+    def _userspace(self, functions: str) -> str:
+        """A side judged linux-userspace has no rdma_cm and no kernel CM: its events are
+        not asserted, a note says what is known instead; the kernel functions named are
+        the other side's, or none."""
+        sides = [role for role, stack in (("initiator", self.ini), ("responder", self.res))
+                 if stack == LINUX_USERSPACE]
+        if "initiator" in sides:
+            self.event, self.status, self.ini_events = "", 0, []
+        if "responder" in sides:
+            self.res_events = []
+        if sides:
+            who, it = (" and ".join(sides), "them") if len(sides) == 2 else (sides[0], "it")
+            self.notes.append(f"{who}: judged {LINUX_USERSPACE} (an iWARP library over a "
+                              "Linux TCP socket): no rdma_cm and no kernel CM, so no rdma_cm "
+                              f"event or kernel function is known for {it}; what the "
+                              "application saw is its library's, the capture shows what "
+                              "was sent")
+        if len(sides) == 2:
+            return "none known: both sides are userspace iWARP libraries"
+        return functions
 
     def build(self) -> Explanation:
         c = self.c
         cause = CAUSES[self.cause]
         flow = f"{c.client} -> {c.server}"
+        functions = self._userspace(cause.functions)
         return Explanation(
             index=c.index, flow=flow, verdict=self.verdict, cause=self.cause,
             summary=self.summary or cause.title, initiator_event=self.event,
             initiator_status=self.status, initiator_events=self.ini_events,
             responder_events=self.res_events, evidence=self.evidence, log=self.log,
-            fix=self.fix or cause.fix, functions=cause.functions,
+            fix=self.fix or cause.fix, functions=functions,
             stacks={s.side: s.stack for s in c.stacks}, notes=self.notes,
             story=self.story, private_data=self.private_data)
 

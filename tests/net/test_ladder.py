@@ -3,6 +3,7 @@ for lost frames, upcalls and state changes on the right lane."""
 
 from __future__ import annotations
 
+import struct
 import subprocess
 from errno import ECONNREFUSED
 from pathlib import Path
@@ -161,3 +162,15 @@ def test_teardown_demo_ladder_names_the_addresses(tmp_path: Path) -> None:
     assert resets and all(src == "192.0.2.3" for src, *_ in resets)
     for src, sport, dst, dport in resets:
         assert any(f"{src}:{sport}>{dst}:{dport} [RST, ACK]" in line for line in lines)
+
+
+def test_fpdu_summary_of_a_read_request_names_its_sink_and_source() -> None:
+    from mpa_emu.wire.mpa import frame_fpdu
+
+    # Untagged (0x41: L, DV 1), RDMAP v1 Read Request (0x41); QN 1, MSN 1, MO 0; sink
+    # STag 0x5a5a TO 0x10000, size 4096, source STag 0x77 TO 0x2000 (RFC 5040 4.4).
+    rr = bytes.fromhex("4141") + struct.pack("!IIIIIQIIQ", 0, 1, 1, 0, 0x5A5A, 0x10000,
+                                             4096, 0x77, 0x2000)
+    assert describe.fpdu_summary(frame_fpdu(rr)) == (
+        "FPDU RDMA Read Request ulpdu=46 L=1 sink STag 0x5a5a TO 0x10000, source STag 0x77 "
+        "TO 0x2000")

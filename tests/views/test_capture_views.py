@@ -33,7 +33,8 @@ from mpa_emu.views.inspection import inspect_capture
 TSHARK_FIELDS = ["tcp.checksum.status", "tcp.len", "tcp.flags.fin", "tcp.flags.reset",
                  "iwarp_ddp.qn", "iwarp_ddp.msn", "iwarp_ddp.mo", "iwarp_mpa.ulpdulength",
                  "iwarp_ddp.last_flag", "iwarp_rdma.sinkstag", "iwarp_mpa.crc",
-                 "iwarp_mpa.crc_check", "iwarp_ddp.stag"]
+                 "iwarp_mpa.crc_check", "iwarp_ddp.stag", "iwarp_rdma.srcstag",
+                 "iwarp_rdma.srcto"]
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +104,8 @@ def test_fpdu_fields_match_tshark(v1: Path, v2: Path) -> None:
                 assert row["iwarp_ddp.mo"] == [str(f.mo)]
             if f.opcode == 1:
                 assert int(row["iwarp_rdma.sinkstag"][0], 16) == f.stag
+                assert int(row["iwarp_rdma.srcstag"][0], 16) == f.src_stag
+                assert int(row["iwarp_rdma.srcto"][0], 0) == f.src_to
             # CRC off: tshark shows the field unchecked; CRC on: a verdict.
             assert ("iwarp_mpa.crc_check" in row) == (f.crc is not None)
 
@@ -111,7 +114,7 @@ def test_fpdu_listing_as_built(v1: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["inspect", "--fpdus", str(v1)]) == 0
     out = capsys.readouterr().out
     assert ("frame 8 client: RDMA Read Request (64 bytes), QN 1 MSN 1 MO 0, sink STag "
-            "0x1000 TO 0x0, ULPDU_Length 46, L\n") in out
+            "0x1000 TO 0x0, source STag 0x2000 TO 0x0, ULPDU_Length 46, L\n") in out
     assert "frame 9 client: Send (5 bytes), QN 0 MSN 3 MO 0, ULPDU_Length 23, L\n" in out
 
 

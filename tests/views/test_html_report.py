@@ -153,3 +153,22 @@ def test_ctrl_c_keeps_an_html_report_of_the_run_so_far(
     # SYN, SYN-ACK, ACK and the MPA request left before 25 us: four frames to explain.
     frames = _data(html)["frames"]
     assert isinstance(frames, dict) and sorted(frames) == ["1", "2", "3", "4"]
+
+
+def _marked(html: str) -> list[str]:
+    box = html[html.index('id="highlight"'):]
+    box = box[:box.index("</section>")]
+    return re.findall(r'<tr class="diff"><th>([^<]*)</th>', box)
+
+
+@pytest.mark.parametrize("tolerance, time_marked", [("0.01", False), ("0.00001", True)])
+def test_replay_box_marks_a_time_only_outside_the_tolerance(tmp_path: Path, tolerance: str,
+                                                            time_marked: bool) -> None:
+    # The capture holds the SYN-ACK at t=0.000040 s, the emulator answers the SYN at
+    # once: 40 us is inside 10 ms (the default) and outside 10 us.
+    html = tmp_path / "r.html"
+    main(["replay", str(ROOT / "pcaps" / "divergent_linux_synack.pcap"), "--emulate",
+          "192.168.10.2", "--time-tolerance", tolerance, "--html", str(html)])
+    marked = _marked(html.read_text())
+    assert "window" in marked
+    assert ("time" in marked) is time_marked

@@ -4,8 +4,10 @@ RFC 6581 section 5) or FPDU (RFC 5044 section 4) it carries."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from mpa_emu.capture.arp import Arp, mac_text, parse_arp
 from mpa_emu.capture.checksums import OFFLOAD_NOTE, Mode, Verdict
 from mpa_emu.capture.decode import (
     Lenient,
@@ -15,7 +17,8 @@ from mpa_emu.capture.decode import (
     decode_leniently,
 )
 from mpa_emu.capture.pcap import CaptureRecord, read_intact
-from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex
+from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex, version_marks
+from mpa_emu.views.html.fpdu_fields import FpduRows, capture_rows
 from mpa_emu.views.inspection import options_text, parse_tcp_options
 from mpa_emu.wire import mpa
 from mpa_emu.wire.addr import ip_text
@@ -104,6 +107,13 @@ def segment_fields(seg: Segment, *, seq: int | None = None) -> Fields:
     return out
 
 
+def arp_fields(arp: Arp) -> Fields:
+    """An ARP frame's fields (RFC 826): what it asks or answers, and its addresses."""
+    return [("ARP", arp.text()),
+            ("sender", f"{arp.sender} ({mac_text(arp.sender_mac)})"),
+            ("target", f"{arp.target} ({mac_text(arp.target_mac)})")]
+
+
 def checksum_fields(verdict: Verdict, ip_ok: bool, mode: Mode) -> Fields:
     """The checksum verdicts of a captured frame as the text reports read them under
     ``--checksums`` ``mode`` (:mod:`mpa_emu.capture.checksums`): the frame is decoded
@@ -124,19 +134,43 @@ def checksum_fields(verdict: Verdict, ip_ok: bool, mode: Mode) -> Fields:
     return out
 
 
-def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD) -> dict[int, Fields]:
+def _with_fpdus(body: Fields, rows: Sequence[Fields], payload: bytes) -> Fields:
+    """``body`` with its one-line FPDU summary replaced by inspect's rows of each FPDU
+    starting in the frame (the second and later numbered), before the payload's hex; a
+    DDP or RDMAP version other than 1 of an FPDU the payload starts with is named."""
+    kept = [f for f in body if f[0] != "FPDU"]
+    at = next((i for i, f in enumerate(kept) if f[0] == "payload hex"), len(kept))
+    try:
+        marks = version_marks(mpa.unframe_fpdu(payload).ulpdu)
+    except mpa.MpaFormatError:  # the frame starts inside an FPDU begun before it
+        marks = ""
+    extra: Fields = []
+    for n, one in enumerate(rows):
+        extra += [(name if n == 0 else f"{name} #{n + 1}",
+                   value + (";" + marks if n == 0 and name == "FPDU" and marks else ""))
+                  for name, value in one]
+    return kept[:at] + extra + kept[at:]
+
+
+def capture_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD,
+                   fpdus: FpduRows | None = None) -> dict[int, Fields]:
     """Fields of every frame of a capture, by frame number (1-based), each decoded
     whatever its checksums (as inspect and diagram do) with the verdict on them under
     ``checksums``; frames that do not decode say why. A capture cut short gives the
-    frames before the cut."""
+    frames before the cut. The FPDUs are inspect's (``fpdus``, by the frame each starts
+    in; read from the capture as inspect reads it when not given)."""
+    if fpdus is None:
+        fpdus = capture_rows(path, checksums)
     records, _fault = read_intact(path)
     base = next((r.time_ns for r in records if r.time_ns is not None), 0)
-    return {number: record_fields(number, rec, base, checksums)
+    return {number: record_fields(number, rec, base, checksums, fpdus.get(number))
             for number, rec in enumerate(records, start=1)}
 
 
-def record_fields(number: int, rec: CaptureRecord, base: int, checksums: Mode) -> Fields:
-    """The fields of one captured frame (``number``, 1-based), its time from ``base``."""
+def record_fields(number: int, rec: CaptureRecord, base: int, checksums: Mode,
+                  fpdu_rows: Sequence[Fields] | None = None) -> Fields:
+    """The fields of one captured frame (``number``, 1-based), its time from ``base``;
+    ``fpdu_rows`` inspect's rows of the FPDUs that start in it."""
     head: Fields = [("frame", str(number)),
                     ("time", f"{((rec.time_ns or base) - base) / 1e9:.6f} s")]
     frame = as_ethernet(rec.linktype, rec.frame)
@@ -150,8 +184,12 @@ def record_fields(number: int, rec: CaptureRecord, base: int, checksums: Mode) -
         if not isinstance(captured, Undecodable):
             decoded = Lenient(captured.seg, Verdict.UNCHECKED, True)
     if isinstance(decoded, Undecodable):
-        return [*head, ("not decoded", decoded.text)]
+        arp = parse_arp(frame)
+        return [*head, *(arp_fields(arp) if arp is not None
+                         else [("not decoded", decoded.text)])]
     body = segment_fields(decoded.seg)
+    if fpdu_rows:
+        body = _with_fpdus(body, fpdu_rows, decoded.seg.payload)
     if short:
         body.append(("captured", f"{len(rec.frame)} of {rec.orig_len} bytes (snap "
                                  "length): the payload shown is what the capture holds"))

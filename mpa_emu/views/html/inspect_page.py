@@ -8,6 +8,7 @@ import io
 from typing import TextIO
 
 from mpa_emu.capture.checksums import Mode
+from mpa_emu.views.html.fpdu_fields import connection_rows
 from mpa_emu.views.html.page import Page, Section, cell, frame_link, table
 from mpa_emu.views.html.streamed import ParkedRows, streamed_fields
 from mpa_emu.views.inspection import CaptureReport, ConnectionReport, format_connection
@@ -20,7 +21,7 @@ def _connection(c: ConnectionReport) -> Section:
     findings = table(
         ["frame", "severity", "finding"],
         ([frame_link(f.frame), cell(f.severity), cell(f.text)] for f in c.findings))
-    lines = format_connection(c).splitlines()[1:]
+    lines = format_connection(c, hints=True).splitlines()[1:]
     # The findings close the block, one line each; they get their own table below.
     story = "\n".join(lines[:len(lines) - len(c.findings)])
     comments = table(["frame", "comment"],
@@ -66,5 +67,6 @@ def write_inspect_page(report: CaptureReport, out: TextIO) -> None:
                                 "".join(f"<p>{cell(p)}</p>" for p in report.problems)))
     with ParkedRows(report.path, mode) as ladder:
         Page(title=f"mpa-emu inspect {report.path}", verdict=verdict, failed=bool(errors),
-             ladder=ladder, frames=streamed_fields(report.path, mode), marks=mark,
+             ladder=ladder, marks=mark,
+             frames=streamed_fields(report.path, mode, connection_rows(report.connections)),
              sections=sections).write(out)

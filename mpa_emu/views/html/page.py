@@ -3,15 +3,17 @@ nothing fetched) with a summary, the ladder diagram, a panel explaining the fram
 the pointer or clicked, and the report's own sections below.
 
 Rows of the ladder are marked by class: ``hl`` (the divergence or failed expectation:
-red, scrolled into view and selected when the page opens), ``rel`` (related: amber)
-and ``ok`` (matched: green).
+red and selected when the page opens), ``rel`` (related: amber) and ``ok`` (matched:
+green). The page opens at its top (the verdict and the box above the ladder on the first
+screen); the ladder scrolls in a box of its own, at most a screen high, and opens scrolled
+to the first ``hl`` row, with the fields panel beside it (sticky when the page scrolls).
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Protocol, TextIO
@@ -162,13 +164,16 @@ def write_table(out: TextIO, head: Sequence[str], rows: Iterable[Sequence[str]],
     out.write("</tbody></table>" if started else '<p class="none">none</p>')
 
 
-def fields_table(fields: Fields, other: Fields | None = None) -> str:
+def fields_table(fields: Fields, other: Fields | None = None,
+                 alike: Collection[str] = ()) -> str:
     """A frame's fields; with ``other``, rows whose value differs there are marked
-    (fields the other frame lacks are not compared)."""
+    (fields the other frame lacks are not compared, nor those named in ``alike``: a time
+    inside replay's ``--time-tolerance`` is no difference)."""
     theirs = dict(other) if other is not None else None
     rows = []
     for name, value in fields:
-        differs = theirs is not None and name in theirs and theirs[name] != value
+        differs = (theirs is not None and name in theirs and theirs[name] != value
+                   and name not in alike)
         cls = ' class="diff"' if differs else ""
         rows.append(f"<tr{cls}><th>{escape(name)}</th><td>{escape(value)}</td></tr>")
     return f'<table class="fields">{"".join(rows)}</table>'
@@ -199,12 +204,15 @@ nav a { margin-right: 14px; font-size: 13px; }
 section { margin: 14px 20px; padding: 12px 14px; background: #fff; border: 1px solid #ddd;
   border-radius: 4px; overflow-x: auto; }
 section.versus { border: 2px solid #c62828; background: #fff8f7; }
+section.explained.failed { border: 2px solid #c62828; }
+section.explained.warning { border: 2px solid #e0a800; }
 .sides { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
 .side { min-width: 0; }
 .side.expected h3 { color: #1b5e20; } .side.actual h3 { color: #b71c1c; }
 .main { display: grid; grid-template-columns: minmax(0, 1fr) 380px; gap: 12px;
   margin: 14px 20px; align-items: start; }
-.ladder { background: #fff; border: 1px solid #ddd; overflow-x: auto; }
+.ladder { background: #fff; border: 1px solid #ddd; overflow: auto;
+  max-height: calc(100vh - 16px); }
 .ladder svg { display: block; }
 aside { position: sticky; top: 8px; background: #fff; border: 1px solid #ddd; padding: 10px;
   max-height: calc(100vh - 16px); overflow: auto; border-radius: 4px; }
@@ -218,6 +226,7 @@ table.fields td { font-family: 'DejaVu Sans Mono', monospace; font-size: 12px;
   overflow-wrap: anywhere; }
 tr.diff td, tr.diff th { background: #ffe0b2; font-weight: bold; }
 tr.bad td { background: #fde4e1; } tr.warn td { background: #fff4d6; }
+pre.wrap { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
 td.mono, .mono { font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; }
 .hint, .none { color: #777; font-style: italic; }
 g.row { cursor: pointer; }
@@ -293,13 +302,30 @@ SCRIPT = """
       g.scrollIntoView({block: "center"});
     });
   });
+  // Scroll the ladder's own box, never the page: the verdict above stays on screen.
+  function reveal(g) {
+    var ladder = document.getElementById("ladder");
+    var lb = ladder.getBoundingClientRect();
+    // Below a tall box above it, the ladder's box ends with the first screen (at least
+    // 300 px high), so that the row it is scrolled to is on that screen.
+    var room = window.innerHeight - lb.top - 8;
+    if (room >= 300 && lb.height > room) {
+      ladder.style.maxHeight = room + "px";
+      lb = ladder.getBoundingClientRect();
+      // Once the page scrolls, the box is a screen high again and the panel sticks.
+      window.addEventListener("scroll", function () { ladder.style.maxHeight = ""; },
+                              {once: true});
+    }
+    var gb = g.getBoundingClientRect();
+    var bottom = Math.min(lb.bottom, window.innerHeight);
+    if (gb.top >= Math.max(lb.top, 0) && gb.bottom <= bottom) { return; }
+    var offset = Math.max(0, (bottom - lb.top - gb.height) / 2);
+    ladder.scrollTop += gb.top - lb.top - offset;
+  }
   var first = svg.querySelector("g.row.hl");
   if (first) {
     select(first);
-    var box = first.getBoundingClientRect();
-    if (box.top < 0 || box.bottom > window.innerHeight) {
-      first.scrollIntoView({block: "center"});
-    }
+    reveal(first);
   }
   document.documentElement.setAttribute("data-ready", "1");
 })();

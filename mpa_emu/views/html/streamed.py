@@ -20,6 +20,7 @@ from mpa_emu.capture.checksums import Mode
 from mpa_emu.capture.pcap import CaptureError, read_capture
 from mpa_emu.views.diagram import capture_rows, columns
 from mpa_emu.views.html.fields import Fields, record_fields
+from mpa_emu.views.html.fpdu_fields import FpduRows
 from mpa_emu.views.ladder import Row
 
 
@@ -79,10 +80,12 @@ def _rows(parked: BinaryIO) -> Iterator[Row]:
         yield Row(*fields)
 
 
-def streamed_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD
-                    ) -> Iterator[tuple[int, Fields]]:
+def streamed_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD,
+                    fpdus: FpduRows | None = None) -> Iterator[tuple[int, Fields]]:
     """:func:`mpa_emu.views.html.fields.capture_fields` a frame at a time: the same
-    fields, read while the page is written; a capture cut short ends at the cut."""
+    fields, read while the page is written; a capture cut short ends at the cut.
+    ``fpdus``: inspect's FPDU rows by the frame each starts in (none when not given)."""
+    rows = fpdus or {}
     base: int | None = None
     records = read_capture(path)
     number = 0
@@ -94,4 +97,4 @@ def streamed_fields(path: str | Path, checksums: Mode = Mode.OFFLOAD
         number += 1
         if base is None and rec.time_ns is not None:
             base = rec.time_ns
-        yield number, record_fields(number, rec, base or 0, checksums)
+        yield number, record_fields(number, rec, base or 0, checksums, rows.get(number))

@@ -20,7 +20,7 @@ from mpa_emu.gc_tuning import Collector
 from mpa_emu.judge.profile import Profiles
 from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
-from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings
+from mpa_emu.views.inspection.fpdus import cut_fpdus, rdmap_findings, version_reactions
 from mpa_emu.views.inspection.messages import group_messages
 from mpa_emu.views.inspection.mpa_exchange import (
     Stream,
@@ -311,6 +311,7 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
                               key=lambda m: m.first_frame)
         rdmap_findings(rep, {"client": _from_start(c_stream, client),
                              "server": _from_start(s_stream, server)})
+    version_reactions(rep, {"client": client, "server": server})
     rep.ended = _ending(rep, client, server, c_stream, s_stream)
     rep.closes = sorted([(n, side, "FIN") for side, d in (("client", client), ("server", server))
                          for n, _ in d.fins]

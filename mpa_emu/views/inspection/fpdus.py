@@ -89,6 +89,7 @@ def describe_ulpdu(frame: int, side: str, ulpdu: bytes, length: int | None = Non
         if opcode == Opcode.READ_REQUEST:
             rr = ReadRequest.from_bytes(body)
             info.stag, info.to, info.read_size = rr.sink_stag, rr.sink_to, rr.size
+            info.src_stag, info.src_to = rr.src_stag, rr.src_to
             info.what = ("zero-length RDMA Read Request" if rr.size == 0
                          else f"{name} ({rr.size} bytes)")
         elif opcode == Opcode.TERMINATE:
@@ -200,18 +201,46 @@ def _check_versions(rep: ConnectionReport, info: FpduInfo, ulpdu: bytes) -> None
     dv, rv = ulpdu[0] & DDP_VERSION_MASK, ulpdu[1] >> 6
     if dv != DDP_VERSION:
         rep.add(info.frame, "error", f"{info.side} {info.what}: DDP version {dv}, RFC 5041 "
-                "section 4.2 has only version 1 (the receiver terminates: Invalid DDP "
+                "section 4.2 has only version 1 (a receiver terminates: Invalid DDP "
                 "version)", rule="ddp-version")
     if rv != RDMAP_VERSION:
         rep.add(info.frame, "error", f"{info.side} {info.what}: RDMAP version {rv}, RFC 5040 "
-                "section 4.2 has only version 1 (the receiver terminates: Invalid RDMAP "
+                "section 4.2 has only version 1 (a receiver terminates: Invalid RDMAP "
                 "version)", rule="rdmap-version")
     opcode = ulpdu[1] & 0x0F
     if opcode > Opcode.TERMINATE:
         # siw_get_hdr: an opcode above Terminate is "unknown packet type".
         rep.add(info.frame, "error", f"{info.side} FPDU with RDMAP opcode {opcode}: RFC "
-                "5040 section 4.3 defines 0 to 7 (the receiver terminates: Unexpected "
+                "5040 section 4.3 defines 0 to 7 (a receiver terminates: Unexpected "
                 "OpCode)", rule="invalid-opcode")
+
+
+VERSION_RULE = "has only version 1 (a receiver terminates: "
+"""The words of a version finding, which :func:`version_reactions` completes."""
+
+
+def version_reactions(rep: ConnectionReport, sides: dict[str, Direction]) -> None:
+    """Complete each version finding with what the capture shows the receiver did after
+    it: its Terminate, else its first FIN or RST, else nothing (``sides``: each side's
+    stream); the rule says a receiver terminates, the capture may show otherwise."""
+    ends = {side: min([(n, "FIN") for n, _ in d.fins[:1]] + [(n, "RST") for n in d.rsts[:1]],
+                      default=None) for side, d in sides.items()}
+    for f in rep.findings:
+        if VERSION_RULE not in f.text or f.frame is None or not f.text.endswith("version)"):
+            continue
+        sender = f.text.split(" ", 1)[0]
+        receiver = "server" if sender == "client" else "client"
+        term = next((i for i in rep.fpdu_list if i.side == receiver and i.frame > f.frame
+                     and i.opcode == Opcode.TERMINATE), None)
+        end = ends.get(receiver)
+        if term is not None:
+            shown = f"the {receiver} sends a Terminate at frame {term.frame}"
+        elif end is not None and end[0] > f.frame:
+            shown = (f"the {receiver} sends no Terminate in the capture; its {end[1]} "
+                     f"follows at frame {end[0]}")
+        else:
+            shown = f"the {receiver} sends no Terminate in the capture"
+        f.text += f"; {shown}"
 
 
 def _judge_crc(rep: ConnectionReport, d: Direction, info: FpduInfo, body: bytes,

@@ -6,7 +6,8 @@ the request with the responder's rules and the reply with the initiator's
 (:mod:`mpa_emu.judge.rules`). A rule of the side's own stack that the frame breaks is an
 error naming the stack, the rule and its kernel function. What only another stack would
 refuse is a note ("an irdma initiator would refuse it ..."), never an error: that stack
-is not in the capture.
+is not in the capture; where the side is judged a kernel stack it is a ``hint``, which
+the text report shows only with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -124,7 +125,10 @@ def _report(rep: ConnectionReport, side: SideStack, r: Refusal) -> None:
         return
     who = (f"the {r.role}'s stack is not known" if side.stack == UNKNOWN
            else f"this {r.role} is {side.stack}")
-    rep.add(r.frame, "note", f"{article(r.stack)} {r.stack} {r.role} would refuse "
+    # What another stack would do matters while the side's own is uncertain; for a side
+    # judged a kernel stack it is a hint, shown with --verbose only.
+    severity = "hint" if side.stack in KERNEL_STACKS else "note"
+    rep.add(r.frame, severity, f"{article(r.stack)} {r.stack} {r.role} would refuse "
             f"{r.sentence()}; {who}", stack=r.stack, rule=r.rule, fn=r.fn)
 
 

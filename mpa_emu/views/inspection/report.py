@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class Finding:
     """Something malformed or noteworthy. ``severity`` is ``error`` (violates RFC 5044 /
-    6581 or irdma would refuse it), ``warning`` (legal but trouble) or ``note``."""
+    6581 or irdma would refuse it), ``warning`` (legal but trouble), ``note``, or
+    ``hint`` (what another stack than the side's own, a known kernel stack, would refuse:
+    shown in text with ``--verbose`` only)."""
 
     frame: int | None
     severity: str
@@ -81,7 +83,8 @@ class FpduInfo:
     RFC 5040 section 4). ``crc`` is ``good``, ``bad`` or ``zero`` when CRC was
     negotiated, ``None`` when it was not (no verdict). Untagged segments carry ``qn``,
     ``msn``, ``mo``; tagged ones ``stag`` and ``to``; a Read Request also its Data Sink
-    STag and TO in ``stag`` and ``to`` and its RDMA Read Message Size in ``read_size``."""
+    STag and TO in ``stag`` and ``to``, its RDMA Read Message Size in ``read_size`` and its
+    Data Source STag and TO in ``src_stag`` and ``src_to``."""
 
     frame: int
     side: str
@@ -95,6 +98,10 @@ class FpduInfo:
     stag: int | None = None
     to: int | None = None
     read_size: int | None = None
+    src_stag: int | None = None
+    """A Read Request's Data Source STag (RFC 5040 section 4.4)."""
+    src_to: int | None = None
+    """A Read Request's Data Source Tagged Offset."""
     crc: str | None = None
     crc_value: int = 0
     crc_expected: int | None = None

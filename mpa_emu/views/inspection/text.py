@@ -11,6 +11,7 @@ from mpa_emu.views.inspection.mpa_exchange import ird_ord_text
 from mpa_emu.views.inspection.report import (
     CaptureReport,
     ConnectionReport,
+    Finding,
     FpduInfo,
     MpaInfo,
 )
@@ -51,12 +52,15 @@ def _mpa_lines(label: str, m: MpaInfo) -> list[str]:
 
 
 def fpdu_line(f: FpduInfo) -> str:
-    """``frame 8 client: zero-length RDMA Read Request, QN 1 MSN 1 MO 0, ULPDU_Length 46,
-    L, CRC good``; no CRC word where CRC was not negotiated."""
+    """``frame 8 client: zero-length RDMA Read Request, QN 1 MSN 1 MO 0, sink STag 0x1 TO
+    0x0, source STag 0x2 TO 0x0, ULPDU_Length 46, L, CRC good``; no CRC word where CRC was
+    not negotiated."""
     if f.qn is not None:
         where = f"QN {f.qn} MSN {f.msn} MO {f.mo}"
         if f.opcode == 1 and f.stag is not None:
             where += f", sink STag 0x{f.stag:x} TO 0x{f.to or 0:x}"
+            if f.src_stag is not None:
+                where += f", source STag 0x{f.src_stag:x} TO 0x{f.src_to or 0:x}"
     elif f.stag is not None:
         where = f"STag 0x{f.stag:x} TO 0x{f.to or 0:x}"
     else:
@@ -76,8 +80,14 @@ def fpdu_line(f: FpduInfo) -> str:
     return ", ".join(parts)
 
 
-def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
-    """One block of text for one connection; ``fpdus`` adds one line per FPDU."""
+def shown_findings(c: ConnectionReport, hints: bool = False) -> list[Finding]:
+    """The findings the text report lists (``hint`` ones only with ``hints``)."""
+    return [f for f in c.findings if hints or f.severity != "hint"]
+
+
+def format_connection(c: ConnectionReport, fpdus: bool = False, hints: bool = False) -> str:
+    """One block of text for one connection; ``fpdus`` adds one line per FPDU, ``hints``
+    the findings of severity ``hint`` (else one line counts them)."""
     vlan = f" VLAN {c.vlan}" if c.vlan is not None else ""
     lines = [f"Connection {c.index}: {c.client} -> {c.server}{vlan}  "
              f"(frames {c.first_frame}-{c.last_frame}, {c.frames} frames)"]
@@ -101,7 +111,11 @@ def format_connection(c: ConnectionReport, fpdus: bool = False) -> str:
         lines.append(f"  {'looks like' if i == 0 else '':<12}{fp}")
     for i, st in enumerate(c.stacks):
         lines.append(f"  {'stacks' if i == 0 else '':<12}{st.text()}")
-    for f in c.findings:
+    hidden = len(c.findings) - len(shown_findings(c, hints))
+    if hidden:
+        lines.append(f"  {'hints':<12}{hidden} note(s) on what stacks other than the "
+                     "sides' own do (--verbose shows them)")
+    for f in shown_findings(c, hints):
         where = f"frame {f.frame}: " if f.frame is not None else ""
         lines.append(f"  {f.severity.upper() if f.severity == 'error' else f.severity:<12}"
                      f"{where}{f.text}")
@@ -126,10 +140,10 @@ def report_head(report: CaptureReport, shown: int, errors: int) -> str:
 
 
 def connection_block(c: ConnectionReport, comments: bool = False,
-                     fpdus: bool = False) -> str:
+                     fpdus: bool = False, hints: bool = False) -> str:
     """One connection's part of the text report, starting with the blank line that
     separates it from what comes before; no final newline."""
-    out = ["", format_connection(c, fpdus=fpdus)]
+    out = ["", format_connection(c, fpdus=fpdus, hints=hints)]
     if comments:
         out.extend(f"  {'comment' if i == 0 else '':<12}frame {n}: {t}"
                    for i, (n, t) in enumerate(c.comments))
@@ -137,11 +151,11 @@ def connection_block(c: ConnectionReport, comments: bool = False,
 
 
 def format_report(report: CaptureReport, comments: bool = False,
-                  fpdus: bool = False) -> str:
+                  fpdus: bool = False, hints: bool = False) -> str:
     """The whole report as text: a header line, the checksum reading, then one block per
     connection (``comments``: pcapng frame comments too; ``fpdus``: every FPDU)."""
     out = [report_head(report, len(report.connections), report.errors)]
-    out.extend(connection_block(c, comments, fpdus) for c in report.connections)
+    out.extend(connection_block(c, comments, fpdus, hints) for c in report.connections)
     return "\n".join(out) + "\n"
 
 
