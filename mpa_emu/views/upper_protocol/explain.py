@@ -21,6 +21,7 @@ class Explanation(Protocol):
     verdict: str
     cause: str
     summary: str
+    initiator_event: str
     initiator_status: int
     evidence: list[int]
     fix: str
@@ -73,7 +74,13 @@ def refine(c: ConnectionReport, e: Explanation) -> None:
         e.notes.append(f"negotiated: {d.negotiated}{where}"
                        if where and where not in d.negotiated else
                        f"negotiated: {d.negotiated}")
-    if d.event:
+    if d.event and not e.initiator_event:
+        # No rdma_cm is known for the host (judged linux-userspace): say what an rdma_cm
+        # host would see, with no status asserted.
+        e.notes.append("application: no rdma_cm event is known for this initiator; over "
+                       f"rdma_cm it would be {d.event.replace(STATUS, 'S')}, S its stack's "
+                       "reject status")
+    elif d.event:
         status = f"{e.initiator_status}" + (
             f" ({errno_name(e.initiator_status)})" if e.initiator_status else "")
         e.notes.append(f"application: {d.event.replace(STATUS, status)}")
