@@ -47,7 +47,7 @@ CASES: dict[str, tuple[Callable[[], object], str]] = {
     "mac-type": (lambda: _net().add_host("a", mac=7), "MAC"),  # type: ignore[arg-type]
     "multicast-mac": (lambda: _net().add_host("a", mac="01:00:00:00:00:01"), "unicast"),
     "vlan": (lambda: _net().add_host("a", "192.0.2.1", vlan=5000), "VLAN"),
-    "unknown-stack": (lambda: _net().add_host("a", stack="qedr"), "qedr"),
+    "unknown-stack": (lambda: _net().add_host("a", stack="nosuch"), "nosuch"),
     "unknown-param": (lambda: _net().add_host("a", stack="siw", params={"bogus": 1}),
                       "bogus"),
     "param-range": (lambda: _net().add_host("a", stack="siw", params={"rtr_type": 9}),
@@ -93,11 +93,11 @@ CASES: dict[str, tuple[Callable[[], object], str]] = {
     "close-unknown": (lambda: _host("irdma").close(99), "99"),
     "disconnect-unknown": (lambda: _host().disconnect(99), "99"),
     # the registry
-    "parse-params-stack": (lambda: parse_params("qedr", {}), "qedr"),
+    "parse-params-stack": (lambda: parse_params("nosuch", {}), "nosuch"),
     "parse-params-key": (lambda: parse_params("siw", {"mpa_rev": 1}), "mpa_rev"),
-    "stack-label": (lambda: stack_label("qedr", {}), "qedr"),
+    "stack-label": (lambda: stack_label("nosuch", {}), "nosuch"),
     # matrix sides
-    "side-stack": (lambda: parse_side("qedr"), "qedr"),
+    "side-stack": (lambda: parse_side("nosuch"), "nosuch"),
     "side-syntax": (lambda: parse_side("siw(peer_to_peer=1"), "NAME(KEY=VALUE"),
     "side-pair": (lambda: parse_side("siw(peer_to_peer)"), "KEY=VALUE"),
     "side-number": (lambda: parse_side("siw(mpa_version=two)"), "two"),
@@ -105,8 +105,8 @@ CASES: dict[str, tuple[Callable[[], object], str]] = {
     # scenario loading
     "scenario-toml": (lambda: loads("[[host]\n", "bad.toml"), "bad.toml"),
     "scenario-empty": (lambda: loads("", "empty.toml"), "[[host]]"),
-    "scenario-stack": (lambda: loads('[[host]]\nname = "a"\nstack = "qedr"\n', "s.toml"),
-                       "qedr"),
+    "scenario-stack": (lambda: loads('[[host]]\nname = "a"\nstack = "nosuch"\n', "s.toml"),
+                       "nosuch"),
 }
 
 

@@ -56,7 +56,19 @@ def _cxgb4() -> Stack:
                  lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
 
 
-STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}
+def _qedr() -> Stack:
+    from mpa_emu.stacks import qedr
+    from mpa_emu.stacks.qedr import facts, kernel_map
+
+    return Stack(name="qedr", title=qedr.TITLE, params=qedr.PARAMS, make_core=qedr.make_core,
+                 doc=qedr.DOC, states=qedr.STATES, kernel_map=kernel_map.KERNEL_MAP,
+                 facts=facts.FACTS, statuses=facts.STATUSES,
+                 peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT,
+                 lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
+
+
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4(),
+                            "qedr": _qedr()}
 """Stack name -> :class:`Stack`."""
 
 

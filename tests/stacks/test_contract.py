@@ -35,10 +35,12 @@ REP_PD = b"contract reply"
 REJ_PD = b"contract: go away"
 
 # cma_iw_handler (drivers/infiniband/core/cma.c): IW_CM_EVENT_CONNECT_REPLY with status
-# 0 -> ESTABLISHED, -ECONNRESET / -ECONNREFUSED -> REJECTED, -ETIMEDOUT -> UNREACHABLE;
+# 0 -> ESTABLISHED, -ECONNRESET / -ECONNREFUSED -> REJECTED, -ETIMEDOUT -> UNREACHABLE,
+# any other status (qed_iwarp_mpa_complete's -EBUSY) -> CONNECT_ERROR;
 # IW_CM_EVENT_CLOSE -> DISCONNECTED; IW_CM_EVENT_DISCONNECT is not passed up.
 CMA_REPLY = {0: Ev.ESTABLISHED, -errno.ECONNRESET: Ev.REJECTED,
-             -errno.ECONNREFUSED: Ev.REJECTED, -errno.ETIMEDOUT: Ev.UNREACHABLE}
+             -errno.ECONNREFUSED: Ev.REJECTED, -errno.ETIMEDOUT: Ev.UNREACHABLE,
+             -errno.EBUSY: Ev.CONNECT_ERROR}
 
 
 def upcalls(host: Host) -> list[tuple[IwEvent, int]]:

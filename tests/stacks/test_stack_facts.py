@@ -107,8 +107,8 @@ def test_peer_framing_is_the_stack_s(name: str, params: dict[str, object],
 
 
 def test_peer_framing_of_an_unknown_stack_is_one_line() -> None:
-    with pytest.raises(ValueError, match="unknown stack 'qedr'"):
-        peer_stack("qedr")
+    with pytest.raises(ValueError, match="unknown stack 'nosuch'"):
+        peer_stack("nosuch")
 
 
 @pytest.mark.parametrize("path", READERS)

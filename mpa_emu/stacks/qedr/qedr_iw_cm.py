@@ -1,0 +1,172 @@
+"""qedr_iw_cm.c (drivers/infiniband/hw/qedr/qedr_iw_cm.c): qedr's iw_cm provider, the
+upcalls it makes for qed's events and the verbs iw_cm calls.
+
+:class:`QedrIwCm` sits on qed (:class:`~mpa_emu.stacks.qedr.qed_iwarp.QedIwarp`): its
+:meth:`qedr_iw_event_handler` is the ``event_cb`` qed calls, and every upcall goes through
+:meth:`_upcall`, which fills the event as qedr fills ``struct iw_cm_event``. The
+disconnect work qedr queues on ``dev->iwarp_wq`` runs in order after the event that
+queued it (:attr:`_work`), as the ordered workqueue does.
+"""
+
+from __future__ import annotations
+
+from errno import ECONNREFUSED
+
+from mpa_emu.stacks.contract.events import IwEvent, Upcall
+from mpa_emu.stacks.qedr.endpoint import Ep
+from mpa_emu.stacks.qedr.qed_iwarp import QedIwarp
+from mpa_emu.stacks.qedr.states import ConnectMode, EpState, QedEvent, QpState
+
+_QP_EVENTS = {
+    QedEvent.RQ_EMPTY: "IB_EVENT_QP_FATAL", QedEvent.IRQ_FULL: "IB_EVENT_QP_FATAL",
+    QedEvent.LLP_TIMEOUT: "IB_EVENT_QP_FATAL",
+    QedEvent.REMOTE_PROTECTION_ERROR: "IB_EVENT_QP_ACCESS_ERR",
+    QedEvent.CQ_OVERFLOW: "IB_EVENT_QP_FATAL", QedEvent.QP_CATASTROPHIC: "IB_EVENT_QP_FATAL",
+    QedEvent.LOCAL_ACCESS_ERROR: "IB_EVENT_QP_ACCESS_ERR",
+    QedEvent.REMOTE_OPERATION_ERROR: "IB_EVENT_QP_FATAL",
+}
+"""qedr_iw_event_handler: the IB event qedr_iw_qp_event raises for each QP error."""
+
+
+class QedrIwCm(QedIwarp):
+    """qedr_iw_cm.c's handlers (see the module docstring)."""
+
+    # ---- qed -> qedr -----------------------------------------------------------------
+
+    def event_cb(self, ep: Ep, event: QedEvent, status: int) -> None:
+        """``ep->event_cb`` as qedr registers it."""
+        self.qedr_iw_event_handler(ep, event, status)
+
+    def qedr_iw_event_handler(self, ep: Ep, event: QedEvent, status: int) -> None:
+        """qedr_iw_event_handler: the switch on ``params->event``."""
+        self.tr("qed_event", "qedr_iw_event_handler", conn=ep.conn, event=event.name,
+                status=status)
+        if event == QedEvent.MPA_REQUEST:
+            self.qedr_iw_mpa_request(ep, status)
+        elif event == QedEvent.ACTIVE_MPA_REPLY:
+            self.qedr_iw_mpa_reply(ep)
+        elif event == QedEvent.PASSIVE_COMPLETE:
+            self.qedr_iw_passive_complete(ep, status)
+        elif event == QedEvent.ACTIVE_COMPLETE:
+            self.qedr_iw_active_complete(ep, status)
+        elif event == QedEvent.DISCONNECT:
+            self.qedr_iw_disconnect_event(ep, status)
+        elif event == QedEvent.CLOSE:
+            self.qedr_iw_close_event(ep, status)
+        elif event in _QP_EVENTS:
+            self.qedr_iw_qp_event(ep, _QP_EVENTS[event], f"QED_IWARP_EVENT_{event.name}")
+        elif event == QedEvent.TERMINATE_RECEIVED:
+            self.klog("notice", "qedr_iw_event_handler", "Got terminate message")
+        else:
+            self.klog("notice", "qedr_iw_event_handler",
+                      f"Unknown event received {int(event)}")
+
+    def _upcall(self, fn: str, ep: Ep, event: IwEvent, status: int, *,
+                pdata: bool = False, listener: int | None = None) -> None:
+        """``cm_id->event_handler``: the event as qedr fills it. ``pdata``: the event
+        carries ``cm_info``'s private data (CONNECT_REQUEST, CONNECT_REPLY), its length
+        a u8 in ``struct iw_cm_event``."""
+        data, length, past = b"", 0, 0
+        if pdata:
+            length = ep.private_data_len & 0xFF
+            if length != ep.private_data_len:
+                self.tr("kernel_quirk", fn, conn=ep.conn,
+                        quirk="private_data_len truncated to the u8 of iw_cm_event",
+                        private_data_len=ep.private_data_len, reported=length)
+            data = ep.private_data[:length]
+            data += bytes(length - len(data))
+            past = max(0, min(length, ep.pd_hdr + length - ep.ulp_data_len))
+        self._upcalls.append(Upcall(event, ep.conn, status, self._now, ep.local_ip,
+                                    ep.local_port, ep.remote_ip, ep.remote_port, data,
+                                    length, ep.ird, ep.ord, listener, past))
+        self.tr("upcall", fn, conn=ep.conn, event=event.name, status=status)
+
+    def qedr_iw_mpa_request(self, ep: Ep, status: int) -> None:
+        """qedr_iw_mpa_request: CONNECT_REQUEST to the listener's cm_id, with
+        ``(u8)private_data_len``, ``ord`` and ``ird`` of cm_info."""
+        lst = None if ep.listener is None else self._listeners.get(ep.listener)
+        if lst is None:  # the listener went (qedr_iw_destroy_listen): no cm_id to call
+            self.tr("upcall_dropped", "qedr_iw_mpa_request", conn=ep.conn,
+                    reason="the listener is gone")
+            return
+        ep.held = True
+        self._upcall("qedr_iw_mpa_request", ep, IwEvent.CONNECT_REQUEST, status,
+                     pdata=True, listener=lst.ident)
+
+    def qedr_iw_issue_event(self, ep: Ep, event: IwEvent, status: int, fn: str) -> None:
+        """qedr_iw_issue_event: ``ird``/``ord`` of cm_info, the private data only for
+        CONNECT_REPLY; nothing when the ep has no cm_id."""
+        if ep.has_cm_id:
+            self._upcall(fn, ep, event, status, pdata=event == IwEvent.CONNECT_REPLY)
+
+    def qedr_iw_close_event(self, ep: Ep, status: int) -> None:
+        """qedr_iw_close_event: CLOSE, then the ep's reference (and its cm_id) dropped."""
+        self.qedr_iw_issue_event(ep, IwEvent.CLOSE, status, "qedr_iw_close_event")
+        ep.has_cm_id = False
+        self._release(ep)
+
+    def qedr_iw_qp_event(self, ep: Ep, ib_event: str, text: str) -> None:
+        """qedr_iw_qp_event: "QP error received" and the IB event to the QP's handler."""
+        self.klog("notice", "qedr_iw_qp_event", f"QP error received: {text}")
+        self.tr("qp_event", "qedr_iw_qp_event", conn=ep.conn, event=ib_event)
+
+    def qedr_iw_disconnect_event(self, ep: Ep, status: int) -> None:
+        """qedr_iw_disconnect_event: the disconnect work, queued on ``iwarp_wq``."""
+        self._work.append(lambda: self.qedr_iw_disconnect_worker(ep, status))
+
+    def qedr_iw_disconnect_worker(self, ep: Ep, status: int) -> None:
+        """qedr_iw_disconnect_worker: once per QP (QEDR_IWARP_CM_WAIT_FOR_DISCONNECT),
+        DISCONNECT with the status, then the QP to SQD (graceful, status 0: a FIN) or ERR
+        (a RST) through qed_rdma_modify_qp."""
+        if ep.disconnect_seen:
+            return
+        ep.disconnect_seen = True
+        self.qedr_iw_issue_event(ep, IwEvent.DISCONNECT, status, "qedr_iw_disconnect_worker")
+        self.qed_iwarp_modify_qp(ep, QpState.ERROR if status else QpState.CLOSING,
+                                 internal=False)
+
+    def qedr_iw_passive_complete(self, ep: Ep, status: int) -> None:
+        """qedr_iw_passive_complete: after a reject (-ECONNREFUSED without a QP) the ep is
+        released with no event; otherwise ESTABLISHED with the status, and CLOSE after it
+        when the status is an error."""
+        if status == -ECONNREFUSED and ep.qp is None:
+            self.klog("debug", "qedr_iw_passive_complete",
+                      "PASSIVE connection refused releasing ep...", debug=True)
+            return
+        if ep.qp is None:
+            # complete(&ep->qp->iwarp_cm_comp) with ep->qp NULL: an oops in the kernel
+            self.tr("kernel_bug", "qedr_iw_passive_complete", conn=ep.conn,
+                    bug="NULL ep->qp dereferenced (a non-refused failure after reject)",
+                    status=status)
+            return
+        self.qedr_iw_issue_event(ep, IwEvent.ESTABLISHED, status, "qedr_iw_passive_complete")
+        if status < 0:
+            self.qedr_iw_close_event(ep, status)
+
+    def qedr_iw_active_complete(self, ep: Ep, status: int) -> None:
+        """qedr_iw_active_complete: CONNECT_REPLY with the status (and the reply's private
+        data); a failure drops the ep."""
+        self.qedr_iw_issue_event(ep, IwEvent.CONNECT_REPLY, status, "qedr_iw_active_complete")
+        if status < 0:
+            ep.has_cm_id = False
+            self._release(ep)
+
+    def qedr_iw_mpa_reply(self, ep: Ep) -> int:
+        """qedr_iw_mpa_reply: asks qed to send the RTR (qed_iwarp_send_rtr)."""
+        return self.qed_iwarp_send_rtr(ep)
+
+    # ---- verbs ---------------------------------------------------------------------------
+
+    def qedr_iw_accept(self, ep: Ep, private_data: bytes, ird: int, ord: int) -> int:
+        """qedr_iw_accept: the QP bound, the cm_id referenced, qed_iwarp_accept."""
+        rc = self.qed_iwarp_accept(ep, private_data, ird, ord)
+        if rc == 0:
+            ep.has_cm_id = True
+        return rc
+
+    def qedr_iw_reject(self, ep: Ep, private_data: bytes) -> None:
+        """qedr_iw_reject: ``ep->qp = NULL`` and qed_iwarp_reject."""
+        self.qed_iwarp_reject(ep, private_data)
+
+    def _passive(self, ep: Ep) -> bool:
+        return ep.connect_mode == ConnectMode.PASSIVE and ep.state == EpState.MPA_REQ_RCVD
