@@ -78,6 +78,11 @@ def _with_stacks(initiator: str, responder: str) -> str:
         extra = f'stack = "{stack}"\n'
         if stack == "siw":  # irdma refuses a request or reply without P2P
             extra += "[host.params]\npeer_to_peer = true\n"
+        if stack == "qedr":
+            # qed_iwarp_mpa_received keeps every RTR type both sides offer and
+            # qed_iwarp_mpa_v2_set_private writes them all into the reply (RFC 6581
+            # section 5 wants one): offering only the Read RTR keeps the reply to one.
+            extra += "[host.params]\nrtr_type = 4\n"
         head, sep, rest = text.partition(f'name = "{host}"\n')
         line, nl, tail = rest.partition("\n")
         text = head + sep + line + nl + extra + tail

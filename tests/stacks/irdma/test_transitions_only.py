@@ -51,6 +51,7 @@ def test_every_stack_and_the_tcp_change_states_in_one_setter_each() -> None:
     # nothing outside mpa_emu/stacks assigns a connection's state
     assert _state_assignments() == [("stacks/cxgb4/cm.py", "_set_state"),
                                     ("stacks/irdma/contract.py", "_set_state"),
+                                    ("stacks/qedr/firmware.py", "_set_state"),
                                     ("stacks/siw/base.py", "_set"),
                                     ("stacks/tcp/stack.py", "_set_state")]
 
