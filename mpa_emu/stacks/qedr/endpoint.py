@@ -78,5 +78,9 @@ class Ep:
     disconnect_seen: bool = False
     """QEDR_IWARP_CM_WAIT_FOR_DISCONNECT of qp->iwarp_cm_flags."""
     fin_from_peer: bool = False
+    work_refs: int = 0
+    """References the queued disconnect work holds (qedr_iw_disconnect_event's kref_get)."""
+    closed_event: bool = False
+    """qedr_iw_close_event ran (its kref_put)."""
     received: deque[str] = field(default_factory=deque)
     """RDMA mode: what the firmware took from the peer (for the trace and tests)."""

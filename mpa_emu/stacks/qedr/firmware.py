@@ -235,11 +235,13 @@ class Firmware:
                 self.qed_iwarp_connect_complete(ep, MPA_FIN)
             else:
                 self.qed_iwarp_mpa_complete(ep, MPA_FIN)
+        elif ep.state == EpState.ESTABLISHED and ep.closing:
+            # our close (IWARP_MODIFY_QP_STATE_CLOSING) completes: no exception for it
+            self.fw_check_closed(ep)
         elif ep.state == EpState.ESTABLISHED:
             self.tr("fw_event", "IWARP_EVENT_TYPE_ASYNC_EXCEPTION_DETECTED", conn=ep.conn,
                     fw_return_code=EXCEPTION_LLP_CLOSED)
             self.qed_iwarp_exception_received(ep, EXCEPTION_LLP_CLOSED)
-            self.fw_check_closed(ep)
         else:
             self.tr("segment_dropped", "firmware", conn=ep.conn,
                     reason=f"FIN in {ep.state.name}: kept until the ULP answers")

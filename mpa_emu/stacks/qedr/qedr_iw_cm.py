@@ -102,8 +102,10 @@ class QedrIwCm(QedIwarp):
     def qedr_iw_close_event(self, ep: Ep, status: int) -> None:
         """qedr_iw_close_event: CLOSE, then the ep's reference (and its cm_id) dropped."""
         self.qedr_iw_issue_event(ep, IwEvent.CLOSE, status, "qedr_iw_close_event")
-        ep.has_cm_id = False
-        self._release(ep)
+        ep.closed_event = True
+        if not ep.work_refs:  # kref_put: the last reference frees the ep and its cm_id
+            ep.has_cm_id = False
+            self._release(ep)
 
     def qedr_iw_qp_event(self, ep: Ep, ib_event: str, text: str) -> None:
         """qedr_iw_qp_event: "QP error received" and the IB event to the QP's handler."""
@@ -112,18 +114,23 @@ class QedrIwCm(QedIwarp):
 
     def qedr_iw_disconnect_event(self, ep: Ep, status: int) -> None:
         """qedr_iw_disconnect_event: the disconnect work, queued on ``iwarp_wq``."""
+        ep.work_refs += 1  # kref_get: close must not free the ep under the work
         self._work.append(lambda: self.qedr_iw_disconnect_worker(ep, status))
 
     def qedr_iw_disconnect_worker(self, ep: Ep, status: int) -> None:
         """qedr_iw_disconnect_worker: once per QP (QEDR_IWARP_CM_WAIT_FOR_DISCONNECT),
         DISCONNECT with the status, then the QP to SQD (graceful, status 0: a FIN) or ERR
         (a RST) through qed_rdma_modify_qp."""
-        if ep.disconnect_seen:
-            return
-        ep.disconnect_seen = True
-        self.qedr_iw_issue_event(ep, IwEvent.DISCONNECT, status, "qedr_iw_disconnect_worker")
-        self.qed_iwarp_modify_qp(ep, QpState.ERROR if status else QpState.CLOSING,
-                                 internal=False)
+        if not ep.disconnect_seen:
+            ep.disconnect_seen = True
+            self.qedr_iw_issue_event(ep, IwEvent.DISCONNECT, status,
+                                     "qedr_iw_disconnect_worker")
+            self.qed_iwarp_modify_qp(ep, QpState.ERROR if status else QpState.CLOSING,
+                                     internal=False)
+        ep.work_refs -= 1  # kref_put
+        if ep.closed_event and not ep.work_refs:
+            ep.has_cm_id = False
+            self._release(ep)
 
     def qedr_iw_passive_complete(self, ep: Ep, status: int) -> None:
         """qedr_iw_passive_complete: after a reject (-ECONNREFUSED without a QP) the ep is
@@ -158,10 +165,12 @@ class QedrIwCm(QedIwarp):
     # ---- verbs ---------------------------------------------------------------------------
 
     def qedr_iw_accept(self, ep: Ep, private_data: bytes, ird: int, ord: int) -> int:
-        """qedr_iw_accept: the QP bound, the cm_id referenced, qed_iwarp_accept."""
+        """qedr_iw_accept: the QP bound and the cm_id referenced (``ep->cm_id = cm_id``)
+        before qed_iwarp_accept; its error path drops them."""
+        ep.has_cm_id = True
         rc = self.qed_iwarp_accept(ep, private_data, ird, ord)
-        if rc == 0:
-            ep.has_cm_id = True
+        if rc:
+            ep.has_cm_id = False
         return rc
 
     def qedr_iw_reject(self, ep: Ep, private_data: bytes) -> None:
