@@ -92,7 +92,7 @@ def test_fin_while_the_reply_is_awaited_is_econnrefused() -> None:
 
 
 def test_mpa_timeout_is_ebusy_and_a_connect_error() -> None:
-    net, a, raw, sock = _active()
+    net, a, _raw, _sock = _active()
     net.run(until_ns=59 * S)
     assert a.upcalls == []
     net.run(until_ns=61 * S)

@@ -195,7 +195,7 @@ def test_reply_accepts_with_every_shared_rtr_type() -> None:
 
 def test_request_with_no_shared_rtr_gets_all_of_ours() -> None:
     # "if we're left with no match send our capabilities"
-    net, b, raw, sock = _passive({"rtr_type": 4}, policy=Accept())
+    net, _b, raw, sock = _passive({"rtr_type": 4}, policy=Accept())
     raw_send(net, raw, sock, mpa_frame(KEY_REQ, C_S, 2, _block(0x8001, 0x8001)))
     net.run_for(MS)
     assert payloads(net, "b")[0][20:24] == _block(0x8001, 0x4001)
