@@ -85,9 +85,11 @@ class QedrIwCm(QedIwarp):
         """qedr_iw_mpa_request: CONNECT_REQUEST to the listener's cm_id, with
         ``(u8)private_data_len``, ``ord`` and ``ird`` of cm_info."""
         lst = None if ep.listener is None else self._listeners.get(ep.listener)
-        if lst is None:  # the listener went (qedr_iw_destroy_listen): no cm_id to call
-            self.tr("upcall_dropped", "qedr_iw_mpa_request", conn=ep.conn,
-                    reason="the listener is gone")
+        if lst is None:
+            # qedr_iw_destroy_listen freed the qedr_iw_listener that qed still has as
+            # this ep's cb_context: the kernel reads freed memory here
+            self.tr("kernel_bug", "qedr_iw_mpa_request", conn=ep.conn,
+                    bug="the listener was freed by qedr_iw_destroy_listen (use after free)")
             return
         ep.held = True
         self._upcall("qedr_iw_mpa_request", ep, IwEvent.CONNECT_REQUEST, status,

@@ -219,3 +219,21 @@ def test_accept_refuses_ird_above_32_and_changes_nothing() -> None:
         b.core.accept(req.conn, now_ns=net.now_ns, ird=33)  # type: ignore[call-arg]
     assert info.value.errno == errno.EINVAL  # qed_iwarp_accept
     assert b.node(req.conn).state == "MPA_REQ_RCVD"
+
+
+def test_a_request_after_destroy_listen_is_a_use_after_free() -> None:
+    # qedr_iw_destroy_listen kfree()s the listener qed keeps as the ep's cb_context;
+    # qedr_iw_mpa_request then calls through it: the model records the kernel bug
+    net = make_net()
+    b = net.add_host("b", IP_B, stack="qedr")
+    raw = net.add_host("raw", IP_RAW)
+    listener = b.listen(PORT, policy=Manual())
+    sock = raw.connect(IP_B, PORT)
+    net.run_for(MS)
+    b.core.destroy_listen(listener, now_ns=net.now_ns)
+    raw_send(net, raw, sock, mpa_frame(KEY_REQ, C_S, 2, bytes.fromhex("8004c004")))
+    net.run_for(MS)
+    assert b.upcalls == []
+    assert net.trace is not None
+    assert [r.fn for r in net.trace.records if r.kind == "kernel_bug"] == [
+        "qedr_iw_mpa_request"]
