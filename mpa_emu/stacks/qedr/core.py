@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from errno import EADDRINUSE, EADDRNOTAVAIL, EINVAL, EOPNOTSUPP
 from typing import Any
 
+from mpa_emu.stacks.contract.api import NodeWatch
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.qedr.endpoint import Ep, Listener
-from mpa_emu.stacks.qedr.params import QedrParams
+from mpa_emu.stacks.qedr.params import QED_IWARP_PREALLOC_CNT, QedrParams
 from mpa_emu.stacks.qedr.qedr_iw_cm import QedrIwCm
 from mpa_emu.stacks.qedr.states import ConnectMode, EpState, QpState
 from mpa_emu.stacks.qedr.tcp import QedTcp
@@ -98,7 +99,7 @@ class QedrCore(QedrIwCm):
         self._now = 0
         self._watch = None
         self._watched = set()
-        self.free_eps = 256
+        self.free_eps = QED_IWARP_PREALLOC_CNT
 
     # ---- local stack ------------------------------------------------------------------
 
@@ -164,7 +165,7 @@ class QedrCore(QedrIwCm):
         """The next iw_cm event for the ULP."""
         return self._upcalls.popleft() if self._upcalls else None
 
-    def watch_nodes(self, watch: Any) -> None:
+    def watch_nodes(self, watch: NodeWatch | None) -> None:
         """Tell ``watch`` of each endpoint (:class:`mpa_emu.stacks.contract.api.
         WatchedCore`): created with its ports on its first state change, each change (an
         :class:`EpState`), freed when it leaves the tables."""

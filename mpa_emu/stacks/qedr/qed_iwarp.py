@@ -21,6 +21,9 @@ from mpa_emu.stacks.qedr.params import (
     QED_IWARP_PREALLOC_CNT,
 )
 from mpa_emu.stacks.qedr.states import (
+    EXCEPTION_LLP_CLOSED,
+    EXCEPTION_LLP_RESET,
+    EXCEPTION_TERMINATE_RECEIVED,
     MPA_ERROR_REJECT,
     MPA_FIN,
     MPA_INSUF_IRD,
@@ -356,12 +359,15 @@ class QedIwarp(Firmware):
     def qed_iwarp_exception_received(self, ep: Ep, fw_ret_code: str) -> None:
         """qed_iwarp_exception_received: LLP_CLOSED is DISCONNECT 0, LLP_RESET DISCONNECT
         -ECONNRESET, a Terminate TERMINATE_RECEIVED."""
-        if fw_ret_code.endswith("LLP_CLOSED"):
+        if fw_ret_code == EXCEPTION_LLP_CLOSED:
             self.event_cb(ep, QedEvent.DISCONNECT, 0)
-        elif fw_ret_code.endswith("LLP_RESET"):
+        elif fw_ret_code == EXCEPTION_LLP_RESET:
             self.event_cb(ep, QedEvent.DISCONNECT, -ECONNRESET)
-        elif fw_ret_code.endswith("TERMINATE_RECEIVED"):
+        elif fw_ret_code == EXCEPTION_TERMINATE_RECEIVED:
             self.event_cb(ep, QedEvent.TERMINATE_RECEIVED, 0)
+        else:
+            self.klog("debug", "qed_iwarp_exception_received",
+                      f"Unhandled exception received...fw_ret_code={fw_ret_code}", debug=True)
 
     def qed_iwarp_qp_in_error(self, ep: Ep, fw_return_code: str) -> None:
         """qed_iwarp_qp_in_error: the QP to ERROR (internal), the ep CLOSED, CLOSE with 0

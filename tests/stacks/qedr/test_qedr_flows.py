@@ -237,3 +237,22 @@ def test_a_request_after_destroy_listen_is_a_use_after_free() -> None:
     assert net.trace is not None
     assert [r.fn for r in net.trace.records if r.kind == "kernel_bug"] == [
         "qedr_iw_mpa_request"]
+
+
+def test_a_syn_never_answered_is_ebusy() -> None:
+    # IWARP_CONN_ERROR_TCP_CONNECT_TIMEOUT -> -EBUSY (qed_iwarp_tcp_connect_unsuccessful);
+    # the SYN retries are the shared TCP's (Linux's, assumed for the firmware)
+    from mpa_emu.stacks.qedr import QedrCore
+    core = QedrCore("a", bytes(6), seed=1)
+    core.add_address(bytes((192, 0, 2, 1)))
+    core.set_neighbour(bytes((192, 0, 2, 2)), b"\x02" * 6)
+    core.connect(bytes((192, 0, 2, 1)), bytes((192, 0, 2, 2)), PORT, ird=2, ord=2, now_ns=0)
+    up = None
+    while up is None:
+        due = core.get_timer()
+        assert due is not None and due < 600 * S
+        core.handle_timer(due)
+        core.frames_to_send()
+        up = core.next_event()
+    assert (up.event, up.status) == (E.CONNECT_REPLY, -errno.EBUSY)
+    assert core.conns() == []
