@@ -256,3 +256,45 @@ def test_a_syn_never_answered_is_ebusy() -> None:
         up = core.next_event()
     assert (up.event, up.status) == (E.CONNECT_REPLY, -errno.EBUSY)
     assert core.conns() == []
+
+
+def _wire(seed: int) -> list[bytes]:
+    net = Network(seed=seed)
+    a = net.add_host("a", IP_A, stack="qedr")
+    b = net.add_host("b", IP_B, stack="qedr")
+    b.listen(PORT)
+    conn = a.connect(b, PORT, private_data=b"same", ird=4, ord=4)
+    net.run_for(S)
+    a.disconnect(conn, graceful=True)
+    net.run()
+    return [bytes(f.segment.payload) + f.segment.seq.to_bytes(4, "big") for f in net.frames]
+
+
+def test_the_same_seed_gives_the_same_bytes() -> None:
+    assert _wire(5) == _wire(5)
+    assert _wire(5) != _wire(6)  # the ISNs are drawn from the seed
+
+
+def test_the_node_watch_hears_of_each_endpoint() -> None:
+    from mpa_emu.stacks.contract.api import WatchedCore
+    events: list[tuple[str, int, str]] = []
+
+    class Watch:
+        def node_created(self, conn: int, loc_port: int, rem: bytes, rem_port: int) -> None:
+            events.append(("created", conn, ""))
+
+        def state_changed(self, conn: int, state: object) -> None:
+            events.append(("state", conn, getattr(state, "name", str(state))))
+
+        def node_freed(self, conn: int) -> None:
+            events.append(("freed", conn, ""))
+
+        def qp_event(self, time_ns: int, conn: int, ae: str) -> None:
+            pass
+
+    net, a, _b, conn, _passive = _connected()
+    assert isinstance(a.core, WatchedCore)
+    a.core.watch_nodes(Watch())
+    a.disconnect(conn, graceful=True)
+    net.run()
+    assert events == [("created", conn, ""), ("state", conn, "CLOSED"), ("freed", conn, "")]
