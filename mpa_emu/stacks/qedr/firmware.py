@@ -416,6 +416,8 @@ class Firmware:
         elif ep.mpa_rev == MpaMode.ENHANCED and ep.rtr_type != RtrType.NONE \
                 and self.p.fw_passive_waits_rtr:
             self.fw_start_timer(ep, "rtr")
+            if ep.rx:  # an RTR that came with (or right after) the request
+                self.fw_rdma_rx(ep)
         else:
             self.qed_iwarp_mpa_complete(ep, RDMA_RETURN_OK)
 

@@ -75,9 +75,10 @@ PARAMS: tuple[StackParam, ...] = (
     StackParam("delayed_ack", bool, False, 0, 1, _QED,
                "iwarp_info->tcp_flags QED_IWARP_DA_EN (not set by qed_iwarp_setup): "
                "TCP_OFFLOAD_PARAMS_OPT2_DA_EN, delayed ACKs"),
-    StackParam("rcv_wnd_size", int, 256 * 1024, QED_IWARP_RCV_WND_SIZE_MIN, 1 << 30, _DEF,
+    StackParam("rcv_wnd_size", int, 256 * 1024, QED_IWARP_RCV_WND_SIZE_MIN, 1 << 29, _DEF,
                "QED_IWARP_RCV_WND_SIZE_DEF: the receive window in bytes; qed_iwarp_setup "
-               "derives rcv_wnd_scale = ilog2(size) - ilog2(0xffff)"),
+               "derives rcv_wnd_scale = ilog2(size) - ilog2(0xffff) (at most 512 MiB: "
+               "a larger size gives a scale above RFC 7323's 14)"),
     StackParam("fw_mpa_timeout_secs", int, 60, 1, 86400, _FW,
                "the firmware's MPA timer (IWARP_CONN_ERROR_MPA_TIMEOUT): the initiator's "
                "wait for the reply, the responder's for the request and the RTR"),

@@ -244,3 +244,12 @@ def test_responder_waits_for_the_rtr_before_established() -> None:
     # the firmware answers the zero-length Read Request
     resp = mpa.unframe_fpdu(payloads(net, "b")[-1])
     assert resp.ulpdu[1] & ddp.RDMAP_OPCODE_MASK == ddp.Opcode.READ_RESPONSE
+
+
+def test_an_rtr_in_the_request_s_segment_is_taken_after_the_reply() -> None:
+    net, b, raw, sock = _passive(policy=Accept())
+    request = mpa_frame(KEY_REQ, C_S, 2, _block(0x8004, 0x8004))
+    raw_send(net, raw, sock, request + mpa.frame_fpdu(ddp.rdma_write(b"", 0, 0)))
+    net.run_for(MS)
+    assert [(u.event, u.status) for u in b.upcalls] == [(IwEvent.CONNECT_REQUEST, 0),
+                                                        (IwEvent.ESTABLISHED, 0)]
