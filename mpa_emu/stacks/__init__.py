@@ -56,7 +56,20 @@ def _cxgb4() -> Stack:
                  lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
 
 
-STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4()}
+def _erdma() -> Stack:
+    from mpa_emu.stacks import erdma
+    from mpa_emu.stacks.erdma import facts, kernel_map
+
+    return Stack(name="erdma", title=erdma.TITLE, params=erdma.PARAMS,
+                 make_core=erdma.make_core, doc=erdma.DOC, states=erdma.STATES,
+                 kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
+                 statuses=facts.STATUSES, peer_framing=facts.peer_framing,
+                 fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE,
+                 listener_facts=frozenset())
+
+
+STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4(),
+                            "erdma": _erdma()}
 """Stack name -> :class:`Stack`."""
 
 
