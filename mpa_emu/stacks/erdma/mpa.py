@@ -57,16 +57,8 @@ class ErdmaMpa(ErdmaBase):
         into the reply's; M or C set: the reject frame (M and C cleared, R set, the
         request's extension echoed, no private data) and -EOPNOTSUPP; else
         RECVD_MPAREQ and CONNECT_REQUEST."""
-        rv = cep.mpa.recv(cep.rx)
-        if rv == -errno.EAGAIN and cep.mpa.swallowed:
-            self._note("kernel_quirk", "erdma_recv_mpa_rr", what="bytes past the frame "
-                       "dropped by a short 4-byte read (-EAGAIN)",
-                       dropped=cep.mpa.swallowed)
+        rv = self._recv_mpa_rr(cep)
         if rv:
-            if rv == -errno.EPROTO:
-                self._note("mpa_refused", "erdma_recv_mpa_rr", conn=cep.ident,
-                           rev=cep.mpa.rev, pd_len=cep.mpa.pd_len,
-                           why=self._why_eproto(cep.mpa))
             return rv
         hdr = cep.mpa.hdr
         if bytes(hdr[:16]) != KEY_REQ:
@@ -85,6 +77,20 @@ class ErdmaMpa(ErdmaBase):
         self._upcall(cep, IwEvent.CONNECT_REQUEST, 0)
         return 0
 
+    def _recv_mpa_rr(self, cep: Cep) -> int:
+        """erdma_recv_mpa_rr (:meth:`MpaInfo.recv`), with a trace record for a refusal
+        and for bytes a short probe read dropped."""
+        before = cep.mpa.swallowed
+        rv = cep.mpa.recv(cep.rx)
+        if cep.mpa.swallowed != before:
+            self._note("kernel_quirk", "erdma_recv_mpa_rr", conn=cep.ident,
+                       what="bytes past the frame dropped by a short 4-byte read (-EAGAIN)",
+                       dropped=cep.mpa.swallowed - before)
+        if rv == -errno.EPROTO:
+            self._note("mpa_refused", "erdma_recv_mpa_rr", conn=cep.ident, rev=cep.mpa.rev,
+                       pd_len=cep.mpa.pd_len, why=self._why_eproto(cep.mpa))
+        return rv
+
     @staticmethod
     def _why_eproto(mpa: MpaInfo) -> str:
         if mpa.pd_len > erdma_mpa.MAX_PRIVDATA:
@@ -99,12 +105,8 @@ class ErdmaMpa(ErdmaBase):
         (CONNECT_REPLY -ECONNRESET), M or C (CONNECT_REPLY -ECONNREFUSED), the QP past
         RTR (-EINVAL); else the QP to RTS (COMPROMISE_CC when the peer's CC differs),
         CONNECT_REPLY 0 and RDMA_MODE."""
-        rv = cep.mpa.recv(cep.rx)
+        rv = self._recv_mpa_rr(cep)
         if rv:
-            if rv == -errno.EPROTO:
-                self._note("mpa_refused", "erdma_recv_mpa_rr", conn=cep.ident,
-                           rev=cep.mpa.rev, pd_len=cep.mpa.pd_len,
-                           why=self._why_eproto(cep.mpa))
             return self._reply_err(cep, rv)
         cep.mpa_timer = None  # erdma_cancel_mpatimer
         hdr = cep.mpa.hdr
