@@ -366,3 +366,35 @@ def test_peer_fin_before_the_request_releases_the_endpoint() -> None:
     # ERDMA_CM_WORK_PEER_CLOSE in AWAIT_MPAREQ: "Socket close before MPA request
     # received." -> released, no upcall
     assert b.conns() == [] and b.upcalls == []
+
+
+def test_the_reply_echoes_the_request_flags_byte() -> None:
+    net, b, raw, sock = from_raw()
+    request = erdma_mpa.build(request=True, flags=0x01, cookie=5, cc=0, private_data=b"r")
+    raw_send(net, raw, sock, request)
+    net.run_for(MS)
+    (req,) = b.events(IwEvent.CONNECT_REQUEST)
+    b.accept(req.conn, b"ok")
+    net.run_for(MS)
+    # erdma_proc_mpareq turns the request's own header into the reply (only the key is
+    # rewritten), so a reserved bit comes back; erdma_accept rewrites the extension
+    reply = peer(raw).received[sock]
+    assert reply[:20] == KEY_REP + bytes((0x01, 129, 0, 2))
+    assert erdma_mpa.parse(reply).private_data == b"ok"
+    assert erdma_mpa.parse(reply).cookie != 5
+
+
+def test_peer_close_after_the_request_leaves_the_verbs_nothing() -> None:
+    net, b, raw, sock = from_raw()
+    raw_send(net, raw, sock, erdma_mpa.build(request=True, cookie=5, cc=0))
+    net.run_for(MS)
+    (req,) = b.events(IwEvent.CONNECT_REQUEST)
+    raw_close(net, raw, sock)
+    net.run_for(MS)
+    # ERDMA_CM_WORK_PEER_CLOSE in RECVD_MPAREQ: no cm_id yet, release_cep closes the
+    # endpoint; iw_cm still holds it, and erdma_accept finds it out of RECVD_MPAREQ
+    assert b.node(req.conn).state.name == "CLOSED"
+    with pytest.raises(CmError) as exc:
+        b.core.accept(req.conn, now_ns=net.now_ns)
+    assert exc.value.errno == errno.ECONNRESET
+    assert b.conns() == [] and upcalls(b) == [(IwEvent.CONNECT_REQUEST, 0)]
