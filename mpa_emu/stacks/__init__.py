@@ -3,7 +3,8 @@
 ``STACKS["irdma"]`` is the Intel irdma CM (:mod:`mpa_emu.stacks.irdma`), ``STACKS["siw"]``
 soft-iWARP
 (:mod:`mpa_emu.stacks.siw`), ``STACKS["cxgb4"]`` Chelsio's iw_cxgb4
-(:mod:`mpa_emu.stacks.cxgb4`). Each :class:`Stack` carries the typed facts other layers
+(:mod:`mpa_emu.stacks.cxgb4`), ``STACKS["erdma"]`` Alibaba's Elastic RDMA
+(:mod:`mpa_emu.stacks.erdma`). Each :class:`Stack` carries the typed facts other layers
 read instead of comparing its name (its kernel map, limits, statuses, framing,
 fingerprint, lifecycle: docs/stacks/README.md) and makes a core that implements
 :class:`mpa_emu.stacks.contract.api.CoreApi`, so :class:`mpa_emu.net.Network` drives any of them:
