@@ -15,7 +15,7 @@ from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import TraceRecord
 from mpa_emu.ulp.rdma_cm import RdmaCmEvent
 from mpa_emu.views.describe import errno_text, rdma_cm_label, rdma_cm_text, upcall_label
-from mpa_emu.wire import mpa
+from mpa_emu.wire import erdma_mpa, mpa
 from mpa_emu.wire.segment import flags_text
 
 if TYPE_CHECKING:
@@ -302,6 +302,13 @@ def _frame_mpa(frame: CapturedFrame) -> mpa.MpaFrame | None:
 
 
 def _frame_pdata(frame: CapturedFrame) -> bytes | None:
+    seg = frame.segment
+    if seg is not None and erdma_mpa.looks_like_erdma(seg.payload):
+        # erdma's dialect: the private data follows its 8-byte extension (erdma_cm.h)
+        try:
+            return erdma_mpa.parse(seg.payload).private_data
+        except mpa.MpaFormatError:
+            return None
     decoded = _frame_mpa(frame)
     return None if decoded is None else decoded.private_data
 

@@ -4,7 +4,8 @@
 soft-iWARP
 (:mod:`mpa_emu.stacks.siw`), ``STACKS["cxgb4"]`` Chelsio's iw_cxgb4
 (:mod:`mpa_emu.stacks.cxgb4`), ``STACKS["qedr"]`` Marvell/QLogic FastLinQ
-(:mod:`mpa_emu.stacks.qedr`). Each :class:`Stack` carries the typed facts other layers
+(:mod:`mpa_emu.stacks.qedr`), ``STACKS["erdma"]`` Alibaba's Elastic RDMA
+(:mod:`mpa_emu.stacks.erdma`). Each :class:`Stack` carries the typed facts other layers
 read instead of comparing its name (its kernel map, limits, statuses, framing,
 fingerprint, lifecycle: docs/stacks/README.md) and makes a core that implements
 :class:`mpa_emu.stacks.contract.api.CoreApi`, so :class:`mpa_emu.net.Network` drives any of them:
@@ -68,8 +69,20 @@ def _qedr() -> Stack:
                  lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
 
 
+def _erdma() -> Stack:
+    from mpa_emu.stacks import erdma
+    from mpa_emu.stacks.erdma import facts, kernel_map
+
+    return Stack(name="erdma", title=erdma.TITLE, params=erdma.PARAMS,
+                 make_core=erdma.make_core, doc=erdma.DOC, states=erdma.STATES,
+                 kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
+                 statuses=facts.STATUSES, peer_framing=facts.peer_framing,
+                 fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE,
+                 listener_facts=frozenset())
+
+
 STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4(),
-                            "qedr": _qedr()}
+                            "qedr": _qedr(), "erdma": _erdma()}
 """Stack name -> :class:`Stack`."""
 
 

@@ -33,7 +33,7 @@ from mpa_emu.views.inspection.mpa_exchange import (
 from mpa_emu.views.inspection.report import CaptureReport, ConnectionReport, Direction
 from mpa_emu.views.upper_protocol import analyse_connection
 from mpa_emu.wire import seq as seq_space
-from mpa_emu.wire.mpa import FLAG_MARKERS, FRAME_SIZE, KEY_REP, KEY_REQ
+from mpa_emu.wire.mpa import FLAG_MARKERS, KEY_REP, KEY_REQ
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN
 
 LINGER_FRAMES = 10_000
@@ -301,9 +301,9 @@ def _analyse(conn: _Conn, mode: Mode, profiles: Profiles | None = None) -> Conne
         if rep.request.has_block and rep.reply.has_block and not rtr:
             rep.rtr = "none: P2P not negotiated, the first FPDU is the ULP's (RFC 6581 " \
                 "section 5)"
-        cut_fpdus(rep, client, c_stream, "client", FRAME_SIZE + rep.request.pd_length, crc,
+        cut_fpdus(rep, client, c_stream, "client", rep.request.frame_len, crc,
                   markers, rtr=rtr)
-        cut_fpdus(rep, server, s_stream, "server", FRAME_SIZE + rep.reply.pd_length, crc,
+        cut_fpdus(rep, server, s_stream, "server", rep.reply.frame_len, crc,
                   markers, rtr=False)
         rep.fpdu_list.sort(key=lambda info: info.frame)  # both sides, in frame order
         rep.messages = sorted(group_messages(rep.fpdu_list, "client")

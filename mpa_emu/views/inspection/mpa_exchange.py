@@ -8,6 +8,7 @@ import struct
 
 from mpa_emu.capture.decode import TcpFrame, options_text
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
+from mpa_emu.wire import erdma_mpa
 from mpa_emu.wire import seq as seq_space
 from mpa_emu.wire.mpa import (
     FLAG_CRC,
@@ -206,6 +207,8 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         return None
     flags, rev, pd_length = struct.unpack_from("!BBH", whole, KEY_SIZE)
     info = MpaInfo(frame=frame, request=request, rev=rev, flags=flags, pd_length=pd_length)
+    if rev == erdma_mpa.REVISION_EXT_1:
+        return _erdma_frame(rep, stream, info, what)
     if len(first) < FRAME_SIZE + min(pd_length, MAX_PRIV_DATA_LEN) and frame not in d.short:
         # Whether that matters is the receiving stack's business (mpa_emu.judge.rules):
         # irdma_parse_mpa has no reassembly, siw and cxgb4 reassemble.
@@ -254,6 +257,33 @@ def mpa_frame(rep: ConnectionReport, d: Direction, stream: Stream,
         body = body[RTR_MSG_SIZE:]
     info.private_data = body
     info.legacy = decode_legacy(body)
+    return info
+
+
+def _erdma_frame(rep: ConnectionReport, stream: Stream, info: MpaInfo,
+                 what: str) -> MpaInfo:
+    """An MPA frame of erdma's dialect (erdma_cm.h: MPA_REVISION_EXT_1, then ``struct
+    erdma_mpa_ext`` that PD_Length does not count): the cookie and the CC read from the
+    extension, the private data after it (erdma_send_mpareqrep's layout)."""
+    frame = info.frame
+    ext = bytes_at(stream, FRAME_SIZE, erdma_mpa.EXT_SIZE)
+    if len(ext) < erdma_mpa.EXT_SIZE:
+        rep.add(frame, "error", f"MPA {what} of revision 129 without erdma's 8-byte "
+                f"extension ({len(ext)} bytes follow the header)", rule="revision")
+        return info
+    info.erdma_cookie, bits = struct.unpack("!II", ext)
+    info.erdma_cc = bits & erdma_mpa.EXT_FLAG_CC
+    rep.add(frame, "note", f"MPA {what} in erdma's dialect (revision 129, "
+            "MPA_REVISION_EXT_1 of erdma_cm.h, with an 8-byte extension PD_Length does "
+            "not count): only erdma takes it, RFC 5044/6581 stacks refuse it")
+    if info.pd_length > erdma_mpa.MAX_PRIVDATA:
+        rep.add(frame, "error", f"PD_Length {info.pd_length} > {erdma_mpa.MAX_PRIVDATA} "
+                "(erdma_recv_mpa_rr: -EPROTO)", rule="pd-over-limit")
+    body = bytes_at(stream, erdma_mpa.HDR_LEN, info.pd_length)
+    if len(body) < info.pd_length:
+        rep.add(frame, "error", f"PD_Length {info.pd_length} but only {len(body)} bytes of "
+                "private data in the capture", rule="split-frame")
+    info.private_data = body
     return info
 
 

@@ -6,7 +6,15 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mpa_emu.capture.checksums import ModeName
-from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FLAG_MARKERS, FLAG_REJECT, FLAG_RESERVED
+from mpa_emu.wire.erdma_mpa import EXT_SIZE
+from mpa_emu.wire.mpa import (
+    FLAG_CRC,
+    FLAG_ENHANCED,
+    FLAG_MARKERS,
+    FLAG_REJECT,
+    FLAG_RESERVED,
+    FRAME_SIZE,
+)
 from mpa_emu.wire.private_data import LegacyIrdOrd
 
 if TYPE_CHECKING:
@@ -52,6 +60,18 @@ class MpaInfo:
     """The ULP private data (after the RFC 6581 block when there is one)."""
     legacy: LegacyIrdOrd | None = None
     """The private data read as the [MS-SMBD] legacy IRD/ORD header, when it is one."""
+    erdma_cookie: int | None = None
+    """erdma's dialect (revision 129, :mod:`mpa_emu.wire.erdma_mpa`): the cookie of the
+    8-byte extension after the header (None for an RFC 5044 frame)."""
+    erdma_cc: int | None = None
+    """erdma's dialect: the congestion-control algorithm of the extension's bits."""
+
+    @property
+    def frame_len(self) -> int:
+        """Bytes the frame takes on the stream: the header, erdma's extension when there
+        is one (PD_Length does not count it), the private data."""
+        ext = EXT_SIZE if self.erdma_cookie is not None else 0
+        return FRAME_SIZE + ext + self.pd_length
 
     @property
     def reject(self) -> bool:
@@ -234,6 +254,7 @@ class ConnectionReport:
         """JSON-friendly form (bytes as hex), as in :meth:`CaptureReport.to_dict`."""
         out: dict[str, Any] = _jsonable(asdict(self))
         out.pop("times", None)
+        _drop_absent_erdma(out)
         return out
 
 
@@ -261,7 +282,18 @@ class CaptureReport:
         out: dict[str, Any] = _jsonable(asdict(self))
         for conn in out.get("connections", []):
             conn.pop("times", None)
+            _drop_absent_erdma(conn)
         return out
+
+
+def _drop_absent_erdma(conn: dict[str, Any]) -> None:
+    """Leave erdma's extension fields out of an RFC 5044 frame's JSON (present only for
+    a frame of erdma's dialect)."""
+    for side in ("request", "reply"):
+        mpa = conn.get(side)
+        if isinstance(mpa, dict) and mpa.get("erdma_cookie") is None:
+            mpa.pop("erdma_cookie", None)
+            mpa.pop("erdma_cc", None)
 
 
 def _jsonable(value: Any) -> Any:

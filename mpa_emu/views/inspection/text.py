@@ -15,6 +15,7 @@ from mpa_emu.views.inspection.report import (
     FpduInfo,
     MpaInfo,
 )
+from mpa_emu.wire import erdma_mpa
 
 CHECKSUM_READINGS = {
     "strict": "checksums strict: every TCP checksum verified, offload artefacts are errors",
@@ -43,6 +44,10 @@ def _mpa_lines(label: str, m: MpaInfo) -> list[str]:
         assert m.ird is not None and m.ord is not None
         lines.append(f"  {'':<12}IRD {ird_ord_text(m.ird)}, ORD {ird_ord_text(m.ord)}, "
                      f"{', '.join(bits) or 'no P2P, no RTR bits'}")
+    if m.erdma_cookie is not None and m.erdma_cc is not None:
+        cc = erdma_mpa.CC_NAMES.get(m.erdma_cc, "unnamed")
+        lines.append(f"  {'':<12}erdma extension: cookie 0x{m.erdma_cookie:08x}, CC "
+                     f"{m.erdma_cc} ({cc})")
     if m.private_data or m.pd_length:
         what = "reject reason" if m.reject else "private data"
         lines.append(f"  {'':<12}{what} {_pdata_text(m.private_data)}")

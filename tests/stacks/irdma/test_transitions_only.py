@@ -50,6 +50,7 @@ def test_a_node_state_is_assigned_only_by_set_state() -> None:
 def test_every_stack_and_the_tcp_change_states_in_one_setter_each() -> None:
     # nothing outside mpa_emu/stacks assigns a connection's state
     assert _state_assignments() == [("stacks/cxgb4/cm.py", "_set_state"),
+                                    ("stacks/erdma/base.py", "_set"),
                                     ("stacks/irdma/contract.py", "_set_state"),
                                     ("stacks/qedr/firmware.py", "_set_state"),
                                     ("stacks/siw/base.py", "_set"),
