@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from helpers.smbd_scenarios import EXAMPLE, example_on
 
 from mpa_emu.cli import main
 from mpa_emu.errors import ConfigError
@@ -28,7 +29,6 @@ from mpa_emu.views.explanation import explain_connection
 from mpa_emu.views.inspection import inspect_capture
 from mpa_emu.wire.ulp.smbd import NegotiateRequest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "mpa_emu" / "examples" / "smbd_negotiate.toml"
 MIB = 1024 * 1024
 
 
@@ -134,25 +134,11 @@ def test_sends_are_joined_by_msn_from_their_segments() -> None:
 # -- the emulation on every pair of stacks ----------------------------------------------
 
 
-def _with_stacks(initiator: str, responder: str) -> str:
-    text = EXAMPLE.read_text()
-    for host, address, stack in (("client", "192.0.2.1", initiator),
-                                 ("server", "192.0.2.2", responder)):
-        old = f'name = "{host}"\naddress = "{address}"\nstack = '
-        head, sep, rest = text.partition(old)
-        assert sep, host
-        _, _, tail = rest.partition("\n")
-        # irdma refuses a request or reply without P2P: siw's peer_to_peer on.
-        params = "[host.params]\npeer_to_peer = true\n" if stack == "siw" else ""
-        text = f'{head}{sep}"{stack}"\n{params}{tail}'
-    return text
-
-
 @pytest.mark.parametrize(("initiator", "responder"),
                          list(itertools.product(sorted(STACKS), sorted(STACKS))))
 def test_negotiation_on_every_pair_of_stacks(initiator: str, responder: str,
                                             tmp_path: Path) -> None:
-    run = run_scenario(loads(_with_stacks(initiator, responder), "smbd.toml"))
+    run = run_scenario(loads(example_on(initiator, responder), "smbd.toml"))
     assert run.ok, [e.text("smbd.toml") for e in run.failures()]
     pcap = tmp_path / "smbd.pcapng"
     run.net.write_pcapng(pcap)
