@@ -197,6 +197,14 @@ def test_status_not_supported_makes_the_client_disconnect(tmp_path: Path) -> Non
     assert any(c[1] == "client" and c[0] > resp.frame for c in conn.closes)
 
 
+def test_a_small_ksmbd_receive_size_is_refused_by_cifs() -> None:
+    # max_fragmented_recv_size = 255 * 1024 / 2 = 130,560 (smb_direct_prepare) is below
+    # SMBD_MIN_FRAGMENTED_SIZE (131,072) in process_negotiation_response.
+    _net, smbd, _ = _pair(server=SmbdServer(KsmbdLimits(max_receive_size=1024)))
+    assert smbd.response is not None and smbd.response.max_fragmented_size == 130560
+    assert smbd.outcome == "negotiation refused (max_fragmented_size=130560): disconnected"
+
+
 def test_server_records_its_answer() -> None:
     server = SmbdServer()
     _pair("irdma", "siw", server, NegotiateRequest(0x0100, 0x0100, 10, 1364, 100, MIB))
