@@ -286,3 +286,26 @@ def test_bad_smbd_keys_are_one_line_scenario_errors(listen: str, connect: str,
     with pytest.raises(ScenarioError) as info:
         loads(text)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+# -- the matrix's smbd-negotiate scenario -------------------------------------------------
+
+
+@pytest.mark.parametrize(("initiator", "responder"), [
+    ("irdma", "irdma"), ("irdma", "siw"), ("cxgb4", "irdma"), ("siw", "cxgb4"),
+    ("siw(peer_to_peer=1)", "irdma"), ("cxgb4", "cxgb4")])
+def test_matrix_cell_negotiates(initiator: str, responder: str, tmp_path: Path) -> None:
+    from mpa_emu.matrix import parse_side, run_cell
+    from mpa_emu.matrix.cell import CellSpec
+
+    capture = tmp_path / "cell.pcapng"
+    cell = run_cell(CellSpec(parse_side(initiator), parse_side(responder), "smbd-negotiate",
+                             0, str(capture)))
+    # The negotiation is above rdma_cm: the application's events are a connect's, with
+    # no disconnect after the good negotiation.
+    assert cell.status == "ran" and cell.initiator_events == ["RDMA_CM_EVENT_ESTABLISHED"]
+    (conn,) = inspect_capture(capture).connections
+    assert conn.ulp is not None and conn.ulp.recognised_by == "first message"
+    req, resp = conn.ulp.messages
+    assert req.fields["credits_requested"] == 255 and resp.fields["credits_granted"] == 254
+    assert explain_connection(conn).cause == "ok"
