@@ -309,3 +309,26 @@ def test_matrix_cell_negotiates(initiator: str, responder: str, tmp_path: Path) 
     req, resp = conn.ulp.messages
     assert req.fields["credits_requested"] == 255 and resp.fields["credits_granted"] == 254
     assert explain_connection(conn).cause == "ok"
+
+
+def test_a_bad_version_without_response_is_named_with_ksmbds_answer(tmp_path: Path) -> None:
+    # The server of this run answers nothing (a plain accept, its receive posted by
+    # nobody); the client gives up at SMBD_NEGOTIATE_TIMEOUT and disconnects. explain
+    # reads the 2.0-only request as one ksmbd refuses with -EOPNOTSUPP.
+    net = Network(seed=3)
+    client = net.add_host("client", "192.0.2.1", stack="irdma")
+    server = net.add_host("server", "192.0.2.2", stack="irdma")
+    server.listen(5445)
+    conn = client.connect(server, 5445)
+    smbd = SmbdClient(NegotiateRequest(0x0200, 0x0200, 255, 1364, 1364, MIB)).attach(
+        client, conn)
+    net.run()
+    assert smbd.outcome == "no Negotiate Response in SMBD_NEGOTIATE_TIMEOUT: disconnected"
+    pcap = tmp_path / "t.pcapng"
+    net.write_pcapng(pcap)
+    (c,) = inspect_capture(pcap).connections
+    e = explain_connection(c)
+    assert e.cause == "smbd-negotiate-refused"
+    assert "(-EOPNOTSUPP, smb_direct_check_recvmsg): ksmbd answers it with " \
+        "STATUS_NOT_SUPPORTED, yet no Negotiate Response came" in e.summary
+    assert e.fix == "offer SMB Direct version 1.0 (0x0100) in MinVersion..MaxVersion"

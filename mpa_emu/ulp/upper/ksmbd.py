@@ -61,8 +61,8 @@ header."""
 def check_negotiate(req: NegotiateRequest) -> tuple[int, str]:
     """(0 or the negative errno smb_direct_check_recvmsg returns, why)."""
     if req.min_version > SMBDIRECT_V1 or req.max_version < SMBDIRECT_V1:
-        return -errno.EOPNOTSUPP, (f"versions 0x{req.min_version:04x}-0x{req.max_version:04x} "
-                                   "do not include 0x0100")
+        return -errno.EOPNOTSUPP, (f"versions 0x{req.min_version:04x}-0x{req.max_version:04x}, "
+                                   "without 0x0100")
     if req.credits_requested == 0:
         return -errno.ECONNABORTED, "CreditsRequested 0"
     if req.max_receive_size <= MIN_RECEIVE:
