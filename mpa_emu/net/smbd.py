@@ -60,7 +60,9 @@ class _Receives:
             self.net.after(0, self._check, host)
 
     def _check(self, host: Host) -> None:
-        self.watchers = [(h, fn) for h, fn in self.watchers if h is not host or fn()]
+        current, self.watchers = self.watchers, []
+        kept = [(h, fn) for h, fn in current if h is not host or fn()]
+        self.watchers = kept + self.watchers  # and those a watcher started meanwhile
 
 
 _RECEIVES: WeakKeyDictionary[Any, _Receives] = WeakKeyDictionary()
@@ -177,10 +179,9 @@ class SmbdServer:
         self.answers[conn] = verdict
         host.net.note(host.name, "smbd", "smb_direct_prepare", conn=conn, why=verdict.why)
         if verdict.ignored:
-            # recv_done drops it; smb_direct_prepare keeps waiting for a request.
-            waiting = _Waiting(host, conn, lambda d: self._request(host, conn, d),
-                               seen=len(host.received_sends(conn)))
-            _watch(host, waiting)
+            # recv_done puts the request's buffer back empty; the receives posted since
+            # are SMB_DIRECT_MSG_DATA_TRANSFER ones, so no later Send sets
+            # negotiation_requested: smb_direct_prepare waits until its timeout.
             return
         if verdict.response is not None:
             host.guarded("post_send", host.post_send, conn, verdict.response)

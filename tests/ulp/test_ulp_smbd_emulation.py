@@ -332,3 +332,25 @@ def test_a_bad_version_without_response_is_named_with_ksmbds_answer(tmp_path: Pa
     assert "(-EOPNOTSUPP, smb_direct_check_recvmsg): ksmbd answers it with " \
         "STATUS_NOT_SUPPORTED, yet no Negotiate Response came" in e.summary
     assert e.fix == "offer SMB Direct version 1.0 (0x0100) in MinVersion..MaxVersion"
+
+
+def test_a_short_first_send_leaves_ksmbd_waiting_until_its_timeout() -> None:
+    # recv_done drops a negotiate request under 20 bytes; the receives posted after it
+    # are data transfer ones, so a good request later is not a negotiation either, and
+    # smb_direct_prepare returns -ETIMEDOUT after SMB_DIRECT_NEGOTIATE_TIMEOUT (120 s).
+    net = Network(seed=4)
+    client = net.add_host("client", "192.0.2.1", stack="cxgb4")
+    srv = net.add_host("server", "192.0.2.2", stack="siw")
+    server = SmbdServer()
+    srv.listen(5445, policy=server)
+    conn = client.connect(srv, 5445)
+    net.run_for(10_000_000)
+    client.post_send(conn, request()[:19])
+    net.run_for(1_000_000)
+    client.post_send(conn, request())
+    net.run()
+    ((_, answer),) = server.answers.items()
+    assert answer.ignored
+    ends = [r for r in net.trace.of_kind("smbd") if "ETIMEDOUT" in str(r.fields.get("why"))]
+    assert len(ends) == 1 and 120e9 <= ends[0].time_ns < 121e9
+    assert [u.event.name for u in client.upcalls][-1] in ("DISCONNECT", "CLOSE")
