@@ -126,7 +126,8 @@ class KsmbdAnswer:
     """What ksmbd does with one request: ``response`` (the 32 bytes to send, or None
     when it sends none), ``disconnect`` (it disconnects right away), ``errno`` (0 or
     what smb_direct_check_recvmsg returned), ``ignored`` (recv_done dropped it: ksmbd
-    waits for another until its timeout) and the rule that decided."""
+    waits, and no later Send is a negotiation, until its timeout) and the rule that
+    decided."""
 
     response: bytes | None
     disconnect: bool
@@ -144,24 +145,24 @@ def answer(data: bytes, limits: KsmbdLimits = KsmbdLimits()) -> KsmbdAnswer:
     PreferredSendSize ``min(max_send_size, request MaxReceiveSize)``, MaxReceiveSize
     ``min(max_receive_size, request PreferredSendSize)`` and MaxFragmentedSize
     ``receive_credit_max * MaxReceiveSize / 2`` (``smb_direct_prepare``)."""
-    if len(data) < NEGOTIATE_REQUEST_SIZE:
+    if len(data) < NEGOTIATE_REQUEST_SIZE:  # recv_done: wc->byte_len < sizeof(*req)
         return KsmbdAnswer(None, False, 0, f"recv_done: {len(data)} bytes is shorter than "
                            f"the {NEGOTIATE_REQUEST_SIZE}-byte negotiate request; dropped",
                            ignored=True)
     mn, mx, _res, credits, pref, maxrecv, maxfrag = struct.unpack_from("<HHHHIII", data)
     req = NegotiateRequest(mn, mx, credits, pref, maxrecv, maxfrag)
     status, why = check_negotiate(req)
-    if status == -errno.ECONNABORTED:
+    if status == -errno.ECONNABORTED:  # smb_direct_prepare: goto out, no response
         return KsmbdAnswer(None, True, status, f"smb_direct_check_recvmsg: {why}: no "
                            "Negotiate Response, smb_direct_prepare fails and the connection "
                            "is disconnected")
-    if status:
+    if status:  # smb_direct_send_negotiate_response(st, -EOPNOTSUPP): the failed response
         failed = NegotiateResponse(SMBDIRECT_V1, SMBDIRECT_V1, 0, 0, 0, STATUS_NOT_SUPPORTED,
                                    0, 0, 0, 0)
         return KsmbdAnswer(failed.encode(), False, status, f"smb_direct_check_recvmsg: "
                            f"{why}: smb_direct_send_negotiate_response(failed) answers "
                            "STATUS_NOT_SUPPORTED")
-    max_recv = min(limits.max_receive_size, pref)
+    max_recv = min(limits.max_receive_size, pref)  # smb_direct_prepare: st->max_recv_size
     resp = NegotiateResponse(
         SMBDIRECT_V1, SMBDIRECT_V1, SMBDIRECT_V1, limits.send_credit_target,
         limits.credits_granted, STATUS_SUCCESS, limits.max_read_write_size,
