@@ -402,7 +402,9 @@ class Host:
         (``CmError`` -EINVAL)."""
         if not isinstance(payload, (bytes, bytearray)):
             raise ConfigError(f"post_send: payload must be bytes, got {payload!r}")
-        core = self.core
+        # Typed as object, so that the call below is the protocol's on every stack (the
+        # compiled build would call a narrowed HostCore union as irdma's CmCore).
+        core: object = self.core
         if not isinstance(core, PostsSends):
             raise CmError(EOPNOTSUPP, f"post_send: the {self.stack} model posts no Sends")
         core.post_send(conn, bytes(payload), now_ns=self.net.now_ns)

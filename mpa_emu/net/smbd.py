@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from mpa_emu.errors import ConfigError
 from mpa_emu.net.host import Host
@@ -65,15 +64,13 @@ class _Receives:
         self.watchers = kept + self.watchers  # and those a watcher started meanwhile
 
 
-_RECEIVES: WeakKeyDictionary[Any, _Receives] = WeakKeyDictionary()
-
-
 def _watch(host: Host, fn: Callable[[], bool]) -> None:
     """Call ``fn`` after each frame reaches ``host`` (and once now) until it returns
-    False."""
-    receives = _RECEIVES.get(host.net)
-    if receives is None:
-        receives = _RECEIVES[host.net] = _Receives(host.net)
+    False. One :class:`_Receives` per network: the one its delivery tap already is."""
+    net = host.net
+    receives = getattr(getattr(net, "delivery_tap", None), "__self__", None)
+    if not isinstance(receives, _Receives) or receives.net is not net:
+        receives = _Receives(net)
     if fn():
         receives.watchers.append((host, fn))
 
