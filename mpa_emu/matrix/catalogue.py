@@ -30,8 +30,10 @@ class Scenario:
     name: str
     doc: str
     listener: str = "accept"
-    """``accept``, ``reject`` (with ``reject_pd`` bytes), ``manual`` or ``nvme-target``
-    (an NVMe-oF target whose queues hold 128 entries: :class:`mpa_emu.net.NvmeTarget`)."""
+    """``accept``, ``reject`` (with ``reject_pd`` bytes), ``manual``, ``nvme-target``
+    (an NVMe-oF target whose queues hold 128 entries: :class:`mpa_emu.net.NvmeTarget`) or
+    ``smbd-server`` (ksmbd's SMB Direct negotiation, :class:`mpa_emu.net.SmbdServer`; the
+    initiator then negotiates as cifs.ko once established: :class:`mpa_emu.net.SmbdClient`)."""
     reject_pd: int = 0
     private_data: bytes = b""
     ird: int | None = None
@@ -124,6 +126,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              "of 128: the reject carries NVME_RDMA_CM_INVALID_HSQSIZE",
              listener="nvme-target",
              private_data=bytes.fromhex("0000" "0100" "0004" "ff03") + bytes(24)),
+    Scenario("smbd-negotiate", "once established, cifs.ko's SMB Direct Negotiate Request "
+             "is the first Send and a ksmbd server answers it with its Negotiate Response "
+             "(CreditsGranted 254, MaxFragmentedSize 173,910)", listener="smbd-server"),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

@@ -16,7 +16,7 @@ from typing import Any
 from mpa_emu.capture.decode import LINK_ETHERNET, RawFrame
 from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
-from mpa_emu.net import Accept, Host, Manual, Network, NvmeTarget, Reject
+from mpa_emu.net import Accept, Host, Manual, Network, NvmeTarget, Reject, SmbdClient, SmbdServer
 from mpa_emu.net.host import VerbFailure
 from mpa_emu.net.network import RunResult
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
@@ -215,6 +215,8 @@ def _run(spec: CellSpec, scenario: Scenario, ini: Side, resp: Side,
         policy = Manual()
     elif scenario.listener == "nvme-target":
         policy = NvmeTarget(max_queue_size=NVME_TARGET_QUEUE)
+    elif scenario.listener == "smbd-server":
+        policy = SmbdServer()
     else:
         policy = Accept(b"accepted")
     responder.listen(PORT, policy=policy)
@@ -253,6 +255,8 @@ def _run(spec: CellSpec, scenario: Scenario, ini: Side, resp: Side,
     # refuses the verb (siw_connect, c4iw_connect, irdma_connect): no event follows.
     run.conn = initiator.guarded("connect", initiator.connect, responder, PORT,
                                  private_data=scenario.private_data, ird=ird, ord=ird)
+    if scenario.listener == "smbd-server" and run.conn is not None:
+        SmbdClient().attach(initiator, run.conn)  # smbd_negotiate once established
     outcome = net.run(until_ns=BUDGET_NS, max_events=MAX_EVENTS)
     _collect(run, result, spec)
     stopped(run, outcome, result)

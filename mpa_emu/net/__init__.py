@@ -17,10 +17,12 @@ from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
 from mpa_emu.net.host import Callback, Host, Policy, VerbFailure
 from mpa_emu.net.network import CapturedFrame, Network, RunResult, ScheduledCall, derive_seed
 from mpa_emu.net.policy import Accept, Manual, NvmeTarget, Reject
+from mpa_emu.net.smbd import SmbdClient, SmbdServer
 from mpa_emu.net.wire import Wire
 
 __all__ = [
     "Accept", "Callback", "CapturedFrame", "DropRule", "FaultConfig", "Host", "Manual", "Network",
-    "NvmeTarget", "Policy", "Reject", "RunResult", "ScheduledCall", "VerbFailure", "Wire",
+    "NvmeTarget", "Policy", "Reject", "RunResult", "ScheduledCall", "SmbdClient", "SmbdServer",
+    "VerbFailure", "Wire",
     "derive_seed", "drop_nth", "frame_kind",
 ]

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from errno import EOPNOTSUPP
 from typing import Any, Protocol, TypeAlias
 
 from mpa_emu.capture.spool import RecordLog
 from mpa_emu.errors import ConfigError
 from mpa_emu.net.policy import Accept, Manual, Reject
-from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.api import CoreApi, PostsSends
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
+from mpa_emu.ulp.upper.messages import sends_of_segments
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
 
 Address = str | bytes
@@ -390,6 +392,56 @@ class Host:
 
     def _verb_later(self, delay_ns: int, verb: str, fn: Callable[..., Any], *args: Any) -> None:
         self.net.after(delay_ns, self.guarded, verb, fn, *args)
+
+    # ---- the QP's data verbs, once the connection is established --------------------
+
+    def post_send(self, conn: int, payload: bytes) -> None:
+        """Post an RDMA Send of ``payload`` on the connection's QP (ib_post_send,
+        IB_WR_SEND: irdma_post_send, siw_post_send, c4iw_post_send); the stack cuts it
+        into DDP segments (RFC 5041 section 5.1). A QP not in RTS refuses it
+        (``CmError`` -EINVAL)."""
+        if not isinstance(payload, (bytes, bytearray)):
+            raise ConfigError(f"post_send: payload must be bytes, got {payload!r}")
+        # Typed as object, so that the call below is the protocol's on every stack (the
+        # compiled build would call a narrowed HostCore union as irdma's CmCore).
+        core: object = self.core
+        if not isinstance(core, PostsSends):
+            raise CmError(EOPNOTSUPP, f"post_send: the {self.stack} model posts no Sends")
+        core.post_send(conn, bytes(payload), now_ns=self.net.now_ns)
+        self._acted()
+
+    def post_recv(self, conn: int, length: int) -> None:
+        """Post a receive buffer of ``length`` bytes for the peer's next Send
+        (ib_post_recv: siw_post_receive, c4iw_post_receive). irdma's NIC model keeps no
+        receive queue (it takes every Send), so on irdma nothing is posted."""
+        if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+            raise ConfigError(f"post_recv: length must be a non-negative integer, got "
+                              f"{length!r}")
+        post = getattr(self.core, "post_recv", None)
+        if post is not None:
+            post(conn, length, now_ns=self.net.now_ns)
+            self._acted()
+
+    def received_sends(self, conn: int) -> list[bytes]:
+        """The Send messages the connection's QP has taken so far, oldest first, each as
+        placed in its receive buffer: siw's and cxgb4's receive completions with status
+        SUCCESS; on irdma the Sends among the last FPDUs its NIC model keeps (untagged
+        queue 0, joined by MSN, complete once the segment with L set is in; RFC 5041
+        section 4.4)."""
+        core = self.core
+        if isinstance(core, CmCore):
+            qp = core.qp(conn)
+            kept = getattr(qp, "received", None) or []
+            return sends_of_segments([m.ulpdu for m in kept])
+        completions = getattr(core, "completions", None)
+        if completions is None:
+            return []
+        out: list[bytes] = []
+        for c in completions(conn):
+            status, data = (c.status, c.data) if hasattr(c, "status") else (c[0], c[1])
+            if status == "SUCCESS":
+                out.append(bytes(data))
+        return out
 
     def guarded(self, verb: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a verb on behalf of a policy; a refusal (CmError) is recorded, not raised,

@@ -38,7 +38,10 @@ from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, Quirks
 from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
 from mpa_emu.stacks.irdma.profiles import PROFILES
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType
+from mpa_emu.ulp.upper.cifs import DEFAULT_REQUEST
+from mpa_emu.ulp.upper.ksmbd import ACCEPT_PRIVATE_DATA, KsmbdLimits
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
+from mpa_emu.wire.ulp.smbd import NegotiateRequest
 
 CAPTURE_MAGICS = frozenset(bytes.fromhex(m) for m in (
     "d4c3b2a1", "a1b2c3d4", "4d3cb2a1", "a1b23c4d", "0a0d0d0a"))
@@ -93,6 +96,36 @@ def loads(text: str, name: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{where}: invalid TOML: {exc}", line=line) from None
     source = Source(name, text)
     return _Loader(source).scenario(Table(source, (), data))
+
+
+_SMBD_LIMITS = (("receive_credit_max", 0xFFFF), ("send_credit_target", 0xFFFF),
+                ("max_send_size", 0xFFFFFFFF), ("max_receive_size", 0xFFFFFFFF),
+                ("max_read_write_size", 0xFFFFFFFF))
+"""``policy = "smbd-server"``'s keys (:class:`~mpa_emu.ulp.upper.ksmbd.KsmbdLimits`)
+and the largest value of each field ([MS-SMBD] 2.2.2: 16- and 32-bit)."""
+_SMBD_REQUEST = (("min_version", 0xFFFF), ("max_version", 0xFFFF),
+                 ("credits_requested", 0xFFFF), ("preferred_send_size", 0xFFFFFFFF),
+                 ("max_receive_size", 0xFFFFFFFF), ("max_fragmented_size", 0xFFFFFFFF))
+"""``smbd_negotiate``'s keys: the Negotiate Request's fields ([MS-SMBD] 2.2.1)."""
+
+
+def _smbd_negotiate(t: Table) -> NegotiateRequest | None:
+    """``smbd_negotiate = true`` (cifs.ko's request) or a table of the request's fields,
+    each defaulting to cifs.ko's (:data:`mpa_emu.ulp.upper.cifs.DEFAULT_REQUEST`)."""
+    raw = t.raw("smbd_negotiate")
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return DEFAULT_REQUEST
+    if not isinstance(raw, dict):
+        raise t.error("smbd_negotiate", "expected true or a table of Negotiate Request "
+                      f"fields ({', '.join(k for k, _ in _SMBD_REQUEST)})")
+    sub = t.table("smbd_negotiate")
+    assert sub is not None
+    values = {key: sub.integer(key, getattr(DEFAULT_REQUEST, key), lo=0, hi=hi)
+              for key, hi in _SMBD_REQUEST}
+    sub.done()
+    return NegotiateRequest(**values)
 
 
 def _errno(table: Table, key: str) -> int | None:
@@ -309,7 +342,7 @@ class _Loader:
             if address is not None:
                 self._address(t, "address", address)
         policy = t.text("policy", default="accept",
-                        choices=("accept", "reject", "manual", "nvme-target"))
+                        choices=("accept", "reject", "manual", "nvme-target", "smbd-server"))
         target: tuple[tuple[str, int], ...] = ()
         if policy == "nvme-target":
             # nvmet-rdma's admin queue depth and a target's own limits (nvme_target.py).
@@ -317,16 +350,27 @@ class _Loader:
                 ("max_queue_size", t.integer("max_queue_size", lo=1, hi=0x10000)),
                 ("max_qid", t.integer("max_qid", lo=0, hi=0xFFFF)),
                 ("aq_depth", t.integer("aq_depth", lo=1, hi=0x10000))) if value is not None)
+        smbd: tuple[tuple[str, int], ...] = ()
+        private_data = t.data_bytes("private_data")
+        if policy == "smbd-server":
+            # ksmbd's limits (transport_rdma.c's module defaults unless given; ksmbd.py).
+            smbd = tuple((key, value) for key, hi in _SMBD_LIMITS
+                         if (value := t.integer(key, lo=1, hi=hi)) is not None)
+            problem = KsmbdLimits(**dict(smbd)).problem()
+            if problem is not None:
+                raise t.error(None, f"policy \"smbd-server\": {problem}")
+            if private_data is None:  # smb_direct_accept_client's IRD/ORD header
+                private_data = ACCEPT_PRIVATE_DATA
         spec = ListenSpec(host=host, address=address,
                           port=t.ranged("port", VERB_RANGES["port"], required=True),
                           backlog=t.ranged("backlog", VERB_RANGES["backlog"], default=16),
                           ipv6=bool(t.flag("ipv6", default=False)) or ipv6_wild
                           or (address is not None and ":" in address),
                           vlan=t.ranged("vlan", VERB_RANGES["vlan"]), policy=policy,
-                          private_data=t.data_bytes("private_data") or b"",
+                          private_data=private_data or b"",
                           delay_ns=t.duration("delay", default=0),
                           at_ns=t.duration("at", default=0), name=t.text("name"),
-                          line=t.line(), target=target)
+                          line=t.line(), target=target, smbd=smbd)
         t.done()
         return spec
 
@@ -353,7 +397,8 @@ class _Loader:
                            count=t.ranged("count", EMULATOR_RANGES["connect_count"],
                                           default=1),
                            interval_ns=t.duration("interval", default=1_000_000),
-                           name=t.text("name"), line=t.line())
+                           name=t.text("name"), line=t.line(),
+                           smbd_negotiate=_smbd_negotiate(t))
         last = spec.at_ns + (spec.count - 1) * spec.interval_ns
         if last > EMULATOR_RANGES["time_ns"].hi:
             raise t.error("interval", f"the last of {spec.count} connects would start at "

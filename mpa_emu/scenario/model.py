@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.wire.ulp.smbd import NegotiateRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,9 @@ class ListenSpec:
     line: int | None
     target: tuple[tuple[str, int], ...] = ()
     """``policy = "nvme-target"``: its limits (max_queue_size, max_qid, aq_depth)."""
+    smbd: tuple[tuple[str, int], ...] = ()
+    """``policy = "smbd-server"``: ksmbd's limits given (receive_credit_max,
+    send_credit_target, max_send_size, max_receive_size, max_read_write_size)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,9 @@ class ConnectSpec:
     interval_ns: int
     name: str | None
     line: int | None
+    smbd_negotiate: NegotiateRequest | None = None
+    """``smbd_negotiate``: the SMB Direct Negotiate Request the client sends once the
+    connection is established (cifs.ko's, :mod:`mpa_emu.ulp.upper.cifs`), or None."""
 
 
 EVENT_ACTIONS = ("remove_address", "add_address", "link_down", "disconnect",

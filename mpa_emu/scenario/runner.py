@@ -10,10 +10,12 @@ from typing import IO, Any, Protocol
 from mpa_emu.net import Accept, FaultConfig, Manual, Network, NvmeTarget, Reject, RunResult
 from mpa_emu.net.host import Host, Policy
 from mpa_emu.net.records import SpooledRecords
+from mpa_emu.net.smbd import SmbdClient, SmbdServer
 from mpa_emu.scenario.conns import ConnRecord, conn_ids
 from mpa_emu.scenario.expect import ExpectResult, check_all
 from mpa_emu.scenario.fields import ScenarioError
 from mpa_emu.scenario.model import ConnectSpec, EventSpec, ListenSpec, Scenario
+from mpa_emu.ulp.upper.ksmbd import KsmbdLimits
 from mpa_emu.wire.addr import mac_bytes
 
 
@@ -106,6 +108,8 @@ class _Schedule:
             policy = Manual()
         elif ls.policy == "nvme-target":
             policy = NvmeTarget(**dict(ls.target), delay_ns=ls.delay_ns)
+        elif ls.policy == "smbd-server":
+            policy = SmbdServer(KsmbdLimits(**dict(ls.smbd)), ls.private_data, ls.delay_ns)
         else:
             policy = Accept(ls.private_data, ls.delay_ns)
         listener = host.guarded("create_listen", host.listen, ls.port, ls.address,
@@ -121,6 +125,8 @@ class _Schedule:
                             private_data=c.private_data, ird=c.ird, ord=c.ord)
         if conn is None:
             return
+        if c.smbd_negotiate is not None:
+            SmbdClient(c.smbd_negotiate).attach(host, conn)
         record = ConnRecord(c.host, conn)
         _note_tuple(record, host.node(conn))
         self.run.connections.setdefault(c.name or f"line {c.line}", []).append(record)

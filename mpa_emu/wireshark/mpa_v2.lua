@@ -40,6 +40,20 @@
 --   mpa_v2.nvme.crqsize    the accept's struct nvme_rdma_cm_rep
 --   mpa_v2.nvme.sts        the reject's struct nvme_rdma_cm_rej status, with its name
 --
+-- SMB Direct ([MS-SMBD] 2.2) in the first segment (MO 0) of an untagged RDMAP Send on
+-- queue 0 (RFC 5040 section 4.2, RFC 5041 section 4.4), by content, under its own
+-- post-dissector "mpa_emu" (little-endian values):
+--
+--   mpa_emu.smbd           the message's kind: Negotiate Request (MSN 1, 20 bytes, versions
+--                          including 0x0100, or any versions on port 5445 or 445),
+--                          Negotiate Response (MSN 1, 32 bytes), Data Transfer (its payload
+--                          opens with an SMB2 header, or its stream negotiated)
+--   mpa_emu.smbd.min_version, .max_version, .negotiated_version, .credits_requested,
+--   .credits_granted, .status, .max_read_write_size, .preferred_send_size,
+--   .max_receive_size, .max_fragmented_size       (Negotiate Request / Response, 2.2.1-2.2.2)
+--   mpa_emu.smbd.flags, .response_requested, .remaining_data_length, .data_offset,
+--   .data_length, .smb2_command                   (Data Transfer, 2.2.3; [MS-SMB2] 2.2.1)
+--
 -- Expert infos: mpa_v2.short_block (fewer than 4 bytes), mpa_v2.no_rtr and
 -- mpa_v2.many_rtr (an accepting P2P reply must choose exactly one RTR type),
 -- mpa_v2.rtr_not_offered (the reply chose a type its request did not offer).
@@ -405,3 +419,182 @@ function mpa_v2.dissector(_, pinfo, tree)
 end
 
 register_postdissector(mpa_v2)
+
+-- SMB Direct in RDMAP Sends (see the header). ------------------------------------------
+
+local mpa_emu = Proto("mpa_emu", "mpa_emu: upper protocol in iWARP Sends")
+local SMBD_V1 = 0x0100
+local SMBD_REQUEST_SIZE, SMBD_RESPONSE_SIZE = 20, 32
+local SMBD_DATA_MIN, SMBD_DATA_OFFSET = 20, 24
+local UNTAGGED_HEADER = 18
+local SMB2_COMMANDS = {
+    [0] = "NEGOTIATE", [1] = "SESSION_SETUP", [2] = "LOGOFF", [3] = "TREE_CONNECT",
+    [4] = "TREE_DISCONNECT", [5] = "CREATE", [6] = "CLOSE", [7] = "FLUSH", [8] = "READ",
+    [9] = "WRITE", [10] = "LOCK", [11] = "IOCTL", [12] = "CANCEL", [13] = "ECHO",
+    [14] = "QUERY_DIRECTORY", [15] = "CHANGE_NOTIFY", [16] = "QUERY_INFO",
+    [17] = "SET_INFO", [18] = "OPLOCK_BREAK" }
+local sf = {
+    message = ProtoField.string("mpa_emu.smbd", "SMB Direct message"),
+    min_version = ProtoField.uint16("mpa_emu.smbd.min_version", "MinVersion", base.HEX),
+    max_version = ProtoField.uint16("mpa_emu.smbd.max_version", "MaxVersion", base.HEX),
+    negotiated_version = ProtoField.uint16("mpa_emu.smbd.negotiated_version",
+        "NegotiatedVersion", base.HEX),
+    credits_requested = ProtoField.uint16("mpa_emu.smbd.credits_requested",
+        "CreditsRequested", base.DEC),
+    credits_granted = ProtoField.uint16("mpa_emu.smbd.credits_granted", "CreditsGranted",
+        base.DEC),
+    status = ProtoField.uint32("mpa_emu.smbd.status", "Status", base.HEX,
+        { [0x00000000] = "STATUS_SUCCESS", [0xC00000BB] = "STATUS_NOT_SUPPORTED" }),
+    max_read_write_size = ProtoField.uint32("mpa_emu.smbd.max_read_write_size",
+        "MaxReadWriteSize", base.DEC),
+    preferred_send_size = ProtoField.uint32("mpa_emu.smbd.preferred_send_size",
+        "PreferredSendSize", base.DEC),
+    max_receive_size = ProtoField.uint32("mpa_emu.smbd.max_receive_size", "MaxReceiveSize",
+        base.DEC),
+    max_fragmented_size = ProtoField.uint32("mpa_emu.smbd.max_fragmented_size",
+        "MaxFragmentedSize", base.DEC),
+    flags = ProtoField.uint16("mpa_emu.smbd.flags", "Flags", base.HEX),
+    response_requested = ProtoField.bool("mpa_emu.smbd.response_requested",
+        "SMB_DIRECT_RESPONSE_REQUESTED", 16, nil, 0x0001),
+    remaining_data_length = ProtoField.uint32("mpa_emu.smbd.remaining_data_length",
+        "RemainingDataLength", base.DEC),
+    data_offset = ProtoField.uint32("mpa_emu.smbd.data_offset", "DataOffset", base.DEC),
+    data_length = ProtoField.uint32("mpa_emu.smbd.data_length", "DataLength", base.DEC),
+    smb2_command = ProtoField.uint16("mpa_emu.smbd.smb2_command", "SMB2 command", base.DEC,
+        SMB2_COMMANDS),
+}
+mpa_emu.fields = {
+    sf.message, sf.min_version, sf.max_version, sf.negotiated_version,
+    sf.credits_requested, sf.credits_granted, sf.status, sf.max_read_write_size,
+    sf.preferred_send_size, sf.max_receive_size, sf.max_fragmented_size, sf.flags,
+    sf.response_requested, sf.remaining_data_length, sf.data_offset, sf.data_length,
+    sf.smb2_command,
+}
+
+local f_fpdu = Field.new("iwarp_mpa.fpdu")
+local f_tcp_srcport = Field.new("tcp.srcport")
+local f_tcp_dstport = Field.new("tcp.dstport")
+
+-- TCP streams with an SMB Direct Negotiate Request or Response seen: their later Sends
+-- are read as Data Transfer messages even when no SMB2 header opens the payload.
+local smbd_streams = {}
+
+local function smbd_port()
+    for _, f in ipairs({ f_tcp_srcport(), f_tcp_dstport() }) do
+        if f ~= nil and (f.value == 5445 or f.value == 445) then return true end
+    end
+    return false
+end
+
+local function smb2_protocol_id(range)
+    if range:len() < 4 then return false end
+    local id = range(0, 4):bytes()
+    return id:get_index(1) == 0x53 and id:get_index(2) == 0x4D and id:get_index(3) == 0x42
+        and (id:get_index(0) == 0xFE or id:get_index(0) == 0xFD or id:get_index(0) == 0xFC)
+end
+
+local function add_negotiate_request(tree, body)
+    local t = tree:add(sf.message, body, "Negotiate Request")
+    t:add_le(sf.min_version, body(0, 2))
+    t:add_le(sf.max_version, body(2, 2))
+    t:add_le(sf.credits_requested, body(6, 2))
+    t:add_le(sf.preferred_send_size, body(8, 4))
+    t:add_le(sf.max_receive_size, body(12, 4))
+    t:add_le(sf.max_fragmented_size, body(16, 4))
+end
+
+local function add_negotiate_response(tree, body)
+    local t = tree:add(sf.message, body, "Negotiate Response")
+    t:add_le(sf.min_version, body(0, 2))
+    t:add_le(sf.max_version, body(2, 2))
+    t:add_le(sf.negotiated_version, body(4, 2))
+    t:add_le(sf.credits_requested, body(8, 2))
+    t:add_le(sf.credits_granted, body(10, 2))
+    t:add_le(sf.status, body(12, 4))
+    t:add_le(sf.max_read_write_size, body(16, 4))
+    t:add_le(sf.preferred_send_size, body(20, 4))
+    t:add_le(sf.max_receive_size, body(24, 4))
+    t:add_le(sf.max_fragmented_size, body(28, 4))
+end
+
+-- [MS-SMBD] 2.2.3; ``whole`` when the segment is the message's last (L set), so that its
+-- length bounds DataOffset + DataLength.
+local function data_transfer(body, whole, known)
+    local size = body:len()
+    if size < SMBD_DATA_MIN then return false end
+    local flags, reserved = body(4, 2):le_uint(), body(6, 2):le_uint()
+    local offset, length = body(12, 4):le_uint(), body(16, 4):le_uint()
+    if bit32.band(flags, 0xFFFE) ~= 0 or reserved ~= 0 then return false end
+    if length == 0 then
+        return known and offset == 0 and (not whole or size == SMBD_DATA_MIN
+            or size == SMBD_DATA_OFFSET)
+    end
+    if offset < SMBD_DATA_OFFSET or offset % 8 ~= 0 or offset >= size
+            or (whole and offset + length > size) then
+        return false
+    end
+    return known or smb2_protocol_id(body(offset, size - offset))
+end
+
+local function add_data_transfer(tree, body)
+    local t = tree:add(sf.message, body, "Data Transfer")
+    t:add_le(sf.credits_requested, body(0, 2))
+    t:add_le(sf.credits_granted, body(2, 2))
+    local flags = t:add_le(sf.flags, body(4, 2))
+    flags:add_le(sf.response_requested, body(4, 2))
+    t:add_le(sf.remaining_data_length, body(8, 4))
+    t:add_le(sf.data_offset, body(12, 4))
+    t:add_le(sf.data_length, body(16, 4))
+    local offset = body(12, 4):le_uint()
+    if body(16, 4):le_uint() > 0 and offset + 64 <= body:len() then
+        local smb2 = body(offset, body:len() - offset)
+        -- [MS-SMB2] 2.2.1: ProtocolId 0xFE 'SMB', StructureSize 64, Command at 12.
+        if smb2(0, 1):uint() == 0xFE and smb2_protocol_id(smb2)
+                and smb2(4, 2):le_uint() == 64 then
+            t:add_le(sf.smb2_command, smb2(12, 2))
+        end
+    end
+end
+
+function mpa_emu.dissector(_, _, tree)
+    local fpdus = all(f_fpdu)
+    if #fpdus == 0 then
+        return
+    end
+    local stream = f_stream()
+    local key = stream and stream.value
+    for _, fi in ipairs(fpdus) do
+        local fpdu = fi.range
+        if fpdu:len() >= 2 + UNTAGGED_HEADER then
+            local ulen = fpdu(0, 2):uint()
+            local ctl, rctl = fpdu(2, 1):uint(), fpdu(3, 1):uint()
+            local opcode = bit32.band(rctl, 0x0F)
+            if ulen >= UNTAGGED_HEADER + SMBD_DATA_MIN and fpdu:len() >= 2 + ulen
+                    and bit32.band(ctl, 0x80) == 0 and opcode >= 3 and opcode <= 6 then
+                local qn, msn, mo = fpdu(8, 4):uint(), fpdu(12, 4):uint(), fpdu(16, 4):uint()
+                local body = fpdu(2 + UNTAGGED_HEADER, ulen - UNTAGGED_HEADER)
+                local whole = bit32.band(ctl, 0x40) ~= 0
+                local size = body:len()
+                if qn == 0 and mo == 0 then
+                    local known = key ~= nil and smbd_streams[key]
+                    if msn == 1 and size == SMBD_REQUEST_SIZE and whole
+                            and body(4, 2):le_uint() == 0
+                            and ((body(0, 2):le_uint() <= SMBD_V1
+                                  and body(2, 2):le_uint() >= SMBD_V1) or smbd_port()) then
+                        if key ~= nil then smbd_streams[key] = true end
+                        add_negotiate_request(tree:add(mpa_emu, body), body)
+                    elseif msn == 1 and size == SMBD_RESPONSE_SIZE and whole
+                            and body(6, 2):le_uint() == 0 and body(0, 2):le_uint() <= SMBD_V1
+                            and body(2, 2):le_uint() >= SMBD_V1 then
+                        if key ~= nil then smbd_streams[key] = true end
+                        add_negotiate_response(tree:add(mpa_emu, body), body)
+                    elseif data_transfer(body, whole, known) then
+                        add_data_transfer(tree:add(mpa_emu, body), body)
+                    end
+                end
+            end
+        end
+    end
+end
+
+register_postdissector(mpa_emu)

@@ -76,3 +76,13 @@ class WatchedCore(Protocol):
     def watch_nodes(self, watch: NodeWatch | None) -> None:
         """From now on, tell ``watch`` of each connection's creation (with its ports),
         state changes and end (None: stop telling)."""
+
+
+@runtime_checkable
+class PostsSends(Protocol):
+    """A core whose application posts RDMA Sends on an RTS QP (ib_post_send with
+    IB_WR_SEND): irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` (``irdma_post_send``),
+    siw's (``siw_post_send``) and cxgb4's (``c4iw_post_send``). A QP that is not in RTS
+    refuses the Send with ``CmError(-EINVAL)``."""
+
+    def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None: ...

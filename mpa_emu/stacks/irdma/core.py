@@ -64,6 +64,7 @@ from mpa_emu.stacks.irdma.nodes import (
     record_ird_ord,
 )
 from mpa_emu.stacks.irdma.offload.nic import HwQp, Nic, QpFactory, StoredKey
+from mpa_emu.stacks.irdma.offload.qp import OffloadedQp, QpError
 from mpa_emu.stacks.irdma.pdata import as_u8, check_conn_pdata
 from mpa_emu.stacks.irdma.states import NO_VLAN, VLAN_N_VID, CmState, Input
 from mpa_emu.stacks.irdma.table_views import TableViews
@@ -430,6 +431,23 @@ class CmCore(TableViews, DeviceVerbs):
                           f"(state {node.state.name})")
         self._enter(now_ns)
         disconnect.modify_qp(self, conn, "sqd" if graceful else "err", self._now_ns)
+        self._drain_qp(node.key)
+        self._finish()
+
+    def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
+        """``irdma_post_send`` of an RDMA Send (IRDMA_OP_TYPE_SEND): the NIC QP cuts it
+        into DDP segments that fit the MSS, the next MSN (RFC 5041 section 5.1). Only an
+        offloaded QP in RTS takes it (-EINVAL otherwise)."""
+        node = self._verb_node(conn)
+        qp = node.qp
+        if not isinstance(qp, OffloadedQp):
+            raise CmError(EINVAL, f"post_send: connection {conn} has no offloaded QP "
+                          f"(state {node.state.name})")
+        self._enter(now_ns)
+        try:
+            qp.post_send(bytes(payload), self._now_ns)
+        except QpError as exc:  # not in RTS, or a FIN requested
+            raise CmError(EINVAL, f"post_send: {exc}") from None
         self._drain_qp(node.key)
         self._finish()
 

@@ -2,8 +2,11 @@
 as they need no view: Send messages reassembled from a byte stream
 (:mod:`~mpa_emu.ulp.upper.messages`), the report inspect keeps and its text
 (:mod:`~mpa_emu.ulp.upper.report`), private data by format for scenarios
-(:mod:`~mpa_emu.ulp.upper.formats`) and the NVMe-oF target's decision
-(:mod:`~mpa_emu.ulp.upper.nvme_target`). The analysis of an inspected connection is
+(:mod:`~mpa_emu.ulp.upper.formats`), the NVMe-oF target's decision
+(:mod:`~mpa_emu.ulp.upper.nvme_target`) and SMB Direct's negotiation as ksmbd answers it
+(:mod:`~mpa_emu.ulp.upper.ksmbd`) and cifs.ko asks and checks it
+(:mod:`~mpa_emu.ulp.upper.cifs`); the emulated applications that run it are
+:mod:`mpa_emu.net.smbd`. The analysis of an inspected connection is
 :mod:`mpa_emu.views.upper_protocol`."""
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ Causes (catalogue keys, docs/ulp/*.md):
 
 from __future__ import annotations
 
+import errno
 import struct
 from typing import TYPE_CHECKING
 
@@ -150,11 +151,15 @@ def _smbd_refused(ulp: UlpReport, rep: ConnectionReport, req: UlpBlock,
     end = _end_after(rep, req.frame)
     if status == 0 or end is None:
         return
+    # smb_direct_prepare: -ECONNABORTED sends nothing; -EOPNOTSUPP is answered with
+    # smb_direct_send_negotiate_response(failed), which this capture does not show.
+    reaction = ("no Negotiate Response" if status == -errno.ECONNABORTED else
+                "ksmbd answers it with STATUS_NOT_SUPPORTED, yet no Negotiate Response came")
     ulp.diagnoses.append(UlpDiagnosis(
         cause="smbd-negotiate-refused", severity="error",
         summary=(f"the client's Negotiate Request (frame {req.frame}) has {why}, which "
-                 f"ksmbd refuses ({errno_name(status)}, smb_direct_check_recvmsg): no "
-                 f"Negotiate Response, then a {end[2]} from the {end[1]} (frame {end[0]})"),
+                 f"ksmbd refuses ({_kernel_errno(status)}, smb_direct_check_recvmsg): "
+                 f"{reaction}, then a {end[2]} from the {end[1]} (frame {end[0]})"),
         evidence=[req.frame, end[0]], negotiated=req.text, negotiated_frame=req.frame,
         broken_frame=req.frame,
         event="both applications get RDMA_CM_EVENT_DISCONNECTED; cifs.ko's "
@@ -162,7 +167,15 @@ def _smbd_refused(ulp: UlpReport, rep: ConnectionReport, req: UlpBlock,
         assumption="the server is ksmbd: the capture does not show which SMB server "
                    "answered, and Windows's limits are not in it",
         fix=("ask for at least one credit, MaxReceiveSize above 128 and MaxFragmentedSize "
-             "above 131,072 ([MS-SMBD] 2.2.1; ksmbd's smb_direct_check_recvmsg)")))
+             "above 131,072 ([MS-SMBD] 2.2.1; ksmbd's smb_direct_check_recvmsg)"
+             if status == -errno.ECONNABORTED else
+             "offer SMB Direct version 1.0 (0x0100) in MinVersion..MaxVersion")))
+
+
+def _kernel_errno(status: int) -> str:
+    """The errno as the kernel source spells it: smb_direct_check_recvmsg returns
+    -EOPNOTSUPP, which Python names ENOTSUP (the same number on Linux)."""
+    return "-EOPNOTSUPP" if status == -errno.EOPNOTSUPP else errno_name(status)
 
 
 def _negotiate_of(block: UlpBlock) -> smbd.NegotiateRequest | None:

@@ -106,8 +106,8 @@ def decode_message(protocol: str, head: bytes, size: int, *, from_initiator: boo
     whole = head if len(head) == size else head[:size]
     if protocol == SMBD:
         if first:
-            neg: Decoded | None = (smbd.NegotiateRequest.decode(whole) if from_initiator
-                                   else smbd.NegotiateResponse.decode(whole))
+            neg: Decoded | None = (smbd.NegotiateRequest.decode(whole, any_version=True)
+                                   if from_initiator else smbd.NegotiateResponse.decode(whole))
             if neg is not None:
                 return neg
         return smbd.DataTransfer.decode(head, size)

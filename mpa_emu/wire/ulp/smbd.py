@@ -54,13 +54,15 @@ class NegotiateRequest:
     kind = "Negotiate Request"
 
     @classmethod
-    def decode(cls, data: bytes) -> NegotiateRequest | None:
+    def decode(cls, data: bytes, *, any_version: bool = False) -> NegotiateRequest | None:
         """The request when ``data`` is one: 20 bytes, MinVersion <= MaxVersion and
-        version 1.0 in that range (else None)."""
+        version 1.0 in that range (else None). With ``any_version`` (a connection already
+        known to speak SMB Direct, its first Send) the versions are read whatever they
+        are, so that a request the server refuses for them is still read as one."""
         if len(data) != NEGOTIATE_REQUEST_SIZE:
             return None
         mn, mx, res, credits, pref, maxrecv, maxfrag = struct.unpack("<HHHHIII", data)
-        if not mn <= SMBDIRECT_V1 <= mx:
+        if not any_version and not mn <= SMBDIRECT_V1 <= mx:
             return None
         return cls(mn, mx, credits, pref, maxrecv, maxfrag, res)
 

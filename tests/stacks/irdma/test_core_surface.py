@@ -1,5 +1,6 @@
 """CmCore's public surface is the driver's verbs and views: the CoreApi protocol
-(mpa_emu/stacks/contract/api.py) and a few read-only views. What the actions, the timer tick, the
+(mpa_emu/stacks/contract/api.py), the application's Send (PostsSends, the same file)
+and a few read-only views. What the actions, the timer tick, the
 disconnect and teardown paths need of the core goes through their protocols' underscore
 names (CoreOps, TickHost, DisconnectHost, TeardownHost), not the public surface.
 
@@ -15,7 +16,7 @@ import inspect
 
 from helpers.source import module_file
 
-from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.contract.api import CoreApi, PostsSends
 from mpa_emu.stacks.irdma.core import CmCore
 
 VIEWS = {"addresses", "leak_report", "link_up", "has_node", "qp", "now_ns"}
@@ -44,7 +45,7 @@ def _protocol_members(proto: type) -> set[str]:
 
 
 def test_the_core_s_public_names_are_the_api_and_its_views() -> None:
-    api = _protocol_members(CoreApi)
+    api = _protocol_members(CoreApi) | _protocol_members(PostsSends)
     assert api <= _defined(CmCore)
     assert _defined(CmCore) == api | VIEWS
 
