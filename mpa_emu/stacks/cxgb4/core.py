@@ -15,7 +15,8 @@ messages: ``connected`` is ``CPL_ACT_ESTABLISH``, ``accepted`` is
 connecting socket is ``CPL_ACT_OPEN_RPL``; ``CPL_CLOSE_CON_RPL`` is our FIN acknowledged
 (the socket past FIN_WAIT1, CLOSING or LAST_ACK); ``closed`` after that, with no FIN from
 the peer (the adapter's FIN_WAIT2 timer), is ``CPL_ABORT_REQ_RSS`` with
-``CPL_ERR_FINWAIT2_TIMEDOUT``; ``CPL_ABORT_RPL_RSS`` follows every RST we send at once. docs/stacks/cxgb4.md is the behaviour reference.
+``CPL_ERR_FINWAIT2_TIMEDOUT``; ``CPL_ABORT_RPL_RSS`` follows every RST we send at once.
+docs/stacks/cxgb4.md is the behaviour reference.
 """
 
 from __future__ import annotations
