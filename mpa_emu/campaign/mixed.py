@@ -19,7 +19,7 @@ Invariants (each failing case is counted under the first it breaks):
 - ``unbounded``: the run ends idle, not at the event bound (a loop the kernel has too,
   cxgb4's retry with MPA v1 after every reset under ``mpa_rev=0``, is counted apart as
   ``kernel-loop``, as its kernel log line names it) nor with a timer still set after
-  three days (``timer``);
+  three days (``timer``; the same loop paced by a long timer is ``kernel-loop`` too);
 - ``acks``: no host sends more than :data:`ACKS_PER_SEGMENT` pure ACKs per segment it
   received (plus a few): Linux rate-limits its answers to out-of-window segments
   (tcp_oow_rate_limited), no TCP answers an ACK with an ACK;
@@ -219,6 +219,12 @@ def run_case(case: MixedCase, seed: int = 0) -> tuple[int, int]:
         raise Broken("unbounded", f"the hosts never went quiet ({MAX_EVENTS} events, "
                      f"{len(net.frames)} frames); most repeated log line: \"{line}\"")
     if result.reason == "until":
+        line = _repeated_log(net)
+        if any(known in line for known in KERNEL_LOOP_LINES):
+            # the same loop at the pace of a long timer (the peer's ep_timeout_secs
+            # between resets: peer_abort retries with MPA v1 after each one)
+            raise Broken("kernel-loop", "a timer still set after three days of virtual "
+                         f"time: the kernel's own loop, \"{line}\"")
         raise Broken("timer", "a timer is still set after three days of virtual time")
     _check_acks(net)
     bugs = _kernel_bugs(net)

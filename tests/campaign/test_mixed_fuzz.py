@@ -115,3 +115,15 @@ def test_seed_34_kernel_bugs_are_counted_apart(case: MixedCase) -> None:
         run_case(case, SEED_34)
     assert exc.value.invariant == "kernel-bug"
     assert "kernel's own bug: siw_" in exc.value.message
+
+
+def test_the_mpa_v1_retry_loop_paced_by_a_long_timer_is_the_kernels_own() -> None:
+    # `fuzz --mixed --seed 3`, case 2169 shrunk: under mpa_rev=0 peer_abort retries
+    # with MPA v1 after every reset (cm.c), here one every 399 s (the responder's
+    # ep_timeout_secs, its ULP never answering): still going after three days
+    case = MixedCase(2169, "cxgb4", "cxgb4", ({"mpa_rev": 0, "ep_timeout_secs": 86400},
+                                              {"ep_timeout_secs": 399}), "manual", ())
+    with pytest.raises(Broken) as exc:
+        run_case(case, 3)
+    assert exc.value.invariant == "kernel-loop"
+    assert "Retrying with mpav1" in exc.value.message
