@@ -19,11 +19,16 @@ Invariants (each failing case is counted under the first it breaks):
 - ``unbounded``: the run ends idle, not at the event bound (a loop the kernel has too,
   cxgb4's retry with MPA v1 after every reset under ``mpa_rev=0``, is counted apart as
   ``kernel-loop``, as its kernel log line names it) nor with a timer still set after
-  three days (``timer``);
+  three days (``timer``; the same loop paced by a long timer is ``kernel-loop`` too);
 - ``acks``: no host sends more than :data:`ACKS_PER_SEGMENT` pure ACKs per segment it
   received (plus a few): Linux rate-limits its answers to out-of-window segments
   (tcp_oow_rate_limited), no TCP answers an ACK with an ACK;
 - ``iwcm-bug``: no upcall meets an iw_cm id in a state where iwcm.c would ``BUG()``;
+- ``kernel-bug`` (counted apart, not a failure): a bug the stack reproduces because the
+  kernel has it, named by a ``kernel_bug`` trace record on the connection (siw
+  upcalling CLOSE before ESTABLISHED, where iwcm.c ``BUG()``s; irdma freeing a node its
+  application holds); that connection is left out of the iw_cm, rdma_cm and leak
+  checks, the kernel having gone wrong there first;
 - ``rdma-cm``: each connection's rdma_cm events are a sequence the application can get
   (cma_iw_handler): a passive id starts with CONNECT_REQUEST, an active one with the
   outcome of its connect; ESTABLISHED and DISCONNECTED at most once, nothing after
@@ -61,6 +66,8 @@ ACK_SLACK = 16
 PORT = 4791
 KERNEL_LOOP_LINES = ("Retrying with mpav1",)
 """Kernel log lines of loops the kernel has too (cxgb4 peer_abort under mpa_rev=0)."""
+KERNEL_OWN = ("kernel-loop", "kernel-bug")
+"""Invariants whose cases the kernel breaks too: reported, not failures of the model."""
 VERBS = ("connect", "accept", "reject", "disconnect", "abort", "close", "forge", "wait")
 CHUNK = 50
 
@@ -212,12 +219,38 @@ def run_case(case: MixedCase, seed: int = 0) -> tuple[int, int]:
         raise Broken("unbounded", f"the hosts never went quiet ({MAX_EVENTS} events, "
                      f"{len(net.frames)} frames); most repeated log line: \"{line}\"")
     if result.reason == "until":
+        line = _repeated_log(net)
+        if any(known in line for known in KERNEL_LOOP_LINES):
+            # the same loop at the pace of a long timer (the peer's ep_timeout_secs
+            # between resets: peer_abort retries with MPA v1 after each one)
+            raise Broken("kernel-loop", "a timer still set after three days of virtual "
+                         f"time: the kernel's own loop, \"{line}\"")
         raise Broken("timer", "a timer is still set after three days of virtual time")
     _check_acks(net)
+    bugs = _kernel_bugs(net)
     for host in hosts:
-        _check_ulp(host)
-        _check_leaks(host)
+        _check_ulp(host, bugs.get(host.name, {}))
+        _check_leaks(host, bugs.get(host.name, {}))
+    if bugs:
+        name, conns = next(iter(sorted(bugs.items())))
+        conn, what = next(iter(sorted(conns.items())))
+        raise Broken("kernel-bug", f"{name} ({net.hosts[name].stack}) conn {conn}: the "
+                     f"kernel's own bug: {what}")
     return len(case.steps), result.events
+
+
+def _kernel_bugs(net: Network) -> dict[str, dict[int, str]]:
+    """Per host, the connections a ``kernel_bug`` trace record names and what it says:
+    conditions the stack reproduces because the kernel has them."""
+    out: dict[str, dict[int, str]] = {}
+    for entry in net.journal or ():
+        record = entry.item
+        if entry.kind == "trace" and record.kind == "kernel_bug":
+            conn = record.fields.get("conn")
+            if isinstance(conn, int):
+                what = record.fields.get("what") or record.fields.get("reason") or ""
+                out.setdefault(entry.host, {}).setdefault(conn, f"{record.fn}: {what}")
+    return out
 
 
 def _verb(net: Network, a: Host, p: Host, verb: str, arg: int) -> None:
@@ -321,14 +354,15 @@ _ACTIVE_FIRST = {Ev.ESTABLISHED, Ev.REJECTED, Ev.CONNECT_ERROR, Ev.UNREACHABLE}
 _FAILED = {Ev.REJECTED, Ev.CONNECT_ERROR, Ev.UNREACHABLE}
 
 
-def _check_ulp(host: Host) -> None:
+def _check_ulp(host: Host, kernel_bugs: dict[int, str]) -> None:
     for step in host.ulp_steps:
-        if step.iwcm.bug:
+        if step.iwcm.bug and step.upcall.conn not in kernel_bugs:
             raise Broken("iwcm-bug", f"{host.name} ({host.stack}): {step.iwcm.note} "
                          f"({step.upcall.event.name} on conn {step.upcall.conn})")
     seen: dict[int, list[Ev]] = {}
     for ev in host.cm_events:
-        seen.setdefault(ev.conn, []).append(ev.event)
+        if ev.conn not in kernel_bugs:
+            seen.setdefault(ev.conn, []).append(ev.event)
     for conn, events in seen.items():
         problem = _sequence_problem(events)
         if problem:
@@ -355,12 +389,13 @@ def _sequence_problem(events: list[Ev]) -> str:
 _LIVE = (IwCmState.ESTABLISHED, IwCmState.CONN_RECV)
 
 
-def _check_leaks(host: Host) -> None:
+def _check_leaks(host: Host, kernel_bugs: dict[int, str]) -> None:
     core = host.core
     report: Callable[[], list[tuple[int, Any, str | None]]] | None = \
         getattr(core, "leak_report", None)
     if report is not None:
-        unexplained = [(c, s) for c, s, why in report() if why is None]
+        unexplained = [(c, s) for c, s, why in report()
+                       if why is None and c not in kernel_bugs]
         if unexplained:
             raise Broken("leak", f"{host.name} ({host.stack}): nodes left with no kernel "
                          "leak to explain them: " + ", ".join(f"{c} in {s}"
@@ -368,7 +403,7 @@ def _check_leaks(host: Host) -> None:
         return
     for conn in core.conns():
         state = host.rdma_cm.state(conn)
-        if state not in _LIVE:
+        if state not in _LIVE and conn not in kernel_bugs:
             node = core.node(conn)
             raise Broken("leak", f"{host.name} ({host.stack}): conn {conn} is still there "
                          f"after the network went quiet (node {node}; iw_cm "

@@ -262,8 +262,9 @@ class Host:
         check_verb_args("accept", private_data=private_data)
         try:
             self.core.accept(conn, private_data=private_data, now_ns=self.net.now_ns)
-        except CmError:
-            self.rdma_cm.verb(conn, "accept_failed")  # iw_cm_accept's error path
+        except CmError as exc:
+            if not exc.before_iw_cm:
+                self.rdma_cm.verb(conn, "accept_failed")  # iw_cm_accept's error path
             raise
         self._acted()
 
@@ -271,8 +272,13 @@ class Host:
         """Reject a pending request with ``private_data`` (iw_cm's reject: irdma_reject,
         siw_reject, c4iw_reject_cr)."""
         check_verb_args("reject", private_data=private_data)
+        try:
+            self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
+        except CmError as exc:
+            if not exc.before_iw_cm:
+                self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
+            raise
         self.rdma_cm.verb(conn, "reject")  # iw_cm_reject: CONN_RECV -> IDLE first
-        self.core.reject(conn, private_data=private_data, now_ns=self.net.now_ns)
         self._acted()
 
     def close(self, conn: int) -> None:

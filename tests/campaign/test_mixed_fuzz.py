@@ -74,3 +74,56 @@ def test_the_command_runs_and_refuses_mixing_modes() -> None:
     bad = subprocess.run([sys.executable, "-m", "mpa_emu", "fuzz", "--mixed", "--two-cores"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+# Cases of `mpa-emu fuzz --mixed --cases 50000 --seed 34`, shrunk (steps and parameters
+# removed while the failure stayed) before the fixes that they now guard.
+SEED_34 = 34
+
+
+@pytest.mark.parametrize("case", [
+    # cxgb4 endpoint left in MORIBUND: its FIN acknowledged, the peer's never coming,
+    # and no FIN_WAIT2 timer behind it (the adapter's CPL_ERR_FINWAIT2_TIMEDOUT abort)
+    MixedCase(21, "irdma", "cxgb4", ({}, {}), "accept",
+              ((2526343171, "disconnect", 596335386), (2197495901, "close", 525219265))),
+    # cxgb4 cm_id destroyed while connecting: destroy_cm_id waits for the CONNECT_REPLY
+    MixedCase(1315, "cxgb4", "irdma", ({"peer2peer": False}, {}), "accept",
+              ((559909068, "close", 148201805),)),
+    # a second accept (or a reject) while irdma_accept waits for the RTS AE runs after
+    # it in the kernel: it must not take iw_cm's id out of CONN_RECV
+    MixedCase(310, "irdma", "irdma", ({}, {}), "manual",
+              ((2401204485, "accept", 22252664), (154360461, "forge", 114764470),
+               (2681205392, "accept", 704664982))),
+    MixedCase(937, "cxgb4", "irdma", ({"p2p_type": 14}, {}), "accept",
+              ((648732140, "reject", 293660332),)),
+], ids=["cxgb4-moribund", "cxgb4-destroy-connecting", "irdma-accept-twice",
+        "irdma-reject-while-accepting"])
+def test_seed_34_cases_now_pass(case: MixedCase) -> None:
+    steps, events = run_case(case, SEED_34)
+    assert steps == len(case.steps) and events > 0
+
+
+@pytest.mark.parametrize("case", [
+    # siw upcalls CLOSE before ESTABLISHED on a responder still waiting for the RTR
+    MixedCase(344, "cxgb4", "siw", ({"p2p_type": 11}, {}), "accept", ()),
+    # a second accept on a siw responder waiting for the RTR: iw_cm_accept's error path
+    # leaves CONN_RECV, the later ESTABLISHED meets cm_conn_est_handler's BUG_ON
+    MixedCase(3911, "irdma", "siw", ({}, {}), "accept", ((1088777937, "accept", 945083732),)),
+], ids=["siw-close-before-established", "siw-accept-while-waiting-rtr"])
+def test_seed_34_kernel_bugs_are_counted_apart(case: MixedCase) -> None:
+    with pytest.raises(Broken) as exc:
+        run_case(case, SEED_34)
+    assert exc.value.invariant == "kernel-bug"
+    assert "kernel's own bug: siw_" in exc.value.message
+
+
+def test_the_mpa_v1_retry_loop_paced_by_a_long_timer_is_the_kernels_own() -> None:
+    # `fuzz --mixed --seed 3`, case 2169 shrunk: under mpa_rev=0 peer_abort retries
+    # with MPA v1 after every reset (cm.c), here one every 399 s (the responder's
+    # ep_timeout_secs, its ULP never answering): still going after three days
+    case = MixedCase(2169, "cxgb4", "cxgb4", ({"mpa_rev": 0, "ep_timeout_secs": 86400},
+                                              {"ep_timeout_secs": 399}), "manual", ())
+    with pytest.raises(Broken) as exc:
+        run_case(case, 3)
+    assert exc.value.invariant == "kernel-loop"
+    assert "Retrying with mpav1" in exc.value.message

@@ -26,9 +26,16 @@ class CmError(MpaEmuError, ValueError):
     ``errno.EINVAL`` for ``irdma_reject`` with private data over the limit. Raising a
     ``CmError`` guarantees that the core's state is unchanged, except where a verb
     documents that the kernel's error path ran before it returned (``CmCore.accept``).
+
+    ``before_iw_cm`` marks a refusal the kernel makes before iw_cm's own state changes:
+    the call would run only after another one still under way in the driver returns
+    (ucma takes the id's handler lock around ``rdma_accept``/``rdma_reject``), by which
+    time iw_cm's id has left CONN_RECV and ``iw_cm_accept``/``iw_cm_reject`` return
+    -EINVAL untouched. The caller then leaves the iw_cm state as it is.
     """
 
-    def __init__(self, err: int, message: str) -> None:
+    def __init__(self, err: int, message: str, *, before_iw_cm: bool = False) -> None:
         super().__init__(f"{message} (-{errno_name(err)})")
         self.errno = err
         self.message = message
+        self.before_iw_cm = before_iw_cm

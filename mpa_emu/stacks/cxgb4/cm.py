@@ -36,9 +36,11 @@ from mpa_emu.wire import ddp, mpa
 S = EpState
 SECOND = 1_000_000_000
 
-# CPL status values of act_open_rpl / peer_abort that the model produces.
+# CPL status values of act_open_rpl / peer_abort that the model produces (enum CPL_error,
+# drivers/net/ethernet/chelsio/cxgb4/t4_msg.h).
 CPL_ERR_CONN_RESET = 20
-CPL_ERR_XMIT_TIMEDOUT = 32
+CPL_ERR_XMIT_TIMEDOUT = 31
+CPL_ERR_FINWAIT2_TIMEDOUT = 33
 
 
 class Cxgb4Cm:

@@ -13,8 +13,10 @@ messages: ``connected`` is ``CPL_ACT_ESTABLISH``, ``accepted`` is
 ``CPL_PASS_ACCEPT_REQ`` followed by ``CPL_PASS_ESTABLISH``, ``data`` is ``CPL_RX_DATA``,
 ``peer_fin`` is ``CPL_PEER_CLOSE``, ``reset`` is ``CPL_ABORT_REQ_RSS``, ``failed`` on a
 connecting socket is ``CPL_ACT_OPEN_RPL``; ``CPL_CLOSE_CON_RPL`` is our FIN acknowledged
-(the socket past FIN_WAIT1, CLOSING or LAST_ACK); ``CPL_ABORT_RPL_RSS`` follows every RST
-we send at once. docs/stacks/cxgb4.md is the behaviour reference.
+(the socket past FIN_WAIT1, CLOSING or LAST_ACK); ``closed`` after that, with no FIN from
+the peer (the adapter's FIN_WAIT2 timer), is ``CPL_ABORT_REQ_RSS`` with
+``CPL_ERR_FINWAIT2_TIMEDOUT``; ``CPL_ABORT_RPL_RSS`` follows every RST we send at once.
+docs/stacks/cxgb4.md is the behaviour reference.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.cxgb4 import frames
-from mpa_emu.stacks.cxgb4.cm import CPL_ERR_CONN_RESET, CPL_ERR_XMIT_TIMEDOUT, Cxgb4Cm
+from mpa_emu.stacks.cxgb4.cm import (
+    CPL_ERR_CONN_RESET,
+    CPL_ERR_FINWAIT2_TIMEDOUT,
+    CPL_ERR_XMIT_TIMEDOUT,
+    Cxgb4Cm,
+)
 from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp
 from mpa_emu.stacks.cxgb4.params import Cxgb4Params
 from mpa_emu.stacks.cxgb4.states import EpState, QpState
@@ -299,9 +306,23 @@ class Cxgb4Core(Cxgb4Cm):
     def close(self, conn: int, *, now_ns: int) -> None:
         """``iw_destroy_cm_id`` on the connection's cm_id: a request still held is
         rejected (``iw_reject`` with no private data), an established connection's QP
-        goes to ERROR (abortive close); otherwise the cm_id just goes away."""
+        goes to ERROR (abortive close); otherwise the cm_id just goes away. An active
+        connect whose CONNECT_REPLY has not gone up yet makes the destroy wait for it
+        (``destroy_cm_id``: ``wait_event`` on ``IWCM_F_CONNECT_WAIT``, which
+        ``iw_cm_connect`` set and ``cm_conn_rep_handler`` clears): the reply goes up,
+        then the destroy goes on from the state it left."""
         ep = self._ep(conn)
         self._now = now_ns
+        if ep.initiator and ep.has_cm_id and ep.state in (S.CONNECTING, S.MPA_REQ_SENT):
+            ep.destroy_waiting = True
+            self.tr("verb_deferred", "destroy_cm_id", conn=conn,
+                    why="IWCM_F_CONNECT_WAIT: waiting for CONNECT_REPLY")
+            return
+        self._destroy_cm_id(ep)
+        self._drain()
+
+    def _destroy_cm_id(self, ep: Endpoint) -> None:
+        """What ``iw_destroy_cm_id`` does to the endpoint once it no longer waits."""
         if ep.held:
             ep.held = False
             if ep.state == S.MPA_REQ_RCVD:
@@ -309,9 +330,19 @@ class Cxgb4Core(Cxgb4Cm):
             else:
                 self._release_if_dead(ep)
         elif ep.qp == QpState.RTS and ep.has_cm_id:
+            # destroy_cm_id in ESTABLISHED: iwcm_modify_qp_err, an abortive close
             self._modify_qp_from_ulp(ep, QpState.ERROR)
         ep.has_cm_id = False
-        self._drain()
+
+    def _run_waiting_destroys(self) -> bool:
+        """The destroys that waited for a CONNECT_REPLY now gone up (or for an endpoint
+        gone): each goes on, after the handler that sent the reply."""
+        waiting = [ep for ep in self._eps.values() if ep.destroy_waiting
+                   and not (ep.has_cm_id and ep.state in (S.CONNECTING, S.MPA_REQ_SENT))]
+        for ep in waiting:
+            ep.destroy_waiting = False
+            self._destroy_cm_id(ep)
+        return bool(waiting)
 
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
         """``rdma_disconnect`` through ``c4iw_modify_qp``: RTS -> CLOSING is a graceful
@@ -431,7 +462,7 @@ class Cxgb4Core(Cxgb4Cm):
         while True:
             event = self.tcp.next_event()
             if event is None:
-                if not self._check_fin_acked():
+                if not self._check_fin_acked() and not self._run_waiting_destroys():
                     return
                 continue
             self._tcp_event(event)
@@ -459,6 +490,13 @@ class Cxgb4Core(Cxgb4Cm):
         elif ev.kind == "closed" and ep.sock in self._fin_sent:
             self._fin_sent.discard(ev.sock)
             self.close_con_rpl(ep)
+        elif ev.kind == "closed":
+            # Our FIN was acknowledged (close_con_rpl: MORIBUND) and the peer's FIN never
+            # came: the adapter's FIN_WAIT2 timer (TP_FINWAIT2_TIMER) gives up on the
+            # connection and raises CPL_ABORT_REQ_RSS with CPL_ERR_FINWAIT2_TIMEDOUT, which
+            # peer_abort takes like a RST (no negative advice, is_neg_adv): MORIBUND -> DEAD,
+            # release_ep_resources. Without it the endpoint would stay in MORIBUND.
+            self.peer_abort(ep, CPL_ERR_FINWAIT2_TIMEDOUT)
 
     def _check_fin_acked(self) -> bool:
         """``CPL_CLOSE_CON_RPL``: our FIN was acknowledged."""

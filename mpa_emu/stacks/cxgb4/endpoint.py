@@ -61,6 +61,9 @@ class Endpoint:
     has_cm_id: bool = False
     held: bool = False
     """Passive: the CONNECT_REQUEST went up and the ULP has not answered it yet."""
+    destroy_waiting: bool = False
+    """Active: the ULP destroyed the cm_id before CONNECT_REPLY; iw_cm's destroy_cm_id
+    waits for it (IWCM_F_CONNECT_WAIT) and then goes on."""
     qp: QpState | None = None
     """The bound QP's state (``c4iw_modify_qp``); None while no QP is bound."""
     rx_fpdu: bytearray = field(default_factory=bytearray)

@@ -344,6 +344,7 @@ class CmCore(TableViews, DeviceVerbs):
         node = self._verb_node(conn)
         if node.client:
             raise CmError(EINVAL, "accept on an active connection")
+        self._check_accept_waiting(node, "accept")
         self._check_held(node, "accept")
         if node.state not in (states.CM_MPAREQ_RCVD, states.CM_LISTENER_DESTROYED):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
@@ -372,6 +373,7 @@ class CmCore(TableViews, DeviceVerbs):
         node it does nothing, as the kernel."""
         node = self._verb_node(conn)
         if not node.client:
+            self._check_accept_waiting(node, "reject")
             self._check_held(node, "reject")
         if self.config.quirks.reject_pdata_u8:
             private_data = as_u8("reject", "irdma_reject", private_data, self._tr)
@@ -693,6 +695,19 @@ class CmCore(TableViews, DeviceVerbs):
         if node is None:
             raise CmError(EINVAL, f"no connection {conn} (never existed or already freed)")
         return node
+
+    @staticmethod
+    def _check_accept_waiting(node: CmNode, verb: str) -> None:
+        """``irdma_accept`` still waits for the RTS AE (``wait_event_interruptible_timeout``
+        up to ``IRDMA_MAX_TIMEOUT``), which the model cannot block on. In the kernel
+        ucma holds the id's handler lock around ``rdma_accept``, so this call would run
+        only after that accept returned: its ESTABLISHED (or its error path) has taken
+        iw_cm's id out of CONN_RECV, and ``iw_cm_accept``/``iw_cm_reject`` return
+        -EINVAL without a change (``before_iw_cm``)."""
+        if node.rts_deadline is not None:
+            raise CmError(EINVAL, f"{verb} on connection {node.conn}: irdma_accept is "
+                          "still waiting for the RTS AE; the call would run after it "
+                          "returned, with the id no longer in CONN_RECV", before_iw_cm=True)
 
     @staticmethod
     def _check_held(node: CmNode, verb: str) -> None:

@@ -266,6 +266,7 @@ class SiwCore(SiwQp):
         held, cep.held = cep.held, False
         if cep.state != S.RECVD_MPAREQ:
             self._klog("debug", "siw_accept", "out of state", True, cep)
+            self._refused_while_waiting_rtr(cep, "siw_accept")
             if held:
                 self._forget(cep)
             raise CmError(ECONNRESET, f"siw_accept: endpoint in {cep.state.name}, not "
@@ -311,6 +312,18 @@ class SiwCore(SiwQp):
         if not wait_rtr:
             self._upcall(cep, IwEvent.ESTABLISHED, 0)
 
+    def _refused_while_waiting_rtr(self, cep: Cep, fn: str) -> None:
+        """A second accept or reject on a responder that accepted and still waits for the
+        peer's RTR: rdma_cm lets it through (its id stays in RDMA_CM_CONNECT until
+        ESTABLISHED), iw_cm moves the id out of CONN_RECV (iw_cm_accept's error path,
+        or iw_cm_reject before the driver), yet siw upcalls ESTABLISHED when the RTR
+        comes (siw_rtr_data_ready): cm_conn_est_handler's BUG_ON, the kernel's own."""
+        if cep.cm_id and not cep.active and not cep.established:
+            self._note("kernel_bug", fn, conn=cep.ident,
+                       what="refused on an endpoint still waiting for the RTR: iw_cm's id "
+                            "leaves CONN_RECV, and the ESTABLISHED that follows meets "
+                            "cm_conn_est_handler's BUG_ON")
+
     def _accept_error(self, cep: Cep) -> None:
         """siw_accept's error path: socket released, endpoint CLOSED, no upcall."""
         self._release_socket(cep, "siw_accept (error)")
@@ -328,6 +341,7 @@ class SiwCore(SiwQp):
         held, cep.held = cep.held, False
         if cep.state != S.RECVD_MPAREQ:
             self._klog("debug", "siw_reject", "out of state", True, cep)
+            self._refused_while_waiting_rtr(cep, "siw_reject")
             if held:
                 self._forget(cep)  # "put last reference"
             raise CmError(ECONNRESET, f"siw_reject: endpoint in {cep.state.name}, not "

@@ -107,11 +107,16 @@ def test_close_without_the_peer_fin_ends_with_close_etimedout() -> None:
     up = a.upcalls[-1]
     # the peer ACKs the FIN (close_con_rpl: MORIBUND) but never sends its own:
     # process_timeout in MORIBUND -> CLOSE -ETIMEDOUT, then c4iw_ep_disconnect(abrupt),
-    # which ignores an endpoint in MORIBUND: no RST, the endpoint stays
+    # which ignores an endpoint in MORIBUND: no RST, the endpoint stays in MORIBUND
+    # until the adapter's FIN_WAIT2 timer ends it (test_cxgb4_finwait2.py)
     assert (up.event, up.status) == (IwEvent.CLOSE, -errno.ETIMEDOUT)
     assert up.time_ns - fin.time_ns == 60 * S
     assert not [f for f in net.frames if f.sender == "a" and f.segment
                 and f.segment.flags & RST]
-    assert a.node(conn).state == "MORIBUND"
+    assert net.trace is not None
+    moves = [(r.fields["old"], r.fields["new"], r.fn) for r in net.trace.records
+             if r.kind == "state_changed" and r.host == "a" and r.fields.get("conn") == conn]
+    assert moves[-2:] == [("CLOSING", "MORIBUND", "close_con_rpl"),
+                          ("MORIBUND", "DEAD", "peer_abort")]
     assert ("debug", "c4iw_ep_disconnect", f"ignoring disconnect ep#{conn} state 10") \
         in kernel_log(net, "a")

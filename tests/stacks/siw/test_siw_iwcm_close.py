@@ -106,3 +106,29 @@ def test_modify_qp_err_before_the_rtr_goes_straight_to_the_qp() -> None:
     (bug,) = net.trace.of_kind("kernel_bug")
     assert bug.fn == "siw_qp_cm_drop"
     assert any(step.iwcm.bug for step in b.ulp_steps)
+
+
+@pytest.mark.parametrize("verb", ["accept", "reject"])
+def test_a_second_verb_before_the_rtr_is_the_kernels_own_bug(verb: str) -> None:
+    # rdma_cm keeps the id in RDMA_CM_CONNECT until ESTABLISHED, so a second
+    # rdma_accept or an rdma_reject reaches iw_cm: iw_cm_accept's error path (siw_accept
+    # refuses an endpoint not in RECVD_MPAREQ with -ECONNRESET) or iw_cm_reject takes
+    # the id out of CONN_RECV, and siw's ESTABLISHED on the RTR then meets
+    # cm_conn_est_handler's BUG_ON: the kernel's own, recorded as such (mixed-stack
+    # campaign seed 34, case 3911)
+    net = Network(seed=4, tracing=True)
+    a = net.add_host("a", "192.0.2.1", stack="siw", params={"peer_to_peer": True})
+    b = net.add_host("b", "192.0.2.2", stack="siw")
+
+    def policy(host: Host, up: Upcall) -> None:
+        host.accept(up.conn)
+        host.guarded(verb, getattr(host, verb), up.conn)
+
+    b.listen(PORT, policy=policy)
+    a.connect(b, PORT)
+    net.run_for(S_NS)
+    assert [(f.verb, f.errno) for f in b.failures] == [(verb, 104)]  # -ECONNRESET
+    assert net.trace is not None
+    (bug,) = net.trace.of_kind("kernel_bug")
+    assert bug.fn == f"siw_{verb}" and "RTR" in bug.fields["what"]
+    assert [s.iwcm.old for s in b.ulp_steps if s.iwcm.bug] == [IwCmState.IDLE]
