@@ -342,6 +342,41 @@ class QedrCore(QedrIwCm):
         self.qed_iwarp_modify_qp(ep, QpState.ERROR, internal=False)
         self._drain()
 
+    # ---- the QP's data verbs ---------------------------------------------------------------
+
+    def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
+        """qedr_post_send of an IB_WR_SEND: a QP not in RTS, ERR or SQD is -EINVAL ("QP in
+        wrong state!"); in RTS the firmware sends it (:meth:`Firmware.fw_post_send`); a QP
+        past RTS (ERROR, CLOSING) takes the WR and the firmware flushes it: nothing goes on
+        the wire."""
+        ep = self._ep(conn)
+        if ep.qp not in (QpState.RTS, QpState.ERROR, QpState.CLOSING):
+            state = "no QP" if ep.qp is None else f"the QP in {ep.qp.name}"
+            raise CmError(EINVAL, f"qedr_post_send: QP in wrong state! ({state}, endpoint "
+                          f"{ep.state.name})")
+        self._now = now_ns
+        if ep.qp == QpState.RTS:
+            self.fw_post_send(ep, bytes(payload))
+        else:
+            self.tr("send_flushed", "qedr_post_send", conn=conn, qp_state=ep.qp.name,
+                    bytes=len(payload))
+        self._drain()
+
+    def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
+        """qedr_post_recv: a receive buffer of ``length`` bytes on the QP's RQ for the
+        peer's next Send. The RQ is the QP's from its creation, so a buffer posted before
+        qedr_iw_accept binds the QP waits there."""
+        ep = self._ep(conn)
+        if not 0 <= length < 1 << 32:
+            raise CmError(EINVAL, f"qedr_post_recv: length {length} out of range")
+        self._now = max(self._now, now_ns)
+        ep.rq.recvq.append(length)
+
+    def completions(self, conn: int) -> list[tuple[str, bytes]]:
+        """Receive completions of ``conn`` so far: (status, bytes placed), oldest first."""
+        ep = self._eps.get(conn)
+        return [] if ep is None else list(ep.completions)
+
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:
         """irdma's teardown by address has no counterpart in qedr."""
