@@ -352,10 +352,12 @@ class ErdmaCore(ErdmaWorkQueue):
     # ---- the QP's data verbs -------------------------------------------------------------
 
     def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
-        """erdma_post_send of an IB_WR_SEND (an ERDMA_OP_SEND SQE, the doorbell rung): the
-        device sends it once the QP is in RTS; before (no QP, IDLE, RTR) or after, the
-        model refuses it with -EINVAL, as the other stacks do. What the device puts on the
-        wire is not in the driver: the model sends RFC 5041/5040 untagged Send segments
+        """erdma_post_send of an IB_WR_SEND (an ERDMA_OP_SEND SQE, the doorbell rung) on an
+        RTS QP: the device sends it. erdma_post_send checks no QP state (only the SQ's
+        room, -ENOMEM), and what the device does with an SQE on a QP not in RTS is not in
+        the driver: the model refuses it with -EINVAL, as
+        :class:`~mpa_emu.stacks.contract.api.PostsSends` has every stack do. The wire
+        is not in the driver either: the model sends RFC 5041/5040 untagged Send segments
         (QN 0, the next MSN from 1, MO, L on the last) in RFC 5044 FPDUs without markers
         and with a zero CRC field (no CRC negotiated), one per TCP segment of the
         socket's MSS (docs/stacks/erdma.md)."""

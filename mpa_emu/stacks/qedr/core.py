@@ -345,21 +345,19 @@ class QedrCore(QedrIwCm):
     # ---- the QP's data verbs ---------------------------------------------------------------
 
     def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
-        """qedr_post_send of an IB_WR_SEND: a QP not in RTS, ERR or SQD is -EINVAL ("QP in
-        wrong state!"); in RTS the firmware sends it (:meth:`Firmware.fw_post_send`); a QP
-        past RTS (ERROR, CLOSING) takes the WR and the firmware flushes it: nothing goes on
-        the wire."""
+        """qedr_post_send of an IB_WR_SEND on an RTS QP: the firmware sends it
+        (:meth:`Firmware.fw_post_send`). qedr_post_send checks the QP state only on RoCE
+        (``rdma_protocol_roce``: "QP in wrong state!" unless RTS, ERR or SQD); on iWARP it
+        queues the WQE in any state, and what the firmware does with it on a QP not in RTS
+        is not in the driver: the model refuses it with -EINVAL, as
+        :class:`~mpa_emu.stacks.contract.api.PostsSends` has every stack do."""
         ep = self._ep(conn)
-        if ep.qp not in (QpState.RTS, QpState.ERROR, QpState.CLOSING):
+        if ep.qp != QpState.RTS:
             state = "no QP" if ep.qp is None else f"the QP in {ep.qp.name}"
-            raise CmError(EINVAL, f"qedr_post_send: QP in wrong state! ({state}, endpoint "
-                          f"{ep.state.name})")
+            raise CmError(EINVAL, f"qedr_post_send: connection {conn} has {state}, not RTS "
+                          f"(endpoint {ep.state.name})")
         self._now = now_ns
-        if ep.qp == QpState.RTS:
-            self.fw_post_send(ep, bytes(payload))
-        else:
-            self.tr("send_flushed", "qedr_post_send", conn=conn, qp_state=ep.qp.name,
-                    bytes=len(payload))
+        self.fw_post_send(ep, bytes(payload))
         self._drain()
 
     def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
