@@ -135,8 +135,17 @@ def test_sends_are_joined_by_msn_from_their_segments() -> None:
 # -- the emulation on every pair of stacks ----------------------------------------------
 
 
+def _one_dialect(initiator: str, responder: str) -> bool:
+    """The two stacks frame MPA alike (their framing fact's revision: RFC 5044/6581's 1
+    or 2 on both sides, or the same private revision, erdma's 129): otherwise the
+    responder refuses the request and no Send is ever posted."""
+    revs = [STACKS[n].peer_framing(STACKS[n].defaults()).rev for n in (initiator, responder)]
+    return revs[0] == revs[1] or max(revs) <= 2
+
+
 @pytest.mark.parametrize(("initiator", "responder"),
-                         list(itertools.product(sorted(STACKS), sorted(STACKS))))
+                         [pair for pair in itertools.product(sorted(STACKS), sorted(STACKS))
+                          if _one_dialect(*pair)])
 def test_negotiation_on_every_pair_of_stacks(initiator: str, responder: str,
                                             tmp_path: Path) -> None:
     run = run_scenario(loads(example_on(initiator, responder), "smbd.toml"))
@@ -157,8 +166,14 @@ def test_negotiation_on_every_pair_of_stacks(initiator: str, responder: str,
     # The refused request is the only Send on its connection; the server disconnects.
     assert [m.kind for m in refused.ulp.messages] == ["Negotiate Request"]
     assert refused.ulp.messages[0].fields["credits_requested"] == 0
+    # The negotiation is sound; the MPA exchange under it may not be: a reply that
+    # chooses more than one RTR type breaks RFC 6581 section 5 (qed_iwarp_mpa_v2_set_private
+    # writes every type both sides offer), and explain names that first.
+    reply = good.reply
+    assert reply is not None
+    chosen = [reply.zero_len_send, reply.write_rtr, reply.read_rtr].count(True)
     causes = [explain_connection(c).cause for c in report.connections]
-    assert causes == ["ok", "smbd-negotiate-refused"]
+    assert causes == ["rtr-mismatch" if chosen > 1 else "ok", "smbd-negotiate-refused"]
 
 
 def _pair(client_stack: str = "siw", server_stack: str = "cxgb4",

@@ -47,8 +47,19 @@ def rows(capture: Path) -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
+def _rfc_framing(initiator: str, responder: str) -> bool:
+    """Both stacks frame MPA as RFC 5044/6581 do (their framing fact's revision is 1 or
+    2). Two stacks of one private revision (erdma's 129) connect too, but tshark's MPA
+    dissector reads such a frame by its PD_Length alone, without the 8-byte extension
+    (docs/stacks/erdma.md), so where the FPDUs start is lost to it; the erdma stack's
+    own tshark test checks its Sends with private data that keeps tshark in step."""
+    revs = [STACKS[n].peer_framing(STACKS[n].defaults()).rev for n in (initiator, responder)]
+    return max(revs) <= 2
+
+
 @pytest.mark.parametrize(("initiator", "responder"),
-                         list(itertools.product(sorted(STACKS), sorted(STACKS))))
+                         [pair for pair in itertools.product(sorted(STACKS), sorted(STACKS))
+                          if _rfc_framing(*pair)])
 def test_tshark_decodes_the_negotiation_as_rdmap_sends(initiator: str, responder: str,
                                                       tmp_path: Path) -> None:
     run = run_scenario(loads(example_on(initiator, responder), "smbd.toml"))

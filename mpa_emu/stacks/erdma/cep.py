@@ -11,6 +11,7 @@ from mpa_emu.stacks.erdma.params import MPA_MAX_PRIVDATA
 from mpa_emu.stacks.erdma.states import ErdmaQpState, ErdmaState
 from mpa_emu.wire.erdma_mpa import EXT_SIZE, REVISION_EXT_1
 from mpa_emu.wire.mpa import FRAME_SIZE
+from mpa_emu.wire.untagged import SendReceiver
 
 # The flags byte (byte 16): erdma_cm.h keeps it with the revision as one __be16 ``bits``
 # (MPA_RR_FLAG_MARKERS 0x8000, MPA_RR_FLAG_CRC 0x4000, MPA_RR_FLAG_REJECT 0x2000,
@@ -151,6 +152,14 @@ class Cep:
     loc_port: int = 0
     rem_addr: bytes = b""
     rem_port: int = 0
+    device_rx: bytearray = field(default_factory=bytearray)
+    """RDMA mode: stream bytes the device has not framed into whole FPDUs yet."""
+    tx_msn: int = 0
+    """RDMA mode: the MSN of the last Send the device sent on queue 0."""
+    rq: SendReceiver = field(default_factory=SendReceiver)
+    """The receive buffers erdma_post_recv posted and the Send being placed."""
+    completions: list[tuple[str, bytes]] = field(default_factory=list)
+    """Receive completions (status, bytes placed), oldest first."""
 
 
 @dataclass(frozen=True, slots=True)

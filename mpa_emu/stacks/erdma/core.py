@@ -27,7 +27,7 @@ from mpa_emu.stacks.erdma.params import ERDMA_MAX_IRD, ERDMA_MAX_ORD, MPA_MAX_PR
 from mpa_emu.stacks.erdma.states import ErdmaQpState, ErdmaState, ErdmaWork
 from mpa_emu.stacks.erdma.work import ErdmaWorkQueue
 from mpa_emu.stacks.verb_args import check_verb_args
-from mpa_emu.wire import erdma_mpa
+from mpa_emu.wire import erdma_mpa, mpa, untagged
 from mpa_emu.wire.segment import Segment, Transmit
 
 S = ErdmaState
@@ -348,6 +348,53 @@ class ErdmaCore(ErdmaWorkQueue):
             self._qp_cm_drop(cep, abort=abort)
         elif cep.qp_state == Q.CLOSING and new == Q.ERROR:
             cep.qp_state = Q.ERROR
+
+    # ---- the QP's data verbs -------------------------------------------------------------
+
+    def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
+        """erdma_post_send of an IB_WR_SEND (an ERDMA_OP_SEND SQE, the doorbell rung) on an
+        RTS QP: the device sends it. erdma_post_send checks no QP state (only the SQ's
+        room, -ENOMEM), and what the device does with an SQE on a QP not in RTS is not in
+        the driver: the model refuses it with -EINVAL, as
+        :class:`~mpa_emu.stacks.contract.api.PostsSends` has every stack do. The wire
+        is not in the driver either: the model sends RFC 5041/5040 untagged Send segments
+        (QN 0, the next MSN from 1, MO, L on the last) in RFC 5044 FPDUs without markers
+        and with a zero CRC field (no CRC negotiated), one per TCP segment of the
+        socket's MSS (docs/stacks/erdma.md)."""
+        self._now = max(self._now, now_ns)
+        cep = self._ceps.get(conn)
+        if cep is None or cep.listener:
+            raise CmError(EINVAL, f"erdma_post_send: no connection {conn}")
+        if not cep.qp or cep.qp_state != Q.RTS or cep.state != S.RDMA_MODE \
+                or cep.sock is None:
+            raise CmError(EINVAL, f"erdma_post_send: connection {conn} ({cep.state.name}) "
+                          "has no QP in RTS")
+        cep.tx_msn += 1
+        room = untagged.send_room(self.tcp.mss(cep.sock))
+        segments = untagged.send_segments(bytes(payload), cep.tx_msn, room)
+        for index, ulpdu in enumerate(segments):
+            self.tcp.send(cep.sock, mpa.frame_fpdu(ulpdu, crc=0), self._now,
+                          f"erdma device: RDMA Send MSN {cep.tx_msn} (FPDU {index + 1} of "
+                          f"{len(segments)})")
+        self._drain()
+        self._run_work()
+
+    def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
+        """erdma_post_recv: an RQE of ``length`` bytes for the peer's next Send. The RQ
+        is the QP's from its creation, so a buffer posted before erdma_accept binds the
+        QP waits there."""
+        self._now = max(self._now, now_ns)
+        cep = self._ceps.get(conn)
+        if cep is None or cep.listener:
+            raise CmError(EINVAL, f"erdma_post_recv: no connection {conn}")
+        if not 0 <= length < 1 << 32:
+            raise CmError(EINVAL, f"erdma_post_recv: length {length} out of range")
+        cep.rq.recvq.append(length)
+
+    def completions(self, conn: int) -> list[tuple[str, bytes]]:
+        """Receive completions of ``conn`` so far: (status, bytes placed), oldest first."""
+        cep = self._ceps.get(conn)
+        return [] if cep is None else list(cep.completions)
 
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:

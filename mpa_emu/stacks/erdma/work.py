@@ -13,6 +13,7 @@ from mpa_emu.stacks.erdma.cep import Cep
 from mpa_emu.stacks.erdma.mpa import ErdmaMpa
 from mpa_emu.stacks.erdma.states import ErdmaQpState, ErdmaState, ErdmaWork
 from mpa_emu.stacks.tcp import TcpEvent
+from mpa_emu.wire import ddp, mpa, untagged
 
 S = ErdmaState
 Q = ErdmaQpState
@@ -77,12 +78,55 @@ class ErdmaWorkQueue(ErdmaMpa):
         erdma_modify_qp_state_to_rts on): what arrives is the device's, not the kernel
         socket's."""
         if cep.state == S.RDMA_MODE:
-            self._note("device_rx", "erdma_modify_qp_state_to_rts", conn=cep.ident,
-                       bytes=len(data))
+            self._device_rx(cep, data)
             return
         cep.rx += data
         if cep.state in (S.AWAIT_MPAREQ, S.AWAIT_MPAREP):
             self._queue_work(cep, ErdmaWork.READ_MPAHDR)
+
+    def _device_rx(self, cep: Cep, data: bytes) -> None:
+        """The device's receive side once erdma_modify_qp_state_to_rts handed it the
+        connection (its ``recv_nxt``): whole FPDUs in order, RFC 5044 section 4.1 framing
+        with no CRC check (erdma_proc_mpareq and erdma_proc_mpareply refuse C, so CRC is
+        never negotiated; RFC 5044 section 7.1), and each Send segment placed in the
+        receive buffers erdma_post_recv posted (RFC 5041 section 5.3,
+        :class:`mpa_emu.wire.untagged.SendReceiver`). The driver shows nothing of what the
+        device does with other FPDUs or with a Send it cannot place: they are traced and
+        dropped (docs/stacks/erdma.md)."""
+        self._note("device_rx", "erdma_modify_qp_state_to_rts", conn=cep.ident,
+                   bytes=len(data))
+        cep.device_rx += data
+        while len(cep.device_rx) >= 2:
+            try:
+                fpdu = mpa.unframe_fpdu(bytes(cep.device_rx))
+            except mpa.MpaFormatError:
+                return  # the rest of the FPDU is due
+            del cep.device_rx[:fpdu.wire_length]
+            raw = fpdu.ulpdu
+            opcode = raw[1] & ddp.RDMAP_OPCODE_MASK if len(raw) >= 2 else -1
+            if opcode not in untagged.SEND_OPCODES or cep.qp_state != Q.RTS:
+                self._note("fpdu_not_placed", "erdma device", conn=cep.ident,
+                           opcode=ddp.OPCODE_NAMES.get(opcode, str(opcode)),
+                           qp_state=cep.qp_state.name,
+                           reason="only Sends on an RTS QP are modelled")
+                continue
+            try:
+                seg = ddp.parse_segment(raw)
+            except ddp.DdpFormatError as exc:
+                self._note("fpdu_not_placed", "erdma device", conn=cep.ident,
+                           reason=str(exc))
+                continue
+            head = seg.header
+            assert isinstance(head, ddp.UntaggedHeader)
+            got = cep.rq.place(head, seg.payload)
+            if got.error:
+                self._note("fpdu_not_placed", "erdma device", conn=cep.ident,
+                           reason=f"RFC 5041 section 7.2: {got.reason}", ecode=got.error,
+                           msn=head.msn, mo=head.mo, len=len(seg.payload))
+            elif got.message is not None:
+                cep.completions.append(("SUCCESS", got.message))
+                self._note("recv_completion", "erdma device", conn=cep.ident,
+                           status="SUCCESS", bytes=len(got.message))
 
     def _accept_work(self, sock: int) -> None:
         """ERDMA_CM_WORK_ACCEPT: erdma_accept_newconn for the listener that queued it."""

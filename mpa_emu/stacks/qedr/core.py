@@ -342,6 +342,39 @@ class QedrCore(QedrIwCm):
         self.qed_iwarp_modify_qp(ep, QpState.ERROR, internal=False)
         self._drain()
 
+    # ---- the QP's data verbs ---------------------------------------------------------------
+
+    def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None:
+        """qedr_post_send of an IB_WR_SEND on an RTS QP: the firmware sends it
+        (:meth:`Firmware.fw_post_send`). qedr_post_send checks the QP state only on RoCE
+        (``rdma_protocol_roce``: "QP in wrong state!" unless RTS, ERR or SQD); on iWARP it
+        queues the WQE in any state, and what the firmware does with it on a QP not in RTS
+        is not in the driver: the model refuses it with -EINVAL, as
+        :class:`~mpa_emu.stacks.contract.api.PostsSends` has every stack do."""
+        ep = self._ep(conn)
+        if ep.qp != QpState.RTS:
+            state = "no QP" if ep.qp is None else f"the QP in {ep.qp.name}"
+            raise CmError(EINVAL, f"qedr_post_send: connection {conn} has {state}, not RTS "
+                          f"(endpoint {ep.state.name})")
+        self._now = now_ns
+        self.fw_post_send(ep, bytes(payload))
+        self._drain()
+
+    def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
+        """qedr_post_recv: a receive buffer of ``length`` bytes on the QP's RQ for the
+        peer's next Send. The RQ is the QP's from its creation, so a buffer posted before
+        qedr_iw_accept binds the QP waits there."""
+        ep = self._ep(conn)
+        if not 0 <= length < 1 << 32:
+            raise CmError(EINVAL, f"qedr_post_recv: length {length} out of range")
+        self._now = max(self._now, now_ns)
+        ep.rq.recvq.append(length)
+
+    def completions(self, conn: int) -> list[tuple[str, bytes]]:
+        """Receive completions of ``conn`` so far: (status, bytes placed), oldest first."""
+        ep = self._eps.get(conn)
+        return [] if ep is None else list(ep.completions)
+
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:
         """irdma's teardown by address has no counterpart in qedr."""

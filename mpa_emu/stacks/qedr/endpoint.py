@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.qedr.states import ConnectMode, EpState, MpaMode, QpState, RtrType
+from mpa_emu.wire.untagged import SendReceiver
 
 
 @dataclass(slots=True, eq=False)
@@ -84,3 +85,10 @@ class Ep:
     """qedr_iw_close_event ran (its kref_put)."""
     received: deque[str] = field(default_factory=deque)
     """RDMA mode: what the firmware took from the peer (for the trace and tests)."""
+    tx_msn: int = 0
+    """RDMA mode: the MSN of the last Send the firmware sent on queue 0 (a zero-length
+    Send RTR is MSN 1)."""
+    rq: SendReceiver = field(default_factory=SendReceiver)
+    """RDMA mode: the receive buffers qedr_post_recv posted and the Send being placed."""
+    completions: list[tuple[str, bytes]] = field(default_factory=list)
+    """Receive completions (status, bytes placed), oldest first."""

@@ -60,7 +60,7 @@ from mpa_emu.stacks.qedr.states import (
 )
 from mpa_emu.stacks.qedr.tcp import QedTcp
 from mpa_emu.stacks.tcp.stack import TcpEvent
-from mpa_emu.wire import ddp, mpa
+from mpa_emu.wire import ddp, mpa, untagged
 
 SECOND = 1_000_000_000
 _DONE_STATES = frozenset({"TIME_WAIT", "CLOSED"})
@@ -389,6 +389,8 @@ class Firmware:
         """IWARP_RAMROD_CMD_ID_MPA_OFFLOAD_SEND_RTR: the RTR goes out, and the handshake
         completes."""
         if ep.fw_rtr:
+            if ep.fw_rtr == "send":
+                ep.tx_msn = 1  # the zero-length Send RTR is the first message on QN 0
             self._send(ep, frames.rtr(ep.fw_rtr, crc=ep.crc),
                        f"qed_iwarp_send_rtr: firmware RTR, zero-length {ep.fw_rtr}")
         self.qed_iwarp_mpa_complete(ep, RDMA_RETURN_OK)
@@ -439,9 +441,13 @@ class Firmware:
             ep.received.append(name)
             self.tr("fpdu_received", "firmware RDMA", conn=ep.conn, opcode=name,
                     len=len(raw), crc_ok=fpdu.crc_ok)
-            if ep.fw_wait == "rtr":
+            was_rtr = ep.fw_wait == "rtr"
+            if was_rtr:
                 self.fw_stop_timer(ep)
                 self.qed_iwarp_mpa_complete(ep, RDMA_RETURN_OK)
+            if opcode in untagged.SEND_OPCODES:
+                self.fw_place_send(ep, raw, fpdu.crc_ok, rtr=was_rtr)
+                continue
             if opcode == ddp.Opcode.TERMINATE:
                 self.qed_iwarp_exception_received(ep, EXCEPTION_TERMINATE_RECEIVED)
                 continue
@@ -456,6 +462,60 @@ class Firmware:
                                                         crc=ep.crc),
                                "firmware: RDMA Read Response (zero-length, answers the "
                                "Read Request)")
+
+    def fw_place_send(self, ep: Ep, raw: bytes, crc_ok: bool, *, rtr: bool) -> None:
+        """A Send segment in RDMA mode, placed as RFC 5041 section 5.3 places an untagged
+        segment (:class:`mpa_emu.wire.untagged.SendReceiver`): a new message takes the
+        oldest receive buffer qedr_post_recv posted, the message completes with its last
+        segment (a receive completion of status SUCCESS). A zero-length Send RTR that
+        completed the handshake only moves the MSN on (RFC 6581 section 5: it carries no
+        data and the model posts no buffer for it). With CRCs negotiated, a segment whose
+        CRC32c is bad is not placed (RFC 5044 section 8). What the firmware does with a
+        segment it cannot place (no buffer, too long, a wrong MSN or MO) qed does not
+        show: it is traced and dropped (docs/stacks/qedr.md)."""
+        if ep.qp != QpState.RTS:
+            self.tr("segment_dropped", "firmware RDMA", conn=ep.conn,
+                    reason=f"Send segment with the QP in {ep.qp.name if ep.qp else 'none'}")
+            return
+        if ep.crc and not crc_ok:
+            self.tr("fpdu_not_placed", "firmware RDMA", conn=ep.conn,
+                    reason="MPA CRC error (RFC 5044 section 8): not modelled past the drop")
+            return
+        try:
+            seg = ddp.parse_segment(raw)
+        except ddp.DdpFormatError as exc:
+            self.tr("fpdu_not_placed", "firmware RDMA", conn=ep.conn, reason=str(exc))
+            return
+        head = seg.header
+        assert isinstance(head, ddp.UntaggedHeader)
+        if rtr and not seg.payload and head.msn == ep.rq.msn and ep.rq.partial is None:
+            ep.rq.msn += 1
+            return
+        got = ep.rq.place(head, seg.payload)
+        if got.error:
+            self.tr("fpdu_not_placed", "firmware RDMA", conn=ep.conn,
+                    reason=f"RFC 5041 section 7.2: {got.reason}", ecode=got.error,
+                    msn=head.msn, mo=head.mo, len=len(seg.payload))
+            return
+        if got.message is not None:
+            ep.completions.append(("SUCCESS", got.message))
+            self.tr("recv_completion", "firmware RDMA", conn=ep.conn, status="SUCCESS",
+                    bytes=len(got.message))
+
+    def fw_post_send(self, ep: Ep, payload: bytes) -> None:
+        """The firmware sends a Send the SQ holds (qedr_post_send rings the doorbell):
+        the next MSN on queue 0, one FPDU per TCP segment of the connection's MSS, CRC32c
+        as negotiated (``crc_needed``), no markers (RFC 5044 section 4.1, RFC 5041
+        section 4.4)."""
+        if ep.sock is None:
+            return
+        ep.tx_msn += 1
+        room = untagged.send_room(self.tcp.mss(ep.sock))
+        segments = untagged.send_segments(payload, ep.tx_msn, room)
+        for index, ulpdu in enumerate(segments):
+            self._send(ep, mpa.frame_fpdu(ulpdu, crc=None if ep.crc else 0),
+                       f"firmware: RDMA Send MSN {ep.tx_msn} (FPDU {index + 1} of "
+                       f"{len(segments)})")
 
     # ---- the close ramrods ---------------------------------------------------------------
 

@@ -31,8 +31,8 @@ def analyse_connection(rep: ConnectionReport, c_stream: Stream,
     req, reply = rep.request, rep.reply
     if req is None:
         return None
-    c_start = FRAME_SIZE + req.pd_length
-    s_start = FRAME_SIZE + (reply.pd_length if reply is not None else 0)
+    c_start = req.frame_len
+    s_start = reply.frame_len if reply is not None else FRAME_SIZE
     accepted = reply is not None and not reply.reject
     first_c = first_send(c_stream, c_start) if accepted else None
     found = detect.recognise(req.private_data, _port(rep.server), first_c)
