@@ -33,6 +33,9 @@ _RECORDS: dict[str, ConfigRecord] = {name: st.config for name, st in STACKS.item
                                      if st.config is not None}
 """The stacks with a configuration record (irdma's CmConfig), which --profile,
 --retrans and --host-stack-rst set."""
+_DEFAULT_RECORD = _RECORDS.get(DEFAULT_STACK) or next(iter(_RECORDS.values()))
+"""The record --profile's default and --retrans's range come from (the default
+stack's)."""
 DEFAULT_MAC = "02:6d:70:61:00:02"
 
 
@@ -83,8 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a parameter of --stack, named as the kernel names it "
                              "(repeatable; e.g. --stack siw --param peer_to_peer=1)")
-    parser.add_argument("--profile", choices=sorted({p for r in _RECORDS.values()
-                                                     for p in r.profiles}),
+    parser.add_argument("--profile", default=_DEFAULT_RECORD.default_profile,
+                        choices=sorted({p for r in _RECORDS.values() for p in r.profiles}),
                         help="irdma's CM configuration (default irdma)")
     parser.add_argument("--retrans", type=int, metavar="N",
                         help="retransmissions before giving up (default: the profile's, "
@@ -138,16 +141,16 @@ def _check(args: argparse.Namespace) -> None:
     check_seconds("--grace", args.grace)
     check_seconds("--device-reset-at", args.device_reset_at)
     record = _RECORDS.get(args.stack)
-    # --retrans is checked first whatever the stack (against the first record's range)
-    check_range("--retrans", args.retrans,
-                (record or next(iter(_RECORDS.values()))).ranges["retrans"])
+    # --retrans is checked first whatever the stack
+    check_range("--retrans", args.retrans, (record or _DEFAULT_RECORD).ranges["retrans"])
     check_range("--ird", args.ird, FRONT_VERB_RANGES["ird"])
     check_range("--ord", args.ord, FRONT_VERB_RANGES["ord"])
     # Before the TAP exists: a typo in an output path must not leave a device behind.
     check_writable("-o", args.output)
     check_writable("--trace", args.trace)
     if record is None:
-        record_only = [name for name, used in (("--profile", args.profile is not None),
+        record_only = [name for name, used in (("--profile",
+                                                args.profile != _DEFAULT_RECORD.default_profile),
                                                ("--retrans", args.retrans is not None),
                                                ("--host-stack-rst", args.host_stack_rst))
                        if used]
@@ -202,7 +205,7 @@ def _config(args: argparse.Namespace, record: ConfigRecord) -> HostConfig:
     overrides: dict[str, Any] = {"host_stack_rst": args.host_stack_rst}
     if args.retrans is not None:
         overrides["retrans"] = args.retrans
-    return record.profiles[args.profile or record.default_profile](**overrides)
+    return record.profiles[args.profile](**overrides)
 
 
 def run(args: argparse.Namespace) -> int:
