@@ -88,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(repeatable; e.g. --stack siw --param peer_to_peer=1)")
     parser.add_argument("--profile", default=_DEFAULT_RECORD.default_profile,
                         choices=sorted({p for r in _RECORDS.values() for p in r.profiles}),
-                        help="irdma's CM configuration (default irdma)")
+                        help=f"{' or '.join(_RECORDS)}'s CM configuration (default "
+                             f"{_DEFAULT_RECORD.default_profile})")
     parser.add_argument("--retrans", type=int, metavar="N",
                         help="retransmissions before giving up (default: the profile's, "
                              "32 as mainline since v6.3; 8 before)")
