@@ -436,8 +436,12 @@ class Stack:
     states, kernel map and facts (every one required).
 
     ``make_core(host_name, mac, params, *, seed, trace, mtu)`` returns a
-    :class:`~mpa_emu.stacks.contract.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
+    :class:`~mpa_emu.stacks.contract.api.CoreApi`; ``params`` is what :func:`parse_params`
+    returned (a stack with a :attr:`config` record is built from the record instead,
+    :attr:`ConfigRecord.make_core`, wherever one is given or implied).
     ``peer_framing(params)`` gives the MPA framing of a stack with ``params`` (checked).
+    Every other layer reads what differs between stacks from these fields, never from
+    the stack's name (docs/stacks/README.md, tests/package/test_stack_peers.py).
     """
 
     name: str
