@@ -2,10 +2,12 @@
 
 A :class:`Range` is an inclusive integer interval with the reason for it: the C type
 the kernel keeps the value in and, where the type allows more than makes sense, what
-narrows it. Tables of ranges (``{name: Range}``) live next to what they configure: the
-irdma CM's in :mod:`mpa_emu.stacks.irdma.limits`, the emulator's own (seeds, virtual times,
-counts) here in :data:`EMULATOR_RANGES`; another stack keeps its own table and checks
-its parameters with the same :func:`check_value` and :func:`check_fields`.
+narrows it. Tables of ranges (``{name: Range}``) live next to what they configure: a
+stack's in its own folder (its :attr:`ConfigRecord.ranges
+<mpa_emu.stacks.base.ConfigRecord.ranges>`), the emulator's own (seeds, virtual times,
+counts) here in :data:`EMULATOR_RANGES`, the verbs' and the hosts' as scenario files
+and the CLI take them here too (:data:`FRONT_VERB_RANGES`, :data:`HOST_RANGES`); a
+stack checks its parameters with the same :func:`check_value` and :func:`check_fields`.
 
 Scenario files, the Python API and the CLI check against the same table, so a value
 refused in one is refused in all, with the same allowed range in the message::
@@ -96,3 +98,24 @@ EMULATOR_RANGES: Mapping[str, Range] = {
 }
 """The emulator's own values that no kernel type bounds: the network's seed and
 latency, times and counts in scenario files."""
+
+FRONT_VERB_RANGES: Mapping[str, Range] = {
+    "port": Range(1, U16_MAX, "u16 loc_port/rem_port of struct irdma_cm_node; port 0 is "
+                              "refused by irdma_connect"),
+    "backlog": Range(0, INT_MAX, "int backlog of irdma_create_listen and struct "
+                                 "irdma_cm_listener"),
+    "ird": Range(0, U32_MAX, "u32 ird of struct iw_cm_conn_param (include/rdma/iw_cm.h), "
+                             "clamped to max_hw_ird by irdma_record_ird_ord"),
+    "ord": Range(0, U32_MAX, "u32 ord of struct iw_cm_conn_param (include/rdma/iw_cm.h), "
+                             "clamped to max_hw_ord by irdma_record_ird_ord"),
+    "vlan": Range(0, 4094, "u16 vlan_id below VLAN_N_VID (4096); 4095 is reserved"),
+}
+"""Arguments of the verbs (listen, connect) as the scenario files and the CLI give them,
+for every stack: the types of irdma's cm.h, the narrowest (port 0 is refused at load;
+each stack's core still refuses what its own driver does)."""
+
+HOST_RANGES: Mapping[str, Range] = {
+    "mtu": Range(68, U16_MAX, "u16 mtu of struct irdma_sc_vsi; 68 is IPv4's minimum "
+                              "(RFC 791)"),
+}
+"""A host's own settings as the scenario files give them (``mtu``), for every stack."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from mpa_emu.campaign.generators import (
     CONN_VERBS,
+    FUZZED,
     OPTIONS,
     REQ,
     S_NS,
@@ -46,14 +47,13 @@ from mpa_emu.campaign.invariants import (
     Broken,
     CoreRun,
     Violation,
-    config,
+    make_core,
     refused,
 )
 from mpa_emu.campaign.shrinking import shrink_script
 from mpa_emu.campaign.two_core import TwoScript, case_two_script, execute_two, shrink_two
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.trace import Trace
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire.segment import ACK, SYN, Segment
 
 MAC_A = bytes.fromhex("020000000001")
@@ -103,7 +103,7 @@ def execute(sc: Script, *, plant_name: str | None = None,
             frames: list[tuple[int, bytes, bool]] | None = None) -> Violation | None:
     """Run one script; the first broken invariant, or None."""
     trace = Trace()
-    core = CmCore("P", MAC_P, config(sc.config), seed=11, trace=trace)
+    core = make_core("P", MAC_P, sc.config, seed=11, trace=trace)
     run = _Run(core, trace, plant_name, frames=frames)
     try:
         _execute(run, sc)
@@ -144,7 +144,7 @@ def _execute(run: _Run, sc: Script) -> None:
     if left is not None:
         raise Broken(Violation("timer", f"a timer is still set at {left / 1e9:.3f} s, "
                                 f"{BOUND_NS // S_NS} s after the script"))
-    unexplained = [(c, s.name) for c, s, why in core.leak_report() if why is None]
+    unexplained = FUZZED.unexplained_leaks(core)
     if unexplained:
         raise Broken(Violation("leak", "nodes left with no kernel leak to explain them: "
                                 + ", ".join(f"{c} in {s}" for c, s in unexplained)))

@@ -13,7 +13,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from mpa_emu.stacks.irdma.core import CmCore
+from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.base import FuzzModel
+from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.wire import mpa
 from mpa_emu.wire.segment import ACK, FIN, PSH, RST, SYN
 
@@ -125,8 +127,21 @@ OPTIONS = [b"", bytes.fromhex("020405b403030200"), bytes.fromhex("0203"),
            bytes.fromhex("02040218")]
 VERBS = ["accept", "reject", "close", "connect", "destroy_listen", "listen", "disconnect"]
 WAITS = [0, 1_000_000, 100_000_000, S_NS, 13 * S_NS]
-CONFIGS = 5
-"""Number of core configurations (see :func:`mpa_emu.campaign.fuzz.config`)."""
+
+
+def _fuzzed() -> tuple[str, FuzzModel]:
+    for name, st in STACKS.items():
+        if st.fuzz is not None:
+            return name, st.fuzz
+    raise LookupError("no registered stack has a FuzzModel")
+
+
+FUZZED_STACK, FUZZED = _fuzzed()
+"""The stack the one- and two-core modes fuzz, and its model: the first registered
+stack with a :class:`~mpa_emu.stacks.base.FuzzModel` (irdma)."""
+CONFIGS = FUZZED.configs
+"""Number of core configurations (:attr:`FuzzModel.configs
+<mpa_emu.stacks.base.FuzzModel.configs>`; :func:`mpa_emu.campaign.invariants.make_core`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +271,7 @@ CONN_VERBS = ("accept", "reject", "close", "disconnect")
 """The verbs the fuzzers apply to one connection, through :func:`conn_verb`."""
 
 
-def conn_verb(core: CmCore, verb: str, conn: int, *, data: bytes, pick: int,
+def conn_verb(core: CoreApi, verb: str, conn: int, *, data: bytes, pick: int,
               now: int) -> None:
     """Apply ``verb`` (one of :data:`CONN_VERBS`) to connection ``conn`` of ``core``; a
     disconnect is graceful when ``pick`` is odd. Raises what the verb raises."""

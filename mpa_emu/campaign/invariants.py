@@ -1,4 +1,6 @@
-"""The invariants every fuzz mode checks on a CM core, and the core configurations.
+"""The invariants every fuzz mode checks on a CM core, and the core configurations
+(those of the fuzzed stack's :class:`~mpa_emu.stacks.base.FuzzModel`:
+:data:`mpa_emu.campaign.generators.FUZZED`).
 
 - ``escape``: no exception but :class:`CmError` from a verb leaves ``receive``,
   ``handle_timer`` or a verb; a refused verb changes nothing (irdma_accept's own error
@@ -15,27 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from mpa_emu.campaign.generators import S_NS
+from mpa_emu.campaign.generators import FUZZED, S_NS
 from mpa_emu.errors import MpaEmuError
+from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.contract.trace import Trace
-from mpa_emu.stacks.irdma.config import CmConfig, Quirks
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.irdma.states import CmState, Input
-from mpa_emu.stacks.irdma.transitions import NEVER_SET, TRANSIENT, row
-from mpa_emu.stacks.irdma.view import NodeView
 from mpa_emu.wire import codec, mpa
 from mpa_emu.wire.segment import Segment
 
 BOUND_NS = 3000 * S_NS
 """Virtual time run after the script; every timer must be gone by then."""
 
-def config(index: int) -> CmConfig:
-    """The core configurations the scripts choose from."""
-    return [CmConfig(retrans=8), CmConfig(retrans=8, gen=1),
-            CmConfig(retrans=8, ah_latency_ns=S_NS // 2),
-            CmConfig(retrans=8, quirks=Quirks(zero_len_option_loop=False)),
-            CmConfig(retrans=8, hz=250, host_stack_rst=True)][index]
+
+def make_core(host: str, mac: bytes, index: int, *, seed: int, trace: Trace) -> CoreApi:
+    """A core of the fuzzed stack with configuration ``index`` (the scripts choose
+    among :attr:`FuzzModel.configs <mpa_emu.stacks.base.FuzzModel.configs>`)."""
+    return FUZZED.make_core(host, mac, index, seed=seed, trace=trace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +57,7 @@ class CoreRun:
     """One core under test: its trace, the planted defect, the clock, the frames kept
     for a capture, the nodes the kernel itself leaves hung."""
 
-    core: CmCore
+    core: CoreApi
     trace: Trace
     plant: str | None
     now: int = 0
@@ -136,19 +134,16 @@ class CoreRun:
             view = self.core.node(c)
             # a node the kernel itself leaves mid-call (the irdma_process_options loop
             # on a zero-length option) keeps the transient state it hung in
-            if view is not None and c not in self.stuck and (
-                    view.state in NEVER_SET or view.state in TRANSIENT):
+            if view is not None and c not in self.stuck and FUZZED.held_unreachable(view):
                 raise Broken(Violation("reachability", f"node {c} held in "
                                         f"{view.state.name}, a state the table marks "
                                         "unreachable"))
         for rec in self.trace.records:
             if rec.kind == "state_changed":
-                old, new = CmState[rec.fields["old"]], CmState[rec.fields["new"]]
-                if old not in TRANSIENT and not any(
-                        r.reachable and new in r.allowed
-                        for r in (row(old, inp) for inp in Input)):
-                    raise Broken(Violation("reachability", f"{rec.fn}: {old.name} -> "
-                                            f"{new.name} is allowed by no reachable row"))
+                old, new = rec.fields["old"], rec.fields["new"]
+                if not FUZZED.change_allowed(old, new):
+                    raise Broken(Violation("reachability", f"{rec.fn}: {old} -> "
+                                            f"{new} is allowed by no reachable row"))
         self.trace.records.clear()
 
 
@@ -162,14 +157,13 @@ def _is_accept_reply(payload: bytes) -> bool:
     return not frame.request and not frame.reject
 
 
-def refused(core: CmCore, verb: str, conn: int, target: NodeView | None, conns: list[int],
-            before: list[NodeView | None], side: str = "") -> None:
+def refused(core: CoreApi, verb: str, conn: int, target: Any, conns: list[int],
+            before: list[Any], side: str = "") -> None:
     """After a verb raised :class:`CmError`: the node table (of ``side``) must be as
-    it was."""
-    # irdma_accept runs its error path (the node released) before returning
-    # -EINVAL/-ECONNRESET; every other refusal leaves everything as it was
-    if not (verb == "accept" and target is not None
-            and target.state in (CmState.MPAREQ_RCVD, CmState.LISTENER_DESTROYED)) \
+    it was, unless the stack's own error path changes it
+    (:attr:`FuzzModel.refusal_changes <mpa_emu.stacks.base.FuzzModel.refusal_changes>`:
+    irdma_accept releases the node before returning -EINVAL/-ECONNRESET)."""
+    if not FUZZED.refusal_changes(verb, target) \
             and ([core.node(c) for c in conns] != before or core.conns() != conns):
         raise Broken(Violation("escape", f"refused {verb} on conn {conn}"
                                 + (f" of {side}" if side else "")

@@ -32,6 +32,7 @@ from mpa_emu.campaign.generators import (
     CONFIGS,
     CONN_VERBS,
     FLAGS,
+    FUZZED,
     MUTATED_MPA,
     S_NS,
     WAITS,
@@ -45,13 +46,12 @@ from mpa_emu.campaign.invariants import (
     Broken,
     CoreRun,
     Violation,
-    config,
+    make_core,
     refused,
 )
 from mpa_emu.campaign.shrinking import shrink_script
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.trace import Trace
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire import codec
 from mpa_emu.wire.segment import Segment
 
@@ -224,7 +224,7 @@ def execute_two(sc: TwoScript, *, plant_name: str | None = None,
     runs = []
     for side, cfg in enumerate((sc.config_a, sc.config_p)):
         trace = Trace()
-        core = CmCore(SIDES[side], MACS[side], config(cfg), seed=11 + side, trace=trace)
+        core = make_core(SIDES[side], MACS[side], cfg, seed=11 + side, trace=trace)
         runs.append(CoreRun(core, trace, plant_name, frames=frames, sent_mark=side == 0))
     pair = _Pair((runs[0], runs[1]))
     try:
@@ -272,7 +272,7 @@ def _execute(pair: _Pair, sc: TwoScript) -> None:
             raise Broken(Violation("timer", f"{SIDES[side]}: a timer is still set at "
                                     f"{left / 1e9:.3f} s, {BOUND_NS // S_NS} s after the "
                                     "script"))
-        unexplained = [(c, s.name) for c, s, why in core.leak_report() if why is None]
+        unexplained = FUZZED.unexplained_leaks(core)
         if unexplained:
             raise Broken(Violation("leak", f"{SIDES[side]}: nodes left with no kernel leak "
                                     "to explain them: "

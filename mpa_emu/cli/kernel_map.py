@@ -7,7 +7,7 @@ import json
 import sys
 
 from mpa_emu.cli import CliError
-from mpa_emu.stacks import STACKS
+from mpa_emu.stacks import DEFAULT_STACK, STACKS
 from mpa_emu.stacks.base import MODELLED, NOT_YET, PLUMBING, MapEntry
 
 HELP = "print the map from every function of a stack's kernel CM source to its model"
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("function", nargs="?",
                         help="show one function (with or without the stack's prefix: "
                              "irdma_, siw_, c4iw_)")
-    parser.add_argument("--stack", default="irdma", choices=list(STACKS),
+    parser.add_argument("--stack", default=DEFAULT_STACK, choices=list(STACKS),
                         help="whose kernel source (default irdma)")
     parser.add_argument("--status", choices=[MODELLED, PLUMBING, "not-yet"],
                         help="only entries with this status")

@@ -1,5 +1,5 @@
-"""``mpa-emu live``: an emulated iWARP host (irdma, siw or cxgb4) on a TAP device, talking to
-the Linux stack."""
+"""``mpa-emu live``: an emulated iWARP host (any registered stack) on a TAP device,
+talking to the Linux stack."""
 
 from __future__ import annotations
 
@@ -17,19 +17,25 @@ from mpa_emu.cli.values import check_range, check_seconds, check_writable, seed
 from mpa_emu.live import driver, netns, tap
 from mpa_emu.live.console import ObservedTrace, nic_line, rdma_cm_line
 from mpa_emu.live.sinks import PcapngSink
-from mpa_emu.stacks import STACKS, parse_params
+from mpa_emu.ranges import FRONT_VERB_RANGES
+from mpa_emu.stacks import DEFAULT_STACK, STACKS, parse_params
+from mpa_emu.stacks.base import ConfigRecord, HostConfig
 from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import TraceRecord
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
-from mpa_emu.stacks.irdma.profiles import PROFILES, profile
 from mpa_emu.views.describe import upcall_line
 from mpa_emu.wire.addr import ip_bytes, mac_bytes
 
-HELP = ("run an emulated iWARP host (--stack irdma, siw or cxgb4) on a TAP device against the "
-        "real Linux TCP stack")
+HELP = (f"run an emulated iWARP host (--stack {', '.join(list(STACKS)[:-1])} or "
+        f"{list(STACKS)[-1]}) on a TAP device against the real Linux TCP stack")
+
+_RECORDS: dict[str, ConfigRecord] = {name: st.config for name, st in STACKS.items()
+                                     if st.config is not None}
+"""The stacks with a configuration record (irdma's CmConfig), which --profile,
+--retrans and --host-stack-rst set."""
+_DEFAULT_RECORD = _RECORDS.get(DEFAULT_STACK) or next(iter(_RECORDS.values()))
+"""The record --profile's default and --retrans's range come from (the default
+stack's)."""
 DEFAULT_MAC = "02:6d:70:61:00:02"
 
 
@@ -74,14 +80,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     policy.add_argument("--reject", action="store_true", help="reject requests")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                         help="answer each request SECONDS after it arrives (default 0)")
-    parser.add_argument("--stack", default="irdma", choices=list(STACKS),
+    parser.add_argument("--stack", default=DEFAULT_STACK, choices=list(STACKS),
                         help="the iWARP stack the emulated host runs (default irdma; "
                              "docs/stacks/)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a parameter of --stack, named as the kernel names it "
                              "(repeatable; e.g. --stack siw --param peer_to_peer=1)")
-    parser.add_argument("--profile", default="irdma", choices=sorted(PROFILES),
-                        help="irdma's CM configuration (default irdma)")
+    parser.add_argument("--profile", default=_DEFAULT_RECORD.default_profile,
+                        choices=sorted({p for r in _RECORDS.values() for p in r.profiles}),
+                        help=f"{' or '.join(_RECORDS)}'s CM configuration (default "
+                             f"{_DEFAULT_RECORD.default_profile})")
     parser.add_argument("--retrans", type=int, metavar="N",
                         help="retransmissions before giving up (default: the profile's, "
                              "32 as mainline since v6.3; 8 before)")
@@ -121,7 +129,7 @@ def parse_address(text: str) -> tuple[bytes, int | None]:
 
 def _check(args: argparse.Namespace) -> None:
     for port in args.listen:
-        check_range("--listen port", port, VERB_RANGES["port"])
+        check_range("--listen port", port, FRONT_VERB_RANGES["port"])
     for cidr in args.host_address:
         try:
             ipaddress.ip_interface(cidr)
@@ -133,19 +141,23 @@ def _check(args: argparse.Namespace) -> None:
     check_seconds("--delay", args.delay)
     check_seconds("--grace", args.grace)
     check_seconds("--device-reset-at", args.device_reset_at)
-    check_range("--retrans", args.retrans, CONFIG_RANGES["retrans"])
-    check_range("--ird", args.ird, VERB_RANGES["ird"])
-    check_range("--ord", args.ord, VERB_RANGES["ord"])
+    record = _RECORDS.get(args.stack)
+    # --retrans is checked first whatever the stack
+    check_range("--retrans", args.retrans, (record or _DEFAULT_RECORD).ranges["retrans"])
+    check_range("--ird", args.ird, FRONT_VERB_RANGES["ird"])
+    check_range("--ord", args.ord, FRONT_VERB_RANGES["ord"])
     # Before the TAP exists: a typo in an output path must not leave a device behind.
     check_writable("-o", args.output)
     check_writable("--trace", args.trace)
-    if args.stack != "irdma":
-        irdma_only = [name for name, used in (("--profile", args.profile != "irdma"),
-                                              ("--retrans", args.retrans is not None),
-                                              ("--host-stack-rst", args.host_stack_rst))
-                      if used]
-        if irdma_only:
-            raise CliError(f"{', '.join(irdma_only)} set irdma's configuration; "
+    if record is None:
+        record_only = [name for name, used in (("--profile",
+                                                args.profile != _DEFAULT_RECORD.default_profile),
+                                               ("--retrans", args.retrans is not None),
+                                               ("--host-stack-rst", args.host_stack_rst))
+                       if used]
+        if record_only:
+            owners = " or ".join(f"{name}'s" for name in _RECORDS)
+            raise CliError(f"{', '.join(record_only)} set {owners} configuration; "
                            f"--stack {args.stack} takes --param KEY=VALUE")
     args.stack_params = _stack_params(args.stack, args.param)
     if len(args.private_data.encode()) > 255:
@@ -180,18 +192,21 @@ def _param_value(text: str) -> object:
 
 
 def _make_core(args: argparse.Namespace, mac: bytes, trace: ObservedTrace) -> CoreApi:
-    """irdma's CmCore with --profile, or the --stack's core with its --param values."""
-    if args.stack == "irdma" and not args.param:
-        return CmCore("live", mac, _config(args), seed=args.seed, trace=trace)
+    """The core of a stack with a configuration record from --profile (irdma's
+    CmCore), or the --stack's core with its --param values."""
+    record = _RECORDS.get(args.stack)
+    if record is not None and not args.param:
+        return record.make_core("live", mac, _config(args, record), seed=args.seed,
+                                trace=trace)
     return STACKS[args.stack].make_core("live", mac, args.stack_params, seed=args.seed,
                                         trace=trace)
 
 
-def _config(args: argparse.Namespace) -> CmConfig:
+def _config(args: argparse.Namespace, record: ConfigRecord) -> HostConfig:
     overrides: dict[str, Any] = {"host_stack_rst": args.host_stack_rst}
     if args.retrans is not None:
         overrides["retrans"] = args.retrans
-    return profile(args.profile, **overrides)
+    return record.profiles[args.profile](**overrides)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from mpa_emu.cli import CliError
 from mpa_emu.cli.values import check_seconds
 from mpa_emu.live import netns, peer
 from mpa_emu.live.peer_stacks import PeerStack, peer_stack
-from mpa_emu.stacks import STACKS
+from mpa_emu.stacks import DEFAULT_STACK, STACKS
 from mpa_emu.wire import mpa
 
 HELP = "MPA v1/v2 initiator or responder over kernel TCP sockets, to poke an iWARP node"
@@ -117,7 +117,7 @@ def _stack(args: argparse.Namespace) -> PeerStack:
             except ValueError:
                 raw[key.strip()] = text
     try:
-        return peer_stack(args.stack or "irdma", raw)
+        return peer_stack(args.stack or DEFAULT_STACK, raw)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 

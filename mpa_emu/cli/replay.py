@@ -16,10 +16,11 @@ from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.html_option import add_html_option
 from mpa_emu.cli.values import check_range, seed
 from mpa_emu.cli.wrote import wrote
+from mpa_emu.ranges import FRONT_VERB_RANGES
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.replay.stacks import parse_profile
-from mpa_emu.stacks.irdma.limits import VERB_RANGES
+from mpa_emu.stacks import DEFAULT_STACK
 from mpa_emu.wire.addr import ip_bytes
 
 MAX_SECONDS = 1e9
@@ -82,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TCP checksums of injected frames: offload (default: TX "
                              "offload artefacts count as good), strict (the NIC's view), "
                              "off (never checked)")
-    parser.add_argument("--profile", default="irdma", metavar="STACK",
+    parser.add_argument("--profile", default=DEFAULT_STACK, metavar="STACK",
                         help="the emulated side's stack: irdma (default), siw, cxgb4 or "
                              "one with parameters (siw(peer_to_peer=1), cxgb4(mpa_rev=1)); "
                              "mpa-v1 = siw(mpa_version=1); ADDRESS=STACK,... names each "
@@ -131,7 +132,7 @@ def job_from(args: argparse.Namespace) -> ReplayJob:
         ip = ip_bytes(args.emulate)
     except ValueError as exc:
         raise CliError(f"--emulate: {exc}") from None
-    check_range("--backlog", args.backlog, VERB_RANGES["backlog"])
+    check_range("--backlog", args.backlog, FRONT_VERB_RANGES["backlog"])
     for option, seconds in (("--time-tolerance", args.time_tolerance),
                             ("--horizon", args.horizon)):
         # NaN fails both comparisons; the bound keeps nanoseconds a finite integer.

@@ -47,7 +47,8 @@ def check_seconds(option: str, value: float | None, *, positive: bool = False) -
 
 def check_range(option: str, value: int | None, allowed: Range) -> None:
     """An integer option must lie within ``allowed``, a range of the tables scenario files
-    and the Python API check too (:mod:`mpa_emu.stacks.irdma.limits`, :mod:`mpa_emu.ranges`);
+    and the Python API check too (a stack's :attr:`ConfigRecord.ranges
+    <mpa_emu.stacks.base.ConfigRecord.ranges>`, :mod:`mpa_emu.ranges`);
     CliError naming the range and the type behind it."""
     from mpa_emu.cli import CliError
 

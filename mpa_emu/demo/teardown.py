@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from mpa_emu.demo.context import MS, SERVER_IP, DemoContext
 from mpa_emu.net import Accept, Host
+from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.irdma.states import CmState
 from mpa_emu.views.describe import errno_text
 from mpa_emu.wire.addr import ip_bytes, ip_text
 from mpa_emu.wire.segment import RST
@@ -77,7 +77,8 @@ def address_removal(ctx: DemoContext) -> None:
                            "removal (the 100 ms QP close timer on the shared CM timer, "
                            "which may slip to an expiry already pending: "
                            "irdma_schedule_cm_timer arms it only when idle)")
+    connected = STACKS[alice.stack].lifecycle.connected_state
     survivors = [c for c in conns[SERVER_IP]
-                 if (v := alice.node(c)) is not None and v.state == CmState.OFFLOADED]
+                 if (v := alice.node(c)) is not None and v.state.name == connected]
     ctx.summary.append(f"  {len(survivors)} of {len(conns[SERVER_IP])} connections on "
-                       f"{SERVER_IP} still OFFLOADED")
+                       f"{SERVER_IP} still {connected}")

@@ -1,11 +1,13 @@
 """The records the judge hands to the reports: the stack a side is judged as
-(:class:`SideStack`) and a stack rule a frame breaks (:class:`Refusal`). They depend on
-nothing else in the package, so that the report model can hold them."""
+(:class:`SideStack`) and a stack rule a frame breaks (:class:`Refusal`, each stack's own
+record kind: :mod:`mpa_emu.stacks.refusals`). They depend on nothing above the stacks'
+shared records, so that the report model can hold them."""
 
 from __future__ import annotations
 
-import errno
 from dataclasses import dataclass, field
+
+from mpa_emu.stacks.refusals import Refusal, errno_name
 
 
 @dataclass(slots=True)
@@ -24,36 +26,4 @@ class SideStack:
         return f"{self.side} {self.address}: {self.stack} ({self.source}: {why})"
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """One rule of ``stack`` that the frame received by ``role`` breaks.
-
-    ``status`` is the iw_cm CONNECT_REPLY status the initiator's application gets when
-    the initiator refuses (negative errno), None when a responder refuses (its
-    application hears nothing; what the initiator sees depends on the initiator's stack).
-    ``reply`` is what the refusing side puts on the wire (RST, a reject, a Terminate)."""
-
-    stack: str
-    role: str
-    rule: str
-    fn: str
-    frame: int
-    text: str
-    reply: str
-    status: int | None = None
-    log: str = ""
-
-    def sentence(self) -> str:
-        """``an irdma initiator refuses it (irdma_negotiate_mpa_v2_ird_ord: RST,
-        CONNECT_REPLY -ECONNRESET)``"""
-        status = f", CONNECT_REPLY {errno_name(self.status)}" if self.status is not None \
-            else ""
-        return f"{self.text}: {self.fn} ({self.reply}{status})"
-
-
-def errno_name(status: int | None) -> str:
-    """``-ECONNRESET`` for -104, ``0`` for 0."""
-    if not status:
-        return "0"
-    name = errno.errorcode.get(-status, str(-status))
-    return f"-{name}"
+__all__ = ["Refusal", "SideStack", "errno_name"]

@@ -1,48 +1,13 @@
 """What the judge reads of a connection, as protocols: inspect's report
 (:mod:`mpa_emu.views.inspection.report`, a layer above) has these fields, and the judge
-names only what it reads."""
+names only what it reads (:class:`MpaFrameLike` is the stacks' own, as their refusal
+rules read a frame: :mod:`mpa_emu.stacks.refusals`)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from mpa_emu.wire.private_data import LegacyIrdOrd
-
-
-class MpaFrameLike(Protocol):
-    """An MPA request or reply as found on the wire."""
-
-    @property
-    def frame(self) -> int: ...
-    @property
-    def request(self) -> bool: ...
-    @property
-    def rev(self) -> int: ...
-    @property
-    def flags(self) -> int: ...
-    @property
-    def pd_length(self) -> int: ...
-    @property
-    def ird(self) -> int | None: ...
-    @property
-    def ord(self) -> int | None: ...
-    @property
-    def p2p(self) -> bool | None: ...
-    @property
-    def write_rtr(self) -> bool | None: ...
-    @property
-    def read_rtr(self) -> bool | None: ...
-    @property
-    def private_data(self) -> bytes: ...
-    @property
-    def legacy(self) -> LegacyIrdOrd | None: ...
-    @property
-    def reject(self) -> bool: ...
-    @property
-    def has_block(self) -> bool: ...
-
-    def rtr_names(self) -> list[str]:
-        """The RTR types offered (request) or chosen (reply)."""
+from mpa_emu.stacks.refusals import MpaFrameLike
 
 
 class SideLike(Protocol):
@@ -54,3 +19,6 @@ class SideLike(Protocol):
     def option_kinds(self) -> tuple[int, ...]: ...
     @property
     def syn_window(self) -> int | None: ...
+
+
+__all__ = ["MpaFrameLike", "SideLike"]

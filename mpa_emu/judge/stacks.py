@@ -14,9 +14,6 @@ from __future__ import annotations
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.base import StackFacts
 
-IRDMA = "irdma"
-SIW = "siw"
-CXGB4 = "cxgb4"
 LINUX_USERSPACE = "linux-userspace"
 UNKNOWN = "unknown"
 
@@ -37,5 +34,5 @@ def limit_of(stack: str) -> int | None:
     return facts.max_pd_length if facts is not None else None
 
 
-__all__ = ["CXGB4", "FACTS", "IRDMA", "KERNEL_STACKS", "LINUX_USERSPACE", "SIW",
-           "STACK_NAMES", "UNKNOWN", "StackFacts", "limit_of"]
+__all__ = ["FACTS", "KERNEL_STACKS", "LINUX_USERSPACE", "STACK_NAMES", "UNKNOWN",
+           "StackFacts", "limit_of"]

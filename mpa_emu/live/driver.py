@@ -1,8 +1,9 @@
 """The live driver: the sans-IO CM core on a TAP device, with the real clock.
 
-This is the same :class:`~mpa_emu.stacks.irdma.core.CmCore` the virtual wire drives; only the edges
-differ. A frame read from the TAP is answered by the host stack when it is ARP/ND or an
-echo request; otherwise the NIC's filters (our MAC or a group address, a configured VLAN)
+This is the same core (any :class:`~mpa_emu.stacks.contract.api.CoreApi` the registry
+makes) the virtual wire drives; only the edges differ. A frame read from the TAP is
+answered by the host stack when it is ARP/ND or an echo request;
+otherwise the NIC's filters (our MAC or a group address, a configured VLAN)
 and the fault hook decide whether the codec's :class:`~mpa_emu.wire.segment.Segment` reaches
 ``core.receive``. Whatever the core emits is encoded and written to the TAP; its timers
 fire when ``time.monotonic_ns()`` reaches them. ``now_ns`` is the monotonic clock

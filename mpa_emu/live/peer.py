@@ -512,7 +512,7 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
 
 def _read_response(request: Message) -> bytes:
     # RFC 5040 section 5.3: a zero-length RDMA Read Response to the sink STag/TO of the
-    # RTR's Read Request, as the emulated NIC answers it (mpa_emu.stacks.irdma.offload.qp).
+    # RTR's Read Request, as irdma's emulated NIC answers it (its offload/qp.py).
     stag, to = request.read_sink
     return ddp.read_response(b"", stag, to)
 

@@ -14,10 +14,19 @@ the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mpa_emu.matrix.sides import ParamValue, Side
+from mpa_emu.matrix.sides import Side
+from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.base import (
+    OVERLAY_CRC_OFF,
+    OVERLAY_CRC_ON,
+    OVERLAY_MARKERS_ON,
+    OVERLAY_MPA_V1,
+    OVERLAY_RTR_READ,
+    OVERLAY_RTR_SEND,
+    OVERLAY_RTR_WRITE,
+)
 
 ConnectArgs = tuple[bytes, int, int]
 
@@ -47,34 +56,23 @@ class Scenario:
     responder_overlay: str = ""
 
 
-MPA_V1 = "mpa-v1"
-CRC_ON = "crc-required"
-CRC_OFF = "crc-off"
-MARKERS_ON = "markers"
-RTR_WRITE = "rtr-write"
-RTR_READ = "rtr-read"
-RTR_SEND = "rtr-send"
-
-OVERLAYS: dict[str, dict[str, Mapping[str, ParamValue] | None]] = {
-    # Parameter names as each stack's registry entry names them (docs/stacks/*.md); None
-    # where the stack has no such setting. A missing stack means None.
-    MPA_V1: {"irdma": {"mpa_rev": 1}, "siw": {"mpa_version": 1}, "cxgb4": {"mpa_rev": 1}},
-    CRC_ON: {"siw": {"mpa_crc_required": True}, "cxgb4": {"crc_enabled": True}},
-    CRC_OFF: {"siw": {"mpa_crc_required": False}, "cxgb4": {"crc_enabled": False}},
-    MARKERS_ON: {"cxgb4": {"markers_enabled": True}},
-    RTR_WRITE: {"siw": {"peer_to_peer": True, "rtr_type": 1},
-                "cxgb4": {"peer2peer": True, "p2p_type": 0}},
-    RTR_READ: {"siw": {"peer_to_peer": True, "rtr_type": 2},
-               "cxgb4": {"peer2peer": True, "p2p_type": 1}},
-    RTR_SEND: {},
-}
+MPA_V1 = OVERLAY_MPA_V1
+CRC_ON = OVERLAY_CRC_ON
+CRC_OFF = OVERLAY_CRC_OFF
+MARKERS_ON = OVERLAY_MARKERS_ON
+RTR_WRITE = OVERLAY_RTR_WRITE
+RTR_READ = OVERLAY_RTR_READ
+RTR_SEND = OVERLAY_RTR_SEND
+# Each overlay's parameters, as each stack's registry entry names them, are the stack's
+# own fact (MatrixFacts.overlays, mpa_emu/stacks/<stack>/; docs/stacks/*.md); a stack
+# that leaves an overlay out has no such setting.
 
 
 def overlay(side: Side, name: str) -> Side | str:
     """``side`` with overlay ``name`` applied, or the reason it cannot be."""
     if not name:
         return side
-    params = OVERLAYS[name].get(side.stack)
+    params = STACKS[side.stack].matrix.overlays.get(name)
     if params is None:
         return f"{side.stack} has no setting for {name}"
     try:

@@ -19,6 +19,7 @@ from mpa_emu.matrix.sides import Side
 from mpa_emu.net import Accept, Host, Manual, Network, NvmeTarget, Reject, SmbdClient, SmbdServer
 from mpa_emu.net.host import VerbFailure
 from mpa_emu.net.network import RunResult
+from mpa_emu.stacks import STACKS, parse_params
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.views.inspection import inspect_frames
 from mpa_emu.views.ladder import ladder
@@ -326,15 +327,11 @@ def _crc_negotiated(run: CellRun) -> bool:
 
 
 def max_ird(side: Side) -> int:
-    """The most IRD/ORD a side's device offers an application (its device attributes):
-    irdma's max_hw_ird on GEN_2 (127; 63 on GEN_1), siw's SIW_MAX_IRD_QP (128),
-    cxgb4's c4iw_max_read_depth module parameter (32 by default)."""
-    params = dict(side.params)
-    if side.stack == "cxgb4":
-        return int(params.get("c4iw_max_read_depth", 32))
-    if side.stack == "siw":
-        return 128
-    return 63 if params.get("gen") == 1 else 127
+    """The most IRD/ORD a side's device offers an application (its device attributes,
+    :attr:`MatrixFacts.max_ird <mpa_emu.stacks.base.MatrixFacts.max_ird>`): irdma's
+    max_hw_ird on GEN_2 (127; 63 on GEN_1), siw's SIW_MAX_IRD_QP (128), cxgb4's
+    c4iw_max_read_depth module parameter (32 by default)."""
+    return STACKS[side.stack].matrix.max_ird(parse_params(side.stack, dict(side.params)))
 
 
 def _event_text(up: Upcall) -> str:

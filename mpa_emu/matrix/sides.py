@@ -54,18 +54,12 @@ def parse_side(text: str) -> Side:
     return make_side(name, {k: int(v) for k, v in pairs.items()})
 
 
-NAMED_SETS: dict[str, tuple[Mapping[str, ParamValue], ...]] = {
-    # Settings users run besides the defaults (docs/stacks/*.md says why each matters).
-    "siw": ({"peer_to_peer": True},),
-    "cxgb4": ({"peer2peer": False},),
-}
-
-
 def default_sides(stacks: Sequence[str] | None = None) -> list[Side]:
     """Each stack with its defaults, then its named parameter sets, in registry order."""
     sides = []
     for name in stacks or list(STACKS):
         sides.append(make_side(name))
-        for params in NAMED_SETS.get(name, ()):
+        # settings users run besides the defaults (MatrixFacts.named_sets; docs/stacks/)
+        for params in STACKS[name].matrix.named_sets:
             sides.append(make_side(name, params))
     return sides

@@ -1,6 +1,5 @@
 """An emulated host: one NIC (MAC, addresses with their VLANs, MTU), a neighbour table
-and one Linux iWARP connection manager running on it (irdma's
-:class:`~mpa_emu.stacks.irdma.core.CmCore`, siw's or cxgb4's core: any
+and one Linux iWARP connection manager running on it (any
 :class:`~mpa_emu.stacks.contract.api.CoreApi` the registry :data:`mpa_emu.stacks.STACKS` makes).
 
 Verbs (listen, connect, accept, reject, close, disconnect) act at the network's current
@@ -17,11 +16,11 @@ from typing import Any, Protocol, TypeAlias
 from mpa_emu.capture.spool import RecordLog
 from mpa_emu.errors import ConfigError
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.stacks import DEFAULT_STACK
+from mpa_emu.stacks.base import HostConfig
 from mpa_emu.stacks.contract.api import CoreApi, PostsSends
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
 from mpa_emu.ulp.upper.messages import sends_of_segments
@@ -34,11 +33,13 @@ Callback: TypeAlias = Callable[["Host", Upcall], None]
 CONNECT_REQUEST upcall."""
 Policy: TypeAlias = Accept | Reject | Manual | Callback
 """How a listener answers a CONNECT_REQUEST (see :mod:`mpa_emu.net.policy`)."""
-HostCore: TypeAlias = CmCore | CoreApi
-"""A host's connection manager: any :class:`~mpa_emu.stacks.contract.api.CoreApi`, spelled so that
-the
-compiled build calls irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` directly (a call through a
-protocol is a generic Python method call)."""
+HostCore: TypeAlias = CoreApi
+"""A host's connection manager: any :class:`~mpa_emu.stacks.contract.api.CoreApi` the
+registry makes."""
+
+DEFAULT_MTU = 1500
+"""The interface MTU of a host when neither ``mtu`` nor a configuration record sets one
+(Ethernet's)."""
 
 
 class HostNetwork(Protocol):
@@ -90,17 +91,21 @@ class VerbFailure:
 
 class Host:
     """One emulated host on the network, running one Linux iWARP connection manager
-    (``stack``: irdma by default, siw, cxgb4). Create it with ``Network.add_host``; the
+    (``stack``: a key of :data:`mpa_emu.stacks.STACKS`). Create it with ``Network.add_host``; the
     verbs are iw_cm's provider calls, each named below with the function of every stack
     that implements it."""
 
-    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: CmConfig, core: HostCore,
-                 *, auto_neighbours: bool = True, stack: str = "irdma",
-                 params: dict[str, int | bool] | None = None) -> None:
+    def __init__(self, net: HostNetwork, name: str, mac: bytes, config: HostConfig | None,
+                 core: HostCore, *, auto_neighbours: bool = True, stack: str = DEFAULT_STACK,
+                 params: dict[str, int | bool] | None = None, mtu: int | None = None) -> None:
         self.net = net
         self.name = name
         self.mac = mac
         self.config = config
+        """The stack's configuration record (irdma's ``CmConfig``), None for a stack its
+        parameters configure alone (:attr:`mpa_emu.stacks.base.Stack.config`)."""
+        self._mtu = (mtu if mtu is not None else config.mtu if config is not None
+                     else DEFAULT_MTU)
         self.core = core
         self.stack = stack
         """The connection manager this host runs (a key of ``mpa_emu.stacks.STACKS``)."""
@@ -145,8 +150,8 @@ class Host:
 
     @property
     def mtu(self) -> int:
-        """The interface MTU (``CmConfig.mtu``)."""
-        return self.config.mtu
+        """The interface MTU (the configuration record's ``mtu``, or ``add_host(mtu=)``)."""
+        return self._mtu
 
     @property
     def vlans(self) -> frozenset[int | None]:
@@ -323,13 +328,14 @@ class Host:
         return selected
 
     def qp_state(self, conn: int) -> Any:
-        """Read-only view of the connection's QP (:class:`~mpa_emu.stacks.irdma.view.QpView`:
-        iWARP and TCP states), None when it has none."""
+        """Read-only view of the connection's QP (its iWARP and TCP states, as the
+        stack's core gives them), None when it has none."""
         return self.core.qp_state(conn)
 
     def listener(self, ident: int) -> Any:
-        """Read-only view of a listener (:class:`~mpa_emu.stacks.irdma.view.ListenerView`, with
-        ``syn_qhash_installed``), None once it left the listen list."""
+        """Read-only view of a listener (with the stack's own fields,
+        :attr:`Stack.listener_facts <mpa_emu.stacks.base.Stack.listener_facts>`), None once
+        it left the listen list."""
         return self.core.listener(ident)
 
     def node(self, conn: int) -> Any:

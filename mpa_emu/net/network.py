@@ -41,16 +41,14 @@ from mpa_emu.net.captured import CapturedFrame as CapturedFrame
 from mpa_emu.net.captured import JournalEntry as JournalEntry
 from mpa_emu.net.captured import to_scapy_packet as to_scapy_packet
 from mpa_emu.net.faults import DropRule, FaultConfig, drop_nth, frame_kind
-from mpa_emu.net.host import Address, Host, as_ip
+from mpa_emu.net.host import DEFAULT_MTU, Address, Host, as_ip
 from mpa_emu.net.records import SpooledRecords
 from mpa_emu.net.wire import Wire
 from mpa_emu.ranges import EMULATOR_RANGES, check_value
-from mpa_emu.stacks import STACKS, parse_params, stack_label
+from mpa_emu.stacks import DEFAULT_STACK, parse_params, stack_label, stack_of
 from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.trace import Trace, TraceRecord, make_record
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text, mac_bytes, mac_text
 from mpa_emu.wire.segment import Segment, Transmit
@@ -76,16 +74,12 @@ def derive_seed(seed: int, label: str) -> int:
 
 
 class CoreFactory(Protocol):
-    """Builds the CM core of a host (the real :class:`~mpa_emu.stacks.irdma.core.CmCore` by "
-    "default)."""
+    """Builds the core of a host whose stack has a configuration record, from that
+    record (by default the stack's own :attr:`~mpa_emu.stacks.base.ConfigRecord.make_core`:
+    irdma's ``CmCore``); tests stand in for it."""
 
-    def __call__(self, name: str, mac: bytes, config: CmConfig, *, seed: int,
+    def __call__(self, name: str, mac: bytes, config: Any, *, seed: int,
                  trace: Trace | None) -> CoreApi: ...
-
-
-def _default_core(name: str, mac: bytes, config: CmConfig, *, seed: int,
-                  trace: Trace | None) -> CoreApi:
-    return CmCore(name, mac, config, seed=seed, trace=trace)
 
 
 class JournalTrace(Trace):
@@ -199,7 +193,7 @@ class Network:
         self.hosts: dict[str, Host] = {}
         self._host_list: list[Host] = []
         self._by_mac: dict[bytes, Host] = {}
-        self._core_factory: CoreFactory = core_factory or _default_core
+        self._core_factory: CoreFactory | None = core_factory
         self._queue: list[tuple[int, int, int, Any, Any]] = []
         self._seq = 0
         self._pumping = False
@@ -214,18 +208,20 @@ class Network:
 
     def add_host(self, name: str, ip: Address | list[Address] | None = None, *,
                  mac: str | bytes | None = None, vlan: int | None = None,
-                 config: CmConfig | None = None, mtu: int | None = None,
-                 auto_neighbours: bool = True, stack: str = "irdma",
+                 config: Any = None, mtu: int | None = None,
+                 auto_neighbours: bool = True, stack: str = DEFAULT_STACK,
                  params: Mapping[str, object] | None = None) -> Host:
         """Add a host with its addresses (all on ``vlan``; add more with
         ``Host.add_address``). ``mtu`` overrides ``config.mtu``. Neighbour entries for
         hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False.
 
         ``stack`` names the connection manager the host runs (a key of
-        :data:`mpa_emu.stacks.STACKS`: ``"irdma"``, the default, or ``"siw"``), ``params``
-        its parameters as the kernel names them (checked by
+        :data:`mpa_emu.stacks.STACKS`; :data:`~mpa_emu.stacks.DEFAULT_STACK` when not
+        given), ``params`` its parameters as the kernel names them (checked by
         :func:`mpa_emu.stacks.parse_params`; ValueError with one line naming the key).
-        ``config`` is irdma's ``CmConfig``; other stacks take only its ``mtu``."""
+        ``config`` is the configuration record of a stack that has one
+        (:attr:`Stack.config <mpa_emu.stacks.base.Stack.config>`: irdma's ``CmConfig``;
+        its default profile when not given); other stacks take only its ``mtu``."""
         if not name or "/" in name:
             raise ConfigError(f"host name {name!r} is empty or contains '/'")
         if name in self.hosts:
@@ -235,26 +231,29 @@ class Network:
             as_ip(address)
         if vlan is not None and not 0 <= vlan < 4095:
             raise ConfigError(f"VLAN id must be 0..4094, got {vlan}")
-        if stack not in STACKS:
-            raise ConfigError(f"unknown stack {stack!r}; expected one of "
-                             f"{', '.join(sorted(STACKS))}")
+        st = stack_of(stack)
         parsed = parse_params(stack, params or {})
         raw_mac = self._pick_mac(mac)
-        cfg = config if config is not None else CmConfig()
-        if mtu is not None:
-            cfg = replace(cfg, mtu=mtu)
+        record = st.config
         seed = derive_seed(self.seed, f"core:{name}")
-        if stack == "irdma":
-            # irdma's registry parameters are CmConfig fields (mpa_emu/stacks/irdma/__init__.py).
-            defaults = STACKS["irdma"].defaults()
-            if parsed != defaults:
-                cfg = replace(cfg, mpa_rev=int(parsed["mpa_rev"]), gen=int(parsed["gen"]))
-            core = self._core_factory(name, raw_mac, cfg, seed=seed, trace=self.trace)
+        if record is not None:
+            cfg: Any = (config if config is not None
+                        else record.profiles[record.default_profile]())
+            if mtu is not None:
+                cfg = replace(cfg, mtu=mtu)
+            if parsed != st.defaults():
+                cfg = record.with_params(cfg, parsed)
+            factory = self._core_factory or record.make_core
+            core = factory(name, raw_mac, cfg, seed=seed, trace=self.trace)
+            host_mtu = cfg.mtu
         else:
-            core = STACKS[stack].make_core(name, raw_mac, parsed, seed=seed, trace=self.trace,
-                                           mtu=cfg.mtu)
+            cfg = None
+            host_mtu = (mtu if mtu is not None else config.mtu if config is not None
+                        else DEFAULT_MTU)
+            core = st.make_core(name, raw_mac, parsed, seed=seed, trace=self.trace,
+                                mtu=host_mtu)
         host = Host(self, name, raw_mac, cfg, core, auto_neighbours=auto_neighbours,
-                    stack=stack, params=parsed)
+                    stack=stack, params=parsed, mtu=host_mtu)
         if self.records is not None:
             host.upcalls = self.records.upcalls()
             host.rdma_cm = self.records.rdma_cm()
@@ -709,8 +708,10 @@ class Network:
             description = None
             if host is not None:
                 addrs = " ".join(ip_text(a) for a in host.addresses)
-                kind = "irdma" if host.stack == "irdma" else stack_label(host.stack,
-                                                                         host.params)
+                # a stack with a configuration record is named alone: the record, not
+                # the label, says how it is set
+                kind = (host.stack if host.config is not None
+                        else stack_label(host.stack, host.params))
                 description = f"emulated {kind} host {host.name} {mac_text(host.mac)} {addrs}"
                 if name.endswith("/lo"):
                     description += " (NIC loopback, not on the wire)"

@@ -1,8 +1,8 @@
 """Replay a recorded capture against a CM state machine (``mpa-emu replay``).
 
 :func:`replay_capture` loads the capture, plays the chosen host with the core of its
-stack (irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` by default; siw or cxgb4 with
-``ReplayOptions.stack``), compares what it sends with what the recorded host
+stack (built by the registry, :data:`mpa_emu.stacks.STACKS`: the default stack unless
+``ReplayOptions.stack`` names another), compares what it sends with what the recorded host
 sent, and returns a :class:`ReplayReport` (verdict, divergences, JSON, pcapng).
 """
 

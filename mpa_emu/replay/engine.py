@@ -1,4 +1,4 @@
-"""Drive one stack's core (irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore`, or siw's or cxgb4's
+"""Drive one stack's core (irdma's ``CmCore``, or siw's or cxgb4's
 through :mod:`mpa_emu.replay.stacks`) with the frames of a recording.
 
 The emulated host is that stack's node (``--profile``). Frames it did not send are
@@ -40,11 +40,12 @@ from typing import Final, Literal, Protocol, TypeVar
 
 from mpa_emu.replay import application, stacks
 from mpa_emu.replay.recording import Frame, Recording, seq_len, stream_ends
+from mpa_emu.stacks import STACKS
+from mpa_emu.stacks.base import HostConfig
 from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import Trace, TraceRecord
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.wire.flow import FlowKey, flow_key
 from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 from mpa_emu.wire.segment import ACK, RST, SYN, Segment
@@ -75,9 +76,10 @@ class EngineOptions:
     horizon_ns: int = 400_000_000_000
     """How long past the capture's last frame timers keep running (extra frames)."""
     seed: int = 0
-    config: CmConfig = field(default_factory=CmConfig)
+    config: HostConfig | None = field(default_factory=stacks.default_config)
+    """The default stack's configuration record, when :attr:`stack` is None."""
     stack: stacks.StackChoice | None = None
-    """The emulated side's stack (None: irdma with :attr:`config`)."""
+    """The emulated side's stack (None: the default stack with :attr:`config`)."""
     rebase: bool = False
     """Move the peer's acknowledgements onto the emulator's stream where its length
     differs from the recording (semantic mode)."""
@@ -365,7 +367,10 @@ class Engine:
             self.stack, rec.mac or b"\x02\x00\x00\x00\x00\x01", seed=options.seed,
             trace=self.trace if options.trace else None, isn=self._recorded_isn,
             watch=NodeStates(self) if options.trace else None)
-        self._node_conns: bool = self.stack.stack == "irdma"  # see make_core
+        self.node_conns: bool = STACKS[self.stack.stack].replay.conn_is_node
+        """``Transmit.conn`` names the core's node (irdma), else the socket, and a
+        connection is found by its flow's ports (:attr:`ReplayFacts.conn_is_node
+        <mpa_emu.stacks.base.ReplayFacts.conn_is_node>`)."""
         self.now = 0
         self.position = 0
         self.emitted: list[Emitted] = []
@@ -475,7 +480,7 @@ class Engine:
 
     def issues_reads(self) -> bool:
         """The emulated stack's application can post RDMA Reads (siw: siw_post_send)."""
-        return self.stack.stack != "irdma" and isinstance(self.core, stacks.IssuesReads)
+        return isinstance(self.core, stacks.IssuesReads)
 
     def state(self, conn: int | None) -> str:
         """The CM state of ``conn`` as the trace told it ("" unknown, "freed")."""
@@ -512,7 +517,7 @@ class Engine:
                 seg = tx.segment
                 key = flow_key(seg.src_ip, seg.sport, seg.dst_ip, seg.dport, seg.vlan)
                 run = source.sending_flow(key)
-                conn = tx.conn if self._node_conns else run.conn
+                conn = tx.conn if self.node_conns else run.conn
                 if seg.flags & _SYN and (run.delta is None or conn != run.delta_conn):
                     isn = run.next_isn()
                     if isn is not None:
@@ -752,7 +757,7 @@ class NodeStates:
         and timers, so their flow's history takes every change as it happens."""
         engine = self.engine
         engine.states[conn] = state.name
-        if not engine._node_conns:
+        if not engine.node_conns:
             key = engine.conn_flow.get(conn)
             if key is not None and key in engine.flows:
                 engine.flows[key].states.append((engine.now, state.name))

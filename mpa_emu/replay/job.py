@@ -16,6 +16,7 @@ from mpa_emu.replay import ProfileSurvey, replay_capture, replay_profiles
 from mpa_emu.replay.engine import OnRequest
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 from mpa_emu.replay.stacks import parse_profile
+from mpa_emu.stacks import DEFAULT_STACK
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class ReplayJob:
     horizon_ns: int = 400_000_000_000
     seed: int = 0
     checksums: ModeName = "offload"
-    profile: str = "irdma"
+    profile: str = DEFAULT_STACK
     """What ``--profile`` takes (:func:`mpa_emu.replay.stacks.parse_profile`): a stack
     with optional parameters, ``ADDRESS=STACK,...``, or ``auto``: replay once per
     candidate stack in semantic mode."""
@@ -63,7 +64,7 @@ class ReplayJob:
             time_tolerance_ns=self.time_tolerance_ns, strict_offload=self.strict_offload,
             semantic=self.semantic, horizon_ns=self.horizon_ns, seed=self.seed,
             checksums=Mode(self.checksums), config=chosen.config,
-            stack=None if chosen.stack == "irdma" and not chosen.alias else chosen,
+            stack=None if chosen.stack == DEFAULT_STACK and not chosen.alias else chosen,
             peers=tuple(sorted(spec.peers(self.emulate).items())))
 
 

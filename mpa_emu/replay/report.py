@@ -18,9 +18,10 @@ from mpa_emu.replay.semantic import (
     emulated_name,
     rdma_cm_of,
 )
-from mpa_emu.replay.stacks import StackChoice, side_words
+from mpa_emu.replay.stacks import StackChoice, default_config, side_words
+from mpa_emu.stacks import DEFAULT_STACK
+from mpa_emu.stacks.base import HostConfig
 from mpa_emu.stacks.contract.trace import TraceRecord
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.ulp.rdma_cm import UlpStep, steps_for
 from mpa_emu.views.describe import (
     flags_joined,
@@ -49,10 +50,12 @@ class ReplayOptions:
     seed: int = 0
     checksums: Mode = Mode.OFFLOAD
     """Which injected frames the NIC drops for their checksum (``--checksums``)."""
-    config: CmConfig = field(default_factory=CmConfig)
-    """irdma's configuration (``--mpa-rev``) when :attr:`stack` is None."""
+    config: HostConfig | None = field(default_factory=default_config)
+    """The default stack's configuration record (``--mpa-rev``) when :attr:`stack` is
+    None."""
     stack: StackChoice | None = None
-    """The emulated side's stack (``--profile``); None: irdma with :attr:`config`."""
+    """The emulated side's stack (``--profile``); None: the default stack with
+    :attr:`config`."""
     peers: tuple[tuple[bytes, StackChoice], ...] = ()
     """Stacks named for the other addresses (``--profile IP=STACK,...``): words only."""
 
@@ -440,10 +443,11 @@ class ReplayReport:
 
     @property
     def names_stacks(self) -> bool:
-        """Whether the report names the stacks of the sides: any but irdma emulated, or
-        a stack named per address (an irdma replay's report reads as it always did)."""
+        """Whether the report names the stacks of the sides: any but the default stack
+        emulated, or a stack named per address (a replay of the default stack, irdma,
+        reads as it always did)."""
         o = self.options
-        return o.emulated_stack.stack != "irdma" or bool(o.peers)
+        return o.emulated_stack.stack != DEFAULT_STACK or bool(o.peers)
 
     def stacks_line(self) -> str:
         """``stacks: 192.0.2.1 siw (emulated), 192.0.2.2 cxgb4 (recorded peer)``."""

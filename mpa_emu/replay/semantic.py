@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
-from errno import ECONNREFUSED, ECONNRESET
 
-from mpa_emu.replay import stack_causes
 from mpa_emu.replay.engine import RunResult
 from mpa_emu.replay.flow_runs import FlowRuns
 from mpa_emu.replay.recording import Recording
 from mpa_emu.replay.stacks import StackChoice
+from mpa_emu.stacks import DEFAULT_STACK, STACKS
+from mpa_emu.stacks.base import ESTABLISHED_AT_CHOSEN_RTR, HostConfig
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType, connect_reply_event
 from mpa_emu.views.describe import errno_text
 from mpa_emu.wire import ddp, mpa
@@ -273,18 +272,19 @@ def _mpa_end(conv: Conversation, outbound: bool, upto: int) -> int | None:
     return end
 
 
-def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> Story:
+def recorded_story(conv: Conversation, active: bool, stack: str = DEFAULT_STACK) -> Story:
     """The recorded host's story, read from its frames by the rules of its ``stack``
     (the registry name of the stack that plays it)."""
     story, request, answer = _base_story(conv, active)
     if request is not None and not active:
         story.upcalls.append((request.frame, "CONNECT_REQUEST"))
     if story.answer == "reject" and active:
-        # siw_proc_mpareply reports a reject as -ECONNRESET; irdma and cxgb4
-        # (process_mpa_reply) as -ECONNREFUSED.
-        refused = ECONNRESET if stack == "siw" else ECONNREFUSED
+        # the stack's CONNECT_REPLY status for a reject (ReplyStatuses.reject):
+        # siw_proc_mpareply reports -ECONNRESET; irdma and cxgb4 (process_mpa_reply)
+        # -ECONNREFUSED.
+        refused = STACKS[stack].statuses.reject
         story.upcalls.append((story.answer_frame,
-                              f"CONNECT_REPLY {status_words(-refused)}"))
+                              f"CONNECT_REPLY {status_words(refused)}"))
     if story.answer != "accept":
         return story
     at = story.answer_frame
@@ -296,7 +296,7 @@ def recorded_story(conv: Conversation, active: bool, stack: str = "irdma") -> St
                 return story
             break
     story.offloaded = at
-    if stack != "irdma":
+    if not STACKS[stack].replay.nic_offload:
         return _software_cm_story(story, conv, active, request, answer, stack)
     crc = bool(((request.flags if request else 0) | (answer.flags if answer else 0))
                & mpa.FLAG_CRC)
@@ -340,7 +340,9 @@ def _software_cm_story(story: Story, conv: Conversation, active: bool,
         story.established = at
     else:
         block = answer.rtr if answer is not None else None
-        waits = (stack == "siw" and block is not None and block.peer_to_peer
+        waits = (STACKS[stack].outcomes.responder_established == ESTABLISHED_AT_CHOSEN_RTR
+                 and block is not None
+                 and block.peer_to_peer
                  and (block.write0 or block.read0))
         if not waits:
             story.established = at
@@ -460,9 +462,13 @@ def rdma_cm_of(name: str) -> str:
     return RdmaCmEventType.ESTABLISHED.kernel_name
 
 
-def emulator_name(config: CmConfig) -> str:
-    """How the report names an irdma node: irdma, or the profile it plays."""
-    return "irdma" if config.profile == "irdma" else f"the {config.profile} profile"
+def emulator_name(config: HostConfig, stack: str = DEFAULT_STACK) -> str:
+    """How the report names a node of a stack with a configuration record: the stack
+    (irdma), or the profile it plays."""
+    record = STACKS[stack].config
+    if record is None or config.profile == record.default_profile:
+        return stack
+    return f"the {config.profile} profile"
 
 
 def _conversations(rec: Recording, run: RunResult) -> dict[FlowKey, Conversation]:
@@ -484,14 +490,16 @@ def _conversations(rec: Recording, run: RunResult) -> dict[FlowKey, Conversation
 def emulated_name(stack: StackChoice) -> str:
     """How reports name the emulated side: irdma (or "the P profile" for an irdma
     configured as profile P), else the stack's label (``siw``, ``cxgb4(mpa_rev=1)``)."""
-    return emulator_name(stack.config) if stack.stack == "irdma" else stack.label
+    if STACKS[stack.stack].config is not None and stack.config is not None:
+        return emulator_name(stack.config, stack.stack)
+    return stack.label
 
 
-def judge(rec: Recording, run: RunResult, config: CmConfig,
+def judge(rec: Recording, run: RunResult, config: HostConfig | None,
           stack: StackChoice | None = None, peer: str = "") -> SemanticVerdict:
     """Compare, connection by connection, what the emulated node did with what the
     recorded host did; the differences in capture order. ``stack`` is the emulated
-    side's (None: irdma with ``config``); ``peer`` names the other side's stack in the
+    side's (None: the default stack with ``config``); ``peer`` names the other side's stack in the
     findings ("" : unnamed)."""
     stack = stack or StackChoice(config=config)
     who = emulated_name(stack)
@@ -528,46 +536,14 @@ def _rtr_words(b: mpa.RtrBlock) -> str:
             f"RTR {'|'.join(rtr) or 'none'}")
 
 
-def _rtr_causes(a: MpaSent, r: MpaSent, config: CmConfig) -> list[str]:
-    """Why irdma's RFC 6581 block differs from the recorded one, in kernel terms."""
-    assert a.rtr is not None and r.rtr is not None
-    ours, theirs = a.rtr, r.rtr
-    out: list[str] = []
-    if (ours.ird, ours.ord) != (theirs.ird, theirs.ord):
-        if a.kind == "request":
-            # irdma_connect -> irdma_create_cm_node -> irdma_record_ird_ord: the ULP's
-            # values, clamped; replay passes the recorded request's IRD/ORD to connect.
-            out.append("irdma_record_ird_ord takes the application's IRD/ORD from connect, "
-                       f"clamped to max_hw_ird {config.max_ird}/max_hw_ord "
-                       f"{config.max_ord}, ORD 0 raised to 1 for a READ0 RTR")
-        else:
-            # irdma_accept never reads conn_param->ird/ord: irdma_build_mpa_v2 writes the
-            # node's ird_size (max_hw_ird for a passive node, irdma_make_cm_node) and the
-            # ord_size irdma_negotiate_mpa_v2_ird_ord lowered to the request's IRD.
-            out.append("irdma_accept ignores the application's IRD/ORD: the reply carries "
-                       f"the node's ird_size (max_hw_ird {config.max_ird}, or 1 for a READ0 "
-                       "request with ORD 0) and its ord_size lowered to the request's IRD "
-                       "by irdma_negotiate_mpa_v2_ird_ord")
-    rtr_ours = (ours.write0, ours.read0, ours.zero_len_send)
-    if rtr_ours != (theirs.write0, theirs.read0, theirs.zero_len_send):
-        if a.kind == "request":
-            # irdma_build_mpa_v2, MPA_KEY_REQUEST: ctrl_ord |= RDMA0_WRITE | RDMA0_READ,
-            # whatever the ULP asked; iw_cm passes no RTR choice to irdma_connect.
-            out.append("irdma_build_mpa_v2 offers WRITE0|READ0 in every request; the "
-                       "application cannot narrow the offer")
-        else:
-            # irdma_negotiate_mpa_v2_ird_ord: READ0 if offered, else WRITE0.
-            out.append("irdma_negotiate_mpa_v2_ird_ord picks READ0 whenever the request "
-                       "offers it, else WRITE0")
-    if ours.peer_to_peer != theirs.peer_to_peer:
-        out.append("irdma_build_mpa_v2 always sets P2P")
-    return out
-
-
 def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
-                    config: CmConfig, crc_term: str = "",
+                    config: HostConfig | None, crc_term: str = "",
                     stack: StackChoice | None = None) -> str:
-    """What differs between the emulated node's MPA frame ``a`` and the recorded ``r``."""
+    """What differs between the emulated node's MPA frame ``a`` and the recorded ``r``,
+    each difference with the emulated stack's reason (:attr:`Stack.texts
+    <mpa_emu.stacks.base.Stack.texts>`)."""
+    choice = stack or StackChoice(config=config)
+    texts = STACKS[choice.stack].texts
     verb = {"request": "sends an MPA request", "reply": "accepts",
             "reject": "rejects"}[a.kind]
     parts: list[str] = []
@@ -582,10 +558,7 @@ def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
         if a.flags & bit == r.flags & bit or (bit == mpa.FLAG_REJECT and a.kind != r.kind):
             continue
         if bit == mpa.FLAG_CRC and a.flags & bit:
-            why = ("always sets C (irdma_build_mpa_v1/v2)" if who == "irdma"
-                   else f"sets C ({stack_causes.crc_on(stack, a.kind)})"
-                   if stack is not None and stack.stack != "irdma"
-                   else "sets C (the profile keeps irdma_build_mpa_v1's flags)")
+            why = texts.crc_on(a.kind, choice.config)
             text = (f"{who} {why}; the recorded {role} "
                     "sent C=0")
             if crc_error:
@@ -599,16 +572,12 @@ def _mpa_difference(a: MpaSent, r: MpaSent, who: str, role: str, crc_error: int,
         else:
             text = (f"{who} sends {name}={int(bool(a.flags & bit))}; the recorded "
                     f"{role} sent {name}={int(bool(r.flags & bit))}")
-            if stack is not None and stack.stack != "irdma":
-                text += stack_causes.flag_off(stack, name, a.kind)
+            text += texts.flag_off(name, a.kind)
             parts.append(text)
     if a.rev == r.rev and a.rtr is not None and r.rtr is not None and a.rtr != r.rtr:
         text = (f"{who} sends {_rtr_words(a.rtr)}; the recorded {role} sent "
                 f"{_rtr_words(r.rtr)}")
-        if who == "irdma":
-            text += "".join(f" ({c})" for c in _rtr_causes(a, r, config))
-        elif stack is not None and stack.stack != "irdma":
-            text += "".join(f" ({c})" for c in stack_causes.rtr(stack, a.kind, a.rtr, r.rtr))
+        text += "".join(f" ({c})" for c in texts.rtr(a.kind, a.rtr, r.rtr, choice.config))
         parts.append(text)
     if a.private_data != r.private_data:
         if len(a.private_data) != len(r.private_data):
@@ -655,7 +624,8 @@ def _dropped_words(why: str) -> str:
 
 
 def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
-                 config: CmConfig, conv: Conversation, stack: StackChoice | None = None,
+                 config: HostConfig | None, conv: Conversation,
+                 stack: StackChoice | None = None,
                  peer: str = "") -> list[SemanticDivergence]:
     out: list[SemanticDivergence] = []
     role = r.role
@@ -725,7 +695,7 @@ def _differences(key: FlowKey, r: Story, e: Story, who: str, run: RunResult,
         now = (f"{the_peer if e.close[1] == 'peer' else who} closes first with a "
                f"{e.close[2]} (frame {e.close[0]})" if e.close else f"{who} never closes")
         if e.close is not None and e.close[1] == "host" and stack is not None \
-                and stack.stack != "irdma":
+                and not STACKS[stack.stack].replay.nic_offload:
             now += _closing_function(key, run)
         add(n, "close", f"{whose} closes first with a {how}; {now}")
     elif r.close is None and e.close is not None:

@@ -1,16 +1,18 @@
 """Which stack plays, and which stack judges, each side of a replay (``--profile``).
 
 A side is a registered stack (:data:`mpa_emu.stacks.STACKS`) with its parameters, written
-as the registry writes it (``siw``, ``siw(peer_to_peer=1)``, ``cxgb4(mpa_rev=1)``), or
-irdma with a :class:`~mpa_emu.stacks.irdma.config.CmConfig` (``irdma``). The names of the old
-irdma-based profiles stay: ``siw`` is the siw stack with its defaults, ``mpa-v1`` a plain
-RFC 5044 peer without CRC, siw(mpa_version=1). ``--profile 10.0.0.1=siw,10.0.0.2=cxgb4``
-names each side; the emulated side runs its entry.
+as the registry writes it (``siw``, ``siw(peer_to_peer=1)``, ``cxgb4(mpa_rev=1)``), and,
+for a stack with a configuration record (:attr:`Stack.config
+<mpa_emu.stacks.base.Stack.config>`: irdma's ``CmConfig``), that record. The old profile
+names a stack keeps (:attr:`ReplayFacts.aliases <mpa_emu.stacks.base.ReplayFacts.aliases>`)
+stay: ``siw`` is the siw stack with its defaults, ``mpa-v1`` a plain RFC 5044 peer
+without CRC, siw(mpa_version=1). ``--profile 10.0.0.1=siw,10.0.0.2=cxgb4`` names each
+side; the emulated side runs its entry.
 
-:func:`make_core` builds the emulated side's core: irdma's ``CmCore`` with the recorded
-ISNs and a :class:`~mpa_emu.stacks.contract.api.NodeWatch`, another stack's core through its
-registry
-entry, followed through :class:`~mpa_emu.stacks.contract.api.WatchedCore`.
+:func:`make_core` builds the emulated side's core through the registry: a stack with a
+record from it, with the recorded ISNs and a
+:class:`~mpa_emu.stacks.contract.api.NodeWatch`; another stack's core from its
+parameters, followed through :class:`~mpa_emu.stacks.contract.api.WatchedCore`.
 """
 
 from __future__ import annotations
@@ -22,12 +24,10 @@ from typing import Protocol, cast, runtime_checkable
 from mpa_emu.replay import application
 from mpa_emu.replay.application import Plan
 from mpa_emu.replay.recording import Flow
-from mpa_emu.stacks import STACKS, parse_params, stack_label
+from mpa_emu.stacks import DEFAULT_STACK, STACKS, parse_params, stack_label
+from mpa_emu.stacks.base import HostConfig
 from mpa_emu.stacks.contract.api import CoreApi, NodeWatch, WatchedCore
 from mpa_emu.stacks.contract.trace import Trace
-from mpa_emu.stacks.irdma.config import CmConfig
-from mpa_emu.stacks.irdma.core import CmCore
-from mpa_emu.stacks.irdma.profiles import profile
 from mpa_emu.stacks.labels import split_label
 from mpa_emu.wire.addr import ip_bytes, ip_text
 from mpa_emu.wire.flow import FlowKey
@@ -36,37 +36,37 @@ from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
 ParamValue = int | bool
 
 ALIASES: dict[str, tuple[str, tuple[tuple[str, ParamValue], ...]]] = {
-    # siw's defaults: the stack itself (siw_cm.c), no longer irdma with switches.
-    "siw": ("siw", ()),
-    # A plain RFC 5044 peer without CRC: siw_connect sends rev 1 with mpa_version 1 and
-    # sets C only with mpa_crc_required (off by default).
-    "mpa-v1": ("siw", (("mpa_version", 1),)),
-}
-"""Old profile names -> (stack, non-default parameters)."""
+    alias: (name, tuple(params.items()))
+    for name, st in STACKS.items() for alias, params in st.replay.aliases.items()}
+"""Old profile names -> (stack, non-default parameters), from each stack's
+:attr:`ReplayFacts.aliases <mpa_emu.stacks.base.ReplayFacts.aliases>`."""
 
-OFFLOADED_STATE = {"irdma": "OFFLOADED", "siw": "RDMA_MODE", "cxgb4": "FPDU_MODE"}
-"""The state in which a stack's connection is past MPA (an accepting reply sent or taken):
-irdma's OFFLOADED, siw's RDMA_MODE (siw_accept, siw_proc_mpareply), cxgb4's FPDU_MODE."""
 
-REV_PARAM = {"siw": "mpa_version", "cxgb4": "mpa_rev"}
-"""The parameter ``--mpa-rev`` sets on each stack (irdma: ``CmConfig.mpa_rev``)."""
+def default_config(stack: str = DEFAULT_STACK) -> HostConfig | None:
+    """The record of ``stack``'s default profile, None for a stack without a record."""
+    record = STACKS[stack].config
+    return record.profiles[record.default_profile]() if record is not None else None
 
 
 @dataclass(frozen=True, slots=True)
 class StackChoice:
-    """One side: a stack, its non-default parameters, irdma's configuration, and the old
-    profile name it was asked for by (``alias``)."""
+    """One side: a stack, its non-default parameters, its configuration record (None for
+    a stack without one), and the old profile name it was asked for by (``alias``)."""
 
-    stack: str = "irdma"
+    stack: str = DEFAULT_STACK
     params: tuple[tuple[str, ParamValue], ...] = ()
-    config: CmConfig = field(default_factory=CmConfig)
-    """irdma's configuration (other stacks: unused)."""
+    config: HostConfig | None = field(default_factory=default_config)
+    """The stack's configuration record (:attr:`Stack.config
+    <mpa_emu.stacks.base.Stack.config>`), None for a stack without one."""
     alias: str = ""
 
     @property
     def label(self) -> str:
-        """``irdma``, ``siw``, ``siw(mpa_version=1)``: how reports name the stack."""
-        if self.stack == "irdma" and self.config.profile != "irdma":
+        """``irdma``, ``siw``, ``siw(mpa_version=1)``: how reports name the stack (a
+        record built from another profile: that profile's name)."""
+        record = STACKS[self.stack].config
+        if record is not None and self.config is not None \
+                and self.config.profile != record.default_profile:
             return self.config.profile
         return stack_label(self.stack, dict(self.params))
 
@@ -84,25 +84,27 @@ class StackChoice:
     @property
     def mpa_rev(self) -> int:
         """The MPA revision the side starts at."""
-        if self.stack == "irdma":
+        if self.config is not None:
             return self.config.mpa_rev
         values = parse_params(self.stack, dict(self.params))
-        return int(values.get(REV_PARAM.get(self.stack, ""), 2))
+        return int(values.get(STACKS[self.stack].replay.rev_param, 2))
 
     @property
     def offloaded_state(self) -> str:
-        """The stack's state past MPA (:data:`OFFLOADED_STATE`)."""
-        return OFFLOADED_STATE.get(self.stack, "OFFLOADED")
+        """The stack's state past MPA (:attr:`Lifecycle.connected_state
+        <mpa_emu.stacks.base.Lifecycle.connected_state>`)."""
+        return STACKS[self.stack].lifecycle.connected_state
 
 
-IRDMA = StackChoice()
+DEFAULT = StackChoice()
+"""The default stack with its default record."""
 
 
 def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
-    """One side from its name: ``irdma``, an old profile name (``siw``, ``mpa-v1``) or a
-    registered stack with optional parameters (``cxgb4(mpa_rev=1)``); ``mpa_rev`` (the
-    ``--mpa-rev`` option) overrides the revision. ValueError with one line for a bad
-    name, key or value."""
+    """One side from its name: a registered stack with optional parameters
+    (``cxgb4(mpa_rev=1)``) or an old profile name (``siw``, ``mpa-v1``); ``mpa_rev``
+    (the ``--mpa-rev`` option) overrides the revision. ValueError with one line for a
+    bad name, key or value."""
     text = name.strip()
     alias = ""
     if text in ALIASES:
@@ -116,21 +118,24 @@ def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
         raise ValueError(f"unknown stack or profile {stack!r}; expected a stack "
                          f"({', '.join(sorted(STACKS))}; parameters as in "
                          "siw(peer_to_peer=1)), mpa-v1, ADDRESS=STACK,... or auto")
-    if stack == "irdma":
-        # irdma's registry parameters are CmConfig fields (mpa_emu/stacks/irdma/__init__.py).
-        checked = parse_params("irdma", pairs)
-        defaults = STACKS["irdma"].defaults()
+    st = STACKS[stack]
+    record = st.config
+    if record is not None:
+        # the registry parameters of a stack with a record are fields of that record
+        checked = parse_params(stack, pairs)
+        defaults = st.defaults()
         kept = tuple(sorted((k, v) for k, v in checked.items() if defaults.get(k) != v))
-        overrides = {k: int(v) for k, v in kept}
+        overrides: dict[str, int | bool] = {k: int(v) for k, v in kept}
         if mpa_rev is not None:
             overrides["mpa_rev"] = mpa_rev
-        return StackChoice("irdma", kept, profile("irdma", **overrides), alias)
-    if mpa_rev is not None and stack in REV_PARAM:
-        pairs[REV_PARAM[stack]] = mpa_rev
+        config = record.with_params(record.profiles[record.default_profile](), overrides)
+        return StackChoice(stack, kept, config, alias)
+    if mpa_rev is not None:
+        pairs[st.replay.rev_param] = mpa_rev
     checked = parse_params(stack, pairs)
-    defaults = STACKS[stack].defaults()
+    defaults = st.defaults()
     kept = tuple(sorted((k, v) for k, v in checked.items() if defaults.get(k) != v))
-    return StackChoice(stack, kept, CmConfig(), alias)
+    return StackChoice(stack, kept, None, alias)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +144,8 @@ class ProfileSpec:
     stack per address."""
 
     default: StackChoice | None = None
-    """The emulated side's stack when the address has no entry (None: irdma)."""
+    """The emulated side's stack when the address has no entry (None:
+    :data:`DEFAULT`)."""
     sides: tuple[tuple[bytes, StackChoice], ...] = ()
     auto: bool = False
 
@@ -148,7 +154,7 @@ class ProfileSpec:
         for addr, choice in self.sides:
             if addr == ip:
                 return choice
-        return self.default or IRDMA
+        return self.default or DEFAULT
 
     def peers(self, ip: bytes) -> dict[bytes, StackChoice]:
         """The stacks named for the other addresses."""
@@ -206,22 +212,19 @@ def _top_level(text: str) -> list[str]:
 
 
 def auto_candidates(mpa_rev: int | None = None) -> list[StackChoice]:
-    """What ``--profile auto`` tries, in order: irdma; each registered stack with its
-    defaults, then its named parameter sets (the matrix's siw(peer_to_peer=1) and
-    cxgb4(peer2peer=0); the v1 peers mpa-v1 = siw(mpa_version=1) and cxgb4(mpa_rev=1),
-    a v1-only responder that aborts a rev 2 request in process_mpa_request)."""
-    names = ["irdma", "siw", "siw(peer_to_peer=1)", "mpa-v1", "cxgb4",
-             "cxgb4(peer2peer=0)", "cxgb4(mpa_rev=1)"]
+    """What ``--profile auto`` tries, in registry order: each stack's
+    :attr:`ReplayFacts.auto_labels <mpa_emu.stacks.base.ReplayFacts.auto_labels>` (its
+    defaults, then its named parameter sets and v1 variants: siw(peer_to_peer=1),
+    mpa-v1 = siw(mpa_version=1), cxgb4(peer2peer=0), cxgb4(mpa_rev=1), a v1-only
+    responder that aborts a rev 2 request in process_mpa_request)."""
     out: list[StackChoice] = []
     seen: set[str] = set()
-    for name in names:
-        stack = split_label(ALIASES[name][0] if name in ALIASES else name)[0]
-        if stack not in STACKS:
-            continue
-        choice = choose(name, mpa_rev)
-        if choice.label not in seen:
-            seen.add(choice.label)
-            out.append(choice)
+    for st in STACKS.values():
+        for name in st.replay.auto_labels:
+            choice = choose(name, mpa_rev)
+            if choice.label not in seen:
+                seen.add(choice.label)
+                out.append(choice)
     return out
 
 
@@ -232,16 +235,19 @@ def make_core(choice: StackChoice, mac: bytes, *, seed: int, trace: Trace | None
               isn: IsnChooser, watch: NodeWatch | None) -> tuple[CoreApi, list[str]]:
     """The emulated side's core, and what replay cannot follow of it (notes).
 
-    irdma takes the recorded ISNs (its ISN chooser); another stack's TCP picks its own
-    and replay maps them onto the recording by the first SYN (the engine's seq delta).
-    irdma's ``Transmit.conn`` names the node; siw's and cxgb4's name the socket, so the
-    engine finds their connection by the flow's ports.
+    A stack with a configuration record (irdma) takes the recorded ISNs (its ISN
+    chooser) and the watch; another stack's TCP picks its own and replay maps them onto
+    the recording by the first SYN (the engine's seq delta). irdma's ``Transmit.conn``
+    names the node; siw's and cxgb4's name the socket, so the engine finds their
+    connection by the flow's ports (:attr:`ReplayFacts.conn_is_node
+    <mpa_emu.stacks.base.ReplayFacts.conn_is_node>`).
     """
-    if choice.stack == "irdma":
-        return CmCore("replay", mac, choice.config, seed=seed, trace=trace, isn=isn,
-                      watch=watch), []
-    core = STACKS[choice.stack].make_core("replay", mac, dict(choice.params), seed=seed,
-                                          trace=trace)
+    st = STACKS[choice.stack]
+    if st.config is not None:
+        config = choice.config if choice.config is not None else default_config(st.name)
+        return st.config.make_core("replay", mac, config, seed=seed, trace=trace, isn=isn,
+                                   watch=watch), []
+    core = st.make_core("replay", mac, dict(choice.params), seed=seed, trace=trace)
     notes: list[str] = []
     if watch is not None:
         if isinstance(core, WatchedCore):
@@ -273,7 +279,7 @@ def accept(core: CoreApi, choice: StackChoice, conn: int, private_data: bytes,
     """The scripted application accepts ``conn`` with the recorded reply's private data
     and, where the stack's accept takes them (siw_accept, c4iw_accept_cr), its IRD/ORD;
     irdma_accept never reads ``conn_param->ird/ord``."""
-    if choice.stack != "irdma" and ird_ord is not None:
+    if STACKS[choice.stack].replay.accept_takes_ird_ord and ird_ord is not None:
         cast(AcceptsIrdOrd, core).accept(conn, private_data=private_data, now_ns=now_ns,
                                          ird=ird_ord[0], ord=ird_ord[1])
     else:
@@ -344,7 +350,7 @@ def post_receives(core: CoreApi, choice: StackChoice, conn: int, flow: Flow | No
     ``plan_of`` gives the flow's plan (:func:`application_plan` when not given).
     Returns the verbs and their words for the report, and the assumptions."""
     done = Prepared()
-    if choice.stack == "irdma" or not isinstance(core, PostsReceives):
+    if not isinstance(core, PostsReceives):
         return done
     words = done.verbs
     if flow is None:

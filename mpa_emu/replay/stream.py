@@ -48,7 +48,6 @@ from mpa_emu.replay.recording import Frame, OffloadClassifier, Recording, nic_ve
 from mpa_emu.replay.report import ReplayOptions, ReplayReport
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import Upcall
-from mpa_emu.stacks.irdma.core import CmCore
 from mpa_emu.wire.codec import DecodeError, decode
 from mpa_emu.wire.flow import NO_VLAN, FlowKey, flow_key, flow_vlan
 from mpa_emu.wire.mpa import mpa_kind
@@ -483,8 +482,10 @@ class StreamSource:
         whose nodes the core has freed; the others go to the back of the queue (a pass
         costs the same however many connections linger)."""
         core = engine.core
-        # irdma's node table answers directly; another stack's core by its node view.
-        has_node = core.has_node if isinstance(core, CmCore) else (
+        # A core whose node table answers directly (irdma's has_node: iwqp->cm_node);
+        # another stack's core by its node view.
+        direct: Callable[[int], bool] | None = getattr(core, "has_node", None)
+        has_node = direct if direct is not None else (
             lambda conn: core.node(conn) is not None)
         idle = self.idle
         for _ in range(min(EVICT_EVERY, len(idle))):

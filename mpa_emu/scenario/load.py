@@ -7,12 +7,12 @@ from __future__ import annotations
 import errno as errno_names
 import re
 import tomllib
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mpa_emu.net.faults import FRAME_KINDS
-from mpa_emu.ranges import EMULATOR_RANGES
+from mpa_emu.ranges import EMULATOR_RANGES, FRONT_VERB_RANGES, HOST_RANGES
 from mpa_emu.scenario.fields import ScenarioError, Source, Table
 from mpa_emu.scenario.model import (
     EVENT_ACTIONS,
@@ -32,11 +32,9 @@ from mpa_emu.scenario.model import (
     UpcallExpect,
     WireSpec,
 )
-from mpa_emu.stacks import STACKS, parse_params
+from mpa_emu.stacks import DEFAULT_STACK, STACKS, parse_params
+from mpa_emu.stacks.base import ConfigRecord
 from mpa_emu.stacks.contract.events import IwEvent
-from mpa_emu.stacks.irdma.config import PDATA_TAILS, CmConfig, Quirks
-from mpa_emu.stacks.irdma.limits import CONFIG_RANGES, VERB_RANGES
-from mpa_emu.stacks.irdma.profiles import PROFILES
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType
 from mpa_emu.ulp.upper.cifs import DEFAULT_REQUEST
 from mpa_emu.ulp.upper.ksmbd import ACCEPT_PRIVATE_DATA, KsmbdLimits
@@ -243,23 +241,28 @@ class _Loader:
             if a in self.host_addresses:
                 raise t.error("address", f"{a} already belongs to {self.host_addresses[a]}")
             self.host_addresses[a] = name
-        vlan = t.ranged("vlan", VERB_RANGES["vlan"])
+        vlan = t.ranged("vlan", FRONT_VERB_RANGES["vlan"])
         mac = self._mac(t, "mac")
-        stack = t.text("stack", default="irdma", choices=tuple(sorted(STACKS)))
+        stack = t.text("stack", default=DEFAULT_STACK, choices=tuple(sorted(STACKS)))
         self.host_stacks[name] = stack
-        if stack != "irdma":
+        record = STACKS[stack].config
+        config: Any = None  # the record (a dataclass), None for a stack without one
+        if record is None:
             for key in ("profile", "config"):
                 if t.has(key):
-                    raise t.error(key, f"{key!r} sets irdma's CmConfig; a {stack} host takes "
-                                       "[host.params]")
-        profile_name = t.text("profile", default="irdma", choices=tuple(PROFILES))
-        config = PROFILES[profile_name]()
-        mtu = t.ranged("mtu", CONFIG_RANGES["mtu"])
-        cfg_table = t.table("config")
-        if cfg_table is not None:
-            config = self.config(cfg_table, config)
+                    raise t.error(key, f"{key!r} sets {_record_words()}; a {stack} host "
+                                       "takes [host.params]")
+            mtu = t.ranged("mtu", HOST_RANGES["mtu"])
+        else:
+            profile_name = t.text("profile", default=record.default_profile,
+                                  choices=tuple(record.profiles))
+            config = record.profiles[profile_name]()
+            mtu = t.ranged("mtu", record.ranges["mtu"])
+            cfg_table = t.table("config")
+            if cfg_table is not None:
+                config = self.config(cfg_table, config, record)
         params = self.params(t.table("params"), stack)
-        if mtu is not None:
+        if mtu is not None and config is not None:
             config = replace(config, mtu=mtu)
         neighbours = []
         nb = t.table("neighbours")
@@ -279,7 +282,7 @@ class _Loader:
         auto = t.flag("auto_neighbours", default=True)
         spec = HostSpec(name=name, addresses=tuple(addresses), vlan=vlan, mac=mac,
                         config=config, neighbours=tuple(neighbours), auto_neighbours=auto,
-                        line=t.line(), stack=stack, params=params)
+                        line=t.line(), stack=stack, params=params, mtu=mtu)
         t.done()
         return spec
 
@@ -299,36 +302,35 @@ class _Loader:
         t.done()
         return tuple(out)
 
-    def config(self, t: Table, base: CmConfig) -> CmConfig:
+    def config(self, t: Table, base: Any, record: ConfigRecord, path: str = "") -> Any:
+        """``[host.config]`` (and its sub-tables, such as ``[host.config.quirks]``): each
+        field of the stack's record by the type of its value in ``base``, integers in
+        :attr:`ConfigRecord.ranges`, texts among :attr:`ConfigRecord.choices`."""
         changes: dict[str, Any] = {}
-        for f in fields(CmConfig):
-            if f.name in ("quirks", "profile") or not t.has(f.name):
+        for f in fields(base):
+            current = getattr(base, f.name)
+            if f.name in record.fixed or is_dataclass(current) or not t.has(f.name):
                 t.raw(f.name)
                 continue
-            changes[f.name] = self._typed(t, f.name, getattr(base, f.name))
-        if changes.get("rtr_preference") not in (None, "read", "write"):
-            raise t.error("rtr_preference", "expected \"read\" or \"write\"")
-        quirks = base.quirks
-        q = t.table("quirks")
-        if q is not None:
-            qchanges = {f.name: self._typed(q, f.name, getattr(quirks, f.name))
-                        for f in fields(Quirks) if q.has(f.name)}
-            for f in fields(Quirks):
-                q.raw(f.name)
-            if qchanges.get("v2_pdata_tail") not in (None, *PDATA_TAILS):
-                raise q.error("v2_pdata_tail", "expected " + " or ".join(
-                    f'"{choice}"' for choice in PDATA_TAILS))
-            q.done()
-            quirks = replace(quirks, **qchanges)
+            changes[f.name] = self._typed(t, f.name, current, record)
+        for dotted, allowed in record.choices.items():
+            key = dotted[len(path):] if dotted.startswith(path) else ""
+            if key and "." not in key and changes.get(key) not in (None, *allowed):
+                raise t.error(key, "expected " + " or ".join(f'"{c}"' for c in allowed))
+        for f in fields(base):
+            current = getattr(base, f.name)
+            sub = t.table(f.name) if is_dataclass(current) else None
+            if sub is not None:
+                changes[f.name] = self.config(sub, current, record, f"{path}{f.name}.")
         t.done()
-        return replace(base, quirks=quirks, **changes)
+        return replace(base, **changes)
 
     @staticmethod
-    def _typed(t: Table, key: str, current: Any) -> Any:
+    def _typed(t: Table, key: str, current: Any, record: ConfigRecord) -> Any:
         if isinstance(current, bool):
             return t.flag(key)
         if isinstance(current, int):
-            return t.ranged(key, CONFIG_RANGES[key])
+            return t.ranged(key, record.ranges[key])
         return t.text(key)
 
     def listen(self, t: Table) -> ListenSpec:
@@ -362,11 +364,11 @@ class _Loader:
             if private_data is None:  # smb_direct_accept_client's IRD/ORD header
                 private_data = ACCEPT_PRIVATE_DATA
         spec = ListenSpec(host=host, address=address,
-                          port=t.ranged("port", VERB_RANGES["port"], required=True),
-                          backlog=t.ranged("backlog", VERB_RANGES["backlog"], default=16),
+                          port=t.ranged("port", FRONT_VERB_RANGES["port"], required=True),
+                          backlog=t.ranged("backlog", FRONT_VERB_RANGES["backlog"], default=16),
                           ipv6=bool(t.flag("ipv6", default=False)) or ipv6_wild
                           or (address is not None and ":" in address),
-                          vlan=t.ranged("vlan", VERB_RANGES["vlan"]), policy=policy,
+                          vlan=t.ranged("vlan", FRONT_VERB_RANGES["vlan"]), policy=policy,
                           private_data=private_data or b"",
                           delay_ns=t.duration("delay", default=0),
                           at_ns=t.duration("at", default=0), name=t.text("name"),
@@ -389,10 +391,10 @@ class _Loader:
             self._address(t, "local_address", local)
         spec = ConnectSpec(host=host, to=to, port=t.integer("port", required=True, lo=0, hi=65535),
                            local_address=local,
-                           local_port=t.ranged("local_port", VERB_RANGES["port"]),
+                           local_port=t.ranged("local_port", FRONT_VERB_RANGES["port"]),
                            private_data=t.data_bytes("private_data") or b"",
-                           ird=t.ranged("ird", VERB_RANGES["ird"], default=16),
-                           ord=t.ranged("ord", VERB_RANGES["ord"], default=16),
+                           ird=t.ranged("ird", FRONT_VERB_RANGES["ird"], default=16),
+                           ord=t.ranged("ord", FRONT_VERB_RANGES["ord"], default=16),
                            at_ns=t.duration("at", default=0),
                            count=t.ranged("count", EMULATOR_RANGES["connect_count"],
                                           default=1),
@@ -424,7 +426,7 @@ class _Loader:
             raise t.error(None, f"action {action!r} needs key 'connection'")
         mac = self._mac(t, "mac")
         spec = EventSpec(at_ns=t.duration("at", required=True), action=action, host=host,
-                         address=address, vlan=t.ranged("vlan", VERB_RANGES["vlan"]),
+                         address=address, vlan=t.ranged("vlan", FRONT_VERB_RANGES["vlan"]),
                          connection=connection, listener=listener,
                          graceful=bool(t.flag("graceful", default=True)),
                          private_data=t.data_bytes("private_data") or b"",
@@ -468,7 +470,7 @@ class _Loader:
     def expect_state(self, t: Table, conns: set[str]) -> StateExpect:
         host = self._host(t, "host", required=True)
         connection = self._reference(t, "connection", conns, "connect", required=True)
-        names = STACKS[self.host_stacks.get(host, "irdma")].states or STATE_NAMES
+        names = STACKS[self.host_stacks.get(host, DEFAULT_STACK)].states or STATE_NAMES
         state = t.text("state", choices=(*names, "freed"))
         iwarp = t.text("iwarp_state", choices=IWARP_STATE_NAMES)
         tcp = t.text("tcp_state", choices=TCP_STATE_NAMES)
@@ -485,7 +487,7 @@ class _Loader:
         flag = t.flag("syn_qhash")
         if flag is None:
             raise t.error(None, "expect.listener needs 'syn_qhash' (true or false)")
-        stack = self.host_stacks.get(host, "irdma")
+        stack = self.host_stacks.get(host, DEFAULT_STACK)
         if "syn_qhash_installed" not in STACKS[stack].listener_facts:
             # the TCP_SYN qhash entry is irdma's (irdma_manage_qhash): the NIC steering
             # SYNs to the CM; siw listens on a kernel socket, cxgb4 on a server tid
@@ -595,3 +597,10 @@ class _Loader:
 
 
 __all__ = ["STATE_NAMES", "ScenarioError", "load_scenario", "loads"]
+
+
+def _record_words() -> str:
+    """``irdma's CmConfig``: the configuration record of each stack that has one."""
+    return " or ".join(
+        f"{st.name}'s {type(st.config.profiles[st.config.default_profile]()).__name__}"
+        for st in STACKS.values() if st.config is not None)

@@ -5,26 +5,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mpa_emu.stacks.irdma.config import CmConfig
+from mpa_emu.stacks import DEFAULT_STACK
+from mpa_emu.stacks.base import HostConfig
 from mpa_emu.wire.ulp.smbd import NegotiateRequest
 
 
 @dataclass(frozen=True, slots=True)
 class HostSpec:
-    """``[[host]]``: one emulated irdma host (or a peer of another profile)."""
+    """``[[host]]``: one emulated host, running any registered stack."""
 
     name: str
     addresses: tuple[str, ...]
     vlan: int | None
     mac: str | None
-    config: CmConfig
+    config: HostConfig | None
+    """The stack's configuration record (``profile`` and ``[host.config]``: irdma's
+    ``CmConfig``), None for a stack its ``[host.params]`` configure alone."""
     neighbours: tuple[tuple[str, str | None], ...]
     auto_neighbours: bool
     line: int | None
-    stack: str = "irdma"
+    stack: str = DEFAULT_STACK
     """The connection manager (a key of ``mpa_emu.stacks.STACKS``)."""
     params: tuple[tuple[str, int | bool], ...] = ()
     """``[host.params]``: the stack's parameters, as checked."""
+    mtu: int | None = None
+    """``mtu``: the interface MTU (also in :attr:`config` when the stack has a record)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,8 @@ def build_network(sc: Scenario, *, trace_stream: IO[str] | None = None,
     for h in sc.hosts:
         try:
             host = net.add_host(h.name, list(h.addresses), mac=h.mac, vlan=h.vlan,
-                                config=h.config, auto_neighbours=h.auto_neighbours,
+                                config=h.config, mtu=h.mtu,
+                                auto_neighbours=h.auto_neighbours,
                                 stack=h.stack, params=dict(h.params))
         except ValueError as exc:  # e.g. a MAC taken by another host, or multicast
             where = f"{sc.path}:{h.line}" if h.line is not None else sc.path

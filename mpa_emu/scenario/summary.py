@@ -28,7 +28,7 @@ def summary(run: ScenarioRun) -> dict[str, Any]:
     hosts: dict[str, Any] = {}
     for name, host in run.net.hosts.items():
         hosts[name] = {
-            "profile": host.config.profile if host.stack == "irdma" else None,
+            "profile": host.config.profile if host.config is not None else None,
             "stack": stack_label(host.stack, host.params),
             "addresses": [ip_text(a) for a in host.addresses],
             "upcalls": Rows(host.upcalls, _upcall),

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpa_emu.errors import ConfigError
-from mpa_emu.stacks.base import Stack, StackParam
+from mpa_emu.stacks.base import Refusals, Stack, StackParam
 
 
 def _irdma() -> Stack:
@@ -31,59 +31,83 @@ def _irdma() -> Stack:
                  kernel_map=irdma.KERNEL_MAP, facts=irdma.FACTS, statuses=irdma.STATUSES,
                  peer_framing=irdma.peer_framing, fingerprint=irdma.FINGERPRINT,
                  lifecycle=irdma.LIFECYCLE,
-                 listener_facts=frozenset({"syn_qhash_installed"}))
+                 listener_facts=frozenset({"syn_qhash_installed"}), config=irdma.CONFIG,
+                 replay=irdma.REPLAY, matrix=irdma.MATRIX, texts=irdma.TEXTS,
+                 fuzz=irdma.FUZZ, refusals=irdma.REFUSALS, outcomes=irdma.OUTCOMES)
 
 
 def _siw() -> Stack:
     from mpa_emu.stacks import siw
-    from mpa_emu.stacks.siw import facts, kernel_map
+    from mpa_emu.stacks.siw import facts, kernel_map, refusals
 
     return Stack(name="siw", title="soft-iWARP over Linux TCP (siw)", params=siw.PARAMS,
                  make_core=siw.make_core, doc="docs/stacks/siw.md", states=siw.STATES,
                  kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
                  statuses=facts.STATUSES, peer_framing=facts.peer_framing,
                  fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE,
-                 listener_facts=frozenset())
+                 listener_facts=frozenset(), config=None, replay=facts.REPLAY,
+                 matrix=facts.MATRIX, texts=facts.TEXTS, fuzz=None,
+                 refusals=Refusals(refusals.responder, refusals.initiator),
+                 outcomes=facts.OUTCOMES)
 
 
 def _cxgb4() -> Stack:
     from mpa_emu.stacks import cxgb4
-    from mpa_emu.stacks.cxgb4 import facts, kernel_map
+    from mpa_emu.stacks.cxgb4 import facts, kernel_map, refusals
 
     params = tuple(StackParam(*spec) for spec in cxgb4.PARAM_SPECS)
     return Stack(name="cxgb4", title=cxgb4.TITLE, params=params, make_core=cxgb4.make_core,
                  doc=cxgb4.DOC, states=cxgb4.STATES, kernel_map=kernel_map.KERNEL_MAP,
                  facts=facts.FACTS, statuses=facts.STATUSES,
                  peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT,
-                 lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
+                 lifecycle=facts.LIFECYCLE, listener_facts=frozenset(), config=None,
+                 replay=facts.REPLAY, matrix=facts.MATRIX, texts=facts.TEXTS, fuzz=None,
+                 refusals=Refusals(refusals.responder, refusals.initiator),
+                 outcomes=facts.OUTCOMES)
 
 
 def _qedr() -> Stack:
     from mpa_emu.stacks import qedr
-    from mpa_emu.stacks.qedr import facts, kernel_map
+    from mpa_emu.stacks.qedr import facts, kernel_map, refusals
 
     return Stack(name="qedr", title=qedr.TITLE, params=qedr.PARAMS, make_core=qedr.make_core,
                  doc=qedr.DOC, states=qedr.STATES, kernel_map=kernel_map.KERNEL_MAP,
                  facts=facts.FACTS, statuses=facts.STATUSES,
                  peer_framing=facts.peer_framing, fingerprint=facts.FINGERPRINT,
-                 lifecycle=facts.LIFECYCLE, listener_facts=frozenset())
+                 lifecycle=facts.LIFECYCLE, listener_facts=frozenset(), config=None,
+                 replay=facts.REPLAY, matrix=facts.MATRIX, texts=facts.TEXTS, fuzz=None,
+                 refusals=Refusals(refusals.responder, refusals.initiator),
+                 outcomes=facts.OUTCOMES)
 
 
 def _erdma() -> Stack:
     from mpa_emu.stacks import erdma
-    from mpa_emu.stacks.erdma import facts, kernel_map
+    from mpa_emu.stacks.erdma import facts, kernel_map, refusals
 
     return Stack(name="erdma", title=erdma.TITLE, params=erdma.PARAMS,
                  make_core=erdma.make_core, doc=erdma.DOC, states=erdma.STATES,
                  kernel_map=kernel_map.KERNEL_MAP, facts=facts.FACTS,
                  statuses=facts.STATUSES, peer_framing=facts.peer_framing,
                  fingerprint=facts.FINGERPRINT, lifecycle=facts.LIFECYCLE,
-                 listener_facts=frozenset())
+                 listener_facts=frozenset(), config=None, replay=facts.REPLAY,
+                 matrix=facts.MATRIX, texts=facts.TEXTS, fuzz=None,
+                 refusals=Refusals(refusals.responder, refusals.initiator),
+                 outcomes=facts.OUTCOMES)
 
 
 STACKS: dict[str, Stack] = {"irdma": _irdma(), "siw": _siw(), "cxgb4": _cxgb4(),
                             "qedr": _qedr(), "erdma": _erdma()}
 """Stack name -> :class:`Stack`."""
+
+DEFAULT_STACK = "irdma"
+"""The stack a host, a scenario's ``[[host]]``, replay's emulated side and ``mpa-emu
+live`` run when none is named."""
+
+
+def stack_of(name: str) -> Stack:
+    """The registered stack ``name``; :class:`~mpa_emu.errors.ConfigError` (a
+    ValueError) naming the known ones otherwise."""
+    return _stack(name)
 
 
 def _stack(name: str) -> Stack:
@@ -142,4 +166,5 @@ def stack_label(stack: str, params: Mapping[str, int | bool]) -> str:
     return f"{stack}({','.join(changed)})" if changed else stack
 
 
-__all__ = ["STACKS", "Stack", "StackParam", "parse_params", "stack_label"]
+__all__ = ["DEFAULT_STACK", "STACKS", "Stack", "StackParam", "parse_params", "stack_label",
+           "stack_of"]

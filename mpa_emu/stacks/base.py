@@ -11,8 +11,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
 
+from mpa_emu.ranges import Range
 from mpa_emu.stacks.contract.api import CoreApi
+from mpa_emu.stacks.refusals import Received, Refusal
+from mpa_emu.wire.mpa import RtrBlock
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +186,262 @@ class Lifecycle:
     upcall (the private data length includes them)."""
 
 
+class HostConfig(Protocol):
+    """What the layers outside a stack read of its configuration record (irdma's
+    ``CmConfig``): the interface MTU, the profile it was built from and the MPA revision
+    it starts at. A frozen dataclass with these fields (the layers change a record only
+    with :func:`dataclasses.replace`)."""
+
+    @property
+    def mtu(self) -> int:
+        """The host interface's MTU."""
+
+    @property
+    def profile(self) -> str:
+        """The name of the profile (:attr:`ConfigRecord.profiles`) the record is built
+        from."""
+
+    @property
+    def mpa_rev(self) -> int:
+        """The MPA revision the host requests and accepts at most."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRecord:
+    """A stack configured by a record of its own beyond its registry parameters:
+    irdma, whose settings are compiled-in constants gathered in ``CmConfig`` (retrans,
+    hz, quirks, ...). Network hosts (``add_host(config=...)``), scenario files
+    (``[host.config]``, ``profile =``), ``mpa-emu live --profile`` and replay build such
+    a stack through this record. A stack configured by its module parameters alone
+    (siw, cxgb4) has ``config=None``: its hosts take ``params`` and an MTU only.
+    """
+
+    default_profile: str
+    """The profile a host gets when none is named (irdma: ``"irdma"``)."""
+    profiles: Mapping[str, Callable[..., HostConfig]]
+    """Named records: ``profiles[name](**overrides)`` returns one, each keyword a field
+    (irdma: mpa_emu/stacks/irdma/profiles.py, ``irdma``, ``siw``, ``mpa-v1``, ...)."""
+    ranges: Mapping[str, Range]
+    """The range of every integer field, as the kernel types it (a scenario's
+    ``[host.config]`` and the CLI check values against it; irdma: ``CONFIG_RANGES``)."""
+    choices: Mapping[str, tuple[str, ...]]
+    """The text fields that take one of a few values, by dotted path
+    (``"rtr_preference"``, ``"quirks.v2_pdata_tail"``)."""
+    fixed: frozenset[str]
+    """Fields a scenario's ``[host.config]`` table never sets (irdma: ``profile``, which
+    names the record's origin)."""
+    with_params: Callable[[Any, Mapping[str, int | bool]], HostConfig]
+    """The record with the stack's registry parameters applied (irdma: ``mpa_rev`` and
+    ``gen`` are ``CmConfig`` fields of the same names)."""
+    make_core: Callable[..., CoreApi]
+    """``make_core(host, mac, record, *, seed, trace, isn=None, watch=None)``: the core
+    of a host with this record; ``isn(local_ip, local_port, remote_ip, remote_port)``
+    may choose each connection's ISN (replay passes the recorded ones), ``watch`` is a
+    :class:`~mpa_emu.stacks.contract.api.NodeWatch` (irdma: ``CmCore``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayFacts:
+    """How ``mpa-emu replay`` (:mod:`mpa_emu.replay`) plays this stack against a recording,
+    and reads a recorded host of it."""
+
+    rev_param: str
+    """The registry parameter ``--mpa-rev`` sets (siw ``mpa_version``, cxgb4
+    ``mpa_rev``; a stack with a :class:`ConfigRecord` takes ``mpa_rev`` of its record)."""
+    conn_is_node: bool
+    """``Transmit.conn`` names the CM node (irdma); False when it names the socket, and
+    replay finds the connection by the flow's ports (siw, cxgb4)."""
+    accept_takes_ird_ord: bool
+    """Its accept reads the application's IRD/ORD (siw_accept, c4iw_accept_cr:
+    ``conn_param->ird/ord``), so replay accepts with the recorded reply's; irdma_accept
+    never reads them."""
+    nic_offload: bool
+    """Past MPA the emulated NIC model carries the connection (irdma's offload/: the RTS
+    AE, the CRC-error AE, the hardware's close); False when the stack's own software
+    keeps it (siw over Linux TCP, cxgb4's model): replay then tells the recorded story
+    by the stack's CM and names the kernel function of each close."""
+    aliases: Mapping[str, Mapping[str, int | bool]]
+    """Old ``--profile`` names that mean this stack with parameters (siw: ``siw`` and
+    ``mpa-v1`` = siw(mpa_version=1)); empty for most."""
+    auto_labels: tuple[str, ...]
+    """What ``--profile auto`` tries of this stack, in order: labels
+    (``siw(peer_to_peer=1)``) or :attr:`aliases` (the defaults first)."""
+
+
+OVERLAY_MPA_V1 = "mpa-v1"
+"""Matrix overlay: the side starts at MPA revision 1 (:attr:`MatrixFacts.overlays`)."""
+OVERLAY_CRC_ON = "crc-required"
+"""Matrix overlay: the side requires (sends) MPA CRC."""
+OVERLAY_CRC_OFF = "crc-off"
+"""Matrix overlay: the side does not ask for MPA CRC."""
+OVERLAY_MARKERS_ON = "markers"
+"""Matrix overlay: the side asks for MPA markers."""
+OVERLAY_RTR_WRITE = "rtr-write"
+"""Matrix overlay: the side offers (or picks) the zero-length RDMA Write RTR."""
+OVERLAY_RTR_READ = "rtr-read"
+"""Matrix overlay: the side offers (or picks) the zero-length RDMA Read RTR."""
+OVERLAY_RTR_SEND = "rtr-send"
+"""Matrix overlay: the side offers the zero-length Send RTR (no stack has a setting)."""
+OVERLAY_NAMES = (OVERLAY_MPA_V1, OVERLAY_CRC_ON, OVERLAY_CRC_OFF, OVERLAY_MARKERS_ON,
+                 OVERLAY_RTR_WRITE, OVERLAY_RTR_READ, OVERLAY_RTR_SEND)
+"""Every overlay the matrix catalogue (:mod:`mpa_emu.matrix.catalogue`) uses."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixFacts:
+    """What ``mpa-emu matrix`` (:mod:`mpa_emu.matrix`) needs of a stack beyond its
+    parameters."""
+
+    named_sets: tuple[Mapping[str, int | bool], ...]
+    """Parameter sets users run besides the defaults, each a matrix side of its own
+    (siw ``peer_to_peer=1``, cxgb4 ``peer2peer=0``; docs/stacks/*.md says why)."""
+    overlays: Mapping[str, Mapping[str, int | bool]]
+    """Overlay name (:data:`OVERLAY_NAMES`) -> the parameters that give the stack that
+    setting; an overlay left out is one the stack has no setting for (its cells say
+    so)."""
+    max_ird: Callable[[Mapping[str, int | bool]], int]
+    """The most IRD/ORD its device offers an application with these parameters (the
+    device attributes: irdma's max_hw_ird 127 on GEN_2 and 63 on GEN_1, siw's
+    SIW_MAX_IRD_QP 128, cxgb4's c4iw_max_read_depth)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Texts:
+    """The stack's own words in reports: why its MPA frame differs from a recorded one
+    (``replay --semantic``), the kernel log to look at and the MPA timers that explain a
+    close (``explain``, :mod:`mpa_emu.views.explanation`). Each text names the kernel
+    function that decides."""
+
+    crc_on: Callable[[str, HostConfig | None], str]
+    """``crc_on(kind, config)``: why the emulated side set C where the recording has
+    C=0, with the verb: ``"sets C (siw_connect: mpa_crc_required)"``; ``kind`` is
+    ``"request"`` or ``"reply"``, ``config`` its :class:`ConfigRecord` record (or None)."""
+    flag_off: Callable[[str, str], str]
+    """``flag_off(flag, kind)``: why its flag ``flag`` (``"M"``, ``"C"``) differs where it
+    did not set it, as a parenthesis after the sentence (``" (siw never asks for
+    markers; ...)"``), or ``""``."""
+    rtr: Callable[[str, RtrBlock, RtrBlock, HostConfig | None], list[str]]
+    """``rtr(kind, ours, theirs, config)``: why its RFC 6581 block differs from the
+    recorded one (one clause per field that differs; may be empty)."""
+    debug_log: str
+    """How to see its CM's kernel log, with ``{fn}`` for the function concerned
+    (``"siw: dynamic debug ({fn}, siw_dbg_cep): echo 'module siw +p' > ..."``)."""
+    parse_fn: str
+    """The function :attr:`debug_log` names for an MPA frame it cannot read
+    (``irdma_parse_mpa``; ``""`` when the log line names none)."""
+    logs: Mapping[str, str]
+    """Cause (a key of :data:`mpa_emu.judge.catalogue.CAUSES`) -> the kernel log line
+    the stack prints for it, with the function and log level."""
+    reply_timer_s: int | None
+    """Seconds its initiator's MPA timer waits for the reply before giving up (siw's
+    MPAREQ_TIMEOUT, cxgb4's ep_timeout_secs default); None when it has no MPA timer
+    (irdma: the request's retransmissions run out, and it closes with a RST)."""
+    request_timer_s: int | None
+    """Seconds its responder waits for the MPA request before closing (siw's
+    MPAREP_TIMEOUT, cxgb4's ep_timeout_secs default); None when it waits for ever
+    (irdma: no MPA timer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusals:
+    """What the stack refuses in an MPA frame it receives, each rule with the kernel
+    function that refuses it (the judge, :mod:`mpa_emu.judge.rules`, applies them to
+    every side judged as this stack; records and catalogue keys:
+    :mod:`mpa_emu.stacks.refusals`). Written in the stack's ``refusals.py``."""
+
+    responder: Callable[[Received], list[Refusal]]
+    """``responder(r)``: every rule a responder of this stack finds the request ``r``
+    breaking (its limits, then its checks in the kernel's order)."""
+    initiator: Callable[[Received], list[Refusal]]
+    """``initiator(r)``: every rule an initiator finds the reply ``r`` breaking
+    (``r.request`` is the request it answers, when seen; a reject is no refusal)."""
+
+
+ESTABLISHED_AT_REPLY: Final = "reply"
+""":attr:`Outcomes.responder_established`: with its accepting reply (cxgb4)."""
+ESTABLISHED_AT_RTR: Final = "rtr"
+"""... with the peer's first FPDU, the RTR, always (irdma: the RTS AE)."""
+ESTABLISHED_AT_CHOSEN_RTR: Final = "chosen-rtr"
+"""... with the peer's first FPDU when its reply picked an RTR, else with the reply
+(siw)."""
+Established = Literal["reply", "rtr", "chosen-rtr"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcomes:
+    """What an application of this stack sees in the outcomes ``mpa-emu explain``
+    (:mod:`mpa_emu.views.explanation`) and ``replay --semantic`` tell apart, beyond
+    :class:`ReplyStatuses`, each as its kernel function decides it."""
+
+    syn_refused: int | None
+    """CONNECT_REPLY status of an initiator whose SYN is answered with a RST (irdma
+    -ECONNRESET, cxgb4 -ECONNREFUSED); None when the application gets no event (siw:
+    rdma_connect itself fails, :attr:`connect_note`)."""
+    syn_timeout: int | None
+    """CONNECT_REPLY status of an initiator whose SYN gets no answer (irdma
+    -ECONNRESET, siw and cxgb4 -ETIMEDOUT), None for no event."""
+    connect_note: str
+    """What explain adds when the TCP connect fails ("" for nothing; siw: its blocking
+    kernel_bindconnect fails the application's rdma_connect)."""
+    setup_terminate: int
+    """CONNECT_REPLY status of an initiator that sends a Terminate as its first FPDU,
+    during set-up (siw -EINVAL, cxgb4 -ENOMEM, irdma -ECONNRESET)."""
+    responder_established: Established
+    """When a responder's application gets ESTABLISHED after accepting:
+    :data:`ESTABLISHED_AT_REPLY` (c4iw_accept_cr: established_upcall),
+    :data:`ESTABLISHED_AT_RTR` (irdma_accept waits for the RTS AE) or
+    :data:`ESTABLISHED_AT_CHOSEN_RTR` (siw_accept: wait_for_peer_rts when the reply
+    chose an RTR, siw_rtr_data_ready)."""
+    rst_retry: str
+    """How its initiator retries a rev 2 request the responder reset, as explain says it
+    after "retries" and "with a retry" (irdma: ``"at MPA rev 1 on the same ports
+    (irdma_handle_rst_pkt)"``); "" when explain reports the reset as it is (siw; cxgb4,
+    whose retry_with_mpa_v1 explain does not tell yet)."""
+    tcp_findings: tuple[tuple[str, str, str], ...]
+    """inspect's TCP findings that hold only for a receiver of this stack, as (the
+    kernel function the finding names, the rule, words of the finding): irdma's own
+    TCP (irdma_process_options' MSS, irdma_check_seq's window); () for a stack on
+    Linux TCP or the NIC's."""
+
+
+@dataclass(frozen=True, slots=True)
+class FuzzModel:
+    """What ``mpa-emu fuzz`` checks of a core alone, beyond the contract
+    (:mod:`mpa_emu.campaign.fuzz`, :mod:`mpa_emu.campaign.two_core`): a stack whose
+    states are a table of (state, input) rows (irdma's transitions.py). None for a
+    stack the mixed fuzzer (``--mixed``) alone covers."""
+
+    configs: int
+    """How many core configurations the scripts choose from."""
+    make_core: Callable[..., CoreApi]
+    """``make_core(host, mac, index, *, seed, trace)``: a core with configuration
+    ``index`` (0 .. :attr:`configs` - 1)."""
+    held_unreachable: Callable[[Any], bool]
+    """``held_unreachable(view)``: the node view sits in a state the table marks
+    unreachable (never set, or transient within one call)."""
+    change_allowed: Callable[[str, str], bool]
+    """``change_allowed(old, new)``: a traced state change (kernel state names) is one a
+    reachable row allows, or starts from a transient state."""
+    refusal_changes: Callable[[str, Any], bool]
+    """``refusal_changes(verb, view)``: a refused ``verb`` on a node with this view may
+    change the node table (irdma_accept's error path releases the node first)."""
+    unexplained_leaks: Callable[[Any], list[tuple[int, str]]]
+    """``unexplained_leaks(core)``: the nodes left once every timer ran out that no
+    kernel leak explains, as (conn, state name); empty when all is well."""
+
+
 @dataclass(frozen=True, slots=True)
 class Stack:
     """A registered stack: its name, title, parameters, core factory, documentation,
     states, kernel map and facts (every one required).
 
     ``make_core(host_name, mac, params, *, seed, trace, mtu)`` returns a
-    :class:`~mpa_emu.stacks.contract.api.CoreApi`; ``params`` is what :func:`parse_params` returned.
+    :class:`~mpa_emu.stacks.contract.api.CoreApi`; ``params`` is what :func:`parse_params`
+    returned (a stack with a :attr:`config` record is built from the record instead,
+    :attr:`ConfigRecord.make_core`, wherever one is given or implied).
     ``peer_framing(params)`` gives the MPA framing of a stack with ``params`` (checked).
+    Every other layer reads what differs between stacks from these fields, never from
+    the stack's name (docs/stacks/README.md, tests/package/test_stack_peers.py).
     """
 
     name: str
@@ -209,6 +461,20 @@ class Stack:
     """Fields its listener view has beyond the common ones (irdma's
     ``syn_qhash_installed``, the TCP_SYN qhash entry of irdma_manage_qhash): a scenario
     expectation on a field a stack lacks is refused when the scenario is loaded."""
+    config: ConfigRecord | None
+    """Its configuration record beyond the parameters (irdma's ``CmConfig``), or None."""
+    replay: ReplayFacts
+    """How replay plays it and reads a recorded host of it."""
+    matrix: MatrixFacts
+    """Its named parameter sets, matrix overlays and device IRD limit."""
+    texts: Texts
+    """Its cause texts and kernel log lines."""
+    fuzz: FuzzModel | None
+    """What the one- and two-core fuzzers check of its core alone, or None."""
+    refusals: Refusals
+    """What it refuses in a received MPA request or reply (the judge's rules)."""
+    outcomes: Outcomes
+    """What its applications see where explain and replay tell outcomes apart."""
 
     def param(self, name: str) -> StackParam:
         """The parameter ``name``; KeyError when the stack has none by that name."""

@@ -13,9 +13,13 @@ from typing import Any
 from mpa_emu.judge import cm_events as ev
 from mpa_emu.judge.catalogue import CAUSES
 from mpa_emu.judge.model import Refusal, errno_name
-from mpa_emu.judge.stacks import CXGB4, FACTS, IRDMA, LINUX_USERSPACE, SIW, UNKNOWN
+from mpa_emu.judge.stacks import FACTS, LINUX_USERSPACE, UNKNOWN
 from mpa_emu.stacks import STACKS
-from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
+from mpa_emu.stacks.base import (
+    ESTABLISHED_AT_CHOSEN_RTR,
+    ESTABLISHED_AT_REPLY,
+    ESTABLISHED_AT_RTR,
+)
 from mpa_emu.views.inspection.messages import answered_text, message_of
 from mpa_emu.views.inspection.report import ConnectionReport, Finding, FpduInfo
 from mpa_emu.views.upper_protocol import explain as upper_protocol
@@ -46,23 +50,29 @@ _TERM_CAUSES = {
 """Terminate (layer, EType, code) -> cause (RFC 5040 section 7.4, RFC 5044 section 8,
 RFC 6581 section 9)."""
 
-_LOGS = {
-    (SIW, "rtr-mismatch"): "siw: ... rtr mode:  req %2x, got %2x (siw_dbg_cep, dynamic "
-                           "debug)",
-    (SIW, "revision"): "siw: ... mpa reply error: vers %d, enhcd %d (siw_dbg_cep, dynamic "
-                       "debug)",
-    (SIW, "markers"): "siw: ... reject: crc %d:%d:%d, m %d:%d (siw_dbg_cep, dynamic debug)",
-    (SIW, "rejected"): "siw: ... got mpa reject (siw_dbg_cep, dynamic debug)",
-    (SIW, "ird-ord"): "siw: ... ird %d, rep_ord %d, max_ord %d (siw_dbg_cep, dynamic debug)",
-    (SIW, "extra-bytes"): "siw: ... peer sent extra data: %d (siw_dbg_cep, dynamic debug)",
-    (CXGB4, "rtr-mismatch"): "iw_cxgb4: process_mpa_reply: RTR mismatch, sending TERM "
-                             "(KERN_ERR)",
-    (CXGB4, "no-p2p"): "iw_cxgb4: process_mpa_reply: RTR mismatch, sending TERM (KERN_ERR)",
-    (CXGB4, "ird-ord"): "iw_cxgb4: process_mpa_reply: Insufficient IRD, sending TERM "
-                        "(KERN_ERR)",
-    (CXGB4, "revision"): "iw_cxgb4: process_mpa_req/reply MPA version mismatch. Local = 2, "
-                         "Received = N (KERN_ERR)",
-}
+def _outcome(stack: str, name: str, default: Any) -> Any:
+    """The field ``name`` of ``stack``'s :class:`~mpa_emu.stacks.base.Outcomes`;
+    ``default`` for a side judged as no registered stack (linux-userspace, unknown)."""
+    st = STACKS.get(stack)
+    return getattr(st.outcomes, name) if st is not None else default
+
+
+def _article(stack: str) -> str:
+    """``an`` before irdma, ``a`` before siw."""
+    return "an" if stack[:1] in "aeiou" else "a"
+
+
+def _log(stack: str, cause: str) -> str:
+    """The kernel log line ``stack`` prints for ``cause`` (:attr:`Texts.logs
+    <mpa_emu.stacks.base.Texts.logs>`), or ""."""
+    st = STACKS.get(stack)
+    return st.texts.logs.get(cause, "") if st is not None else ""
+
+
+def _parse_fn(stack: str) -> str:
+    """The function the stack's debug log names for an MPA frame it cannot read."""
+    st = STACKS.get(stack)
+    return st.texts.parse_fn if st is not None else ""
 
 
 @dataclass(slots=True)
@@ -231,7 +241,7 @@ def explain_connection(c: ConnectionReport) -> Explanation:
         b.private_data = rep.private_data.hex()
         b.res_events = [ev.CONNECT_REQUEST]
         b.initiator(status, "the reply has R set")
-        b.log = _LOGS.get((b.ini, "rejected"), "")
+        b.log = _log(b.ini, "rejected")
     else:
         _accepted(b)
     if b.verdict == "ok":
@@ -254,15 +264,13 @@ def _no_request(b: _Builder) -> None:
             if refused:
                 b.fail("tcp-refused", "the responder's TCP answered the SYN with RST: "
                        "nothing listens there", [c.first_frame] + [n for n, *_ in ends])
-                b.initiator(-errno.ECONNREFUSED if b.ini == CXGB4 else
-                            -errno.ECONNRESET if b.ini == IRDMA else None)
+                b.initiator(_outcome(b.ini, "syn_refused", None))
             else:
                 b.fail("tcp-timeout", "the SYN got no answer", [c.first_frame])
-                b.initiator(-errno.ETIMEDOUT if b.ini in (CXGB4, SIW) else
-                            -errno.ECONNRESET if b.ini == IRDMA else None)
-            if b.ini == SIW:
-                b.notes.append("siw connects with a blocking kernel_bindconnect: the "
-                               "application's rdma_connect fails, no event")
+                b.initiator(_outcome(b.ini, "syn_timeout", None))
+            note = _outcome(b.ini, "connect_note", "")
+            if note:
+                b.notes.append(note)
             return
         b.fail("incomplete", "no handshake in the capture", [c.first_frame],
                verdict="warning")
@@ -279,7 +287,7 @@ def _no_request(b: _Builder) -> None:
         elif end is not None and end[0] == "server":
             b.initiator(ev.status_of(ev.RESET_STATUS, b.ini, -errno.ECONNRESET),
                         "the responder reset the connection")
-        b.log = _dyndbg(b.res, "irdma_parse_mpa" if b.res == IRDMA else "")
+        b.log = _dyndbg(b.res, _parse_fn(b.res))
         return
     synack = next((line for line in c.handshake if line.startswith("SYN-ACK")), "")
     if ", sent " in synack:
@@ -298,7 +306,8 @@ def _no_request(b: _Builder) -> None:
     side, frame = end
     waited = _elapsed(c, c.first_frame, frame)
     facts = FACTS.get(b.res)
-    responder_timer = _RESPONDER_SECONDS.get(b.res)
+    waits = STACKS[b.res].texts.request_timer_s if b.res in STACKS else None
+    responder_timer = float(waits) if waits is not None else None
     if side == "server" and facts is not None and responder_timer is not None \
             and waited is not None and abs(waited - responder_timer) <= responder_timer * 0.1:
         b.fail("mpa-timeout", f"no MPA request arrived; the responder gave up after "
@@ -329,7 +338,7 @@ def _refused(b: _Builder, r: Refusal) -> None:
     b.fail(r.rule, f"the {r.stack} {who} refuses the "
            f"{'request' if r.role == 'responder' else 'reply'}: {r.text} ({r.fn}: "
            f"{r.reply})", evidence)
-    b.log = r.log or _LOGS.get((r.stack, r.rule), "") or _dyndbg(r.stack, r.fn)
+    b.log = r.log or _log(r.stack, r.rule) or _dyndbg(r.stack, r.fn)
     b.story.append(f"{who} ({r.stack}) refuses in frame {r.frame}: {r.sentence()}")
     if r.role == "initiator":
         b.res_events = _responder_after_accept(b)
@@ -345,10 +354,11 @@ def _refused(b: _Builder, r: Refusal) -> None:
         b.initiator(ev.status_of(ev.REJECT_STATUS, b.ini, -errno.ECONNREFUSED),
                     f"the {r.stack} responder answered with a reject")
         return
-    if b.ini == IRDMA and req.rev == 2 and end is not None and end[0] == "server":
-        b.notes.append("an irdma initiator answers a RST to its rev 2 request with a "
-                       "retry at MPA rev 1 on the same ports (irdma_handle_rst_pkt): the "
-                       "application sees the retry's outcome")
+    retry = _outcome(b.ini, "rst_retry", "")
+    if retry and req.rev == 2 and end is not None and end[0] == "server":
+        b.notes.append(f"{_article(b.ini)} {b.ini} initiator answers a RST to its rev 2 "
+                       f"request with a retry {retry}: the application sees the retry's "
+                       "outcome")
         b.initiator(None)
         return
     b.initiator(ev.status_of(ev.RESET_STATUS, b.ini, -errno.ECONNRESET),
@@ -356,15 +366,10 @@ def _refused(b: _Builder, r: Refusal) -> None:
 
 
 def _dyndbg(stack: str, fn: str) -> str:
-    if stack == IRDMA:
-        return (f"irdma: dynamic debug of cm.c ({fn}): echo 'file cm.c +p' > "
-                "/sys/kernel/debug/dynamic_debug/control")
-    if stack == SIW:
-        return (f"siw: dynamic debug ({fn}, siw_dbg_cep): echo 'module siw +p' > "
-                "/sys/kernel/debug/dynamic_debug/control")
-    if stack == CXGB4:
-        return f"iw_cxgb4: {fn} (KERN_ERR lines, or c4iw_debug=1)"
-    return ""
+    """How to see ``stack``'s kernel log about ``fn`` (:attr:`Texts.debug_log
+    <mpa_emu.stacks.base.Texts.debug_log>`), or "" for a stack the registry lacks."""
+    st = STACKS.get(stack)
+    return st.texts.debug_log.format(fn=fn) if st is not None else ""
 
 
 def _no_reply(b: _Builder) -> None:
@@ -380,7 +385,7 @@ def _no_reply(b: _Builder) -> None:
         b.res_events = [ev.CONNECT_REQUEST]
         b.initiator(ev.status_of(ev.RESET_STATUS, b.ini, -errno.ECONNRESET),
                     "the initiator cannot read the reply")
-        b.log = _dyndbg(b.ini, "irdma_parse_mpa" if b.ini == IRDMA else "")
+        b.log = _dyndbg(b.ini, _parse_fn(b.ini))
         return
     end = _rst_after(c, req.frame)
     if end is None:
@@ -408,12 +413,14 @@ def _no_reply(b: _Builder) -> None:
                     "no reply in time")
         b.res_events = [ev.CONNECT_REQUEST]
         return
-    if b.ini == IRDMA and req.rev == 2 and "RST from the server" in c.ended:
-        # irdma_handle_rst_pkt: a RST in MPAREQ_SENT makes a rev 2 initiator retry once
-        # with MPA rev 1 on the same ports; no upcall for this attempt.
+    retry = _outcome(b.ini, "rst_retry", "")
+    if retry and req.rev == 2 and "RST from the server" in c.ended:
+        # Outcomes.rst_retry (irdma_handle_rst_pkt: a RST in MPAREQ_SENT makes a rev 2
+        # initiator retry once with MPA rev 1 on the same ports); no upcall for this
+        # attempt.
         b.fail("revision", "the responder reset the MPA rev 2 request (a responder that "
-               "does not take rev 2?); the irdma initiator retries at MPA rev 1 on the same "
-               "ports (irdma_handle_rst_pkt): the application sees the retry's outcome",
+               f"does not take rev 2?); the {b.ini} initiator retries {retry}: the "
+               "application sees the retry's outcome",
                [req.frame, frame], verdict="warning")
         b.initiator(None)
         return
@@ -423,31 +430,32 @@ def _no_reply(b: _Builder) -> None:
                 "the responder closed the connection")
 
 
-_EP_TIMEOUT = float(next(p.default for p in STACKS[CXGB4].params
-                         if p.name == "ep_timeout_secs"))
-_TIMER_SECONDS = {SIW: MPAREQ_TIMEOUT_NS / 1e9, CXGB4: _EP_TIMEOUT}
-"""The initiator's wait for the reply: MPAREQ_TIMEOUT (siw_cm.h) and ep_timeout_secs'
-default (cxgb4 cm.c), as the stacks' models hold them."""
-_RESPONDER_SECONDS = {SIW: MPAREP_TIMEOUT_NS / 1e9, CXGB4: _EP_TIMEOUT}
-"""The responder's wait for the request: MPAREP_TIMEOUT (siw_cm.h), ep_timeout_secs."""
+def _reply_timers() -> dict[str, float]:
+    """The initiator's wait for the reply of every stack with an MPA timer
+    (:attr:`Texts.reply_timer_s <mpa_emu.stacks.base.Texts.reply_timer_s>`: siw's
+    MPAREQ_TIMEOUT, cxgb4's ep_timeout_secs default), in registry order."""
+    return {name: float(st.texts.reply_timer_s) for name, st in STACKS.items()
+            if st.texts.reply_timer_s is not None}
 
 
 def _timer_fits(stack: str, kind: str, waited: float | None) -> bool:
-    """Whether an initiator's close after ``waited`` seconds is its MPA timer: irdma gives
-    up with a RST at the end of the request's retransmissions; siw and cxgb4 after their
-    timer (10 % slack); an unknown stack when the time fits one of theirs."""
-    if stack == IRDMA:
+    """Whether an initiator's close after ``waited`` seconds is its MPA timer: a stack
+    without one (irdma) gives up with a RST at the end of the request's
+    retransmissions; another after its timer (10 % slack); an unknown stack when the
+    time fits one of theirs."""
+    if stack in STACKS and STACKS[stack].texts.reply_timer_s is None:
         return kind == "RST"
     if waited is None:
         return False
-    stacks = [stack] if stack in _TIMER_SECONDS else list(_TIMER_SECONDS)
-    return any(abs(waited - _TIMER_SECONDS[s]) <= _TIMER_SECONDS[s] * 0.1 for s in stacks)
+    timers = _reply_timers()
+    stacks = [stack] if stack in timers else list(timers)
+    return any(abs(waited - timers[s]) <= timers[s] * 0.1 for s in stacks)
 
 
 def _guess_timer(waited: float | None) -> str:
     if waited is None:
         return "timer unknown"
-    for stack, near in ((SIW, 10.0), (CXGB4, 60.0)):
+    for stack, near in _reply_timers().items():
         if abs(waited - near) <= near * 0.1:
             return f"as {stack}'s timer: {FACTS[stack].mpa_timer}"
     return "no known stack's timer matches"
@@ -465,20 +473,23 @@ def _first_terminate(c: ConnectionReport) -> FpduInfo | None:
 
 
 def _responder_established(b: _Builder) -> bool:
-    """Whether the responder's application got ESTABLISHED after accepting: cxgb4 at
-    once (c4iw_accept_cr: established_upcall after the reply); siw at once unless it
-    waits for the peer's RTR (siw_accept, wait_for_peer_rts: the reply chose an RTR);
-    irdma once the RTR arrived (irdma_accept waits for the RTS AE); another stack as
-    siw does."""
+    """Whether the responder's application got ESTABLISHED after accepting, as its
+    stack's :attr:`Outcomes.responder_established
+    <mpa_emu.stacks.base.Outcomes.responder_established>` says: cxgb4 at once
+    (c4iw_accept_cr: established_upcall after the reply); siw at once unless it waits
+    for the peer's RTR (siw_accept, wait_for_peer_rts: the reply chose an RTR); irdma
+    once the RTR arrived (irdma_accept waits for the RTS AE); another stack as siw
+    does."""
     c = b.c
     req, rep = c.request, c.reply
     if req is None or rep is None or rep.reject:
         return False
     first = next((f for f in c.fpdu_list if f.side == "client"), None)
     rtr_arrived = first is not None and first.opcode != Opcode.TERMINATE
-    if b.res == CXGB4:
+    when = _outcome(b.res, "responder_established", ESTABLISHED_AT_CHOSEN_RTR)
+    if when == ESTABLISHED_AT_REPLY:
         return True
-    if b.res == IRDMA:
+    if when == ESTABLISHED_AT_RTR:
         return rtr_arrived
     rtr_chosen = bool(rep.has_block and {"write", "read"} & set(rep.rtr_names()))
     return rtr_arrived or not rtr_chosen
@@ -537,8 +548,7 @@ def _accepted(b: _Builder) -> None:
             b.notes.append(f"Terminate layout: {term.layout_note}")
         setup = term.side == "client" and (first_client is term)
         if setup:
-            b.initiator(-errno.EINVAL if b.ini == SIW else -errno.ENOMEM
-                        if b.ini == CXGB4 else -errno.ECONNRESET,
+            b.initiator(_outcome(b.ini, "setup_terminate", -errno.ECONNRESET),
                         "the initiator terminated during set-up")
         else:
             b.initiator(0, "the reply was accepted")

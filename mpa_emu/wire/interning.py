@@ -76,8 +76,7 @@ def forget() -> None:
     _TABLE.clear()
     _FLOW_INTS.clear()
     for records in _RECORDS:
-        records._steps.clear()
-        records._field_steps.clear()
+        records.forget_steps()
 
 
 class SharedRecords(Generic[R]):
@@ -101,6 +100,11 @@ class SharedRecords(Generic[R]):
         self._field_steps: dict[tuple[int, str, object], tuple[R, R]] = {}
         """The steps of :meth:`changed_field`, keyed without a tuple of the changes."""
         self._steps_max = steps_max
+
+    def forget_steps(self) -> None:
+        """Forget the remembered steps (:func:`forget`); the records stay valid."""
+        self._steps.clear()
+        self._field_steps.clear()
 
     def share(self, record: R) -> R:
         """The shared record equal to ``record`` (``record`` itself the first time)."""

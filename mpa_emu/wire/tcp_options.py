@@ -9,8 +9,8 @@ length under 2, a length that runs past the bytes given).
 Values are rendered as RFC 7323 and RFC 2018 define them: the window scale option
 carries the shift count ``shift.cnt`` (RFC 7323 section 2.2; the scale factor is
 2^shift.cnt), so ``WS=7`` is a shift of 7 (Wireshark's Info column shows the factor
-instead, ``WS=128``). How irdma itself reads options, quirks included, is
-:func:`mpa_emu.stacks.irdma.tcp.process_options` (``irdma_process_options``), not this module.
+instead, ``WS=128``). How a stack's own TCP reads options, quirks included, is that
+stack's (irdma's ``process_options``, ``irdma_process_options``), not this module.
 """
 
 from __future__ import annotations

@@ -9,13 +9,30 @@ import errno
 from collections.abc import Mapping
 
 from mpa_emu.stacks.base import (
+    ESTABLISHED_AT_REPLY,
+    OVERLAY_CRC_OFF,
+    OVERLAY_CRC_ON,
+    OVERLAY_MARKERS_ON,
+    OVERLAY_MPA_V1,
+    OVERLAY_RTR_READ,
+    OVERLAY_RTR_WRITE,
     Fingerprint,
+    HostConfig,
     Lifecycle,
+    MatrixFacts,
+    Outcomes,
     PeerFraming,
+    ReplayFacts,
     ReplyStatuses,
     StackFacts,
+    Texts,
     Weights,
 )
+from mpa_emu.stacks.cxgb4.params import PARAM_SPECS
+from mpa_emu.wire.mpa import RtrBlock
+
+_EP_TIMEOUT = int(next(spec[2] for spec in PARAM_SPECS if spec[0] == "ep_timeout_secs"))
+"""ep_timeout_secs' default (cm.c)."""
 
 FACTS = StackFacts(
     name="cxgb4", title="Chelsio T4/T5/T6 (iw_cxgb4)",
@@ -94,3 +111,108 @@ LIFECYCLE = Lifecycle(
     upcall_pdata_extra=0,
 )
 """cxgb4's connection life where it differs from another stack's."""
+
+REPLAY = ReplayFacts(
+    rev_param="mpa_rev",
+    # cxgb4's Transmit.conn is the endpoint's socket: replay finds it by the ports
+    conn_is_node=False,
+    # c4iw_accept_cr: conn_param->ird/ord
+    accept_takes_ird_ord=True,
+    # the model keeps the endpoint and its QP in software (no NIC model of its own)
+    nic_offload=False,
+    aliases={},
+    # the defaults, peer2peer off (the RTR-less Chelsio default of old), and a v1-only
+    # responder that aborts a rev 2 request in process_mpa_request
+    auto_labels=("cxgb4", "cxgb4(peer2peer=0)", "cxgb4(mpa_rev=1)"),
+)
+"""How replay plays cxgb4."""
+
+MATRIX = MatrixFacts(
+    # peer2peer=0: cxgb4 without the RTR (docs/stacks/cxgb4.md)
+    named_sets=({"peer2peer": False},),
+    overlays={
+        OVERLAY_MPA_V1: {"mpa_rev": 1},
+        OVERLAY_CRC_ON: {"crc_enabled": True},
+        OVERLAY_CRC_OFF: {"crc_enabled": False},
+        OVERLAY_MARKERS_ON: {"markers_enabled": True},
+        # send_mpa_req: p2p_type FW_RI_INIT_P2PTYPE_RDMA_WRITE (0) / READ_REQ (1)
+        OVERLAY_RTR_WRITE: {"peer2peer": True, "p2p_type": 0},
+        OVERLAY_RTR_READ: {"peer2peer": True, "p2p_type": 1},
+    },
+    # c4iw_query_device: max_qp_rd_atom = c4iw_max_read_depth (module parameter)
+    max_ird=lambda params: int(params["c4iw_max_read_depth"]),
+)
+"""cxgb4 in the matrix."""
+
+
+def _crc_on(kind: str, config: HostConfig | None) -> str:
+    # send_mpa_req: MPA_CRC with crc_enabled; process_mpa_request: crc_enabled of the
+    # reply is the request's C or the module parameter.
+    return ("sets C (send_mpa_req: crc_enabled (module parameter, on by default))"
+            if kind == "request" else
+            "sets C (send_mpa_reply: crc_enabled, or the request's C (process_mpa_request))")
+
+
+def _flag_off(flag: str, kind: str) -> str:
+    if flag == "C":
+        return (" (send_mpa_req sets C only with crc_enabled)" if kind == "request"
+                else " (send_mpa_reply: crc_enabled or the request's C)")
+    if flag == "M":
+        return " (send_mpa_req/send_mpa_reply set M only with markers_enabled)"
+    return ""
+
+
+def _rtr(kind: str, ours: RtrBlock, theirs: RtrBlock, config: HostConfig | None
+         ) -> list[str]:
+    out: list[str] = []
+    request = kind == "request"
+    if (ours.ird, ours.ord) != (theirs.ird, theirs.ord):
+        out.append("c4iw_connect takes the application's IRD/ORD (ORD 0 raised to 1 "
+                   "with peer2peer; send_mpa_req)" if request else
+                   "c4iw_accept_cr takes the application's IRD/ORD, adjusted to the "
+                   "request's (relaxed IRD negotiation; send_mpa_reply)")
+    if (ours.write0, ours.read0, ours.zero_len_send) != (theirs.write0, theirs.read0,
+                                                         theirs.zero_len_send):
+        out.append("send_mpa_req offers p2p_type's RTR (1: Read, 0: Write) only with "
+                   "peer2peer" if request else
+                   "process_mpa_request keeps the RTR of p2p_type the request offers "
+                   "(send_mpa_reply)")
+    if ours.peer_to_peer != theirs.peer_to_peer:
+        out.append("send_mpa_req sets P2P only with peer2peer" if request
+                   else "send_mpa_reply sets P2P with peer2peer and a P2P request")
+    return out
+
+
+TEXTS = Texts(
+    crc_on=_crc_on, flag_off=_flag_off, rtr=_rtr,
+    debug_log="iw_cxgb4: {fn} (KERN_ERR lines, or c4iw_debug=1)",
+    parse_fn="",
+    logs={
+        "rtr-mismatch": "iw_cxgb4: process_mpa_reply: RTR mismatch, sending TERM "
+                        "(KERN_ERR)",
+        "no-p2p": "iw_cxgb4: process_mpa_reply: RTR mismatch, sending TERM (KERN_ERR)",
+        "ird-ord": "iw_cxgb4: process_mpa_reply: Insufficient IRD, sending TERM "
+                   "(KERN_ERR)",
+        "revision": "iw_cxgb4: process_mpa_req/reply MPA version mismatch. Local = 2, "
+                    "Received = N (KERN_ERR)",
+    },
+    # start_ep_timer in MPA_REQ_SENT and MPA_REQ_WAIT: ep_timeout_secs (module
+    # parameter, 60 by default) -> process_timeout
+    reply_timer_s=_EP_TIMEOUT, request_timer_s=_EP_TIMEOUT,
+)
+"""cxgb4's cause texts and kernel log lines (KERN_ERR)."""
+
+OUTCOMES = Outcomes(
+    # act_open_rpl: a RST to the SYN -> -ECONNREFUSED (status2errno); the SYN's
+    # retries run out -> -ETIMEDOUT
+    syn_refused=-errno.ECONNREFUSED, syn_timeout=-errno.ETIMEDOUT, connect_note="",
+    # process_mpa_reply's Terminate path: connect_reply_upcall(-ENOMEM)
+    setup_terminate=-errno.ENOMEM,
+    # c4iw_accept_cr: established_upcall right after send_mpa_reply
+    responder_established=ESTABLISHED_AT_REPLY,
+    # peer_abort in MPA_REQ_SENT retries with MPA v1 (retry_with_mpa_v1,
+    # c4iw_reconnect: new ports), which explain does not tell yet
+    rst_retry="",
+    tcp_findings=(),
+)
+"""What cxgb4's applications see where explain tells outcomes apart."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mpa_emu.ranges import INT_MAX, U16_MAX, U32_MAX, Range, check_fields
+from mpa_emu.ranges import FRONT_VERB_RANGES, HOST_RANGES, U32_MAX, Range, check_fields
 
 S_NS = 1_000_000_000
 
@@ -28,8 +28,7 @@ CONFIG_RANGES: Mapping[str, Range] = {
                                 "IRD field is 14 bits and 0x3FFF is IETF_NO_IRD_ORD"),
     "max_ord": Range(0, 0x3FFE, "max_hw_ord, kept in the node's u16 ord_size; the MPA v2 "
                                 "ORD field is 14 bits and 0x3FFF is IETF_NO_IRD_ORD"),
-    "mtu": Range(68, U16_MAX, "u16 mtu of struct irdma_sc_vsi; 68 is IPv4's minimum "
-                              "(RFC 791)"),
+    "mtu": HOST_RANGES["mtu"],
     "rcv_wscale": Range(0, 14, "u8 rcv_wscale of struct irdma_cm_tcp_context; RFC 7323 "
                                "section 2.3 caps the shift at 14"),
     "ah_latency_ns": Range(0, 60 * S_NS, "virtual ns of the asynchronous AH create "
@@ -40,18 +39,10 @@ CONFIG_RANGES: Mapping[str, Range] = {
 }
 """Every integer field of :class:`~mpa_emu.stacks.irdma.config.CmConfig`."""
 
-VERB_RANGES: Mapping[str, Range] = {
-    "port": Range(1, U16_MAX, "u16 loc_port/rem_port of struct irdma_cm_node; port 0 is "
-                              "refused by irdma_connect"),
-    "backlog": Range(0, INT_MAX, "int backlog of irdma_create_listen and struct "
-                                 "irdma_cm_listener"),
-    "ird": Range(0, U32_MAX, "u32 ird of struct iw_cm_conn_param (include/rdma/iw_cm.h), "
-                             "clamped to max_hw_ird by irdma_record_ird_ord"),
-    "ord": Range(0, U32_MAX, "u32 ord of struct iw_cm_conn_param (include/rdma/iw_cm.h), "
-                             "clamped to max_hw_ord by irdma_record_ird_ord"),
-    "vlan": Range(0, 4094, "u16 vlan_id below VLAN_N_VID (4096); 4095 is reserved"),
-}
-"""Arguments of the verbs (listen, connect) as the scenario files and the CLI give them."""
+VERB_RANGES = FRONT_VERB_RANGES
+"""The verbs' argument ranges irdma checks (:data:`mpa_emu.ranges.FRONT_VERB_RANGES`, the
+table scenario files and the CLI check every stack's verbs with: they are irdma's
+types)."""
 
 
 def check_config(config: object) -> None:

@@ -9,14 +9,27 @@ import errno
 from collections.abc import Mapping
 
 from mpa_emu.stacks.base import (
+    ESTABLISHED_AT_CHOSEN_RTR,
+    OVERLAY_CRC_OFF,
+    OVERLAY_CRC_ON,
+    OVERLAY_MPA_V1,
+    OVERLAY_RTR_READ,
+    OVERLAY_RTR_WRITE,
     Fingerprint,
     FlagMark,
+    HostConfig,
     Lifecycle,
+    MatrixFacts,
+    Outcomes,
     PeerFraming,
+    ReplayFacts,
     ReplyStatuses,
     StackFacts,
+    Texts,
     Weights,
 )
+from mpa_emu.stacks.siw.params import MPAREP_TIMEOUT_NS, MPAREQ_TIMEOUT_NS
+from mpa_emu.wire.mpa import RtrBlock
 
 FACTS = StackFacts(
     name="siw", title="Soft-iWARP (siw)",
@@ -93,3 +106,113 @@ LIFECYCLE = Lifecycle(
     upcall_pdata_extra=0,
 )
 """siw's connection life where it differs from another stack's."""
+
+REPLAY = ReplayFacts(
+    rev_param="mpa_version",
+    # siw's Transmit.conn is the socket: replay finds the connection by the ports
+    conn_is_node=False,
+    # siw_accept: conn_param->ird/ord
+    accept_takes_ird_ord=True,
+    # siw runs over Linux TCP, its CM and QP in software
+    nic_offload=False,
+    # the old irdma-based profile names: siw's defaults, and a plain RFC 5044 peer
+    # without CRC (siw_connect sends rev 1 with mpa_version 1 and sets C only with
+    # mpa_crc_required, off by default)
+    aliases={"siw": {}, "mpa-v1": {"mpa_version": 1}},
+    auto_labels=("siw", "siw(peer_to_peer=1)", "mpa-v1"),
+)
+"""How replay plays siw."""
+
+MATRIX = MatrixFacts(
+    # peer_to_peer: what every RDMA-over-iWARP interop needs (docs/stacks/siw.md)
+    named_sets=({"peer_to_peer": True},),
+    overlays={
+        OVERLAY_MPA_V1: {"mpa_version": 1},
+        OVERLAY_CRC_ON: {"mpa_crc_required": True},
+        OVERLAY_CRC_OFF: {"mpa_crc_required": False},
+        # siw_connect: rtr_type 1 (MPA_V2_RDMA_WRITE_RTR), 2 (MPA_V2_RDMA_READ_RTR),
+        # offered only with peer_to_peer; siw never asks for markers
+        OVERLAY_RTR_WRITE: {"peer_to_peer": True, "rtr_type": 1},
+        OVERLAY_RTR_READ: {"peer_to_peer": True, "rtr_type": 2},
+    },
+    # siw_query_device: SIW_MAX_IRD_QP
+    max_ird=lambda params: 128,
+)
+"""siw in the matrix."""
+
+
+def _crc_on(kind: str, config: HostConfig | None) -> str:
+    # siw_connect: MPA_RR_FLAG_CRC only with mpa_crc_required; siw_proc_mpareq turns
+    # the request's header into the reply in place, C as the request had it.
+    return ("sets C (siw_connect: mpa_crc_required)" if kind == "request"
+            else "sets C (siw_proc_mpareq answers with the request's flags, C included)")
+
+
+def _flag_off(flag: str, kind: str) -> str:
+    if flag == "C":
+        return (" (siw_connect sets C only with mpa_crc_required, off by default)"
+                if kind == "request" else
+                " (siw_proc_mpareq answers with the request's flags)")
+    if flag == "M":
+        return " (siw never asks for markers; siw_proc_mpareq rejects a request with M)"
+    return ""
+
+
+def _rtr(kind: str, ours: RtrBlock, theirs: RtrBlock, config: HostConfig | None
+         ) -> list[str]:
+    out: list[str] = []
+    request = kind == "request"
+    if (ours.ird, ours.ord) != (theirs.ird, theirs.ord):
+        out.append("siw_connect puts the application's IRD/ORD in the block (ORD 0 "
+                   "raised to 1 with peer_to_peer)" if request else
+                   "siw_accept takes the application's IRD/ORD, the ORD lowered to "
+                   "the request's IRD and the IRD raised to its ORD "
+                   "(relaxed_ird_negotiation)")
+    if (ours.write0, ours.read0, ours.zero_len_send) != (theirs.write0, theirs.read0,
+                                                         theirs.zero_len_send):
+        out.append("siw_connect offers rtr_type's RTR only with peer_to_peer" if request
+                   else "siw_proc_mpareq picks Write when offered, else Read, and "
+                   "none without P2P")
+    if ours.peer_to_peer != theirs.peer_to_peer:
+        out.append("siw_connect sets P2P only with peer_to_peer" if request
+                   else "siw_proc_mpareq echoes the request's P2P")
+    return out
+
+
+TEXTS = Texts(
+    crc_on=_crc_on, flag_off=_flag_off, rtr=_rtr,
+    debug_log="siw: dynamic debug ({fn}, siw_dbg_cep): echo 'module siw +p' > "
+              "/sys/kernel/debug/dynamic_debug/control",
+    parse_fn="",
+    logs={
+        "rtr-mismatch": "siw: ... rtr mode:  req %2x, got %2x (siw_dbg_cep, dynamic "
+                        "debug)",
+        "revision": "siw: ... mpa reply error: vers %d, enhcd %d (siw_dbg_cep, dynamic "
+                    "debug)",
+        "markers": "siw: ... reject: crc %d:%d:%d, m %d:%d (siw_dbg_cep, dynamic debug)",
+        "rejected": "siw: ... got mpa reject (siw_dbg_cep, dynamic debug)",
+        "ird-ord": "siw: ... ird %d, rep_ord %d, max_ord %d (siw_dbg_cep, dynamic debug)",
+        "extra-bytes": "siw: ... peer sent extra data: %d (siw_dbg_cep, dynamic debug)",
+    },
+    # siw_cm.h: MPAREQ_TIMEOUT (HZ * 10) while AWAIT_MPAREP, MPAREP_TIMEOUT (HZ * 5)
+    # while AWAIT_MPAREQ (siw_cm_queue_work, SIW_CM_WORK_MPATIMEOUT)
+    reply_timer_s=MPAREQ_TIMEOUT_NS // 1_000_000_000,
+    request_timer_s=MPAREP_TIMEOUT_NS // 1_000_000_000,
+)
+"""siw's cause texts and kernel log lines (siw_dbg_cep, dynamic debug)."""
+
+OUTCOMES = Outcomes(
+    # siw_connect: kernel_bindconnect blocks, so a refused or unanswered SYN fails
+    # rdma_connect itself (no CONNECT_REPLY for a RST; the timeout as -ETIMEDOUT)
+    syn_refused=None, syn_timeout=-errno.ETIMEDOUT,
+    connect_note="siw connects with a blocking kernel_bindconnect: the application's "
+                 "rdma_connect fails, no event",
+    # a Terminate during set-up: siw_qp_llp_close, -EINVAL to the application
+    setup_terminate=-errno.EINVAL,
+    # siw_accept with an RTR chosen: wait_for_peer_rts, ESTABLISHED in
+    # siw_rtr_data_ready when the peer's first FPDU comes
+    responder_established=ESTABLISHED_AT_CHOSEN_RTR,
+    rst_retry="",
+    tcp_findings=(),
+)
+"""What siw's applications see where explain tells outcomes apart."""

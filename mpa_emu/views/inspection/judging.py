@@ -16,7 +16,8 @@ from mpa_emu.judge.fingerprint import decide
 from mpa_emu.judge.model import Refusal, SideStack
 from mpa_emu.judge.profile import Profiles
 from mpa_emu.judge.rules import Received, initiator_refusals, responder_refusals
-from mpa_emu.judge.stacks import IRDMA, KERNEL_STACKS, UNKNOWN
+from mpa_emu.judge.stacks import KERNEL_STACKS, UNKNOWN
+from mpa_emu.stacks import STACKS
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
 from mpa_emu.wire.mpa import FRAME_SIZE
 from mpa_emu.wire.terminate_layouts import read_terminate
@@ -88,32 +89,28 @@ def judge_connection(rep: ConnectionReport, client: Direction, server: Direction
                      else initiator_refusals(stack, received))
             for refusal in found:
                 _report(rep, side, refusal)
-    _irdma_tcp_findings(rep, {"client": c_side, "server": s_side})
+    _own_tcp_findings(rep, {"client": c_side, "server": s_side})
 
 
-_IRDMA_TCP = (("irdma_process_options", "mss", " MSS "),
-              ("irdma_check_seq", "receive-window", " segment starts "))
-"""inspect's TCP findings that hold for an irdma receiver only: (function, rule, the
-words after the sending side's name)."""
-
-
-def _irdma_tcp_findings(rep: ConnectionReport, sides: dict[str, SideStack]) -> None:
-    """What irdma's TCP refuses (an MSS below 536, a segment outside its 65535-byte
-    window) matters only when the receiving side is irdma: for another stack the finding
-    becomes a note saying so."""
+def _own_tcp_findings(rep: ConnectionReport, sides: dict[str, SideStack]) -> None:
+    """What a stack's own TCP refuses (irdma's: an MSS below 536, a segment outside its
+    65535-byte window; :attr:`Outcomes.tcp_findings
+    <mpa_emu.stacks.base.Outcomes.tcp_findings>`) matters only when the receiving side
+    runs that stack: for another stack the finding becomes a note saying so."""
     for f in rep.findings:
-        for fn, rule, words in _IRDMA_TCP:
-            if fn not in f.text or f.stack is not None:
-                continue
-            sender = f.text.split(" ", 1)[0]
-            receiver = sides.get("server" if sender == "client" else "client")
-            if receiver is None or words not in f.text:
-                continue
-            f.stack, f.rule, f.fn = IRDMA, rule, fn
-            if receiver.stack != IRDMA:
-                f.severity = "note"
-                f.text += (f"; only an irdma receiver does, the {receiver.side} is "
-                           f"{receiver.stack}")
+        for name, st in STACKS.items():
+            for fn, rule, words in st.outcomes.tcp_findings:
+                if fn not in f.text or f.stack is not None:
+                    continue
+                sender = f.text.split(" ", 1)[0]
+                receiver = sides.get("server" if sender == "client" else "client")
+                if receiver is None or words not in f.text:
+                    continue
+                f.stack, f.rule, f.fn = name, rule, fn
+                if receiver.stack != name:
+                    f.severity = "note"
+                    f.text += (f"; only {article(name)} {name} receiver does, the "
+                               f"{receiver.side} is {receiver.stack}")
 
 
 def _report(rep: ConnectionReport, side: SideStack, r: Refusal) -> None:
