@@ -441,10 +441,9 @@ class Host:
         queue 0, joined by MSN, complete once the segment with L set is in; RFC 5041
         section 4.4)."""
         core = self.core
-        if isinstance(core, CmCore):
-            qp = core.qp(conn)
-            kept = getattr(qp, "received", None) or []
-            return sends_of_segments([m.ulpdu for m in kept])
+        ulpdus = getattr(core, "received_ulpdus", None)
+        if ulpdus is not None:  # a NIC model without a receive queue (irdma)
+            return sends_of_segments(ulpdus(conn))
         completions = getattr(core, "completions", None)
         if completions is None:
             return []
