@@ -9,8 +9,8 @@ low four bits (``MPA_EXT_FLAG_CC``) name the sender's congestion-control algorit
 private data comes after the extension. There is no RFC 6581 block: erdma sends no IRD,
 ORD or RTR. ``MPA_DEFAULT_HDR_LEN`` (28) is header plus extension.
 
-This module knows the bytes only; what erdma_cm.c checks and does with them lives in
-:mod:`mpa_emu.stacks.erdma`.
+This module knows the bytes only; what erdma_cm.c checks and does with them is the erdma
+stack's (``STACKS["erdma"]``, docs/stacks/erdma.md).
 """
 
 from __future__ import annotations
