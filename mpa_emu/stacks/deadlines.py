@@ -22,12 +22,14 @@ Holds = Callable[[int, int], bool]
 
 
 class Deadlines:
-    """A heap of ``(deadline, owner)`` entries with lazy deletion (see the module)."""
+    """A heap of ``(deadline, owner)`` entries with lazy deletion (see the module);
+    ``holds`` tells whether an entry still stands."""
 
-    __slots__ = ("_heap",)
+    __slots__ = ("_heap", "_holds")
 
-    def __init__(self) -> None:
+    def __init__(self, holds: Holds) -> None:
         self._heap: list[tuple[int, int]] = []
+        self._holds = holds
 
     def arm(self, owner: int, at: int) -> int:
         """Note that ``owner`` holds a deadline at ``at``; returns ``at``, so that arming
@@ -35,10 +37,11 @@ class Deadlines:
         heapq.heappush(self._heap, (at, owner))
         return at
 
-    def earliest(self, holds: Holds) -> int | None:
+    def earliest(self) -> int | None:
         """The earliest deadline an owner still holds (``None``: none), entries no longer
         held dropped on the way."""
         heap = self._heap
+        holds = self._holds
         while heap:
             at, owner = heap[0]
             if holds(owner, at):
@@ -55,13 +58,13 @@ class Deadlines:
             owners.add(heapq.heappop(heap)[1])
         return sorted(owners)
 
-    def next_due(self, now_ns: int, holds: Holds) -> tuple[int, int] | None:
+    def next_due(self, now_ns: int) -> tuple[int, int] | None:
         """The earliest held entry at or before ``now_ns`` as ``(deadline, owner)``
         (ties: the smallest owner), removed; ``None`` when none is due."""
         heap = self._heap
         while heap and heap[0][0] <= now_ns:
             at, owner = heapq.heappop(heap)
-            if holds(owner, at):
+            if self._holds(owner, at):
                 return at, owner
         return None
 

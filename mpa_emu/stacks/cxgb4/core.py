@@ -102,7 +102,7 @@ class Cxgb4Core(Cxgb4Cm):
         self.trace = trace
         self.tcp = Cxgb4Tcp(name, mac, self.p, seed=seed, mtu=mtu, trace=trace)
         self._eps: dict[int, Endpoint] = {}
-        self._ep_timers = Deadlines()
+        self._ep_timers = Deadlines(self._holds_ep_timer)
         """The endpoints' timers (``Endpoint.timer_due``), by connection id."""
         self._by_sock: dict[int, Endpoint] = {}
         self._listeners: dict[int, ListenEp] = {}
@@ -154,7 +154,7 @@ class Cxgb4Core(Cxgb4Cm):
         TCP's timers due at ``now_ns``."""
         while True:
             # The earliest first (ties: the oldest endpoint), each from its own instant.
-            due = self._ep_timers.next_due(now_ns, self._holds_ep_timer)
+            due = self._ep_timers.next_due(now_ns)
             if due is None:
                 break
             self._now, conn = due
@@ -170,7 +170,7 @@ class Cxgb4Core(Cxgb4Cm):
     def get_timer(self) -> int | None:
         """The earliest endpoint or TCP deadline."""
         best = self.tcp.get_timer()
-        at = self._ep_timers.earliest(self._holds_ep_timer)
+        at = self._ep_timers.earliest()
         return at if best is None or (at is not None and at < best) else best
 
     def _holds_ep_timer(self, conn: int, at: int) -> bool:

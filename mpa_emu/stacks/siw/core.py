@@ -120,12 +120,8 @@ class SiwCore(SiwQp):
         if self._workq:
             return self._now
         best = self.tcp.get_timer()
-        at = self._mpa_timers.earliest(self._holds_mpa_timer)
+        at = self._mpa_timers.earliest()
         return at if best is None or (at is not None and at < best) else best
-
-    def _holds_mpa_timer(self, ident: int, at: int) -> bool:
-        cep = self._ceps.get(ident)
-        return cep is not None and cep.mpa_timer == at
 
     def frames_to_send(self) -> list[Transmit]:
         """Segments built since the last call."""

@@ -164,7 +164,7 @@ class TcpStack:
         self._listeners: dict[int, _Listener] = {}
         self._socks: dict[int, _Sock] = {}
         self._by_key: dict[tuple[bytes, int, bytes, int], _Sock] = {}
-        self._timers = Deadlines()
+        self._timers = Deadlines(self._holds)
         """Every deadline armed, by socket id: each store of a time into ``rtx_at``,
         ``ack_at`` or ``end_at`` goes through its ``arm`` (clearing one needs nothing)."""
         self._syn_recv: dict[int, int] = {}
@@ -329,7 +329,7 @@ class TcpStack:
 
     def get_timer(self) -> int | None:
         """The earliest deadline of any socket."""
-        return self._timers.earliest(self._holds)
+        return self._timers.earliest()
 
     def _holds(self, ident: int, at: int) -> bool:
         s = self._socks.get(ident)
