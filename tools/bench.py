@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The project's benchmarks in one command: P1 (full cycle), P2 (replay against tshark),
-P3 (memory per offloaded endpoint), P6 (peak memory of the reading commands) and P9
-(replay --semantic --profile auto, linear in time).
+P3 (memory per endpoint of each stack), P3s (connection setup cost with many alive), P6
+(peak memory of the reading commands), P9 (replay --semantic --profile auto, linear in
+time) and P9a (inspect and explain on connections that stay open).
 
     python tools/bench.py                 # everything, full sizes (several minutes)
     python tools/bench.py --quick         # small sizes, a sanity pass
@@ -32,8 +33,13 @@ P1  A full cycle between two emulated hosts through ``Network``, as a user runs 
     left garbage for the collector.
 P2  ``mpa-emu replay`` against ``tshark -T fields`` with the MPA fields, whole processes,
     on the same capture of about 100,000 frames. Target: tshark time / replay time >= 1.5.
-P3  Bytes per offloaded endpoint with 30,000 and 100,000 concurrent connections in one
-    process (RSS delta over both endpoints, divided by two). Target: <= 768 B.
+P3  Bytes per endpoint with 30,000 and 100,000 concurrent connections in one process
+    (RSS delta over both endpoints, divided by two), irdma (offloaded endpoints); siw
+    and cxgb4 at 30,000. Target: <= 768 B.
+P3s What setting up one connection costs with many alive: N connections set up between
+    two hosts of one stack (connect, accept, established; CPU time of the whole set-up
+    divided by N), for N = 1,000, 3,000 and 10,000, each in its own process. Target: the
+    cost at 10,000 within 1.5x of the cost at 1,000 (flat in the connections alive).
 P6  Peak RSS of ``inspect``, ``replay``, ``diagram`` and ``judge`` on captures of 10^5
     and 10^6 frames. Target: <= 300 MB and flat in capture length.
 P8  Scaling out: ``mpa-emu fuzz`` (4,000 cases) and ``mpa-emu matrix`` (every default
@@ -52,6 +58,12 @@ P9  ``mpa-emu replay --semantic --profile auto`` (every stack's profile tried, e
     frames and peak RSS. Target: linear in time, the larger's time per frame within
     1.5x of the smaller's (the judge once filtered the whole run per connection:
     23 s on 10,766 frames, 144 s on 32,298).
+P9a ``mpa-emu inspect`` and ``mpa-emu explain`` on captures of accepted connections that
+    all stay open (10 frames each: handshake, MPA request and reply, RTR, no close) of
+    10^4, 10^5 and 10^6 frames, whole processes, against ``tshark -T fields`` with the
+    MPA fields on the same file. Targets: the time per frame (after the command's
+    start-up, measured on ten connections) flat in the connections alive (the largest
+    capture's within 1.5x of the smallest's) and tshark time / command time >= 1.
 """
 
 from __future__ import annotations
@@ -284,16 +296,16 @@ def run_child(argv: list[str]) -> tuple[float, int, int]:
     return cpu, rss, proc.returncode
 
 
-def build_in_child(builder: str, path: Path, count: int, spacing_ns: int | None = None
-                   ) -> int:
-    """Run ``bench_replay.<builder>(path, count[, spacing_ns])`` in a child process and
-    return its frame count. Building a capture of 10^6 frames leaves this process a few
+def build_in_child(builder: str, path: Path, count: int, spacing_ns: int | None = None,
+                   *extra_args: int) -> int:
+    """Run ``bench_replay.<builder>(path, count[, spacing_ns, *extra_args])`` in a child
+    process and return its frame count. Building a capture of 10^6 frames leaves this process a few
     hundred MB larger, and a command forked from it would count that in its peak RSS
     (ru_maxrss includes the pages of the forked image before exec)."""
     code = ("import pathlib, sys; sys.path[:0] = sys.argv[1:3]; import bench_replay; "
             "build = getattr(bench_replay, sys.argv[3]); "
             "print(build(pathlib.Path(sys.argv[4]), *map(int, sys.argv[5:])))")
-    extra = [] if spacing_ns is None else [str(spacing_ns)]
+    extra = [] if spacing_ns is None else [str(spacing_ns), *map(str, extra_args)]
     out = subprocess.run([sys.executable, "-P", "-c", code, *_paths(), builder,
                           str(path), str(count), *extra], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout
@@ -338,21 +350,45 @@ def bench_p2(rounds: int, connections: int, tmp: Path) -> list[str]:
     ]
 
 
-def bench_p3(rounds: int, sizes: list[int]) -> list[str]:
+def connections_in_child(connections: int, stack: str) -> tuple[float, float]:
+    """Bytes per connection (both endpoints, RSS) and CPU seconds per connection of
+    setting up ``connections`` between two hosts of ``stack``, in a process of their own
+    (bench_cycles.memory_per_connection)."""
+    code = (f"import sys; sys.path[:0] = {_paths()!r}; "
+            "import bench_cycles; "
+            f"b, s, d = bench_cycles.memory_per_connection({connections}, 'rss', {stack!r}); "
+            f"print(b, s / {connections}, d)")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True,
+                         text=True, cwd=ROOT, check=True).stdout
+    size, seconds = out.split()[:2]
+    return float(size), float(seconds)
+
+
+def bench_p3(rounds: int, sizes: dict[str, list[int]]) -> list[str]:
     lines = []
-    for connections in sizes:
-        per_endpoint = []
+    for stack, counts in sizes.items():
+        for connections in counts:
+            per_endpoint = [connections_in_child(connections, stack)[0] / 2
+                            for _ in range(rounds)]
+            lines.append(f"P3 {stack:5} {connections} connections: "
+                         f"{summary(per_endpoint, '{:.0f}')} B per endpoint   target <= 768: "
+                         f"{verdict(statistics.median(per_endpoint) <= 768)}")
+    return lines
+
+
+def bench_p3s(rounds: int, stacks: list[str], sizes: list[int]) -> list[str]:
+    lines = []
+    for stack in stacks:
+        cost: dict[int, list[float]] = {n: [] for n in sizes}
         for _ in range(rounds):
-            code = (f"import sys; sys.path[:0] = {_paths()!r}; "
-                    "import bench_cycles; "
-                    f"b, _s, d = bench_cycles.memory_per_connection({connections}, 'rss'); "
-                    "print(b, d)")
-            out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True,
-                                 text=True, cwd=ROOT, check=True).stdout
-            per_endpoint.append(float(out.split()[0]) / 2)
-        lines.append(f"P3 {connections} connections: {summary(per_endpoint, '{:.0f}')} B per "
-                     f"endpoint   target <= 768: "
-                     f"{verdict(statistics.median(per_endpoint) <= 768)}")
+            for n in sizes:  # interleaved: each size sees the same share of the machine
+                cost[n].append(connections_in_child(n, stack)[1])
+        shown = ", ".join(f"{n:,} alive {summary([c * 1e6 for c in cost[n]], '{:.0f}')} us"
+                          for n in sizes)
+        grows = statistics.median(cost[sizes[-1]]) / statistics.median(cost[sizes[0]])
+        lines.append(f"P3s {stack:5} setup per connection: {shown}")
+        lines.append(f"P3s {stack:5} {sizes[-1]:,} / {sizes[0]:,} alive {grows:.2f}x   "
+                     f"target <= 1.5x (flat): {verdict(grows <= 1.5)}")
     return lines
 
 
@@ -423,6 +459,54 @@ def bench_p9(sizes: list[int], tmp: Path) -> list[str]:
     grows = per_frame[-1] / per_frame[0] if per_frame[0] else float("inf")
     lines.append(f"P9 time per frame largest/smallest {grows:.2f}x   target <= 1.5x "
                  f"(linear): {verdict(grows <= 1.5)}")
+    return lines
+
+
+def bench_p9a(rounds: int, sizes: list[int], tmp: Path) -> list[str]:
+    lines = []
+    per_frame: dict[str, list[float]] = {}
+    have_tshark = shutil.which("tshark") is not None
+    # What a command costs before its first frame (imports, start-up), measured on a
+    # capture of ten connections and taken off each figure per frame: on 10^4 frames it
+    # is most of the time.
+    start_path = tmp / "p9a_start.pcapng"
+    build_in_child("build_capture", start_path, 10, 200_000, 0)
+    start = {name: statistics.median(run_child(mpa_emu(name, str(start_path)))[0]
+                                     for _ in range(rounds))
+             for name in ("inspect", "explain")}
+    start_path.unlink()
+    lines.append("P9a start-up (ten connections): " + ", ".join(
+        f"{name} {value:.2f} s" for name, value in start.items()))
+    for frames in sizes:
+        path = tmp / f"p9a_{frames}.pcapng"
+        made = build_in_child("build_capture", path, max(1, frames // 10), 200_000, 0)
+        times: dict[str, list[float]] = {"inspect": [], "explain": [], "tshark": []}
+        for _ in range(rounds if frames < 1_000_000 else 1):  # 10^6: one round (minutes)
+            for name in ("inspect", "explain"):
+                cpu, _rss, rc = run_child(mpa_emu(name, str(path)))
+                if rc not in (0, 1):
+                    return [f"P9a void: {name} exited {rc} on {made} frames"]
+                times[name].append(cpu)
+            if have_tshark:
+                times["tshark"].append(run_child(tshark_fields(path))[0])
+        for name in ("inspect", "explain"):
+            med = statistics.median(times[name])
+            net = max(med - start[name], 0.0)
+            per_frame.setdefault(name, []).append(net / made)
+            line = (f"P9a {name:7} {made:>9} frames, {made // 10:,} connections open: "
+                    f"{summary(times[name])} s ({net / made * 1e6:.1f} us per frame after "
+                    "start-up)")
+            if times["tshark"]:
+                ratio = [t / c for t, c in zip(times["tshark"], times[name], strict=True)]
+                line += (f", tshark / {name} {summary(ratio)}   target >= 1: "
+                         f"{verdict(statistics.median(ratio) >= 1)}")
+            lines.append(line)
+        path.unlink()
+    for name, values in per_frame.items():
+        grows = values[-1] / values[0] if values[0] else float("inf")
+        lines.append(f"P9a {name:7} time per frame after start-up, largest/smallest "
+                     f"{grows:.2f}x   "
+                     f"target <= 1.5x (flat): {verdict(grows <= 1.5)}")
     return lines
 
 
@@ -540,7 +624,7 @@ def bench_p8(rounds: int, tmp: Path, cases: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a sanity pass")
-    ap.add_argument("--only", default="p1,p2,p3,p6,p7,p8,p9",
+    ap.add_argument("--only", default="p1,p2,p3,p3s,p6,p7,p8,p9,p9a",
                     help="comma-separated subset")
     ap.add_argument("--flood", action="store_true",
                     help="P6 also replays a SYN flood of as many SYNs as frames")
@@ -550,6 +634,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--p7-sizes", default="",
                     help="P7 run lengths in events, comma-separated (default 2*10^5,2*10^6; "
                     "2*10^4,2*10^5 with --quick)")
+    ap.add_argument("--p9a-sizes", default="",
+                    help="P9a capture sizes in frames, comma-separated (default 10^4,10^5,"
+                    "10^6; 10^4,10^5 with --quick)")
     ap.add_argument("--commands", default="",
                     help="P6 commands to measure, comma-separated (default all)")
     ap.add_argument("--python", default="",
@@ -561,10 +648,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 5)
     wanted = {w.strip().lower() for w in args.only.split(",") if w.strip()}
-    unknown = wanted - {"p1", "p2", "p3", "p6", "p7", "p8", "p9"}
+    known = ["p1", "p2", "p3", "p3s", "p6", "p7", "p8", "p9", "p9a"]
+    unknown = wanted - set(known)
     if unknown:
-        ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from p1, p2, p3, p6, "
-                 "p7, p8, p9")
+        ap.error(f"unknown benchmark {sorted(unknown)[0]!r}: choose from "
+                 f"{', '.join(known)}")
     out: list[str] = [f"mpa_emu benchmarks ({build_name()}, Python "
                       f"{sys.version.split()[0]}): median [min-max] of {rounds} interleaved "
                       "rounds, CPU time"]
@@ -576,8 +664,12 @@ def main(argv: list[str] | None = None) -> int:
     if "p2" in wanted:
         jobs.append(lambda t: bench_p2(rounds, 770 if args.quick else 7700, t))
     if "p3" in wanted:
-        p3_sizes = [10_000] if args.quick else [30_000, 100_000]
+        p3_sizes = ({"irdma": [10_000], "siw": [10_000], "cxgb4": [10_000]} if args.quick
+                    else {"irdma": [30_000, 100_000], "siw": [30_000], "cxgb4": [30_000]})
         jobs.append(lambda _t: bench_p3(rounds, p3_sizes))
+    if "p3s" in wanted:
+        p3s_sizes = [300, 1_000, 3_000] if args.quick else [1_000, 3_000, 10_000]
+        jobs.append(lambda _t: bench_p3s(rounds, ["siw", "cxgb4", "irdma"], p3s_sizes))
     if "p6" in wanted:
         sizes = ([int(float(x)) for x in args.p6_sizes.split(",")] if args.p6_sizes
                  else [10_000, 100_000] if args.quick else [100_000, 1_000_000])
@@ -592,6 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     if "p9" in wanted:
         p9_sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
         jobs.append(lambda t: bench_p9(p9_sizes, t))
+    if "p9a" in wanted:
+        p9a_sizes = ([int(float(x)) for x in args.p9a_sizes.split(",")] if args.p9a_sizes
+                     else [10_000, 100_000] if args.quick
+                     else [10_000, 100_000, 1_000_000])
+        jobs.append(lambda t: bench_p9a(rounds, p9a_sizes, t))
     with tempfile.TemporaryDirectory(prefix="mpa_bench") as tmp:
         for job in jobs:
             lines = job(Path(tmp))

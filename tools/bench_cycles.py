@@ -88,18 +88,19 @@ def time_cycles(cycles: int, capture: bool) -> tuple[float, int]:
     return elapsed / cycles, net.frames_sent // cycles
 
 
-def time_user_cycles(cycles: int, path: str | Path) -> tuple[float, int, int]:
+def time_user_cycles(cycles: int, path: str | Path, stack: str = "irdma"
+                     ) -> tuple[float, int, int]:
     """The cycle as a user of :class:`Network` runs it, timed whole: alice connects (5
     bytes of private data, IRD/ORD 16), bob accepts with a reply, alice closes as soon as
     CONNECT_REPLY arrives, and the network runs until both nodes are freed, one
     ``run()`` per cycle; capture on, tracing and the upcall journal off, and at the end
-    the pcapng written to ``path``. Returns seconds per cycle, frames per cycle and the
-    frames the written file holds (read back, untimed)."""
+    the pcapng written to ``path``; both hosts run ``stack``. Returns seconds per cycle,
+    frames per cycle and the frames the written file holds (read back, untimed)."""
     from mpa_emu.capture.pcap import read_capture
 
     net = Network(1, capture=True, tracing=False, keep_upcalls=False)
-    alice = net.add_host("alice", CLIENT)
-    bob = net.add_host("bob", SERVER)
+    alice = net.add_host("alice", CLIENT, stack=stack)
+    bob = net.add_host("bob", SERVER, stack=stack)
     bob.listen(PORT, SERVER, policy=Accept(b"welcome"))
 
     def close_when_connected(host: Host, upcall: Upcall) -> None:
@@ -173,12 +174,14 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
-    """Bytes per established connection (both endpoints, QPs included) measured with
-    ``method`` ("tracemalloc" or "rss"), the seconds it took, and the node states."""
+def memory_per_connection(count: int, method: str, stack: str = "irdma"
+                          ) -> tuple[float, float, str]:
+    """Bytes per established connection (both endpoints, QPs included) between two hosts
+    of ``stack`` measured with ``method`` ("tracemalloc" or "rss"), the CPU seconds it
+    took to set them all up, and the node states."""
     net = Network(1, capture=False, tracing=False, keep_upcalls=False)
-    alice = net.add_host("alice", CLIENT)
-    bob = net.add_host("bob", SERVER)
+    alice = net.add_host("alice", CLIENT, stack=stack)
+    bob = net.add_host("bob", SERVER, stack=stack)
     per_port = 50000
     for p in range(count // per_port + 1):
         bob.listen(PORT + p, SERVER, policy=Accept(), backlog=1024)
@@ -215,7 +218,8 @@ def memory_per_connection(count: int, method: str) -> tuple[float, float, str]:
     states: dict[str, int] = {}
     for host in (alice, bob):
         for conn in host.conns():
-            name = f"{host.name}:{host.node(conn).state.name}"
+            state = host.node(conn).state
+            name = f"{host.name}:{getattr(state, 'name', state)}"
             states[name] = states.get(name, 0) + 1
     detail = ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
     if result.reason != "idle":

@@ -48,9 +48,14 @@ TSHARK_OPTS = ["-o", "tcp.try_heuristic_first:TRUE", "--enable-heuristic", "iwar
 MASK32 = 0xFFFFFFFF
 
 
-def build_capture(path: Path, connections: int, spacing_ns: int) -> int:
-    """Write the benchmark capture; returns its frame count."""
+def build_capture(path: Path, connections: int, spacing_ns: int, close: int = 1) -> int:
+    """Write the benchmark capture; returns its frame count. ``close=0`` leaves every
+    connection open: the template's frames up to the last one before the first FIN (10 a
+    connection), so that every connection of the capture is alive at its end."""
     template = [(r.time_ns, codec.decode(r.frame)) for r in read_capture(TEMPLATE)]
+    if not close:
+        first_fin = next(i for i, (_t, seg) in enumerate(template) if seg.flags & 0x01)
+        template = template[:first_fin]
     t0 = template[0][0]
     client_ip = template[0][1].src_ip
     server_ip = ip_bytes(SERVER)

@@ -446,15 +446,24 @@ class _Feed(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._rest:
+        # As many lines as fill the parser's buffer (16 KiB), not one a call: PDML is
+        # about 30 lines a frame.
+        want = len(buffer)
+        parts = [self._rest]
+        size = len(self._rest)
+        while size < want:
             line = next(self._lines, None)
             if line is None:
-                return 0
-            self._rest = line.encode("utf-8")
-            self.blank = self.blank and not line.strip()
-        n = min(len(buffer), len(self._rest))
-        buffer[:n] = self._rest[:n]
-        self._rest = self._rest[n:]
+                break
+            data = line.encode("utf-8")
+            if self.blank and line.strip():
+                self.blank = False
+            parts.append(data)
+            size += len(data)
+        rest = b"".join(parts)
+        n = min(want, len(rest))
+        buffer[:n] = rest[:n]
+        self._rest = rest[n:]
         return n
 
 

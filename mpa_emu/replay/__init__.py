@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, cast
 
+from mpa_emu.gc_tuning import streaming
 from mpa_emu.replay.compare import Comparison, Divergence, compare
 from mpa_emu.replay.engine import Engine, EngineOptions
 from mpa_emu.replay.recording import Recording, RecordingError, load
@@ -210,20 +211,26 @@ def replay_profiles(path: str | Path, options: ReplayOptions,
                     mpa_rev: int | None = None, detail: bool = False) -> ProfileSurvey:
     """Replay ``path`` in semantic mode once per candidate stack (``--profile auto``),
     each with ``mpa_rev`` when given, and say which reach the recorded outcome."""
-    if str(path) == "-":
-        with tempfile.TemporaryFile() as copy:
-            shutil.copyfileobj(sys.stdin.buffer, copy)
-            copy.seek(0)
-            rec = load(copy, options.emulate, options.checksums, name="-")
-    else:
-        rec = load(path, options.emulate, options.checksums)
-    reports: dict[str, ReplayReport] = {}
-    shown: dict[str, str] = {}
-    for choice in auto_candidates(mpa_rev):
-        opts = replace(options, semantic=True, config=choice.config, stack=choice)
-        reports[choice.label] = replay_capture(path, opts, progress, detail=detail,
-                                               recording=rec)
-        shown[choice.label] = choice.shown
+    # The recording and each profile's report stay to the end: set aside from the
+    # collections that follow, which would otherwise walk all of them again (the
+    # survey's time grew faster than the capture).
+    with streaming() as collector:
+        if str(path) == "-":
+            with tempfile.TemporaryFile() as copy:
+                shutil.copyfileobj(sys.stdin.buffer, copy)
+                copy.seek(0)
+                rec = load(copy, options.emulate, options.checksums, name="-")
+        else:
+            rec = load(path, options.emulate, options.checksums)
+        collector.keep()
+        reports: dict[str, ReplayReport] = {}
+        shown: dict[str, str] = {}
+        for choice in auto_candidates(mpa_rev):
+            opts = replace(options, semantic=True, config=choice.config, stack=choice)
+            reports[choice.label] = replay_capture(path, opts, progress, detail=detail,
+                                                   recording=rec)
+            shown[choice.label] = choice.shown
+            collector.keep()
     return ProfileSurvey(reports, shown)
 
 

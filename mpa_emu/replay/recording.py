@@ -7,7 +7,6 @@ hosts and non-TCP frames are kept out of the replay and counted.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from mpa_emu.capture.checksums import Mode, Verdict
 from mpa_emu.capture.decode import Lenient, Undecodable, after_refusal, decode_leniently
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureRecord, read_intact
 from mpa_emu.errors import MpaEmuError
+from mpa_emu.gc_tuning import paused
 from mpa_emu.wire import codec
 from mpa_emu.wire.addr import ip_text
 
@@ -133,15 +133,9 @@ def load(path: str | Path | IO[bytes], ip: bytes, checksums: Mode = Mode.OFFLOAD
     capture with no TCP frame sent or received by ``ip``.
     """
     # Loading makes hundreds of thousands of objects (records, segments, frames) that all
-    # stay alive; each collection the allocations trigger would walk every one made so
-    # far. Pausing the cyclic collector while loading reclaims nothing less in the end.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # stay alive: pausing the cyclic collector while loading reclaims nothing less.
+    with paused():
         return _load(path, ip, checksums, name if name is not None else str(path))
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _load(source: str | Path | IO[bytes], ip: bytes, checksums: Mode, path: str

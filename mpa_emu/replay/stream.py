@@ -30,7 +30,7 @@ from mpa_emu.capture.decode import Undecodable, after_refusal
 from mpa_emu.capture.pcap import LINKTYPE_ETHERNET, CaptureError, CaptureReader
 from mpa_emu.capture.spool import RecordSpool
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.gc_tuning import fewer_young_collections
+from mpa_emu.gc_tuning import streaming
 from mpa_emu.replay.compare import Comparison
 from mpa_emu.replay.engine import (
     _RESTART_WINDOW,
@@ -753,7 +753,7 @@ def stream_replay(source: str | IO[bytes], label: str, options: ReplayOptions,
             size = os.path.getsize(source)
         except OSError:
             raise Fallback("unreadable") from None
-    with fewer_young_collections():
+    with streaming():
         frames, engine = stream_engine(source, label, options, progress, size=size,
                                        journal=journal)
         try:

@@ -33,6 +33,7 @@ from mpa_emu.capture.decode import (
 )
 from mpa_emu.capture.pcap import CaptureError, CaptureRecord, read_capture
 from mpa_emu.errors import MpaEmuError
+from mpa_emu.gc_tuning import streaming
 from mpa_emu.views.crc_connections import CrcConnections, connection_key
 from mpa_emu.views.describe import fpdu_summary, mpa_summary, segment_label
 from mpa_emu.views.ladder import Row, numbered, render, render_lines
@@ -268,9 +269,10 @@ def park_capture(path: str | Path, ports: Collection[int] = (),
     lanes: dict[str, int] = {}
     parked = tempfile.TemporaryFile()  # noqa: SIM115 - closed by ParkedLadder.close
     try:
-        for row in capture_rows(path, lanes, ports, checksums):
-            pickle.dump((row.time_ns, row.source, row.target, row.label, row.detail,
-                         row.lost, row.frame), parked, protocol=pickle.HIGHEST_PROTOCOL)
+        with streaming():
+            for row in capture_rows(path, lanes, ports, checksums):
+                pickle.dump((row.time_ns, row.source, row.target, row.label, row.detail,
+                             row.lost, row.frame), parked, protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:
         parked.close()
         raise

@@ -37,11 +37,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 """Lowest first. A unit is a subpackage of mpa_emu or one of its top-level modules
 (``__init__`` is the package's public API). Units of one layer never import each other."""
 
-STACK_SHARED = {"base", "contract", "tcp", "mpa_stream", "verb_args", "refusals"}
+STACK_SHARED = {"base", "contract", "tcp", "mpa_stream", "verb_args", "refusals", "deadlines"}
 """Parts of mpa_emu.stacks every stack may use (the Stack and StackParam records, the
 contract every core implements, the host TCP, MPA over a byte stream, the verb argument
-ranges, the records of the refusal rules); every other child of stacks is one stack's
-room, which never imports another room."""
+ranges, the records of the refusal rules, the timer heap); every other child of stacks is
+one stack's room, which never imports another room."""
 
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 

@@ -31,6 +31,7 @@ from mpa_emu.stacks.cxgb4.states import (
     QpState,
 )
 from mpa_emu.stacks.cxgb4.tcp import Cxgb4Tcp
+from mpa_emu.stacks.deadlines import Deadlines
 from mpa_emu.wire import ddp, mpa
 
 S = EpState
@@ -51,6 +52,7 @@ class Cxgb4Cm:
     trace: Trace | None
     tcp: Cxgb4Tcp
     _eps: dict[int, Endpoint]
+    _ep_timers: Deadlines
     _by_sock: dict[int, Endpoint]
     _listeners: dict[int, ListenEp]
     _by_tcp_listener: dict[int, ListenEp]
@@ -130,7 +132,8 @@ class Cxgb4Cm:
             self.klog("err", "start_ep_timer", f"start_ep_timer timer already started! "
                       f"ep#{ep.conn}")
             return
-        ep.timer_due = self._now + self.p.ep_timeout_secs * SECOND
+        ep.timer_due = self._ep_timers.arm(ep.conn,
+                                           self._now + self.p.ep_timeout_secs * SECOND)
 
     def stop_ep_timer(self, ep: Endpoint) -> None:
         """``stop_ep_timer``."""

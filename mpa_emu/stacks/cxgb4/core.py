@@ -41,6 +41,7 @@ from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp
 from mpa_emu.stacks.cxgb4.params import Cxgb4Params
 from mpa_emu.stacks.cxgb4.states import EpState, QpState
 from mpa_emu.stacks.cxgb4.tcp import Cxgb4Tcp
+from mpa_emu.stacks.deadlines import Deadlines
 from mpa_emu.stacks.tcp.stack import TcpEvent
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import Segment, Transmit
@@ -108,6 +109,8 @@ class Cxgb4Core(Cxgb4Cm):
         self.trace = trace
         self.tcp = Cxgb4Tcp(name, mac, self.p, seed=seed, mtu=mtu, trace=trace)
         self._eps: dict[int, Endpoint] = {}
+        self._ep_timers = Deadlines(self._holds_ep_timer)
+        """The endpoints' timers (``Endpoint.timer_due``), by connection id."""
         self._by_sock: dict[int, Endpoint] = {}
         self._listeners: dict[int, ListenEp] = {}
         self._by_tcp_listener: dict[int, ListenEp] = {}
@@ -157,12 +160,12 @@ class Cxgb4Core(Cxgb4Cm):
         """Fire the endpoint timers (``ep_timeout`` -> ``process_timeout``) and the
         TCP's timers due at ``now_ns``."""
         while True:
-            due = [ep for ep in self._eps.values()
-                   if ep.timer_due is not None and ep.timer_due <= now_ns]
-            if not due:
+            # The earliest first (ties: the oldest endpoint), each from its own instant.
+            due = self._ep_timers.next_due(now_ns)
+            if due is None:
                 break
-            ep = min(due, key=lambda e: (e.timer_due or 0, e.conn))
-            self._now = ep.timer_due or now_ns
+            self._now, conn = due
+            ep = self._eps[conn]
             ep.timer_due = None
             self.tr("timer_fired", "ep_timeout", conn=ep.conn, state=ep.state.name)
             self.process_timeout(ep)
@@ -174,10 +177,12 @@ class Cxgb4Core(Cxgb4Cm):
     def get_timer(self) -> int | None:
         """The earliest endpoint or TCP deadline."""
         best = self.tcp.get_timer()
-        for ep in self._eps.values():
-            if ep.timer_due is not None and (best is None or ep.timer_due < best):
-                best = ep.timer_due
-        return best
+        at = self._ep_timers.earliest()
+        return at if best is None or (at is not None and at < best) else best
+
+    def _holds_ep_timer(self, conn: int, at: int) -> bool:
+        ep = self._eps.get(conn)
+        return ep is not None and ep.timer_due == at
 
     def frames_to_send(self) -> list[Transmit]:
         """Segments the adapter put on the wire since the last call."""

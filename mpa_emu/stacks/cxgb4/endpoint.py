@@ -8,7 +8,6 @@ Field names follow the kernel's (``mpa_pkt``, ``mpa_pkt_len``, ``plen``, ``ird``
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.cxgb4.states import MPA_PKT_SIZE, EpState, P2pType, QpState
@@ -68,7 +67,7 @@ class Endpoint:
     """The bound QP's state (``c4iw_modify_qp``); None while no QP is bound."""
     rx_fpdu: bytearray = field(default_factory=bytearray)
     """RDMA mode: stream bytes not yet a whole FPDU."""
-    recvq: deque[int] = field(default_factory=deque)
+    recvq: list[int] = field(default_factory=list)
     """Receive buffers the application posted (lengths)."""
     completions: list[tuple[str, bytes]] = field(default_factory=list)
     """Receive completions: status and the bytes placed."""

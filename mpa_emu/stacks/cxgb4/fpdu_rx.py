@@ -14,7 +14,6 @@ into an IB event and a move of the QP to TERMINATE (see
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from mpa_emu.wire import ddp
@@ -100,7 +99,7 @@ class Verdict:
     room: int = 0
 
 
-def check(fpdu: Fpdu, *, crc: bool, recvq: deque[int], msn: int,
+def check(fpdu: Fpdu, *, crc: bool, recvq: list[int], msn: int,
           partial: int | None = None, room: int = 0) -> Verdict:
     """The adapter's checks on one whole FPDU (see the module docstring), in the order
     the layers see it: MPA CRC, DDP version, RDMAP version, opcode, then the operation.
@@ -153,7 +152,7 @@ def check(fpdu: Fpdu, *, crc: bool, recvq: deque[int], msn: int,
         if placed + size > room:
             return Verdict(error=ErrCqe(T4_ERR_PDU_LEN_ERR, opcode, length=size))
         if new:
-            recvq.popleft()
+            recvq.pop(0)
         return Verdict("recv", data=bytes(seg.payload), last=head.last, room=room)
     return Verdict()
 

@@ -10,6 +10,7 @@ from typing import Any
 from mpa_emu.stacks.contract.api import NodeWatch
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.deadlines import Deadlines
 from mpa_emu.stacks.siw.cep import Cep
 from mpa_emu.stacks.siw.params import SiwParams
 from mpa_emu.stacks.siw.qp_rx import Completion, Mr
@@ -28,6 +29,8 @@ class SiwBase:
         self.trace = trace
         self.tcp = TcpStack(name, mac, LINUX, seed=seed, mtu=mtu, trace=trace)
         self._ceps: dict[int, Cep] = {}
+        self._mpa_timers = Deadlines(self._holds_mpa_timer)
+        """The endpoints' MPA timers (``Cep.mpa_timer``), by endpoint id."""
         self._by_sock: dict[int, Cep] = {}
         self._listen_by_tcp: dict[int, Cep] = {}
         self._upcalls: deque[Upcall] = deque()
@@ -52,6 +55,10 @@ class SiwBase:
         4-tuple is known, each state change (a :class:`SiwState`), freed when forgotten
         (:class:`mpa_emu.stacks.contract.api.WatchedCore`)."""
         self._watch = watch
+
+    def _holds_mpa_timer(self, ident: int, at: int) -> bool:
+        cep = self._ceps.get(ident)
+        return cep is not None and cep.mpa_timer == at
 
     def _new_cep(self, state: SiwState) -> Cep:
         cep = Cep(self._next, state)

@@ -3,7 +3,6 @@ network and scenarios see."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.mpa_stream import FrameReader
@@ -82,7 +81,7 @@ class Cep:
     rem_port: int = 0
     rxs: RxStream | None = None
     """The QP's receive stream once it is in RTS (siw_qp_rx.c)."""
-    recvq: deque[int] = field(default_factory=deque)
+    recvq: list[int] = field(default_factory=list)
     """Receive buffers the application posted (lengths), shared with ``rxs``."""
     completions: list[Completion] = field(default_factory=list)
     """Receive completions, in order (the receive CQ)."""

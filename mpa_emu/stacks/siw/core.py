@@ -108,8 +108,9 @@ class SiwCore(SiwQp):
             self.tcp.handle_timer(now_ns)
             self._drain()
         self._run_work()
-        for cep in list(self._ceps.values()):
-            if cep.mpa_timer is not None and cep.mpa_timer <= now_ns:
+        for ident in self._mpa_timers.due(now_ns):
+            cep = self._ceps.get(ident)
+            if cep is not None and cep.mpa_timer is not None and cep.mpa_timer <= now_ns:
                 cep.mpa_timer = None
                 self._work(cep, SiwWork.MPATIMEOUT)
         self._drain()
@@ -119,11 +120,8 @@ class SiwCore(SiwQp):
         if self._workq:
             return self._now
         best = self.tcp.get_timer()
-        for cep in self._ceps.values():
-            at = cep.mpa_timer
-            if at is not None and (best is None or at < best):
-                best = at
-        return best
+        at = self._mpa_timers.earliest()
+        return at if best is None or (at is not None and at < best) else best
 
     def frames_to_send(self) -> list[Transmit]:
         """Segments built since the last call."""
@@ -574,7 +572,7 @@ class SiwCore(SiwQp):
         """siw_cm_queue_work(SIW_CM_WORK_MPATIMEOUT): MPAREQ_TIMEOUT while awaiting the
         reply, MPAREP_TIMEOUT otherwise."""
         delay = MPAREQ_TIMEOUT_NS if cep.state == S.AWAIT_MPAREP else MPAREP_TIMEOUT_NS
-        cep.mpa_timer = self._now + delay
+        cep.mpa_timer = self._mpa_timers.arm(cep.ident, self._now + delay)
         self._klog("debug", "siw_cm_queue_work", f"[QP {cep.ident if cep.qp else -1}]: "
                    f"work type: {int(SiwWork.MPATIMEOUT)}, timeout {delay // 1_000_000}",
                    True, cep)

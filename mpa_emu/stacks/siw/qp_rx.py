@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import struct
-from collections import deque
 from dataclasses import dataclass, field
 
 from mpa_emu.stacks.siw import rdma
@@ -142,8 +141,13 @@ class RxStream:
     ``crc`` is ``mpa_crc_enabled``; ``mrs`` the device's memory (STag index -> region);
     ``mss`` the socket's ``mss_cache`` (one FPDU per TCP segment, gso_seg_limit 1)."""
 
+    __slots__ = ("crc", "ddp_stag", "ddp_to", "fpdu_bytes", "hdr", "inval_stag", "last_hdr",
+                 "mrs", "msn", "mss", "orq", "out", "pad", "qp_id", "rcvd", "recvq", "rem",
+                 "state", "suspended", "tagged", "term", "term_rreq", "tx_msn", "untagged",
+                 "wqe", "write_mr")
+
     def __init__(self, crc: bool, mrs: dict[int, Mr], qp_id: int,
-                 recvq: deque[int] | None = None) -> None:
+                 recvq: list[int] | None = None) -> None:
         self.crc = crc
         self.mrs = mrs
         self.qp_id = qp_id
@@ -163,10 +167,10 @@ class RxStream:
         self.term_rreq = b""
         self.last_hdr = b""
         """``srx->hdr`` keeps the last header read until the next one overwrites it."""
-        self.recvq: deque[int] = deque() if recvq is None else recvq
+        self.recvq: list[int] = [] if recvq is None else recvq
         """Posted receive buffers, by length (the RQ)."""
         self.wqe: _RecvWqe | None = None
-        self.orq: deque[_OrqEntry] = deque()
+        self.orq: list[_OrqEntry] = []
         self.untagged = _Ctx()
         self.tagged = _Ctx()
         self.write_mr: Mr | None = None
@@ -487,7 +491,7 @@ class RxStream:
                 self.init_terminate(rdma.TERM_ERROR_LAYER_DDP, rdma.DDP_ETYPE_UNTAGGED_BUF,
                                     rdma.DDP_ECODE_UT_INVALID_MSN_NOBUF)
                 return -errno.ENOENT
-            self.wqe = _RecvWqe(self.recvq.popleft())
+            self.wqe = _RecvWqe(self.recvq.pop(0))
         wqe = self.wqe
         if wqe is None:
             return -errno.EPROTO
@@ -569,7 +573,7 @@ class RxStream:
             self.msn[ddp.QN_READ_REQUEST] += 1
             return rv
         if op == ddp.Opcode.READ_RESPONSE and self.orq and not error:
-            self.orq.popleft()  # siw_check_tx_fence: orq_get++
+            self.orq.pop(0)  # siw_check_tx_fence: orq_get++
         if op == ddp.Opcode.WRITE:
             self.write_mr = None
         return 0

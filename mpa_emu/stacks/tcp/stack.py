@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.deadlines import Deadlines
 from mpa_emu.stacks.tcp import options as opts
 from mpa_emu.stacks.tcp.shape import TcpShape
 from mpa_emu.wire import seq as sq
@@ -114,8 +115,9 @@ class _Sock:
     ts_recent: int = 0
     mss: int = 536
     rcv_window: int = 65535
-    queue: deque[_Chunk] = field(default_factory=deque)
-    """Sent and not yet acknowledged, then not yet sent: ``chunk.sent_ns`` < 0."""
+    queue: list[_Chunk] = field(default_factory=list)
+    """Sent and not yet acknowledged, then not yet sent: ``chunk.sent_ns`` < 0 (a list:
+    a handful of chunks at a time, and an empty deque costs 760 bytes a socket)."""
     fin_queued: bool = False
     orphan: bool = False
     rto_ns: int = 0
@@ -162,6 +164,11 @@ class TcpStack:
         self._listeners: dict[int, _Listener] = {}
         self._socks: dict[int, _Sock] = {}
         self._by_key: dict[tuple[bytes, int, bytes, int], _Sock] = {}
+        self._timers = Deadlines(self._holds)
+        """Every deadline armed, by socket id: each store of a time into ``rtx_at``,
+        ``ack_at`` or ``end_at`` goes through its ``arm`` (clearing one needs nothing)."""
+        self._syn_recv: dict[int, int] = {}
+        """Sockets in SYN_RECV per listener (the request queue tcp_conn_request checks)."""
         self._out: list[Transmit] = []
         self._events: deque[TcpEvent] = deque()
         self._next_id = 1
@@ -322,17 +329,20 @@ class TcpStack:
 
     def get_timer(self) -> int | None:
         """The earliest deadline of any socket."""
-        best: int | None = None
-        for s in self._socks.values():
-            for at in (s.rtx_at, s.ack_at, s.end_at):
-                if at is not None and (best is None or at < best):
-                    best = at
-        return best
+        return self._timers.earliest()
+
+    def _holds(self, ident: int, at: int) -> bool:
+        s = self._socks.get(ident)
+        return s is not None and (s.rtx_at == at or s.ack_at == at or s.end_at == at)
 
     def handle_timer(self, now_ns: int) -> None:
-        """Run every deadline due at ``now_ns``."""
+        """Run every deadline due at ``now_ns``, socket by socket in the order they were
+        made."""
         self._now = now_ns
-        for s in list(self._socks.values()):
+        for ident in self._timers.due(now_ns):
+            s = self._socks.get(ident)
+            if s is None:
+                continue
             if s.end_at is not None and s.end_at <= now_ns:
                 s.end_at = None
                 self._note("timer_fired", "tcp_time_wait" if s.state == TIME_WAIT
@@ -383,8 +393,7 @@ class TcpStack:
     def _passive_open(self, listener: int, seg: Segment) -> None:
         """tcp_conn_request: a request socket and the SYN-ACK (tcp_v4_send_synack)."""
         lst = self._listeners[listener]
-        pending = sum(1 for s in self._socks.values()
-                      if s.listener == listener and s.state == SYN_RECV)
+        pending = self._syn_recv.get(listener, 0)
         if pending >= max(lst.backlog, 1):
             self._note("segment_dropped", "tcp_conn_request", reason="SYN queue full")
             return
@@ -445,7 +454,7 @@ class TcpStack:
         s.rcv_nxt = sq.add(seg.seq, 1)
         s.snd_una = seg.ack
         s.snd_wnd = seg.window  # a SYN-ACK's window is never scaled
-        self._rtt_sample(s, s.queue.popleft())
+        self._rtt_sample(s, s.queue.pop(0))
         s.rtx_at = None
         s.backoff = s.retries = 0
         s.rto_ns = self._rto(s)
@@ -471,7 +480,7 @@ class TcpStack:
         if seg.ack != sq.add(s.iss, 1):
             self._send_reset(seg, "tcp_check_req: unacceptable ACK")
             return
-        synack = s.queue.popleft()
+        synack = s.queue.pop(0)
         s.snd_una = seg.ack
         s.snd_wnd = seg.window << s.snd_wscale
         self._rtt_sample(s, synack)
@@ -539,19 +548,20 @@ class TcpStack:
             end = sq.add(head.seq, len(head.payload) + (1 if head.flags & (SYN | FIN) else 0))
             if not sq.at_or_after(ack, end):
                 break
-            newest = s.queue.popleft()
+            newest = s.queue.pop(0)
         s.snd_una = ack
         if newest is not None:
             self._rtt_sample(s, newest)
         s.backoff = s.retries = 0
         s.rto_ns = self._rto(s)
-        s.rtx_at = self._now + s.rto_ns if self._unacked(s) else None
+        s.rtx_at = (self._timers.arm(s.ident, self._now + s.rto_ns) if self._unacked(s)
+                    else None)
         fin_acked = s.fin_queued and ack == s.snd_nxt and not s.queue
         if fin_acked:
             if s.state == FIN_WAIT1:
                 self._set_state(s, FIN_WAIT2, "tcp_rcv_state_process")
                 if s.orphan:
-                    s.end_at = self._now + self.shape.fin_timeout_ns
+                    s.end_at = self._timers.arm(s.ident, self._now + self.shape.fin_timeout_ns)
             elif s.state == CLOSING:
                 self._enter_time_wait(s)
             elif s.state == LAST_ACK:
@@ -593,7 +603,7 @@ class TcpStack:
                 s.quick -= 1
                 self._emit(s, ACK, s.snd_nxt, b"", "tcp_send_ack: quick ACK")
             elif s.ack_at is None:
-                s.ack_at = self._now + self.shape.delayed_ack_ns
+                s.ack_at = self._timers.arm(s.ident, self._now + self.shape.delayed_ack_ns)
             self._events.append(TcpEvent("data", s.ident, data=payload))
         if fin:
             self._rcv_fin(s)
@@ -604,7 +614,7 @@ class TcpStack:
         if s.state == ESTABLISHED:
             self._set_state(s, CLOSE_WAIT, "tcp_fin")
             # pingpong mode: the ACK waits for the application's close or the delack timer
-            s.ack_at = self._now + self.shape.delayed_ack_ns
+            s.ack_at = self._timers.arm(s.ident, self._now + self.shape.delayed_ack_ns)
             self._events.append(TcpEvent("peer_fin", s.ident))
         elif s.state == FIN_WAIT1:
             self._emit(s, ACK, s.snd_nxt, b"", "tcp_fin: FIN_WAIT1 -> CLOSING")
@@ -618,7 +628,7 @@ class TcpStack:
     def _enter_time_wait(self, s: _Sock) -> None:
         self._set_state(s, TIME_WAIT, "tcp_time_wait")
         s.rtx_at = s.ack_at = None
-        s.end_at = self._now + self.shape.time_wait_ns
+        s.end_at = self._timers.arm(s.ident, self._now + self.shape.time_wait_ns)
 
     # ---- output ----------------------------------------------------------------------
 
@@ -648,7 +658,8 @@ class TcpStack:
         else:
             chunk.retransmitted = True
         if s.rtx_at is None:
-            s.rtx_at = self._now + (s.rto_ns or self.shape.rto_initial_ns)
+            s.rtx_at = self._timers.arm(
+                s.ident, self._now + (s.rto_ns or self.shape.rto_initial_ns))
         s.ack_at = None  # the segment carries the ACK
         self._emit(s, chunk.flags, chunk.seq, chunk.payload, comment)
 
@@ -677,7 +688,7 @@ class TcpStack:
                    retries=s.retries)
         self._transmit(s, head, f"tcp_retransmit_timer: retransmission {s.retries} "
                        f"({head.comment})")
-        s.rtx_at = self._now + rto
+        s.rtx_at = self._timers.arm(s.ident, self._now + rto)
 
     def _emit(self, s: _Sock, flags: int, seq: int, payload: bytes, comment: str,
               ack: int | None = None) -> None:
@@ -783,6 +794,13 @@ class TcpStack:
     def _set_state(self, s: _Sock, new: str, fn: str) -> None:
         """The only place a socket's state changes (traced as ``tcp_state``)."""
         self._note("tcp_state", fn, sock=s.ident, old=s.state, new=new)
+        if s.listener is not None and (s.state == SYN_RECV) != (new == SYN_RECV):
+            counts = self._syn_recv
+            left = counts.get(s.listener, 0) + (1 if new == SYN_RECV else -1)
+            if left:
+                counts[s.listener] = left
+            else:
+                del counts[s.listener]
         s.state = new
 
     def _fn(self, s: _Sock, name: str) -> str:

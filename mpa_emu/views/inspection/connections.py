@@ -16,7 +16,7 @@ from mpa_emu.capture.decode import (
     endpoint,
     read_frames,
 )
-from mpa_emu.gc_tuning import Collector
+from mpa_emu.gc_tuning import streaming
 from mpa_emu.judge.profile import Profiles
 from mpa_emu.views.inspection import judging as stack_verdicts
 from mpa_emu.views.inspection.fingerprint import fingerprints
@@ -166,13 +166,13 @@ def stream_connections(frames: Iterable[RawFrame], report: CaptureReport,
     Memory holds the frames of connections still open or lingering, never the capture.
     ``profiles`` give the stack of a side by its address (else it is fingerprinted)."""
     # A connection's report is a web of records that only a full collection frees once
-    # young collections have promoted it: collected every so many connections, the
-    # peak stays flat however long the capture (gc_tuning.Collector).
-    collector = Collector(CONNECTIONS_PER_COLLECTION)
-    for conn in _connections(frames, report, checksums, linger=linger, idle=idle,
-                             profiles=profiles):
-        collector.tick()
-        yield conn
+    # young collections have promoted it: collected every so many connections (more
+    # while many are held), the peak stays flat however long the capture.
+    with streaming(CONNECTIONS_PER_COLLECTION) as collector:
+        for conn in _connections(frames, report, checksums, linger=linger, idle=idle,
+                                 profiles=profiles):
+            collector.tick()
+            yield conn
 
 
 CONNECTIONS_PER_COLLECTION = 256
