@@ -63,7 +63,11 @@ FACTS = StackFacts(
 STATUSES = ReplyStatuses(
     reject=-errno.ECONNREFUSED,
     reject_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_ERROR_REJECT)",
-    reset=-errno.ECONNRESET, reset_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_RST)",
+    # a RST is IWARP_CONN_ERROR_MPA_RST (-ECONNRESET); a FIN, IWARP_CONN_ERROR_MPA_FIN,
+    # is -ECONNREFUSED ("MPA received FIN"), which this one status cannot tell
+    reset=-errno.ECONNRESET,
+    reset_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_RST; a FIN, "
+             "IWARP_CONN_ERROR_MPA_FIN, is -ECONNREFUSED)",
     timeout=-errno.EBUSY, timeout_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_TIMEOUT)",
 )
 """CONNECT_REPLY statuses of a qedr initiator (qedr_iw_active_complete passes
