@@ -9,16 +9,38 @@ import errno
 from collections.abc import Mapping
 
 from mpa_emu.stacks.base import (
+    ESTABLISHED_AT_CHOSEN_RTR,
+    OVERLAY_CRC_OFF,
+    OVERLAY_CRC_ON,
+    OVERLAY_MPA_V1,
+    OVERLAY_RTR_READ,
+    OVERLAY_RTR_SEND,
+    OVERLAY_RTR_WRITE,
     RULED_OUT,
     Fingerprint,
+    HostConfig,
     Lifecycle,
+    MatrixFacts,
+    Outcomes,
     PeerFraming,
+    ReplayFacts,
     ReplyStatuses,
     StackFacts,
+    Texts,
     Weights,
 )
-from mpa_emu.stacks.qedr.params import QED_MAX_PRIV_DATA_LEN
+from mpa_emu.stacks.qedr.params import (
+    PARAMS,
+    QED_IWARP_IRD_DEFAULT,
+    QED_IWARP_ORD_DEFAULT,
+    QED_MAX_PRIV_DATA_LEN,
+)
 from mpa_emu.stacks.qedr.states import RtrType
+from mpa_emu.wire.mpa import RtrBlock
+
+_FW_MPA_TIMEOUT = int(next(p.default for p in PARAMS if p.name == "fw_mpa_timeout_secs"))
+"""The model's firmware MPA timer (fw_mpa_timeout_secs' default): neither qed nor qedr
+sets or reports the firmware's length (docs/stacks/qedr.md)."""
 
 FACTS = StackFacts(
     name="qedr", title="Marvell/QLogic FastLinQ (qedr)",
@@ -41,7 +63,11 @@ FACTS = StackFacts(
 STATUSES = ReplyStatuses(
     reject=-errno.ECONNREFUSED,
     reject_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_ERROR_REJECT)",
-    reset=-errno.ECONNRESET, reset_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_RST)",
+    # a RST is IWARP_CONN_ERROR_MPA_RST (-ECONNRESET); a FIN, IWARP_CONN_ERROR_MPA_FIN,
+    # is -ECONNREFUSED ("MPA received FIN"), which this one status cannot tell
+    reset=-errno.ECONNRESET,
+    reset_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_RST; a FIN, "
+             "IWARP_CONN_ERROR_MPA_FIN, is -ECONNREFUSED)",
     timeout=-errno.EBUSY, timeout_fn="qed_iwarp_mpa_complete (IWARP_CONN_ERROR_MPA_TIMEOUT)",
 )
 """CONNECT_REPLY statuses of a qedr initiator (qedr_iw_active_complete passes
@@ -114,3 +140,155 @@ LIFECYCLE = Lifecycle(
     upcall_pdata_extra=0,
 )
 """qedr's connection life where it differs from another stack's."""
+
+REPLAY = ReplayFacts(
+    # qed_iwarp_setup: iwarp_info->mpa_rev = MPA_NEGOTIATION_TYPE_ENHANCED (2); 1 is
+    # MPA_NEGOTIATION_TYPE_BASIC (a rebuilt qed)
+    rev_param="mpa_rev",
+    # qedr's Transmit.conn is the firmware TCP's socket: replay finds it by the ports
+    conn_is_node=False,
+    # qedr_iw_accept: params.ird = conn_param->ird, params.ord = conn_param->ord
+    # (qed_iwarp_accept negotiates them)
+    accept_takes_ird_ord=True,
+    # the firmware model (firmware.py) carries the connection past MPA itself: no NIC
+    # model raising irdma-style AEs
+    nic_offload=False,
+    aliases={},
+    # the defaults, then the named sets (MATRIX), then a BASIC-only qed
+    # (qed_iwarp_mpa_offload's mode MPA_NEGOTIATION_TYPE_BASIC)
+    auto_labels=("qedr", "qedr(peer2peer=0)", "qedr(rtr_type=4)", "qedr(mpa_rev=1)"),
+)
+"""How replay plays qedr."""
+
+
+def _max_ird(params: Mapping[str, int | bool]) -> int:
+    """qedr_query_device: ``max_qp_rd_atom = min(1 << (fls(max_qp_resp_rd_atomic_resc)
+    - 1), max_qp_init_rd_atom)`` and ``max_qp_init_rd_atom = 1 << (fls(
+    max_qp_req_rd_atomic_resc) - 1)``; qed_iwarp_init_devinfo sets both resources to
+    QED_IWARP_IRD_DEFAULT / QED_IWARP_ORD_DEFAULT (32), whatever the parameters."""
+    init = 1 << (QED_IWARP_ORD_DEFAULT.bit_length() - 1)
+    return min(1 << (QED_IWARP_IRD_DEFAULT.bit_length() - 1), init)
+
+
+MATRIX = MatrixFacts(
+    # Mainline qed fixes all of these in qed_iwarp_setup; the vendor's out-of-tree qedr
+    # makes peer2peer and rtr_type module parameters, and these are the two settings
+    # users change (docs/stacks/qedr.md, "In the matrix"): peer2peer=0 for peers without
+    # RFC 6581 P2P, rtr_type=4 (MPA_RTR_TYPE_ZERO_READ alone) so that the reply carries
+    # one RTR type, as RFC 6581 section 5 asks, instead of every type both offer
+    # (qed_iwarp_mpa_v2_set_private).
+    named_sets=({"peer2peer": False}, {"rtr_type": 4}),
+    overlays={
+        # qed_iwarp_mpa_offload: mode ep->mpa_rev (MPA_NEGOTIATION_TYPE_BASIC 1)
+        OVERLAY_MPA_V1: {"mpa_rev": 1},
+        # qed_iwarp_mpa_offload: crc_needed (QED_IWARP_PARAM_CRC_NEEDED)
+        OVERLAY_CRC_ON: {"crc_needed": True},
+        OVERLAY_CRC_OFF: {"crc_needed": False},
+        # qed_iwarp_connect: rtr_type MPA_RTR_TYPE_ZERO_WRITE 2, ZERO_READ 4, ZERO_SEND 1,
+        # offered only with peer2peer; the mpa offload ramrod has no markers setting
+        OVERLAY_RTR_WRITE: {"peer2peer": True, "rtr_type": int(RtrType.ZERO_WRITE)},
+        OVERLAY_RTR_READ: {"peer2peer": True, "rtr_type": int(RtrType.ZERO_READ)},
+        OVERLAY_RTR_SEND: {"peer2peer": True, "rtr_type": int(RtrType.ZERO_SEND)},
+    },
+    max_ird=_max_ird,
+)
+"""qedr in the matrix."""
+
+
+def _crc_on(kind: str, config: HostConfig | None) -> str:
+    # qed_iwarp_mpa_offload: the ramrod's crc_needed is iwarp_info->crc_needed
+    # (QED_IWARP_PARAM_CRC_NEEDED, qed_iwarp_setup) for a request and a reply alike.
+    return ("sets C (qed_iwarp_mpa_offload: crc_needed, QED_IWARP_PARAM_CRC_NEEDED in "
+            "qed_iwarp_setup)" if kind == "request" else
+            "sets C (qed_iwarp_mpa_offload: crc_needed, QED_IWARP_PARAM_CRC_NEEDED in "
+            "qed_iwarp_setup, whatever the request's C)")
+
+
+def _flag_off(flag: str, kind: str) -> str:
+    if flag == "C":
+        return (" (the firmware sets C from qed_iwarp_mpa_offload's crc_needed, "
+                "QED_IWARP_PARAM_CRC_NEEDED (1) in qed_iwarp_setup)")
+    if flag == "M":
+        return (" (qed_iwarp_mpa_offload's ramrod has crc_needed and reject, no markers "
+                "setting: the firmware never sets M)")
+    return ""
+
+
+def _rtr(kind: str, ours: RtrBlock, theirs: RtrBlock, config: HostConfig | None
+         ) -> list[str]:
+    out: list[str] = []
+    request = kind == "request"
+    if (ours.ird, ours.ord) != (theirs.ird, theirs.ord):
+        out.append("qed_iwarp_connect puts the application's IRD/ORD in the block (ORD 0 "
+                   "raised to 1 with the Read RTR offered; qed_iwarp_mpa_v2_set_private)"
+                   if request else
+                   "qed_iwarp_accept takes the application's IRD/ORD, the ORD lowered to "
+                   "the request's IRD and an IRD of 0 raised to 1 with the Read RTR "
+                   "(qed_iwarp_mpa_v2_set_private)")
+    if (ours.write0, ours.read0, ours.zero_len_send) != (theirs.write0, theirs.read0,
+                                                         theirs.zero_len_send):
+        out.append("qed_iwarp_connect offers every type of rtr_type (Send, Write and Read "
+                   "in qed_iwarp_setup) with peer2peer" if request else
+                   "qed_iwarp_mpa_received keeps every type both offer (all of rtr_type "
+                   "when none match) and qed_iwarp_mpa_v2_set_private puts them all in "
+                   "the reply")
+    if ours.peer_to_peer != theirs.peer_to_peer:
+        out.append("qed_iwarp_mpa_v2_set_private sets P2P with peer2peer (rtr_type not "
+                   "MPA_RTR_TYPE_NONE)" if request else
+                   "qed_iwarp_mpa_v2_set_private sets P2P when the request had it "
+                   "(qed_iwarp_mpa_received: ep->rtr_type)")
+    return out
+
+
+TEXTS = Texts(
+    crc_on=_crc_on, flag_off=_flag_off, rtr=_rtr,
+    # DP_NOTICE (qed.h): pr_notice("[%s:%d(%s)]" ...) at the default dp_level; DP_VERBOSE
+    # needs the QED_MSG_RDMA module bit and the verbose level (qede's debug msglevel)
+    debug_log="qed: {fn} (DP_NOTICE lines, KERN_NOTICE and on by default, start "
+              "\"[function:line(device)]\"; the DP_VERBOSE ones need qede's debug "
+              "msglevel with QED_MSG_RDMA)",
+    # the firmware reads the frame; qed logs what it reports
+    parse_fn="qed_iwarp_tcp_connect_unsuccessful, qed_iwarp_mpa_complete",
+    logs={
+        "mpa-timeout": "qed: Active(0x%x) MPA timeout (qed_iwarp_mpa_complete, "
+                       "DP_NOTICE)",
+        "rejected": "qed: Active(0x%x) MPA Reject (qed_iwarp_mpa_complete, DP_NOTICE)",
+        "reset": "qed: %s(0x%x) MPA reset(tcp cid: 0x%x), or %s(0x%x) MPA received FIN "
+                 "(qed_iwarp_mpa_complete, DP_NOTICE)",
+        "rtr-mismatch": "qed: Active(0x%x) MPA RTR MISMATCH (qed_iwarp_mpa_complete, "
+                        "DP_NOTICE)",
+        "ird-ord": "qed: Active(0x%x) MPA insufficient ird (qed_iwarp_mpa_complete, "
+                   "DP_NOTICE)",
+        "pd-over-limit": "qed: %s(0x%x) MPA Invalid Packet (qed_iwarp_mpa_complete, "
+                         "qed_iwarp_tcp_connect_unsuccessful; DP_NOTICE)",
+        "revision": "qed: Passive(0x%x) MPA not supported VER "
+                    "(qed_iwarp_tcp_connect_unsuccessful, DP_NOTICE)",
+        "wrong-key": "qed: %s(0x%x) MPA Invalid Packet (qed_iwarp_mpa_complete, "
+                     "qed_iwarp_tcp_connect_unsuccessful; DP_NOTICE)",
+    },
+    # the firmware's MPA timer (IWARP_CONN_ERROR_MPA_TIMEOUT): its length is the
+    # firmware's, fw_mpa_timeout_secs the model's choice, for the reply and the request
+    reply_timer_s=_FW_MPA_TIMEOUT, request_timer_s=_FW_MPA_TIMEOUT,
+)
+"""qedr's cause texts and kernel log lines (qed's DP_NOTICE)."""
+
+OUTCOMES = Outcomes(
+    # qed_iwarp_tcp_connect_unsuccessful: IWARP_CONN_ERROR_TCP_CONNECTION_RST ->
+    # -ECONNRESET, IWARP_CONN_ERROR_TCP_CONNECT_TIMEOUT -> -EBUSY (DP_NOTICE "TCP
+    # timeout"); qedr_iw_active_complete passes them on as CONNECT_REPLY
+    syn_refused=-errno.ECONNRESET, syn_timeout=-errno.EBUSY,
+    connect_note="qedr's failed TCP connect is qed_iwarp_tcp_connect_unsuccessful's: a "
+                 "RST is -ECONNRESET (RDMA_CM_EVENT_REJECTED), the firmware's SYN "
+                 "timeout -EBUSY (RDMA_CM_EVENT_CONNECT_ERROR, not UNREACHABLE)",
+    # a set-up the firmware ends with a Terminate is IWARP_CONN_ERROR_MPA_TERMINATE (or
+    # _RTR_MISMATCH, _INSUF_IRD): qed_iwarp_mpa_complete gives -ECONNREFUSED for each
+    setup_terminate=-errno.ECONNREFUSED,
+    # with an RTR negotiated the firmware completes the passive handshake when the RTR
+    # arrives (fw_passive_waits_rtr, the model's choice), else right after the reply:
+    # qedr_iw_passive_complete gives ESTABLISHED then
+    responder_established=ESTABLISHED_AT_CHOSEN_RTR,
+    # qed_iwarp_mpa_complete IWARP_CONN_ERROR_MPA_RST: -ECONNRESET, no retry
+    rst_retry="",
+    tcp_findings=(),
+)
+"""What qedr's applications see where explain tells outcomes apart."""

@@ -75,6 +75,10 @@ TCP_CONNECT_STATUS: dict[str, tuple[int, str]] = {
 """The ``switch (fw_return_code)`` of qed_iwarp_tcp_connect_unsuccessful; any other code
 is -ECONNRESET with DP_ERR "Unexpected return code tcp connect"."""
 
+TCP_CONNECT_VERBOSE = frozenset({TCP_CONNECT_INVALID_PACKET, TCP_CONNECTION_RST})
+"""The codes qed_iwarp_tcp_connect_unsuccessful logs with DP_VERBOSE (QED_MSG_RDMA); it
+logs the others with DP_NOTICE."""
+
 
 def mode_name(ep: Ep) -> str:
     """QED_IWARP_CONNECT_MODE_STRING."""
@@ -160,7 +164,9 @@ class QedIwarp(Firmware):
         status, text = TCP_CONNECT_STATUS.get(fw_return_code, (-ECONNRESET, ""))
         fn = "qed_iwarp_tcp_connect_unsuccessful"
         if text:
-            self.klog("notice", fn, f"{mode_name(ep)}(0x{ep.conn:x}) {text}")
+            self.klog("debug" if fw_return_code in TCP_CONNECT_VERBOSE else "notice", fn,
+                      f"{mode_name(ep)}(0x{ep.conn:x}) {text}",
+                      debug=fw_return_code in TCP_CONNECT_VERBOSE)
         else:
             self.klog("err", fn, f"{mode_name(ep)}(0x{ep.conn:x}) Unexpected return code "
                       f"tcp connect: {fw_return_code}")
@@ -312,7 +318,9 @@ class QedIwarp(Firmware):
             self._set_state(ep, EpState.ESTABLISHED, fn)
         else:
             if text:
-                self.klog("notice", fn, f"{mode_name(ep)}(0x{ep.conn:x}) {text}")
+                # MPA_RST: "%s(0x%x) MPA reset(tcp cid: 0x%x)" (ep->cid, ep->tcp_cid)
+                tail = f"(tcp cid: 0x{ep.conn:x})" if fw_return_code == MPA_RST else ""
+                self.klog("notice", fn, f"{mode_name(ep)}(0x{ep.conn:x}) {text}{tail}")
             self._set_state(ep, EpState.CLOSED, fn)
             self.fw_stop_timer(ep)
         self.event_cb(ep, event, status)
