@@ -86,8 +86,11 @@ class StackChoice:
         """The MPA revision the side starts at."""
         if self.config is not None:
             return self.config.mpa_rev
+        st = STACKS[self.stack]
         values = parse_params(self.stack, dict(self.params))
-        return int(values.get(STACKS[self.stack].replay.rev_param, 2))
+        if not st.replay.rev_param:  # a fixed revision: the one its frames carry
+            return st.peer_framing(values).rev
+        return int(values.get(st.replay.rev_param, 2))
 
     @property
     def offloaded_state(self) -> str:
@@ -131,6 +134,10 @@ def choose(name: str, mpa_rev: int | None = None) -> StackChoice:
         config = record.with_params(record.profiles[record.default_profile](), overrides)
         return StackChoice(stack, kept, config, alias)
     if mpa_rev is not None:
+        if not st.replay.rev_param:
+            raise ValueError(f"{stack} has no MPA revision to set (its frames always "
+                             f"carry revision {st.peer_framing(st.defaults()).rev}); "
+                             "leave --mpa-rev out")
         pairs[st.replay.rev_param] = mpa_rev
     checked = parse_params(stack, pairs)
     defaults = st.defaults()
@@ -216,10 +223,14 @@ def auto_candidates(mpa_rev: int | None = None) -> list[StackChoice]:
     :attr:`ReplayFacts.auto_labels <mpa_emu.stacks.base.ReplayFacts.auto_labels>` (its
     defaults, then its named parameter sets and v1 variants: siw(peer_to_peer=1),
     mpa-v1 = siw(mpa_version=1), cxgb4(peer2peer=0), cxgb4(mpa_rev=1), a v1-only
-    responder that aborts a rev 2 request in process_mpa_request)."""
+    responder that aborts a rev 2 request in process_mpa_request). With ``mpa_rev`` a
+    stack whose revision is fixed (an empty :attr:`ReplayFacts.rev_param
+    <mpa_emu.stacks.base.ReplayFacts.rev_param>`) is not tried."""
     out: list[StackChoice] = []
     seen: set[str] = set()
     for st in STACKS.values():
+        if mpa_rev is not None and not st.replay.rev_param:
+            continue
         for name in st.replay.auto_labels:
             choice = choose(name, mpa_rev)
             if choice.label not in seen:

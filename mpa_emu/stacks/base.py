@@ -247,7 +247,10 @@ class ReplayFacts:
 
     rev_param: str
     """The registry parameter ``--mpa-rev`` sets (siw ``mpa_version``, cxgb4
-    ``mpa_rev``; a stack with a :class:`ConfigRecord` takes ``mpa_rev`` of its record)."""
+    ``mpa_rev``; a stack with a :class:`ConfigRecord` takes ``mpa_rev`` of its record).
+    ``""`` for a stack whose revision is fixed (erdma: MPA_REVISION_EXT_1 always):
+    ``--mpa-rev`` is then a one-line error for it, ``--profile auto --mpa-rev`` leaves
+    it out, and its revision is :attr:`PeerFraming.rev`."""
     conn_is_node: bool
     """``Transmit.conn`` names the CM node (irdma); False when it names the socket, and
     replay finds the connection by the flow's ports (siw, cxgb4)."""
