@@ -441,12 +441,11 @@ class Host:
         queue 0, joined by MSN, complete once the segment with L set is in; RFC 5041
         section 4.4)."""
         core = self.core
-        ulpdus = getattr(core, "received_ulpdus", None)
-        if ulpdus is not None:  # a NIC model without a receive queue (irdma)
-            return sends_of_segments(ulpdus(conn))
         completions = getattr(core, "completions", None)
         if completions is None:
-            return []
+            # A NIC model without a receive queue (irdma's): the ULPDUs its QP view kept.
+            qp = getattr(core, "qp", lambda _conn: None)(conn)
+            return sends_of_segments([m.ulpdu for m in getattr(qp, "received", None) or []])
         out: list[bytes] = []
         for c in completions(conn):
             status, data = (c.status, c.data) if hasattr(c, "status") else (c[0], c[1])

@@ -23,11 +23,18 @@ def test_irdma_to_irdma_prints_no_hypothetical_refusals(
     assert main(["inspect", str(V2_ACCEPT)]) == 0
     out = capsys.readouterr().out
     assert "would refuse" not in out
-    assert "hints       1 note(s) on what stacks other than the sides' own do (--verbose " \
-        "shows them)" in out
     assert main(["inspect", "-v", str(V2_ACCEPT)]) == 0
     verbose = capsys.readouterr().out
-    assert f"hint        frame 6: {CXGB4_NOTE}" in verbose
+    hints = [line for line in verbose.splitlines() if line.startswith("  hint        ")]
+    assert f"  hint        frame 6: {CXGB4_NOTE}" in [h[:len(CXGB4_NOTE) + 23] for h in hints]
+    # erdma_recv_mpa_rr takes MPA_REVISION_EXT_1 (129) only: an erdma side would refuse
+    # the rev 2 request (frame 4) and the rev 2 reply (frame 6) at the header.
+    assert any(h.startswith("  hint        frame 4: an erdma responder would refuse MPA rev 2")
+               for h in hints)
+    assert any(h.startswith("  hint        frame 6: an erdma initiator would refuse MPA rev 2")
+               for h in hints)
+    assert (f"hints       {len(hints)} note(s) on what stacks other than the sides' own do "
+            "(--verbose shows them)") in out
     assert main(["inspect", "--json", str(V2_ACCEPT)]) == 0
     (conn,) = json.loads(capsys.readouterr().out)["connections"]
     assert [f["severity"] for f in conn["findings"] if CXGB4_NOTE in f["text"]] == ["hint"]

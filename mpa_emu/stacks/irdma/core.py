@@ -453,14 +453,6 @@ class CmCore(TableViews, DeviceVerbs):
         self._drain_qp(node.key)
         self._finish()
 
-    def received_ulpdus(self, conn: int) -> list[bytes]:
-        """The ULPDUs of the last FPDUs the connection's NIC QP took, oldest first (the
-        NIC model keeps a few; irdma has no receive queue the model posts to): what
-        ``Host.received_sends`` joins into Send messages."""
-        qp = self.qp(conn)
-        kept = getattr(qp, "received", None) or []
-        return [m.ulpdu for m in kept]
-
     # ---- inspection (node, conns, listener, nodes_on, local_keys, qp: TableViews) ----
 
     def leak_report(self) -> list[tuple[int, CmState, str | None]]:
