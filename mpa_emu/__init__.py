@@ -6,8 +6,9 @@ kernel source: irdma (``drivers/infiniband/hw/irdma/cm.c``), siw
 qedr (``drivers/infiniband/hw/qedr/qedr_iw_cm.c`` over ``qed_iwarp.c``) and erdma
 (``drivers/infiniband/hw/erdma/erdma_cm.c``), registered in :data:`mpa_emu.stacks.STACKS`.
 It builds real Ethernet/IP/TCP frames carrying MPA v1/v2 (RFC 5044, RFC 6581), runs one
-stack's CM state machine per emulated host, captures pcapng that Wireshark decodes as iWARP, and inspects, judges and replays
-recorded captures, each side by its own stack's rules.
+stack's CM state machine per emulated host, captures pcapng that Wireshark decodes as
+iWARP, and inspects, judges and replays recorded captures, each side by its own stack's
+rules.
 
 The public API::
 
