@@ -12,12 +12,13 @@ from typing import IO, TYPE_CHECKING
 from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.values import seed
+from mpa_emu.stacks import STACKS
 
 if TYPE_CHECKING:
     from mpa_emu.matrix import Plan
     from mpa_emu.matrix.output import GridEntry
 
-HELP = ("run every ordered pair of iWARP stacks (irdma, siw, cxgb4) through a catalogue "
+HELP = (f"run every ordered pair of iWARP stacks ({', '.join(STACKS)}) through a catalogue "
         "of scenarios and show what each application received")
 
 EPILOG = """\
