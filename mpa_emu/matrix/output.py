@@ -112,12 +112,19 @@ class Talk:
     """(responder, the cell's short text, :attr:`GridEntry.refused_by`)."""
 
     def text(self) -> str:
-        """``irdma talks to irdma, siw; not to cxgb4: rej ECONNRESET (irdma initiator:
-        irdma_negotiate_mpa_v2_ird_ord)``"""
+        """``siw talks to siw, cxgb4; not to irdma: rej ECONNRESET (irdma responder:
+        irdma_negotiate_mpa_v2_ird_ord); erdma, erdma(cc=1): rej ECONNRESET (erdma
+        responder: erdma_recv_mpa_rr)``: responders with the same outcome and refusal
+        share one entry."""
         parts = [f"{self.initiator} talks to "
                  + (", ".join(self.talks_to) if self.talks_to else "no side")]
         if self.not_to:
-            parts.append("not to " + "; ".join(_refused_text(n) for n in self.not_to))
+            # Responders with the same outcome and refusal share one entry.
+            groups: dict[tuple[str, str], list[str]] = {}
+            for responder, text, by in self.not_to:
+                groups.setdefault((text, by), []).append(responder)
+            parts.append("not to " + "; ".join(_refused_text(", ".join(rs), text, by)
+                                               for (text, by), rs in groups.items()))
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -127,9 +134,8 @@ class Talk:
                            for r, t, b in self.not_to]}
 
 
-def _refused_text(item: tuple[str, str, str]) -> str:
-    responder, text, by = item
-    return f"{responder}: {text}" + (f" ({by})" if by else "")
+def _refused_text(responders: str, text: str, by: str) -> str:
+    return f"{responders}: {text}" + (f" ({by})" if by else "")
 
 
 def summary_of(entries: Sequence[GridEntry]) -> list[Talk]:

@@ -47,10 +47,13 @@ def test_summary_of_two_stacks_agrees_with_their_connect_cells(
         assert escape(printed) in page
         for responder in line["talks_to"]:
             assert responder in printed.split("; not to")[0]
+        refusals = printed.split("; not to ", 1)[1].split("; ") if line["not_to"] else []
         for n in line["not_to"]:
-            assert f"{n['responder']}: {n['outcome']}" in printed
-            if n["refused_by"]:
-                assert n["refused_by"] in printed
+            # The entry that names this responder gives its outcome and refusal.
+            entry = next(e for e in refusals
+                         if n["responder"] in e.split(": ", 1)[0].split(", "))
+            assert entry.split(": ", 1)[1] == n["outcome"] + (
+                f" ({n['refused_by']})" if n["refused_by"] else "")
 
 
 def test_a_refused_pair_names_the_kernel_function_its_cell_knows() -> None:
@@ -66,6 +69,16 @@ def test_a_refused_pair_names_the_kernel_function_its_cell_knows() -> None:
         "siw talks to no side; not to irdma: rej ECONNRESET (irdma responder: "
         "irdma_negotiate_mpa_v2_ird_ord)"]
     assert table([ok, rej]).startswith("who talks to whom")
+
+
+def test_responders_refused_alike_share_one_entry() -> None:
+    cells = [CellResult("siw", r, "connect", initiator_event="RDMA_CM_EVENT_REJECTED",
+                        initiator_status=-104, refused_by="erdma responder: erdma_recv_mpa_rr")
+             for r in ("erdma", "erdma(cc=1)")]
+    (talk,) = summary_of([GridEntry.of(c) for c in cells])
+    assert talk.text() == ("siw talks to no side; not to erdma, erdma(cc=1): rej ECONNRESET "
+                           "(erdma responder: erdma_recv_mpa_rr)")
+    assert [n["responder"] for n in talk.to_json()["not_to"]] == ["erdma", "erdma(cc=1)"]
 
 
 def test_no_connect_cells_no_summary() -> None:
