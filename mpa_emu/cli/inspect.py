@@ -18,6 +18,7 @@ from mpa_emu.cli.stack_profile import (
 )
 from mpa_emu.cli.values import capture_port, positive
 from mpa_emu.cli.wrote import check_writable, wrote
+from mpa_emu.stacks import STACKS
 from mpa_emu.views.inspection import (
     CaptureReport,
     ConnectionReport,
@@ -40,7 +41,7 @@ reply (rev, flags, IRD/ORD, RTR offered and chosen, private data in hex and text
 reason), the RTR (MPA v2 with the RFC 6581 block only), the FPDUs (CRC judged only where
 C was set in the request or reply, RFC 5044 section 7.1), RDMAP findings (Read Requests
 never answered, MSN gaps, Terminates decoded), every FIN and RST, data after a FIN, a
-fingerprint of each side and the stack it is judged as (irdma, siw, cxgb4,
+fingerprint of each side and the stack it is judged as (STACK_LIST,
 linux-userspace or unknown; --profile IP=STACK overrides it), and every problem found.
 Each side is judged by its own stack's rules (what irdma_parse_mpa,
 siw_proc_mpareq/siw_proc_mpareply or process_mpa_request/process_mpa_reply refuse): an
@@ -54,7 +55,7 @@ error (what the receiving NIC would see); off never checks.
 
 exit codes: 0 no errors found, 1 errors found (in the selected connections, or frames that
 are not in any connection), 2 unreadable file or usage
-"""
+""".replace("STACK_LIST", ", ".join(STACKS))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

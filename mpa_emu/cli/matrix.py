@@ -12,12 +12,13 @@ from typing import IO, TYPE_CHECKING
 from mpa_emu.cli import CliError
 from mpa_emu.cli.campaign_options import add_campaign_arguments
 from mpa_emu.cli.values import seed
+from mpa_emu.stacks import STACKS
 
 if TYPE_CHECKING:
     from mpa_emu.matrix import Plan
     from mpa_emu.matrix.output import GridEntry
 
-HELP = ("run every ordered pair of iWARP stacks (irdma, siw, cxgb4) through a catalogue "
+HELP = (f"run every ordered pair of iWARP stacks ({', '.join(STACKS)}) through a catalogue "
         "of scenarios and show what each application received")
 
 EPILOG = """\
@@ -154,12 +155,14 @@ def _run(args: argparse.Namespace, specs: Plan, n_sides: int, n_scenarios: int,
 
 
 def _flush(entries: list[GridEntry], pieces: list[str], html_out: IO[str] | None) -> None:
-    """Print and write one scenario's grid, and forget its cells."""
-    from mpa_emu.matrix.output import table_of, write_section
+    """Print and write one scenario's grid (the connect scenario's with the "who talks
+    to whom" summary above it), and forget its cells."""
+    from mpa_emu.matrix.output import summary_of, summary_text, table_of, write_section
 
     if not entries:
         return
-    sys.stdout.write(table_of(entries, legend=False))
+    # The connect scenario comes first in the catalogue: its summary tops the output.
+    sys.stdout.write(summary_text(summary_of(entries)) + table_of(entries, legend=False))
     if html_out is not None:
         write_section(html_out, entries, pieces)
     entries.clear()

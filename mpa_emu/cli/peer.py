@@ -116,10 +116,21 @@ def _stack(args: argparse.Namespace) -> PeerStack:
                 raw[key.strip()] = int(text, 0)
             except ValueError:
                 raw[key.strip()] = text
+    name = args.stack or DEFAULT_STACK
     try:
-        return peer_stack(args.stack or DEFAULT_STACK, raw)
+        preset = peer_stack(name, raw)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if preset.rev not in (1, 2):
+        # The peer frames RFC 5044 section 7.1's layout (PeerFraming holds no extension):
+        # a stack of its own dialect (erdma's revision 129 and struct erdma_mpa_ext,
+        # erdma_send_mpareqrep) cannot be copied, only misframed.
+        mark = STACKS[name].fingerprint.revision
+        extra = (f" with {mark.ext_size} bytes after the header that PD_Length does not "
+                 "count" if mark is not None and mark.ext_size else "")
+        raise CliError(f"--stack {name}: it frames MPA revision {preset.rev}{extra}; this "
+                       "peer frames RFC 5044/6581 revisions 1 and 2 only")
+    return preset
 
 
 def _options(args: argparse.Namespace) -> peer.PeerOptions:

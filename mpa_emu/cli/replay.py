@@ -20,7 +20,7 @@ from mpa_emu.ranges import FRONT_VERB_RANGES
 from mpa_emu.replay import RecordingError
 from mpa_emu.replay.job import OutputError, ReplayJob, run_job, write_outputs
 from mpa_emu.replay.stacks import parse_profile
-from mpa_emu.stacks import DEFAULT_STACK
+from mpa_emu.stacks import DEFAULT_STACK, STACKS
 from mpa_emu.wire.addr import ip_bytes
 
 MAX_SECONDS = 1e9
@@ -84,7 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "offload artefacts count as good), strict (the NIC's view), "
                              "off (never checked)")
     parser.add_argument("--profile", default=DEFAULT_STACK, metavar="STACK",
-                        help="the emulated side's stack: irdma (default), siw, cxgb4 or "
+                        help=f"the emulated side's stack: {DEFAULT_STACK} (default), "
+                             f"{', '.join(s for s in STACKS if s != DEFAULT_STACK)}, or "
                              "one with parameters (siw(peer_to_peer=1), cxgb4(mpa_rev=1)); "
                              "mpa-v1 = siw(mpa_version=1); ADDRESS=STACK,... names each "
                              "side; auto (with --semantic) tries each stack and names the "

@@ -11,6 +11,8 @@ Evidence, each item a fact of the kernel source:
 - the MPA flags: irdma always sets C (``irdma_build_mpa_v1/v2``), cxgb4 sets it by
   default (``crc_enabled``), siw only with ``mpa_crc_required`` (off); siw marks
   ``MPA_RR_FLAG_GSO_EXP`` (0x08 of the flags byte) when built with ``try_gso``;
+- the MPA revision: erdma writes 129 (``MPA_REVISION_EXT_1``) with the 8-byte
+  ``struct erdma_mpa_ext`` after the header (``erdma_send_mpareqrep``), no other stack;
 - the RFC 6581 block: irdma always sets P2P and offers both the Write and the Read RTR,
   and as responder chooses Read; cxgb4 (``peer2peer`` on, ``p2p_type`` Read by default)
   offers only the Read RTR, and as responder prefers Write; siw sends the block without
@@ -21,7 +23,7 @@ Evidence, each item a fact of the kernel source:
   iwarp_terminate, :mod:`mpa_emu.wire.terminate_layouts`) rather than RFC 5040's.
 
 Each stack's part of this is its own fact in the registry (``STACKS[name].fingerprint``):
-the SYN or flag bit that names it alone, and the points every other piece of evidence
+the SYN, flag bit or MPA revision that names it alone, and the points every other piece of evidence
 is worth to it (:class:`~mpa_emu.stacks.base.Weights`; :data:`USERSPACE` for a library
 over sockets). Only the checks, their order and their words stay here, so a new stack is
 weighed by its own weights. Each stack gets a score; one that the evidence rules out
@@ -39,7 +41,7 @@ from mpa_emu.judge.model import SideStack
 from mpa_emu.judge.stacks import LINUX_USERSPACE, UNKNOWN
 from mpa_emu.stacks import STACKS
 from mpa_emu.stacks.base import Weights
-from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, IRD_ORD_MASK
+from mpa_emu.wire.mpa import FLAG_CRC, FLAG_ENHANCED, FRAME_SIZE, IRD_ORD_MASK
 from mpa_emu.wire.terminate_layouts import SIW as SIW_LAYOUT
 from mpa_emu.wire.terminate_layouts import TerminateRead
 
@@ -127,6 +129,12 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
         mark = stack.fingerprint.flag
         if mark is not None and mine.flags & mark.bit:
             score.add(f"{what} {mark.evidence}", **{stack.name: mark.points})
+        # a revision, with the bytes after the header, only one stack writes
+        # (its Fingerprint.revision: erdma's 129 and struct erdma_mpa_ext)
+        rev = stack.fingerprint.revision
+        if rev is not None and mine.rev == rev.rev \
+                and mine.frame_len - FRAME_SIZE - mine.pd_length == rev.ext_size:
+            score.add(f"{what} {rev.evidence}", **{stack.name: rev.points})
     crc = bool(mine.flags & FLAG_CRC)
     # A siw responder echoes the request's flags (siw_proc_mpareq keeps its bits), so a
     # reply's C says something only when the request did not set C.

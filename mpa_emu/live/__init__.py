@@ -1,5 +1,5 @@
-"""Live mode: an emulated iWARP host (irdma, siw or cxgb4) on a TAP device, talking to the
-real Linux TCP stack.
+"""Live mode: an emulated iWARP host (irdma, siw, cxgb4, qedr or erdma) on a TAP device,
+talking to the real Linux TCP stack.
 
 :mod:`~mpa_emu.live.tap` opens the TAP file descriptor, :mod:`~mpa_emu.live.neighbour`
 answers ARP and IPv6 neighbour discovery for the emulated addresses,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpa_emu.capture.decode import LINK_ETHERNET, RawFrame
+from mpa_emu.judge.profile import Profiles
 from mpa_emu.matrix.catalogue import BY_NAME, Scenario, overlay
 from mpa_emu.matrix.sides import Side
 from mpa_emu.net import Accept, Host, Manual, Network, NvmeTarget, Reject, SmbdClient, SmbdServer
@@ -100,6 +101,10 @@ class CellResult:
     capture: str | None = None
     mpa_rev: int | None = None
     rejected_pd: int | None = None
+    refused_by: str | None = None
+    """The first rule of a side's own stack that the MPA exchange on the wire breaks, as
+    the judge reads it with each side judged as its stack (:mod:`mpa_emu.judge.rules`):
+    ``"siw responder: siw_recv_mpa_rr"``; None when no rule is broken."""
     ladder: str = ""
     """The cell's ladder (every frame with the transitions and upcalls behind it), kept
     here only when the cell writes no capture; otherwise it is in ``ladder_file``."""
@@ -132,7 +137,8 @@ class CellResult:
                 "rtr": self.rtr, "terminate": self.terminate, "frames": self.frames,
                 "initiator_event_s": self.initiator_event_s, "last_frame_s": self.last_frame_s,
                 "mpa_rev": self.mpa_rev, "rejected_pd": self.rejected_pd,
-                "capture": self.capture, "ladder_file": self.ladder_file}
+                "refused_by": self.refused_by, "capture": self.capture,
+                "ladder_file": self.ladder_file}
 
 
 COLLECT_EVERY = 64
@@ -361,8 +367,14 @@ def _collect(run: CellRun, result: CellResult, spec: CellSpec) -> None:
         result.initiator_status = -run.initiator.failures[0].errno
     frames = [RawFrame(f.index, f.time_ns / 1e9, LINK_ETHERNET, f.data, len(f.data))
               for f in net.frames]
-    report = inspect_frames(frames)
+    # Each side judged as the stack it runs: the refusals are then its own stack's.
+    profiles = Profiles({INITIATOR_IP: spec.initiator.stack,
+                         RESPONDER_IP: spec.responder.stack})
+    report = inspect_frames(frames, profiles=profiles)
     for conn in report.connections:
+        if conn.refusals and result.refused_by is None:
+            first = conn.refusals[0]
+            result.refused_by = f"{first.stack} {first.role}: {first.fn}"
         if conn.request is not None:
             result.mpa_rev = conn.request.rev
         if conn.reply is not None and conn.reply.reject:

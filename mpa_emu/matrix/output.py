@@ -75,6 +75,14 @@ class GridEntry:
     text: str
     css: str
     anchor: str
+    refused_by: str = ""
+    """:attr:`CellResult.refused_by <mpa_emu.matrix.cell.CellResult.refused_by>`, empty
+    when no rule of a side's own stack is broken."""
+
+    @property
+    def established(self) -> bool:
+        """The initiator's application received RDMA_CM_EVENT_ESTABLISHED."""
+        return self.css == "est"
 
     @classmethod
     def of(cls, cell: CellResult) -> GridEntry:
@@ -84,7 +92,87 @@ class GridEntry:
         # Interned: a grid holds one entry per cell, mostly the same few strings.
         return cls(sys.intern(cell.scenario), sys.intern(cell.initiator),
                    sys.intern(cell.responder), sys.intern(cell_text(cell)), css,
-                   anchor(cell))
+                   anchor(cell), sys.intern(cell.refused_by or ""))
+
+
+SUMMARY_SCENARIO = "connect"
+"""The scenario the "who talks to whom" summary reads: a plain connect that the
+responder accepts, so a cell that does not establish is an interop refusal."""
+
+
+@dataclass(frozen=True, slots=True)
+class Talk:
+    """One initiator's line of the "who talks to whom" summary: the responders its
+    connect establishes with, and the others with what its application received and
+    the kernel function that refused (when the cell knows it)."""
+
+    initiator: str
+    talks_to: tuple[str, ...]
+    not_to: tuple[tuple[str, str, str], ...]
+    """(responder, the cell's short text, :attr:`GridEntry.refused_by`)."""
+
+    def text(self) -> str:
+        """``siw talks to siw, cxgb4; not to irdma: rej ECONNRESET (irdma responder:
+        irdma_negotiate_mpa_v2_ird_ord); erdma, erdma(cc=1): rej ECONNRESET (erdma
+        responder: erdma_recv_mpa_rr)``: responders with the same outcome and refusal
+        share one entry."""
+        parts = [f"{self.initiator} talks to "
+                 + (", ".join(self.talks_to) if self.talks_to else "no side")]
+        if self.not_to:
+            # Responders with the same outcome and refusal share one entry.
+            groups: dict[tuple[str, str], list[str]] = {}
+            for responder, text, by in self.not_to:
+                groups.setdefault((text, by), []).append(responder)
+            parts.append("not to " + "; ".join(_refused_text(", ".join(rs), text, by)
+                                               for (text, by), rs in groups.items()))
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The line as the JSON document's ``who_talks_to_whom`` writes it."""
+        return {"initiator": self.initiator, "talks_to": list(self.talks_to),
+                "not_to": [{"responder": r, "outcome": t, "refused_by": b or None}
+                           for r, t, b in self.not_to]}
+
+
+def _refused_text(responders: str, text: str, by: str) -> str:
+    return f"{responders}: {text}" + (f" ({by})" if by else "")
+
+
+def summary_of(entries: Sequence[GridEntry]) -> list[Talk]:
+    """The "who talks to whom" summary of the :data:`SUMMARY_SCENARIO` cells among
+    ``entries``, an initiator a line in the grid's order (empty without such cells)."""
+    rows = [e for e in entries if e.scenario == SUMMARY_SCENARIO]
+    out = []
+    for ini in dict.fromkeys(e.initiator for e in rows):
+        mine = [e for e in rows if e.initiator == ini]
+        out.append(Talk(ini, tuple(e.responder for e in mine if e.established),
+                        tuple((e.responder, e.text, e.refused_by) for e in mine
+                              if not e.established)))
+    return out
+
+
+def summary_text(talks: Sequence[Talk]) -> str:
+    """The summary as the terminal prints it above the grids (empty without lines)."""
+    if not talks:
+        return ""
+    lines = [f"who talks to whom ({SUMMARY_SCENARIO}: an initiator connects, the "
+             "responder accepts)"]
+    lines += ["  " + t.text() for t in talks]
+    return "\n".join(lines) + "\n\n"
+
+
+def summary_json(talks: Sequence[Talk]) -> dict[str, Any]:
+    """The summary as the JSON document's ``who_talks_to_whom``."""
+    return {"scenario": SUMMARY_SCENARIO, "initiators": [t.to_json() for t in talks]}
+
+
+def summary_html(talks: Sequence[Talk]) -> str:
+    """The summary as the HTML page shows it above the grids (empty without lines)."""
+    if not talks:
+        return ""
+    items = "".join(f"<li>{escape(t.text())}</li>" for t in talks)
+    return (f"<h2>who talks to whom</h2><p>{escape(SUMMARY_SCENARIO)}: an initiator "
+            f"connects, the responder accepts</p><ul>{items}</ul>")
 
 
 def _grids(entries: Sequence[GridEntry]) -> Iterator[tuple[str, list[str], list[str],
@@ -122,13 +210,17 @@ def table_of(entries: Sequence[GridEntry], *, legend: bool = True) -> str:
 
 
 def table(cells: Sequence[CellResult]) -> str:
-    """:func:`table_of` the cells."""
-    return table_of([GridEntry.of(c) for c in cells])
+    """The "who talks to whom" summary, then :func:`table_of` the cells."""
+    entries = [GridEntry.of(c) for c in cells]
+    return summary_text(summary_of(entries)) + table_of(entries)
 
 
 def to_json(cells: Sequence[CellResult], *, rate: float | None = None) -> dict[str, Any]:
-    """The JSON contract: ``{"cells": [...]}`` in the order the cells were listed."""
-    doc: dict[str, Any] = {"cells": [c.to_json() for c in cells]}
+    """The JSON contract: ``{"cells": [...], "who_talks_to_whom": {...}}``, the cells in
+    the order they were listed."""
+    doc: dict[str, Any] = {"cells": [c.to_json() for c in cells],
+                           "who_talks_to_whom": summary_json(
+                               summary_of([GridEntry.of(c) for c in cells]))}
     if rate is not None:
         doc["cells_per_second"] = round(rate, 2)
     return doc
@@ -140,16 +232,21 @@ class JsonWriter:
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self.count = 0
+        self.summary: list[GridEntry] = []
+        """The cells the summary reads (:func:`summary_of`), kept until the end."""
         stream.write('{"cells": [')
 
     def add(self, cell: CellResult) -> None:
         """Write one cell."""
         self.stream.write(("," if self.count else "") + "\n " + json.dumps(cell.to_json()))
         self.count += 1
+        if cell.scenario == SUMMARY_SCENARIO:
+            self.summary.append(GridEntry.of(cell))
 
     def close(self, rate: float | None = None) -> None:
-        """End the document."""
-        tail = "" if rate is None else f', "cells_per_second": {round(rate, 2)}'
+        """End the document with the "who talks to whom" summary."""
+        tail = f', "who_talks_to_whom": {json.dumps(summary_json(summary_of(self.summary)))}'
+        tail += "" if rate is None else f', "cells_per_second": {round(rate, 2)}'
         self.stream.write(f"\n]{tail}}}\n")
 
 
@@ -182,8 +279,10 @@ def page_tail(out: IO[str]) -> None:
 
 
 def write_section(out: IO[str], entries: Sequence[GridEntry], details: Iterable[str]) -> None:
-    """One part of the page: the grids of ``entries``, then each cell's details (HTML
-    pieces), each grid cell a link that opens them."""
+    """One part of the page: the "who talks to whom" summary of its connect cells, the
+    grids of ``entries``, then each cell's details (HTML pieces), each grid cell a link
+    that opens them."""
+    out.write(summary_html(summary_of(entries)))
     for scenario, inis, resps, by in _grids(entries):
         out.write(f"<h2>{escape(scenario)}</h2><table><tr><th>initiator \\ responder</th>"
                   + "".join(f"<th>{escape(r)}</th>" for r in resps) + "</tr>\n")
@@ -221,6 +320,7 @@ def details(cell: CellResult) -> str:
             ("responder's iw_cm upcalls", ", ".join(cell.responder_upcalls) or "none"),
             ("initiator's refused verbs", "; ".join(cell.initiator_failures) or "none"),
             ("responder's refused verbs", "; ".join(cell.responder_failures) or "none"),
+            ("refused by", cell.refused_by or "no rule of a side's own stack"),
             ("RTR", cell.rtr or "none"), ("Terminate", cell.terminate or "none"),
             ("capture", cell.capture or "not written")]
     body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)

@@ -1,5 +1,5 @@
 """The emulated network: hosts running a Linux iWARP connection manager each (irdma, siw,
-cxgb4: :data:`mpa_emu.stacks.STACKS`) on one virtual wire, in virtual time.
+cxgb4, qedr, erdma: :data:`mpa_emu.stacks.STACKS`) on one virtual wire, in virtual time.
 
 Quick start::
 

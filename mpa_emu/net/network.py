@@ -215,10 +215,11 @@ class Network:
         ``Host.add_address``). ``mtu`` overrides ``config.mtu``. Neighbour entries for
         hosts sharing a VLAN are filled automatically unless ``auto_neighbours`` is False.
 
-        ``stack`` names the connection manager the host runs (a key of
-        :data:`mpa_emu.stacks.STACKS`; :data:`~mpa_emu.stacks.DEFAULT_STACK` when not
-        given), ``params`` its parameters as the kernel names them (checked by
-        :func:`mpa_emu.stacks.parse_params`; ValueError with one line naming the key).
+        ``stack`` names the connection manager the host runs (irdma, siw, cxgb4, qedr or
+        erdma: a key of :data:`mpa_emu.stacks.STACKS`;
+        :data:`~mpa_emu.stacks.DEFAULT_STACK` when not given), ``params`` its parameters
+        as the kernel names them (checked by :func:`mpa_emu.stacks.parse_params`;
+        ValueError with one line naming the key).
         ``config`` is the configuration record of a stack that has one
         (:attr:`Stack.config <mpa_emu.stacks.base.Stack.config>`: irdma's ``CmConfig``;
         its default profile when not given); other stacks take only its ``mtu``."""

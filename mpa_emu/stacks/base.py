@@ -155,13 +155,30 @@ class Weights:
 
 
 @dataclass(frozen=True, slots=True)
+class RevisionMark:
+    """An MPA revision only this stack writes, with the bytes it puts after the 20-byte
+    header that PD_Length does not count (erdma: MPA_REVISION_EXT_1, 129, and the 8
+    bytes of struct erdma_mpa_ext, erdma_send_mpareqrep)."""
+
+    rev: int
+    ext_size: int
+    """Bytes between the header and the private data (0: none, the RFC 5044 layout)."""
+    evidence: str
+    """The fingerprint's words after "request"/"reply" for a frame so written."""
+    points: int
+
+
+@dataclass(frozen=True, slots=True)
 class Fingerprint:
     """The evidence in a capture that names this stack (:mod:`mpa_emu.judge.
-    fingerprint`): its own SYN, its own MPA flag bit, and what every other piece of
-    evidence weighs for it."""
+    fingerprint`): its own SYN, its own MPA flag bit, its own MPA revision, and what
+    every other piece of evidence weighs for it."""
 
     syn: SynSignature | None
     flag: FlagMark | None
+    revision: RevisionMark | None
+    """The MPA revision (with its extension) only this stack writes; None for a stack
+    that writes RFC 5044/6581's revisions 1 and 2."""
     weights: Weights
 
 

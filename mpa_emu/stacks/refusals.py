@@ -61,6 +61,10 @@ class MpaFrameLike(Protocol):
     def reject(self) -> bool: ...
     @property
     def has_block(self) -> bool: ...
+    @property
+    def frame_len(self) -> int:
+        """Bytes the frame takes on the stream: the header, any extension its dialect
+        puts after it (erdma's), PD_Length bytes."""
 
     def rtr_names(self) -> list[str]:
         """The RTR types offered (request) or chosen (reply)."""

@@ -22,7 +22,7 @@ from typing import Any
 from mpa_emu.stacks.contract.errors import errno_name
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.ulp.rdma_cm import RdmaCmEvent
-from mpa_emu.wire import mpa, tcp_options
+from mpa_emu.wire import erdma_mpa, mpa, tcp_options
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.ddp import (
     DDP_FLAG_LAST,
@@ -31,7 +31,7 @@ from mpa_emu.wire.ddp import (
     OPCODE_NAMES,
     RDMAP_VERSION,
 )
-from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
+from mpa_emu.wire.mpa import MpaFormatError, mpa_kind
 from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment, flag_names
 from mpa_emu.wire.tcp_options import TcpOption, option_value, parse_options
@@ -64,10 +64,13 @@ def mpa_summary(payload: bytes) -> str | None:
     kind = "Req" if head.is_request else ("Rej" if head.flags & mpa.FLAG_REJECT else "Rep")
     parts = [f"MPA {kind} v{head.rev}"]
     try:
-        frame = mpa.decode_frame(payload)
+        # erdma's dialect: its private data follows the 8-byte extension.
+        frame, ext = erdma_mpa.decode_frame(payload)
     except mpa.MpaFormatError:
         parts.append(f"PD_Length {head.pd_length} (truncated)")
         return " ".join(parts)
+    if ext is not None:
+        parts.append(erdma_mpa.ext_text(ext))
     if frame.rtr is not None:
         rtr = frame.rtr
         ird = "none" if rtr.ird == mpa.IRD_ORD_MASK else str(rtr.ird)
@@ -238,12 +241,14 @@ def describe_payload(payload: bytes) -> str:
     kind = mpa_kind(payload)
     if kind in ("request", "reply", "reject"):
         try:
-            frame = decode_frame(payload)
+            frame, ext = erdma_mpa.decode_frame(payload)
         except MpaFormatError as exc:
             return f"MPA {kind} (malformed: {exc})"
         flags = "".join(ch for bit, ch in ((0x80, "M"), (0x40, "C"), (0x20, "R"), (0x10, "S"))
                         if frame.flags & bit) or "-"
         text = f"MPA {kind} rev {frame.rev} flags {flags} PD_Length {frame.wire_pd_length}"
+        if ext is not None:
+            text += f" [{erdma_mpa.ext_text(ext)}]"
         if frame.rtr is not None:
             r = frame.rtr
             rtr = "".join(n for on, n in ((r.peer_to_peer, "P2P "), (r.write0, "WRITE0 "),

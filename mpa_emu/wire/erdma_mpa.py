@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
+from mpa_emu.wire import mpa
 from mpa_emu.wire.mpa import FRAME_SIZE, KEY_REP, KEY_REQ, KEY_SIZE, MpaFormatError
 
 REVISION_EXT_1: Final = 129
@@ -118,6 +119,25 @@ def parse(payload: bytes) -> ErdmaFrame:
     return ErdmaFrame(key, flags, rev, cookie, bits, bytes(payload[HDR_LEN:end]))
 
 
+def decode_frame(payload: bytes) -> tuple[mpa.MpaFrame, ErdmaFrame | None]:
+    """An MPA request, reply or reject at the start of ``payload`` in either layout:
+    erdma's (:func:`looks_like_erdma`) read with :func:`parse`, its private data the
+    PD_Length bytes after the extension, with the :class:`ErdmaFrame`; any other with
+    :func:`mpa_emu.wire.mpa.decode_frame` (RFC 5044 section 7.1, RFC 6581 section 5) and
+    None. The one reader the views use, so none takes erdma's extension for private
+    data. Raises :class:`~mpa_emu.wire.mpa.MpaFormatError` as those do."""
+    if not looks_like_erdma(payload):
+        return mpa.decode_frame(payload), None
+    e = parse(payload)
+    return mpa.MpaFrame(request=e.request, rev=e.rev, flags=e.flags, rtr=None,
+                        private_data=e.private_data), e
+
+
+def ext_text(e: ErdmaFrame) -> str:
+    """``erdma ext cookie 0x12345678 cc Cubic``: the extension in words."""
+    return f"erdma ext cookie 0x{e.cookie:08x} cc {e.cc_name}"
+
+
 __all__ = ["CC_NAMES", "COMPROMISE_CC", "EXT_FLAG_CC", "EXT_SIZE", "HDR_LEN",
-           "MAX_PRIVDATA", "REVISION_EXT_1", "ErdmaFrame", "build", "looks_like_erdma",
-           "parse"]
+           "MAX_PRIVDATA", "REVISION_EXT_1", "ErdmaFrame", "build", "decode_frame",
+           "ext_text", "looks_like_erdma", "parse"]

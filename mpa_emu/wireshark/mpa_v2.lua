@@ -54,6 +54,24 @@
 --   mpa_emu.smbd.flags, .response_requested, .remaining_data_length, .data_offset,
 --   .data_length, .smb2_command                   (Data Transfer, 2.2.3; [MS-SMB2] 2.2.1)
 --
+-- erdma's private MPA dialect (drivers/infiniband/hw/erdma/erdma_cm.h), by content: an
+-- MPA request or reply ("MPA ID Req Frame" / "MPA ID Rep Frame") of revision 129
+-- (MPA_REVISION_EXT_1), whose 20-byte header is followed by the 8 bytes of struct
+-- erdma_mpa_ext that PD_Length does not count, then PD_Length bytes of private data.
+-- Wireshark's MPA dissector reads the extension as private data; under the "mpa_emu"
+-- post-dissector (big-endian values, as erdma_send_mpareqrep writes them):
+--
+--   mpa_emu.erdma          "request", "reply" or "reject" (the R flag, 0x20)
+--   mpa_emu.erdma.cookie   the extension's cookie
+--   mpa_emu.erdma.bits     the extension's bits word
+--   mpa_emu.erdma.cc       its low four bits (MPA_EXT_FLAG_CC), named as enum
+--                          erdma_cc_alg names them (erdma.h)
+--   mpa_emu.erdma.private_data, .private_data_len, .private_data_text
+--                          the private data after the extension
+--
+-- Expert infos: mpa_emu.erdma.short (the frame ends before PD_Length bytes of private
+-- data after the extension).
+--
 -- Expert infos: mpa_v2.short_block (fewer than 4 bytes), mpa_v2.no_rtr and
 -- mpa_v2.many_rtr (an accepting P2P reply must choose exactly one RTR type),
 -- mpa_v2.rtr_not_offered (the reply chose a type its request did not offer).
@@ -78,6 +96,8 @@ local READ_RTR = 0x4000
 local VALUE_MASK = 0x3FFF
 local ENHANCED_FLAG = 0x10
 local BLOCK_SIZE = 4
+-- erdma_cm.h: MPA_REVISION_EXT_1, the revision of Alibaba's Elastic RDMA dialect.
+local ERDMA_REVISION = 129
 
 local pf = {
     request = ProtoField.bool("mpa_v2.request", "Request"),
@@ -402,6 +422,9 @@ function mpa_v2.dissector(_, pinfo, tree)
                 subtree:add(pf.request, hdr.request)
                 subtree:add_proto_expert_info(ef_short)
             end
+        elseif rev ~= nil and rev.value == ERDMA_REVISION then
+            -- erdma's dialect: Wireshark's private data is the extension's bytes; the
+            -- "mpa_emu" post-dissector below decodes the frame.
         else
             -- No RFC 6581 block: the whole private data may be the legacy header.
             local pdata_fi = at(pdatas, hdr.offset + 20)
@@ -463,7 +486,29 @@ local sf = {
     smb2_command = ProtoField.uint16("mpa_emu.smbd.smb2_command", "SMB2 command", base.DEC,
         SMB2_COMMANDS),
 }
+local ERDMA_EXT_SIZE, ERDMA_HDR_LEN = 8, 28
+local ERDMA_CC = { [0] = "NewReno", [1] = "Cubic", [2] = "HPCC-RTT", [3] = "HPCC-ECN",
+    [4] = "HPCC-INT" }
+local erdma_f = {
+    frame = ProtoField.string("mpa_emu.erdma", "erdma MPA frame (revision 129)"),
+    cookie = ProtoField.uint32("mpa_emu.erdma.cookie", "Extension cookie", base.HEX),
+    bits = ProtoField.uint32("mpa_emu.erdma.bits", "Extension bits", base.HEX),
+    cc = ProtoField.uint32("mpa_emu.erdma.cc", "Congestion control (MPA_EXT_FLAG_CC)",
+        base.DEC, ERDMA_CC, 0x0000000F),
+    private_data = ProtoField.bytes("mpa_emu.erdma.private_data", "Private data"),
+    private_data_len = ProtoField.uint16("mpa_emu.erdma.private_data_len",
+        "Private data length (PD_Length)"),
+    private_data_text = ProtoField.string("mpa_emu.erdma.private_data_text",
+        "Private data (text)"),
+}
+local ef_erdma_short = ProtoExpert.new("mpa_emu.erdma.short", "erdma MPA frame shorter than "
+    .. "its header, extension and PD_Length bytes", expert.group.MALFORMED,
+    expert.severity.ERROR)
+mpa_emu.experts = { ef_erdma_short }
+
 mpa_emu.fields = {
+    erdma_f.frame, erdma_f.cookie, erdma_f.bits, erdma_f.cc, erdma_f.private_data,
+    erdma_f.private_data_len, erdma_f.private_data_text,
     sf.message, sf.min_version, sf.max_version, sf.negotiated_version,
     sf.credits_requested, sf.credits_granted, sf.status, sf.max_read_write_size,
     sf.preferred_send_size, sf.max_receive_size, sf.max_fragmented_size, sf.flags,
@@ -556,7 +601,39 @@ local function add_data_transfer(tree, body)
     end
 end
 
-function mpa_emu.dissector(_, _, tree)
+-- erdma's frames (see the header): each MPA key Wireshark found in this frame's own bytes
+-- with revision 129 behind it.
+local function decode_erdma(tvb, tree)
+    for _, hdr in ipairs(headers()) do
+        local at_key = hdr.offset
+        if at_key + ERDMA_HDR_LEN <= tvb:len() and tvb(at_key, 16):bytes() == hdr.range:bytes()
+                and tvb(at_key + 17, 1):uint() == ERDMA_REVISION then
+            local flags = tvb(at_key + 16, 1):uint()
+            local pdlen = tvb(at_key + 18, 2):uint()
+            local kind = hdr.request and "request"
+                or (bit32.band(flags, 0x20) ~= 0 and "reject" or "reply")
+            local avail = tvb:len() - (at_key + ERDMA_HDR_LEN)
+            local size = ERDMA_HDR_LEN + math.min(pdlen, avail)
+            local t = tree:add(mpa_emu, tvb(at_key, size))
+            local frame = t:add(erdma_f.frame, tvb(at_key, size), kind)
+            frame:add(erdma_f.cookie, tvb(at_key + 20, 4))
+            local bits = frame:add(erdma_f.bits, tvb(at_key + 24, 4))
+            bits:add(erdma_f.cc, tvb(at_key + 24, 4))
+            frame:add(erdma_f.private_data_len, tvb(at_key + 18, 2))
+            if pdlen > 0 and avail > 0 then
+                local pd = tvb(at_key + ERDMA_HDR_LEN, math.min(pdlen, avail))
+                frame:add(erdma_f.private_data, pd)
+                frame:add(erdma_f.private_data_text, pd, printable(pd:bytes()))
+            end
+            if avail < pdlen then
+                frame:add_proto_expert_info(ef_erdma_short)
+            end
+        end
+    end
+end
+
+function mpa_emu.dissector(tvb, _, tree)
+    decode_erdma(tvb, tree)
     local fpdus = all(f_fpdu)
     if #fpdus == 0 then
         return

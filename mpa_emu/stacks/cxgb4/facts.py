@@ -74,6 +74,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
 FINGERPRINT = Fingerprint(
     syn=None,
     flag=None,
+    revision=None,  # send_mpa_req/send_mpa_reply: mpa_rev 1 or 2, RFC 5044 layout
     weights=Weights(
         # send_connect / accept_cr: TSTAMPS_EN_F and SACK_EN_F only with
         # enable_tcp_timestamps / enable_tcp_sack (0), WND_SCALE_EN_F by default

@@ -151,6 +151,7 @@ FINGERPRINT = Fingerprint(
     syn=SynSignature((2, 3, 0), 65535,
                      "SYN options MSS, WS, EOL with window 65535 (irdma_send_syn)", 3),
     flag=None,
+    revision=None,  # irdma_build_mpa_v1/v2: revision 1 or 2, RFC 5044 layout
     weights=Weights(
         syn_linux_options=RULED_OUT,  # irdma_send_syn: MSS, WS, EOL only
         syn_mss_ws_only=0,

@@ -73,6 +73,8 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
 FINGERPRINT = Fingerprint(
     syn=None,  # a Linux socket: tcp_syn_options, nothing siw's own
     flag=FlagMark(0x08, "sets 0x08 (siw's MPA_RR_FLAG_GSO_EXP, try_gso)", 3),
+    revision=None,  # siw_send_mpareqrep: MPA revision 1 or 2 (mpa_version), RFC 5044
+    # section 7.1 layout
     weights=Weights(
         syn_linux_options=1,  # a kernel socket: tcp_syn_options
         syn_mss_ws_only=0,

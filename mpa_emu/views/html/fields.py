@@ -20,7 +20,7 @@ from mpa_emu.capture.pcap import CaptureRecord, read_intact
 from mpa_emu.views.describe import flags_label, fpdu_summary, text_or_hex, version_marks
 from mpa_emu.views.html.fpdu_fields import FpduRows, capture_rows
 from mpa_emu.views.inspection import options_text, parse_tcp_options
-from mpa_emu.wire import mpa
+from mpa_emu.wire import erdma_mpa, mpa
 from mpa_emu.wire.addr import ip_text
 from mpa_emu.wire.private_data import decode_legacy
 from mpa_emu.wire.segment import Segment
@@ -54,10 +54,14 @@ def _mpa_fields(payload: bytes) -> Fields:
     out.append(("MPA flags", f"0x{head.flags:02x} " + (", ".join(names) or "none")))
     out.append(("PD_Length", str(head.pd_length)))
     try:
-        frame = mpa.decode_frame(payload)
+        # erdma's dialect: the 8-byte extension, then the private data.
+        frame, ext = erdma_mpa.decode_frame(payload)
     except mpa.MpaFormatError as exc:
         out.append(("MPA problem", str(exc)))
         return out
+    if ext is not None:
+        out.append(("erdma extension", f"cookie 0x{ext.cookie:08x}, bits "
+                    f"0x{ext.ext_bits:08x} (CC {ext.cc}: {ext.cc_name})"))
     if frame.rtr is not None:
         rtr = frame.rtr
         out.append(("IRD / ORD", f"{rtr.ird} / {rtr.ord}"))

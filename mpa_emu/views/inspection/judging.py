@@ -19,7 +19,6 @@ from mpa_emu.judge.rules import Received, initiator_refusals, responder_refusals
 from mpa_emu.judge.stacks import KERNEL_STACKS, UNKNOWN
 from mpa_emu.stacks import STACKS
 from mpa_emu.views.inspection.report import ConnectionReport, Direction, MpaInfo
-from mpa_emu.wire.mpa import FRAME_SIZE
 from mpa_emu.wire.terminate_layouts import read_terminate
 
 Stream = list[tuple[int, int, bytes]]
@@ -33,7 +32,7 @@ def _host(endpoint: str) -> str:
 def _received(m: MpaInfo, request: MpaInfo | None, stream: Stream,
               d: Direction) -> Received:
     first = stream[0][2] if stream else b""
-    frame_end = FRAME_SIZE + m.pd_length
+    frame_end = m.frame_len  # erdma's extension counted (MpaInfo.frame_len)
     if stream and stream[0][0] in d.short:
         # Captured short (snap length): the segment carried more than the capture shows,
         # so how the frame was segmented is not known; judge it as whole.
