@@ -22,6 +22,7 @@ from mpa_emu.stacks.base import (
     PeerFraming,
     ReplayFacts,
     ReplyStatuses,
+    RevisionMark,
     StackFacts,
     Texts,
     Weights,
@@ -32,7 +33,7 @@ from mpa_emu.stacks.erdma.params import (
     MPAREP_TIMEOUT_NS,
     MPAREQ_TIMEOUT_NS,
 )
-from mpa_emu.wire.erdma_mpa import MAX_PRIVDATA, REVISION_EXT_1
+from mpa_emu.wire.erdma_mpa import EXT_SIZE, MAX_PRIVDATA, REVISION_EXT_1
 from mpa_emu.wire.mpa import RtrBlock
 
 _NS = 1_000_000_000
@@ -80,9 +81,11 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
 
 FINGERPRINT = Fingerprint(
     syn=None,  # a kernel socket (erdma_connect: sock_create): tcp_syn_options
-    # erdma sets no flag bit of its own; its mark is the revision byte, 129 (erdma_cm.h
-    # MPA_REVISION_EXT_1), which no Weights field expresses yet.
-    flag=None,
+    flag=None,  # erdma sets no flag bit of its own; its mark is the revision
+    revision=RevisionMark(REVISION_EXT_1, EXT_SIZE,
+                          "of revision 129 with an 8-byte extension after the header "
+                          "(erdma_send_mpareqrep: MPA_REVISION_EXT_1, struct erdma_mpa_ext)",
+                          6),
     weights=Weights(
         syn_linux_options=1,  # kernel_bindconnect on a kernel socket
         syn_mss_ws_only=0,

@@ -103,6 +103,7 @@ FINGERPRINT = Fingerprint(
     # no SYN signature is claimed
     syn=None,
     flag=None,  # qed sets no flag bit of its own
+    revision=None,  # qed_iwarp.c: MPA revision 1 or 2 in RFC 5044's layout
     weights=Weights(
         syn_linux_options=0,  # a SYN with timestamps: TS_EN, but no SACK (not known)
         syn_mss_ws_only=-3,  # qed_iwarp_setup: QED_IWARP_TS_EN always
