@@ -45,8 +45,9 @@ from mpa_emu.stacks.contract.api import CoreApi
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import Trace, TraceRecord
+from mpa_emu.wire import erdma_mpa
 from mpa_emu.wire.flow import FlowKey, flow_key
-from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
+from mpa_emu.wire.mpa import MpaFormatError, mpa_kind
 from mpa_emu.wire.segment import ACK, RST, SYN, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import after
@@ -614,7 +615,7 @@ class Engine:
         detail = "no recorded MPA request: empty private data, IRD/ORD 16/16"
         if request is not None:
             try:
-                mpa = decode_frame(request.seg.payload)
+                mpa = erdma_mpa.decode_frame(request.seg.payload)[0]
                 pdata = mpa.private_data
                 if mpa.rtr is not None:
                     ird, ord_ = mpa.rtr.ird, mpa.rtr.ord

@@ -34,7 +34,7 @@ from mpa_emu.stacks.base import ESTABLISHED_AT_CHOSEN_RTR, HostConfig
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.ulp.rdma_cm import RdmaCmEventType, connect_reply_event
 from mpa_emu.views.describe import errno_text
-from mpa_emu.wire import ddp, mpa
+from mpa_emu.wire import ddp, erdma_mpa, mpa
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import mpa_kind
 from mpa_emu.wire.segment import FIN, RST, Segment
@@ -118,7 +118,7 @@ def _mpa_sent(frame: int, payload: bytes) -> MpaSent | None:
     if kind not in ("request", "reply", "reject"):
         return None
     try:
-        f = mpa.decode_frame(payload)
+        f = erdma_mpa.decode_frame(payload)[0]
     except mpa.MpaFormatError:
         return MpaSent(frame, kind, payload[17], payload[16], None, b"", len(payload))
     return MpaSent(frame, kind, f.rev, f.flags, f.rtr, f.private_data, len(payload))

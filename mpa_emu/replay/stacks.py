@@ -29,9 +29,10 @@ from mpa_emu.stacks.base import HostConfig
 from mpa_emu.stacks.contract.api import CoreApi, NodeWatch, WatchedCore
 from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.labels import split_label
+from mpa_emu.wire import erdma_mpa
 from mpa_emu.wire.addr import ip_bytes, ip_text
 from mpa_emu.wire.flow import FlowKey
-from mpa_emu.wire.mpa import MpaFormatError, decode_frame, mpa_kind
+from mpa_emu.wire.mpa import MpaFormatError, mpa_kind
 
 ParamValue = int | bool
 
@@ -301,7 +302,7 @@ def reply_terms(payload: bytes) -> tuple[bytes, tuple[int, int] | None]:
     """The private data and (rev 2) IRD/ORD of a recorded MPA reply or reject: what the
     scripted application answers with (empty and None when unreadable)."""
     try:
-        answer = decode_frame(payload)
+        answer = erdma_mpa.decode_frame(payload)[0]
     except MpaFormatError:
         return b"", None
     block = answer.rtr
