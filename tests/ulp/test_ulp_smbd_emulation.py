@@ -166,14 +166,18 @@ def test_negotiation_on_every_pair_of_stacks(initiator: str, responder: str,
     # The refused request is the only Send on its connection; the server disconnects.
     assert [m.kind for m in refused.ulp.messages] == ["Negotiate Request"]
     assert refused.ulp.messages[0].fields["credits_requested"] == 0
-    # The negotiation is sound; the MPA exchange under it may not be: a reply that
-    # chooses more than one RTR type breaks RFC 6581 section 5 (qed_iwarp_mpa_v2_set_private
-    # writes every type both sides offer), and explain names that first.
+    # The negotiation is sound; the MPA exchange under it may bend RFC 6581 section 5: a
+    # reply that chooses more than one RTR type (qed_iwarp_mpa_v2_set_private writes every
+    # type both sides offer) is a warning of inspect's, and no initiator here refuses it
+    # (irdma_negotiate_mpa_v2_ird_ord, siw_proc_mpareply and qed's reply check each find
+    # their own type among them), so both applications see ESTABLISHED and explain says ok.
     reply = good.reply
     assert reply is not None
     chosen = [reply.zero_len_send, reply.write_rtr, reply.read_rtr].count(True)
+    rfc = [f for f in good.findings if f"chooses {chosen} RTR types" in f.text]
+    assert [f.severity for f in rfc] == (["warning"] if chosen > 1 else [])
     causes = [explain_connection(c).cause for c in report.connections]
-    assert causes == ["rtr-mismatch" if chosen > 1 else "ok", "smbd-negotiate-refused"]
+    assert causes == ["ok", "smbd-negotiate-refused"]
 
 
 def _pair(client_stack: str = "siw", server_stack: str = "cxgb4",

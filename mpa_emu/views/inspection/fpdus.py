@@ -275,9 +275,13 @@ def _check_rtr(rep: ConnectionReport, info: FpduInfo, op: str) -> None:
     else:
         rep.rtr = (f"none: the first FPDU (frame {info.frame}) is a {op}, not a zero-length "
                    "RDMA Read, RDMA Write or Send")
-    if chosen and op != RTR_KINDS.get(chosen[0]):
-        rep.add(info.frame, "error", f"first FPDU is {op}, but the reply chose the "
-                f"{chosen[0]} RTR (RFC 6581 section 5)", rule="rtr-mismatch")
+    # A reply that chose several types (itself a finding of the negotiation) is answered
+    # by any one of them.
+    if chosen and op not in {RTR_KINDS.get(name) for name in chosen}:
+        what = (f"the {chosen[0]} RTR" if len(chosen) == 1
+                else f"the {' or '.join(chosen)} RTR")
+        rep.add(info.frame, "error", f"first FPDU is {op}, but the reply chose {what} "
+                "(RFC 6581 section 5)", rule="rtr-mismatch")
 
 
 def rdmap_findings(rep: ConnectionReport, from_start: dict[str, bool]) -> None:

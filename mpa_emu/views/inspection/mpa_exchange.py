@@ -321,8 +321,11 @@ def negotiation(rep: ConnectionReport) -> None:
                           f"{' '.join(chosen) or 'none'}")
     if not reply.reject:
         if len(chosen) != 1 and reply.p2p:
-            rep.add(reply.frame, "error", f"reply chooses {len(chosen)} RTR types, RFC 6581 "
-                    "section 5 requires exactly one", rule="rtr-mismatch")
+            # An RFC violation on the wire, but whether it breaks the connection is the
+            # initiator's stack's rule (its refusals: qed's fw_check_reply and cxgb4's
+            # process_mpa_reply take a reply holding their own RTR type among others).
+            rep.add(reply.frame, "warning", f"reply chooses {len(chosen)} RTR types, RFC "
+                    "6581 section 5 requires exactly one", rule="rtr-mismatch")
         elif chosen and chosen[0] not in offered:
             rep.add(reply.frame, "error", f"reply chooses {chosen[0]} RTR, not offered",
                     rule="rtr-mismatch")
