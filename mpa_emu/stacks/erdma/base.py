@@ -12,6 +12,7 @@ from typing import Any
 from mpa_emu.stacks.contract.api import NodeWatch
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.deadlines import Deadlines
 from mpa_emu.stacks.erdma.cep import Cep
 from mpa_emu.stacks.erdma.params import (
     CONNECT_TIMEOUT_NS,
@@ -40,6 +41,8 @@ class ErdmaBase:
         """The device's QP cookies (create_qp_cmd: ERDMA_CMDQ_CREATE_QP_RESP_COOKIE),
         drawn from the seed: the same seed gives the same frames."""
         self._ceps: dict[int, Cep] = {}
+        self._mpa_timers = Deadlines(self._holds_mpa_timer)
+        """The endpoints' delayed works (``Cep.mpa_timer``), by endpoint id."""
         self._by_sock: dict[int, Cep] = {}
         self._listen_by_tcp: dict[int, Cep] = {}
         self._upcalls: deque[Upcall] = deque()
@@ -158,8 +161,12 @@ class ErdmaBase:
         else:
             self._workq.append((cep.ident, work))
             return
-        cep.mpa_timer = self._now + delay
+        cep.mpa_timer = self._mpa_timers.arm(cep.ident, self._now + delay)
         cep.timer_work = int(work)
+
+    def _holds_mpa_timer(self, ident: int, at: int) -> bool:
+        cep = self._ceps.get(ident)
+        return cep is not None and cep.mpa_timer == at
 
     def _note(self, kind: str, fn: str, **fields: Any) -> None:
         if self.trace is not None:

@@ -85,8 +85,9 @@ class ErdmaCore(ErdmaWorkQueue):
             self.tcp.handle_timer(now_ns)
             self._drain()
         self._run_work()
-        for cep in list(self._ceps.values()):
-            if cep.mpa_timer is not None and cep.mpa_timer <= now_ns:
+        for ident in self._mpa_timers.due(now_ns):
+            cep = self._ceps.get(ident)
+            if cep is not None and cep.mpa_timer is not None and cep.mpa_timer <= now_ns:
                 cep.mpa_timer = None  # the work runs: "cep->mpa_timer = NULL"
                 self._work(cep, ErdmaWork(cep.timer_work))
                 self._drain()
@@ -97,11 +98,8 @@ class ErdmaCore(ErdmaWorkQueue):
         if self._workq:
             return self._now
         best = self.tcp.get_timer()
-        for cep in self._ceps.values():
-            at = cep.mpa_timer
-            if at is not None and (best is None or at < best):
-                best = at
-        return best
+        at = self._mpa_timers.earliest()
+        return at if best is None or (at is not None and at < best) else best
 
     def frames_to_send(self) -> list[Transmit]:
         """Segments built since the last call."""
