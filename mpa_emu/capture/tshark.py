@@ -196,6 +196,7 @@ class Tshark:
             *MPA_OPTIONS, *(NO_RPCRDMA_OPTIONS if disable_rpcrdma else ()), *extra_options)
         self.timeout = timeout
         self._config = tempfile.TemporaryDirectory(prefix="mpa-emu-tshark-")
+        self._version: str | None = None
         weakref.finalize(self, self._config.cleanup)
 
     # ---- running ---------------------------------------------------------------------
@@ -258,11 +259,14 @@ class Tshark:
                                   f"{err.strip()}")
 
     def version(self) -> str:
-        """The first line of ``tshark --version``."""
+        """The first line of ``tshark --version`` (asked once per judge)."""
+        if self._version is not None:
+            return self._version
         done = subprocess.run([self.path, "--version"], capture_output=True, text=True,
                               env=isolated_environment(self._config.name),
                               timeout=self.timeout, check=False)
-        return done.stdout.splitlines()[0] if done.stdout else ""
+        self._version = done.stdout.splitlines()[0] if done.stdout else ""
+        return self._version
 
     # ---- views -----------------------------------------------------------------------
 
@@ -367,6 +371,17 @@ class Tshark:
         """:meth:`crc_verdicts` one at a time, read from tshark's PDML as it comes."""
         return _crc_verdicts_of(self.run_lines(capture, "-T", "pdml", "-Y",
                                                "iwarp_mpa.fpdu"))
+
+    def judge_stream(self, capture: Capture) -> Iterator[CrcVerdict | TreeExpert |
+                                                          VersionFields]:
+        """One PDML pass over the frames that carry an FPDU, an Error or Malformed expert
+        info, or match :data:`VERSION_FILTER`: what :meth:`crc_verdict_stream` and
+        :meth:`tree_problem_stream` find, and the DDP and RDMAP version fields of each
+        frame :data:`VERSION_FILTER` matches, frame by frame (one tshark run where three
+        were)."""
+        wanted = (f"iwarp_mpa.fpdu || _ws.malformed || "
+                  f"_ws.expert.severity >= {ERROR_SEVERITY:#x} || ({VERSION_FILTER})")
+        return _judge_items_of(self.run_lines(capture, "-T", "pdml", "-Y", wanted))
 
     def problems(self, capture: Capture) -> list[str]:
         """Everything tshark finds wrong: Error-level expert infos (table and tree),
@@ -541,6 +556,99 @@ def _tree_problems_of(lines: Iterable[str]) -> Iterator[TreeExpert]:
                                      message=expert.get("_ws.expert.message", ""),
                                      protocol=expert["protocol"])
                 expert = None
+    except ElementTree.ParseError as exc:
+        if feed.blank:
+            return
+        raise TsharkError(f"tshark printed unreadable PDML: {exc}") from None
+
+
+VERSION_FILTER = "iwarp_ddp.dv != 1 || iwarp_rdma.version != 1"
+"""tshark's decode of a DDP or RDMAP version other than 1 (RFC 5041 section 4.2, RFC 5040
+section 4.2: both are 1)."""
+
+
+@dataclass(frozen=True)
+class VersionFields:
+    """A frame's DDP and RDMAP version fields as tshark decodes them (every occurrence,
+    in order), read for the frames of :meth:`Tshark.judge_stream`'s version filter."""
+
+    frame: int
+    ddp: tuple[str, ...]
+    rdmap: tuple[str, ...]
+
+
+def _version_filter_matches(values: list[str]) -> bool:
+    """``field != 1`` as tshark 3.6 and later evaluate it: the field is present and no
+    occurrence of it is 1 (``a != b`` is ``!(a == b)``, and ``==`` holds for any
+    occurrence)."""
+    return bool(values) and "1" not in values
+
+
+def _judge_items_of(lines: Iterable[str]) -> Iterator[CrcVerdict | TreeExpert |
+                                                      VersionFields]:
+    """:meth:`Tshark.judge_stream`'s PDML read packet by packet; a packet's version fields
+    are reported when :data:`VERSION_FILTER` matches it."""
+    feed = _Feed(lines)
+    frame = 0
+    protos: list[str] = []
+    expert: dict[str, str] | None = None
+    ddp: list[str] = []
+    rdmap: list[str] = []
+    try:
+        for event, elem in ElementTree.iterparse(feed, events=("start", "end")):
+            tag, name = elem.tag, elem.get("name", "")
+            if event == "start":
+                if tag == "proto":
+                    shown = _MALFORMED_RE.search(elem.get("showname", ""))
+                    protos.append(shown.group("protocol") if shown else name)
+                elif tag == "packet":
+                    frame = 0
+                    ddp = []
+                    rdmap = []
+                elif tag != "field":
+                    pass
+                elif name == "_ws.expert":
+                    expert = {"protocol": protos[-1] if protos else ""}
+                elif expert is not None and name.startswith("_ws.expert."):
+                    expert[name] = elem.get("show", "")
+                elif name == "frame.number":
+                    frame = int(elem.get("show", "0"))
+                continue
+            if tag == "proto":
+                protos.pop()
+            elif tag == "packet":
+                protos.clear()
+                elem.clear()
+                if _version_filter_matches(ddp) or _version_filter_matches(rdmap):
+                    yield VersionFields(frame, tuple(ddp), tuple(rdmap))
+            elif tag != "field":
+                continue
+            elif name == "_ws.expert" and expert is not None:
+                sev = _decode([expert.get("_ws.expert.severity", "")], 0, SEVERITIES)
+                grp = _decode([expert.get("_ws.expert.group", "")], 0, GROUPS)
+                if sev == "Error" or grp == "Malformed":
+                    yield TreeExpert(frame=frame, severity=sev, group=grp,
+                                     message=expert.get("_ws.expert.message", ""),
+                                     protocol=expert["protocol"])
+                expert = None
+            elif name == "iwarp_ddp.dv":
+                ddp.append(elem.get("show", ""))
+            elif name == "iwarp_rdma.version":
+                rdmap.append(elem.get("show", ""))
+            elif name == "iwarp_mpa.crc_check":
+                text = elem.get("showname", "")
+                match = _CRC_RE.search(text)
+                if match is None:
+                    raise TsharkError(f"frame {frame}: unexpected CRC text {text!r}")
+                expected = match.group("expected")
+                yield CrcVerdict(
+                    frame=frame, value=int(match.group("value"), 16),
+                    status="good" if expected is None else "bad",
+                    expected=None if expected is None else int(expected, 16), text=text)
+            elif name == "iwarp_mpa.crc":
+                yield CrcVerdict(frame=frame, value=int(elem.get("show", "0"), 0),
+                                 status="unchecked", expected=None,
+                                 text=elem.get("showname", ""))
     except ElementTree.ParseError as exc:
         if feed.blank:
             return

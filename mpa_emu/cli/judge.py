@@ -19,8 +19,10 @@ from mpa_emu.capture.tshark import (
     SEVERITY_RANK,
     CrcVerdict,
     ExpertInfo,
+    TreeExpert,
     Tshark,
     TsharkError,
+    VersionFields,
     counted_protocol,
 )
 from mpa_emu.capture.tshark_pieces import Piece, Unsplittable, cut_capture
@@ -306,6 +308,10 @@ def _judge_pieces(judge: Tshark, capture: str, mode: Mode, spool: TextIO,
 
 
 def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> None:
+    """tshark's runs over one piece, as few as the facts need: the TCP checksums (offload
+    mode only, with tshark's checksum check on), the summary lines, the expert table (of
+    the piece, and of the prefix it carries), and one PDML pass for the CRCs, the tree's
+    Error and Malformed infos and the DDP/RDMAP versions (:meth:`Tshark.judge_stream`)."""
     if verdicts.mode is Mode.OFFLOAD:
         for number, sender, artefact in _offload_pass(judge, piece):
             if artefact:
@@ -316,53 +322,36 @@ def _passes(judge: Tshark, piece: Piece, verdicts: _Verdicts, spool: TextIO) -> 
         shown = piece.summary_line(line)
         if shown is not None:
             spool.write(shown + "\n")
-    for found in judge.crc_verdict_stream(piece.path):
+    carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
+    verdicts.experts.add(judge.expert(piece.path), carried)
+    for found in judge.judge_stream(piece.path):
         at = piece.number(found.frame)
         if at is None:
             continue
-        v = dataclasses.replace(found, frame=at)
-        verdicts.crc_counts[v.status] = verdicts.crc_counts.get(v.status, 0) + 1
-        if verdicts.keep_crcs:
-            verdicts.crcs.append(v)
-        if v.status == "bad":
-            verdicts.bad_crcs.append(v)
-    verdicts.version_problems += _version_pass(judge, piece)
-    carried = judge.expert(piece.prefix_path) if piece.prefix_path else []
-    verdicts.experts.add(judge.expert(piece.path), carried)
-    for e in judge.tree_problem_stream(piece.path):
-        where = piece.number(e.frame)
-        if where is not None:
-            line = f"frame {where}: {e.severity}/{e.group}: {e.message}"
-            if counted_protocol(e.protocol):
+        if isinstance(found, CrcVerdict):
+            v = dataclasses.replace(found, frame=at)
+            verdicts.crc_counts[v.status] = verdicts.crc_counts.get(v.status, 0) + 1
+            if verdicts.keep_crcs:
+                verdicts.crcs.append(v)
+            if v.status == "bad":
+                verdicts.bad_crcs.append(v)
+        elif isinstance(found, TreeExpert):
+            line = f"frame {at}: {found.severity}/{found.group}: {found.message}"
+            if counted_protocol(found.protocol):
                 verdicts.tree_problems.append(line)
             else:
-                verdicts.tree_others.append(f"{line} ({e.protocol})")
+                verdicts.tree_others.append(f"{line} ({found.protocol})")
+        else:
+            verdicts.version_problems.append(f"frame {at}: {_version_words(found)}")
 
 
-VERSION_FILTER = "iwarp_ddp.dv != 1 || iwarp_rdma.version != 1"
-"""tshark's decode of a DDP or RDMAP version other than 1 (RFC 5041 section 4.2, RFC 5040
-section 4.2: both are 1)."""
-
-
-def _version_pass(judge: Tshark, piece: Piece) -> Iterator[str]:
-    """A problem line per frame whose DDP or RDMAP version, as tshark decodes it, is not 1
-    (tshark itself raises no expert info for it)."""
-    lines = judge.run_lines(piece.path, "-Y", VERSION_FILTER, "-T", "fields", "-E",
-                            "separator=|", "-E", "aggregator=,", "-e", "frame.number",
-                            "-e", "iwarp_ddp.dv", "-e", "iwarp_rdma.version")
-    for line in lines:
-        if not line.strip():
-            continue
-        number_text, dvs, rvs = [*line.rstrip("\n").split("|"), "", ""][:3]
-        number = piece.number(int(number_text))
-        if number is None:
-            continue
-        words = [f"DDP version {v} (RFC 5041 section 4.2: 1)"
-                 for v in dvs.split(",") if v and v != "1"]
-        words += [f"RDMAP version {v} (RFC 5040 section 4.2: 1)"
-                  for v in rvs.split(",") if v and v != "1"]
-        if words:
-            yield f"frame {number}: {', '.join(words)}"
+def _version_words(found: VersionFields) -> str:
+    """What a frame's DDP and RDMAP versions other than 1 are (RFC 5041 section 4.2,
+    RFC 5040 section 4.2: both are 1; tshark itself raises no expert info for them)."""
+    words = [f"DDP version {v} (RFC 5041 section 4.2: 1)" for v in found.ddp if v and v != "1"]
+    words += [f"RDMAP version {v} (RFC 5040 section 4.2: 1)"
+              for v in found.rdmap if v and v != "1"]
+    return ", ".join(words)
 
 
 def _offload_pass(judge: Tshark, piece: Piece) -> Iterator[tuple[int, str, bool]]:
