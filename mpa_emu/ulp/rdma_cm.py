@@ -263,11 +263,11 @@ class RdmaCm:
         if state is None:
             state = IwCmState.CONN_SENT if up.event == IwEvent.CONNECT_REPLY \
                 else IwCmState.IDLE
-        if up.event == IwEvent.ESTABLISHED and up.status != 0 \
-                and state == IwCmState.CONN_RECV and conn not in self._dropping:
-            # No driver upcalls ESTABLISHED with an error: this is irdma_accept's own
-            # return (its wait for the RTS AE), which the emulator delivers late. The
-            # kernel's iw_cm_accept takes its error path: CONN_RECV -> IDLE, no event.
+        if up.accept_error and state == IwCmState.CONN_RECV and conn not in self._dropping:
+            # Not an event: irdma_accept's own return (its wait for the RTS AE), which
+            # the emulator delivers late. The kernel's iw_cm_accept takes its error
+            # path: CONN_RECV -> IDLE, no event. (A real ESTABLISHED with an error, as
+            # qedr_iw_passive_complete sends, goes to cm_conn_est_handler below.)
             self.states[conn] = IwCmState.IDLE
             step = IwCmStep(False, state, IwCmState.IDLE, "iw_cm_accept",
                             f"the accept failed with {up.status}: rdma_accept returns "

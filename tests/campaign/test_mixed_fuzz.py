@@ -117,6 +117,54 @@ def test_seed_34_kernel_bugs_are_counted_apart(case: MixedCase) -> None:
     assert "kernel's own bug: siw_" in exc.value.message
 
 
+@pytest.mark.parametrize("case", [
+    # qedr_iw_passive_complete: ESTABLISHED with the failed handshake's status (the
+    # initiator's FIN while the RTR is awaited), then CLOSE: cm_conn_est_handler takes
+    # the first in CONN_RECV, cm_close_handler the second; neither BUG()s
+    MixedCase(573, "siw", "qedr", ({"peer_to_peer": True, "mpa_crc_strict": True}, {}),
+              "accept", ()),
+    # the same after the peer's RST while the request was held (a late accept); the ep
+    # is freed by qedr_iw_close_event
+    MixedCase(1213, "irdma", "qedr", ({}, {}), "manual", ((391077289462, "accept", 1063631552),)),
+    MixedCase(1143, "qedr", "qedr", ({"fw_mpa_timeout_secs": 1}, {}), "manual",
+              ((2118960201, "accept", 773064772),)),
+    # an abortive iw_cm_disconnect before the CONNECT_REPLY waits for it
+    # (IWCM_F_CONNECT_WAIT): it left a qedr initiator ESTABLISHED with its QP in ERROR
+    # and the iw_cm id CLOSING, never freed
+    MixedCase(93, "qedr", "qedr", ({}, {}), "accept",
+              ((300135828154, "abort", 941818532), (84596282, "abort", 334087439))),
+    MixedCase(293, "qedr", "qedr", ({}, {}), "accept",
+              ((191084468497, "disconnect", 918745972), (793010273, "abort", 955494647))),
+    # iw_destroy_cm_id before the CONNECT_REPLY waits for it too: the reply goes up,
+    # then the QP is aborted; it left the initiator in RTS with no cm_id, never freed
+    MixedCase(1793, "qedr", "qedr", ({}, {}), "manual",
+              ((2458704572, "accept", 310715500), (2222833930, "close", 515629793))),
+], ids=["qedr-established-with-error", "qedr-accept-after-reset",
+        "qedr-accept-after-reset-frees", "qedr-disconnect-waits-connect-reply",
+        "qedr-abort-waits-connect-reply", "qedr-destroy-waits-connect-reply"])
+def test_seed_34_qedr_cases_now_pass(case: MixedCase) -> None:
+    steps, events = run_case(case, SEED_34)
+    assert steps == len(case.steps) and events > 0
+
+
+@pytest.mark.parametrize(("case", "fn"), [
+    # a second accept while the first one's handshake goes on: qedr_iw_accept's
+    # QEDR_IWARP_CM_WAIT_FOR_CONNECT test fails and its error path frees the ep qed keeps
+    (MixedCase(9428, "cxgb4", "qedr", ({}, {}), "accept", ((176785513, "accept", 200011644),)),
+     "qedr_iw_accept"),
+    # a reject after the accept: qedr_iw_reject clears ep->qp, the RTR then completes
+    # the handshake and qed_iwarp_mpa_complete dereferences it
+    (MixedCase(5593, "qedr", "qedr", ({}, {}), "manual",
+               ((1427588047, "reject", 873495440), (806309033, "accept", 403955386))),
+     "qed_iwarp_mpa_complete"),
+], ids=["qedr-accept-twice", "qedr-reject-after-accept"])
+def test_seed_34_qedr_kernel_bugs_are_counted_apart(case: MixedCase, fn: str) -> None:
+    with pytest.raises(Broken) as exc:
+        run_case(case, SEED_34)
+    assert exc.value.invariant == "kernel-bug"
+    assert f"kernel's own bug: {fn}:" in exc.value.message
+
+
 def test_the_mpa_v1_retry_loop_paced_by_a_long_timer_is_the_kernels_own() -> None:
     # `fuzz --mixed --seed 3`, case 2169 shrunk: under mpa_rev=0 peer_abort retries
     # with MPA v1 after every reset (cm.c), here one every 399 s (the responder's

@@ -76,11 +76,29 @@ def test_request_on_a_destroyed_listener_is_dropped() -> None:
 
 def test_failed_accept_gives_no_event() -> None:
     """irdma_accept's error (the wait for the RTS AE, delivered late by the emulator as
-    an ESTABLISHED with a status): iw_cm_accept's error path, no rdma_cm event."""
+    an ESTABLISHED with a status, marked accept_error): iw_cm_accept's error path, no
+    rdma_cm event."""
     cm = RdmaCm()
     cm.upcall(_up(IwEvent.CONNECT_REQUEST, 7, listener=1))
-    step = cm.upcall(_up(IwEvent.ESTABLISHED, 7, -ECONNRESET))
+    late = _up(IwEvent.ESTABLISHED, 7, -ECONNRESET)
+    late.accept_error = True
+    step = cm.upcall(late)
     assert step.event is None and "rdma_accept returns" in step.note
+    assert cm.state(7) == IwCmState.IDLE
+
+
+def test_an_established_upcall_with_an_error_goes_up_then_its_close() -> None:
+    """qedr_iw_passive_complete upcalls ESTABLISHED with the failed handshake's status,
+    then CLOSE: cm_conn_est_handler takes the first in CONN_RECV whatever its status
+    (-> ESTABLISHED; cma_iw_handler makes RDMA_CM_EVENT_ESTABLISHED without looking at
+    it), cm_close_handler the second (-> IDLE, DISCONNECTED). Neither is a BUG()."""
+    cm = RdmaCm()
+    cm.upcall(_up(IwEvent.CONNECT_REQUEST, 7, listener=1))
+    est = cm.upcall(_up(IwEvent.ESTABLISHED, 7, -ECONNRESET))
+    close = cm.upcall(_up(IwEvent.CLOSE, 7, -ECONNRESET))
+    assert not est.iwcm.bug and not close.iwcm.bug
+    assert [(e.event, e.status) for e in cm.events] == [
+        (E.CONNECT_REQUEST, 0), (E.ESTABLISHED, -ECONNRESET), (E.DISCONNECTED, -ECONNRESET)]
     assert cm.state(7) == IwCmState.IDLE
 
 

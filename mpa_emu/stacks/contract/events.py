@@ -51,11 +51,19 @@ class Upcall:
     """How many of the last bytes of ``private_data`` lie past the MPA frame (the v2 +4
     quirk): the kernel reports whatever follows the frame in its receive buffer there;
     the emulator puts what ``Quirks.v2_pdata_tail`` chooses."""
+    accept_error: bool = False
+    """Not an event of the driver's: the error the passive side's accept verb returns
+    once its wait is over (irdma_accept waits for the RTS AE inside the downcall), which
+    the emulator delivers late as an ESTABLISHED with that status. iw_cm takes it as
+    ``iw_cm_accept``'s error path (CONN_RECV -> IDLE, nothing goes up). An ESTABLISHED
+    with an error status and without this mark is a real upcall (qedr_iw_passive_complete
+    sends one for a failed handshake): ``cm_conn_est_handler`` passes it up."""
 
     def __init__(self, event: IwEvent, conn: int, status: int, time_ns: int, local_ip: bytes,
                  local_port: int, remote_ip: bytes, remote_port: int, private_data: bytes = b"",
                  private_data_len: int = 0, ird: int = 0, ord: int = 0,
-                 listener: int | None = None, private_data_past_frame: int = 0) -> None:
+                 listener: int | None = None, private_data_past_frame: int = 0,
+                 accept_error: bool = False) -> None:
         self.event = event
         self.conn = conn
         self.status = status
@@ -70,6 +78,7 @@ class Upcall:
         self.ord = ord
         self.listener = listener
         self.private_data_past_frame = private_data_past_frame
+        self.accept_error = accept_error
 
 # Every member as a module-level ``Final`` name. In the compiled build such a name is a
 # C static, while ``IwEvent.X`` is an attribute lookup through ``EnumType.__getattr__`` on

@@ -170,7 +170,7 @@ def accept_failed(cm: CoreOps, node: CmNode, status: int, why: str, *,
         error = CmError(-status, f"irdma_accept on connection {node.conn}: {why}; the "
                         "node was released")
     else:
-        send_cm_event(cm, IW_ESTABLISHED, node, status)
+        send_cm_event(cm, IW_ESTABLISHED, node, status, accept_error=True)
     cm._rem_ref(node)
     return error
 
@@ -193,9 +193,11 @@ def rts_timeout(cm: CoreOps, node: CmNode) -> None:
                       "within rts_ae_timeout_ns", returned=False)
 
 
-def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> None:
+def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int, *,
+                  accept_error: bool = False) -> None:
     """``irdma_send_cm_event``: one upcall with what ``irdma_get_cmevent_info`` fills
-    in (private data for the connect events, IRD/ORD)."""
+    in (private data for the connect events, IRD/ORD). ``accept_error``: the upcall
+    stands for irdma_accept's late error return (:attr:`Upcall.accept_error`)."""
     if cm.trace is not None:
         log_lines.send_cm_event(cm, node, event, status)
     pdata = b""
@@ -216,7 +218,7 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
     loc_addr, loc_port, rem_addr, rem_port, _ = node.key
     up = Upcall(event, node.conn, status, cm.now_ns, loc_addr, loc_port,
                 rem_addr, rem_port, pdata, plen, ird, ord_,
-                lst.ident if lst is not None else None, past)
+                lst.ident if lst is not None else None, past, accept_error)
     cm._push_upcall(up)
     if cm.trace is not None:
         cm._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,

@@ -266,6 +266,7 @@ class QedrCore(QedrIwCm):
         ep.sock = sock
         self._by_sock[sock] = ep
         ep.has_cm_id = True
+        ep.connect_wait = True  # iw_cm_connect: set until the CONNECT_REPLY
         ep.qp = QpState.IDLE
         ep.ird, ep.ord = ird, ord
         self.qed_iwarp_connect(ep, bytes(private_data))
@@ -276,8 +277,11 @@ class QedrCore(QedrIwCm):
                ird: int | None = None, ord: int | None = None) -> None:
         """qedr_iw_accept. ``ird``/``ord`` are ``conn_param``'s; None takes what an
         rdma_cm application echoes from the request (its ORD as our IRD, its IRD as our
-        ORD). A refusal raises :class:`CmError` and changes nothing."""
-        ep = self._held_ep(conn, "accept")
+        ORD). A refusal raises :class:`CmError` and changes nothing, but one: a second
+        accept while the first one's handshake goes on reaches qedr_iw_accept (iw_cm's
+        id is still in CONN_RECV), whose error path frees the ep under qed (the kernel's
+        own bug, a ``kernel_bug`` trace record; :meth:`QedrIwCm.qedr_iw_accept`)."""
+        ep = self._answerable_ep(conn, "accept")
         if len(private_data) > MAX_PDATA:
             raise CmError(EINVAL, f"private data of {len(private_data)} bytes: "
                           "conn_param->private_data_len is a u8 (at most 255)")
@@ -286,38 +290,103 @@ class QedrCore(QedrIwCm):
         if want_ird < 0 or want_ord < 0:
             raise CmError(EINVAL, "accept: negative IRD or ORD")
         self._now = now_ns
+        if not ep.held:
+            rc = self.qedr_iw_accept(ep, bytes(private_data), want_ird, want_ord)
+            self._iw_cm_error_path(ep)
+            self._drain()
+            raise CmError(-rc, f"qedr_iw_accept on connection {conn}: a second accept, "
+                          "QEDR_IWARP_CM_WAIT_FOR_CONNECT already set")
+        ep.connect_wait = True  # iw_cm_accept: set until ESTABLISHED
+        ep.held = False  # answered: a handshake that fails at once frees the ep
         rc = self.qedr_iw_accept(ep, bytes(private_data), want_ird, want_ord)
         if rc:
+            ep.connect_wait = False  # iw_cm_accept's error path
+            ep.held = True
             raise CmError(-rc, f"qed_iwarp_accept: ord {want_ord} / ird {want_ird} above 32")
-        ep.held = False
         self._drain()
 
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
-        """qedr_iw_reject -> qed_iwarp_reject: the reject frame, then the firmware's FIN."""
-        ep = self._held_ep(conn, "reject")
+        """qedr_iw_reject -> qed_iwarp_reject: the reject frame, then the firmware's FIN.
+        After an accept whose handshake goes on, iw_cm_reject still finds its id in
+        CONN_RECV (-> IDLE) and qedr_iw_reject clears ``ep->qp``: the firmware is given a
+        second MPA offload ramrod (:meth:`Firmware.fw_send_mpa`), and the handshake's
+        completion meets the NULL QP."""
+        ep = self._answerable_ep(conn, "reject")
         if len(private_data) > MAX_PDATA:
             raise CmError(EINVAL, f"reject private data of {len(private_data)} bytes: "
                           "pdata_len is a u8 (at most 255)")
         self._now = now_ns
+        if not ep.held:
+            self.qedr_iw_reject(ep, bytes(private_data))
+            self._iw_cm_error_path(ep)  # iw_cm_reject clears IWCM_F_CONNECT_WAIT
+            self._drain()
+            return
         ep.held = False
         self.qedr_iw_reject(ep, bytes(private_data))
         self._drain()
 
     def close(self, conn: int, *, now_ns: int) -> None:
-        """``iw_destroy_cm_id`` on the connection's cm_id: a request still held is
-        rejected (``iw_reject`` with no private data), an RTS QP goes to ERROR (abortive);
-        otherwise the cm_id just goes away (qedr's ``ep->cm_id``)."""
+        """``iw_destroy_cm_id`` on the connection's cm_id: ``destroy_cm_id`` first waits
+        while ``IWCM_F_CONNECT_WAIT`` is set (an active connect before its CONNECT_REPLY,
+        an accept before its ESTABLISHED: the call goes on after that event,
+        :meth:`_iw_cm_resume`); then a request still held is rejected (``iw_reject``
+        with no private data), an RTS QP goes to ERROR (abortive); otherwise the cm_id
+        just goes away (qedr's ``ep->cm_id``)."""
         ep = self._ep(conn)
         self._now = now_ns
+        if ep.connect_wait:
+            self._wait(ep, "destroy", False)
+            return
+        self._destroy_cm_id(ep)
+        self._drain()
+
+    def _destroy_cm_id(self, ep: Ep) -> None:
+        """What ``destroy_cm_id`` does to the ep once it no longer waits: the id is
+        DESTROYING before the abort, so the CLOSE the abort brings reaches no one
+        (cm_close_handler drops it)."""
+        ep.has_cm_id = False
         if ep.held:
             ep.held = False
             self.qedr_iw_reject(ep, b"")
         elif ep.qp == QpState.RTS:
             self.qed_iwarp_modify_qp(ep, QpState.ERROR, internal=False)
-        ep.has_cm_id = False
         if ep.state == EpState.CLOSED:
             self._release(ep)
-        self._drain()
+
+    def _wait(self, ep: Ep, verb: str, graceful: bool) -> None:
+        """``wait_event(cm_id_priv->connect_wait, !test_bit(IWCM_F_CONNECT_WAIT, ...))``
+        in iw_cm_disconnect / destroy_cm_id: the call waits for the event that clears
+        the bit."""
+        ep.waiting.append((verb, graceful))
+        event = "ESTABLISHED" if ep.connect_mode == ConnectMode.PASSIVE else "CONNECT_REPLY"
+        self.tr("verb_deferred", "iw_cm_disconnect" if verb == "disconnect"
+                else "destroy_cm_id", conn=ep.conn, graceful=graceful,
+                why=f"IWCM_F_CONNECT_WAIT: waiting for {event}")
+
+    def _iw_cm_error_path(self, ep: Ep) -> None:
+        """iw_cm_accept's error path or iw_cm_reject after an accept: the id leaves
+        CONN_RECV for IDLE and ``IWCM_F_CONNECT_WAIT`` is cleared; the calls blocked on it
+        go on (from IDLE: a disconnect does nothing, a destroy drops the cm_id)."""
+        ep.connect_wait = False
+        if ep.waiting:
+            self._work.append(lambda: self._iw_cm_resume(ep))
+
+    def _iw_cm_resume(self, ep: Ep) -> None:
+        """The application's calls that waited on ``IWCM_F_CONNECT_WAIT``, in order, from
+        the state the event left iw_cm's id in: ESTABLISHED (the QP in RTS) makes a
+        disconnect move the QP to CLOSING or ERROR (``iw_cm_disconnect``:
+        iwcm_modify_qp_sqd / iwcm_modify_qp_err) and a destroy abort it
+        (``destroy_cm_id``); after a failed connect or handshake (IDLE) a disconnect
+        does nothing and a destroy only drops the cm_id."""
+        waiting, ep.waiting = ep.waiting, []
+        for verb, graceful in waiting:
+            self.tr("verb_resumed", "iw_cm", conn=ep.conn, verb=verb, graceful=graceful)
+            if verb == "disconnect":
+                if ep.qp == QpState.RTS and ep.has_cm_id:
+                    self.qed_iwarp_modify_qp(ep, QpState.CLOSING if graceful
+                                             else QpState.ERROR, internal=False)
+            else:
+                self._destroy_cm_id(ep)
 
     def disconnect(self, conn: int, *, graceful: bool, now_ns: int) -> None:
         """``iw_cm_disconnect`` -> qedr_modify_qp -> qed_iwarp_modify_qp: RTS -> CLOSING is
@@ -326,6 +395,9 @@ class QedrCore(QedrIwCm):
         if ep.qp is None:
             raise CmError(EINVAL, f"disconnect: connection {conn} has no QP")
         self._now = now_ns
+        if ep.connect_wait:
+            self._wait(ep, "disconnect", graceful)
+            return
         rc = self.qed_iwarp_modify_qp(ep, QpState.CLOSING if graceful else QpState.ERROR,
                                       internal=False)
         self._drain()
@@ -442,11 +514,15 @@ class QedrCore(QedrIwCm):
             raise CmError(EINVAL, f"no connection {conn}")
         return ep
 
-    def _held_ep(self, conn: int, verb: str) -> Ep:
+    def _answerable_ep(self, conn: int, verb: str) -> Ep:
+        """The passive ep an accept or reject reaches qedr for: iw_cm's id in CONN_RECV,
+        that is a request the application holds, or one it accepted whose ESTABLISHED
+        has not gone up yet (``IWCM_F_CONNECT_WAIT``). Otherwise ``iw_cm_accept`` /
+        ``iw_cm_reject`` return -EINVAL before anything changes."""
         ep = self._ep(conn)
-        if ep.connect_mode == ConnectMode.ACTIVE or not ep.held:
+        if ep.connect_mode == ConnectMode.ACTIVE or not (ep.held or ep.connect_wait):
             raise CmError(EINVAL, f"{verb} on connection {conn}: no connection request "
-                          "is pending for the application")
+                          "is pending for the application", before_iw_cm=True)
         return ep
 
     def _drain(self) -> None:

@@ -64,6 +64,16 @@ class Ep:
     has_cm_id: bool = False
     held: bool = False
     """Passive: the CONNECT_REQUEST went up and the ULP has not answered it yet."""
+    connect_wait: bool = False
+    """``IWCM_F_CONNECT_WAIT`` of the iw_cm id above the ep: set by ``iw_cm_connect``
+    (active) and ``iw_cm_accept`` (passive), cleared when iw_cm takes the CONNECT_REPLY
+    (``cm_conn_rep_handler``) or the ESTABLISHED (``cm_conn_est_handler``), or by the
+    error paths of ``iw_cm_accept`` and ``iw_cm_reject``. A passive ep with it set is one
+    whose iw_cm id is still in CONN_RECV after the accept."""
+    waiting: list[tuple[str, bool]] = field(default_factory=list)
+    """The application's ``iw_cm_disconnect`` (``("disconnect", graceful)``) and
+    ``iw_destroy_cm_id`` (``("destroy", False)``) calls blocked in ``wait_event`` on
+    :attr:`connect_wait`, in call order: they go on once it clears."""
     crc: bool = False
     """The negotiated C: the firmware checks and sends CRCs in RDMA mode."""
     fw_due: int | None = None

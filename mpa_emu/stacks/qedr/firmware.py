@@ -395,9 +395,20 @@ class Firmware:
                        f"qed_iwarp_send_rtr: firmware RTR, zero-length {ep.fw_rtr}")
         self.qed_iwarp_mpa_complete(ep, RDMA_RETURN_OK)
 
-    def fw_send_mpa(self, ep: Ep, *, reject: bool) -> None:
+    def fw_send_mpa(self, ep: Ep, *, reject: bool, again: bool = False) -> None:
         """IWARP_RAMROD_CMD_ID_MPA_OFFLOAD: the request (active), reply or reject
-        (passive) with ``out_pdata``, and what the firmware waits for next."""
+        (passive) with ``out_pdata``, and what the firmware waits for next.
+
+        ``again``: a second ramrod for a connection whose handshake the first one (the
+        accept's reply) already runs: qed_iwarp_reject posts it when the application
+        rejects after accepting (iw_cm_reject lets it through while its id is in
+        CONN_RECV). What the firmware does with it is not in qed; the model has the
+        firmware ignore it (nothing on the wire) and carry on with the handshake."""
+        if again:
+            self.tr("fw_ramrod_ignored", "firmware", conn=ep.conn,
+                    reason="a second MPA offload ramrod (a reject after the accept): the "
+                           "handshake the first one started goes on")
+            return
         request = ep.connect_mode == ConnectMode.ACTIVE
         if ep.sock is None:  # the peer reset the connection while the ULP held it
             self.qed_iwarp_mpa_complete(ep, MPA_RST)

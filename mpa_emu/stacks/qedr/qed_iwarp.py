@@ -184,8 +184,9 @@ class QedIwarp(Firmware):
                   f"QP(0x{ep.conn:x}) EP(0x{ep.conn:x}) MPA Offload rc = 0 IRD=0x{ep.ird:x} "
                   f"ORD=0x{ep.ord:x} rtr_type={int(ep.rtr_type)} mpa_rev={int(ep.mpa_rev)} "
                   f"reject={int(reject)}", debug=True)
+        again = ep.state == EpState.MPA_OFFLOADED  # a reject after the accept's ramrod
         self._set_state(ep, EpState.MPA_OFFLOADED, "qed_iwarp_mpa_offload")
-        self.fw_send_mpa(ep, reject=reject)
+        self.fw_send_mpa(ep, reject=reject, again=again)
 
     # ---- the passive side --------------------------------------------------------------
 
@@ -313,8 +314,14 @@ class QedIwarp(Firmware):
             self.qed_iwarp_parse_private_data(ep)
         status, text = MPA_COMPLETE_STATUS.get(fw_return_code, (-ECONNRESET, ""))
         if fw_return_code == RDMA_RETURN_OK:
-            if ep.qp is not None:
-                self.qed_iwarp_modify_qp(ep, QpState.RTS, internal=True)
+            if ep.qp is None:
+                # ep->qp->max_rd_atomic_req = ...: qed_iwarp_reject (a reject after the
+                # accept) left ep->qp NULL, and the accepted handshake completed
+                self.tr("kernel_bug", fn, conn=ep.conn,
+                        what="RDMA_RETURN_OK with ep->qp NULL (a reject after the accept): "
+                             "ep->qp->max_rd_atomic_req dereferences it")
+                return
+            self.qed_iwarp_modify_qp(ep, QpState.RTS, internal=True)
             self._set_state(ep, EpState.ESTABLISHED, fn)
         else:
             if text:

@@ -10,7 +10,7 @@ queued it (:attr:`_work`), as the ordered workqueue does.
 
 from __future__ import annotations
 
-from errno import ECONNREFUSED
+from errno import ECONNREFUSED, EINVAL
 
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
 from mpa_emu.stacks.qedr.endpoint import Ep
@@ -47,8 +47,10 @@ class QedrIwCm(QedIwarp):
             self.qedr_iw_mpa_reply(ep)
         elif event == QedEvent.PASSIVE_COMPLETE:
             self.qedr_iw_passive_complete(ep, status)
+            self._connect_done(ep)
         elif event == QedEvent.ACTIVE_COMPLETE:
             self.qedr_iw_active_complete(ep, status)
+            self._connect_done(ep)
         elif event == QedEvent.DISCONNECT:
             self.qedr_iw_disconnect_event(ep, status)
         elif event == QedEvent.CLOSE:
@@ -60,6 +62,21 @@ class QedrIwCm(QedIwarp):
         else:
             self.klog("notice", "qedr_iw_event_handler",
                       f"Unknown event received {int(event)}")
+
+    def _connect_done(self, ep: Ep) -> None:
+        """iw_cm took the CONNECT_REPLY (``cm_conn_rep_handler``) or the ESTABLISHED
+        (``cm_conn_est_handler``): ``IWCM_F_CONNECT_WAIT`` is cleared and the
+        application's calls blocked on it go on, after this event (the core's
+        ``_iw_cm_resume``, queued in order)."""
+        if not ep.connect_wait:
+            return
+        ep.connect_wait = False
+        if ep.waiting:
+            self._work.append(lambda: self._iw_cm_resume(ep))
+
+    def _iw_cm_resume(self, ep: Ep) -> None:
+        """The calls blocked on ``IWCM_F_CONNECT_WAIT`` (core.py)."""
+        raise NotImplementedError
 
     def _upcall(self, fn: str, ep: Ep, event: IwEvent, status: int, *,
                 pdata: bool = False, listener: int | None = None) -> None:
@@ -143,9 +160,11 @@ class QedrIwCm(QedIwarp):
                       "PASSIVE connection refused releasing ep...", debug=True)
             return
         if ep.qp is None:
-            # complete(&ep->qp->iwarp_cm_comp) with ep->qp NULL: an oops in the kernel
+            # complete(&ep->qp->iwarp_cm_comp) with ep->qp NULL (qedr_iw_reject cleared
+            # it): an oops in the kernel for any status but -ECONNREFUSED
             self.tr("kernel_bug", "qedr_iw_passive_complete", conn=ep.conn,
-                    bug="NULL ep->qp dereferenced (a non-refused failure after reject)",
+                    what=f"complete(&ep->qp->iwarp_cm_comp) with ep->qp NULL: the reject "
+                         f"(qedr_iw_reject) completed with {status}, not -ECONNREFUSED",
                     status=status)
             return
         self.qedr_iw_issue_event(ep, IwEvent.ESTABLISHED, status, "qedr_iw_passive_complete")
@@ -168,7 +187,22 @@ class QedrIwCm(QedIwarp):
 
     def qedr_iw_accept(self, ep: Ep, private_data: bytes, ird: int, ord: int) -> int:
         """qedr_iw_accept: the QP bound and the cm_id referenced (``ep->cm_id = cm_id``)
-        before qed_iwarp_accept; its error path drops them."""
+        before qed_iwarp_accept; its error path drops them.
+
+        ``test_and_set_bit(QEDR_IWARP_CM_WAIT_FOR_CONNECT, &qp->iwarp_cm_flags)`` is
+        once per QP: a second accept on the same QP (iw_cm_accept lets it through while
+        its id is still in CONN_RECV, waiting for ESTABLISHED) fails with -EINVAL, and
+        the error path's ``kref_put(&ep->refcnt, qedr_iw_free_ep)`` drops the ep's only
+        reference (kref_init in qedr_iw_mpa_request): the qedr_iw_ep is freed while qed
+        keeps it as the cb_context of an ep whose handshake goes on, the next event is
+        a use after free."""
+        if ep.qp is not None:  # bound by an earlier accept: its flag is set
+            self.tr("kernel_bug", "qedr_iw_accept", conn=ep.conn,
+                    what="a second accept: QEDR_IWARP_CM_WAIT_FOR_CONNECT is already set, "
+                         "the error path's kref_put frees the qedr_iw_ep qed still calls "
+                         "back (use after free)")
+            ep.has_cm_id = False
+            return -EINVAL
         ep.has_cm_id = True
         rc = self.qed_iwarp_accept(ep, private_data, ird, ord)
         if rc:
@@ -176,7 +210,11 @@ class QedrIwCm(QedIwarp):
         return rc
 
     def qedr_iw_reject(self, ep: Ep, private_data: bytes) -> None:
-        """qedr_iw_reject: ``ep->qp = NULL`` and qed_iwarp_reject."""
+        """qedr_iw_reject: ``ep->qp = NULL`` and qed_iwarp_reject, whatever the ep's
+        state: after an accept whose handshake goes on (iw_cm_reject lets it through
+        while the id is still in CONN_RECV) the QP is gone from both eps, and the
+        handshake's completion meets ``ep->qp`` NULL (qed_iwarp_mpa_complete,
+        qedr_iw_passive_complete)."""
         self.qed_iwarp_reject(ep, private_data)
 
     def _passive(self, ep: Ep) -> bool:
