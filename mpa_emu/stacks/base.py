@@ -74,6 +74,24 @@ class ReplyStatuses:
 
 
 @dataclass(frozen=True, slots=True)
+class FrameExtension:
+    """The 8 bytes a stack of its own MPA dialect writes after the 20-byte header of
+    every request, reply and reject (erdma's ``struct erdma_mpa_ext``: a big-endian
+    cookie and a big-endian bits word, :mod:`mpa_emu.wire.erdma_mpa`), as a peer that
+    copies the stack fills them."""
+
+    cookie: int
+    """The cookie of the stack's own requests and accepting replies."""
+    bits: int
+    """The bits word of its own requests and accepting replies."""
+    reject_echoes_request: bool
+    """A reject carries the request's own extension back (not the stack's)."""
+    takes_only_ext: bool
+    """The stack reads no frame without the extension (another revision is refused,
+    nothing sent): a peer framing as it does refuses such a frame too."""
+
+
+@dataclass(frozen=True, slots=True)
 class PeerFraming:
     """The MPA settings a stack's requests and replies carry (what a kernel-socket peer
     copies to frame MPA as that stack does)."""
@@ -90,6 +108,9 @@ class PeerFraming:
     reply: RFC 5044 has no RTR, but irdma and cxgb4 send one at every revision."""
     v1_wait_rtr: bool
     """Whether the stack's responder waits for an RTR after accepting a v1 request."""
+    ext: FrameExtension | None
+    """The bytes the stack's frames of revision ``rev`` carry after the 20-byte header
+    (PD_Length not counting them); None for RFC 5044 section 7.1's layout."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     rtr = {0: "write", 1: "read"}.get(int(p["p2p_type"]), "none")
     return PeerFraming(max(int(p["mpa_rev"]), 1), bool(p["peer2peer"]),
                        bool(p["crc_enabled"]), rtr, 255,
-                       rtr if p["peer2peer"] else "none", False)
+                       rtr if p["peer2peer"] else "none", False, None)
 
 
 FINGERPRINT = Fingerprint(

@@ -144,7 +144,8 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (a zero-length Read:
     only a v2 negotiation picks Write), and irdma_accept waits for the RTS AE it
     brings."""
-    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True)
+    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True,
+                       None)
 
 
 FINGERPRINT = Fingerprint(

@@ -95,7 +95,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     p2p = bool(p["peer2peer"])
     rtr = _rtr_word(int(p["rtr_type"])) if p2p else "none"
     return PeerFraming(int(p["mpa_rev"]), p2p, bool(p["crc_needed"]), rtr, 255, "none",
-                       False)
+                       False, None)
 
 
 FINGERPRINT = Fingerprint(

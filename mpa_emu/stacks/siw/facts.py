@@ -67,7 +67,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     mode from the v2 block only."""
     return PeerFraming(min(int(p["mpa_version"]), 2), bool(p["peer_to_peer"]),
                        bool(p["mpa_crc_required"]), _RTR_OFFERED[int(p["rtr_type"])], 256,
-                       "none", False)
+                       "none", False, None)
 
 
 FINGERPRINT = Fingerprint(
