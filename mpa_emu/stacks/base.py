@@ -570,6 +570,26 @@ class KernelMap:
     prefix: str
     legend: str
     """The last line of the text table: what the letters of the kind column mean."""
+    also: tuple[KernelMap, ...]
+    """The stack's further source files, each mapped alike (qedr's qed_iwarp.c beside
+    qedr_iw_cm.c: the qed half of its connection manager); ``()`` for a stack of one."""
+
+    @property
+    def files(self) -> tuple[KernelMap, ...]:
+        """This map and :attr:`also`, in order: every source file of the stack."""
+        return (self, *self.also)
+
+    def find(self, function: str) -> tuple[KernelMap, MapEntry]:
+        """The file and entry of one function in any of :attr:`files` (with or without
+        a file's prefix); KeyError with a one-line message naming the files when none
+        has it."""
+        for kmap in self.files:
+            try:
+                return kmap, kmap.entry(function)
+            except KeyError:
+                continue
+        names = " or ".join(k.file_name for k in self.files)
+        raise KeyError(f"{function} is not a {names} function")
 
     @property
     def file_name(self) -> str:

@@ -108,7 +108,7 @@ KERNEL_MAP = KernelMap(
     functions=tuple(e.function for e in cm_map.ENTRIES),
     entries=tuple(MapEntry(e.number, e.function, e.kind, e.models, e.note, e.status)
                   for e in cm_map.ENTRIES),
-    prefix="irdma_", legend=cm_map.KIND_LEGEND)
+    prefix="irdma_", legend=cm_map.KIND_LEGEND, also=())
 """irdma's map (:mod:`mpa_emu.stacks.irdma.kernel_map`, numbered as the reference's function
 table, whose copy tests/stacks/irdma/test_kernel_map.py checks it against)."""
 
