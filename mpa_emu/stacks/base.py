@@ -173,6 +173,18 @@ class Weights:
     """A Terminate in siw's little-endian bit-field layout (struct iwarp_terminate)."""
     rfc_terminate: int
     """A Terminate in RFC 5040 section 4.8's layout, where the bytes tell the two apart."""
+    syn_ts_no_sack: int | None
+    """A SYN with timestamps and without SACK permitted (qed's offloaded TCP: TS_EN and
+    no SACK in its offload parameters; a Linux socket sends SACK unless tcp_sack is off)."""
+    request_send_rtr: int | None
+    """A P2P request offering the zero-length Send RTR (RFC 6581's B bit)."""
+    reply_several_rtrs: int | None
+    """A reply choosing more than one RTR type (RFC 6581 section 5 asks for one)."""
+    reply_unoffered_rtr: int | None
+    """A P2P reply choosing one RTR type the request did not offer."""
+    synack_unasked_mss_ws: int
+    """A SYN-ACK with MSS and WS only, answering a SYN that offered neither timestamps nor
+    SACK (so the answer could carry neither): weighed instead of ``syn_mss_ws_only``."""
 
 
 @dataclass(frozen=True, slots=True)

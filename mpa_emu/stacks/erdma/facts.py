@@ -115,6 +115,11 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=-3,
         bitfield_terminate=0,  # the device's Terminate is not in the driver
         rfc_terminate=0,
+        syn_ts_no_sack=-2,  # a Linux socket (erdma_connect: sock_create): SACK permitted
+        request_send_rtr=RULED_OUT,  # no RFC 6581 block at all
+        reply_unoffered_rtr=0,
+        synack_unasked_mss_ws=0,  # a Linux socket answers so too
+        reply_several_rtrs=RULED_OUT,
     ),
 )
 """erdma's evidence: a Linux socket's SYN and MPA frames of revision 129."""

@@ -168,6 +168,11 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=0,
         bitfield_terminate=0,
         rfc_terminate=0,
+        syn_ts_no_sack=RULED_OUT,  # irdma_send_syn: MSS and WS, never timestamps
+        request_send_rtr=RULED_OUT,  # irdma_build_mpa_v2: Write and Read, never Send
+        reply_unoffered_rtr=0,
+        synack_unasked_mss_ws=0,  # irdma_send_syn is its own signature
+        reply_several_rtrs=RULED_OUT,  # irdma_negotiate_mpa_v2_ird_ord picks one type
     ),
 )
 """irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window field 65535

@@ -15,6 +15,7 @@ from mpa_emu.stacks.base import (
     OVERLAY_MPA_V1,
     OVERLAY_RTR_READ,
     OVERLAY_RTR_WRITE,
+    RULED_OUT,
     Fingerprint,
     FlagMark,
     HostConfig,
@@ -90,6 +91,11 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=1,  # siw_proc_mpareq: Write before Read
         bitfield_terminate=3,  # struct iwarp_terminate's C bit-fields (iwarp.h)
         rfc_terminate=-2,
+        syn_ts_no_sack=-2,  # a Linux socket: SACK permitted unless tcp_sack is off
+        request_send_rtr=RULED_OUT,  # siw_main.c's rtr_type: Read and Write, no Send
+        reply_unoffered_rtr=0,
+        synack_unasked_mss_ws=0,  # a Linux socket answers so too
+        reply_several_rtrs=RULED_OUT,  # siw_proc_mpareq sets the one type it picks
     ),
 )
 """MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte) when siw is
