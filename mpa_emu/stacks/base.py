@@ -319,6 +319,12 @@ class ReplayFacts:
     auto_labels: tuple[str, ...]
     """What ``--profile auto`` tries of this stack, in order: labels
     (``siw(peer_to_peer=1)``) or :attr:`aliases` (the defaults first)."""
+    frames_before_due_work: bool
+    """A recorded segment that arrives at the instant the core's work falls due is taken
+    first: the stack defers its MPA handling to a work queue from the socket's data
+    callback (erdma_cm_llp_data_ready -> ERDMA_CM_WORK_READ_MPAHDR), which runs after the
+    softirq that took the segments (the emulated network's order). False: replay fires
+    the due timers first."""
 
 
 OVERLAY_MPA_V1 = "mpa-v1"

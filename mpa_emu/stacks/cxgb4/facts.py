@@ -132,6 +132,8 @@ REPLAY = ReplayFacts(
     # the defaults, peer2peer off (the RTR-less Chelsio default of old), and a v1-only
     # responder that aborts a rev 2 request in process_mpa_request
     auto_labels=("cxgb4", "cxgb4(peer2peer=0)", "cxgb4(mpa_rev=1)"),
+    # the offload NIC model handles each segment as it comes
+    frames_before_due_work=False,
 )
 """How replay plays cxgb4."""
 

@@ -154,6 +154,8 @@ REPLAY = ReplayFacts(
     # the defaults, then a responder whose device runs another congestion control
     # (the CC of the extension's bits, __mpa_ext_set_cc)
     auto_labels=("erdma", "erdma(cc=1)"),
+    # erdma_cm_llp_data_ready queues READ_MPAHDR: the reject's FIN is read with it
+    frames_before_due_work=True,
 )
 """How replay plays erdma."""
 

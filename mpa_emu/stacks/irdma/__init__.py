@@ -235,6 +235,8 @@ REPLAY = ReplayFacts(
     nic_offload=True,
     aliases={},
     auto_labels=("irdma",),
+    # irdma_cm_timer_tick and the segment handlers keep the replay order
+    frames_before_due_work=False,
 )
 """How replay plays irdma."""
 

@@ -171,6 +171,8 @@ REPLAY = ReplayFacts(
     # the defaults, then the named sets (MATRIX), then a BASIC-only qed
     # (qed_iwarp_mpa_offload's mode MPA_NEGOTIATION_TYPE_BASIC)
     auto_labels=("qedr", "qedr(peer2peer=0)", "qedr(rtr_type=4)", "qedr(mpa_rev=1)"),
+    # the firmware handles each segment as it comes
+    frames_before_due_work=False,
 )
 """How replay plays qedr."""
 

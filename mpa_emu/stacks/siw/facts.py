@@ -128,6 +128,8 @@ REPLAY = ReplayFacts(
     # mpa_crc_required, off by default)
     aliases={"siw": {}, "mpa-v1": {"mpa_version": 1}},
     auto_labels=("siw", "siw(peer_to_peer=1)", "mpa-v1"),
+    # siw_cm_llp_data_ready defers too; its replays keep the timers-first order
+    frames_before_due_work=False,
 )
 """How replay plays siw."""
 
