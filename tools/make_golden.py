@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Regenerate the golden captures of the emulator's own scenarios in pcaps/golden/.
+"""Regenerate the golden captures of the emulator's own scenarios in pcaps/golden/, and
+the example captures of the other stacks in pcaps/ (``STACK_CAPTURES``: qedr and erdma,
+each from its scenario file in scenarios/).
 
-Each scenario runs two emulated irdma hosts on the virtual wire with a fixed seed and
-writes the capture as pcapng. The tests rebuild every scenario and compare the bytes
+Each golden scenario runs two emulated irdma hosts on the virtual wire with a fixed seed
+and writes the capture as pcapng; each stack capture runs its scenario file as ``mpa-emu
+run`` does. The tests rebuild every scenario and compare the bytes
 with the committed files (a change in behaviour shows up as a byte difference and is
 reviewed by regenerating with this script), and replay each golden capture against the
 state machine from both sides.
 
-Usage: python tools/make_golden.py [--out DIR] [--check]
+Usage: python tools/make_golden.py [--out DIR] [--stack-out DIR] [--check]
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mpa_emu.net.host import Host
 from mpa_emu.net.network import Network
 from mpa_emu.net.policy import Accept, Manual, Reject
+from mpa_emu.scenario import load_scenario, run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SEED = 5044  # RFC 5044, for want of a better number
 A4, P4 = "192.168.20.1", "192.168.20.2"
@@ -116,6 +122,18 @@ HOSTS: dict[str, tuple[str, ...]] = {  # the hosts the replay tests play, per sc
 }
 
 
+STACK_CAPTURES: dict[str, tuple[str, str]] = {
+    # capture name -> (scenario file, the stack both its hosts run)
+    "qedr-accept-reject": ("scenarios/qedr_stack.toml", "qedr"),
+    "erdma-accept-reject": ("scenarios/erdma_stack.toml", "erdma"),
+}
+"""The example captures of stacks other than irdma, written to pcaps/: an accepted
+connection with private data and a rejected one, each from its scenario file."""
+
+STACK_HOSTS = ("192.0.2.1", "192.0.2.2")
+"""The hosts of the stack scenarios (initiator, responder), both replayed."""
+
+
 def render(name: str) -> bytes:
     """The pcapng bytes of one scenario."""
     buf = io.BytesIO()
@@ -123,18 +141,33 @@ def render(name: str) -> bytes:
     return buf.getvalue()
 
 
+def render_stack(name: str) -> bytes:
+    """The pcapng bytes of one stack capture: its scenario file run as ``mpa-emu run``
+    does (the file's seed), every expectation holding."""
+    path, _stack = STACK_CAPTURES[name]
+    run = run_scenario(load_scenario(ROOT / path))
+    if not run.ok:
+        raise SystemExit(f"{path}: an expectation failed; not writing {name}")
+    buf = io.BytesIO()
+    run.net.write_pcapng(buf)
+    return buf.getvalue()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path,
-                    default=Path(__file__).resolve().parent.parent / "pcaps" / "golden")
+    ap.add_argument("--out", type=Path, default=ROOT / "pcaps" / "golden")
+    ap.add_argument("--stack-out", type=Path, default=ROOT / "pcaps",
+                    help="where the stack captures go (default pcaps/)")
     ap.add_argument("--check", action="store_true",
                     help="compare with the files in --out instead of writing them")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     changed = 0
-    for name in SCENARIOS:
-        data = render(name)
-        path = args.out / f"{name}.pcapng"
+    jobs = [(args.out / f"{name}.pcapng", name, render) for name in SCENARIOS]
+    jobs += [(args.stack_out / f"{name}.pcapng", name, render_stack)
+             for name in STACK_CAPTURES]
+    for path, name, build in jobs:
+        data = build(name)
         if args.check:
             same = path.exists() and path.read_bytes() == data
             changed += not same

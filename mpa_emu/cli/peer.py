@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import json
 import socket
@@ -51,7 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a parameter of --stack, named as the kernel names it "
                              "(repeatable)")
     parser.add_argument("--mpa-rev", type=int, choices=(1, 2),
-                        help="MPA revision to offer (default 2, RFC 6581)")
+                        help="MPA revision to offer (default 2, RFC 6581; a --stack of its "
+                             "own dialect: its revision, 1 or 2 frame RFC 5044's layout)")
+    parser.add_argument("--cookie", type=_number, metavar="N",
+                        help="the cookie of the 8-byte extension a --stack of its own "
+                             "dialect writes after the header (erdma: the QP's cookie; "
+                             "default 0)")
     parser.add_argument("--ird", type=int, default=16, help="IRD advertised (v2, default 16)")
     parser.add_argument("--ord", type=int, default=16, help="ORD advertised (v2, default 16)")
     data = parser.add_mutually_exclusive_group()
@@ -77,6 +83,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep the connection open S seconds, printing FPDUs received")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object with the whole report instead of lines")
+
+
+def _number(text: str) -> int:
+    """An integer in any base Python reads (``0x1234``, ``4660``)."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
@@ -121,15 +135,11 @@ def _stack(args: argparse.Namespace) -> PeerStack:
         preset = peer_stack(name, raw)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    if preset.rev not in (1, 2):
-        # The peer frames RFC 5044 section 7.1's layout (PeerFraming holds no extension):
-        # a stack of its own dialect (erdma's revision 129 and struct erdma_mpa_ext,
-        # erdma_send_mpareqrep) cannot be copied, only misframed.
-        mark = STACKS[name].fingerprint.revision
-        extra = (f" with {mark.ext_size} bytes after the header that PD_Length does not "
-                 "count" if mark is not None and mark.ext_size else "")
-        raise CliError(f"--stack {name}: it frames MPA revision {preset.rev}{extra}; this "
-                       "peer frames RFC 5044/6581 revisions 1 and 2 only")
+    if preset.rev not in (1, 2) and preset.ext is None:
+        # Only RFC 5044 section 7.1's layout, or a dialect whose extension the framing
+        # describes (erdma's struct erdma_mpa_ext), can be written.
+        raise CliError(f"--stack {name}: it frames MPA revision {preset.rev} without a "
+                       "known layout; this peer frames revisions 1 and 2 and erdma's 129")
     return preset
 
 
@@ -137,6 +147,14 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
     preset = _stack(args)
     if args.mpa_rev is None:
         args.mpa_rev = preset.rev
+    ext = preset.ext if args.mpa_rev == preset.rev else None
+    if args.cookie is not None:
+        if ext is None:
+            raise CliError("--cookie goes with a --stack whose frames carry an extension "
+                           "(erdma), at its own revision")
+        if not 0 <= args.cookie <= 0xFFFFFFFF:
+            raise CliError(f"--cookie must be 0..0xffffffff, got {args.cookie}")
+        ext = dataclasses.replace(ext, cookie=args.cookie)
     if args.rtr is None:
         args.rtr = preset.rtr
     if args.private_data_hex:
@@ -176,7 +194,7 @@ def _options(args: argparse.Namespace) -> peer.PeerOptions:
         v1_rtr=preset.v1_rtr if args.stack and not args.no_p2p else "none",
         v1_rtr_expected=bool(args.stack) and preset.v1_wait_rtr,
         send=args.send.encode() if args.send is not None else None,
-        timeout=args.timeout, hold=args.hold)
+        ext=ext, timeout=args.timeout, hold=args.hold)
 
 
 def run(args: argparse.Namespace) -> int:

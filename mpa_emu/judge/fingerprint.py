@@ -17,6 +17,11 @@ Evidence, each item a fact of the kernel source:
   and as responder chooses Read; cxgb4 (``peer2peer`` on, ``p2p_type`` Read by default)
   offers only the Read RTR, and as responder prefers Write; siw sends the block without
   P2P by default (``peer_to_peer`` off) and as responder prefers Write;
+- qed's offloaded TCP and MPA (qedr): a SYN with timestamps and no SACK
+  (``qed_iwarp_tcp_offload``), a request offering the zero-length Send RTR and a reply
+  keeping several RTR types (``qed_iwarp_mpa_v2_set_private``, ``qed_iwarp_mpa_received``);
+  where the evidence cannot tell two stacks apart the side is ``unknown`` and the
+  evidence names both;
 - rev 1 with no CRC from a Linux socket: a userspace iWARP library (siw's revision is
   the constant 2 in siw_main.c).
 - a Terminate's control word in siw's little-endian bit-field layout (struct
@@ -53,7 +58,8 @@ USERSPACE = Weights(
     syn_linux_options=1, syn_mss_ws_only=0, no_crc=1, own_crc=0, socket_request_crc=1,
     mpa_rev1=1, no_p2p=0, socket_request_p2p=1, request_write_and_read=0,
     request_read_only=0, reply_read_over_both=0, reply_write_over_both=0,
-    bitfield_terminate=0, rfc_terminate=0)
+    bitfield_terminate=0, rfc_terminate=0, syn_ts_no_sack=-2, request_send_rtr=0,
+    reply_several_rtrs=0, reply_unoffered_rtr=0, synack_unasked_mss_ws=0)
 """What the evidence weighs for an iWARP library over ordinary sockets (SoftUiWarp and
 the like): a Linux socket's SYN, its own choice of C and P2P, MPA revision 1."""
 
@@ -93,11 +99,16 @@ class _Score:
             return UNKNOWN
         ranked = sorted(live.items(), key=lambda kv: -kv[1])
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            # Say which stacks the evidence cannot tell apart rather than guess one.
+            tied = [name for name, points in ranked if points == ranked[0][1]]
+            self.evidence.append(f"{' or '.join(tied)}: the evidence does not tell them "
+                                 "apart")
             return UNKNOWN
         return ranked[0][0]
 
 
-def _tcp(score: _Score, d: Direction) -> None:
+def _tcp(score: _Score, d: Direction, answers: Direction | None) -> None:
+    """The side's SYN (``answers`` None) or SYN-ACK (``answers``: the SYN it answered)."""
     if d.syn_frame is None:
         return
     kinds = d.option_kinds
@@ -107,6 +118,14 @@ def _tcp(score: _Score, d: Direction) -> None:
         if sig is not None and kinds == sig.option_kinds and d.syn_window == sig.window:
             score.add(sig.evidence, **{stack.name: sig.points})
             return
+    # A SYN-ACK carries SACK permitted only when the SYN did (tcp_synack_options): its
+    # missing SACK says something only then.
+    sack_asked = answers is None or (answers.syn_frame is not None
+                                     and 4 in answers.option_kinds)
+    if 8 in kinds and 4 not in kinds and sack_asked:
+        score.weigh("SYN with timestamps and no SACK (qed's offloaded TCP: TS_EN and no "
+                    "SACK in the offload parameters, qed_iwarp_tcp_offload; a Linux socket "
+                    "sends SACK permitted unless tcp_sack is off)", lambda w: w.syn_ts_no_sack)
     if 4 in kinds or 8 in kinds:
         what = "SACK and timestamps" if 4 in kinds and 8 in kinds else \
             "SACK" if 4 in kinds else "timestamps"
@@ -115,7 +134,13 @@ def _tcp(score: _Score, d: Direction) -> None:
                     "enable_tcp_sack set)", lambda w: w.syn_linux_options)
         score.linux_socket = True
         return
-    if 2 in kinds and 3 in kinds:
+    unasked = answers is not None and answers.syn_frame is not None \
+        and 4 not in answers.option_kinds and 8 not in answers.option_kinds
+    if 2 in kinds and 3 in kinds and unasked:
+        score.weigh("SYN-ACK with MSS and WS, answering a SYN without SACK or timestamps "
+                    "(cxgb4's offloaded TCP defaults; qed's answers so too, "
+                    "qed_iwarp_tcp_offload)", lambda w: w.synack_unasked_mss_ws)
+    elif 2 in kinds and 3 in kinds:
         score.weigh("SYN with MSS and WS, no SACK or timestamps (cxgb4's offloaded TCP "
                     "defaults)", lambda w: w.syn_mss_ws_only)
 
@@ -173,6 +198,20 @@ def _mpa(score: _Score, mine: MpaInfo | None, theirs: MpaInfo | None) -> None:
     if mine.request and score.linux_socket:
         score.weigh("a Linux socket's request with P2P: not siw's default (peer_to_peer is "
                     "a constant, off), a userspace library", lambda w: w.socket_request_p2p)
+    if mine.request and "send" in offered:
+        score.weigh("request P2P offering the zero-length Send RTR (qedr: qed_iwarp_setup's "
+                    "rtr_type, qed_iwarp_mpa_v2_set_private; no other stack offers it)",
+                    lambda w: w.request_send_rtr)
+    elif not mine.request and len(offered) > 1:
+        score.weigh(f"reply chose {len(offered)} RTR types (qedr: qed_iwarp_mpa_received "
+                    "keeps every type both sides share; the others choose one)",
+                    lambda w: w.reply_several_rtrs)
+        return
+    elif not mine.request and theirs is not None and theirs.p2p \
+            and len(offered) == 1 and offered[0] not in theirs.rtr_names():
+        score.weigh(f"reply chose the {offered[0]} RTR, which the request did not offer "
+                    "(qedr would answer with all its types, qed_iwarp_mpa_received)",
+                    lambda w: w.reply_unoffered_rtr)
     if mine.request:
         if offered == ["write", "read"]:
             score.weigh("request P2P offering the Write and Read RTR (irdma's defaults)",
@@ -213,11 +252,13 @@ def _terminates(score: _Score, terminates: Sequence[TerminateRead]) -> None:
 
 
 def decide(side: str, address: str, d: Direction, mine: MpaInfo | None,
-           theirs: MpaInfo | None, terminates: Sequence[TerminateRead] = ()) -> SideStack:
+           theirs: MpaInfo | None, terminates: Sequence[TerminateRead] = (),
+           answers: Direction | None = None) -> SideStack:
     """The stack of one side from its SYN, its MPA frame (``mine``, read beside the other
-    side's frame ``theirs``) and the Terminates it sent."""
+    side's frame ``theirs``) and the Terminates it sent; ``answers`` is the other side's
+    SYN when this side's is the SYN-ACK answering it."""
     score = _Score()
-    _tcp(score, d)
+    _tcp(score, d, answers)
     _mpa(score, mine, theirs)
     _terminates(score, terminates)
     return SideStack(side, address, score.best(), "fingerprint", score.evidence)

@@ -1,5 +1,7 @@
 """An MPA peer over ordinary kernel sockets: the Linux kernel does TCP, this module only
-frames MPA (RFC 5044 section 7, RFC 6581) with :mod:`mpa_emu.wire.mpa`.
+frames MPA (RFC 5044 section 7, RFC 6581) with :mod:`mpa_emu.wire.mpa`, or erdma's
+dialect (revision 129 and the 8-byte ``struct erdma_mpa_ext`` after the header) with
+:mod:`mpa_emu.wire.erdma_mpa` when :attr:`PeerOptions.ext` is set.
 
 It is the tool to poke an emulated or a real iWARP node: as initiator it sends an MPA
 request and reads the reply; as responder it reads the request and accepts or rejects.
@@ -19,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpa_emu.errors import MpaEmuError
-from mpa_emu.wire import ddp, mpa
+from mpa_emu.stacks.base import FrameExtension
+from mpa_emu.wire import ddp, erdma_mpa, mpa
 
 Log = Callable[[str], None]
 
@@ -66,6 +69,11 @@ class PeerOptions:
     v1_rtr_expected: bool = False
     """Responder, after accepting an MPA v1 request: read an RTR as the first FPDU (as
     irdma_accept waits for it)."""
+    ext: FrameExtension | None = None
+    """The extension frames of revision ``rev`` carry after the header (erdma's; the
+    stack's :attr:`~mpa_emu.stacks.base.PeerFraming.ext`), or None for RFC 5044's layout.
+    With it, ``rev`` is the dialect's (:data:`mpa_emu.wire.erdma_mpa.REVISION_EXT_1`)
+    and no RFC 6581 block, C or RTR is sent."""
     timeout: float = 5.0
     """Seconds to wait for each expected frame."""
     hold: float = 0.0
@@ -81,6 +89,10 @@ class PeerReport:
     remote: str = ""
     sent: mpa.MpaFrame | None = None
     received: mpa.MpaFrame | None = None
+    sent_ext: erdma_mpa.ErdmaFrame | None = None
+    """The frame sent, read in erdma's layout, when it carried the extension."""
+    received_ext: erdma_mpa.ErdmaFrame | None = None
+    """The frame received, read in erdma's layout, when it carried the extension."""
     rtr_sent: str | None = None
     rtr_received: str | None = None
     messages: list[Message] = field(default_factory=list)
@@ -107,7 +119,8 @@ class PeerReport:
         return {
             "role": self.role, "local": self.local, "remote": self.remote,
             "accepted": self.accepted, "rejected": self.rejected,
-            "sent": frame_dict(self.sent), "received": frame_dict(self.received),
+            "sent": frame_dict(self.sent, self.sent_ext),
+            "received": frame_dict(self.received, self.received_ext),
             "rtr_sent": self.rtr_sent, "rtr_received": self.rtr_received,
             "messages": [{"name": m.name, "opcode": m.opcode, "msn": m.msn,
                           "rtr": m.rtr_kind, "payload": m.payload.hex()}
@@ -116,12 +129,17 @@ class PeerReport:
         }
 
 
-def frame_dict(frame: mpa.MpaFrame | None) -> dict[str, Any] | None:
-    """One MPA frame as JSON-ready values."""
+def frame_dict(frame: mpa.MpaFrame | None, ext: erdma_mpa.ErdmaFrame | None = None
+               ) -> dict[str, Any] | None:
+    """One MPA frame as JSON-ready values (``ext``: its erdma extension, if it has one)."""
     if frame is None:
         return None
     block = frame.rtr
-    return {
+    extra: dict[str, Any] = {}
+    if ext is not None:
+        extra["ext"] = {"cookie": ext.cookie, "bits": ext.ext_bits, "cc": ext.cc,
+                        "cc_name": ext.cc_name}
+    return extra | {
         "request": frame.request, "rev": frame.rev, "flags": frame.flags,
         "reject": frame.reject, "pd_length": frame.wire_pd_length,
         "rtr": None if block is None else {
@@ -194,7 +212,10 @@ def _offer(rtr: str) -> tuple[bool, bool]:
 
 
 def build_request(options: PeerOptions) -> mpa.MpaFrame:
-    """The MPA request this peer sends as initiator."""
+    """The MPA request this peer sends as initiator (in erdma's dialect, the header
+    :func:`build_ext_request` extends)."""
+    if options.ext is not None:
+        return ext_frame(build_ext_request(options))
     flags = mpa.FLAG_CRC if options.crc else 0
     block = None
     if options.rev == 2:
@@ -204,6 +225,49 @@ def build_request(options: PeerOptions) -> mpa.MpaFrame:
                              write0=write0, read0=read0)
     return mpa.MpaFrame(request=True, rev=options.rev, flags=flags, rtr=block,
                         private_data=options.private_data)
+
+
+def build_ext_request(options: PeerOptions) -> erdma_mpa.ErdmaFrame:
+    """erdma_newconn_connected's request: ``params.bits`` 0 and then the revision
+    (MPA_REVISION_EXT_1: no M, C, R or any flag), the request key, the extension's
+    cookie and bits (``options.ext``), the private data."""
+    ext = options.ext
+    assert ext is not None
+    return erdma_mpa.ErdmaFrame(mpa.KEY_REQ, 0, erdma_mpa.REVISION_EXT_1, ext.cookie,
+                                ext.bits, options.private_data)
+
+
+def build_ext_reply(request: erdma_mpa.ErdmaFrame, options: PeerOptions
+                    ) -> erdma_mpa.ErdmaFrame:
+    """The answer erdma_cm.c writes to ``request``: the request's header with the reply
+    key (erdma_proc_mpareq's memcpy of MPA_KEY_REP). A request with M or C gets
+    erdma_proc_mpareq's reject (M and C cleared, R set, no private data); ``reject``
+    erdma_reject's (R added, the private data); both send the request's own extension
+    back (``ext_data`` as erdma_recv_mpa_rr read it, when
+    :attr:`FrameExtension.reject_echoes_request`). An accept is erdma_accept's:
+    ``ext_data.bits`` cleared then the CC, the cookie, the private data."""
+    ext = options.ext
+    assert ext is not None
+    flags = request.flags
+    if flags & (mpa.FLAG_MARKERS | mpa.FLAG_CRC):  # "does not support marker and crc"
+        flags = (flags & ~(mpa.FLAG_MARKERS | mpa.FLAG_CRC)) | mpa.FLAG_REJECT
+        private = b""
+    elif options.reject:
+        flags |= mpa.FLAG_REJECT
+        private = options.private_data
+    else:
+        return erdma_mpa.ErdmaFrame(mpa.KEY_REP, flags, request.rev, ext.cookie, ext.bits,
+                                    options.private_data)
+    cookie, bits = ((request.cookie, request.ext_bits) if ext.reject_echoes_request
+                    else (ext.cookie, ext.bits))
+    return erdma_mpa.ErdmaFrame(mpa.KEY_REP, flags, request.rev, cookie, bits, private)
+
+
+def ext_frame(frame: erdma_mpa.ErdmaFrame) -> mpa.MpaFrame:
+    """The header fields of an erdma frame as an :class:`~mpa_emu.wire.mpa.MpaFrame`
+    (no RFC 6581 block; the private data after the extension)."""
+    return mpa.MpaFrame(request=frame.request, rev=frame.rev, flags=frame.flags, rtr=None,
+                        private_data=frame.private_data)
 
 
 def choose_rtr(offered: mpa.RtrBlock, preference: str) -> str | None:
@@ -263,8 +327,10 @@ def _flag_names(flags: int) -> str:
     return text or "none"
 
 
-def describe_frame(direction: str, frame: mpa.MpaFrame) -> list[str]:
-    """Human lines for one MPA frame: fields, RFC 6581 block, private data hex/text."""
+def describe_frame(direction: str, frame: mpa.MpaFrame,
+                   ext: erdma_mpa.ErdmaFrame | None = None) -> list[str]:
+    """Human lines for one MPA frame: fields, RFC 6581 block or erdma's extension,
+    private data hex/text."""
     kind = "request" if frame.request else ("reject" if frame.reject else "reply")
     lines = [f"{direction} MPA {kind}: rev {frame.rev}, flags 0x{frame.flags:02x} "
              f"({_flag_names(frame.flags)}), PD_Length {frame.wire_pd_length}"]
@@ -275,6 +341,8 @@ def describe_frame(direction: str, frame: mpa.MpaFrame) -> list[str]:
                                       (block.write0, "write0"), (block.read0, "read0")) if on]
         lines.append(f"  RFC 6581: IRD {block.ird}, ORD {block.ord}, "
                      f"{' '.join(bits) or 'no bits'}")
+    if ext is not None:
+        lines.append(f"  {erdma_mpa.ext_text(ext)} (bits 0x{ext.ext_bits:08x})")
     data = frame.private_data
     lines.append(f"  private data ({len(data)} bytes): {data.hex() or '-'}"
                  + (f" \"{_printable(data)}\"" if data else ""))
@@ -317,6 +385,14 @@ class MpaStream:
 
     def read_frame(self, expect_request: bool) -> mpa.MpaFrame:
         """Read one MPA request (``expect_request``) or reply, header then private data."""
+        return self.read_any_frame(expect_request)[0]
+
+    def read_any_frame(self, expect_request: bool
+                       ) -> tuple[mpa.MpaFrame, erdma_mpa.ErdmaFrame | None]:
+        """Read one MPA request or reply in either layout: RFC 5044's, or erdma's
+        (revision 129: the 8 bytes of ``struct erdma_mpa_ext`` after the header, then
+        PD_Length bytes of private data, as erdma_recv_mpa_rr reads it), with the erdma
+        frame when it was one."""
         what = "the MPA request" if expect_request else "the MPA reply"
         head_bytes = self.read_exact(mpa.FRAME_SIZE, what)
         head = mpa.parse_header(head_bytes)
@@ -328,8 +404,16 @@ class MpaStream:
             # RFC 5044 section 7.1: PD_Length above 512 must close the connection.
             raise PeerError(f"{what} has PD_Length {head.pd_length} > "
                             f"{mpa.MAX_PRIV_DATA_LEN}")
+        if head.rev == erdma_mpa.REVISION_EXT_1:
+            head_bytes += self.read_exact(erdma_mpa.EXT_SIZE,
+                                          f"the {erdma_mpa.EXT_SIZE}-byte erdma extension")
         body = self.read_exact(head.pd_length, f"{head.pd_length} bytes of private data")
-        return mpa.decode_frame(head_bytes + body)
+        return erdma_mpa.decode_frame(head_bytes + body)
+
+    def send_ext_frame(self, frame: erdma_mpa.ErdmaFrame) -> None:
+        """Send one erdma frame in a single write (erdma_send_mpareqrep's one
+        kernel_sendmsg of header, extension and private data)."""
+        self.sock.sendall(frame.to_bytes())
 
     def send_frame(self, frame: mpa.MpaFrame) -> None:
         """Send one MPA frame in a single write."""
@@ -382,8 +466,9 @@ class _Run:
         if self._log is not None:
             self._log(line)
 
-    def frame(self, direction: str, frame: mpa.MpaFrame) -> None:
-        for line in describe_frame(direction, frame):
+    def frame(self, direction: str, frame: mpa.MpaFrame,
+              ext: erdma_mpa.ErdmaFrame | None = None) -> None:
+        for line in describe_frame(direction, frame, ext):
             self.say(line)
 
     def fpdu(self) -> Message:
@@ -454,12 +539,19 @@ def run_initiator(sock: socket.socket, options: PeerOptions, log: Log | None = N
     run = _Run("initiator", sock, options, log)
     try:
         request = build_request(options)
-        run.stream.send_frame(request)
+        if options.ext is not None:
+            sent = build_ext_request(options)
+            run.stream.send_ext_frame(sent)
+            run.report.sent_ext = sent
+        else:
+            run.stream.send_frame(request)
         run.report.sent = request
-        run.frame("sent", request)
-        reply = run.stream.read_frame(expect_request=False)
+        run.frame("sent", request, run.report.sent_ext)
+        reply, reply_ext = run.stream.read_any_frame(expect_request=False)
         run.report.received = reply
-        run.frame("received", reply)
+        run.report.received_ext = reply_ext
+        run.frame("received", reply, reply_ext)
+        _check_dialect(options, reply_ext, "reply")
         if reply.reject:
             run.finish(run.stream.wait_close(options.timeout))
             return run.report
@@ -482,13 +574,21 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
     """Read the MPA request on an accepted socket, answer it, then expect the RTR."""
     run = _Run("responder", sock, options, log)
     try:
-        request = run.stream.read_frame(expect_request=True)
+        request, request_ext = run.stream.read_any_frame(expect_request=True)
         run.report.received = request
-        run.frame("received", request)
-        reply = build_reply(request, options)
-        run.stream.send_frame(reply)
+        run.report.received_ext = request_ext
+        run.frame("received", request, request_ext)
+        _check_dialect(options, request_ext, "request")
+        if request_ext is not None and options.ext is not None:
+            answer = build_ext_reply(request_ext, options)
+            reply = ext_frame(answer)
+            run.stream.send_ext_frame(answer)
+            run.report.sent_ext = answer
+        else:
+            reply = build_reply(request, options)
+            run.stream.send_frame(reply)
         run.report.sent = reply
-        run.frame("sent", reply)
+        run.frame("sent", reply, run.report.sent_ext)
         if reply.reject:
             # Like siw: the reject is followed by our FIN, then we wait for theirs.
             sock.shutdown(socket.SHUT_WR)
@@ -508,6 +608,17 @@ def run_responder(sock: socket.socket, options: PeerOptions, log: Log | None = N
     except (PeerError, OSError, mpa.MpaFormatError, ddp.DdpFormatError) as exc:
         return run.fail(exc)
     return run.report
+
+
+def _check_dialect(options: PeerOptions, ext: erdma_mpa.ErdmaFrame | None,
+                   what: str) -> None:
+    """A peer framing as a stack that reads only its own dialect refuses a frame without
+    the extension as the stack does (erdma_recv_mpa_rr: a revision other than
+    MPA_REVISION_EXT_1 is -EPROTO; no frame is sent, the socket released)."""
+    if options.ext is not None and options.ext.takes_only_ext and ext is None:
+        raise PeerError(f"the MPA {what} is not of revision {erdma_mpa.REVISION_EXT_1} "
+                        "with the extension: refused as erdma_recv_mpa_rr refuses it "
+                        "(-EPROTO), nothing sent")
 
 
 def _read_response(request: Message) -> bytes:

@@ -351,6 +351,7 @@ class Engine:
             trace=self.trace if options.trace else None, isn=self._recorded_isn,
             watch=NodeStates(self) if options.trace else None)
         self.node_conns: bool = STACKS[self.stack.stack].replay.conn_is_node
+        self.frames_first: bool = STACKS[self.stack.stack].replay.frames_before_due_work
         """``Transmit.conn`` names the core's node (irdma), else the socket, and a
         connection is found by its flow's ports (:attr:`ReplayFacts.conn_is_node
         <mpa_emu.stacks.base.ReplayFacts.conn_is_node>`)."""
@@ -415,14 +416,24 @@ class Engine:
                          self.nic_events, self.upcall_frames, self.rebases,
                          self.assumptions)
 
-    def catch_up(self, time_ns: int, due: int | None, due_known: bool) -> int | None:
+    def catch_up(self, time_ns: int, due: int | None, due_known: bool, *,
+                 inbound: bool = False) -> int | None:
         """Bring the core's timers and the clock up to ``time_ns``; returns the next
         deadline. ``due`` is the deadline last read when ``due_known`` (the core has not
-        run since), so the core is asked only when it may have changed."""
+        run since), so the core is asked only when it may have changed.
+
+        For a stack whose :attr:`~mpa_emu.stacks.base.ReplayFacts.frames_before_due_work`
+        holds, before an ``inbound`` frame only the timers due strictly before it fire: a
+        segment that arrives at the instant a deferred work falls due is taken first, as
+        the softirq that receives it runs before the work queue's thread (and as the
+        emulated network orders a delivery before a deadline at the same time):
+        erdma_cm_llp_data_ready queues READ_MPAHDR for a reject, and the FIN that came
+        with it is in the socket when erdma_cm_work_handler runs."""
         if not due_known:
             due = self.core.get_timer()
-        if due is not None and due <= time_ns:
-            due = self.advance(time_ns)
+        inbound = inbound and self.frames_first
+        if due is not None and (due < time_ns or (due == time_ns and not inbound)):
+            due = self.advance(time_ns - 1 if inbound else time_ns)
         if self.now < time_ns:
             self.now = time_ns
         return due

@@ -93,9 +93,10 @@ class RecordingSource:
         due: int | None = None
         due_known = False  # the core has not been called since ``due`` was read
         for time_ns, number, _order, what, key in items:
-            due = engine.catch_up(time_ns, due, due_known)
-            due_known = True
             frame = frames_by_number[number]
+            due = engine.catch_up(time_ns, due, due_known,
+                                  inbound=what == "frame" and not frame.outbound)
+            due_known = True
             if what == "frame":
                 engine.position = number
                 done += 1

@@ -37,7 +37,7 @@ from mpa_emu.views.describe import errno_text
 from mpa_emu.wire import ddp, erdma_mpa, mpa
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.mpa import mpa_kind
-from mpa_emu.wire.segment import FIN, RST, Segment
+from mpa_emu.wire.segment import ACK, FIN, RST, Segment
 from mpa_emu.wire.seq import MASK as MASK32
 from mpa_emu.wire.seq import at_or_after
 from mpa_emu.wire.terminate_layouts import RFC, read_terminate
@@ -258,10 +258,27 @@ def _base_story(conv: Conversation, active: bool) -> tuple[Story, MpaSent | None
 
 
 def _first_close(conv: Conversation) -> tuple[int, str, str] | None:
+    """The first FIN or RST of the conversation and whose it is. Closes that cross count
+    as the host's: when the peer's FIN comes first on the wire but the host's own FIN or
+    RST after it does not acknowledge it, the host closed before it had the peer's FIN
+    (a simultaneous close, RFC 9293 section 3.6), as qed's firmware does on a reject
+    that the responder's FIN follows at once."""
+    first: tuple[int, str, str] | None = None
+    fin_end = 0
     for n, out, seg in conv:
-        if seg.flags & (FIN | RST):
-            return (n, "host" if out else "peer", "RST" if seg.flags & RST else "FIN")
-    return None
+        if not seg.flags & (FIN | RST):
+            continue
+        close = (n, "host" if out else "peer", "RST" if seg.flags & RST else "FIN")
+        if first is None:
+            if out or seg.flags & RST:
+                return close
+            first = close
+            fin_end = (seg.seq + len(seg.payload) + 1) & MASK32
+            continue
+        if out:
+            crossed = seg.flags & ACK and seg.ack != fin_end
+            return close if crossed else first
+    return first
 
 
 def _mpa_end(conv: Conversation, outbound: bool, upto: int) -> int | None:

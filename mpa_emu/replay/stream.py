@@ -570,7 +570,7 @@ class StreamSource:
                         due = engine.catch_up(time_ns, due, due_known)
                         engine.run_verb(name, frame.flow, frame)
                         due_known = False
-            due = engine.catch_up(time_ns, due, due_known)
+            due = engine.catch_up(time_ns, due, due_known, inbound=not frame.outbound)
             due_known = True
             engine.position = number
             done += 1

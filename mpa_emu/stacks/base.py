@@ -74,6 +74,24 @@ class ReplyStatuses:
 
 
 @dataclass(frozen=True, slots=True)
+class FrameExtension:
+    """The 8 bytes a stack of its own MPA dialect writes after the 20-byte header of
+    every request, reply and reject (erdma's ``struct erdma_mpa_ext``: a big-endian
+    cookie and a big-endian bits word, :mod:`mpa_emu.wire.erdma_mpa`), as a peer that
+    copies the stack fills them."""
+
+    cookie: int
+    """The cookie of the stack's own requests and accepting replies."""
+    bits: int
+    """The bits word of its own requests and accepting replies."""
+    reject_echoes_request: bool
+    """A reject carries the request's own extension back (not the stack's)."""
+    takes_only_ext: bool
+    """The stack reads no frame without the extension (another revision is refused,
+    nothing sent): a peer framing as it does refuses such a frame too."""
+
+
+@dataclass(frozen=True, slots=True)
 class PeerFraming:
     """The MPA settings a stack's requests and replies carry (what a kernel-socket peer
     copies to frame MPA as that stack does)."""
@@ -90,6 +108,9 @@ class PeerFraming:
     reply: RFC 5044 has no RTR, but irdma and cxgb4 send one at every revision."""
     v1_wait_rtr: bool
     """Whether the stack's responder waits for an RTR after accepting a v1 request."""
+    ext: FrameExtension | None
+    """The bytes the stack's frames of revision ``rev`` carry after the 20-byte header
+    (PD_Length not counting them); None for RFC 5044 section 7.1's layout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +173,18 @@ class Weights:
     """A Terminate in siw's little-endian bit-field layout (struct iwarp_terminate)."""
     rfc_terminate: int
     """A Terminate in RFC 5040 section 4.8's layout, where the bytes tell the two apart."""
+    syn_ts_no_sack: int | None
+    """A SYN with timestamps and without SACK permitted (qed's offloaded TCP: TS_EN and
+    no SACK in its offload parameters; a Linux socket sends SACK unless tcp_sack is off)."""
+    request_send_rtr: int | None
+    """A P2P request offering the zero-length Send RTR (RFC 6581's B bit)."""
+    reply_several_rtrs: int | None
+    """A reply choosing more than one RTR type (RFC 6581 section 5 asks for one)."""
+    reply_unoffered_rtr: int | None
+    """A P2P reply choosing one RTR type the request did not offer."""
+    synack_unasked_mss_ws: int
+    """A SYN-ACK with MSS and WS only, answering a SYN that offered neither timestamps nor
+    SACK (so the answer could carry neither): weighed instead of ``syn_mss_ws_only``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +319,12 @@ class ReplayFacts:
     auto_labels: tuple[str, ...]
     """What ``--profile auto`` tries of this stack, in order: labels
     (``siw(peer_to_peer=1)``) or :attr:`aliases` (the defaults first)."""
+    frames_before_due_work: bool
+    """A recorded segment that arrives at the instant the core's work falls due is taken
+    first: the stack defers its MPA handling to a work queue from the socket's data
+    callback (erdma_cm_llp_data_ready -> ERDMA_CM_WORK_READ_MPAHDR), which runs after the
+    softirq that took the segments (the emulated network's order). False: replay fires
+    the due timers first."""
 
 
 OVERLAY_MPA_V1 = "mpa-v1"
@@ -549,6 +588,26 @@ class KernelMap:
     prefix: str
     legend: str
     """The last line of the text table: what the letters of the kind column mean."""
+    also: tuple[KernelMap, ...]
+    """The stack's further source files, each mapped alike (qedr's qed_iwarp.c beside
+    qedr_iw_cm.c: the qed half of its connection manager); ``()`` for a stack of one."""
+
+    @property
+    def files(self) -> tuple[KernelMap, ...]:
+        """This map and :attr:`also`, in order: every source file of the stack."""
+        return (self, *self.also)
+
+    def find(self, function: str) -> tuple[KernelMap, MapEntry]:
+        """The file and entry of one function in any of :attr:`files` (with or without
+        a file's prefix); KeyError with a one-line message naming the files when none
+        has it."""
+        for kmap in self.files:
+            try:
+                return kmap, kmap.entry(function)
+            except KeyError:
+                continue
+        names = " or ".join(k.file_name for k in self.files)
+        raise KeyError(f"{function} is not a {names} function")
 
     @property
     def file_name(self) -> str:

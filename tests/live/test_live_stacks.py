@@ -124,3 +124,58 @@ def test_a_cxgb4_framed_kernel_peer_meets_an_emulated_cxgb4_listener(lab: Lab) -
     assert (reply.rev, reply.flags) == (2, mpa.FLAG_CRC | mpa.FLAG_ENHANCED)
     assert reply.rtr.peer_to_peer and reply.rtr.read0 and not reply.rtr.write0
     assert report.rtr_sent == "read"
+
+
+def _erdma_options(**kw: object) -> peer.PeerOptions:
+    """What ``mpa-emu peer --stack erdma`` frames with (mpa_emu.cli.peer._options)."""
+    from mpa_emu.live.peer_stacks import peer_stack
+
+    f = peer_stack("erdma")
+    return peer.PeerOptions(rev=f.rev, p2p=f.p2p, crc=f.crc, rtr=f.rtr, ext=f.ext,
+                            timeout=5, **kw)  # type: ignore[arg-type]
+
+
+def test_an_erdma_framed_kernel_peer_meets_an_emulated_erdma_listener(lab: Lab) -> None:
+    emu = make_host(lab, stack="erdma", params={"cc": 2})
+    emu.host.listen(PORT, policy=Accept(b"welcome"))
+    client = lab.in_kernel(_kernel_initiator, EMU_V4, _erdma_options(
+        private_data=b"hello", hold=0.3))
+    assert emu.host.run_until(lambda: not client.is_alive() and _established(emu), 8)
+    report = client.result()
+    assert report.error is None and report.accepted
+    reply, ext = report.received, report.received_ext
+    assert reply is not None and ext is not None
+    # erdma_accept: the request's params.bits (rev 129, no flag) under the reply key,
+    # ext_data.bits cleared then the QP's CC, the private data after the 8-byte
+    # extension; no RTR. The peer's CC (0, NewReno) is not the device's (2): the QP was
+    # moved to RTS with COMPROMISE_CC (Cubic, 1) first, and that is what the reply names.
+    assert (reply.rev, reply.flags, reply.rtr) == (129, 0, None)
+    assert ext.cc == 1 and reply.private_data == b"welcome"
+    assert report.rtr_sent is None
+    (request,) = emu.host.events(IwEvent.CONNECT_REQUEST)
+    # erdma_cm_upcall: PD_Length bytes of mpa.pdata, the extension not among them
+    assert request.private_data == b"hello"
+
+
+def test_an_emulated_erdma_initiator_is_rejected_by_an_erdma_framed_kernel_peer(
+        lab: Lab) -> None:
+    emu = make_host(lab, stack="erdma", params={"cc": 1})
+    with entered(lab.ns.name):
+        listener = peer.open_listener(PORT, KERNEL_V4)
+    server = lab.in_kernel(_kernel_responder, listener, _erdma_options(
+        reject=True, private_data=b"busy"))
+    conn = emu.host.connect(packed(KERNEL_V4), PORT, private_data=b"hello", ird=8, ord=8)
+    assert emu.host.run_until(
+        lambda: bool(emu.host.events(IwEvent.CONNECT_REPLY)) and not server.is_alive(), 8)
+    report = server.result()
+    request, ext = report.received, report.received_ext
+    # erdma_newconn_connected: bits 0 with MPA_REVISION_EXT_1, the QP's CC (cc 1)
+    assert request is not None and ext is not None
+    assert (request.rev, request.flags, request.private_data) == (129, 0, b"hello")
+    assert ext.cc == 1
+    # the peer's reject echoes that extension (erdma_reject); erdma_proc_mpareply:
+    # MPA_RR_FLAG_REJECT is CONNECT_REPLY(-ECONNRESET), with the reject's private data
+    (reply,) = emu.host.events(IwEvent.CONNECT_REPLY)
+    assert (reply.conn, reply.status) == (conn, -104)
+    assert reply.private_data == b"busy"
+    assert report.sent_ext is not None and report.sent_ext.cookie == ext.cookie

@@ -85,19 +85,19 @@ def test_reply_statuses_are_the_kernel_s(name: str, reject: int, reset: int,
     # irdma_build_mpa_v2: C and P2P always, both RTRs; IETF_MAX_PRIV_DATA_LEN 512; under
     # v1 irdma_cm_event_connected still sends send_rdma0_op's Read RTR and irdma_accept
     # waits for its RTS AE
-    ("irdma", {}, PeerFraming(2, True, True, "both", 512, "read", True)),
-    ("irdma", {"mpa_rev": 1}, PeerFraming(1, True, True, "both", 512, "read", True)),
+    ("irdma", {}, PeerFraming(2, True, True, "both", 512, "read", True, None)),
+    ("irdma", {"mpa_rev": 1}, PeerFraming(1, True, True, "both", 512, "read", True, None)),
     # siw_connect with siw_main.c's constants: mpa_version 2, peer_to_peer and
     # mpa_crc_required off; MPA_MAX_PRIVDATA 256; no RTR under v1 (v2 block only)
-    ("siw", {}, PeerFraming(2, False, False, "both", 256, "none", False)),
+    ("siw", {}, PeerFraming(2, False, False, "both", 256, "none", False, None)),
     ("siw", {"peer_to_peer": True, "rtr_type": 1},
-     PeerFraming(2, True, False, "write", 256, "none", False)),
+     PeerFraming(2, True, False, "write", 256, "none", False, None)),
     # send_mpa_req with cm.c's module defaults: mpa_rev 2, crc_enabled 1, peer2peer 1,
     # p2p_type FW_RI_INIT_P2PTYPE_READ_REQ (1); a u8 length leaves 255; under v1 the
     # p2p_type RTR with peer2peer (process_mpa_reply), not waited for
-    ("cxgb4", {}, PeerFraming(2, True, True, "read", 255, "read", False)),
-    ("cxgb4", {"p2p_type": 0}, PeerFraming(2, True, True, "write", 255, "write", False)),
-    ("cxgb4", {"peer2peer": False}, PeerFraming(2, False, True, "read", 255, "none", False)),
+    ("cxgb4", {}, PeerFraming(2, True, True, "read", 255, "read", False, None)),
+    ("cxgb4", {"p2p_type": 0}, PeerFraming(2, True, True, "write", 255, "write", False, None)),
+    ("cxgb4", {"peer2peer": False}, PeerFraming(2, False, True, "read", 255, "none", False, None)),
 ])
 def test_peer_framing_is_the_stack_s(name: str, params: dict[str, object],
                                      framing: PeerFraming) -> None:

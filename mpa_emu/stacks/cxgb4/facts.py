@@ -16,6 +16,7 @@ from mpa_emu.stacks.base import (
     OVERLAY_MPA_V1,
     OVERLAY_RTR_READ,
     OVERLAY_RTR_WRITE,
+    RULED_OUT,
     Fingerprint,
     HostConfig,
     Lifecycle,
@@ -68,7 +69,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     rtr = {0: "write", 1: "read"}.get(int(p["p2p_type"]), "none")
     return PeerFraming(max(int(p["mpa_rev"]), 1), bool(p["peer2peer"]),
                        bool(p["crc_enabled"]), rtr, 255,
-                       rtr if p["peer2peer"] else "none", False)
+                       rtr if p["peer2peer"] else "none", False, None)
 
 
 FINGERPRINT = Fingerprint(
@@ -92,6 +93,12 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=1,  # process_mpa_request: Write before Read
         bitfield_terminate=0,
         rfc_terminate=0,
+        # enable_tcp_timestamps without enable_tcp_sack (both off by default)
+        syn_ts_no_sack=0,
+        request_send_rtr=RULED_OUT,  # send_mpa_req: the one p2p_type RTR (Read or Write)
+        reply_unoffered_rtr=0,  # send_mpa_reply: its own p2p_type
+        synack_unasked_mss_ws=1,  # its offloaded TCP defaults
+        reply_several_rtrs=RULED_OUT,  # send_mpa_reply: the one p2p_type RTR
     ),
 )
 """Nothing on the wire names cxgb4 alone (its SYN options follow module parameters,
@@ -125,6 +132,8 @@ REPLAY = ReplayFacts(
     # the defaults, peer2peer off (the RTR-less Chelsio default of old), and a v1-only
     # responder that aborts a rev 2 request in process_mpa_request
     auto_labels=("cxgb4", "cxgb4(peer2peer=0)", "cxgb4(mpa_rev=1)"),
+    # the offload NIC model handles each segment as it comes
+    frames_before_due_work=False,
 )
 """How replay plays cxgb4."""
 

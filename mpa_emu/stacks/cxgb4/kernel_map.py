@@ -201,7 +201,7 @@ def _map_entry(e: Cxgb4Entry) -> MapEntry:
 
 KERNEL_MAP = KernelMap(source=SOURCE, kernel_version=KERNEL_VERSION, functions=FUNCTIONS,
                        entries=tuple(_map_entry(e) for e in ENTRIES), prefix="c4iw_",
-                       legend=LEGEND)
+                       legend=LEGEND, also=())
 """cxgb4's map, the registry's ``STACKS["cxgb4"].kernel_map``: a function with models
 is emulated; one without is plumbing, or a path left out when its note says "not
 modelled"."""

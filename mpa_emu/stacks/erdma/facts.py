@@ -15,6 +15,7 @@ from mpa_emu.stacks.base import (
     OVERLAY_CRC_OFF,
     RULED_OUT,
     Fingerprint,
+    FrameExtension,
     HostConfig,
     Lifecycle,
     MatrixFacts,
@@ -33,7 +34,7 @@ from mpa_emu.stacks.erdma.params import (
     MPAREP_TIMEOUT_NS,
     MPAREQ_TIMEOUT_NS,
 )
-from mpa_emu.wire.erdma_mpa import EXT_SIZE, MAX_PRIVDATA, REVISION_EXT_1
+from mpa_emu.wire.erdma_mpa import EXT_FLAG_CC, EXT_SIZE, MAX_PRIVDATA, REVISION_EXT_1
 from mpa_emu.wire.mpa import RtrBlock
 
 _NS = 1_000_000_000
@@ -70,13 +71,26 @@ STATUSES = ReplyStatuses(
 """CONNECT_REPLY statuses of an erdma initiator."""
 
 
+PEER_COOKIE = 0
+"""The cookie a peer framing as erdma writes unless told another: erdma's own is the
+QP's (``qp->attrs.iwarp.cookie``, which the device gives at create_qp_cmd), a value no
+socket peer has."""
+
+
 def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     """erdma_newconn_connected: ``bits`` 0 with MPA_REVISION_EXT_1 (129): no C, no M, no
     P2P, no RFC 6581 block, no RTR at any revision (erdma has no other); private data up
-    to MPA_MAX_PRIVDATA (256). The 8-byte extension after the header is
-    :mod:`mpa_emu.wire.erdma_mpa`'s, which an RFC 5044 framing cannot express."""
-    del p
-    return PeerFraming(REVISION_EXT_1, False, False, "none", MAX_PRIVDATA, "none", False)
+    to MPA_MAX_PRIVDATA (256). After the header, ``struct erdma_mpa_ext``
+    (:mod:`mpa_emu.wire.erdma_mpa`): the QP's cookie and, in ``bits``, the QP's
+    congestion control (``cc``, __mpa_ext_set_cc), in the request
+    (erdma_newconn_connected) and the accepting reply (erdma_accept: ``bits`` cleared,
+    then the CC). erdma_reject and erdma_proc_mpareq's reject leave ``ext_data`` as
+    erdma_recv_mpa_rr read it: the request's own extension goes back. erdma_recv_mpa_rr
+    refuses any revision but 129 (-EPROTO, nothing sent)."""
+    ext = FrameExtension(cookie=PEER_COOKIE, bits=int(p["cc"]) & EXT_FLAG_CC,
+                         reject_echoes_request=True, takes_only_ext=True)
+    return PeerFraming(REVISION_EXT_1, False, False, "none", MAX_PRIVDATA, "none", False,
+                       ext)
 
 
 FINGERPRINT = Fingerprint(
@@ -101,6 +115,11 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=-3,
         bitfield_terminate=0,  # the device's Terminate is not in the driver
         rfc_terminate=0,
+        syn_ts_no_sack=-2,  # a Linux socket (erdma_connect: sock_create): SACK permitted
+        request_send_rtr=RULED_OUT,  # no RFC 6581 block at all
+        reply_unoffered_rtr=0,
+        synack_unasked_mss_ws=0,  # a Linux socket answers so too
+        reply_several_rtrs=RULED_OUT,
     ),
 )
 """erdma's evidence: a Linux socket's SYN and MPA frames of revision 129."""
@@ -135,6 +154,8 @@ REPLAY = ReplayFacts(
     # the defaults, then a responder whose device runs another congestion control
     # (the CC of the extension's bits, __mpa_ext_set_cc)
     auto_labels=("erdma", "erdma(cc=1)"),
+    # erdma_cm_llp_data_ready queues READ_MPAHDR: the reject's FIN is read with it
+    frames_before_due_work=True,
 )
 """How replay plays erdma."""
 

@@ -148,5 +148,5 @@ LEGEND = ("kind: E emulated (packet and state level), P plumbing (socket callbac
           "references, work pools and locks, kept another way)")
 
 KERNEL_MAP = KernelMap(source=SOURCE, kernel_version=KERNEL_VERSION, functions=FUNCTIONS,
-                       entries=ENTRIES, prefix="erdma_", legend=LEGEND)
+                       entries=ENTRIES, prefix="erdma_", legend=LEGEND, also=())
 """erdma's map, the registry's ``STACKS["erdma"].kernel_map``."""

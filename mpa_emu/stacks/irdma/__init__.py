@@ -108,7 +108,7 @@ KERNEL_MAP = KernelMap(
     functions=tuple(e.function for e in cm_map.ENTRIES),
     entries=tuple(MapEntry(e.number, e.function, e.kind, e.models, e.note, e.status)
                   for e in cm_map.ENTRIES),
-    prefix="irdma_", legend=cm_map.KIND_LEGEND)
+    prefix="irdma_", legend=cm_map.KIND_LEGEND, also=())
 """irdma's map (:mod:`mpa_emu.stacks.irdma.kernel_map`, numbered as the reference's function
 table, whose copy tests/stacks/irdma/test_kernel_map.py checks it against)."""
 
@@ -144,7 +144,8 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     v1 irdma_cm_event_connected still posts send_rdma0_op's RTR (a zero-length Read:
     only a v2 negotiation picks Write), and irdma_accept waits for the RTS AE it
     brings."""
-    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True)
+    return PeerFraming(int(p.get("mpa_rev", 2)), True, True, "both", 512, "read", True,
+                       None)
 
 
 FINGERPRINT = Fingerprint(
@@ -167,6 +168,11 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=0,
         bitfield_terminate=0,
         rfc_terminate=0,
+        syn_ts_no_sack=RULED_OUT,  # irdma_send_syn: MSS and WS, never timestamps
+        request_send_rtr=RULED_OUT,  # irdma_build_mpa_v2: Write and Read, never Send
+        reply_unoffered_rtr=0,
+        synack_unasked_mss_ws=0,  # irdma_send_syn is its own signature
+        reply_several_rtrs=RULED_OUT,  # irdma_negotiate_mpa_v2_ird_ord picks one type
     ),
 )
 """irdma's own TCP sends exactly ``MSS, WS, EOL`` with the window field 65535
@@ -229,6 +235,8 @@ REPLAY = ReplayFacts(
     nic_offload=True,
     aliases={},
     auto_labels=("irdma",),
+    # irdma_cm_timer_tick and the segment handlers keep the replay order
+    frames_before_due_work=False,
 )
 """How replay plays irdma."""
 

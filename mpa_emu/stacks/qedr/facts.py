@@ -95,7 +95,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     p2p = bool(p["peer2peer"])
     rtr = _rtr_word(int(p["rtr_type"])) if p2p else "none"
     return PeerFraming(int(p["mpa_rev"]), p2p, bool(p["crc_needed"]), rtr, 255, "none",
-                       False)
+                       False, None)
 
 
 FINGERPRINT = Fingerprint(
@@ -119,13 +119,26 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=0,
         bitfield_terminate=0,
         rfc_terminate=0,
+        # qed_iwarp_tcp_offload: TCP_OFFLOAD_PARAMS_OPT2_TS_EN from tcp_flags
+        # (qed_iwarp_setup: QED_IWARP_TS_EN), and the offload parameters have no SACK bit
+        syn_ts_no_sack=2,
+        # qed_iwarp_setup: rtr_type MPA_RTR_TYPE_ZERO_SEND | _WRITE | _READ;
+        # qed_iwarp_mpa_v2_set_private sets MPA_V2_SEND_RTR on the IRD word
+        request_send_rtr=5,
+        # qed_iwarp_mpa_received keeps every type both sides share (ep->rtr_type &=
+        # iwarp_info->rtr_type) and qed_iwarp_mpa_v2_set_private sets each in the reply
+        # qed_iwarp_mpa_received: no shared type leaves "our capabilities" (every type of
+        # rtr_type) in the reply, never one type the request did not offer
+        reply_unoffered_rtr=RULED_OUT,
+        synack_unasked_mss_ws=1,  # TS_EN, but tcp options answer the SYN: MSS and WS only
+        reply_several_rtrs=5,
     ),
 )
-"""Nothing the driver fixes names qedr alone among the evidence the judge weighs today:
-its mark is a request offering the Send RTR (RFC 6581's B bit) beside Write and Read
-(qed_iwarp_mpa_v2_set_private with MPA_RTR_TYPE_ZERO_SEND), which the weights have no
-field for. The weights give qedr no points, so it never takes a side from another stack,
-and rule it out where qed_iwarp_setup's constants say it cannot be."""
+"""qedr's evidence: a SYN with timestamps and no SACK (qed_iwarp_tcp_offload), a request
+offering the Send RTR (qed_iwarp_mpa_v2_set_private with MPA_RTR_TYPE_ZERO_SEND), a
+reply keeping several RTR types (qed_iwarp_mpa_received); ruled out where
+qed_iwarp_setup's constants say it cannot be (a frame without C, a reply choosing one
+type the request did not offer)."""
 
 LIFECYCLE = Lifecycle(
     # qed_iwarp_mpa_complete with RDMA_RETURN_OK: QED_IWARP_EP_ESTABLISHED
@@ -158,6 +171,8 @@ REPLAY = ReplayFacts(
     # the defaults, then the named sets (MATRIX), then a BASIC-only qed
     # (qed_iwarp_mpa_offload's mode MPA_NEGOTIATION_TYPE_BASIC)
     auto_labels=("qedr", "qedr(peer2peer=0)", "qedr(rtr_type=4)", "qedr(mpa_rev=1)"),
+    # the firmware handles each segment as it comes
+    frames_before_due_work=False,
 )
 """How replay plays qedr."""
 

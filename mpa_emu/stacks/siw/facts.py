@@ -15,6 +15,7 @@ from mpa_emu.stacks.base import (
     OVERLAY_MPA_V1,
     OVERLAY_RTR_READ,
     OVERLAY_RTR_WRITE,
+    RULED_OUT,
     Fingerprint,
     FlagMark,
     HostConfig,
@@ -67,7 +68,7 @@ def peer_framing(p: Mapping[str, int | bool]) -> PeerFraming:
     mode from the v2 block only."""
     return PeerFraming(min(int(p["mpa_version"]), 2), bool(p["peer_to_peer"]),
                        bool(p["mpa_crc_required"]), _RTR_OFFERED[int(p["rtr_type"])], 256,
-                       "none", False)
+                       "none", False, None)
 
 
 FINGERPRINT = Fingerprint(
@@ -90,6 +91,11 @@ FINGERPRINT = Fingerprint(
         reply_write_over_both=1,  # siw_proc_mpareq: Write before Read
         bitfield_terminate=3,  # struct iwarp_terminate's C bit-fields (iwarp.h)
         rfc_terminate=-2,
+        syn_ts_no_sack=-2,  # a Linux socket: SACK permitted unless tcp_sack is off
+        request_send_rtr=RULED_OUT,  # siw_main.c's rtr_type: Read and Write, no Send
+        reply_unoffered_rtr=0,
+        synack_unasked_mss_ws=0,  # a Linux socket answers so too
+        reply_several_rtrs=RULED_OUT,  # siw_proc_mpareq sets the one type it picks
     ),
 )
 """MPA_RR_FLAG_GSO_EXP (cpu_to_be16(0x0800): bit 0x08 of the flags byte) when siw is
@@ -122,6 +128,8 @@ REPLAY = ReplayFacts(
     # mpa_crc_required, off by default)
     aliases={"siw": {}, "mpa-v1": {"mpa_version": 1}},
     auto_labels=("siw", "siw(peer_to_peer=1)", "mpa-v1"),
+    # siw_cm_llp_data_ready defers too; its replays keep the timers-first order
+    frames_before_due_work=False,
 )
 """How replay plays siw."""
 

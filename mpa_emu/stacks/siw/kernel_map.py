@@ -138,5 +138,5 @@ LEGEND = ("kind: E emulated (packet and state level), P plumbing (socket callbac
           "references, work pools and locks, kept another way)")
 
 KERNEL_MAP = KernelMap(source=SOURCE, kernel_version=KERNEL_VERSION, functions=FUNCTIONS,
-                       entries=ENTRIES, prefix="siw_", legend=LEGEND)
+                       entries=ENTRIES, prefix="siw_", legend=LEGEND, also=())
 """siw's map, the registry's ``STACKS["siw"].kernel_map``."""

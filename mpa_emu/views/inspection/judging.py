@@ -58,7 +58,8 @@ def side_stacks(rep: ConnectionReport, client: Direction, server: Direction,
             if f.side == side and f.term_body and len(f.term_body) >= 4:
                 peer_sent = any(i.side != side and i.frame < f.frame for i in rep.fpdu_list)
                 terms.append(read_terminate(f.term_body, peer_sent))
-        guess = decide(side, _host(endpoint), d, mine, theirs, terms)
+        guess = decide(side, _host(endpoint), d, mine, theirs, terms,
+                       answers=client if side == "server" else None)
         given = profiles.stack_of(endpoint) if profiles else None
         if given is not None:
             guess = SideStack(side, guess.address, given, "profile",

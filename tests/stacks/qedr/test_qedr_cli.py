@@ -76,13 +76,28 @@ def test_a_bad_qedr_parameter_is_one_line(tmp_path: Path,
 def test_kernel_map_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["kernel-map", "--stack", "qedr", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["function"] for r in rows] == list(STACKS["qedr"].kernel_map.functions)
-    assert {r["source"] for r in rows} == {"drivers/infiniband/hw/qedr/qedr_iw_cm.c"}
+    kmap = STACKS["qedr"].kernel_map
+    assert [r["function"] for r in rows] == [*kmap.functions, *kmap.also[0].functions]
+    assert [r["source"] for r in rows[:27]] == ["drivers/infiniband/hw/qedr/qedr_iw_cm.c"] * 27
+    assert {r["source"] for r in rows[27:]} == {"drivers/net/ethernet/qlogic/qed/qed_iwarp.c"}
     assert {r["kernel_version"] for r in rows} == {"5.8"}
+
+
+def test_kernel_map_text_shows_both_files(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["kernel-map", "--stack", "qedr"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("drivers/infiniband/hw/qedr/qedr_iw_cm.c (Linux 5.8)\n")
+    assert "\ndrivers/net/ethernet/qlogic/qed/qed_iwarp.c (Linux 5.8)\n" in out
+    assert "27 functions: " in out and "72 functions: " in out
+    assert main(["kernel-map", "--stack", "qedr", "qed_iwarp_mpa_v2_set_private"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("drivers/net/ethernet/qlogic/qed/qed_iwarp.c")
+    assert lines[2].split()[1] == "qed_iwarp_mpa_v2_set_private"
 
 
 def test_kernel_map_one_function_without_its_prefix(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["kernel-map", "--stack", "qedr", "iw_connect"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[1].split()[1] == "qedr_iw_connect"
+    assert out.splitlines()[0].startswith("drivers/infiniband/hw/qedr/qedr_iw_cm.c")
+    assert out.splitlines()[2].split()[1] == "qedr_iw_connect"

@@ -38,11 +38,11 @@ def test_defaults_are_qed_iwarp_setup_s() -> None:
 
 
 @pytest.mark.parametrize(("params", "framing"), [
-    ({}, PeerFraming(2, True, True, "both", 255, "none", False)),
-    ({"rtr_type": 4}, PeerFraming(2, True, True, "read", 255, "none", False)),
-    ({"peer2peer": False}, PeerFraming(2, False, True, "none", 255, "none", False)),
+    ({}, PeerFraming(2, True, True, "both", 255, "none", False, None)),
+    ({"rtr_type": 4}, PeerFraming(2, True, True, "read", 255, "none", False, None)),
+    ({"peer2peer": False}, PeerFraming(2, False, True, "none", 255, "none", False, None)),
     ({"mpa_rev": 1, "crc_needed": False},
-     PeerFraming(1, True, False, "both", 255, "none", False)),
+     PeerFraming(1, True, False, "both", 255, "none", False, None)),
 ])
 def test_peer_framing(params: dict[str, object], framing: PeerFraming) -> None:
     assert peer_stack("qedr", params) == framing
