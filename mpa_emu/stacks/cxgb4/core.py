@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from errno import EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EINVAL, EOPNOTSUPP
 from typing import Any
 
-from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.api import NodeWatch, SendCompletion
 from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import Upcall
@@ -418,7 +418,7 @@ class Cxgb4Core:
                 break
         self._drain()
 
-    def completions(self, conn: int) -> list[tuple[str, bytes]]:
+    def completions(self, conn: int) -> list[SendCompletion]:
         """Receive completions of ``conn``: (status, bytes placed)."""
         ep = self._cm.eps.get(conn)
         return [] if ep is None else list(ep.completions)

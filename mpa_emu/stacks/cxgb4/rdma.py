@@ -4,6 +4,7 @@ cm.c's ``terminate``."""
 
 from __future__ import annotations
 
+from mpa_emu.stacks.contract.api import SendCompletion
 from mpa_emu.stacks.cxgb4 import fpdu_rx, frames
 from mpa_emu.stacks.cxgb4.closing import c4iw_ep_disconnect
 from mpa_emu.stacks.cxgb4.cm import Cxgb4Cm, ep_send
@@ -69,7 +70,7 @@ def rdma_rx(cm: Cxgb4Cm, ep: Endpoint, data: bytes) -> None:
             if verdict.last:
                 message, ep.rx_partial = bytes(ep.rx_partial), None
                 ep.rx_msn += 1
-                ep.completions.append(("SUCCESS", message))
+                ep.completions.append(SendCompletion("SUCCESS", message))
                 cm.base.record("recv_completion", "firmware RDMA", conn=ep.conn,
                                  status="SUCCESS", bytes=len(message))
         else:

@@ -302,7 +302,7 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if latency <= 0:
         cm._post(node, None)
     else:
-        cm.deferred.add(cm.now_ns + latency, "qhash", node)
+        cm.deferred.add(cm.base.now_ns + latency, "qhash", node)
     return GO_ON
 
 
@@ -589,9 +589,9 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if qp is None:
         return GO_ON
     if cm.config.gen == 2:
-        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        node.rts_deadline = cm.base.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
-    qp.send_lsmm(reply, cm.now_ns)
+    qp.send_lsmm(reply, cm.base.now_ns)
     cm._drain_qp(node.key)
     if cm.config.gen == 1:
         accept_complete(cm, node)

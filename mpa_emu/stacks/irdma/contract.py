@@ -138,11 +138,6 @@ class CoreOps:
     _loop: deque[Segment]
 
     @property
-    def now_ns(self) -> int:
-        """The virtual time of the input being processed."""
-        return self.base.now_ns
-
-    @property
     def _jiffies(self) -> int:
         """:attr:`now_ns` in jiffies of ``CmConfig.hz``."""
         return ns_to_jiffies(self.base.now_ns, self._hz)

@@ -42,7 +42,7 @@ from collections import deque
 from errno import EINVAL
 from typing import Any, Final, cast
 
-from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.api import NodeWatch, SendCompletion
 from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
@@ -76,6 +76,7 @@ from mpa_emu.stacks.irdma.timing import jiffies_to_ns
 from mpa_emu.stacks.irdma.transitions import TABLE, unreachable_row_ran
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire.sends import sends_of_segments
 from mpa_emu.wire.seq import MASK as MASK32
 
 ENOMEM: Final = errno.ENOMEM
@@ -482,6 +483,18 @@ class CmCore(TableViews, DeviceVerbs):
         self.qp_close_entries.add(node.conn)
         self.timer.arm_close(node, self._jiffies)
         return True
+
+    def completions(self, conn: int) -> list[SendCompletion]:
+        """The Sends the connection's QP has taken, oldest first, each a SUCCESS
+        completion: irdma's NIC model keeps no receive queue, so the Sends among the
+        last FPDUs it kept (untagged queue 0, joined by MSN, complete once the segment
+        with L set is in; RFC 5041 section 4.4). Empty before offload or once freed."""
+        qp = self.qp(conn)
+        received = getattr(qp, "received", None) if qp is not None else None
+        if not received:
+            return []
+        return [SendCompletion("SUCCESS", data)
+                for data in sends_of_segments([m.ulpdu for m in received])]
 
     def has_node(self, conn: int) -> bool:
         """``iwqp->cm_node != NULL``: the node of ``conn`` is still in the table."""

@@ -223,7 +223,7 @@ def create_event(cm: CoreOps, node: CmNode, etype: int) -> None:
     """``irdma_create_event``'s line."""
     loc_addr, _lp, rem_addr, _rp, _vlan = node.key
     emit(cm, CREATE_EVENT, node_ptr(cm, node),
-         pointer(cm.name, "event", f"{node.conn}/{etype}/{cm.now_ns}"), etype,
+         pointer(cm.name, "event", f"{node.conn}/{etype}/{cm.base.now_ns}"), etype,
          pi4(loc_addr), pi4(rem_addr), conn=node.conn)
 
 

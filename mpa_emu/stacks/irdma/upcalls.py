@@ -110,9 +110,9 @@ def event_connected(cm: CoreOps, node: CmNode) -> None:
     if qp is None:
         return
     if cm.config.gen == 2:
-        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        node.rts_deadline = cm.base.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
-    qp.send_rtr(cm.now_ns)
+    qp.send_rtr(cm.base.now_ns)
     cm._drain_qp(node.key)
     if cm.config.gen == 1:
         connected_complete(cm, node)
@@ -129,7 +129,7 @@ def connected_qp_error(cm: CoreOps, node: CmNode) -> None:
     cm.base.record("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
                    errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
     if cm.config.gen == 2:
-        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        node.rts_deadline = cm.base.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
     else:
         connected_complete(cm, node)
@@ -214,7 +214,7 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int) -> Non
         ird, ord_ = st.ird_size, st.ord_size
     lst = st.listener
     loc_addr, loc_port, rem_addr, rem_port, _ = node.key
-    up = Upcall(event, node.conn, status, cm.now_ns, loc_addr, loc_port,
+    up = Upcall(event, node.conn, status, cm.base.now_ns, loc_addr, loc_port,
                 rem_addr, rem_port, pdata, plen, ird, ord_,
                 lst.ident if lst is not None else None, past)
     cm.base.push(up, "irdma_send_cm_event", None if cm.trace is None else

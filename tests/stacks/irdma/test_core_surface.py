@@ -19,9 +19,9 @@ from helpers.source import module_file
 from mpa_emu.stacks.contract.api import CoreApi, PostsSends
 from mpa_emu.stacks.irdma.core import CmCore
 
-VIEWS = {"addresses", "leak_report", "link_up", "has_node", "qp", "now_ns"}
+VIEWS = {"addresses", "leak_report", "link_up", "has_node", "qp"}
 """Read-only views beyond CoreApi: local addresses, the leak report, the link state,
-whether a connection's node is in the table, the QP of a connection, the virtual time."""
+whether a connection's node is in the table, the QP of a connection."""
 
 
 def _defined(cls: type) -> set[str]:
