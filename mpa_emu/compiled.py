@@ -30,6 +30,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mpa_emu.stacks.irdma.config",
     "mpa_emu.stacks.irdma.states",
     "mpa_emu.stacks.contract.events",
+    "mpa_emu.stacks.contract.base",
     "mpa_emu.stacks.irdma.contract",
     "mpa_emu.stacks.irdma.core",
     "mpa_emu.stacks.irdma.actions",

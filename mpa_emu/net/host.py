@@ -23,7 +23,6 @@ from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IW_CONNECT_REQUEST, IwEvent, Upcall
 from mpa_emu.stacks.verb_args import check_verb_args
 from mpa_emu.ulp.rdma_cm import RdmaCm, RdmaCmEvent, UlpStep
-from mpa_emu.ulp.upper.messages import sends_of_segments
 from mpa_emu.wire.addr import ip_bytes, ip_text, mac_text
 
 Address = str | bytes
@@ -436,19 +435,17 @@ class Host:
 
     def received_sends(self, conn: int) -> list[bytes]:
         """The Send messages the connection's QP has taken so far, oldest first, each as
-        placed in its receive buffer: siw's and cxgb4's receive completions with status
-        SUCCESS; on irdma the Sends among the last FPDUs its NIC model keeps (untagged
-        queue 0, joined by MSN, complete once the segment with L set is in; RFC 5041
-        section 4.4)."""
+        placed in its receive buffer: the receive completions with status SUCCESS of a
+        core that posts Sends (``PostsSends.completions``: siw's and cxgb4's receive
+        queues, irdma's NIC model's Sends); nothing for one that does not."""
         core = self.core
-        completions = getattr(core, "completions", None)
-        if completions is None:
-            # A NIC model without a receive queue (irdma's): the ULPDUs its QP view kept.
-            qp = getattr(core, "qp", lambda _conn: None)(conn)
-            return sends_of_segments([m.ulpdu for m in getattr(qp, "received", None) or []])
+        if not isinstance(core, PostsSends):
+            return []
         out: list[bytes] = []
-        for c in completions(conn):
-            status, data = (c.status, c.data) if hasattr(c, "status") else (c[0], c[1])
+        for c in core.completions(conn):
+            # qedr's and erdma's completions are (status, data) pairs
+            done: Any = c
+            status, data = (done.status, done.data) if hasattr(done, "status") else done
             if status == "SUCCESS":
                 out.append(bytes(data))
         return out

@@ -6,8 +6,9 @@ device, replay) codes against this protocol, so test doubles can stand in for th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.wire.segment import Segment, Transmit
@@ -78,11 +79,34 @@ class WatchedCore(Protocol):
         state changes and end (None: stop telling)."""
 
 
+class ReceiveCompletion(Protocol):
+    """One receive work completion as ``PostsSends.completions`` gives it: ``status``
+    the ``IB_WC_*`` status without the prefix (``SUCCESS``, ``WR_FLUSH_ERR`` ...),
+    ``data`` the bytes placed in the buffer."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def data(self) -> bytes: ...
+
+
+class SendCompletion(NamedTuple):
+    """A receive completion that is only a status and the bytes placed (cxgb4's
+    firmware, irdma's NIC model): a :class:`ReceiveCompletion`, also a ``(status,
+    data)`` pair."""
+
+    status: str
+    data: bytes
+
+
 @runtime_checkable
 class PostsSends(Protocol):
     """A core whose application posts RDMA Sends on an RTS QP (ib_post_send with
     IB_WR_SEND): irdma's :class:`~mpa_emu.stacks.irdma.core.CmCore` (``irdma_post_send``),
     siw's (``siw_post_send``) and cxgb4's (``c4iw_post_send``). A QP that is not in RTS
-    refuses the Send with ``CmError(-EINVAL)``."""
+    refuses the Send with ``CmError(-EINVAL)``. ``completions`` are the receive
+    completions of the Sends the peer posted, oldest first (``Host.received_sends``
+    keeps the SUCCESS ones)."""
 
     def post_send(self, conn: int, payload: bytes, *, now_ns: int) -> None: ...
+    def completions(self, conn: int) -> Sequence[ReceiveCompletion]: ...

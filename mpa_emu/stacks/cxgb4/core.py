@@ -1,12 +1,16 @@
 """iw_cxgb4's connection manager (cm.c) on the adapter's TCP, sans-IO.
 
-:class:`Cxgb4Core` implements :class:`mpa_emu.stacks.contract.api.CoreApi`. Its methods are named
-after the cm.c functions they model: the CPL handlers (``act_establish``,
-``pass_establish``, ``rx_data``, ``peer_close``, ``peer_abort``, ``close_con_rpl``,
-``abort_rpl``, ``terminate``, ``act_open_rpl``), the MPA steps (``send_mpa_req``,
-``process_mpa_reply``, ``process_mpa_request``, ``send_mpa_reply``,
-``send_mpa_reject``), the verbs (``c4iw_connect``, ``c4iw_accept_cr``,
-``c4iw_reject_cr``, ``c4iw_ep_disconnect``) and the timer (``process_timeout``).
+:class:`Cxgb4Core` implements :class:`mpa_emu.stacks.contract.api.CoreApi`: the verbs
+(``c4iw_connect``, ``c4iw_accept_cr``, ``c4iw_reject_cr``, ``c4iw_create_listen`` ...),
+the views, and the dispatch of the adapter's TCP events to cm.c's handlers. The handlers
+are functions named after the cm.c functions they model, given the adapter's
+:class:`~mpa_emu.stacks.cxgb4.cm.Cxgb4Cm` and grouped as cm.c groups them: the CPL
+handlers and MPA steps of the set-up in :mod:`~mpa_emu.stacks.cxgb4.opening`
+(``pass_accept_req``, ``act_establish``, ``rx_data``, ``send_mpa_req``,
+``process_mpa_reply``, ``process_mpa_request`` ...), the upcalls in
+:mod:`~mpa_emu.stacks.cxgb4.upcalls`, RDMA mode in :mod:`~mpa_emu.stacks.cxgb4.rdma`,
+the timeout and the close paths in :mod:`~mpa_emu.stacks.cxgb4.closing`
+(``c4iw_ep_disconnect``, ``peer_close``, ``peer_abort``, ``close_con_rpl`` ...).
 
 The TCP events of :class:`~mpa_emu.stacks.cxgb4.tcp.Cxgb4Tcp` stand for the CPL
 messages: ``connected`` is ``CPL_ACT_ESTABLISH``, ``accepted`` is
@@ -21,27 +25,46 @@ docs/stacks/cxgb4.md is the behaviour reference.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from errno import EADDRINUSE, EADDRNOTAVAIL, ECONNRESET, EINVAL, EOPNOTSUPP
 from typing import Any
 
+from mpa_emu.stacks.contract.api import NodeWatch, SendCompletion
+from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import Upcall
 from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.cxgb4 import frames
+from mpa_emu.stacks.cxgb4.closing import (
+    close_con_rpl,
+    modify_qp_from_ulp,
+    peer_abort,
+    peer_close,
+    process_timeout,
+)
 from mpa_emu.stacks.cxgb4.cm import (
     CPL_ERR_CONN_RESET,
     CPL_ERR_FINWAIT2_TIMEDOUT,
     CPL_ERR_XMIT_TIMEDOUT,
     Cxgb4Cm,
+    alloc_ep,
+    ep_send,
+    release_if_dead,
+    state_set,
 )
 from mpa_emu.stacks.cxgb4.endpoint import Endpoint, ListenEp
+from mpa_emu.stacks.cxgb4.opening import (
+    act_establish,
+    act_open_rpl,
+    c4iw_accept_cr,
+    c4iw_reject_cr,
+    pass_accept_req,
+    rx_data,
+)
 from mpa_emu.stacks.cxgb4.params import Cxgb4Params
 from mpa_emu.stacks.cxgb4.states import EpState, QpState
 from mpa_emu.stacks.cxgb4.tcp import Cxgb4Tcp
-from mpa_emu.stacks.deadlines import Deadlines
 from mpa_emu.stacks.tcp.stack import TcpEvent
 from mpa_emu.wire import ddp, mpa
 from mpa_emu.wire.segment import Segment, Transmit
@@ -96,7 +119,7 @@ class ListenerView:
     backlog: int
 
 
-class Cxgb4Core(Cxgb4Cm):
+class Cxgb4Core:
     """One host's iw_cxgb4 and adapter. See the module docstring."""
 
     def __init__(self, name: str, mac: bytes,
@@ -107,21 +130,19 @@ class Cxgb4Core(Cxgb4Cm):
         self.p = params if isinstance(params, Cxgb4Params) \
             else Cxgb4Params.from_mapping(params or {})
         self.trace = trace
+        self.base = CoreBase(name, trace)
+        """The contract's mechanics: state changes, trace, kernel log, upcall queue."""
         self.tcp = Cxgb4Tcp(name, mac, self.p, seed=seed, mtu=mtu, trace=trace)
-        self._eps: dict[int, Endpoint] = {}
-        self._ep_timers = Deadlines(self._holds_ep_timer)
-        """The endpoints' timers (``Endpoint.timer_due``), by connection id."""
-        self._by_sock: dict[int, Endpoint] = {}
-        self._listeners: dict[int, ListenEp] = {}
-        self._by_tcp_listener: dict[int, ListenEp] = {}
-        self._fin_sent: set[int] = set()
+        self._cm = Cxgb4Cm(self.p, self.tcp, self.base)
+        """What cm.c's handlers are given: the endpoint and listener tables, the timers."""
         self._addresses: dict[bytes, int | None] = {}
-        self._upcalls: deque[Upcall] = deque()
-        self._next_conn = 1
         self._next_listener = 1
-        self._now = 0
-        self._watch = None
-        self._watched = set()
+
+    def watch_nodes(self, watch: NodeWatch | None) -> None:
+        """Tell ``watch`` of each endpoint (not listeners): created with its 4-tuple on
+        its first state change, each change (an :class:`EpState`), freed when it leaves
+        the tables (:class:`mpa_emu.stacks.contract.api.WatchedCore`)."""
+        self.base.watch_nodes(watch)
 
     # ---- local stack ------------------------------------------------------------------
 
@@ -152,7 +173,7 @@ class Cxgb4Core(Cxgb4Cm):
 
     def receive(self, frame: Segment, now_ns: int) -> None:
         """One frame from the wire, into the adapter's TCP."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         self.tcp.receive(frame, now_ns)
         self._drain()
 
@@ -161,28 +182,24 @@ class Cxgb4Core(Cxgb4Cm):
         TCP's timers due at ``now_ns``."""
         while True:
             # The earliest first (ties: the oldest endpoint), each from its own instant.
-            due = self._ep_timers.next_due(now_ns)
+            due = self._cm.ep_timers.next_due(now_ns)
             if due is None:
                 break
-            self._now, conn = due
-            ep = self._eps[conn]
+            self.base.now_ns, conn = due
+            ep = self._cm.eps[conn]
             ep.timer_due = None
-            self.tr("timer_fired", "ep_timeout", conn=ep.conn, state=ep.state.name)
-            self.process_timeout(ep)
+            self.base.record("timer_fired", "ep_timeout", conn=ep.conn, state=ep.state.name)
+            process_timeout(self._cm, ep)
             self._drain()
-        self._now = now_ns
+        self.base.now_ns = now_ns
         self.tcp.handle_timer(now_ns)
         self._drain()
 
     def get_timer(self) -> int | None:
         """The earliest endpoint or TCP deadline."""
         best = self.tcp.get_timer()
-        at = self._ep_timers.earliest()
+        at = self._cm.ep_timers.earliest()
         return at if best is None or (at is not None and at < best) else best
-
-    def _holds_ep_timer(self, conn: int, at: int) -> bool:
-        ep = self._eps.get(conn)
-        return ep is not None and ep.timer_due == at
 
     def frames_to_send(self) -> list[Transmit]:
         """Segments the adapter put on the wire since the last call."""
@@ -190,7 +207,7 @@ class Cxgb4Core(Cxgb4Cm):
 
     def next_event(self) -> Upcall | None:
         """The next iw_cm event for the ULP."""
-        return self._upcalls.popleft() if self._upcalls else None
+        return self.base.next_event()
 
     # ---- listeners -------------------------------------------------------------------------
 
@@ -203,27 +220,27 @@ class Cxgb4Core(Cxgb4Cm):
             raise CmError(EINVAL, f"an address has 4 or 16 bytes, got {len(ip)}")
         if self.tcp.listener_bound(ip, port):
             raise CmError(EADDRINUSE, f"port {port} already has a listener")
-        self._now = now_ns
+        self.base.now_ns = now_ns
         # c4iw_create_listen stores the backlog and nothing checks it: no SYN queue limit
         tcp_listener = self.tcp.listen(ip, port, 1 << 30, ipv6=ipv6)
         lst = ListenEp(self._next_listener, ip, port, backlog, tcp_listener)
         self._next_listener += 1
-        self._listeners[lst.ident] = lst
-        self._by_tcp_listener[tcp_listener] = lst
-        self.klog("debug", "state_set", "idle -> listen", debug=True)
-        self.tr("listen_created", "c4iw_create_listen", listener=lst.ident, port=port)
+        self._cm.listeners[lst.ident] = lst
+        self._cm.by_tcp_listener[tcp_listener] = lst
+        self.base.kernel_log("debug", "state_set", "idle -> listen", dynamic_debug=True)
+        self.base.record("listen_created", "c4iw_create_listen", listener=lst.ident, port=port)
         return lst.ident
 
     def destroy_listen(self, listener: int, *, now_ns: int) -> None:
         """``c4iw_destroy_listen``: DEAD, the server TID removed. Children keep going; a
         request that completes later finds the parent DEAD and is aborted."""
-        lst = self._listeners.get(listener)
+        lst = self._cm.listeners.get(listener)
         if lst is None or lst.state != S.LISTEN:
             raise CmError(EINVAL, f"no listener {listener}")
-        self._now = now_ns
-        self._set_state(lst, S.DEAD, "c4iw_destroy_listen", logged=True)
+        self.base.now_ns = now_ns
+        state_set(self._cm, lst, S.DEAD, "c4iw_destroy_listen", logged=True)
         self.tcp.unlisten(lst.tcp_listener)
-        self.tr("listen_destroyed", "c4iw_destroy_listen", listener=listener)
+        self.base.record("listen_destroyed", "c4iw_destroy_listen", listener=listener)
 
     # ---- verbs ---------------------------------------------------------------------------
 
@@ -246,23 +263,23 @@ class Cxgb4Core(Cxgb4Cm):
             raise CmError(EINVAL, "port 0 or out of range")
         if local_ip not in self._addresses:
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
-        self._now = now_ns
+        self.base.now_ns = now_ns
         try:
             sock = self.tcp.connect(local_ip, remote_ip, remote_port, local_port, now_ns)
         except OSError as exc:
             raise CmError(exc.errno or EINVAL, f"c4iw_connect: {exc.strerror}") from None
         addrs = self.tcp.addresses(sock)
         assert addrs is not None
-        ep = self._new_ep(True, addrs)
+        ep = alloc_ep(self._cm, True, addrs)
         ep.sock = sock
-        self._by_sock[sock] = ep
+        self._cm.by_sock[sock] = ep
         ep.has_cm_id = True
         ep.qp = QpState.IDLE
         ep.plen = len(private_data)
         ep.mpa_pkt[mpa.FRAME_SIZE:mpa.FRAME_SIZE + ep.plen] = private_data
         ep.ird = ird
         ep.ord = 1 if self.p.peer2peer and ord == 0 else ord
-        self._set_state(ep, S.CONNECTING, "c4iw_connect", logged=True)
+        state_set(self._cm, ep, S.CONNECTING, "c4iw_connect", logged=True)
         self._drain()
         return ep.conn
 
@@ -276,10 +293,10 @@ class Cxgb4Core(Cxgb4Cm):
         if len(private_data) > MAX_PDATA:
             raise CmError(EINVAL, f"private data of {len(private_data)} bytes: "
                           "conn_param->private_data_len is a u8 (at most 255)")
-        self._now = now_ns
+        self.base.now_ns = now_ns
         ep.held = False
         if ep.state != S.MPA_REQ_RCVD:
-            self._release_if_dead(ep)
+            release_if_dead(self._cm, ep)
             raise CmError(ECONNRESET, f"c4iw_accept_cr in state {ep.state.name}")
         # What the application got (connect_request_upcall: ep->ird/ord for v2,
         # cur_max_read_depth for v1), echoed: its ORD as our IRD, its IRD as our ORD.
@@ -289,7 +306,7 @@ class Cxgb4Core(Cxgb4Cm):
             got_ird, got_ord = ep.ird, ep.ord
         want_ird = got_ord if ird is None else ird
         want_ord = got_ird if ord is None else ord
-        err = self.c4iw_accept_cr(ep, bytes(private_data), want_ird, want_ord)
+        err = c4iw_accept_cr(self._cm, ep, bytes(private_data), want_ird, want_ord)
         self._drain()
         if err:
             raise CmError(-err, "c4iw_accept_cr failed; the connection was aborted")
@@ -300,12 +317,12 @@ class Cxgb4Core(Cxgb4Cm):
         if len(private_data) > MAX_PDATA:
             raise CmError(EINVAL, f"reject private data of {len(private_data)} bytes: "
                           "pdata_len is a u8 (at most 255)")
-        self._now = now_ns
+        self.base.now_ns = now_ns
         ep.held = False
         if ep.state != S.MPA_REQ_RCVD:
-            self._release_if_dead(ep)
+            release_if_dead(self._cm, ep)
             raise CmError(ECONNRESET, f"c4iw_reject_cr in state {ep.state.name}")
-        self.c4iw_reject_cr(ep, bytes(private_data))
+        c4iw_reject_cr(self._cm, ep, bytes(private_data))
         self._drain()
 
     def close(self, conn: int, *, now_ns: int) -> None:
@@ -317,11 +334,11 @@ class Cxgb4Core(Cxgb4Cm):
         ``iw_cm_connect`` set and ``cm_conn_rep_handler`` clears): the reply goes up,
         then the destroy goes on from the state it left."""
         ep = self._ep(conn)
-        self._now = now_ns
+        self.base.now_ns = now_ns
         if ep.initiator and ep.has_cm_id and ep.state in (S.CONNECTING, S.MPA_REQ_SENT):
             ep.destroy_waiting = True
-            self.tr("verb_deferred", "destroy_cm_id", conn=conn,
-                    why="IWCM_F_CONNECT_WAIT: waiting for CONNECT_REPLY")
+            self.base.record("verb_deferred", "destroy_cm_id", conn=conn,
+                             why="IWCM_F_CONNECT_WAIT: waiting for CONNECT_REPLY")
             return
         self._destroy_cm_id(ep)
         self._drain()
@@ -331,18 +348,18 @@ class Cxgb4Core(Cxgb4Cm):
         if ep.held:
             ep.held = False
             if ep.state == S.MPA_REQ_RCVD:
-                self.c4iw_reject_cr(ep, b"")
+                c4iw_reject_cr(self._cm, ep, b"")
             else:
-                self._release_if_dead(ep)
+                release_if_dead(self._cm, ep)
         elif ep.qp == QpState.RTS and ep.has_cm_id:
             # destroy_cm_id in ESTABLISHED: iwcm_modify_qp_err, an abortive close
-            self._modify_qp_from_ulp(ep, QpState.ERROR)
+            modify_qp_from_ulp(self._cm, ep, QpState.ERROR)
         ep.has_cm_id = False
 
     def _run_waiting_destroys(self) -> bool:
         """The destroys that waited for a CONNECT_REPLY now gone up (or for an endpoint
         gone): each goes on, after the handler that sent the reply."""
-        waiting = [ep for ep in self._eps.values() if ep.destroy_waiting
+        waiting = [ep for ep in self._cm.eps.values() if ep.destroy_waiting
                    and not (ep.has_cm_id and ep.state in (S.CONNECTING, S.MPA_REQ_SENT))]
         for ep in waiting:
             ep.destroy_waiting = False
@@ -353,20 +370,20 @@ class Cxgb4Core(Cxgb4Cm):
         """``rdma_disconnect`` through ``c4iw_modify_qp``: RTS -> CLOSING is a graceful
         ``c4iw_ep_disconnect`` (FIN), RTS -> ERROR an abortive one (RST)."""
         ep = self._ep(conn)
-        self._now = now_ns
-        self._modify_qp_from_ulp(ep, QpState.CLOSING if graceful else QpState.ERROR)
+        self.base.now_ns = now_ns
+        modify_qp_from_ulp(self._cm, ep, QpState.CLOSING if graceful else QpState.ERROR)
         self._drain()
 
     def modify_qp_err(self, conn: int, *, now_ns: int) -> None:
         """``ib_modify_qp(IB_QPS_ERR)``: an abortive disconnect from RTS; an idle QP just
         goes to ERROR (the later RTS then fails)."""
         ep = self._ep(conn)
-        self._now = now_ns
+        self.base.now_ns = now_ns
         if ep.qp == QpState.IDLE:
             ep.qp = QpState.ERROR
-            self.tr("qp_state", "c4iw_modify_qp", conn=conn, new="ERROR")
+            self.base.record("qp_state", "c4iw_modify_qp", conn=conn, new="ERROR")
         else:
-            self._modify_qp_from_ulp(ep, QpState.ERROR)
+            modify_qp_from_ulp(self._cm, ep, QpState.ERROR)
         self._drain()
 
     def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
@@ -385,7 +402,7 @@ class Cxgb4Core(Cxgb4Cm):
         ep = self._ep(conn)
         if ep.qp != QpState.RTS or ep.sock is None or ep.state != S.FPDU_MODE:
             raise CmError(EINVAL, f"post_send: connection {conn} has no RTS QP")
-        self._now = now_ns
+        self.base.now_ns = now_ns
         ep.tx_msn += 1
         room = max(4, self.tcp.mss(ep.sock) - ddp.UNTAGGED_HEADER_LEN - 2 - 4)
         room -= room % 4
@@ -394,16 +411,16 @@ class Cxgb4Core(Cxgb4Cm):
         while True:
             piece = data[pos:pos + room]
             last = pos + room >= len(data)
-            self._send(ep, frames.send(piece, ep.tx_msn, pos, last=last, crc=ep.attr_crc),
+            ep_send(self._cm, ep, frames.send(piece, ep.tx_msn, pos, last=last, crc=ep.attr_crc),
                        f"firmware: RDMA Send MSN {ep.tx_msn}")
             pos += len(piece)
             if last:
                 break
         self._drain()
 
-    def completions(self, conn: int) -> list[tuple[str, bytes]]:
+    def completions(self, conn: int) -> list[SendCompletion]:
         """Receive completions of ``conn``: (status, bytes placed)."""
-        ep = self._eps.get(conn)
+        ep = self._cm.eps.get(conn)
         return [] if ep is None else list(ep.completions)
 
     def teardown_connections(self, ip: bytes | None = None, *, vlan: int | None = None,
@@ -419,7 +436,7 @@ class Cxgb4Core(Cxgb4Cm):
 
     def qp_state(self, conn: int) -> Any:
         """The QP's view (:class:`QpView`), None when no QP is bound."""
-        ep = self._eps.get(conn)
+        ep = self._cm.eps.get(conn)
         if ep is None or ep.qp is None:
             return None
         tcp = None if ep.sock is None else self.tcp.state(ep.sock)
@@ -427,14 +444,14 @@ class Cxgb4Core(Cxgb4Cm):
 
     def listener(self, ident: int) -> Any:
         """A listener's view, None when unknown."""
-        lst = self._listeners.get(ident)
+        lst = self._cm.listeners.get(ident)
         if lst is None:
             return None
         return ListenerView(lst.ident, lst.state.name, lst.port, lst.backlog)
 
     def node(self, conn: int) -> Any:
         """An endpoint's view, None once released."""
-        ep = self._eps.get(conn)
+        ep = self._cm.eps.get(conn)
         if ep is None:
             return None
         return EndpointView(ep.conn, ep.state.name, ep.initiator,
@@ -445,12 +462,12 @@ class Cxgb4Core(Cxgb4Cm):
 
     def conns(self) -> list[int]:
         """Endpoints not yet released."""
-        return list(self._eps)
+        return list(self._cm.eps)
 
     # ---- helpers -------------------------------------------------------------------------
 
     def _ep(self, conn: int) -> Endpoint:
-        ep = self._eps.get(conn)
+        ep = self._cm.eps.get(conn)
         if ep is None:
             raise CmError(EINVAL, f"no connection {conn}")
         return ep
@@ -474,43 +491,43 @@ class Cxgb4Core(Cxgb4Cm):
 
     def _tcp_event(self, ev: TcpEvent) -> None:
         if ev.kind == "accepted":
-            self.pass_accept_req(ev.sock, ev.listener)
+            pass_accept_req(self._cm, ev.sock, ev.listener)
             return
-        ep = self._by_sock.get(ev.sock)
+        ep = self._cm.by_sock.get(ev.sock)
         if ep is None:
             return
         if ev.kind == "connected":
-            self.act_establish(ep)
+            act_establish(self._cm, ep)
         elif ev.kind == "data":
-            self.rx_data(ep, ev.data)
+            rx_data(self._cm, ep, ev.data)
         elif ev.kind == "peer_fin":
-            self.peer_close(ep)
+            peer_close(self._cm, ep)
         elif ev.kind == "reset":
-            self.peer_abort(ep, CPL_ERR_CONN_RESET)
+            peer_abort(self._cm, ep, CPL_ERR_CONN_RESET)
         elif ev.kind == "failed":
             if ep.state == S.CONNECTING and ep.initiator:
-                self.act_open_rpl(ep, ev.errno)
+                act_open_rpl(self._cm, ep, ev.errno)
             else:  # the firmware gives up retransmitting: CPL_ABORT_REQ_RSS
-                self.peer_abort(ep, CPL_ERR_XMIT_TIMEDOUT)
-        elif ev.kind == "closed" and ep.sock in self._fin_sent:
-            self._fin_sent.discard(ev.sock)
-            self.close_con_rpl(ep)
+                peer_abort(self._cm, ep, CPL_ERR_XMIT_TIMEDOUT)
+        elif ev.kind == "closed" and ep.sock in self._cm.fin_sent:
+            self._cm.fin_sent.discard(ev.sock)
+            close_con_rpl(self._cm, ep)
         elif ev.kind == "closed":
             # Our FIN was acknowledged (close_con_rpl: MORIBUND) and the peer's FIN never
             # came: the adapter's FIN_WAIT2 timer (TP_FINWAIT2_TIMER) gives up on the
             # connection and raises CPL_ABORT_REQ_RSS with CPL_ERR_FINWAIT2_TIMEDOUT, which
             # peer_abort takes like a RST (no negative advice, is_neg_adv): MORIBUND -> DEAD,
             # release_ep_resources. Without it the endpoint would stay in MORIBUND.
-            self.peer_abort(ep, CPL_ERR_FINWAIT2_TIMEDOUT)
+            peer_abort(self._cm, ep, CPL_ERR_FINWAIT2_TIMEDOUT)
 
     def _check_fin_acked(self) -> bool:
         """``CPL_CLOSE_CON_RPL``: our FIN was acknowledged."""
-        done = [sock for sock in self._fin_sent
+        done = [sock for sock in self._cm.fin_sent
                 if (self.tcp.state(sock) or "CLOSED") in _FIN_ACKED_STATES]
         for sock in sorted(done):
-            self._fin_sent.discard(sock)
-            ep = self._by_sock.get(sock)
+            self._cm.fin_sent.discard(sock)
+            ep = self._cm.by_sock.get(sock)
             if ep is not None:
-                self.close_con_rpl(ep)
+                close_con_rpl(self._cm, ep)
         return bool(done)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mpa_emu.stacks.contract.api import SendCompletion
 from mpa_emu.stacks.cxgb4.states import MPA_PKT_SIZE, EpState, P2pType, QpState
 
 
@@ -69,7 +70,7 @@ class Endpoint:
     """RDMA mode: stream bytes not yet a whole FPDU."""
     recvq: list[int] = field(default_factory=list)
     """Receive buffers the application posted (lengths)."""
-    completions: list[tuple[str, bytes]] = field(default_factory=list)
+    completions: list[SendCompletion] = field(default_factory=list)
     """Receive completions: status and the bytes placed."""
     rx_partial: bytearray | None = None
     """A Send whose last segment has not arrived: the bytes placed so far."""

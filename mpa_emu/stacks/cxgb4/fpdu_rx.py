@@ -9,7 +9,7 @@ section 7.2: no memory is registered in the model, so any STag a non-empty Write
 Read Request names is invalid), an untagged Send's queue number, MSN and buffer (RFC
 5041 section 7.2). A refused FPDU becomes an error CQE, which c4iw_ev_dispatch turns
 into an IB event and a move of the QP to TERMINATE (see
-:meth:`mpa_emu.stacks.cxgb4.cm.Cxgb4Cm.rdma_rx`).
+:func:`mpa_emu.stacks.cxgb4.rdma.rdma_rx`).
 """
 
 from __future__ import annotations

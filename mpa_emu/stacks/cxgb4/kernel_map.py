@@ -1,9 +1,11 @@
 """Every function of ``drivers/infiniband/hw/cxgb4/cm.c`` and what models it here.
 
-An entry names the ``Cxgb4Core`` method (or another object, as a dotted path) that
-models the function, or says why nothing does: plumbing with no packet-level behaviour
-(references, skb pools, tid tables, locking), or a path the model leaves out (SRQ, the
-``enable_fw_ofld_conn`` filter path, ARP failures, negative advice).
+An entry names the ``Cxgb4Core`` method (a verb or a view), or the handler function of
+:mod:`~mpa_emu.stacks.cxgb4.cm`, ``upcalls``, ``opening``, ``rdma`` or ``closing`` (or
+another object, as a dotted path) that models the function, or says why nothing does:
+plumbing with no packet-level behaviour (references, skb pools, tid tables, locking), or
+a path the model leaves out (SRQ, the ``enable_fw_ofld_conn`` filter path, ARP failures,
+negative advice).
 :data:`FUNCTIONS` is the file's function list as read at :data:`KERNEL_VERSION`;
 ``mpa-emu kernel-map --stack cxgb4`` prints :data:`KERNEL_MAP`. The tests
 ``tests/stacks/cxgb4/test_cxgb4_kernel_map.py`` and ``tests/stacks/test_kernel_maps.py``
@@ -56,6 +58,11 @@ FUNCTIONS: tuple[str, ...] = (
 """Every function defined in cm.c, in file order (103)."""
 
 _CORE = "mpa_emu.stacks.cxgb4.core.Cxgb4Core."
+_CM = "mpa_emu.stacks.cxgb4.cm."
+_UPCALLS = "mpa_emu.stacks.cxgb4.upcalls."
+_CLOSING = "mpa_emu.stacks.cxgb4.closing."
+_RDMA = "mpa_emu.stacks.cxgb4.rdma."
+_OPENING = "mpa_emu.stacks.cxgb4.opening."
 _TCP = "mpa_emu.stacks.cxgb4.tcp."
 
 
@@ -81,24 +88,24 @@ ENTRIES: tuple[Cxgb4Entry, ...] = (
     _p("ref_cm_id", "Endpoint.has_cm_id set"),
     _p("deref_qp", "refcount"),
     _p("ref_qp", "refcount"),
-    _m("start_ep_timer", "start_ep_timer"),
-    _m("stop_ep_timer", "stop_ep_timer"),
+    _m("start_ep_timer", _CM + "start_ep_timer"),
+    _m("stop_ep_timer", _CM + "stop_ep_timer"),
     _p("c4iw_l2t_send", "work request to the adapter: the shared TCP's send"),
     _p("c4iw_ofld_send", "work request to the adapter"),
     _p("release_tid", "tid table"),
     _m("set_emss", _TCP + "advertised_mss", note="the MSS side of the MTU choice"),
     _p("state_read", "locking"),
-    _m("__state_set", "_set_state"),
-    _m("state_set", "_set_state", note="with its pr_debug line"),
+    _m("__state_set", _CM + "state_set"),
+    _m("state_set", _CM + "state_set", note="with its pr_debug line"),
     _p("alloc_ep_skb_list", "skb pool"),
-    _m("alloc_ep", "_new_ep"),
+    _m("alloc_ep", _CM + "alloc_ep"),
     _p("remove_ep_tid", "tid table"),
     _p("insert_ep_tid", "tid table"),
     _p("get_ep_from_tid", "the core's socket -> endpoint table"),
     _p("get_ep_from_stid", "the core's listener table"),
     _p("_c4iw_free_ep", "refcount; release_ep_resources drops the endpoint"),
-    _m("release_ep_resources", "release_ep_resources"),
-    _m("status2errno", "act_open_rpl", note="CONN_RESET -> -ECONNRESET, timeouts"),
+    _m("release_ep_resources", _CM + "release_ep_resources"),
+    _m("status2errno", _OPENING + "act_open_rpl", note="CONN_RESET -> -ECONNRESET, timeouts"),
     _p("get_skb", "skb pool"),
     _p("get_real_dev", "netdev lookup"),
     _p("arp_failure_discard", "ARP failures not modelled"),
@@ -111,50 +118,51 @@ ENTRIES: tuple[Cxgb4Entry, ...] = (
        "refuses connect at once)"),
     _p("abort_arp_failure", "ARP failures not modelled"),
     _p("send_flowc", "flow context of the adapter's TCP (its numbers live in the TCP)"),
-    _m("send_halfclose", "send_halfclose"),
+    _m("send_halfclose", _CLOSING + "send_halfclose"),
     _p("read_tcb", "SRQ not modelled"),
-    _m("send_abort_req", "send_abort"),
-    _m("send_abort", "send_abort"),
+    _m("send_abort_req", _CLOSING + "send_abort"),
+    _m("send_abort", _CLOSING + "send_abort"),
     _m("send_connect", _TCP + "Cxgb4Tcp", _TCP + "cxgb4_shape", _TCP + "cxgb4_iss",
        note="the SYN's options, MSS and ISS"),
-    _m("send_mpa_req", "send_mpa_req", "mpa_emu.stacks.cxgb4.frames.mpa_request"),
-    _m("send_mpa_reject", "send_mpa_reject", "mpa_emu.stacks.cxgb4.frames.mpa_reply"),
-    _m("send_mpa_reply", "send_mpa_reply", "mpa_emu.stacks.cxgb4.frames.mpa_reply"),
-    _m("act_establish", "act_establish"),
-    _m("close_complete_upcall", "close_complete_upcall"),
-    _m("peer_close_upcall", "peer_close_upcall"),
-    _m("peer_abort_upcall", "peer_abort_upcall"),
-    _m("connect_reply_upcall", "connect_reply_upcall"),
-    _m("connect_request_upcall", "connect_request_upcall"),
-    _m("established_upcall", "established_upcall"),
+    _m("send_mpa_req", _OPENING + "send_mpa_req", "mpa_emu.stacks.cxgb4.frames.mpa_request"),
+    _m("send_mpa_reject", _OPENING + "send_mpa_reject", "mpa_emu.stacks.cxgb4.frames.mpa_reply"),
+    _m("send_mpa_reply", _OPENING + "send_mpa_reply", "mpa_emu.stacks.cxgb4.frames.mpa_reply"),
+    _m("act_establish", _OPENING + "act_establish"),
+    _m("close_complete_upcall", _UPCALLS + "close_complete_upcall"),
+    _m("peer_close_upcall", _UPCALLS + "peer_close_upcall"),
+    _m("peer_abort_upcall", _UPCALLS + "peer_abort_upcall"),
+    _m("connect_reply_upcall", _UPCALLS + "connect_reply_upcall"),
+    _m("connect_request_upcall", _UPCALLS + "connect_request_upcall"),
+    _m("established_upcall", _UPCALLS + "established_upcall"),
     _p("update_rx_credits", "receive credits: the adapter's window stays at rcv_win"),
-    _m("process_mpa_reply", "process_mpa_reply", "_negotiate_reply",
+    _m("process_mpa_reply", _OPENING + "process_mpa_reply", _OPENING + "_negotiate_reply",
        "mpa_emu.stacks.cxgb4.mpa_rx.accumulate"),
-    _m("process_mpa_request", "process_mpa_request", "mpa_emu.stacks.cxgb4.mpa_rx.accumulate"),
-    _m("rx_data", "rx_data"),
+    _m("process_mpa_request", _OPENING + "process_mpa_request",
+       "mpa_emu.stacks.cxgb4.mpa_rx.accumulate"),
+    _m("rx_data", _OPENING + "rx_data"),
     _p("complete_cached_srq_buffers", "SRQ not modelled"),
-    _m("abort_rpl", "abort_rpl"),
+    _m("abort_rpl", _CLOSING + "abort_rpl"),
     _p("send_fw_act_open_req", "enable_fw_ofld_conn filter path not modelled"),
     _p("act_open_has_tid", "tid table"),
     _p("neg_adv_str", "negative advice not modelled"),
     _m("set_tcp_window", _TCP + "cxgb4_shape", note="rcv_win / snd_win"),
     _p("import_ep", "L2T, route and queue selection"),
-    _m("c4iw_reconnect", "c4iw_reconnect"),
-    _m("act_open_rpl", "act_open_rpl", note="CPL_ERR_CONN_EXIST retries not modelled"),
+    _m("c4iw_reconnect", _CLOSING + "c4iw_reconnect"),
+    _m("act_open_rpl", _OPENING + "act_open_rpl", note="CPL_ERR_CONN_EXIST retries not modelled"),
     _p("pass_open_rpl", "the server is installed at once"),
     _p("close_listsrv_rpl", "the server is removed at once"),
-    _m("accept_cr", "pass_accept_req", note="the SYN-ACK is the shared TCP's"),
+    _m("accept_cr", _OPENING + "pass_accept_req", note="the SYN-ACK is the shared TCP's"),
     _p("reject_cr", "a listener in LISTEN always takes the SYN; see pass_accept_req"),
-    _m("pass_accept_req", "pass_accept_req"),
-    _m("pass_establish", "pass_accept_req"),
-    _m("peer_close", "peer_close"),
+    _m("pass_accept_req", _OPENING + "pass_accept_req"),
+    _m("pass_establish", _OPENING + "pass_accept_req"),
+    _m("peer_close", _CLOSING + "peer_close"),
     _p("finish_peer_abort", "SRQ not modelled"),
-    _m("peer_abort", "peer_abort"),
-    _m("close_con_rpl", "close_con_rpl", "_check_fin_acked"),
-    _m("terminate", "terminate", "rdma_rx"),
+    _m("peer_abort", _CLOSING + "peer_abort"),
+    _m("close_con_rpl", _CLOSING + "close_con_rpl", "_check_fin_acked"),
+    _m("terminate", _RDMA + "terminate", _RDMA + "rdma_rx"),
     _p("fw4_ack", "the MPA reply is taken as acknowledged at once (c4iw_accept_cr)"),
-    _m("c4iw_reject_cr", "reject", "c4iw_reject_cr"),
-    _m("c4iw_accept_cr", "accept", "c4iw_accept_cr"),
+    _m("c4iw_reject_cr", "reject", _OPENING + "c4iw_reject_cr"),
+    _m("c4iw_accept_cr", "accept", _OPENING + "c4iw_accept_cr"),
     _p("pick_local_ipaddrs", "connect to INADDR_ANY not modelled"),
     _p("get_lladdr", "connect to the IPv6 any address not modelled"),
     _p("pick_local_ip6addrs", "connect to the IPv6 any address not modelled"),
@@ -163,7 +171,8 @@ ENTRIES: tuple[Cxgb4Entry, ...] = (
     _p("create_server4", "server tid"),
     _m("c4iw_create_listen", "create_listen"),
     _m("c4iw_destroy_listen", "destroy_listen"),
-    _m("c4iw_ep_disconnect", "c4iw_ep_disconnect", "disconnect", "modify_qp_err", "close"),
+    _m("c4iw_ep_disconnect", _CLOSING + "c4iw_ep_disconnect", "disconnect", "modify_qp_err",
+       "close"),
     _p("active_ofld_conn_reply", "enable_fw_ofld_conn filter path not modelled"),
     _p("passive_ofld_conn_reply", "enable_fw_ofld_conn filter path not modelled"),
     _p("t4_tcb_get_field64", "SRQ not modelled"),
@@ -173,7 +182,7 @@ ENTRIES: tuple[Cxgb4Entry, ...] = (
     _p("build_cpl_pass_accept_req", "enable_fw_ofld_conn filter path not modelled"),
     _p("send_fw_pass_open_req", "enable_fw_ofld_conn filter path not modelled"),
     _p("rx_pkt", "enable_fw_ofld_conn filter path not modelled"),
-    _m("process_timeout", "process_timeout"),
+    _m("process_timeout", _CLOSING + "process_timeout"),
     _m("process_timedout_eps", "handle_timer"),
     _p("process_work", "work queue: the core handles events in order"),
     _m("ep_timeout", "handle_timer"),

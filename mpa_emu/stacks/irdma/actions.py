@@ -74,7 +74,7 @@ def active_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
                            int(node.state), conn=node.conn)
         send.send_reset_held(cm, node, f"irdma_send_reset: irdma_active_open_err "
                                        f"{old} -> CLOSED")
-    cm._set_state(node, CM_CLOSED, "irdma_active_open_err")
+    cm.base.set_state(node, CM_CLOSED, "irdma_active_open_err", node.conn)
     create_event(cm, node, CM_EVENT_ABORTED)
 
 
@@ -83,7 +83,7 @@ def passive_open_err(cm: CoreOps, node: CmNode, *, reset: bool) -> None:
     send.cleanup(cm, node)
     cm.stats["passive_errs"] += 1
     old = node.state.name
-    cm._set_state(node, CM_CLOSED, "irdma_passive_open_err")
+    cm.base.set_state(node, CM_CLOSED, "irdma_passive_open_err", node.conn)
     if cm.trace is not None:
         log_lines.emit(cm, log_lines.PASSIVE_OPEN_ERR, log_lines.node_ptr(cm, node),
                        int(node.state), conn=node.conn)
@@ -161,8 +161,8 @@ def parse(cm: CoreOps, node: CmNode, seg: Segment, initiator: bool) -> bool | No
         st = node.settings
         log_lines.emit(cm, log_lines.NEGOTIATED, st.ord_size, st.ird_size,
                        conn=node.conn)
-        cm._tr("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
-               ird=st.ird_size, ord=st.ord_size, rtr=st.send_rdma0_op.value)
+        cm.base.record("mpa_negotiated", "irdma_negotiate_mpa_v2_ird_ord", conn=node.conn,
+                       ird=st.ird_size, ord=st.ord_size, rtr=st.send_rdma0_op.value)
     if res.reject and not initiator and node.state == CM_ESTABLISHED \
             and cm.trace is not None:
         log_lines.emit(cm, log_lines.STATE_FOR_REJECT, conn=node.conn)
@@ -238,9 +238,9 @@ def passive_open_err_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome
     """``irdma_passive_open_err(reset=1)``; in MPAREQ_RCVD the application still holds
     the node (``irdma_handle_synack_pkt`` does not tell it)."""
     if node.state == CM_MPAREQ_RCVD:
-        cm._tr("kernel_bug", r.kernel_fn, conn=node.conn,
-              reason="node freed while the application holds it: a later accept/reject "
-                     "is a use-after-free (irdma_handle_synack_pkt, MPAREQ_RCVD case)")
+        cm.base.record("kernel_bug", r.kernel_fn, conn=node.conn,
+                       reason="node freed while the application holds it: a later accept/reject "
+                       "is a use-after-free (irdma_handle_synack_pkt, MPAREQ_RCVD case)")
     passive_open_err(cm, node, reset=True)
     return GO_ON
 
@@ -261,7 +261,7 @@ def reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def free_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Cleanup, CLOSED, drop the base reference."""
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -272,7 +272,7 @@ def listen_syn(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A node ``irdma_receive_ilq`` just made for a SYN on a listener: LISTENING, then
     the SYN is processed in that state (``irdma_process_pkt`` -> the LISTENING case of
     ``irdma_handle_syn_pkt``)."""
-    cm._set_state(node, CM_LISTENING, "irdma_receive_ilq")
+    cm.base.set_state(node, CM_LISTENING, "irdma_receive_ilq", node.conn)
     return cm._dispatch(node, IN_SYN, rx)
 
 
@@ -295,14 +295,14 @@ def passive_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     node.rcv_nxt = (seg.seq + 1) & MASK32
     node.accept_pend = True
     lst.pend_accepts_cnt += 1
-    cm._set_state(node, CM_SYN_RCVD, r.kernel_fn)
+    cm.base.set_state(node, CM_SYN_RCVD, r.kernel_fn, node.conn)
     node.refcnt += 1
     node.qhash_pending = True
     latency = cm.config.ah_latency_ns
     if latency <= 0:
         cm._post(node, None)
     else:
-        cm.deferred.add(cm.now_ns + latency, "qhash", node)
+        cm.deferred.add(cm.base.now_ns + latency, "qhash", node)
     return GO_ON
 
 
@@ -348,7 +348,7 @@ def synack_active_open(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         # irdma_handle_synack_pkt ignores irdma_send_mpa_request's error: the node
         # stays in SYN_SENT with no timer and nothing is reported
         return GO_ON
-    cm._set_state(node, CM_MPAREQ_SENT, r.kernel_fn)
+    cm.base.set_state(node, CM_MPAREQ_SENT, r.kernel_fn, node.conn)
     return GO_ON
 
 
@@ -356,7 +356,7 @@ def synack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """SYN-ACK on a LISTENING node: ``loc_seq_num = ack``, CLOSED, RST."""
     node.loc_seq_num = _seg(rx).ack
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
 
@@ -372,7 +372,7 @@ def synack_reset_again(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """ACK on a LISTENING node: cleanup, CLOSED, RST."""
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     send.send_reset(cm, node, f"irdma_send_reset: {r.kernel_fn} LISTENING -> CLOSED")
     return GO_ON
 
@@ -380,7 +380,7 @@ def ack_reset_closed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def fin_wait1_acked(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """Our FIN acknowledged: FIN_WAIT2 (which has no timer)."""
     send.cleanup(cm, node)
-    cm._set_state(node, CM_FIN_WAIT2, r.kernel_fn)
+    cm.base.set_state(node, CM_FIN_WAIT2, r.kernel_fn, node.conn)
     return GO_ON
 
 
@@ -393,7 +393,7 @@ def syn_rcvd_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if tcp_options(cm, node, seg, passive=True):
         return STOP
     _set_rem_ack(node, seg.ack)
-    cm._set_state(node, CM_ESTABLISHED, r.kernel_fn)
+    cm.base.set_state(node, CM_ESTABLISHED, r.kernel_fn, node.conn)
     if seg.payload:
         node.rcv_nxt = (seg.seq + len(seg.payload)) & MASK32
         cm._dispatch(node, IN_MPA, seg)
@@ -434,9 +434,9 @@ def mpa_request(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if reject is None:
         return GO_ON
     if reject:
-        cm._tr("mpa_note", r.kernel_fn, conn=node.conn,
-              reason="R flag on a request: logged and ignored")
-    cm._set_state(node, CM_MPAREQ_RCVD, r.kernel_fn)
+        cm.base.record("mpa_note", r.kernel_fn, conn=node.conn,
+                       reason="R flag on a request: logged and ignored")
+    cm.base.set_state(node, CM_MPAREQ_RCVD, r.kernel_fn, node.conn)
     send.send_ack(cm, node, "irdma_send_ack: ESTABLISHED -> MPAREQ_RCVD")
     node.update_settings(passive_state=0)
     create_event(cm, node, CM_EVENT_MPA_REQ)
@@ -452,11 +452,11 @@ def mpa_reply(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
         return GO_ON
     send.cleanup(cm, node)
     if reject:
-        cm._set_state(node, CM_MPAREJ_RCVD, r.kernel_fn)
+        cm.base.set_state(node, CM_MPAREJ_RCVD, r.kernel_fn, node.conn)
         etype = CM_EVENT_MPA_REJECT
         comment = "irdma_send_ack: MPAREQ_SENT -> MPAREJ_RCVD"
     else:
-        cm._set_state(node, CM_OFFLOADED, r.kernel_fn)
+        cm.base.set_state(node, CM_OFFLOADED, r.kernel_fn, node.conn)
         etype = CM_EVENT_CONNECTED
         comment = "irdma_send_ack: MPAREQ_SENT -> OFFLOADED"
     send.send_ack(cm, node, comment)
@@ -488,7 +488,7 @@ def fin_to_last_ack(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     old = node.state.name
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, CM_LAST_ACK, r.kernel_fn)
+    cm.base.set_state(node, CM_LAST_ACK, r.kernel_fn, node.conn)
     send.send_fin(cm, node, f"irdma_send_fin: {old} -> LAST_ACK")
     return GO_ON
 
@@ -498,7 +498,7 @@ def fin_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     create_event(cm, node, CM_EVENT_ABORTED)
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_handle_fin_pkt "
                                    "MPAREQ_SENT -> CLOSED")
     return GO_ON
@@ -508,7 +508,7 @@ def fin_simultaneous(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT1: CLOSING and an ACK (no retransmission entry is left)."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSING, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSING, r.kernel_fn, node.conn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT1 -> CLOSING")
     return GO_ON
 
@@ -517,7 +517,7 @@ def fin_time_wait(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """FIN in FIN_WAIT2: TIME_WAIT, ACK, a close entry in ``HZ/10``."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, CM_TIME_WAIT, r.kernel_fn)
+    cm.base.set_state(node, CM_TIME_WAIT, r.kernel_fn, node.conn)
     send.send_ack(cm, node, "irdma_send_ack: FIN_WAIT2 -> TIME_WAIT")
     send.schedule_close(cm, node)
     return GO_ON
@@ -527,7 +527,7 @@ def fin_again_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """A second FIN in TIME_WAIT: freed at once, not ACKed."""
     node.rcv_nxt = (node.rcv_nxt + 1) & MASK32
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -540,7 +540,7 @@ def rst_active(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if node.settings.mpa_frame_rev == 2 and cm.config.quirks.mpa_v1_fallback:
         old = node.state.name
         node.update_settings(mpa_frame_rev=1)
-        cm._set_state(node, CM_SYN_SENT, r.kernel_fn)
+        cm.base.set_state(node, CM_SYN_SENT, r.kernel_fn, node.conn)
         if not send.send_syn(cm, node, False, f"irdma_send_syn: {old} -> SYN_SENT "
                                               "(MPA v1 retry after RST)"):
             active_open_err(cm, node, reset=False)
@@ -560,7 +560,7 @@ def rst_indicated(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def connect(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_connect``: SYN_SENT and the SYN (retransmitted)."""
-    cm._set_state(node, CM_SYN_SENT, r.kernel_fn)
+    cm.base.set_state(node, CM_SYN_SENT, r.kernel_fn, node.conn)
     send.send_syn(cm, node, False, "irdma_send_syn: UNKNOWN -> SYN_SENT")
     return GO_ON
 
@@ -589,9 +589,9 @@ def accept(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     if qp is None:
         return GO_ON
     if cm.config.gen == 2:
-        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        node.rts_deadline = cm.base.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
-    qp.send_lsmm(reply, cm.now_ns)
+    qp.send_lsmm(reply, cm.base.now_ns)
     cm._drain_qp(node.key)
     if cm.config.gen == 1:
         accept_complete(cm, node)
@@ -614,21 +614,21 @@ def reject(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     send.cleanup(cm, node)
     node.update_settings(pdata_size=len(pdata), passive_state=node.settings.passive_state + 1)
     if node.settings.passive_state == SEND_RESET_EVENT:
-        cm._tr("reject_silent", r.kernel_fn, conn=node.conn,
-              reason="peer reset before: freed, no packet")
-        cm._set_state(node, CM_CLOSED, r.kernel_fn)
+        cm.base.record("reject_silent", r.kernel_fn, conn=node.conn,
+                       reason="peer reset before: freed, no packet")
+        cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
         cm._rem_ref(node)
         return GO_ON
     frame = send.cm_build_mpa_frame(cm, node, request=False, private_data=pdata,
                                     reject=True)
     seg_out = send.form(node, ACK | FIN, cm.mac, gen1=cm.config.gen == 1, payload=frame)
     if seg_out is None:
-        cm._set_state(node, CM_CLOSED, r.kernel_fn)
+        cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
         if not send.send_reset(cm, node, "irdma_send_reset: irdma_cm_reject -> CLOSED"):
-            cm._tr("kernel_leak", r.kernel_fn, conn=node.conn,
-                  reason="reject and RST both failed (no AH)")
+            cm.base.record("kernel_leak", r.kernel_fn, conn=node.conn,
+                           reason="reject and RST both failed (no AH)")
         return GO_ON
-    cm._set_state(node, CM_FIN_WAIT1, "irdma_send_mpa_reject")
+    cm.base.set_state(node, CM_FIN_WAIT1, "irdma_send_mpa_reject", node.conn)
     send.schedule_send(cm, node, seg_out, "irdma_send_mpa_reject: MPAREQ_RCVD -> FIN_WAIT1",
                        retrans=True)
     return GO_ON
@@ -640,7 +640,7 @@ def reject_listener_destroyed(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outc
     send.cleanup(cm, node)
     node.update_settings(passive_state=node.settings.passive_state + 1)
     if node.settings.passive_state == SEND_RESET_EVENT:
-        cm._set_state(node, CM_CLOSED, r.kernel_fn)
+        cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -658,13 +658,13 @@ def close_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
                                      f"{node.state.name}"):
         cm._record_leak(node, "irdma_cm_close: RST not sent (no AH), base reference not "
                        "consumed")
-        cm._tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
+        cm.base.record("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
     return GO_ON
 
 
 def close_fin(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_close`` in CLOSE_WAIT (never set by cm.c): LAST_ACK and our FIN."""
-    cm._set_state(node, CM_LAST_ACK, r.kernel_fn)
+    cm.base.set_state(node, CM_LAST_ACK, r.kernel_fn, node.conn)
     send.send_fin(cm, node, "irdma_send_fin: CLOSE_WAIT -> LAST_ACK")
     return GO_ON
 
@@ -689,13 +689,13 @@ def listener_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     old = node.state
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_dec_refcnt_listen "
                                      f"{old.name} -> LISTENER_DESTROYED"):
-        cm._set_state(node, CM_CLOSED, r.kernel_fn)
+        cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
         cm._record_leak(node, "listener destroyed, RST not sent (no AH): CLOSED with a "
                        "leaked reference (irdma_dec_refcnt_listen ignores "
                        "irdma_send_reset's failure)")
-        cm._tr("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
+        cm.base.record("kernel_leak", r.kernel_fn, conn=node.conn, reason=cm.leaks[node.conn])
         return GO_ON
-    cm._set_state(node, CM_LISTENER_DESTROYED, r.kernel_fn)
+    cm.base.set_state(node, CM_LISTENER_DESTROYED, r.kernel_fn, node.conn)
     if old != CM_MPAREQ_RCVD:
         cm._rem_ref(node)
     return GO_ON
@@ -710,7 +710,7 @@ def listener_leave(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 
 def expire_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in SYN_RCVD/CLOSING: CLOSED and freed, no RST."""
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     cm._rem_ref(node)
     return GO_ON
 
@@ -718,7 +718,7 @@ def expire_free(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def expire_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in FIN_WAIT1/LAST_ACK: CLOSED, RST (freeing)."""
     old = node.state.name
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     if not send.send_reset(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                      "-> CLOSED"):
         cm._record_leak(node, "retransmissions expired, RST not sent (no AH)")
@@ -728,7 +728,7 @@ def expire_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
 def expire_abort(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_retrans_expired`` in the other states: CLOSED, RST, ABORTED event."""
     old = node.state.name
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     send.send_reset_held(cm, node, f"irdma_send_reset: irdma_retrans_expired {old} "
                                    "-> CLOSED")
     create_event(cm, node, CM_EVENT_ABORTED)
@@ -749,7 +749,7 @@ def teardown_reset(cm: CoreOps, node: CmNode, r: Row, rx: Rx) -> Outcome:
     """``irdma_cm_teardown_connections`` on a node without QP, as the NULL-checked
     kernel would (``Quirks.teardown_null_qp_oops`` off): cleanup, CLOSED, RST, put."""
     send.cleanup(cm, node)
-    cm._set_state(node, CM_CLOSED, r.kernel_fn)
+    cm.base.set_state(node, CM_CLOSED, r.kernel_fn, node.conn)
     send.send_reset_held(cm, node, "irdma_send_reset: irdma_cm_teardown_connections "
                                    "-> CLOSED")
     cm._rem_ref(node)

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.contract.errors import CmError
-from mpa_emu.stacks.contract.events import Upcall
-from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.mpa_policy import Rdma0Op
 from mpa_emu.stacks.irdma.node import CmNode
@@ -118,8 +117,10 @@ class CoreOps:
     mac: bytes
     config: CmConfig
     trace: Trace | None
-    _watch: NodeWatch | None
-    """Who follows the nodes (replay), told of each creation, state change and free."""
+    base: CoreBase
+    """The contract's mechanics: the state changes (the one setter, which refuses a
+    change outside a row: ``transitions_only``), the trace, the kernel log, the upcall
+    queue, the node watch (replay), the virtual time."""
     stats: dict[str, int]
     leaks: dict[int, str]
     """Nodes the kernel would keep forever, with the reason (see ``cm.leaks``)."""
@@ -130,52 +131,24 @@ class CoreOps:
     timer: CoreTimer
     deferred: Deferred
     nic: Nic
-    _now_ns: int
     _hz: int
-    _rows_running: int
-    """How many rows are running (nested dispatch): :meth:`_set_state` needs one."""
     _addresses: dict[bytes, int]
     _outbox: list[Transmit]
-    _upcalls: deque[Upcall]
     _work: deque[tuple[CmNode, CmEventType | None]]
     _loop: deque[Segment]
 
     @property
-    def now_ns(self) -> int:
-        """The virtual time of the input being processed."""
-        return self._now_ns
-
-    @property
     def _jiffies(self) -> int:
         """:attr:`now_ns` in jiffies of ``CmConfig.hz``."""
-        return ns_to_jiffies(self._now_ns, self._hz)
-
-    def _tr(self, kind: str, fn: str, **fields: Any) -> None:
-        """Emit one trace record at the current time."""
-        if self.trace is not None:
-            self.trace.emit(make_record(self._now_ns, self.name, kind, fn, fields))
+        return ns_to_jiffies(self.base.now_ns, self._hz)
 
     def _drop(self, seg: Segment, fn: str, reason: str, node: CmNode | None = None) -> None:
         """Record that ``fn`` dropped ``seg`` and why."""
         if self.trace is not None:
-            self._tr("segment_dropped", fn, reason=reason,
-                     conn=None if node is None else node.conn,
-                     state=None if node is None else node.state.name,
-                     flags=seg.flag_text, seq=seg.seq, ack=seg.ack, len=len(seg.payload))
-
-    def _set_state(self, node: CmNode, new: CmState, fn: str) -> None:
-        """Move ``node`` to ``new`` on behalf of ``fn``. Only a running row may: every
-        transition goes through the table (:mod:`mpa_emu.stacks.irdma.transitions`)."""
-        if node.state != new:
-            if not self._rows_running:
-                raise RuntimeError(f"{fn}: {node.state.name} -> {new.name} outside the "
-                                   "transition table")
-            if self.trace is not None:
-                self._tr("state_changed", fn, conn=node.conn, old=node.state.name,
-                         new=new.name)
-            if self._watch is not None:
-                self._watch.state_changed(node.conn, new)
-            node.state = new
+            self.base.record("segment_dropped", fn, reason=reason,
+                             conn=None if node is None else node.conn,
+                             state=None if node is None else node.state.name, flags=seg.flag_text,
+                             seq=seg.seq, ack=seg.ack, len=len(seg.payload))
 
     def _dispatch(self, node: CmNode, inp: Input, rx: Rx) -> Outcome:
         """Run the row of ``(node.state, inp)`` (nested: ACK with data -> MPA)."""
@@ -187,9 +160,9 @@ class CoreOps:
         self._outbox.append(tx)
         if self.trace is not None:
             seg = tx.segment
-            self._tr("segment_sent", tx.comment.split(":", 1)[0], conn=tx.conn,
-                     comment=tx.comment, flags=seg.flag_text, seq=seg.seq, ack=seg.ack,
-                     len=len(seg.payload), loopback=tx.loopback)
+            self.base.record("segment_sent", tx.comment.split(":", 1)[0], conn=tx.conn,
+                             comment=tx.comment, flags=seg.flag_text, seq=seg.seq, ack=seg.ack,
+                             len=len(seg.payload), loopback=tx.loopback)
         if tx.loopback:
             self._loop.append(tx.segment)
 
@@ -201,10 +174,6 @@ class CoreOps:
         """Queue a CM event for ``irdma_cm_event_handler``, or (``etype`` None) the
         qhash completion, to run after the current input in order."""
         self._work.append((node, etype))
-
-    def _push_upcall(self, up: Upcall) -> None:
-        """Queue an upcall for the application (``next_event``)."""
-        self._upcalls.append(up)
 
     def _drain_qp(self, key: StoredKey) -> None:
         """Take the QP's frames and asynchronous events; keep its deadline."""

@@ -42,10 +42,11 @@ from collections import deque
 from errno import EINVAL
 from typing import Any, Final, cast
 
-from mpa_emu.stacks.contract.api import NodeWatch
+from mpa_emu.stacks.contract.api import NodeWatch, SendCompletion
+from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent, Upcall
-from mpa_emu.stacks.contract.trace import Trace, make_record
+from mpa_emu.stacks.contract.trace import Trace
 from mpa_emu.stacks.irdma import disconnect, log_lines, refs, send, states, teardown, upcalls
 from mpa_emu.stacks.irdma.actions import KernelHang
 from mpa_emu.stacks.irdma.config import CmConfig
@@ -75,6 +76,7 @@ from mpa_emu.stacks.irdma.timing import jiffies_to_ns
 from mpa_emu.stacks.irdma.transitions import TABLE, unreachable_row_ran
 from mpa_emu.wire.flow import FlowKey
 from mpa_emu.wire.segment import ACK, FIN, RST, SYN, Segment, Transmit
+from mpa_emu.wire.sends import sends_of_segments
 from mpa_emu.wire.seq import MASK as MASK32
 
 ENOMEM: Final = errno.ENOMEM
@@ -109,7 +111,8 @@ class CmCore(TableViews, DeviceVerbs):
         self.mac = mac
         self.config = config
         self.trace = trace
-        self._watch = watch
+        self.base = CoreBase(name, trace, watch)
+        self.base.transitions_only = True  # every change is a row's (transitions.py)
         self.prefer = Rdma0Op(config.rtr_preference)
         self.nodes = NodeTable()
         self.timer = CoreTimer(config.hz)
@@ -133,12 +136,9 @@ class CmCore(TableViews, DeviceVerbs):
         self._addresses = {}
         self._neigh: dict[bytes, bytes | None] = {}
         self._outbox = []
-        self._upcalls = deque()
         self._work = deque()
         self._loop = deque()
         self.qp_close_entries = set()
-        self._now_ns = 0
-        self._rows_running = 0
         self._tick_jiffy = -1
         self._tick_at_ns = 0
 
@@ -216,7 +216,7 @@ class CmCore(TableViews, DeviceVerbs):
 
     def next_event(self) -> Upcall | None:
         """Pop the next upcall to the application, None when there is none."""
-        return self._upcalls.popleft() if self._upcalls else None
+        return self.base.next_event()
 
     # ---- verbs -------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ class CmCore(TableViews, DeviceVerbs):
             raise CmError(EINVAL, f"no active listener {listener}")
         self._enter(now_ns)
         lst.listener_state = states.LISTENER_PASSIVE
-        self._tr("listen_destroyed", "irdma_cm_del_listen", listener=listener)
+        self.base.record("listen_destroyed", "irdma_cm_del_listen", listener=listener)
         refs.dec_refcnt_listen(self, lst, free_hanging=True)
         self._finish()
 
@@ -292,7 +292,7 @@ class CmCore(TableViews, DeviceVerbs):
         if local_ip not in self._addresses:
             raise CmError(EADDRNOTAVAIL, f"{local_ip.hex()} is not a local address")
         if self.config.quirks.conn_pdata_u8:
-            private_data = as_u8("connect", "irdma_connect", private_data, self._tr)
+            private_data = as_u8("connect", "irdma_connect", private_data, self.base.record)
         check_conn_pdata("irdma_connect", private_data, self.config.mpa_rev)
         for name, value in (("ird", ird), ("ord", ord)):
             problem = VERB_RANGES[name].problem(value)
@@ -350,7 +350,7 @@ class CmCore(TableViews, DeviceVerbs):
             raise CmError(EINVAL, f"accept in state {node.state.name}: no MPA request "
                           "is pending")
         if self.config.quirks.conn_pdata_u8:
-            private_data = as_u8("accept", "irdma_accept", private_data, self._tr)
+            private_data = as_u8("accept", "irdma_accept", private_data, self.base.record)
         check_conn_pdata("irdma_accept", private_data, node.settings.mpa_frame_rev)
         self._enter(now_ns)
         # irdma_accept: cm_node->vlan_id = irdma_get_vlan_ipv4(loc_addr) (IPv6:
@@ -376,7 +376,7 @@ class CmCore(TableViews, DeviceVerbs):
             self._check_accept_waiting(node, "reject")
             self._check_held(node, "reject")
         if self.config.quirks.reject_pdata_u8:
-            private_data = as_u8("reject", "irdma_reject", private_data, self._tr)
+            private_data = as_u8("reject", "irdma_reject", private_data, self.base.record)
         plen = len(private_data)
         if plen + MPA_V2_HDR > 544:
             raise CmError(EINVAL, f"reject private data of {plen} bytes: {plen} + 24 > "
@@ -388,8 +388,8 @@ class CmCore(TableViews, DeviceVerbs):
         self._enter(now_ns)
         self.stats["rejects"] += 1
         if node.client:
-            self._tr("verb_ignored", "irdma_cm_reject", conn=conn,
-                    reason="active node: irdma_cm_reject returns 0")
+            self.base.record("verb_ignored", "irdma_cm_reject", conn=conn,
+                             reason="active node: irdma_cm_reject returns 0")
         else:
             self._dispatch(node, states.IN_REJECT, VerbArgs(bytes(private_data)))
         self._finish()
@@ -432,7 +432,7 @@ class CmCore(TableViews, DeviceVerbs):
             raise CmError(EINVAL, f"connection {conn} has no offloaded QP "
                           f"(state {node.state.name})")
         self._enter(now_ns)
-        disconnect.modify_qp(self, conn, "sqd" if graceful else "err", self._now_ns)
+        disconnect.modify_qp(self, conn, "sqd" if graceful else "err", self.base.now_ns)
         self._drain_qp(node.key)
         self._finish()
 
@@ -447,7 +447,7 @@ class CmCore(TableViews, DeviceVerbs):
                           f"(state {node.state.name})")
         self._enter(now_ns)
         try:
-            qp.post_send(bytes(payload), self._now_ns)
+            qp.post_send(bytes(payload), self.base.now_ns)
         except QpError as exc:  # not in RTS, or a FIN requested
             raise CmError(EINVAL, f"post_send: {exc}") from None
         self._drain_qp(node.key)
@@ -484,6 +484,18 @@ class CmCore(TableViews, DeviceVerbs):
         self.timer.arm_close(node, self._jiffies)
         return True
 
+    def completions(self, conn: int) -> list[SendCompletion]:
+        """The Sends the connection's QP has taken, oldest first, each a SUCCESS
+        completion: irdma's NIC model keeps no receive queue, so the Sends among the
+        last FPDUs it kept (untagged queue 0, joined by MSN, complete once the segment
+        with L set is in; RFC 5041 section 4.4). Empty before offload or once freed."""
+        qp = self.qp(conn)
+        received = getattr(qp, "received", None) if qp is not None else None
+        if not received:
+            return []
+        return [SendCompletion("SUCCESS", data)
+                for data in sends_of_segments([m.ulpdu for m in received])]
+
     def has_node(self, conn: int) -> bool:
         """``iwqp->cm_node != NULL``: the node of ``conn`` is still in the table."""
         return self.nodes.by_conn.get(conn) is not None
@@ -512,9 +524,7 @@ class CmCore(TableViews, DeviceVerbs):
 
     def _record(self, kind: str, fn: str, now_ns: int, **fields: Any) -> None:
         """Emit one trace record on behalf of another module."""
-        if self.trace is not None:
-            self.trace.emit(make_record(max(now_ns, self._now_ns), self.name, kind, fn,
-                                        fields))
+        self.base.record_at(max(now_ns, self.base.now_ns), kind, fn, **fields)
 
     def _cm_node(self, conn: int) -> CmNode | None:
         """The node object of ``conn`` (read it, do not keep it)."""
@@ -552,7 +562,7 @@ class CmCore(TableViews, DeviceVerbs):
     def _if_notify_one(self, ip: bytes, vlan_id: int, *, ifup: bool) -> None:
         """``irdma_if_notify`` for one address added or removed."""
         teardown.if_notify(self, ip, vlan=self._notify_vlan(vlan_id), ipv4=len(ip) == 4,
-                           ifup=ifup, now_ns=self._now_ns)
+                           ifup=ifup, now_ns=self.base.now_ns)
 
     def _notify_vlan(self, vlan_id: int) -> int:
         """The VLAN ``irdma_if_notify`` compares: 0xFFFF when the notifier passes the
@@ -565,12 +575,12 @@ class CmCore(TableViews, DeviceVerbs):
         """Run the row of ``(node.state, inp)`` and check where it left the node."""
         r = TABLE[(node.state, inp)]
         if not r.reachable:
-            unreachable_row_ran(r, self._tr)
-        self._rows_running += 1
+            unreachable_row_ran(r, self.base.record)
+        self.base.in_transition += 1
         try:
             result = r.run(self, node, r, rx)
         finally:
-            self._rows_running -= 1
+            self.base.in_transition -= 1
         after = node.state if node.refcnt > 0 else states.CM_CLOSED
         assert after in r.allowed, (
             f"{r.kernel_fn} {r.state.name}/{r.input.value} ended in {after.name}, "
@@ -600,7 +610,7 @@ class CmCore(TableViews, DeviceVerbs):
                 self._transmit(tx)
         ae = qp.next_ae()
         while ae is not None:
-            disconnect.on_ae(self, conn, ae, self._now_ns)
+            disconnect.on_ae(self, conn, ae, self.base.now_ns)
             ae = qp.next_ae()
         self.nic.track(key, qp, node_alive=key in self.nodes.by_key)
 
@@ -609,13 +619,13 @@ class CmCore(TableViews, DeviceVerbs):
         ``irdma_send_cm_event`` go on
         (:func:`mpa_emu.stacks.irdma.disconnect.establish_complete`)."""
         if node.qp is not None:
-            disconnect.establish_complete(self, node.conn, self._now_ns)
+            disconnect.establish_complete(self, node.conn, self.base.now_ns)
 
     # ---- internals: time and work ---------------------------------------------------
 
     def _enter(self, now_ns: int) -> None:
-        if now_ns > self._now_ns:
-            self._now_ns = now_ns
+        if now_ns > self.base.now_ns:
+            self.base.now_ns = now_ns
 
     def _tick_ns(self, expires: int) -> int:
         """The ns of the core timer's expiry jiffy ``expires`` (the last one remembered)."""
@@ -636,13 +646,13 @@ class CmCore(TableViews, DeviceVerbs):
             if kind == "qhash":
                 self._qhash_done(node)
             elif kind == "rts" and node.rts_deadline is not None \
-                    and node.rts_deadline <= self._now_ns:
+                    and node.rts_deadline <= self.base.now_ns:
                 upcalls.rts_timeout(self, node)
         else:
             key = self.nic.pop_due()
             qp: HwQp | None = self.nic.qp(key)
             if qp is not None:
-                qp.handle_timer(self._now_ns)
+                qp.handle_timer(self.base.now_ns)
                 self._drain_qp(key)
 
     def _finish(self) -> None:
@@ -681,7 +691,7 @@ class CmCore(TableViews, DeviceVerbs):
         if entry is not None:
             entry.live = False
             node.close_entry = None
-        disconnect.handle_close_entry(self, node.conn, self._now_ns)
+        disconnect.handle_close_entry(self, node.conn, self.base.now_ns)
         return True
 
     # ---- internals: nodes and listeners ------------------------------------------------
@@ -729,7 +739,7 @@ class CmCore(TableViews, DeviceVerbs):
             self.nic.rekeying(node, node.key, (*node.key[:4], vlan_id))
         self.nodes.rekey_vlan(node, vlan_id)
         if self.trace is not None:
-            self._tr("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
+            self.base.record("vlan_changed", fn, conn=node.conn, old=old, new=vlan_id)
 
     def _make_cm_node(self, key: FlowKey, rem_mac: bytes, lpb: bool, tos: int,
                       listener: Listener | None = None) -> CmNode:
@@ -742,11 +752,10 @@ class CmCore(TableViews, DeviceVerbs):
         self.nodes.add(node)
         self.stats["nodes_created"] += 1
         if self.trace is not None:
-            self._tr("node_created", "irdma_make_cm_node", conn=node.conn, loc=key[0],
-                    loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
-                    isn=node.loc_seq_num, loopback=lpb)
-        if self._watch is not None:
-            self._watch.node_created(node.conn, key[1], key[2], key[3])
+            self.base.record("node_created", "irdma_make_cm_node", conn=node.conn, loc=key[0],
+                             loc_port=key[1], rem=key[2], rem_port=key[3], vlan=key[4],
+                             isn=node.loc_seq_num, loopback=lpb)
+        self.base.node_created(node.conn, key[1], key[2], key[3])
         return node
 
     # ---- internals: the receive path ---------------------------------------------------
@@ -754,9 +763,9 @@ class CmCore(TableViews, DeviceVerbs):
     def _receive_one(self, seg: Segment) -> None:
         """``irdma_receive_ilq`` + ``irdma_process_pkt``."""
         if self.trace is not None:
-            self._tr("segment_received", "irdma_receive_ilq", flags=seg.flag_text,
-                    seq=seg.seq, ack=seg.ack, len=len(seg.payload),
-                    sport=seg.sport, dport=seg.dport)
+            self.base.record("segment_received", "irdma_receive_ilq", flags=seg.flag_text,
+                             seq=seg.seq, ack=seg.ack, len=len(seg.payload), sport=seg.sport,
+                             dport=seg.dport)
         if len(seg.src_ip) not in (4, 16) or len(seg.dst_ip) != len(seg.src_ip):
             self._drop(seg, "irdma_receive_ilq", "not an IPv4 or IPv6 TCP segment")
             return
@@ -775,7 +784,7 @@ class CmCore(TableViews, DeviceVerbs):
         if qp is not None:
             # the NIC owns this flow: its TCP engine answers, the CM never sees it
             if node is not None or not seg.flags & SYN or seg.flags & ACK:
-                qp.receive(seg, self._now_ns)
+                qp.receive(seg, self.base.now_ns)
                 self._drain_flow(key, qp, node)  # the node table is as before the QP ran
                 return
             self.nic.release(key)  # a new connection on the tuple of a finished QP
@@ -800,9 +809,9 @@ class CmCore(TableViews, DeviceVerbs):
         except KernelHang as hang:
             self.ilq_stuck = True
             self._record_leak(node, f"receive path stuck in irdma_process_options: {hang}")
-            self._tr("kernel_bug", "irdma_process_options", conn=node.conn,
-                    reason=f"infinite loop on {hang}; the segment is lost and the "
-                           "lookup reference never released")
+            self.base.record("kernel_bug", "irdma_process_options", conn=node.conn,
+                             reason=f"infinite loop on {hang}; the segment is lost and the "
+                             "lookup reference never released")
             return
         self._rem_ref(node)
 

@@ -9,8 +9,9 @@ use the core through :class:`_Core`.
 from __future__ import annotations
 
 from errno import EINVAL
-from typing import Any, Protocol
+from typing import Protocol
 
+from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.irdma import teardown
 from mpa_emu.stacks.irdma.config import CmConfig
@@ -32,9 +33,9 @@ class _Core(teardown.TeardownHost, Protocol):
     rf_reset: bool
     _addresses: dict[bytes, int]
     _link_up: bool
-    _now_ns: int
 
-    def _tr(self, kind: str, fn: str, **fields: Any) -> None: ...
+    @property
+    def base(self) -> CoreBase: ...
     def _enter(self, now_ns: int) -> None: ...
     def _finish(self) -> None: ...
     def _check_ip(self, ip: bytes) -> None: ...
@@ -55,7 +56,7 @@ class DeviceVerbs:
         self._enter(now_ns)
         self._link_up = False
         self.netdevs.up = False
-        self._tr("link_down", "irdma_netdevice_event", iw_status=0)
+        self.base.record("link_down", "irdma_netdevice_event", iw_status=0)
         removed: list[bytes] = []
         if not self.config.keep_addr_on_down:
             for ip, vlan_id in list(self._addresses.items()):
@@ -90,8 +91,8 @@ class DeviceVerbs:
         if node is None or node.qp is not None or node.qp_error:
             return
         node.qp_error = True
-        self._tr("qp_state", "irdma_modify_qp", conn=conn, iwarp_state="ERROR",
-                reason="QP moved to ERR before offload: nothing sent")
+        self.base.record("qp_state", "irdma_modify_qp", conn=conn, iwarp_state="ERROR",
+                         reason="QP moved to ERR before offload: nothing sent")
 
     def teardown_connections(self: _Core, ip: bytes | None = None, *, vlan: int | None = None,
                              disconnect_all: bool = False, now_ns: int) -> list[int]:
@@ -107,7 +108,7 @@ class DeviceVerbs:
         self._enter(now_ns)
         selected = teardown.teardown_connections(
             self, ip if ip is not None else bytes(4), NO_VLAN if vlan is None else vlan,
-            disconnect_all, self._now_ns)
+            disconnect_all, self.base.now_ns)
         self._finish()
         return selected
 
@@ -118,7 +119,7 @@ class DeviceVerbs:
         and the CLOSE upcalls follow; the hardware QPs are gone afterwards. Returns the
         conn ids torn down."""
         self._enter(now_ns)
-        selected = teardown.device_reset(self, self._now_ns)
+        selected = teardown.device_reset(self, self.base.now_ns)
         self.nic.release_all()
         self._finish()
         return selected

@@ -149,7 +149,8 @@ def on_ae(core: DisconnectHost, conn: int, ae: Ae, now_ns: int) -> None:
     if _recording(core):
         core._record("ae", "irdma_process_aeq", now_ns, conn=conn, ae=ae.kernel_name,
                     tcp_state=iw.hw_tcp_state.name, iwarp_state=iw.hw_iwarp_state.name)
-    watch: NodeWatch | None = getattr(core, "_watch", None)  # as _recording: any host
+    # as _recording: any host (a CmCore's watch is its base's)
+    watch: NodeWatch | None = getattr(getattr(core, "base", None), "watch", None)
     if watch is not None:
         watch.qp_event(now_ns, conn, ae.kernel_name)
     if ae is AE_RTS:

@@ -72,6 +72,6 @@ def leak_report(cm: CoreOps) -> list[tuple[int, CmState, str | None]]:
         n = cm.nodes.by_conn[conn]
         reason = leak_reason(n, cm.leaks.get(n.conn), gen=cm.config.gen)
         out.append((conn, n.state, reason))
-        cm._tr("kernel_leak", "irdma_rem_ref_cm_node", conn=conn,
-              state=n.state.name, refcnt=n.refcnt, reason=reason)
+        cm.base.record("kernel_leak", "irdma_rem_ref_cm_node", conn=conn, state=n.state.name,
+                       refcnt=n.refcnt, reason=reason)
     return out

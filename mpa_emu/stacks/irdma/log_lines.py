@@ -181,7 +181,8 @@ def emit(cm: CoreOps, line: LogLine, *args: object, conn: int | None = None) -> 
     ``cm.trace``. Nothing for a core that does not play irdma."""
     if cm.config.profile != "irdma":
         return
-    cm._tr("kernel_log", line.fn, **fields(line, *args, conn=conn))
+    cm.base.kernel_log(line.level, line.fn, cformat(line.fmt, *args),
+                       dynamic_debug=line.dynamic_debug, conn=conn)
 
 
 def node_ptr(cm: CoreOps, node: CmNode) -> str:
@@ -222,7 +223,7 @@ def create_event(cm: CoreOps, node: CmNode, etype: int) -> None:
     """``irdma_create_event``'s line."""
     loc_addr, _lp, rem_addr, _rp, _vlan = node.key
     emit(cm, CREATE_EVENT, node_ptr(cm, node),
-         pointer(cm.name, "event", f"{node.conn}/{etype}/{cm.now_ns}"), etype,
+         pointer(cm.name, "event", f"{node.conn}/{etype}/{cm.base.now_ns}"), etype,
          pi4(loc_addr), pi4(rem_addr), conn=node.conn)
 
 
@@ -283,8 +284,8 @@ def option_lines(cm: CoreOps, node: CmNode, options: bytes) -> None:
 def listen_created(cm: CoreOps, lst: Listener) -> None:
     """The ``listen_created`` trace record of ``irdma_create_listen`` and, with a trace,
     its log line."""
-    cm._tr("listen_created", "irdma_create_listen", listener=lst.ident, addr=lst.loc_addr,
-          port=lst.loc_port, vlan=lst.vlan_id, reused=lst.reused_node)
+    cm.base.record("listen_created", "irdma_create_listen", listener=lst.ident, addr=lst.loc_addr,
+                   port=lst.loc_port, vlan=lst.vlan_id, reused=lst.reused_node)
     if cm.trace is not None:
         listener_line(cm, CREATE_LISTEN, lst, active=True)
 

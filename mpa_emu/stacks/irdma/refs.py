@@ -20,9 +20,9 @@ from mpa_emu.stacks.irdma.states import IN_DESTROY_LISTEN
 def rem_ref(cm: CoreOps, node: CmNode) -> None:
     """``irdma_rem_ref_cm_node``: drop one reference, destroy at zero."""
     if node.refcnt <= 0:
-        cm._tr("kernel_bug", "irdma_rem_ref_cm_node", conn=node.conn,
-              reason="reference dropped on a freed node (refcount underflow, use after "
-                     "free in irdma_rem_ref_cm_node)")
+        cm.base.record("kernel_bug", "irdma_rem_ref_cm_node", conn=node.conn,
+                       reason="reference dropped on a freed node (refcount underflow, use after "
+                       "free in irdma_rem_ref_cm_node)")
         return
     node.refcnt -= 1
     if node.refcnt == 0:
@@ -51,9 +51,9 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
         # off cm_hash_tbl, the node is never seen by irdma_timer_list_prep again
         node.send_entry.live = False
         node.send_entry = None
-        cm._tr("kernel_leak", "irdma_destroy_connection", conn=node.conn,
-              reason="freed with a retransmission entry: the entry and its buffer are "
-                     "never freed, nothing resends them")
+        cm.base.record("kernel_leak", "irdma_destroy_connection", conn=node.conn,
+                       reason="freed with a retransmission entry: the entry and its buffer are "
+                       "never freed, nothing resends them")
     node.rts_deadline = None
     node.ah_valid = False
     qp: HwQp | None = node.qp
@@ -62,10 +62,9 @@ def destroy_connection(cm: CoreOps, node: CmNode) -> None:
         node.qp = None
         cm.nic.node_freed(node.key, qp)
     if cm.trace is not None:
-        cm._tr("node_freed", "irdma_destroy_connection", conn=node.conn,
-              state=node.state.name)
-    if cm._watch is not None:
-        cm._watch.node_freed(node.conn)
+        cm.base.record("node_freed", "irdma_destroy_connection", conn=node.conn,
+                       state=node.state.name)
+    cm.base.node_freed(node.conn)
     if lst is not None:
         dec_refcnt_listen(cm, lst, free_hanging=False)
 
@@ -84,7 +83,7 @@ def dec_refcnt_listen(cm: CoreOps, lst: Listener, *, free_hanging: bool) -> None
     if lst.refcnt == 0:
         cm.nodes.remove_listener(lst)
         cm.stats["listen_destroyed"] += 1
-        cm._tr("listener_freed", "irdma_dec_refcnt_listen", listener=lst.ident)
+        cm.base.record("listener_freed", "irdma_dec_refcnt_listen", listener=lst.ident)
         if cm.trace is not None:
             # apbvt_del: true from irdma_destroy_listen and irdma_destroy_connection
             log_lines.listener_line(cm, log_lines.LISTENER_FREED, lst, active=False,

@@ -72,8 +72,8 @@ def schedule_send(cm: CoreOps, node: CmNode, seg: Segment, comment: str, *,
         node.send_entry.live = False
         cm._record_leak(node, "irdma_schedule_cm_timer overwrote a live send entry: the "
                        "old entry's node reference is never dropped")
-        cm._tr("kernel_leak", "irdma_schedule_cm_timer", conn=node.conn,
-              reason="send entry overwritten: its node reference leaks")
+        cm.base.record("kernel_leak", "irdma_schedule_cm_timer", conn=node.conn,
+                       reason="send entry overwritten: its node reference leaks")
     node.refcnt += 1
     cm._transmit(tx)
     if not retrans:
@@ -109,8 +109,8 @@ def cleanup(cm: CoreOps, node: CmNode) -> None:
             cm._record_leak(node, "refcount_dec hit 0 in irdma_free_retrans_entry (the "
                            "retransmission entry held the last reference): refcount "
                            "saturated, the node is never freed")
-            cm._tr("kernel_bug", "irdma_free_retrans_entry", conn=node.conn,
-                  reason="refcount_t: decrement hit 0; leaking memory")
+            cm.base.record("kernel_bug", "irdma_free_retrans_entry", conn=node.conn,
+                           reason="refcount_t: decrement hit 0; leaking memory")
 
 
 def send_syn(cm: CoreOps, node: CmNode, sendack: bool, comment: str) -> bool:
@@ -119,7 +119,7 @@ def send_syn(cm: CoreOps, node: CmNode, sendack: bool, comment: str) -> bool:
     seg = _form(cm, node, SYN | (ACK if sendack else 0),
                 syn_options(node.settings.mss, node.settings.rcv_wscale))
     if seg is None:
-        cm._tr("send_failed", "irdma_send_syn", conn=node.conn, reason="no AH")
+        cm.base.record("send_failed", "irdma_send_syn", conn=node.conn, reason="no AH")
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
@@ -129,7 +129,7 @@ def send_ack(cm: CoreOps, node: CmNode, comment: str) -> None:
     """``irdma_send_ack``: a pure ACK, sent once, no timer."""
     seg = _form(cm, node, ACK)
     if seg is None:
-        cm._tr("send_failed", "irdma_send_ack", conn=node.conn, reason="no AH")
+        cm.base.record("send_failed", "irdma_send_ack", conn=node.conn, reason="no AH")
         return
     cm._transmit(Transmit(seg, comment, node.do_lpb, node.conn))
 
@@ -138,7 +138,7 @@ def send_fin(cm: CoreOps, node: CmNode, comment: str) -> bool:
     """``irdma_send_fin``: ACK|FIN, retransmitted."""
     seg = _form(cm, node, ACK | FIN)
     if seg is None:
-        cm._tr("send_failed", "irdma_send_fin", conn=node.conn, reason="no AH")
+        cm.base.record("send_failed", "irdma_send_fin", conn=node.conn, reason="no AH")
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True
@@ -150,8 +150,8 @@ def send_reset(cm: CoreOps, node: CmNode, comment: str) -> bool:
     (``irdma_form_ah_cm_frame`` fails, and the caller's reference stays)."""
     seg = _form(cm, node, RST | ACK)
     if seg is None:
-        cm._tr("send_failed", "irdma_send_reset", conn=node.conn,
-              reason="no valid AH (irdma_form_ah_cm_frame): no RST, no put")
+        cm.base.record("send_failed", "irdma_send_reset", conn=node.conn,
+                       reason="no valid AH (irdma_form_ah_cm_frame): no RST, no put")
         return False
     if cm.trace is not None:
         log_lines.send_reset(cm, node, comment)
@@ -193,12 +193,12 @@ def send_mpa_request(cm: CoreOps, node: CmNode, comment: str) -> bool:
     for retransmission. False when it could not be built or formed."""
     frame = cm_build_mpa_frame(cm, node, request=True, private_data=node.pdata)
     if not frame:
-        cm._tr("send_failed", "irdma_send_mpa_request", conn=node.conn,
-               reason=f"mpa_frame_rev {node.settings.mpa_frame_rev}: header size 0")
+        cm.base.record("send_failed", "irdma_send_mpa_request", conn=node.conn,
+                       reason=f"mpa_frame_rev {node.settings.mpa_frame_rev}: header size 0")
         return False
     seg = _form(cm, node, ACK, payload=frame)
     if seg is None:
-        cm._tr("send_failed", "irdma_send_mpa_request", conn=node.conn, reason="no AH")
+        cm.base.record("send_failed", "irdma_send_mpa_request", conn=node.conn, reason="no AH")
         return False
     schedule_send(cm, node, seg, comment, retrans=True)
     return True

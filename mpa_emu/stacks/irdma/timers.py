@@ -20,6 +20,7 @@ from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 from typing import Final, Protocol
 
+from mpa_emu.stacks.contract.base import CoreBase
 from mpa_emu.stacks.irdma.config import CmConfig
 from mpa_emu.stacks.irdma.node import CloseEntry, CmNode, SendEntry
 from mpa_emu.stacks.irdma.states import (
@@ -174,9 +175,9 @@ class TickHost(Protocol):
     stats: dict[str, int]
 
     config: CmConfig
-
-    def _tr(self, kind: str, fn: str, **fields: object) -> None:
-        """Emit one trace record."""
+    @property
+    def base(self) -> CoreBase:
+        """The contract's mechanics: the trace (``base.record``)."""
 
     def _transmit(self, tx: Transmit) -> None:
         """Queue a frame."""
@@ -201,8 +202,8 @@ def timer_tick(cm: TickHost, j: int) -> None:
         node = entry.node
         node.refcnt += 1  # irdma_timer_list_prep
         if isinstance(entry, CloseEntry):
-            cm._tr("timer_fired", "irdma_handle_close_entry", conn=node.conn,
-                  state=node.state.name)
+            cm.base.record("timer_fired", "irdma_handle_close_entry", conn=node.conn,
+                           state=node.state.name)
             if not cm._qp_close_entry_due(node):
                 cm._dispatch(node, IN_CLOSE_TIMER, None)
         else:
@@ -225,14 +226,14 @@ def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> Non
     (``irdma_retrans_expired``: the ``RETRANS_EXPIRED`` row), or resent (unless
     ``ack_rcvd``) and backed off."""
     if node.state in (CM_OFFLOADED, CM_CLOSED):
-        cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
-              state=node.state.name, action="entry freed, no retransmission")
+        cm.base.record("timer_fired", "irdma_cm_timer_tick", conn=node.conn, state=node.state.name,
+                       action="entry freed, no retransmission")
         free_retrans_entry(cm, node)
         return
     cfg = cm.config
     if entry.retranscount == 0:
-        cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
-              state=node.state.name, action="retransmissions exhausted")
+        cm.base.record("timer_fired", "irdma_cm_timer_tick", conn=node.conn, state=node.state.name,
+                       action="retransmissions exhausted")
         free_retrans_entry(cm, node)
         cm._dispatch(node, IN_RETRANS_EXPIRED, None)
         return
@@ -243,8 +244,8 @@ def _send_entry_due(cm: TickHost, node: CmNode, entry: SendEntry, j: int) -> Non
         cm._transmit(Transmit(orig.segment, f"irdma_cm_timer_tick: retransmit #{number} of "
                              f"{orig.comment}", orig.loopback, orig.conn))
     else:
-        cm._tr("timer_fired", "irdma_cm_timer_tick", conn=node.conn,
-              state=node.state.name, action=f"resend #{number} skipped: ack_rcvd")
+        cm.base.record("timer_fired", "irdma_cm_timer_tick", conn=node.conn, state=node.state.name,
+                       action=f"resend #{number} skipped: ack_rcvd")
     entry.retranscount -= 1
     gap = backoff_gap(cfg.hz, cfg.retrans - entry.retranscount,
                       int_shift=cfg.quirks.backoff_int_shift)

@@ -41,7 +41,7 @@ def create_event(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
     node.refcnt += 1
     cm._post(node, etype)
     if cm.trace is not None:
-        cm._tr("event_queued", "irdma_cm_post_event", conn=node.conn, event=etype.name)
+        cm.base.record("event_queued", "irdma_cm_post_event", conn=node.conn, event=etype.name)
 
 
 def event_handler(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
@@ -59,17 +59,17 @@ def event_handler(cm: CoreOps, node: CmNode, etype: CmEventType) -> None:
         if node.cm_id and node.state != CM_OFFLOADED:
             event_connect_error(cm, node)
     else:
-        cm._tr("event_dropped", "irdma_cm_event_handler", conn=node.conn,
-              event=etype.name, reason="bad event type")
+        cm.base.record("event_dropped", "irdma_cm_event_handler", conn=node.conn, event=etype.name,
+                       reason="bad event type")
     cm._rem_ref(node)
 
 
 def event_connect_error(cm: CoreOps, node: CmNode) -> None:
     """``irdma_event_connect_error``: CONNECT_REPLY(-ECONNRESET) to the initiator."""
     if not node.client:
-        cm._tr("kernel_bug", "irdma_event_connect_error", conn=node.conn,
-              reason="ABORTED on a passive node: cm_id->provider_data is the "
-                     "listener, read as a QP (irdma_event_connect_error); no upcall")
+        cm.base.record("kernel_bug", "irdma_event_connect_error", conn=node.conn,
+                       reason="ABORTED on a passive node: cm_id->provider_data is the "
+                       "listener, read as a QP (irdma_event_connect_error); no upcall")
         return
     if not node.qp_linked:
         return
@@ -81,7 +81,7 @@ def event_connect_error(cm: CoreOps, node: CmNode) -> None:
 def init_tsa_conn(cm: CoreOps, node: CmNode, fn: str) -> None:
     """``irdma_cm_init_tsa_conn`` + ``irdma_init_tcp_ctx``: the node is OFFLOADED and
     the NIC's QP takes the flow over with the node's TCP context."""
-    cm._set_state(node, CM_OFFLOADED, fn)
+    cm.base.set_state(node, CM_OFFLOADED, fn, node.conn)
     cfg = cm.config
     loc_addr, loc_port, rem_addr, rem_port, vlan_id = node.key
     st = node.settings
@@ -110,9 +110,9 @@ def event_connected(cm: CoreOps, node: CmNode) -> None:
     if qp is None:
         return
     if cm.config.gen == 2:
-        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        node.rts_deadline = cm.base.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
-    qp.send_rtr(cm.now_ns)
+    qp.send_rtr(cm.base.now_ns)
     cm._drain_qp(node.key)
     if cm.config.gen == 1:
         connected_complete(cm, node)
@@ -124,12 +124,12 @@ def connected_qp_error(cm: CoreOps, node: CmNode) -> None:
     never transmits it and no TCP context is loaded; the return value is ignored, the
     RTS AE never comes, and CONNECT_REPLY(0) follows the wait (GEN_2: 12 s, "Slow
     Connection" logged only). The peer's accept then times out."""
-    cm._set_state(node, CM_OFFLOADED, "irdma_cm_event_connected")
+    cm.base.set_state(node, CM_OFFLOADED, "irdma_cm_event_connected", node.conn)
     node.qhash_set = False
-    cm._tr("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
-          errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
+    cm.base.record("modify_qp_failed", "irdma_modify_qp", conn=node.conn, target="RTS",
+                   errno=-EINVAL, reason="iwarp_state ERROR > RTS: no RTR is sent")
     if cm.config.gen == 2:
-        node.rts_deadline = cm.now_ns + cm.config.rts_ae_timeout_ns
+        node.rts_deadline = cm.base.now_ns + cm.config.rts_ae_timeout_ns
         cm.deferred.add(node.rts_deadline, "rts", node)
     else:
         connected_complete(cm, node)
@@ -163,7 +163,7 @@ def accept_failed(cm: CoreOps, node: CmNode, status: int, why: str, *,
     """The error path of ``irdma_accept``: the node's reference is dropped. With
     ``returned`` the verb returns ``status``: the error is given back for the verb to
     raise; otherwise (after the wait for the RTS AE) the ESTABLISHED upcall carries it."""
-    cm._tr("accept_failed", "irdma_accept", conn=node.conn, status=status, reason=why)
+    cm.base.record("accept_failed", "irdma_accept", conn=node.conn, status=status, reason=why)
     node.held_by_app = False
     error = None
     if returned:
@@ -185,8 +185,8 @@ def rts_timeout(cm: CoreOps, node: CmNode) -> None:
                        node.key[1], node.key[3], log_lines.cm_id_ptr(cm, node),
                        conn=node.conn)
     if node.client:
-        cm._tr("slow_connection", "irdma_cm_event_connected", conn=node.conn,
-              reason="no RTS AE within 12 s (logged only)")
+        cm.base.record("slow_connection", "irdma_cm_event_connected", conn=node.conn,
+                       reason="no RTS AE within 12 s (logged only)")
         connected_complete(cm, node)
     else:
         accept_failed(cm, node, -ECONNRESET, "Slow Connection: no RTS AE (RTR) "
@@ -216,10 +216,8 @@ def send_cm_event(cm: CoreOps, event: IwEvent, node: CmNode, status: int, *,
         ird, ord_ = st.ird_size, st.ord_size
     lst = st.listener
     loc_addr, loc_port, rem_addr, rem_port, _ = node.key
-    up = Upcall(event, node.conn, status, cm.now_ns, loc_addr, loc_port,
+    up = Upcall(event, node.conn, status, cm.base.now_ns, loc_addr, loc_port,
                 rem_addr, rem_port, pdata, plen, ird, ord_,
                 lst.ident if lst is not None else None, past, accept_error)
-    cm._push_upcall(up)
-    if cm.trace is not None:
-        cm._tr("upcall", "irdma_send_cm_event", conn=node.conn, event=event.name,
-              status=status, private_data_len=plen, ird=ird, ord=ord_)
+    cm.base.push(up, "irdma_send_cm_event", None if cm.trace is None else
+                 {"private_data_len": plen, "ird": ird, "ord": ord_})

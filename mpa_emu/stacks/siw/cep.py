@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mpa_emu.stacks.contract.base import CoreBase, Ports
 from mpa_emu.stacks.mpa_stream import FrameReader
 from mpa_emu.stacks.siw.params import MPA_MAX_PRIVDATA
 from mpa_emu.stacks.siw.qp_rx import Completion, RxStream
@@ -85,6 +86,19 @@ class Cep:
     """Receive buffers the application posted (lengths), shared with ``rxs``."""
     completions: list[Completion] = field(default_factory=list)
     """Receive completions, in order (the receive CQ)."""
+
+    def ports(self) -> Ports | None:
+        """The ports the node watch is told of (local port, remote address, remote
+        port), None while the 4-tuple is not known (a listener, a connect in flight)."""
+        return (self.loc_port, self.rem_addr, self.rem_port) if self.rem_port else None
+
+
+def dbg_cep(base: CoreBase, cep: Cep, fn: str, text: str) -> None:
+    """``siw_dbg_cep(cep, fmt, ...)``: an ``ibdev_dbg`` line (dynamic debug) of ``fn``,
+    prefixed ``CEP[0x%pK] %s: `` with the endpoint's address and the function's name."""
+    base.kernel_log("debug", fn,
+                    f"CEP[0x{0xffff888100000000 + cep.ident * 0x200:016x}] {fn}: {text}",
+                    dynamic_debug=True)
 
 
 @dataclass(frozen=True, slots=True)

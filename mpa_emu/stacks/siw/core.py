@@ -37,6 +37,7 @@ from mpa_emu.stacks.siw.cep import (
     CepView,
     ListenerView,
     QpView,
+    dbg_cep,
 )
 from mpa_emu.stacks.siw.params import (
     MPA_MAX_PRIVDATA,
@@ -72,20 +73,20 @@ class SiwCore(SiwQp):
 
     def add_address(self, ip: bytes, *, vlan: int | None = None, now_ns: int = 0) -> None:
         """An address comes up on the siw device's netdev."""
-        self._now = max(self._now, now_ns)
+        self.base.now_ns = max(self.base.now_ns, now_ns)
         self._addresses[ip] = vlan
         self.tcp.add_address(ip, vlan)
 
     def remove_address(self, ip: bytes, *, now_ns: int) -> None:
         """An address goes: siw_cm.c has no teardown by address; the sockets stay."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         self._addresses.pop(ip, None)
         self.tcp.remove_address(ip)
 
     def link_down(self, *, now_ns: int) -> list[bytes]:
         """The link goes down: siw_netdev_event reports a port error only; no endpoint
         changes (nothing modelled: returns no removed address)."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         return []
 
     def set_neighbour(self, ip: bytes, mac: bytes | None) -> None:
@@ -96,13 +97,13 @@ class SiwCore(SiwQp):
 
     def receive(self, frame: Segment, now_ns: int) -> None:
         """A segment from the wire, through the Linux TCP stack to the socket callbacks."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         self.tcp.receive(frame, now_ns)
         self._drain()
 
     def handle_timer(self, now_ns: int) -> None:
         """TCP timers and the MPA timers due at ``now_ns``."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         deadline = self.tcp.get_timer()
         if deadline is not None and deadline <= now_ns:
             self.tcp.handle_timer(now_ns)
@@ -118,7 +119,7 @@ class SiwCore(SiwQp):
     def get_timer(self) -> int | None:
         """The earliest TCP or MPA deadline (now, while work is queued)."""
         if self._workq:
-            return self._now
+            return self.base.now_ns
         best = self.tcp.get_timer()
         at = self._mpa_timers.earliest()
         return at if best is None or (at is not None and at < best) else best
@@ -129,7 +130,7 @@ class SiwCore(SiwQp):
 
     def next_event(self) -> Upcall | None:
         """The next iw_cm event."""
-        return self._upcalls.popleft() if self._upcalls else None
+        return self.base.next_event()
 
     # ---- verbs: listen ---------------------------------------------------------------
 
@@ -139,14 +140,16 @@ class SiwCore(SiwQp):
         its endpoint in LISTENING; returns the listener id."""
         check_verb_args("listen", port=port, backlog=backlog, vlan=vlan)
         del vlan
-        self._now = max(self._now, now_ns)
+        self.base.now_ns = max(self.base.now_ns, now_ns)
         if ip is not None and ip not in self._addresses:
-            self._klog("debug", "siw_create_listen", "socket bind error: -99", True)
+            self.base.kernel_log("debug", "siw_create_listen", "socket bind error: -99",
+                                 dynamic_debug=True)
             raise CmError(errno.EADDRNOTAVAIL, "siw_create_listen: not a local address")
         if not 0 < port < 0x10000:
             raise CmError(EINVAL, "siw_create_listen: port out of range")
         if self.tcp.listener_bound(ip, port):
-            self._klog("debug", "siw_create_listen", "socket bind error: -98", True)
+            self.base.kernel_log("debug", "siw_create_listen", "socket bind error: -98",
+                                 dynamic_debug=True)
             raise CmError(errno.EADDRINUSE, "siw_create_listen: address in use")
         cep = self._new_cep(S.IDLE)
         cep.listener = True
@@ -156,25 +159,24 @@ class SiwCore(SiwQp):
         cep.loc_port = port
         cep.backlog = backlog
         self._listen_by_tcp[cep.tcp_listener] = cep
-        self._set(cep, S.LISTENING, "siw_create_listen")
-        self._klog("debug", "siw_create_listen", f"Listen at laddr {self._addr(ip, port)}",
-                   True)
+        self.base.set_state(cep, S.LISTENING, "siw_create_listen", cep.ident, ports=cep.ports())
+        self.base.kernel_log("debug", "siw_create_listen",
+                             f"Listen at laddr {self._addr(ip, port)}", dynamic_debug=True)
         return cep.ident
 
     def destroy_listen(self, listener: int, *, now_ns: int) -> None:
         """siw_destroy_listen -> siw_drop_listeners: the listening endpoint CLOSED, its
         socket released."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         cep = self._ceps.get(listener)
         if cep is None or not cep.listener:
             raise CmError(EINVAL, f"no listener {listener}")
-        self._klog("debug", "siw_drop_listeners", f"drop cep, state {int(cep.state)}", True,
-                   cep)
+        dbg_cep(self.base, cep, "siw_drop_listeners", f"drop cep, state {int(cep.state)}")
         if cep.tcp_listener is not None:
             self.tcp.unlisten(cep.tcp_listener)
             self._listen_by_tcp.pop(cep.tcp_listener, None)
         cep.cm_id = False
-        self._set(cep, S.CLOSED, "siw_drop_listeners")
+        self.base.set_state(cep, S.CLOSED, "siw_drop_listeners", cep.ident, ports=cep.ports())
         del self._ceps[cep.ident]
 
     # ---- verbs: connect, accept, reject ------------------------------------------------
@@ -187,7 +189,7 @@ class SiwCore(SiwQp):
         request follows when it connects (:meth:`_connected`)."""
         check_verb_args("connect", port=remote_port, local_port=local_port,
                         private_data=private_data, ird=ird, ord=ord)
-        self._now = now_ns
+        self.base.now_ns = now_ns
         if len(private_data) > MPA_MAX_PRIVDATA:
             raise CmError(EINVAL, f"siw_connect: private data of {len(private_data)} bytes "
                           f"over MPA_MAX_PRIVDATA ({MPA_MAX_PRIVDATA})")
@@ -202,7 +204,8 @@ class SiwCore(SiwQp):
             sock = self.tcp.connect(local_ip, remote_ip, remote_port, local_port, now_ns)
         except OSError as exc:
             err = exc.errno or EINVAL
-            self._klog("debug", "siw_connect", f"kernel_bindconnect: error -{err}", True)
+            self.base.kernel_log("debug", "siw_connect", f"kernel_bindconnect: error -{err}",
+                                 dynamic_debug=True)
             raise CmError(err, f"siw_connect: kernel_bindconnect: {exc.strerror}") from None
         cep = self._new_cep(S.IDLE)
         cep.sock = sock
@@ -217,7 +220,7 @@ class SiwCore(SiwQp):
         addrs = self.tcp.addresses(sock)
         assert addrs is not None
         cep.loc_addr, cep.loc_port, cep.rem_addr, cep.rem_port = addrs
-        self._set(cep, S.CONNECTING, "siw_connect")
+        self.base.set_state(cep, S.CONNECTING, "siw_connect", cep.ident, ports=cep.ports())
         return cep.ident
 
     def _connected(self, cep: Cep) -> None:
@@ -228,7 +231,7 @@ class SiwCore(SiwQp):
         p = self.params
         version = p.mpa_version
         if version > 2:
-            self._klog("warn", "siw_connect", "Setting MPA version to 2", False)
+            self.base.kernel_log("warn", "siw_connect", "Setting MPA version to 2")
             version = 2
         cep.key = KEY_REQ
         cep.rev = version
@@ -242,7 +245,7 @@ class SiwCore(SiwQp):
                 cep.v2_ord |= (V2_WRITE_RTR if p.rtr_type & RTR_WRITE else 0) \
                     | (V2_READ_RTR if p.rtr_type & RTR_READ else 0)
             cep.req_ird, cep.req_ord = cep.v2_ird, cep.v2_ord
-        self._set(cep, S.AWAIT_MPAREP, "siw_connect")
+        self.base.set_state(cep, S.AWAIT_MPAREP, "siw_connect", cep.ident, ports=cep.ports())
         self._send_mpareqrep(cep, cep.pdata, "siw_send_mpareqrep (siw_connect): "
                              "CONNECTING -> AWAIT_MPAREP")
         cep.pdata = b""
@@ -256,14 +259,14 @@ class SiwCore(SiwQp):
         RTR when the reply picked one (siw_sk_assign_rtr_upcalls). ``ird``/``ord`` are
         the application's ``iw_cm_conn_param`` (default: what the request asked)."""
         check_verb_args("accept", private_data=private_data, ird=ird, ord=ord)
-        self._now = now_ns
+        self.base.now_ns = now_ns
         cep = self._passive(conn, "siw_accept")
         cep.pdata = b""  # "Free lingering inbound private data"
         cep.pd_len = 0
         cep.mpa_timer = None  # siw_cancel_mpatimer
         held, cep.held = cep.held, False
         if cep.state != S.RECVD_MPAREQ:
-            self._klog("debug", "siw_accept", "out of state", True, cep)
+            dbg_cep(self.base, cep, "siw_accept", "out of state")
             self._refused_while_waiting_rtr(cep, "siw_accept")
             if held:
                 self._forget(cep)
@@ -272,14 +275,14 @@ class SiwCore(SiwQp):
         want_ird = cep.ird if ird is None else ird
         want_ord = cep.ord if ord is None else ord
         if want_ord > SIW_MAX_ORD_QP or want_ird > SIW_MAX_IRD_QP:
-            self._klog("debug", "siw_accept", f"[QP {cep.ident}]: ord {want_ord} (max "
-                       f"{SIW_MAX_ORD_QP}), ird {want_ird} (max {SIW_MAX_IRD_QP})", True, cep)
+            dbg_cep(self.base, cep, "siw_accept", f"[QP {cep.ident}]: ord {want_ord} (max "
+                    f"{SIW_MAX_ORD_QP}), ird {want_ird} (max {SIW_MAX_IRD_QP})")
             self._accept_error(cep)
             raise CmError(EINVAL, "siw_accept: ird/ord over the device's maximum")
         max_priv = MPA_MAX_PRIVDATA - (4 if cep.enhanced else 0)
         if len(private_data) > max_priv:
-            self._klog("debug", "siw_accept", f"[QP {cep.ident}]: private data length: "
-                       f"{len(private_data)} (max {max_priv})", True, cep)
+            dbg_cep(self.base, cep, "siw_accept", f"[QP {cep.ident}]: private data length: "
+                    f"{len(private_data)} (max {max_priv})")
             self._accept_error(cep)
             raise CmError(EINVAL, f"siw_accept: private data of {len(private_data)} bytes "
                           f"over {max_priv}")
@@ -304,7 +307,7 @@ class SiwCore(SiwQp):
         cep.crc = bool(cep.flags & FLAG_CRC)
         self._qp_to_rts(cep)
         cep.wait_rtr = wait_rtr
-        self._set(cep, S.RDMA_MODE, "siw_accept")
+        self.base.set_state(cep, S.RDMA_MODE, "siw_accept", cep.ident, ports=cep.ports())
         self._send_mpareqrep(cep, private_data, "siw_send_mpareqrep (siw_accept): "
                              "RECVD_MPAREQ -> RDMA_MODE")
         if not wait_rtr:
@@ -317,15 +320,15 @@ class SiwCore(SiwQp):
         or iw_cm_reject before the driver), yet siw upcalls ESTABLISHED when the RTR
         comes (siw_rtr_data_ready): cm_conn_est_handler's BUG_ON, the kernel's own."""
         if cep.cm_id and not cep.active and not cep.established:
-            self._note("kernel_bug", fn, conn=cep.ident,
-                       what="refused on an endpoint still waiting for the RTR: iw_cm's id "
+            self.base.record("kernel_bug", fn, conn=cep.ident,
+                             what="refused on an endpoint still waiting for the RTR: iw_cm's id "
                             "leaves CONN_RECV, and the ESTABLISHED that follows meets "
                             "cm_conn_est_handler's BUG_ON")
 
     def _accept_error(self, cep: Cep) -> None:
         """siw_accept's error path: socket released, endpoint CLOSED, no upcall."""
         self._release_socket(cep, "siw_accept (error)")
-        self._set(cep, S.CLOSED, "siw_accept")
+        self.base.set_state(cep, S.CLOSED, "siw_accept", cep.ident, ports=cep.ports())
         self._forget(cep)
 
     def reject(self, conn: int, *, private_data: bytes = b"", now_ns: int) -> None:
@@ -333,29 +336,29 @@ class SiwCore(SiwQp):
         header with R set (the block too when the request had S) and the private data;
         then sock_release (a FIN, or a RST when unread bytes remain)."""
         check_verb_args("reject", private_data=private_data)
-        self._now = now_ns
+        self.base.now_ns = now_ns
         cep = self._passive(conn, "siw_reject")
         cep.mpa_timer = None
         held, cep.held = cep.held, False
         if cep.state != S.RECVD_MPAREQ:
-            self._klog("debug", "siw_reject", "out of state", True, cep)
+            dbg_cep(self.base, cep, "siw_reject", "out of state")
             self._refused_while_waiting_rtr(cep, "siw_reject")
             if held:
                 self._forget(cep)  # "put last reference"
             raise CmError(ECONNRESET, f"siw_reject: endpoint in {cep.state.name}, not "
                           "RECVD_MPAREQ")
         if len(private_data) > 0xFF:  # iw_cm_reject and siw_reject take a u8 length
-            self._note("kernel_quirk", "siw_reject", what="u8 private data length wraps",
-                       length=len(private_data))
+            self.base.record("kernel_quirk", "siw_reject", what="u8 private data length wraps",
+                             length=len(private_data))
             private_data = private_data[:len(private_data) & 0xFF]
-        self._klog("debug", "siw_reject", f"cep->state {int(cep.state)}, pd_len "
-                   f"{len(private_data)}", True, cep)
+        dbg_cep(self.base, cep, "siw_reject", f"cep->state {int(cep.state)}, pd_len "
+                f"{len(private_data)}")
         if cep.rev >= 1:
             cep.flags |= FLAG_REJECT
             self._send_mpareqrep(cep, private_data, "siw_send_mpareqrep (siw_reject): "
                                  "RECVD_MPAREQ -> CLOSED")
         self._release_socket(cep, "siw_reject")
-        self._set(cep, S.CLOSED, "siw_reject")
+        self.base.set_state(cep, S.CLOSED, "siw_reject", cep.ident, ports=cep.ports())
         self._forget(cep)
 
     # ---- verbs: close ------------------------------------------------------------------
@@ -364,7 +367,7 @@ class SiwCore(SiwQp):
         """iw_cm's close of a connection: a passive endpoint not yet accepted is rejected
         without private data (iw_destroy_cm_id calls iw_reject); otherwise the QP leaves
         RTS and siw_qp_cm_drop closes the socket."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         cep = self._ceps.get(conn)
         if cep is None or cep.listener:
             raise CmError(EINVAL, f"no connection {conn}")
@@ -385,13 +388,13 @@ class SiwCore(SiwQp):
     def _disconnect(self, conn: int, graceful: bool, now_ns: int, *, via_iw_cm: bool) -> None:
         """The QP leaves RTS and the connection drops; ``via_iw_cm`` when the call went
         through iw_cm (which may make it wait), not straight to the QP."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         cep = self._ceps.get(conn)
         if cep is None or cep.listener:
             raise CmError(EINVAL, f"no connection {conn}")
         if cep.state == S.CONNECTING:
             self._release_socket(cep, "siw_connect", abort=True)
-            self._set(cep, S.CLOSED, "siw_connect")
+            self.base.set_state(cep, S.CLOSED, "siw_connect", cep.ident, ports=cep.ports())
             self._forget(cep)
             return
         if not cep.qp or cep.state not in (S.AWAIT_MPAREP, S.RDMA_MODE):
@@ -404,8 +407,8 @@ class SiwCore(SiwQp):
             # on an id in CONN_RECV (cm_close_handler: BUG()).
             earlier = cep.deferred_disconnect
             cep.deferred_disconnect = graceful if earlier is None else earlier and graceful
-            self._note("verb_deferred", "iw_cm_disconnect", conn=conn, graceful=graceful,
-                       why="IWCM_F_CONNECT_WAIT: waiting for ESTABLISHED (the peer's RTR)")
+            self.base.record("verb_deferred", "iw_cm_disconnect", conn=conn, graceful=graceful,
+                             why="IWCM_F_CONNECT_WAIT: waiting for ESTABLISHED (the peer's RTR)")
             return
         if cep.qp_state == SiwQpState.RTS:
             cep.qp_state = SiwQpState.CLOSING if graceful else SiwQpState.ERROR
@@ -418,7 +421,7 @@ class SiwCore(SiwQp):
         arrives later fails siw_proc_mpareply (CONNECT_REPLY -EINVAL). It goes to the QP
         straight, not through iw_cm: on a responder still waiting for the RTR the drop
         upcalls CLOSE before ESTABLISHED, the kernel's own BUG() (a kernel_bug record)."""
-        self._now = now_ns
+        self.base.now_ns = now_ns
         cep = self._ceps.get(conn)
         if cep is not None and cep.qp and cep.qp_state in (SiwQpState.IDLE, SiwQpState.RTR):
             cep.qp_state = SiwQpState.ERROR
@@ -488,7 +491,7 @@ class SiwCore(SiwQp):
             # siw_cm_llp_state_change(TCP_ESTABLISHED) on the listener: SIW_CM_WORK_ACCEPT
             lcep = self._listen_by_tcp.get(ev.listener) if ev.listener is not None else None
             if lcep is None:
-                self.tcp.abort(ev.sock, self._now)
+                self.tcp.abort(ev.sock, self.base.now_ns)
                 return
             self._unclaimed[ev.sock] = (lcep.ident, bytearray())
             self._workq.append((ev.sock, SiwWork.ACCEPT))
@@ -515,11 +518,12 @@ class SiwCore(SiwQp):
             cep.sock = None
             if cep.state == S.CONNECTING:
                 err = ev.errno or EINVAL
-                self._klog("debug", "siw_connect", f"kernel_bindconnect: error -{err}", True)
-                self._note("verb_failed", "siw_connect", verb="connect", errno=err,
-                           error=f"kernel_bindconnect: {errno.errorcode.get(err, err)}")
+                self.base.kernel_log("debug", "siw_connect", f"kernel_bindconnect: error -{err}",
+                                     dynamic_debug=True)
+                self.base.record("verb_failed", "siw_connect", verb="connect", errno=err,
+                                 error=f"kernel_bindconnect: {errno.errorcode.get(err, err)}")
                 cep.cm_id = False
-                self._set(cep, S.CLOSED, "siw_connect")
+                self.base.set_state(cep, S.CLOSED, "siw_connect", cep.ident, ports=cep.ports())
                 self._forget(cep)
             else:
                 self._workq.append((cep.ident, SiwWork.PEER_CLOSE))
@@ -535,17 +539,17 @@ class SiwCore(SiwQp):
             if graceful is not None and cep.established and cep.ident in self._ceps:
                 # cm_conn_est_handler woke the application's waiting iw_cm_disconnect
                 cep.deferred_disconnect = None
-                self.disconnect(cep.ident, graceful=graceful, now_ns=self._now)
+                self.disconnect(cep.ident, graceful=graceful, now_ns=self.base.now_ns)
         else:
-            self._klog("debug", "siw_cm_llp_data_ready", f"unexpected data, state "
-                       f"{int(cep.state)}", True, cep)
+            dbg_cep(self.base, cep, "siw_cm_llp_data_ready", f"unexpected data, state "
+                    f"{int(cep.state)}")
 
     def _accept_work(self, sock: int) -> None:
         """SIW_CM_WORK_ACCEPT: siw_accept_newconn for the listener that queued it."""
         lident, queued = self._unclaimed.pop(sock, (0, bytearray()))
         lcep = self._ceps.get(lident)
         if lcep is None or lcep.state != S.LISTENING or self.tcp.state(sock) is None:
-            self.tcp.abort(sock, self._now)  # "Connection already aborted by peer..?"
+            self.tcp.abort(sock, self.base.now_ns)  # "Connection already aborted by peer..?"
             return
         self._accept_newconn(lcep, sock, queued)
         self._drain()
@@ -561,10 +565,10 @@ class SiwCore(SiwQp):
         addrs = self.tcp.addresses(sock)
         assert addrs is not None
         cep.loc_addr, cep.loc_port, cep.rem_addr, cep.rem_port = addrs
-        self._set(cep, S.AWAIT_MPAREQ, "siw_accept_newconn")
+        self.base.set_state(cep, S.AWAIT_MPAREQ, "siw_accept_newconn", cep.ident, ports=cep.ports())
         self._queue_mpa_timer(cep)
         if queued:
-            self._klog("debug", "siw_accept_newconn", "immediate mpa request", True, lcep)
+            dbg_cep(self.base, lcep, "siw_accept_newconn", "immediate mpa request")
             cep.rx += queued
             self._work(cep, SiwWork.READ_MPAHDR)
 
@@ -572,17 +576,16 @@ class SiwCore(SiwQp):
         """siw_cm_queue_work(SIW_CM_WORK_MPATIMEOUT): MPAREQ_TIMEOUT while awaiting the
         reply, MPAREP_TIMEOUT otherwise."""
         delay = MPAREQ_TIMEOUT_NS if cep.state == S.AWAIT_MPAREP else MPAREP_TIMEOUT_NS
-        cep.mpa_timer = self._mpa_timers.arm(cep.ident, self._now + delay)
-        self._klog("debug", "siw_cm_queue_work", f"[QP {cep.ident if cep.qp else -1}]: "
-                   f"work type: {int(SiwWork.MPATIMEOUT)}, timeout {delay // 1_000_000}",
-                   True, cep)
+        cep.mpa_timer = self._mpa_timers.arm(cep.ident, self.base.now_ns + delay)
+        dbg_cep(self.base, cep, "siw_cm_queue_work", f"[QP {cep.ident if cep.qp else -1}]: "
+                f"work type: {int(SiwWork.MPATIMEOUT)}, timeout {delay // 1_000_000}")
 
     def _work(self, cep: Cep, work: SiwWork) -> None:
         """siw_cm_work_handler for one work item."""
         if cep.ident not in self._ceps:
             return
-        self._note("siw_work", "siw_cm_work_handler", conn=cep.ident, work=work.name,
-                   state=cep.state.name)
+        self.base.record("siw_work", "siw_cm_work_handler", conn=cep.ident, work=work.name,
+                         state=cep.state.name)
         release = False
         if work == SiwWork.READ_MPAHDR:
             rv = 0
@@ -595,8 +598,7 @@ class SiwCore(SiwQp):
             elif cep.state == S.AWAIT_MPAREP:
                 rv = self._proc_mpareply(cep)
             else:
-                self._klog("debug", "siw_cm_work_handler", f"out of state: {int(cep.state)}",
-                           True, cep)
+                dbg_cep(self.base, cep, "siw_cm_work_handler", f"out of state: {int(cep.state)}")
             release = rv != 0 and rv != -errno.EAGAIN
         elif work == SiwWork.PEER_CLOSE:
             if cep.cm_id:
@@ -607,11 +609,9 @@ class SiwCore(SiwQp):
                     self._upcall(cep, IwEvent.DISCONNECT, 0)
                     self._close_upcall(cep, "siw_cm_work_handler")
             elif cep.state == S.RECVD_MPAREQ:
-                self._klog("debug", "siw_cm_work_handler", "mpa req recvd, wait for ULP",
-                           True, cep)
+                dbg_cep(self.base, cep, "siw_cm_work_handler", "mpa req recvd, wait for ULP")
             elif cep.state == S.AWAIT_MPAREQ:
-                self._klog("debug", "siw_cm_work_handler", "no mpareq: drop listener",
-                           True, cep)
+                dbg_cep(self.base, cep, "siw_cm_work_handler", "no mpareq: drop listener")
                 cep.listen_cep = None
             release = True
         elif work == SiwWork.CLOSE_LLP:
@@ -632,10 +632,11 @@ class SiwCore(SiwQp):
     def _release(self, cep: Cep, work: SiwWork) -> None:
         """siw_cm_work_handler's release_cep: MPA timer cancelled, CLOSED, the QP to
         ERROR (siw_qp_llp_close), the socket released, the cm_id dropped."""
-        self._klog("debug", "siw_cm_work_handler", f"release: timer="
-                   f"{'y' if cep.mpa_timer is not None else 'n'}, QP[{cep.ident}]", True, cep)
+        dbg_cep(self.base, cep, "siw_cm_work_handler", f"release: timer="
+                f"{'y' if cep.mpa_timer is not None else 'n'}, QP[{cep.ident}]")
         cep.mpa_timer = None
-        self._set(cep, S.CLOSED, f"siw_cm_work_handler ({work.name})")
+        self.base.set_state(cep, S.CLOSED, f"siw_cm_work_handler ({work.name})", cep.ident,
+                            ports=cep.ports())
         if cep.qp:
             cep.qp_state = SiwQpState.ERROR  # siw_qp_llp_close
             self._flush(cep)

@@ -21,6 +21,7 @@ from mpa_emu.stacks.siw.cep import (
     V2_READ_RTR,
     V2_WRITE_RTR,
     Cep,
+    dbg_cep,
 )
 from mpa_emu.stacks.siw.params import SIW_MAX_IRD_QP, SIW_MAX_ORD_QP
 from mpa_emu.stacks.siw.qp_rx import RxStream
@@ -63,10 +64,9 @@ class SiwMpa(SiwBase):
                 and p.mpa_crc_strict:
             reject = True  # "'mpa_crc_strict' parameter to reject connection with CRC"
         if reject:
-            self._klog("debug", "siw_proc_mpareq", "reject: crc "
-                       f"{1 if cep.flags & FLAG_CRC else 0}:{int(p.mpa_crc_required)}:"
-                       f"{int(p.mpa_crc_strict)}, m {1 if cep.flags & FLAG_MARKERS else 0}:0",
-                       True, cep)
+            dbg_cep(self.base, cep, "siw_proc_mpareq", "reject: crc "
+                    f"{1 if cep.flags & FLAG_CRC else 0}:{int(p.mpa_crc_required)}:"
+                    f"{int(p.mpa_crc_strict)}, m {1 if cep.flags & FLAG_MARKERS else 0}:0")
             cep.flags = (cep.flags & ~FLAG_MARKERS) | FLAG_REJECT
             if not p.mpa_crc_required and p.mpa_crc_strict:
                 cep.flags &= ~FLAG_CRC
@@ -89,7 +89,7 @@ class SiwMpa(SiwBase):
                     cep.v2_ord |= V2_READ_RTR
                 else:
                     cep.v2_ord |= V2_WRITE_RTR
-        self._set(cep, S.RECVD_MPAREQ, "siw_proc_mpareq")
+        self.base.set_state(cep, S.RECVD_MPAREQ, "siw_proc_mpareq", cep.ident, ports=cep.ports())
         cep.held = True
         self._upcall(cep, IwEvent.CONNECT_REQUEST, 0)
         return 0
@@ -116,39 +116,37 @@ class SiwMpa(SiwBase):
             self._terminate(cep, rdma.LLP_ECODE_INVALID_REQ_RESP)
             return self._reply_err(cep, -errno.EPROTO)
         if flags & FLAG_REJECT:
-            self._klog("debug", "siw_proc_mpareply", "got mpa reject", True, cep)
+            dbg_cep(self.base, cep, "siw_proc_mpareply", "got mpa reject")
             self._upcall(cep, IwEvent.CONNECT_REPLY, -ECONNRESET)
             return -ECONNRESET
         if (flags & FLAG_MARKERS or (p.mpa_crc_required and not flags & FLAG_CRC)
                 or (p.mpa_crc_strict and not p.mpa_crc_required and flags & FLAG_CRC)):
-            self._klog("debug", "siw_proc_mpareply", "reply unsupp: crc "
-                       f"{1 if flags & FLAG_CRC else 0}:{int(p.mpa_crc_required)}:"
-                       f"{int(p.mpa_crc_strict)}, m {1 if flags & FLAG_MARKERS else 0}:0",
-                       True, cep)
+            dbg_cep(self.base, cep, "siw_proc_mpareply", "reply unsupp: crc "
+                    f"{1 if flags & FLAG_CRC else 0}:{int(p.mpa_crc_required)}:"
+                    f"{int(p.mpa_crc_strict)}, m {1 if flags & FLAG_MARKERS else 0}:0")
             self._upcall(cep, IwEvent.CONNECT_REPLY, -errno.ECONNREFUSED)
             return -EINVAL
         rtr = 0
         if cep.enhanced:
             if rev < 2 or not flags & FLAG_ENHANCED:
-                self._klog("debug", "siw_proc_mpareply", f"mpa reply error: vers {rev}, "
-                           f"enhcd {1 if flags & FLAG_ENHANCED else 0}", True, cep)
+                dbg_cep(self.base, cep, "siw_proc_mpareply", f"mpa reply error: vers {rev}, "
+                        f"enhcd {1 if flags & FLAG_ENHANCED else 0}")
                 self._upcall(cep, IwEvent.CONNECT_REPLY, -ECONNRESET)
                 return -EINVAL
             if len(cep.pdata) < 4:
                 # the kernel reads mpa_v2_data from a buffer PD_Length did not fill
-                self._note("kernel_quirk", "siw_proc_mpareply",
-                           what="RFC 6581 block read past PD_Length", pd_len=cep.pd_len)
+                self.base.record("kernel_quirk", "siw_proc_mpareply",
+                                 what="RFC 6581 block read past PD_Length", pd_len=cep.pd_len)
             ird_word, ord_word = struct.unpack_from("!HH", cep.pdata.ljust(4, b"\0"))
             rep_ird, rep_ord = ird_word & IRD_ORD_MASK, ord_word & IRD_ORD_MASK
             insufficient = False
             if cep.ird < rep_ord and (not p.relaxed_ird_negotiation
                                       or rep_ord > SIW_MAX_IRD_QP):
-                self._klog("debug", "siw_proc_mpareply", f"ird {cep.ird}, rep_ord {rep_ord}, "
-                           f"max_ord {SIW_MAX_ORD_QP}", True, cep)
+                dbg_cep(self.base, cep, "siw_proc_mpareply", f"ird {cep.ird}, rep_ord {rep_ord}, "
+                        f"max_ord {SIW_MAX_ORD_QP}")
                 insufficient = True
             if cep.ord > rep_ird and not p.relaxed_ird_negotiation:
-                self._klog("debug", "siw_proc_mpareply", f"ord {cep.ord}, rep_ird {rep_ird}",
-                           True, cep)
+                dbg_cep(self.base, cep, "siw_proc_mpareply", f"ord {cep.ord}, rep_ird {rep_ird}")
                 insufficient = True
             # "Always report negotiated peer values to user"
             cep.ird, cep.ord = rep_ord, rep_ird
@@ -159,9 +157,8 @@ class SiwMpa(SiwBase):
                 rtr = cep.req_ord & (V2_WRITE_RTR | V2_READ_RTR)
             if rtr:
                 if not rtr & ord_word:
-                    self._klog("debug", "siw_proc_mpareply", f"rtr mode:  req {rtr >> 8:2x}, "
-                               f"got {(ord_word & (V2_WRITE_RTR | V2_READ_RTR)) >> 8:2x}",
-                               True, cep)
+                    dbg_cep(self.base, cep, "siw_proc_mpareply", f"rtr mode:  req {rtr >> 8:2x}, "
+                            f"got {(ord_word & (V2_WRITE_RTR | V2_READ_RTR)) >> 8:2x}")
                     self._terminate(cep, rdma.LLP_ECODE_NO_MATCHING_RTR)
                     return self._reply_err(cep, -errno.EPROTO)
                 rtr = ord_word & (V2_WRITE_RTR | V2_READ_RTR)
@@ -172,7 +169,7 @@ class SiwMpa(SiwBase):
         if rtr:
             self._send_rtr(cep, rtr)
         self._upcall(cep, IwEvent.CONNECT_REPLY, 0)
-        self._set(cep, S.RDMA_MODE, "siw_proc_mpareply")
+        self.base.set_state(cep, S.RDMA_MODE, "siw_proc_mpareply", cep.ident, ports=cep.ports())
         return 0
 
     def _reply_err(self, cep: Cep, rv: int) -> int:
@@ -184,8 +181,7 @@ class SiwMpa(SiwBase):
     def _recv_log(self, cep: Cep, rv: int) -> None:
         reader = cep.reader
         if rv == -errno.EPROTO and reader.extra:
-            self._klog("debug", "siw_recv_mpa_rr", f"peer sent extra data: {reader.extra}",
-                       True, cep)
+            dbg_cep(self.base, cep, "siw_recv_mpa_rr", f"peer sent extra data: {reader.extra}")
 
     def _send_mpareqrep(self, cep: Cep, private_data: bytes, comment: str) -> None:
         """siw_send_mpareqrep: ``struct mpa_rr`` (key, bits, PD_Length), the
@@ -197,7 +193,7 @@ class SiwMpa(SiwBase):
             frame += struct.pack("!HH", cep.v2_ird & 0xFFFF, cep.v2_ord & 0xFFFF)
         frame += private_data
         if cep.sock is not None:
-            self.tcp.send(cep.sock, frame, self._now, comment)
+            self.tcp.send(cep.sock, frame, self.base.now_ns, comment)
 
     # ---- RDMA mode -------------------------------------------------------------------
 
@@ -221,14 +217,14 @@ class SiwMpa(SiwBase):
 
     def _send_fpdu(self, cep: Cep, ulpdu: bytes, comment: str) -> None:
         if cep.sock is not None:
-            self.tcp.send(cep.sock, rdma.fpdu(ulpdu, cep.crc), self._now, comment)
+            self.tcp.send(cep.sock, rdma.fpdu(ulpdu, cep.crc), self.base.now_ns, comment)
 
     def _terminate(self, cep: Cep, ecode: int) -> None:
         """siw_init_terminate + siw_send_terminate (LLP layer, MPA error type): the
         Terminate goes out on the endpoint's socket before RTS, CRC field zero."""
-        self._klog("debug", "siw_init_terminate", f"init TERM: layer "
-                   f"{rdma.TERM_ERROR_LAYER_LLP}, type {rdma.LLP_ETYPE_MPA}, code {ecode}, "
-                   "in tx no", True, cep)
+        dbg_cep(self.base, cep, "siw_init_terminate", f"init TERM: layer "
+                f"{rdma.TERM_ERROR_LAYER_LLP}, type {rdma.LLP_ETYPE_MPA}, code {ecode}, "
+                "in tx no")
         self._send_fpdu(cep, rdma.terminate(rdma.TERM_ERROR_LAYER_LLP, rdma.LLP_ETYPE_MPA,
                                             ecode),
                         f"siw_send_terminate: LLP/MPA ecode {ecode} ({cep.state.name})")

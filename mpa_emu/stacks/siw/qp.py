@@ -11,7 +11,7 @@ from errno import EINVAL
 from mpa_emu.stacks.contract.errors import CmError
 from mpa_emu.stacks.contract.events import IwEvent
 from mpa_emu.stacks.siw import rdma
-from mpa_emu.stacks.siw.cep import Cep
+from mpa_emu.stacks.siw.cep import Cep, dbg_cep
 from mpa_emu.stacks.siw.mpa_rules import SiwMpa
 from mpa_emu.stacks.siw.qp_rx import Completion, Effect, Mr
 from mpa_emu.stacks.siw.states import SiwQpState, SiwState, SiwWork
@@ -28,7 +28,7 @@ class SiwQp(SiwMpa):
     def post_recv(self, conn: int, length: int, *, now_ns: int = 0) -> None:
         """siw_post_receive: a receive buffer of ``length`` bytes for the next Send. Before
         RDMA mode the buffer waits on the QP; a QP past RTS refuses it (-EINVAL)."""
-        self._now = max(self._now, now_ns)
+        self.base.now_ns = max(self.base.now_ns, now_ns)
         cep = self._qp_cep(conn, "post_recv")
         if not 0 <= length < MAX_RECV_LEN:
             raise CmError(EINVAL, f"post_recv: length {length} out of range 0..{MAX_RECV_LEN - 1}")
@@ -39,7 +39,7 @@ class SiwQp(SiwMpa):
     def post_send(self, conn: int, payload: bytes, *, now_ns: int = 0) -> None:
         """siw_post_send of an RDMA Send: one FPDU per TCP segment, the next MSN. Only an
         RTS QP in RDMA mode sends (-EINVAL otherwise)."""
-        self._now = max(self._now, now_ns)
+        self.base.now_ns = max(self.base.now_ns, now_ns)
         cep = self._qp_cep(conn, "post_send")
         rxs = cep.rxs
         if rxs is None or cep.state != SiwState.RDMA_MODE or cep.sock is None \
@@ -48,7 +48,7 @@ class SiwQp(SiwMpa):
                           "RTS QP")
         rxs.mss = self.tcp.mss(cep.sock) or rxs.mss
         for index, data in enumerate(rxs.post_send(bytes(payload))):
-            self.tcp.send(cep.sock, data, self._now, f"siw_qp_sq_process: RDMA Send MSN "
+            self.tcp.send(cep.sock, data, self.base.now_ns, f"siw_qp_sq_process: RDMA Send MSN "
                           f"{rxs.tx_msn[0]} (FPDU {index + 1})")
 
     def post_read(self, conn: int, sink_stag: int, sink_to: int, length: int,
@@ -57,7 +57,7 @@ class SiwQp(SiwMpa):
         Request (QN 1, the next ``ddp_msn[RDMAP_UNTAGGED_QN_RDMA_READ]``, sink STag the
         SGE's lkey), siw_read_to_orq puts it on the ORQ for its Read Response. Only an
         RTS QP in RDMA mode sends (-EINVAL otherwise)."""
-        self._now = max(self._now, now_ns)
+        self.base.now_ns = max(self.base.now_ns, now_ns)
         cep = self._qp_cep(conn, "post_read")
         rxs = cep.rxs
         if rxs is None or cep.state != SiwState.RDMA_MODE or cep.sock is None \
@@ -123,11 +123,12 @@ class SiwQp(SiwMpa):
             if eff.kind == "send":
                 self._send_fpdu_raw(cep, eff.data, eff.text)
             elif eff.kind == "log":
-                self._klog(eff.level, eff.fn, eff.text, eff.level == "debug")
+                self.base.kernel_log(eff.level, eff.fn, eff.text,
+                                     dynamic_debug=eff.level == "debug")
             elif eff.kind == "completion" and eff.completion is not None:
                 cep.completions.append(eff.completion)
-                self._note("recv_completion", "siw_rqe_complete", conn=cep.ident,
-                           status=eff.completion.status, bytes=eff.completion.length)
+                self.base.record("recv_completion", "siw_rqe_complete", conn=cep.ident,
+                                 status=eff.completion.status, bytes=eff.completion.length)
             elif eff.kind == "drop":
                 if eff.schedule:
                     # siw_qp_cm_drop(qp, 1): SIW_CM_WORK_CLOSE_LLP
@@ -137,7 +138,7 @@ class SiwQp(SiwMpa):
 
     def _send_fpdu_raw(self, cep: Cep, data: bytes, comment: str) -> None:
         if cep.sock is not None:
-            self.tcp.send(cep.sock, data, self._now, comment)
+            self.tcp.send(cep.sock, data, self.base.now_ns, comment)
 
     def _send_terminate(self, cep: Cep) -> None:
         """siw_send_terminate for the error siw_init_terminate recorded, if any."""
@@ -149,8 +150,8 @@ class SiwQp(SiwMpa):
         if ulpdu is None or cep.sock is None:
             return
         data = rxs.fpdu(ulpdu)
-        self._klog("debug", "siw_send_terminate", f"sent TERM: success, layer {info.layer}, "
-                   f"type {info.etype}, code {info.ecode} ({len(data) - 2} bytes)", True, cep)
+        dbg_cep(self.base, cep, "siw_send_terminate", f"sent TERM: success, layer {info.layer}, "
+                f"type {info.etype}, code {info.ecode} ({len(data) - 2} bytes)")
         self._send_fpdu_raw(cep, data, f"siw_send_terminate: layer {info.layer}, etype "
                             f"{info.etype}, ecode {info.ecode:#04x} ({cep.state.name})")
 
@@ -158,10 +159,9 @@ class SiwQp(SiwMpa):
         """siw_qp_cm_drop(qp, 0): AWAIT_MPAREP -> CONNECT_REPLY(-EINVAL), RDMA_MODE ->
         CLOSE(0); the endpoint CLOSED and its socket released at once."""
         if cep.state == S.CLOSED:
-            self._klog("debug", "siw_qp_cm_drop", "already closed", True, cep)
+            dbg_cep(self.base, cep, "siw_qp_cm_drop", "already closed")
             return
-        self._klog("debug", "siw_qp_cm_drop", f"immediate close, state {int(cep.state)}",
-                   True, cep)
+        dbg_cep(self.base, cep, "siw_qp_cm_drop", f"immediate close, state {int(cep.state)}")
         if cep.rxs is not None:
             cep.rxs.suspended = True  # rx_suspend, tx_suspend
         self._send_terminate(cep)
@@ -171,7 +171,7 @@ class SiwQp(SiwMpa):
             elif cep.state == S.RDMA_MODE:
                 self._close_upcall(cep, "siw_qp_cm_drop")
             cep.cm_id = False
-        self._set(cep, S.CLOSED, "siw_qp_cm_drop")
+        self.base.set_state(cep, S.CLOSED, "siw_qp_cm_drop", cep.ident, ports=cep.ports())
         self._release_socket(cep, "siw_qp_cm_drop")
         self._forget(cep)
 
@@ -189,8 +189,8 @@ class SiwQp(SiwMpa):
         the trace says it is the kernel's own."""
         if not cep.active and not cep.established:
             cep.deferred_disconnect = None
-            self._note("kernel_bug", fn, conn=cep.ident,
-                       what="CLOSE upcalled before ESTABLISHED: iw_cm's id is still in "
+            self.base.record("kernel_bug", fn, conn=cep.ident,
+                             what="CLOSE upcalled before ESTABLISHED: iw_cm's id is still in "
                             "CONN_RECV, where cm_close_handler BUG()s")
         self._upcall(cep, IwEvent.CLOSE, 0)
 

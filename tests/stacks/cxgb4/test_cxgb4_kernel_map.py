@@ -24,13 +24,15 @@ def test_every_function_once_and_every_model_resolves() -> None:
 
 
 def test_an_endpoint_state_is_assigned_only_by_set_state() -> None:
-    # __state_set and state_set are the kernel's only writers of ep->com.state
+    # __state_set and state_set are the kernel's only writers of ep->com.state: no
+    # function of the stack assigns a state, and the contract's one state setter
+    # (CoreBase.set_state) is called from state_set alone
     import ast
     from pathlib import Path
 
     import mpa_emu.stacks.cxgb4 as pkg
 
-    found = []
+    assigned, setters = [], []
     for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
         for fn in ast.walk(ast.parse(path.read_text())):
             if isinstance(fn, ast.FunctionDef):
@@ -38,5 +40,9 @@ def test_an_endpoint_state_is_assigned_only_by_set_state() -> None:
                     if isinstance(node, ast.Assign) and any(
                             isinstance(t, ast.Attribute) and t.attr == "state"
                             for t in node.targets):
-                        found.append((path.name, fn.name))
-    assert found == [("cm.py", "_set_state")]
+                        assigned.append((path.name, fn.name))
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                            and node.func.attr == "set_state":
+                        setters.append((path.name, fn.name))
+    assert assigned == []
+    assert set(setters) == {("cm.py", "state_set")}

@@ -1,5 +1,5 @@
 """Every state change of a node goes through the transition table: the only assignment
-of a node's state is in ``CmCore._set_state``, which refuses to run outside a row, and
+of a node's state is in ``CmCore.base.set_state``, which refuses to run outside a row, and
 every call of it sits in a row's action (or a helper the actions share)."""
 
 from __future__ import annotations
@@ -42,18 +42,17 @@ def _state_assignments(under: Path = PACKAGE) -> list[tuple[str, str]]:
 
 
 def test_a_node_state_is_assigned_only_by_set_state() -> None:
-    # CmNode.__init__ sets UNKNOWN on self; everything else goes through the setter
-    assert _state_assignments(PACKAGE / "stacks" / "irdma") == [
-        ("stacks/irdma/contract.py", "_set_state")]
+    # CmNode.__init__ sets UNKNOWN on self; everything else goes through the contract's
+    # one setter (CoreBase.set_state, which refuses irdma a change outside a row)
+    assert _state_assignments(PACKAGE / "stacks" / "irdma") == []
 
 
 def test_every_stack_and_the_tcp_change_states_in_one_setter_each() -> None:
     # nothing outside mpa_emu/stacks assigns a connection's state
-    assert _state_assignments() == [("stacks/cxgb4/cm.py", "_set_state"),
+    # (irdma, siw and cxgb4 share the contract's CoreBase.set_state)
+    assert _state_assignments() == [("stacks/contract/base.py", "set_state"),
                                     ("stacks/erdma/base.py", "_set"),
-                                    ("stacks/irdma/contract.py", "_set_state"),
                                     ("stacks/qedr/firmware.py", "_set_state"),
-                                    ("stacks/siw/base.py", "_set"),
                                     ("stacks/tcp/stack.py", "_set_state")]
 
 
@@ -67,9 +66,9 @@ def test_set_state_outside_a_row_is_refused() -> None:
     node = core._cm_node(conn)
     assert node is not None and node.state is CmState.SYN_RCVD
     with pytest.raises(RuntimeError, match="outside the transition table"):
-        core._set_state(node, CmState.CLOSED, "test")
+        core.base.set_state(node, CmState.CLOSED, "test", node.conn)
     assert node.state is CmState.SYN_RCVD
-    core._set_state(node, CmState.SYN_RCVD, "test")  # no change: nothing to refuse
+    core.base.set_state(node, CmState.SYN_RCVD, "test", node.conn)  # no change: nothing to refuse
 
 
 def test_every_state_change_in_a_run_is_recorded_by_a_row_function() -> None:
