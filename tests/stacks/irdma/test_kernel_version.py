@@ -27,4 +27,5 @@ def test_the_kernel_behaviour_page_names_the_same_release() -> None:
 def test_the_kernel_map_help_names_it(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["kernel-map", "--help"])
-    assert f"cm.c of mainline Linux {KERNEL_VERSION}." in capsys.readouterr().out
+    assert (f"--stack irdma: drivers/infiniband/hw/irdma/cm.c, mainline Linux {KERNEL_VERSION}."
+            in capsys.readouterr().out)
